@@ -1,0 +1,1 @@
+"""The model layer (agents, point formats) and the evaluation benchmarks and their scorers."""

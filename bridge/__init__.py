@@ -1,0 +1,1 @@
+"""ROS 2 nodes that glue camera, agent, targeting and arm; the trial runner, store and the CLI."""

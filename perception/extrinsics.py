@@ -1,0 +1,152 @@
+"""Rigid transforms and the hand-eye calibration file the targeting node reads.
+
+Calibration file (JSON, version 1)::
+
+    {
+      "format": "pointlab.calibration/1",
+      "parent_frame": "link_base",                 # the robot base frame
+      "child_frame": "camera_color_optical_frame", # the colour optical frame
+      "T_parent_child": [[r11, r12, r13, tx],      # 4x4 row-major, rotation + translation in METRES:
+                         [r21, r22, r23, ty],      # p_base = T @ [p_camera; 1]
+                         [r31, r32, r33, tz],
+                         [0, 0, 0, 1]],
+      "setup": "eye_to_hand",                      # or "eye_in_hand" (then parent is the flange)
+      "method": "PARK", "created": "2026-11-29T12:00:00Z",   # optional provenance
+      "residuals": {...}                                    # optional, from `pointlab calibrate`
+    }
+
+A translation above 5 m is refused: it is almost always millimetres written where metres belong.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .errors import CalibrationFileError
+
+__all__ = ["RigidTransform", "Calibration", "load_calibration", "save_calibration", "CALIBRATION_FORMAT"]
+
+CALIBRATION_FORMAT = "pointlab.calibration/1"
+_MAX_TRANSLATION_M = 5.0
+
+
+@dataclass(frozen=True)
+class RigidTransform:
+    """A rigid transform ``T_parent_child`` (4x4 float64, metres): maps points expressed in the
+    child frame to the parent frame."""
+
+    matrix: np.ndarray
+
+    def __post_init__(self) -> None:
+        m = np.asarray(self.matrix, dtype=np.float64)
+        if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+            raise ValueError(f"transform must be a finite 4x4 matrix, got shape {m.shape}")
+        if not np.allclose(m[3], [0, 0, 0, 1], atol=1e-9):
+            raise ValueError("last row of a rigid transform must be [0, 0, 0, 1]")
+        r = m[:3, :3]
+        if not np.allclose(r @ r.T, np.eye(3), atol=1e-4) or np.linalg.det(r) < 0.999:
+            raise ValueError("rotation part is not orthonormal with determinant +1")
+        object.__setattr__(self, "matrix", m)
+
+    @classmethod
+    def from_rt(cls, rotation: np.ndarray, translation_m: np.ndarray) -> "RigidTransform":
+        m = np.eye(4)
+        m[:3, :3] = np.asarray(rotation, dtype=np.float64)
+        m[:3, 3] = np.asarray(translation_m, dtype=np.float64).reshape(3)
+        return cls(m)
+
+    @classmethod
+    def from_xyz_rpy(cls, xyz_m, rpy_rad) -> "RigidTransform":
+        """From a translation (metres) and fixed-axis roll, pitch, yaw (radians, URDF convention)."""
+        return cls.from_rt(Rotation.from_euler("xyz", rpy_rad).as_matrix(), xyz_m)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        return self.matrix[:3, :3]
+
+    @property
+    def translation_m(self) -> np.ndarray:
+        return self.matrix[:3, 3]
+
+    def inverse(self) -> "RigidTransform":
+        return RigidTransform.from_rt(self.rotation.T, -self.rotation.T @ self.translation_m)
+
+    def __matmul__(self, other: "RigidTransform") -> "RigidTransform":
+        return RigidTransform(self.matrix @ other.matrix)
+
+    def apply(self, points_m: np.ndarray) -> np.ndarray:
+        """Transform points ``(3,)`` or ``(N, 3)`` (metres); returns the same shape."""
+        p = np.asarray(points_m, dtype=np.float64)
+        out = p.reshape(-1, 3) @ self.rotation.T + self.translation_m
+        return out.reshape(p.shape)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The camera's pose in the robot base frame (eye-to-hand) plus provenance."""
+
+    T_base_camera: RigidTransform
+    parent_frame: str = "link_base"
+    child_frame: str = "camera_color_optical_frame"
+    setup: str = "eye_to_hand"
+    method: str | None = None
+    created: str | None = None
+    residuals: dict = field(default_factory=dict)
+
+    def camera_to_base(self, point_camera_m: np.ndarray) -> np.ndarray:
+        """A point ``(3,)`` in the camera optical frame (m) -> the base frame (m)."""
+        return self.T_base_camera.apply(point_camera_m)
+
+    def to_dict(self) -> dict:
+        d = {
+            "format": CALIBRATION_FORMAT, "parent_frame": self.parent_frame, "child_frame": self.child_frame,
+            "T_parent_child": self.T_base_camera.matrix.round(9).tolist(), "setup": self.setup,
+        }
+        for k in ("method", "created"):
+            if getattr(self, k):
+                d[k] = getattr(self, k)
+        if self.residuals:
+            d["residuals"] = self.residuals
+        return d
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a calibration file (format in the module docstring).
+
+    Raises:
+        CalibrationFileError: missing file, bad JSON, wrong format tag, non-rigid matrix, or a
+            translation larger than 5 m (units are metres).
+    """
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise CalibrationFileError(f"calibration file {path} not found") from e
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CalibrationFileError(f"calibration file {path} is not valid JSON: {e}") from e
+    if not isinstance(d, dict) or d.get("format") != CALIBRATION_FORMAT:
+        raise CalibrationFileError(f"{path}: expected \"format\": \"{CALIBRATION_FORMAT}\"")
+    try:
+        T = RigidTransform(np.array(d["T_parent_child"], dtype=np.float64))
+    except (KeyError, ValueError, TypeError) as e:
+        raise CalibrationFileError(f"{path}: T_parent_child is not a rigid 4x4 transform ({e})") from e
+    if np.linalg.norm(T.translation_m) > _MAX_TRANSLATION_M:
+        raise CalibrationFileError(
+            f"{path}: translation {T.translation_m.tolist()} is over {_MAX_TRANSLATION_M} m; the file must be in metres")
+    if d.get("setup", "eye_to_hand") not in ("eye_to_hand", "eye_in_hand"):
+        raise CalibrationFileError(f"{path}: setup must be eye_to_hand or eye_in_hand")
+    return Calibration(T, d.get("parent_frame", "link_base"), d.get("child_frame", "camera_color_optical_frame"),
+                       d.get("setup", "eye_to_hand"), d.get("method"), d.get("created"), d.get("residuals", {}))
+
+
+def save_calibration(cal: Calibration, path: str | Path) -> None:
+    """Write ``cal`` as a version-1 calibration file (atomically: write then rename)."""
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(cal.to_dict(), indent=2) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,13 @@
+"""The arm interface, the workspace envelope, and the UFACTORY Lite 6 driver."""
+
+from .arm import (ARM_DRIVERS, TOOLS, Arm, ArmDriver, ArmState, MotionConfig, MotionReport, TcpPose, Tool,
+                  make_arm)
+from .errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError,
+                     EmergencyStopError, RobotError, UnreachableTargetError, UnsafeTargetError)
+from .workspace import Workspace
+
+__all__ = [
+    "ARM_DRIVERS", "TOOLS", "Arm", "ArmDriver", "ArmState", "MotionConfig", "MotionReport", "TcpPose", "Tool",
+    "make_arm", "ArmConnectionError", "ArmFaultError", "ArmNotConnectedError", "ArmTimeoutError",
+    "EmergencyStopError", "RobotError", "UnreachableTargetError", "UnsafeTargetError", "Workspace",
+]

@@ -1,0 +1,390 @@
+"""The arm interface: home, pick at a base-frame point, place at a base-frame point, stop, state.
+
+Two layers, so that the pick/place logic is written (and tested) once:
+
+- ``ArmDriver``: the primitives a controller offers (linear Cartesian move of the TCP, tool on/off,
+  emergency stop, read pose). ``pointlab.robot.xarm.XArmDriver`` implements it with
+  ``xarm-python-sdk``; ``pointlab.sim_mock.arm.SimArmDriver`` with the simulated Lite 6.
+- ``Arm``: pick and place as checked waypoint sequences over a driver (approach above the target,
+  descend, grip, lift). Every waypoint is checked against the ``Workspace`` *before the first command
+  is sent*, so an unsafe target produces no motion at all.
+
+Units: positions in metres in the base frame (``link_base``, z up); orientations as xArm-style
+fixed-axis roll, pitch, yaw in **degrees** (``(180, 0, 0)`` points the tool straight down);
+speeds in m/s, accelerations in m/s^2. Drivers convert to their controller's units (xArm: mm, deg).
+"""
+
+from __future__ import annotations
+
+import logging
+import pkgutil
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .errors import ArmNotConnectedError, EmergencyStopError, RobotError
+from .workspace import Workspace
+
+__all__ = [
+    "TcpPose", "Tool", "TOOLS", "MotionConfig", "ArmState", "MotionReport", "ArmDriver", "Arm",
+    "ARM_DRIVERS", "make_arm", "TOOL_DOWN_RPY_DEG",
+]
+
+log = logging.getLogger(__name__)
+
+TOOL_DOWN_RPY_DEG = (180.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class TcpPose:
+    """TCP pose in the base frame: ``position_m`` ``(3,)`` metres, ``rpy_deg`` roll/pitch/yaw degrees."""
+
+    position_m: tuple[float, float, float]
+    rpy_deg: tuple[float, float, float] = TOOL_DOWN_RPY_DEG
+
+    @classmethod
+    def at(cls, point_m, rpy_deg=TOOL_DOWN_RPY_DEG) -> "TcpPose":
+        p = np.asarray(point_m, dtype=np.float64).reshape(3)
+        return cls((float(p[0]), float(p[1]), float(p[2])), tuple(float(a) for a in rpy_deg))
+
+    @property
+    def xyz(self) -> np.ndarray:
+        return np.array(self.position_m, dtype=np.float64)
+
+    def to_dict(self) -> dict:
+        return {"position_m": [round(c, 6) for c in self.position_m], "rpy_deg": [round(a, 4) for a in self.rpy_deg]}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An end effector.
+
+    Attributes:
+        name: ``lite_gripper`` or ``lite_vacuum``.
+        tcp_offset_m: TCP distance past the flange along the flange z axis (UFACTORY model:
+            gripper 0.0836 m, vacuum 0.061 m).
+        grasp_depth_m: how far below the pointed (top) surface the TCP goes to grasp; the vacuum
+            cup only needs to touch, the fingers need to reach around the object.
+        release_height_m: TCP height above the pointed surface at which a held object is let go.
+    """
+
+    name: str
+    tcp_offset_m: float
+    grasp_depth_m: float
+    release_height_m: float
+
+
+TOOLS: dict[str, Tool] = {
+    "lite_gripper": Tool("lite_gripper", 0.0836, grasp_depth_m=0.015, release_height_m=0.05),
+    "lite_vacuum": Tool("lite_vacuum", 0.061, grasp_depth_m=0.0, release_height_m=0.05),
+}
+
+
+@dataclass(frozen=True)
+class MotionConfig:
+    """Speeds and heights of the pick/place sequences.
+
+    Attributes:
+        speed_m_s: TCP linear speed, m/s (clamped to ``max_speed_m_s``; Lite 6 tool limit 0.5 m/s).
+        acc_m_s2: TCP linear acceleration, m/s^2.
+        approach_height_m: height above the target of the approach and lift waypoints.
+        grip_settle_s: wait after closing or opening the tool (the Lite gripper has no feedback).
+        home: the home pose.
+    """
+
+    speed_m_s: float = 0.15
+    acc_m_s2: float = 1.0
+    max_speed_m_s: float = 0.5
+    max_acc_m_s2: float = 5.0
+    approach_height_m: float = 0.10
+    grip_settle_s: float = 0.3
+    home: TcpPose = TcpPose((0.20, 0.0, 0.25))
+
+    def __post_init__(self) -> None:
+        if not (0 < self.speed_m_s and 0 < self.acc_m_s2 and self.approach_height_m > 0):
+            raise ValueError("speed, acceleration and approach height must be positive")
+
+    @property
+    def speed(self) -> float:
+        return min(self.speed_m_s, self.max_speed_m_s)
+
+    @property
+    def acc(self) -> float:
+        return min(self.acc_m_s2, self.max_acc_m_s2)
+
+
+@dataclass
+class ArmState:
+    """What the arm reports.
+
+    Attributes:
+        connected: a controller session is open.
+        tcp: current TCP pose (``None`` when unknown).
+        joints_rad: joint angles in radians, 6 values (``None`` when unknown).
+        tool_closed: whether the gripper is closed / the vacuum is on.
+        holding: whether the last pick left something in the tool (the Lite gripper has no
+            sensor; this is what the sequence believes, or the vacuum sensor when there is one).
+        error_code: the controller's error code (0 = none).
+        estopped: emergency stop is engaged.
+    """
+
+    connected: bool = False
+    tcp: TcpPose | None = None
+    joints_rad: list[float] | None = None
+    tool_closed: bool = False
+    holding: bool = False
+    error_code: int = 0
+    estopped: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "connected": self.connected, "tcp": self.tcp.to_dict() if self.tcp else None,
+            "joints_rad": self.joints_rad, "tool_closed": self.tool_closed, "holding": self.holding,
+            "error_code": self.error_code, "estopped": self.estopped,
+        }
+
+
+@dataclass
+class MotionReport:
+    """What a pick or place actually commanded.
+
+    Attributes:
+        action: ``pick``, ``place`` or ``home``.
+        target_m: the base-frame target, metres.
+        waypoints: every TCP pose sent, in order.
+        tool_commands: every tool command sent, ``"close"``/``"open"``, in order.
+        duration_s: wall time of the sequence.
+    """
+
+    action: str
+    target_m: list[float]
+    waypoints: list[TcpPose] = field(default_factory=list)
+    tool_commands: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "action": self.action, "target_m": [round(c, 6) for c in self.target_m],
+            "waypoints": [w.to_dict() for w in self.waypoints], "tool_commands": list(self.tool_commands),
+            "duration_s": round(self.duration_s, 4),
+        }
+
+
+class ArmDriver(ABC):
+    """Controller primitives in SI units. Implementations raise the typed errors of
+    ``pointlab.robot.errors`` (``ArmFaultError`` for a non-zero controller code, ``ArmConnectionError``,
+    ``ArmTimeoutError``, ``UnreachableTargetError``)."""
+
+    tool: Tool
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Open the session and bring the arm up (clear warnings/errors, enable, position mode, ready)."""
+
+    @abstractmethod
+    def disconnect(self) -> None: ...
+
+    @abstractmethod
+    def move_linear(self, pose: TcpPose, speed_m_s: float, acc_m_s2: float) -> None:
+        """Move the TCP in a straight line to ``pose`` and return when it is there."""
+
+    @abstractmethod
+    def set_tool(self, closed: bool) -> None:
+        """Close the gripper / switch the vacuum on (``True``) or open / switch off (``False``)."""
+
+    @abstractmethod
+    def emergency_stop(self) -> None:
+        """Stop all motion now. Must not raise when the connection is already gone."""
+
+    @abstractmethod
+    def get_pose(self) -> TcpPose: ...
+
+    def get_joints_rad(self) -> list[float] | None:
+        return None
+
+    def error_code(self) -> int:
+        return 0
+
+    def holding_sensor(self) -> bool | None:
+        """What a sensor says about the tool holding something, or ``None`` if there is no sensor."""
+        return None
+
+
+class Arm:
+    """Pick and place at base-frame points over an ``ArmDriver``, inside a ``Workspace``.
+
+    Args:
+        driver: the controller primitives.
+        workspace: the envelope every waypoint is checked against before any command.
+        motion: speeds, heights and the home pose.
+    """
+
+    def __init__(self, driver: ArmDriver, workspace: Workspace = Workspace(),
+                 motion: MotionConfig = MotionConfig()) -> None:
+        self.driver, self.workspace, self.motion = driver, workspace, motion
+        self._connected = False
+        self._holding = False
+        self._tool_closed = False
+        self._estopped = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def connect(self) -> "Arm":
+        if not self._connected:
+            self.driver.connect()
+            self._connected = True
+        return self
+
+    def disconnect(self) -> None:
+        if self._connected:
+            self._connected = False
+            self.driver.disconnect()
+
+    def __enter__(self) -> "Arm":
+        return self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.disconnect()
+
+    # -- planning (pure) -----------------------------------------------------------------------
+    def plan(self, action: Literal["pick", "place"], target_m) -> list[tuple[str, TcpPose | bool]]:
+        """The step list of a pick or place at ``target_m`` (base frame, metres), checked against the
+        workspace. Steps are ``("move", TcpPose)`` or ``("tool", closed)``.
+
+        Raises:
+            UnsafeTargetError: the target or any waypoint is outside the envelope.
+            ValueError: unknown action.
+        """
+        target = np.asarray(target_m, dtype=np.float64).reshape(-1)
+        self.workspace.check(target, "target")
+        above = TcpPose.at(target + [0.0, 0.0, self.motion.approach_height_m])
+        floor = self.workspace.table_z_m + self.workspace.min_table_clearance_m
+        tool = self.driver.tool
+        if action == "pick":
+            down = TcpPose.at([target[0], target[1], max(target[2] - tool.grasp_depth_m, floor)])
+            steps = [("tool", False), ("move", above), ("move", down), ("tool", True), ("move", above)]
+        elif action == "place":
+            down = TcpPose.at([target[0], target[1], max(target[2] + tool.release_height_m, floor)])
+            steps = [("move", above), ("move", down), ("tool", False), ("move", above)]
+        else:
+            raise ValueError(f"unknown action {action!r}: pick or place")
+        for kind, step in steps:
+            if kind == "move":
+                self.workspace.check(step.xyz, "waypoint")
+        return steps
+
+    # -- motion --------------------------------------------------------------------------------
+    def _require_ready(self) -> None:
+        if not self._connected:
+            raise ArmNotConnectedError("arm is not connected")
+        if self._estopped:
+            raise EmergencyStopError("arm is emergency-stopped; reset it before moving")
+
+    def _run(self, action: str, target_m, steps) -> MotionReport:
+        report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
+        t0 = time.monotonic()
+        try:
+            for kind, step in steps:
+                if self._estopped:
+                    raise EmergencyStopError("emergency stop during the sequence")
+                if kind == "move":
+                    report.waypoints.append(step)
+                    self.driver.move_linear(step, self.motion.speed, self.motion.acc)
+                else:
+                    report.tool_commands.append("close" if step else "open")
+                    self.driver.set_tool(bool(step))
+                    self._tool_closed = bool(step)
+                    time.sleep(self.motion.grip_settle_s)
+        except RobotError:
+            self._safe_halt()
+            raise
+        report.duration_s = time.monotonic() - t0
+        return report
+
+    def _safe_halt(self) -> None:
+        # After a fault nothing more is sent but a stop: a half-done sequence must not continue.
+        try:
+            self.driver.emergency_stop()
+        except Exception:  # the connection may be gone; the stop is best effort
+            log.exception("emergency stop after a fault failed")
+
+    def pick(self, target_m) -> MotionReport:
+        """Pick at a base-frame point (metres, the top surface of the object): open, approach above,
+        descend by the tool's grasp depth, close, lift.
+
+        Raises:
+            UnsafeTargetError: outside the envelope (nothing sent).
+            ArmNotConnectedError, EmergencyStopError: not ready (nothing sent).
+            ArmFaultError, ArmConnectionError, ArmTimeoutError, UnreachableTargetError: from the driver;
+                the arm is stopped before the error propagates.
+        """
+        steps = self.plan("pick", target_m)
+        self._require_ready()
+        report = self._run("pick", target_m, steps)
+        sensor = self.driver.holding_sensor()
+        self._holding = True if sensor is None else bool(sensor)
+        return report
+
+    def place(self, target_m) -> MotionReport:
+        """Place what the tool holds at a base-frame point (metres, the surface to put it on):
+        approach above, descend to the tool's release height, open, lift. Raises as ``pick``."""
+        steps = self.plan("place", target_m)
+        self._require_ready()
+        report = self._run("place", target_m, steps)
+        self._holding = False
+        return report
+
+    def home(self) -> MotionReport:
+        """Move to the configured home pose (checked against the workspace)."""
+        self.workspace.check(self.motion.home.xyz, "home")
+        self._require_ready()
+        return self._run("home", self.motion.home.position_m, [("move", self.motion.home)])
+
+    def stop(self) -> None:
+        """Emergency stop: halts the driver and refuses motion until ``reset()``."""
+        self._estopped = True
+        self._safe_halt()
+
+    def reset(self) -> None:
+        """Leave the emergency-stopped state (the driver re-runs its bring-up)."""
+        self.driver.connect()
+        self._estopped = False
+
+    def state(self) -> ArmState:
+        st = ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
+                      estopped=self._estopped)
+        if self._connected:
+            try:
+                st.tcp = self.driver.get_pose()
+                st.joints_rad = self.driver.get_joints_rad()
+                st.error_code = self.driver.error_code()
+            except RobotError as e:
+                log.warning("reading arm state failed: %s", e)
+        return st
+
+    @property
+    def holding(self) -> bool:
+        return self._holding
+
+
+# type string -> "module:factory"; the factory takes the text after the first ':' and keyword config.
+ARM_DRIVERS: dict[str, str] = {
+    "sim": "pointlab.sim_mock.arm:SimArmDriver.from_spec",
+    "xarm": "pointlab.robot.xarm:XArmDriver.from_spec",
+}
+
+
+def make_arm(spec: str, workspace: Workspace = Workspace(), motion: MotionConfig = MotionConfig(),
+             **driver_kwargs) -> Arm:
+    """Build (not connect) the arm named by ``spec``: ``sim`` or ``xarm:IP[:PORT]``.
+
+    Raises:
+        ValueError: unknown arm type.
+    """
+    kind, sep, arg = spec.partition(":")
+    if kind not in ARM_DRIVERS:
+        raise ValueError(f"unknown robot {kind!r}; known: {', '.join(sorted(ARM_DRIVERS))}")
+    factory = pkgutil.resolve_name(ARM_DRIVERS[kind])
+    return Arm(factory(arg if sep else None, **driver_kwargs), workspace, motion)

@@ -1,0 +1,60 @@
+"""Typed errors of the robot package. SDK return codes become ``ArmFaultError`` raised ``from`` the
+original, so a trial records what the controller said."""
+
+from __future__ import annotations
+
+__all__ = [
+    "RobotError", "ArmNotConnectedError", "UnsafeTargetError", "UnreachableTargetError",
+    "ArmFaultError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
+]
+
+
+class RobotError(Exception):
+    """Base class of robot errors."""
+
+
+class ArmNotConnectedError(RobotError, ConnectionError):
+    """A motion was asked of an arm that is not connected."""
+
+
+class UnsafeTargetError(RobotError):
+    """A target or waypoint lies outside the workspace envelope. Raised before any command is sent.
+
+    Attributes:
+        reason: a short machine-readable reason (``outside_box``, ``below_table``, ``beyond_reach``,
+            ``too_close_to_base``, ``not_finite``) followed by detail.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UnreachableTargetError(RobotError):
+    """No joint solution within the joint limits reaches the pose (inverse kinematics failed)."""
+
+
+class ArmFaultError(RobotError):
+    """The controller answered a non-zero code or is in an error state.
+
+    Attributes:
+        code: the SDK/controller return code (xArm: ``0`` success; see docs/robot.md for the table).
+        call: the SDK call that failed, e.g. ``"set_position"``.
+    """
+
+    def __init__(self, call: str, code: int, detail: str = "") -> None:
+        msg = f"{call} returned code {code}" + (f": {detail}" if detail else "")
+        super().__init__(msg)
+        self.call, self.code, self.detail = call, code, detail
+
+
+class ArmConnectionError(RobotError, ConnectionError):
+    """The connection to the controller was refused or dropped."""
+
+
+class ArmTimeoutError(RobotError, TimeoutError):
+    """The controller did not answer or a motion did not finish in time."""
+
+
+class EmergencyStopError(RobotError):
+    """The arm is emergency-stopped; motion is refused until it is reset."""

@@ -1,0 +1,60 @@
+"""Fixtures shared by every test package: real data, ROS isolation, Chromium."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("POINTLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
+CHROMIUM = os.environ.get("POINTLAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` (or ``$POINTLAB_SHARED_DATA``); skips the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def uoc_tabletop(shared_data: Path) -> Path:
+    p = shared_data / "rgbd" / "uoc_tabletop"
+    if not (p / "camera_params.json").exists():
+        pytest.skip(f"{p} is absent")
+    return p
+
+
+# Domain ids are drawn per process from a shuffled range so that parallel test runs on one
+# machine (CI, a developer's second shell) rarely share a DDS domain.
+_domains = itertools.cycle(random.Random(os.getpid()).sample(range(1, 100), 99))
+
+
+@pytest.fixture
+def ros_env(monkeypatch) -> int:
+    """Keep DDS on this machine and give the test its own ROS_DOMAIN_ID; returns the id."""
+    domain = next(_domains)
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+    return domain
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A Playwright ``Browser`` on Debian's Chromium (no browser download)."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail(f"Debian chromium not found at {CHROMIUM}; install it with apt-get install chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()

@@ -1,0 +1,1 @@
+"""The web side: FastAPI app, participant, operator, results, arena and study pages."""
