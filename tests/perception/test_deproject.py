@@ -1,0 +1,88 @@
+"""Deprojection of chosen pixels of the real uoc_tabletop frames, against values worked out by hand.
+
+camera_params.json: fx=612.937 fy=613.173 ppx(x_offset)=322.549 ppy(y_offset)=248.158, depth in mm.
+The depth windows quoted below were read off the raw 16-bit PNGs and the medians counted by hand.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from pointlab.perception.deproject import DepthRule, deproject_pixel
+from pointlab.perception.frame import Intrinsics
+from pointlab.perception.replay import load_rgbd_frame
+
+FX, FY, PPX, PPY = 612.937, 613.173, 322.549, 248.158
+
+
+def pinhole(u, v, z):
+    return [(u - PPX) / FX * z, (v - PPY) / FY * z, z]
+
+
+def test_valid_centre_on_the_purple_cup(uoc_tabletop):
+    # Frame 4, pixel (465, 280) on the purple cup. Centre depth 508 mm; all 121 window depths lie in
+    # 503..516 mm (within the 15 mm band). Sorted counts: 503:1 504:5 505:19 507:18 508:24 ...,
+    # so the 61st (median) value is 508 mm.
+    f = load_rgbd_frame(uoc_tabletop, 4)
+    d = deproject_pixel(f, 465, 280)
+    assert d.valid and d.source == "centre" and d.valid_px == 121
+    assert d.depth_m == pytest.approx(0.508)
+    np.testing.assert_allclose(d.point_m, pinhole(465, 280, 0.508), atol=1e-9)
+    # By hand: x = (465-322.549)/612.937*0.508 = 0.118063, y = (280-248.158)/613.173*0.508 = 0.026380
+    np.testing.assert_allclose(d.point_m, [0.118063, 0.026380, 0.508], atol=2e-6)
+
+
+def test_hole_at_the_pointer_takes_the_nearest_surface(uoc_tabletop):
+    # Frame 4, pixel (225, 317): the centre is 0 (a hole at the toy block's edge). The 26 valid window
+    # depths are 567 x6, 568 x12, 569 x4, 571 x4 mm; the 10% "lower" quantile is 567, all 26 lie in the
+    # band, and their median (13th/14th values) is 568 mm.
+    f = load_rgbd_frame(uoc_tabletop, 4)
+    d = deproject_pixel(f, 225, 317)
+    assert d.valid and d.source == "foreground" and d.valid_px == 26
+    assert d.depth_m == pytest.approx(0.568)
+    np.testing.assert_allclose(d.point_m, [-0.090397, 0.063771, 0.568], atol=2e-6)
+
+
+def test_no_depth_anywhere_near_is_refused(uoc_tabletop):
+    # Frame 0, pixel (15, 288): the whole 11x11 window is 0 in the depth PNG (left edge shadow).
+    f = load_rgbd_frame(uoc_tabletop, 0)
+    d = deproject_pixel(f, 15, 288)
+    assert not d.valid and d.point_m is None and d.reason.startswith("no_depth") and d.valid_px == 0
+
+
+@pytest.mark.parametrize("u,v", [(640, 10), (-1, 5), (10, 480), (math.nan, 3), (1e9, 1e9)])
+def test_points_outside_the_image_are_refused(uoc_tabletop, u, v):
+    f = load_rgbd_frame(uoc_tabletop, 0)
+    d = deproject_pixel(f, u, v)
+    assert not d.valid and d.reason.startswith("outside_image")
+    assert d.to_dict()["point_m"] is None
+
+
+def test_last_pixel_is_inside(uoc_tabletop):
+    f = load_rgbd_frame(uoc_tabletop, 4)
+    assert f.intrinsics.contains(639, 479) and not f.intrinsics.contains(639.01, 479)
+
+
+def test_non_numeric_pixel_is_refused_not_raised(uoc_tabletop):
+    f = load_rgbd_frame(uoc_tabletop, 0)
+    d = deproject_pixel(f, "left", None)
+    assert not d.valid and d.reason.startswith("outside_image")
+
+
+def test_pinhole_matches_librealsense():
+    rs = pytest.importorskip("pyrealsense2")
+    intr = rs.intrinsics()
+    intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = 640, 480, FX, FY, PPX, PPY
+    intr.model, intr.coeffs = rs.distortion.none, [0, 0, 0, 0, 0]
+    ours = Intrinsics(640, 480, FX, FY, PPX, PPY)
+    for u, v, z in [(0, 0, 0.4), (639, 479, 1.7), (322.549, 248.158, 0.9), (100.25, 400.75, 0.55)]:
+        np.testing.assert_allclose(ours.deproject(u, v, z), rs.rs2_deproject_pixel_to_point(intr, [u, v], z), atol=1e-6)
+        np.testing.assert_allclose(ours.project(ours.deproject(u, v, z)[None])[0], [u, v], atol=1e-6)
+
+
+def test_rule_validation():
+    with pytest.raises(ValueError):
+        DepthRule(min_depth_m=2.0, max_depth_m=1.0)
+    with pytest.raises(ValueError):
+        DepthRule(foreground_quantile=1.5)
