@@ -137,9 +137,9 @@ def parse_choice_strict(text: str | None, letters: str | Sequence[str] = "ABCD")
     return letter if letter in allowed else None
 
 
+# the keyword is case-insensitive, the letter must be a capital ("the answer is a chair" is not A)
 _EXPLICIT = re.compile(
-    r"(?:answer|option|choice)\s*(?:is|would\s+be|:|=)?\s*(?:option\s*)?[\s*_`(\[]*([A-Za-z])\b(?![\w'-])",
-    re.IGNORECASE)
+    r"(?i:answer|option|choice)\s*(?i:is|would\s+be|:|=)?\s*(?i:option\s*)?[\s*_`(\[]*([A-Z])\b(?![\w'-])")
 _BRACKETED = re.compile(r"[(\[]\s*([A-Z])\s*[)\]]")
 _LINE_START = re.compile(r"(?m)^\s*[*_`]*([A-Z])[*_`]*\s*[.):]")
 _BOLD = re.compile(r"(?:\*\*|__)\s*\(?([A-Z])\)?[.)]?\s*(?:\*\*|__)")
@@ -148,8 +148,8 @@ _LONE = re.compile(r"(?<![\w'-])([A-Z])(?![\w'-])")
 
 def parse_choice_lenient(text: str | None, letters: str | Sequence[str] = "ABCD",
                          options: Sequence[str] | None = None) -> str | None:
-    """Lenient multiple-choice parser: the strict reading, else (in this order) an explicit
-    "answer/option/choice is X", a bracketed "(X)", "X." / "X)" at a line start, a bold **X**,
+    """Lenient multiple-choice parser: an explicit "answer/option/choice is X" (the last one),
+    else the strict reading, else (in this order) a bracketed "(X)", "X." / "X)" at a line start, a bold **X**,
     the one option text the answer names (``options`` as in the released data, e.g.
     ``["A. chair", "B. table"]`` or bare ``["chair", "table"]``), else a lone capital letter when
     exactly one of ``letters`` appears alone. ``None`` when nothing or several letters qualify.
@@ -158,14 +158,17 @@ def parse_choice_lenient(text: str | None, letters: str | Sequence[str] = "ABCD"
     t = answer_part(text)
     if not t:
         return None
+    # an explicit statement beats the first token ("A chair ..., so the answer is C"); the last
+    # one wins ("not A ... so the answer is B")
+    explicit = [x for x in (m.group(1).upper() for m in _EXPLICIT.finditer(t)) if x in allowed]
+    if explicit:
+        return explicit[-1]
     strict = parse_choice_strict(t, allowed)
     if strict is not None:
         return strict
-    for pattern in (_EXPLICIT, _BRACKETED, _LINE_START, _BOLD):
-        found = [m.group(1).upper() for m in pattern.finditer(t)]
-        found = [x for x in found if x in allowed]
+    for pattern in (_BRACKETED, _LINE_START, _BOLD):
+        found = [x for x in (m.group(1).upper() for m in pattern.finditer(t)) if x in allowed]
         if found:
-            # the last explicit statement wins ("not A ... so the answer is B")
             return found[-1]
     if options:
         by_text = _match_option_text(t, allowed, options)

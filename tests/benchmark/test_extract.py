@@ -108,3 +108,5 @@ def test_article_is_not_a_number_or_a_letter():
     assert parse_number_lenient("I see a chair") is None
     assert parse_number_lenient("a dozen chairs") == 12.0
     assert parse_choice_lenient("A chair and a table are visible, so the answer is C") == "C"
+    assert parse_choice_lenient("The answer is a chair, option B") == "B"
+    assert parse_choice_lenient("The answer is a chair") is None
