@@ -1,0 +1,385 @@
+"""The Point-Act SQLite store: studies, participants, trials and SUS surveys.
+
+Every write opens its own session and commits before returning, so a crash (or a killed server)
+loses nothing that was already saved or judged (issue 2: "a crash loses nothing already judged").
+The database runs in WAL mode so the results page can read while a trial is being written.
+
+Tables (SQLAlchemy 2.x ORM, one class each below): ``studies``, ``participants`` (invite token,
+agent order = the Latin-square row), ``trials`` (every field of :class:`~pointlab.bridge.trial.TrialResult`,
+nested ones as JSON, plus study / participant / block / judgement / timestamps), ``surveys``
+(the ten SUS responses and their 0-100 score), ``meta`` (schema version).
+
+Timestamps are Unix seconds (``*_unix_s``, float, UTC).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, event, select
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from .sus import sus_score
+from .trial import TrialResult
+
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+JUDGEMENTS = ("succeeded", "failed")
+
+
+class StoreError(Exception):
+    """The database cannot be opened or used (missing, corrupt, wrong schema), or an unknown id / bad value."""
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class StudyRow(Base):
+    __tablename__ = "studies"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, default="")
+    scene: Mapped[str] = mapped_column(Text, default="")
+    agents: Mapped[list] = mapped_column(JSON)  # agent config names, in the study's canonical order
+    trials_per_agent: Mapped[int] = mapped_column(Integer)
+    design: Mapped[str] = mapped_column(Text, default="")  # how agent orders are balanced (docs)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+class ParticipantRow(Base):
+    __tablename__ = "participants"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), index=True)
+    token: Mapped[str] = mapped_column(String(128), unique=True, index=True)
+    label: Mapped[str] = mapped_column(Text, default="")
+    order_index: Mapped[int] = mapped_column(Integer)  # 0-based index of the participant in the study
+    agent_order: Mapped[list] = mapped_column(JSON)  # agent config names: block 0 is "Agent 1", ...
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+class TrialRow(Base):
+    __tablename__ = "trials"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_uid: Mapped[str] = mapped_column(String(64), unique=True)  # TrialResult.trial_id
+    study_id: Mapped[int | None] = mapped_column(ForeignKey("studies.id"), index=True, nullable=True)
+    participant_id: Mapped[int | None] = mapped_column(ForeignKey("participants.id"), index=True, nullable=True)
+    block: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    agent: Mapped[str] = mapped_column(Text)
+    instruction: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(8))
+    raw_answer: Mapped[str] = mapped_column(Text, default="")
+    points_px: Mapped[list] = mapped_column(JSON)
+    parse_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    frame_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    frame_size: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    target: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    robot_outcome: Mapped[str] = mapped_column(String(32))
+    robot_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    motion: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    sim_success: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    sim_detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    timings_s: Mapped[dict] = mapped_column(JSON)
+    expected: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    judgement: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    judged_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class SurveyRow(Base):
+    __tablename__ = "surveys"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int | None] = mapped_column(ForeignKey("studies.id"), index=True, nullable=True)
+    participant_id: Mapped[int | None] = mapped_column(ForeignKey("participants.id"), index=True, nullable=True)
+    block: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    agent: Mapped[str | None] = mapped_column(Text, nullable=True)
+    responses: Mapped[list] = mapped_column(JSON)
+    score: Mapped[float] = mapped_column(Float)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+_TRIAL_FIELDS = tuple(TrialResult.__dataclass_fields__)
+
+
+def _row_dict(row: Base) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+def _jsonable(obj: Any) -> Any:
+    """Nested values with numpy scalars/arrays turned into plain JSON types (JSON columns need them)."""
+    if obj is None:
+        return None
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):  # numpy arrays and scalars
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL: readers (results page) never block the writer; synchronous=FULL: a committed trial
+    # survives a power cut, not only a process crash.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+class Store:
+    """The SQLite store of one Point-Act deployment.
+
+    Args:
+        path: the ``.sqlite`` file. Created with its schema when absent (``create=True``).
+        create: when False, a missing file raises instead of being created (readers, ``pointlab`` reports).
+
+    Raises:
+        StoreError: the parent folder does not exist, the file is missing (``create=False``), the
+            file is not an SQLite database (corrupt, truncated, another format), or it was written
+            by another schema version.
+
+    Thread-safe for the web app's use: each method uses its own short session and connection.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"database {self.path} does not exist")
+            if not self.path.parent.is_dir():
+                raise StoreError(f"cannot create database {self.path}: folder {self.path.parent} does not exist")
+        elif self.path.is_dir():
+            raise StoreError(f"database path {self.path} is a folder, not a file")
+        self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
+        event.listen(self._engine, "connect", _sqlite_pragmas)
+        try:
+            with self._engine.connect() as conn:
+                ok = conn.exec_driver_sql("PRAGMA quick_check").scalar()
+            if ok != "ok":
+                raise StoreError(f"database {self.path} is corrupt: quick_check says {ok!r}")
+            Base.metadata.create_all(self._engine)
+            self._check_version()
+        except (DatabaseError, OperationalError) as e:
+            self._engine.dispose()
+            raise StoreError(f"database {self.path} cannot be opened as a pointlab SQLite store "
+                             f"(corrupt or not SQLite?): {e.orig if hasattr(e, 'orig') else e}") from e
+        except StoreError:
+            self._engine.dispose()
+            raise
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _check_version(self) -> None:
+        with Session(self._engine) as s:
+            row = s.get(Meta, "schema_version")
+            if row is None:
+                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                s.commit()
+            elif row.value != str(SCHEMA_VERSION):
+                raise StoreError(f"database {self.path} has schema version {row.value}, "
+                                 f"this pointlab writes version {SCHEMA_VERSION}")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A SQLAlchemy session committed on normal exit and rolled back on an exception."""
+        s = self._sessions()
+        try:
+            yield s
+            s.commit()
+        except Exception:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    def close(self) -> None:
+        """Release the connections (the file stays consistent; committed data is on disk)."""
+        self._engine.dispose()
+
+    # -- studies and participants ---------------------------------------------------------------
+    def create_study(self, *, agents: Sequence[str], trials_per_agent: int, scene: str = "",
+                     name: str = "", design: str = "") -> int:
+        """Insert a study and return its id.
+
+        Raises:
+            StoreError: no agents, a repeated agent, or ``trials_per_agent < 1``.
+        """
+        agents = [str(a) for a in agents]
+        if not agents:
+            raise StoreError("a study needs at least one agent")
+        if len(set(agents)) != len(agents):
+            raise StoreError(f"agents repeat: {agents}")
+        if int(trials_per_agent) < 1:
+            raise StoreError(f"trials_per_agent must be >= 1, got {trials_per_agent}")
+        with self.session() as s:
+            row = StudyRow(name=name, scene=scene, agents=agents, trials_per_agent=int(trials_per_agent),
+                           design=design, created_unix_s=time.time())
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def study(self, study_id: int) -> dict[str, Any]:
+        """The study as a dict (columns of ``studies``). Raises StoreError when unknown."""
+        with self.session() as s:
+            row = s.get(StudyRow, study_id)
+            if row is None:
+                raise StoreError(f"unknown study {study_id}")
+            return _row_dict(row)
+
+    def studies(self) -> list[dict[str, Any]]:
+        with self.session() as s:
+            return [_row_dict(r) for r in s.scalars(select(StudyRow).order_by(StudyRow.id))]
+
+    def add_participant(self, study_id: int, *, token: str, agent_order: Sequence[str], label: str = "") -> int:
+        """Insert a participant of ``study_id`` with its invite ``token`` and agent order; returns its id.
+
+        ``order_index`` is the number of participants the study had before (0 for the first).
+
+        Raises:
+            StoreError: unknown study, a token already used, or an order that is not a permutation
+                of the study's agents.
+        """
+        with self.session() as s:
+            study = s.get(StudyRow, study_id)
+            if study is None:
+                raise StoreError(f"unknown study {study_id}")
+            if sorted(agent_order) != sorted(study.agents):
+                raise StoreError(f"agent order {list(agent_order)} is not a permutation of {study.agents}")
+            n = len(s.scalars(select(ParticipantRow.id).where(ParticipantRow.study_id == study_id)).all())
+            row = ParticipantRow(study_id=study_id, token=token, label=label or f"P{n + 1}", order_index=n,
+                                 agent_order=list(agent_order), created_unix_s=time.time())
+            s.add(row)
+            try:
+                s.flush()
+            except IntegrityError as e:
+                raise StoreError("invite token already in use") from e
+            return row.id
+
+    def participant_count(self, study_id: int) -> int:
+        with self.session() as s:
+            return len(s.scalars(select(ParticipantRow.id).where(ParticipantRow.study_id == study_id)).all())
+
+    def participant(self, participant_id: int) -> dict[str, Any]:
+        with self.session() as s:
+            row = s.get(ParticipantRow, participant_id)
+            if row is None:
+                raise StoreError(f"unknown participant {participant_id}")
+            return _row_dict(row)
+
+    def participant_by_token(self, token: str) -> dict[str, Any] | None:
+        """The participant holding invite ``token``, or ``None``."""
+        with self.session() as s:
+            row = s.scalars(select(ParticipantRow).where(ParticipantRow.token == token)).first()
+            return None if row is None else _row_dict(row)
+
+    def participants(self, study_id: int | None = None) -> list[dict[str, Any]]:
+        with self.session() as s:
+            q = select(ParticipantRow).order_by(ParticipantRow.id)
+            if study_id is not None:
+                q = q.where(ParticipantRow.study_id == study_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
+    # -- trials ---------------------------------------------------------------------------------
+    def save_trial(self, result: TrialResult, *, study_id: int | None = None, participant_id: int | None = None,
+                   block: int | None = None) -> int:
+        """Store every field of ``result`` (committed on return) and return the row id.
+
+        Raises:
+            StoreError: the trial id was stored before, or the study/participant does not exist.
+        """
+        data = {k: getattr(result, k) for k in _TRIAL_FIELDS}
+        data["trial_uid"] = data.pop("trial_id")
+        data["points_px"] = [[float(u), float(v)] for u, v in (data["points_px"] if data["points_px"] is not None else [])]
+        for k in ("frame_size", "target", "motion", "timings_s", "expected"):
+            data[k] = _jsonable(data[k])
+        with self.session() as s:
+            row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block,
+                           created_unix_s=time.time())
+            s.add(row)
+            try:
+                s.flush()
+            except IntegrityError as e:
+                raise StoreError(f"trial {result.trial_id} cannot be stored (repeated id or unknown "
+                                 f"study/participant): {e.orig}") from e
+            return row.id
+
+    def set_judgement(self, trial_id: int, judgement: str) -> None:
+        """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``.
+
+        Raises:
+            StoreError: unknown trial or a judgement not in ``JUDGEMENTS``.
+        """
+        if judgement not in JUDGEMENTS:
+            raise StoreError(f"judgement must be one of {JUDGEMENTS}, got {judgement!r}")
+        with self.session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise StoreError(f"unknown trial {trial_id}")
+            row.judgement = judgement
+            row.judged_unix_s = time.time()
+
+    def trial(self, trial_id: int) -> dict[str, Any]:
+        with self.session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise StoreError(f"unknown trial {trial_id}")
+            return _row_dict(row)
+
+    def trials(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
+        """Trials as dicts (all ``trials`` columns), oldest first, optionally filtered."""
+        with self.session() as s:
+            q = select(TrialRow).order_by(TrialRow.id)
+            if study_id is not None:
+                q = q.where(TrialRow.study_id == study_id)
+            if participant_id is not None:
+                q = q.where(TrialRow.participant_id == participant_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
+    # -- surveys --------------------------------------------------------------------------------
+    def save_survey(self, responses: Sequence[int], *, study_id: int | None = None,
+                    participant_id: int | None = None, block: int | None = None, agent: str | None = None) -> int:
+        """Store ten SUS responses with their 0-100 score (:func:`pointlab.bridge.sus.sus_score`); returns the row id.
+
+        Raises:
+            pointlab.bridge.sus.SusError: the responses are not ten integers 1-5 (nothing stored).
+            StoreError: unknown study or participant.
+        """
+        score = sus_score(responses)
+        with self.session() as s:
+            row = SurveyRow(study_id=study_id, participant_id=participant_id, block=block, agent=agent,
+                            responses=list(responses), score=score, created_unix_s=time.time())
+            s.add(row)
+            try:
+                s.flush()
+            except IntegrityError as e:
+                raise StoreError(f"survey cannot be stored (unknown study/participant): {e.orig}") from e
+            return row.id
+
+    def surveys(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
+        """Surveys as dicts (all ``surveys`` columns), oldest first, optionally filtered."""
+        with self.session() as s:
+            q = select(SurveyRow).order_by(SurveyRow.id)
+            if study_id is not None:
+                q = q.where(SurveyRow.study_id == study_id)
+            if participant_id is not None:
+                q = q.where(SurveyRow.participant_id == participant_id)
+            return [_row_dict(r) for r in s.scalars(q)]
