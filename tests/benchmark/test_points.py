@@ -1,0 +1,204 @@
+"""Point formats: expectations worked out by hand from each format's definition (docs/models.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pointlab.benchmark.points import (POINT_FORMATS, format_points, parse_points, qwen_model_size,
+                                       smart_resize)
+
+W, H = 640, 480
+
+
+def pts(text, fmt, w=W, h=H, **kw):
+    p = parse_points(text, fmt, w, h, **kw)
+    return p, p.points_px.tolist()
+
+
+# ---------------------------------------------------------------- Molmo 1 (percent of W, H)
+
+def test_molmo_single_point_percent():
+    p, xy = pts('<point x="50" y="25" alt="mug">mug</point>', "molmo")
+    assert p.ok and p.format == "molmo" and p.reason is None
+    assert xy == [[320.0, 120.0]]  # 0.50*640, 0.25*480
+
+
+def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
+    text = ('Sure. Counting the <points x1="10" y1="10" x2="61.5" y2="40.4" x3="100" y3="100" '
+            'alt="cups">cups</points> shows a total of 3.')
+    p, xy = pts(text, "molmo")
+    assert p.ok
+    assert np.allclose(xy, [[64.0, 48.0], [393.6, 193.92], [640.0, 480.0]])  # 0.615*640, 0.404*480
+
+
+def test_molmo_value_above_100_is_returned_as_parsed():
+    _, xy = pts('<point x="150" y="-10">x</point>', "molmo")
+    assert xy == [[960.0, -48.0]]
+
+
+# ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
+
+def test_molmo2_coords_triplets():
+    text = 'Counting the <points coords="1 1 073 160 2 173 600" alt="boats">the boats</points> shows 2.'
+    p, xy = pts(text, "molmo2")
+    assert p.ok and p.format == "molmo2"
+    assert np.allclose(xy, [[0.073 * 640, 0.160 * 480], [0.173 * 640, 0.600 * 480]])  # (46.72, 76.8), (110.72, 288)
+
+
+def test_molmo2_multi_group_and_auto_detection():
+    text = '<points coords="1 1 500 500;2 1 250 750">x</points>'
+    p, xy = pts(text, "auto")
+    assert p.format == "molmo2"
+    assert np.allclose(xy, [[320.0, 240.0], [160.0, 360.0]])
+
+
+# ---------------------------------------------------------------- Gemini ([y, x] on 0-1000)
+
+def test_gemini_y_first_in_code_fence():
+    text = 'Here you go:\n```json\n[{"point": [500, 250], "label": "cup"}]\n```\nDone.'
+    p, xy = pts(text, "gemini")
+    assert p.ok and xy == [[160.0, 240.0]]  # u = 0.25*640, v = 0.5*480
+
+
+def test_gemini_box_2d_counts_as_centre():
+    # ymin 100, xmin 200, ymax 300, xmax 400 -> centre y 200, x 300 -> u 0.3*640, v 0.2*480
+    _, xy = pts('[{"box_2d": [100, 200, 300, 400], "label": "box"}]', "gemini")
+    assert np.allclose(xy, [[192.0, 96.0]])
+
+
+def test_gemini_multiple_points_keep_order():
+    _, xy = pts('[{"point": [0, 0], "label": "a"}, {"point": [1000, 1000], "label": "b"}]', "gemini")
+    assert xy == [[0.0, 0.0], [640.0, 480.0]]
+
+
+# ---------------------------------------------------------------- Qwen2.5-VL (resized pixels)
+
+def test_smart_resize_by_hand():
+    # 1280x720: 720/28 = 25.71 -> 26*28 = 728; 1280/28 = 45.71 -> 46*28 = 1288;
+    # 728*1288 = 937,664 <= 1,003,520 (28*28*1280), so no further scaling.
+    assert smart_resize(720, 1280) == (728, 1288)
+    assert qwen_model_size(1280, 720) == (1288, 728)
+    # 1920x1080: rounded 1092x1932 = 2,109,744 > max; beta = sqrt(2,073,600/1,003,520) = 1.43747;
+    # 1080/1.43747/28 = 26.83 -> 26*28 = 728; 1920/1.43747/28 = 47.70 -> 47*28 = 1316.
+    assert smart_resize(1080, 1920) == (728, 1316)
+    # 40x40: rounds to 28x28 = 784 < 3136; beta = sqrt(3136/1600) = 1.4; ceil(56/28)*28 = 56.
+    assert smart_resize(40, 40) == (56, 56)
+    with pytest.raises(ValueError):
+        smart_resize(10, 640)
+
+
+def test_qwen_point_2d_rescaled_from_resized_image():
+    # 1280x720 is seen as 1288x728: x 644 -> 644*1280/1288 = 640.0; y 364 -> 364*720/728 = 360.0
+    p, xy = pts('```json\n[{"point_2d": [644, 364], "label": "cup"}]\n```', "qwen", 1280, 720)
+    assert p.ok and np.allclose(xy, [[640.0, 360.0]])
+
+
+def test_qwen_explicit_model_size_and_xml_form():
+    _, xy = pts('<points x1="100" y1="50" alt="a">a</points>', "qwen", 640, 480, model_size=(320, 240))
+    assert xy == [[200.0, 100.0]]
+
+
+def test_qwen_bbox_2d_centre():
+    _, xy = pts('[{"bbox_2d": [10, 20, 30, 40], "label": "x"}]', "qwen", 640, 480, model_size=(640, 480))
+    assert xy == [[20.0, 30.0]]
+
+
+# ---------------------------------------------------------------- RoboPoint (0-1) and xy_pixels
+
+def test_robopoint_tuples():
+    p, xy = pts("The free space is at [(0.5, 0.25), (0.1, 0.9)].", "robopoint")
+    assert p.ok and np.allclose(xy, [[320.0, 120.0], [64.0, 432.0]])
+
+
+def test_xy_pixels_forms():
+    assert pts("[320, 120]", "xy_pixels")[1] == [[320.0, 120.0]]
+    assert pts("[[1, 2], [3, 4]]", "xy_pixels")[1] == [[1.0, 2.0], [3.0, 4.0]]
+    assert pts('{"point": [5, 6]}', "xy_pixels")[1] == [[5.0, 6.0]]
+    assert pts('[{"point": [5, 6]}, {"point": [7, 8]}]', "xy_pixels")[1] == [[5.0, 6.0], [7.0, 8.0]]
+    assert pts("The cup is at [100, 200], [300, 400].", "xy_pixels")[1] == [[100.0, 200.0], [300.0, 400.0]]
+
+
+def test_xy_pixels_model_size_rescales():
+    # image sent downscaled to 320x240; the model's [160, 60] is (320, 120) in the 640x480 original
+    assert pts("[160, 60]", "xy_pixels", model_size=(320, 240))[1] == [[320.0, 120.0]]
+
+
+def test_chain_of_thought_last_answer_wins():
+    text = ("The image is 640 by 480. The mug looks like it is near [[10, 10]] at first, but looking "
+            "again the handle is to the right.\nAnswer: [[500, 300]]")
+    assert pts(text, "xy_pixels")[1] == [[500.0, 300.0]]
+
+
+# ---------------------------------------------------------------- auto, garbage
+
+def test_auto_never_guesses_between_gemini_and_xy_pixels():
+    for text in ('[{"point": [100, 200]}]', "[100, 200]", "[[1, 2], [3, 4]]"):
+        p = parse_points(text, "auto", W, H)
+        assert not p.ok and p.reason.startswith("unparseable: ambiguous")
+        assert p.points_px.shape == (0, 2)
+
+
+def test_auto_reads_self_identifying_forms():
+    assert parse_points('<point x="50" y="50">a</point>', "auto", W, H).format == "molmo"
+    p = parse_points('[{"point_2d": [644, 364]}]', "auto", 1280, 720)
+    assert p.format == "qwen" and np.allclose(p.points_px, [[640.0, 360.0]])
+    assert parse_points("no idea", "auto", W, H).reason.startswith("unparseable: no self-identifying")
+
+
+@pytest.mark.parametrize("fmt", POINT_FORMATS)
+@pytest.mark.parametrize("text", ["", "I cannot find it.", "[x, y]", "{'point': }", "<point x=>", "[NaN, NaN]",
+                                  "]]]{{{[[[", "(a, b)", "<points coords=\"\">x</points>", "\x00\xff" * 50])
+def test_garbage_never_raises(fmt, text):
+    p = parse_points(text, fmt, W, H)
+    assert not p.ok and p.reason.startswith("unparseable:") and p.points_px.shape == (0, 2)
+    assert p.points_px.dtype == np.float64
+
+
+def test_nan_points_dropped_finite_kept():
+    assert pts("[[NaN, 1], [2, 3]]", "xy_pixels")[1] == [[2.0, 3.0]]
+    assert parse_points("[Infinity, 3]", "xy_pixels", W, H).reason == "unparseable: non-finite coordinates"
+
+
+def test_negative_points_returned_as_parsed():
+    assert pts("[-5, 700]", "xy_pixels")[1] == [[-5.0, 700.0]]
+
+
+def test_caller_errors_raise():
+    with pytest.raises(ValueError):
+        parse_points("[1, 2]", "pixels", W, H)
+    with pytest.raises(ValueError):
+        parse_points("[1, 2]", "xy_pixels", 0, H)
+    with pytest.raises(ValueError):
+        format_points([[1, 2]], "auto", W, H)
+    with pytest.raises(ValueError):
+        format_points([[np.nan, 2]], "molmo", W, H)
+
+
+# ---------------------------------------------------------------- round trips
+
+# Rounding of each written form, in pixels of a 640x480 image: Molmo 0.05 % -> 0.32 px; 0-1000
+# integers -> 0.5/1000*640 = 0.32 px; RoboPoint 0.0005*640 = 0.32 px; xy_pixels 0.05 px;
+# Qwen integer resized pixels -> 0.5 * 640/644 < 0.5 px.
+ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "robopoint": 0.33, "xy_pixels": 0.051, "qwen": 0.5}
+
+
+@pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])
+def test_round_trip_every_format(fmt):
+    src = np.array([[320.0, 120.0], [10.5, 400.25], [639.0, 0.0]])
+    text = format_points(src, fmt, W, H, label='a "mug"')
+    back = parse_points(text, fmt, W, H)
+    assert back.ok and back.format == fmt
+    assert back.points_px.shape == (3, 2)
+    assert np.max(np.abs(back.points_px - src)) <= ROUND_PX[fmt]
+    one = parse_points(format_points(src[:1], fmt, W, H), fmt, W, H)
+    assert np.max(np.abs(one.points_px - src[:1])) <= ROUND_PX[fmt]
+
+
+def test_written_forms_by_hand():
+    assert format_points([[320, 120]], "molmo", W, H, label="mug") == '<point x="50.0" y="25.0" alt="mug">mug</point>'
+    assert format_points([[320, 120]], "molmo2", W, H, label="mug") == '<points coords="1 1 500 250">mug</points>'
+    assert format_points([[160, 240]], "gemini", W, H, label="mug") == '[{"point": [500, 250], "label": "mug"}]'
+    assert format_points([[320, 120]], "robopoint", W, H) == "[(0.500, 0.250)]"
+    assert format_points([[640, 360]], "qwen", 1280, 720, label="c") == '```json\n[{"point_2d": [644, 364], "label": "c"}]\n```'
+    assert format_points([], "gemini", W, H) == "There are none."
