@@ -45,6 +45,18 @@ def intrinsics_from_rs(ri) -> Intrinsics:
     return Intrinsics(int(ri.width), int(ri.height), float(ri.fx), float(ri.fy), float(ri.ppx), float(ri.ppy), coeffs)
 
 
+def _device_depth_scale(rs, device) -> float:
+    """Metres per depth unit from the device's depth sensor (a recorder or playback device exposes
+    it only as the ``depth_units`` option of the sensor that streams depth)."""
+    try:
+        return float(device.first_depth_sensor().get_depth_scale())
+    except RuntimeError:
+        for sensor in device.query_sensors():
+            if sensor.supports(rs.option.depth_units):
+                return float(sensor.get_option(rs.option.depth_units))
+    raise CameraSourceError("device reports no depth scale (no depth sensor with depth_units)")
+
+
 class _SensorSource:
     """Opens the depth and colour sensors of a device (no pipeline) into one ``rs.syncer``."""
 
@@ -90,7 +102,6 @@ class RealSenseCamera(Camera):
         self.timeout_ms = timeout_ms
         self._device = device
         self._source = None
-        self._index = 0
 
     @classmethod
     def from_spec(cls, arg: str | None, **kwargs) -> "RealSenseCamera":
@@ -116,7 +127,7 @@ class RealSenseCamera(Camera):
             self._source = _SensorSource(device, self.width, self.height, self.fps)
         else:
             self._source, device = self._start_pipeline(rs)
-        self._depth_scale_m = float(device.first_depth_sensor().get_depth_scale())
+        self._depth_scale_m = _device_depth_scale(rs, device)
         self._align = rs.align(rs.stream.color)
 
     def _read(self) -> RGBDFrame:
@@ -144,9 +155,8 @@ class RealSenseCamera(Camera):
             raise CameraSourceError(f"unsupported colour format {color.profile.format()}")
         # depth units may change per frame on some devices; the frame's own value wins
         scale = float(depth.get_units()) or self._depth_scale_m
-        self._index += 1
         return RGBDFrame(np.ascontiguousarray(rgb).copy(), np.asanyarray(depth.get_data()).astype(np.uint16, copy=True),
-                         scale, intr, time.time_ns(), self._index)
+                         scale, intr, time.time_ns(), int(color.get_frame_number()))
 
     def _disconnect(self) -> None:
         if self._source is not None:
@@ -160,9 +170,12 @@ class RealSenseCamera(Camera):
 
 
 class BagCamera(RealSenseCamera):
-    """Plays a RealSense ``.bag`` recording once, not in real time, so no frame is dropped.
+    """Plays a RealSense recording once, not in real time, so no frame is dropped.
 
-    ``read()`` raises ``CameraSourceError("end of recording")`` after the last frame.
+    librealsense 2.5x writes recordings as ROS 2 bags (``.db3``; older versions wrote ROS 1 ``.bag``);
+    both play through ``config.enable_device_from_file``. ``read()`` raises
+    ``CameraSourceError("end of recording ...")`` after the last frame. Frame ``index`` is the
+    colour frame number of the recording.
     """
 
     def __init__(self, path: str | Path, timeout_ms: int = 2000) -> None:
