@@ -1,0 +1,172 @@
+"""Point-Bench scoring rules (PointArena sec. 3.1, 4.1) with hand-computed expectations, and every
+point format through PRED records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pointlab.benchmark.pointbench import BenchItem, Prediction, score_points, score_prediction, summarize
+from pointlab.benchmark.pointbench.scoring import ItemScore, pixel_index
+
+W, H = 200, 100
+
+
+def rect(c0, c1, r0, r1):
+    """Mask with columns c0..c1 and rows r0..r1 inclusive set."""
+    m = np.zeros((H, W), dtype=bool)
+    m[r0:r1 + 1, c0:c1 + 1] = True
+    return m
+
+
+TARGET = rect(50, 99, 20, 59)
+INST_A = rect(10, 29, 10, 29)
+INST_B = rect(150, 179, 60, 89)
+UNION = INST_A | INST_B
+
+
+@pytest.mark.parametrize("u, v, expected", [
+    (60, 30, (True, "hit")),
+    (49.4, 30, (False, "miss")),      # floor(49.9) = col 49, left of the mask
+    (49.5, 30, (True, "hit")),        # floor(50.0) = col 50, first mask column
+    (99.49, 59.49, (True, "hit")),    # col 99, row 59: last mask pixel
+    (99.5, 30, (False, "miss")),      # col 100
+    (60, 19.4, (False, "miss")),      # row 19
+    (-0.6, 10, (False, "outside_image")),
+    (199.6, 10, (False, "outside_image")),  # col 200 does not exist
+    (10, 99.5, (False, "outside_image")),   # row 100 does not exist
+    (float("nan"), 10, (False, "outside_image")),
+])
+def test_single_point_rule(u, v, expected):
+    ok, reason, used = score_points([[u, v]], "spatial", TARGET)
+    assert (ok, reason) == expected
+    assert len(used) == 1
+
+
+def test_only_first_point_counts_for_non_counting():
+    assert score_points([[10, 10], [60, 30]], "affordance", TARGET)[:2] == (False, "miss")
+    ok, reason, used = score_points([[60, 30], [10, 10], [500, 500]], "reasoning", TARGET)
+    assert (ok, reason, used) == (True, "hit", [[60.0, 30.0]])
+
+
+def test_no_points_fails():
+    assert score_points(np.zeros((0, 2)), "steerable", TARGET)[:2] == (False, "no_points")
+
+
+@pytest.mark.parametrize("points, expected", [
+    ([[20, 20], [160, 70]], (True, "all_targets")),
+    ([[160, 70], [20, 20]], (True, "all_targets")),
+    ([[20, 20]], (False, "count_mismatch")),
+    ([[20, 20], [160, 70], [165, 75]], (False, "count_mismatch")),
+    ([[20, 20], [100, 50]], (False, "point_outside_targets")),
+    ([[20, 20], [250, 50]], (False, "outside_image")),
+    # union-mask form cannot tell instances apart: two points on one target pass (PointArena's code)
+    ([[20, 20], [25, 25]], (True, "all_targets")),
+])
+def test_counting_with_union_mask(points, expected):
+    assert score_points(points, "counting", UNION, count=2)[:2] == expected
+
+
+@pytest.mark.parametrize("points, expected", [
+    ([[20, 20], [160, 70]], (True, "all_targets")),
+    ([[20, 20], [25, 25]], (False, "instance_uncovered")),   # both on A: B uncovered
+    ([[20, 20]], (False, "count_mismatch")),
+    ([[20, 20], [100, 50]], (False, "point_outside_targets")),
+])
+def test_counting_with_instance_masks(points, expected):
+    # count defaults to the number of instances (2)
+    assert score_points(points, "counting", UNION, instance_masks=[INST_A, INST_B])[:2] == expected
+
+
+def test_instance_assignment_is_one_to_one_with_overlap():
+    # Overlapping instances: X = cols 10..59, Y = cols 40..59 (rows 10..29). Points at col 45 (in X and Y)
+    # and col 15 (X only): greedy "first instance that contains the point" would give X twice;
+    # a one-to-one assignment is (15 -> X, 45 -> Y), so success.
+    x, y = rect(10, 59, 10, 29), rect(40, 59, 10, 29)
+    assert score_points([[45, 20], [15, 20]], "counting", x | y, instance_masks=[x, y])[:2] == (True, "all_targets")
+    # Both points only in X-not-Y: Y uncovered.
+    assert score_points([[15, 20], [20, 20]], "counting", x | y, instance_masks=[x, y])[:2] == (False, "instance_uncovered")
+
+
+def test_pixel_index_convention():
+    assert pixel_index(0, 0, W, H) == (0, 0)
+    assert pixel_index(-0.5, -0.5, W, H) == (0, 0)
+    assert pixel_index(-0.51, 0, W, H) is None
+    assert pixel_index(199.49, 99.49, W, H) == (99, 199)
+
+
+def _item(tmp_path, category="spatial", mask=TARGET, count=None, inst=()):
+    img = tmp_path / "img.png"
+    Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(img)
+    mp = tmp_path / f"mask_{category}.png"
+    Image.fromarray(mask.astype(np.uint8) * 255).save(mp)
+    inst_paths = []
+    for k, m in enumerate(inst):
+        p = tmp_path / f"inst{k}.png"
+        # values 128 (above 127: target) and 127 (not) test the release threshold
+        Image.fromarray(np.where(m, 128, 127).astype(np.uint8)).save(p)
+        inst_paths.append(p)
+    return BenchItem("i1", img, "q", category, W, H, mp, inst_paths, count)
+
+
+# Mask cols 50..99, rows 20..59. Every answer below is converted by hand to (u, v) = (60, 40) -> hit,
+# or to a point the wrong reading would put elsewhere.
+@pytest.mark.parametrize("text, fmt, expected", [
+    ('<point x="30.0" y="40.0" alt="t">t</point>', "molmo", "hit"),              # 30% of 200, 40% of 100
+    ('<points x1="30" y1="40" x2="1" y2="1" alt="t">t</points>', "molmo", "hit"),  # first point counts
+    ('<points coords="1 1 300 400">t</points>', "molmo2", "hit"),                # 300/1000*200, 400/1000*100
+    ('[{"point": [500, 300], "label": "t"}]', "gemini", "hit"),                  # y=50, x=60 (y first)
+    ('[{"point": [300, 500], "label": "t"}]', "gemini", "miss"),                 # y=30, x=100 -> col 100
+    ('[{"point_2d": [58.8, 44.8], "label": "t"}]', "qwen", "hit"),              # resized 196x112: 58.8*200/196=60
+    ('[{"point_2d": [98, 44.8], "label": "t"}]', "qwen", "miss"),               # 98*200/196 = 100 -> col 100
+    ("[(0.3, 0.4)]", "robopoint", "hit"),                                       # 0.3*200, 0.4*100
+    ("[60, 40]", "xy_pixels", "hit"),
+    ("[100, 40]", "xy_pixels", "miss"),
+    ('<point x="30.0" y="40.0" alt="t">t</point>', "auto", "hit"),               # self-identifying Molmo tag
+    ("[60, 40]", "auto", "unparseable"),                                        # ambiguous under auto
+    ("I cannot find it.", "xy_pixels", "unparseable"),
+    ("[60, 40]", "pixels_please", "unparseable"),                               # unknown format is recorded
+])
+def test_every_point_format_through_pred(tmp_path, text, fmt, expected):
+    s = score_prediction(_item(tmp_path), Prediction("i1", prediction=text, format=fmt))
+    assert s.reason == expected
+    assert s.success == (expected == "hit")
+
+
+def test_pred_points_in_pixels_and_missing(tmp_path):
+    it = _item(tmp_path)
+    assert score_prediction(it, Prediction("i1", points_px=((60.0, 40.0),))).success
+    assert score_prediction(it, None).reason == "no_prediction"
+
+
+def test_instance_masks_from_files_use_threshold_127(tmp_path):
+    it = _item(tmp_path, "counting", UNION, inst=(INST_A, INST_B))
+    it.mask = None  # instance form only: the union comes from the instances
+    assert score_prediction(it, Prediction("i1", points_px=((20, 20), (160, 70)))).reason == "all_targets"
+    assert score_prediction(it, Prediction("i1", points_px=((20, 20), (21, 21)))).reason == "instance_uncovered"
+    # count given explicitly wins over the number of instances
+    it.count = 3
+    assert score_prediction(it, Prediction("i1", points_px=((20, 20), (160, 70)))).reason == "count_mismatch"
+
+
+def test_bad_mask_is_recorded_not_raised(tmp_path):
+    it = _item(tmp_path)
+    it.mask = tmp_path / "nope.png"
+    s = score_prediction(it, Prediction("i1", points_px=((60, 40),)))
+    assert (s.success, s.reason) == (False, "bad_ground_truth")
+    it.mask = _item(tmp_path).mask
+    it.width = 300  # mask is 200 wide
+    assert score_prediction(it, Prediction("i1", points_px=((60, 40),))).reason == "bad_ground_truth"
+
+
+def test_summary_unweighted_mean_of_categories():
+    scores = ([ItemScore(f"s{i}", "spatial", i < 1) for i in range(4)]       # 1/4
+              + [ItemScore(f"c{i}", "counting", True) for i in range(2)]     # 2/2
+              + [ItemScore("a0", "affordance", False)])                       # 0/1
+    s = summarize(scores)
+    assert s["categories"]["spatial"] == {"n": 4, "success": 1, "accuracy": 0.25}
+    assert s["categories"]["steerable"] == {"n": 0, "success": 0, "accuracy": None}
+    assert s["average"] == pytest.approx((0.25 + 1.0 + 0.0) / 3)
+    assert s["overall"] == pytest.approx(3 / 7)
+    assert summarize([])["average"] is None
