@@ -1,0 +1,67 @@
+"""JSONL records: ground-truth questions, predictions ``{"id", "prediction"}``, visibility tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import RecordError
+
+__all__ = ["read_jsonl", "write_jsonl", "predictions_by_id"]
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Every non-blank line of ``path`` as a dict.
+
+    Raises:
+        RecordError: the file is missing or unreadable, or a line is not a JSON object
+            (the message names the line number).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"cannot read {p}: {e}") from e
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{p}:{n}: not JSON ({e.msg})") from e
+        if not isinstance(rec, dict):
+            raise RecordError(f"{p}:{n}: expected a JSON object, got {type(rec).__name__}")
+        out.append(rec)
+    return out
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
+    """Write ``records`` one JSON object per line (UTF-8); returns the number written."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with p.open("w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions") -> dict[str, Any]:
+    """``{id: prediction}`` from prediction records ``{"id", "prediction"}``.
+
+    Raises:
+        RecordError: a record lacks ``id`` or ``prediction``, or an id repeats.
+    """
+    out: dict[str, Any] = {}
+    for n, rec in enumerate(records, start=1):
+        if "id" not in rec or "prediction" not in rec:
+            raise RecordError(f"{source} record {n}: needs 'id' and 'prediction', got keys {sorted(rec)}")
+        key = str(rec["id"])
+        if key in out:
+            raise RecordError(f"{source} record {n}: duplicate id {key!r}")
+        out[key] = rec["prediction"]
+    return out

@@ -1,0 +1,82 @@
+"""VSI / ReVSI scoring: exact match on letters, MRA on numbers, strict and lenient parsers, tables
+with the direction sub-types averaged into one task. Expected values are worked out by hand."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from pointlab.bridge.cli import app
+
+from pointlab.benchmark.video.errors import RecordError
+from pointlab.benchmark.video.scoring import score_vsi, score_vsi_item
+
+OPTS = ["A. chair", "B. sofa", "C. tv", "D. stove"]
+
+
+def q(qid, qtype, gt, budget=32, options=None):
+    return {"id": qid, "question_type": qtype, "ground_truth": gt, "options": options, "budget": budget}
+
+
+def test_multiple_choice_item():
+    s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "**B**")
+    assert (s.score, s.score_lenient, s.answer_strict, s.reason) == (1.0, 1.0, "B", "ok")
+    s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "I think it is the sofa.")
+    assert (s.score, s.score_lenient) == (0.0, 1.0)       # only the lenient parser reads option text
+    s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "C")
+    assert (s.score, s.score_lenient) == (0.0, 0.0)
+
+
+def test_numeric_items_with_units_and_words():
+    s = score_vsi_item(q("2", "object_size_estimation", "120"), "1.2 m")
+    assert (s.score, s.score_lenient) == (0.0, 1.0)        # strict reads 1.2 (vs 120 cm); lenient converts
+    s = score_vsi_item(q("3", "object_counting", "5"), "three")
+    assert (s.score, s.score_lenient) == (0.0, pytest.approx(0.2))   # |3-5|/5 = 0.4 -> 2 of 10
+    s = score_vsi_item(q("4", "object_counting", "0"), "0")
+    assert s.score == 1.0
+    s = score_vsi_item(q("5", "object_abs_distance", "2.0"), None)
+    assert (s.score, s.reason) == (0.0, "missing prediction")
+    s = score_vsi_item(q("6", "object_abs_distance", "2.0"), "far away")
+    assert (s.score, s.reason) == (0.0, "unparseable")
+
+
+def test_bad_records():
+    with pytest.raises(RecordError):
+        score_vsi_item(q("7", "object_counting", "many"), "3")
+    with pytest.raises(RecordError):
+        score_vsi_item(q("8", "telepathy", "A"), "A")
+    with pytest.raises(RecordError):
+        score_vsi([q("9", "object_counting", "3"), q("9", "object_counting", "3")], {})
+
+
+def test_tables_average_direction_subtypes():
+    gt = [q("e1", "object_rel_direction_easy", "A", options=OPTS), q("e2", "object_rel_direction_easy", "A", options=OPTS),
+          q("h1", "object_rel_direction_hard", "C", options=OPTS), q("c1", "object_counting", "5", budget=16)]
+    pred = {"e1": "A", "e2": "B", "h1": "C", "c1": "3", "zz": "A"}
+    out = score_vsi(gt, pred)
+    strict = out["summary"]["strict"]
+    # direction: mean of sub-type means (easy 0.5, hard 1.0) = 0.75, not the pooled 2/3
+    assert strict["tasks"]["object_rel_direction"]["score"] == pytest.approx(0.75)
+    assert strict["tasks"]["object_counting"]["score"] == pytest.approx(0.2)
+    assert strict["overall"] == pytest.approx((0.75 + 0.2) / 2)
+    assert strict["budgets"]["32"]["overall"] == pytest.approx(0.75)
+    assert strict["budgets"]["16"]["overall"] == pytest.approx(0.2)
+    assert out["summary"]["unknown_prediction_ids"] == ["zz"]
+    assert [it["id"] for it in out["items"]] == ["e1", "e2", "h1", "c1"]
+
+
+def test_cli_score_vsi(tmp_path):
+    gt = tmp_path / "gt.jsonl"
+    pred = tmp_path / "pred.jsonl"
+    gt.write_text("\n".join(json.dumps(r) for r in [q("a", "object_counting", "4"),
+                                                    q("b", "object_rel_distance", "D", options=OPTS)]) + "\n")
+    pred.write_text(json.dumps({"id": "a", "prediction": "<think>two tables, two chairs</think> 4"}) + "\n"
+                    + json.dumps({"id": "b", "prediction": "D) stove"}) + "\n")
+    r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [it["score"] for it in out["items"]] == [1.0, 1.0]
+    assert out["summary"]["strict"]["overall"] == 1.0
+    pred.write_text("{not json\n")
+    r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and "pred.jsonl:1" in r.stderr
