@@ -1,0 +1,121 @@
+"""A scripted :class:`pointlab.bridge.trial.TrialRunner` test double for the web app's unit tests.
+
+No ROS, no arm: a synthetic 320x240 colour view (a frame counter drawn on it), agents whose
+answers are fixed per name, and a human reference that waits for ``answer_human_request``. The
+real runner is ``pointlab.bridge.ros_runner.RosTrialRunner`` (through ``bridge.session``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+import uuid
+
+import cv2
+import numpy as np
+
+from pointlab.bridge.trial import TrialResult
+
+__all__ = ["ScriptedRunner"]
+
+
+class ScriptedRunner:
+    """Agents: ``agent_points`` maps a name to the point it answers (``None``: unparseable answer,
+    refused); ``human_agents`` wait for the operator. A ``done`` trial toggles holding (pick -> place).
+
+    Attributes recorded for assertions: ``calls`` (agent, instruction), ``stops``, ``resets``.
+    """
+
+    def __init__(self, agent_points: dict[str, tuple[float, float] | None] | None = None,
+                 human_agents: tuple[str, ...] = ("human",), width: int = 320, height: int = 240,
+                 trial_delay_s: float = 0.05, raw_text: str = "As model-x I point at") -> None:
+        self.agent_points = dict(agent_points if agent_points is not None else
+                                 {"sim-oracle": (100.0, 80.0), "sim-noisy": (30.0, 200.0)})
+        self.human_agents = tuple(human_agents)
+        self.agent_names = list(self.agent_points) + list(self.human_agents)
+        self.width, self.height = width, height
+        self.trial_delay_s = trial_delay_s
+        self.raw_text = raw_text
+        self._holding = False
+        self._t0 = time.monotonic()
+        self._requests: dict[str, dict] = {}
+        self._futures: dict[str, asyncio.Future] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.stops = 0
+        self.resets = 0
+
+    def _image(self, index: int) -> np.ndarray:
+        img = np.full((self.height, self.width, 3), (40, 120, 60), np.uint8)
+        cv2.circle(img, (100, 80), 12, (230, 40, 40), -1)
+        cv2.putText(img, str(index), (10, self.height - 10), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1)
+        return img
+
+    def latest_jpeg(self) -> tuple[bytes, int] | None:
+        index = int((time.monotonic() - self._t0) * 30)  # a 30 fps camera
+        ok, buf = cv2.imencode(".jpg", cv2.cvtColor(self._image(index), cv2.COLOR_RGB2BGR))
+        return (buf.tobytes(), index) if ok else None
+
+    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
+        self.calls.append((agent, instruction))
+        action = "place" if self._holding else "pick"
+        res = TrialResult(trial_id=uuid.uuid4().hex, agent=agent, instruction=instruction, action=action,
+                          frame_index=0, frame_size=[self.width, self.height], expected=expected)
+        if agent in self.human_agents:
+            rid = uuid.uuid4().hex
+            jpeg = self.latest_jpeg()[0]
+            self._requests[rid] = {"request_id": rid, "instruction": instruction, "width": self.width,
+                                   "height": self.height, "jpeg_b64": base64.b64encode(jpeg).decode()}
+            fut = asyncio.get_running_loop().create_future()
+            self._futures[rid] = fut
+            try:
+                u, v = await fut
+            finally:
+                self._requests.pop(rid, None)
+                self._futures.pop(rid, None)
+            point = (u, v)
+            res.raw_answer = f"[{u}, {v}]"
+        elif agent in self.agent_points:
+            point = self.agent_points[agent]
+            res.raw_answer = f"{self.raw_text} {point} (agent {agent})"
+        else:
+            res.robot_outcome = "agent_failure"
+            res.robot_error = f"unknown agent {agent}"
+            return res
+        await asyncio.sleep(self.trial_delay_s)
+        if point is None:
+            res.parse_error = f"unparseable answer from {agent}"
+            res.target = {"valid": False, "reason": "no_point: the agent gave no parseable point"}
+            res.robot_outcome = "refused"
+            return res
+        res.points_px = [[float(point[0]), float(point[1])]]
+        res.target = {"valid": True, "point_base_m": [0.3, 0.0, 0.02], "reason": None}
+        res.robot_outcome = "done"
+        res.sim_success = True
+        res.timings_s = {"agent": 0.0, "targeting": 0.0, "motion": self.trial_delay_s, "total": self.trial_delay_s}
+        self._holding = not self._holding
+        return res
+
+    def pending_human_requests(self) -> list[dict]:
+        return [dict(r) for r in self._requests.values()]
+
+    def answer_human_request(self, request_id: str, u: float, v: float) -> bool:
+        fut = self._futures.get(request_id)
+        if fut is None or fut.done():
+            return False
+        # May be called from a worker thread (sync FastAPI route): hand the result to the loop.
+        fut.get_loop().call_soon_threadsafe(lambda: fut.done() or fut.set_result((float(u), float(v))))
+        return True
+
+    def holding(self) -> bool:
+        return self._holding
+
+    def emergency_stop(self) -> None:
+        self.stops += 1
+
+    def reset(self) -> None:
+        self.resets += 1
+        self._holding = False
+
+    def arm_state(self) -> dict:
+        return {"holding": self._holding, "stops": self.stops}

@@ -1,0 +1,101 @@
+"""The web app's runtime state: the runner, the store, the arm queue, the trial in progress.
+
+One :class:`AppContext` per app (``app.state.ctx``), built by :func:`pointlab.ui.app.create_app`;
+nothing here is global, so tests can run several apps side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pointlab.bridge.store import Store
+from pointlab.bridge.study import ArmQueue
+from pointlab.bridge.trial import TrialRunner
+
+__all__ = ["UiSettings", "AppContext", "CurrentTrial"]
+
+
+@dataclass(frozen=True)
+class UiSettings:
+    """Settings of one app (passed to ``create_app``; nothing is read from the environment).
+
+    Attributes:
+        frame_rate_hz: live-view frames pushed per second per websocket (issue 2: at least 10).
+        status_interval_s: how often queue/step state is re-checked and pushed when changed.
+        max_message_bytes: a websocket text message longer than this is refused with an error.
+        max_instruction_chars: longest instruction accepted.
+        public_url: base URL put in invite links (``None``: the URL the operator's request came in on).
+    """
+
+    frame_rate_hz: float = 15.0
+    status_interval_s: float = 0.5
+    max_message_bytes: int = 4096
+    max_instruction_chars: int = 500
+    public_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.frame_rate_hz > 0:
+            raise ValueError(f"frame_rate_hz must be > 0, got {self.frame_rate_hz}")
+        if not self.status_interval_s > 0:
+            raise ValueError(f"status_interval_s must be > 0, got {self.status_interval_s}")
+        if self.max_message_bytes < 64 or self.max_instruction_chars < 1:
+            raise ValueError("max_message_bytes must be >= 64 and max_instruction_chars >= 1")
+
+
+@dataclass
+class CurrentTrial:
+    """The trial the arm is executing (operator view: names the agent)."""
+
+    participant_id: int
+    participant_label: str
+    study_id: int
+    block: int
+    alias: str
+    agent: str
+    instruction: str
+    action: str
+    started_unix_s: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class FrameCache:
+    """Calls ``runner.latest_jpeg()`` at most once per ``min_interval_s`` for all connections."""
+
+    def __init__(self, runner: TrialRunner, min_interval_s: float) -> None:
+        self._runner = runner
+        self._min_interval_s = min_interval_s
+        self._last_call_s = 0.0
+        self._value: tuple[bytes, int] | None = None
+
+    def get(self) -> tuple[bytes, int] | None:
+        now = time.monotonic()
+        if now - self._last_call_s >= self._min_interval_s:
+            self._last_call_s = now
+            try:
+                self._value = self._runner.latest_jpeg()
+            except Exception:  # a camera hiccup must not kill every live view
+                self._value = None
+        return self._value
+
+
+class AppContext:
+    """Everything the routes and websockets share. Used from the event loop only."""
+
+    def __init__(self, runner: TrialRunner, store: Store, operator_token: str, settings: UiSettings) -> None:
+        if not operator_token or len(operator_token) < 8:
+            raise ValueError("operator_token must be at least 8 characters")
+        self.runner = runner
+        self.store = store
+        self.operator_token = operator_token
+        self.settings = settings
+        self.queue = ArmQueue()
+        self.current: CurrentTrial | None = None
+        self.stopped = False  # set by the emergency stop, cleared by reset: no trial starts meanwhile
+        self.frames = FrameCache(runner, 0.5 / settings.frame_rate_hz)
+        self.arm_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task] = set()  # running trials (kept referenced until done)

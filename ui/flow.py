@@ -1,0 +1,170 @@
+"""The participant's side of a study, blinded: what a participant may see and do.
+
+Everything returned here goes to a participant's browser, so it is built from an explicit list of
+safe fields: the alias (``"Agent k"``), the action, the points, the frame size and a fixed outcome
+message. The agent's config name, model id, raw answer, parse error text and robot error text are
+never copied (a raw answer or an API error can name the model, e.g. "As GPT-4o, ..." or
+"model 'x' not found"). The server maps alias -> agent from the participant's stored order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from pointlab.bridge.store import JUDGEMENTS, StoreError
+from pointlab.bridge.study import Step, alias, next_step
+from pointlab.bridge.sus import SusError
+
+from .context import AppContext, CurrentTrial
+
+__all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "run_participant_trial",
+           "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
+
+log = logging.getLogger(__name__)
+
+# Fixed texts per robot outcome (bridge.trial.ROBOT_OUTCOMES); no runner text reaches a participant.
+OUTCOME_MESSAGES = {
+    "done": "The robot carried out the {action}.",
+    "refused": "The robot did not move: the point could not be turned into a safe target ({refusal}).",
+    "robot_failure": "The robot reported a fault and stopped.",
+    "agent_failure": "The agent did not answer.",
+    "stopped": "The robot was stopped by the operator.",
+}
+# Refusal kinds of bridge.targeting.REFUSALS, in plain words.
+REFUSAL_WORDS = {
+    "no_point": "no point was given",
+    "outside_image": "the point is outside the image",
+    "no_depth": "no depth near the point",
+    "unsafe_target": "the target is outside the robot's safe workspace",
+}
+
+
+class FlowError(Exception):
+    """A participant request that is not allowed now (wrong step, not their turn, arm busy, bad value)."""
+
+
+def current_action(ctx: AppContext) -> str:
+    """``place`` when the gripper holds something, else ``pick`` (PointArena sec. 3.4)."""
+    try:
+        return "place" if ctx.runner.holding() else "pick"
+    except Exception:  # a state read failing must not break the page; a pick is the safe label
+        log.exception("runner.holding() failed")
+        return "pick"
+
+
+def participant_step(ctx: AppContext, participant: dict) -> Step:
+    study = ctx.store.study(participant["study_id"])
+    trials = ctx.store.trials(participant_id=participant["id"])
+    surveyed = {s["block"] for s in ctx.store.surveys(participant_id=participant["id"])}
+    return next_step(n_blocks=len(study["agents"]), trials_per_agent=study["trials_per_agent"],
+                     trials=trials, surveyed_blocks=surveyed)
+
+
+def blinded_trial(row: dict) -> dict[str, Any]:
+    """A stored trial as a participant may see it."""
+    outcome = row["robot_outcome"] if row["robot_outcome"] in OUTCOME_MESSAGES else "robot_failure"
+    refusal = ((row.get("target") or {}).get("reason") or "no_point").split(":", 1)[0]
+    if outcome == "refused" and row.get("parse_error"):
+        message = "The robot did not move: the agent's answer could not be read."
+    else:
+        message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
+                                                   refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
+    points = [[float(u), float(v)] for u, v in (row.get("points_px") or [])]
+    size = row.get("frame_size")
+    return {"trial_id": row["id"], "alias": alias(row["block"]) if row.get("block") is not None else None,
+            "instruction": row["instruction"], "action": row["action"], "points_px": points,
+            "frame_size": [int(x) for x in size] if size else None, "outcome": outcome, "message": message,
+            "judgement": row.get("judgement")}
+
+
+def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
+    """The ``state`` message of a participant's websocket (blinded)."""
+    step = participant_step(ctx, participant)
+    pos = ctx.queue.position(participant["id"])
+    mine_running = ctx.current is not None and ctx.current.participant_id == participant["id"]
+    state = {"type": "state", "label": participant["label"], "step": step.to_dict(),
+             "queue_position": pos, "queue_length": len(ctx.queue.snapshot()),
+             "action": current_action(ctx), "arm_busy": ctx.current is not None, "running": mine_running,
+             "stopped": ctx.stopped, "pending_trial": None}
+    if step.kind == "judge" and step.trial_id is not None:
+        state["pending_trial"] = blinded_trial(ctx.store.trial(step.trial_id))
+    return state
+
+
+def _check_turn(ctx: AppContext, participant: dict) -> None:
+    if ctx.queue.position(participant["id"]) != 0:
+        raise FlowError("it is not your turn yet: please wait until you reach the front of the queue")
+
+
+def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step, str]:
+    """Validate an instruction request; returns the step and the cleaned instruction. Raises FlowError."""
+    if not isinstance(text, str) or not text.strip():
+        raise FlowError("type an instruction first")
+    text = " ".join(text.split())
+    if len(text) > ctx.settings.max_instruction_chars:
+        raise FlowError(f"the instruction is longer than {ctx.settings.max_instruction_chars} characters")
+    step = participant_step(ctx, participant)
+    if step.kind != "trial":
+        raise FlowError({"judge": "judge the last trial first", "sus": "fill in the questionnaire first",
+                         "done": "you have finished the study"}[step.kind])
+    _check_turn(ctx, participant)
+    if ctx.stopped:
+        raise FlowError("the robot is stopped; wait for the operator to reset it")
+    if ctx.current is not None or ctx.arm_lock.locked():
+        raise FlowError("the robot is busy")
+    return step, text
+
+
+async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, text: str) -> dict[str, Any]:
+    """Run and store one trial of ``step``'s block; returns the blinded trial. Raises FlowError
+    when the arm got busy meanwhile or the runner itself crashed (nothing is stored then)."""
+    if ctx.arm_lock.locked():
+        raise FlowError("the robot is busy")
+    async with ctx.arm_lock:
+        agent = participant["agent_order"][step.block]
+        action = current_action(ctx)
+        ctx.current = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block,
+                                   step.alias, agent, text, action)
+        try:
+            result = await ctx.runner.run_trial(agent, text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the runner promises not to raise; if it does, say so without details
+            log.exception("run_trial crashed for agent %s", agent)
+            raise FlowError("the trial could not run; please tell the operator") from e
+        finally:
+            ctx.current = None
+        trial_id = ctx.store.save_trial(result, study_id=participant["study_id"], participant_id=participant["id"],
+                                        block=step.block)
+    return blinded_trial(ctx.store.trial(trial_id))
+
+
+def judge_trial(ctx: AppContext, participant: dict, trial_id: Any, judgement: Any) -> dict[str, Any]:
+    """Store the participant's judgement of their own pending trial. Raises FlowError."""
+    if judgement not in JUDGEMENTS:
+        raise FlowError(f"judgement must be one of {list(JUDGEMENTS)}")
+    step = participant_step(ctx, participant)
+    if step.kind != "judge" or step.trial_id != trial_id:
+        raise FlowError("there is no such trial waiting for your judgement")
+    try:
+        ctx.store.set_judgement(trial_id, judgement)
+    except StoreError as e:
+        raise FlowError(str(e)) from e
+    return {"type": "judged", "trial_id": trial_id, "judgement": judgement}
+
+
+def submit_sus(ctx: AppContext, participant: dict, block: Any, responses: Any) -> dict[str, Any]:
+    """Store the SUS survey of ``block``; returns ``{"type": "sus_saved", "block", "alias", "score"}``.
+    Raises FlowError (wrong step or block, responses not ten integers 1-5)."""
+    step = participant_step(ctx, participant)
+    if step.kind != "sus" or step.block != block:
+        raise FlowError("no questionnaire is due for this block")
+    try:
+        sid = ctx.store.save_survey(responses, study_id=participant["study_id"], participant_id=participant["id"],
+                                    block=block, agent=participant["agent_order"][block])
+    except SusError as e:
+        raise FlowError(f"questionnaire: {e}") from e
+    score = next(s["score"] for s in ctx.store.surveys(participant_id=participant["id"]) if s["id"] == sid)
+    return {"type": "sus_saved", "block": block, "alias": alias(block), "score": score}

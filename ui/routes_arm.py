@@ -1,0 +1,79 @@
+"""Operator API for the arm and the human reference: queue, status, e-stop, reset, human requests."""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from .deps import Ctx, Operator
+from .ws import operator_status
+
+__all__ = ["router"]
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api")
+
+
+class ClickIn(BaseModel):
+    u: float
+    v: float
+
+
+@router.get("/status")
+def status(_: Operator, ctx: Ctx) -> dict:
+    """Queue, current trial (with the agent's name), open human requests, e-stop flag, arm state."""
+    return operator_status(ctx)
+
+
+@router.post("/arm/stop")
+def emergency_stop(_: Operator, ctx: Ctx) -> dict:
+    """Emergency stop: the runner stops the arm; no trial starts until ``/api/arm/reset``."""
+    ctx.stopped = True
+    ctx.runner.emergency_stop()
+    return {"stopped": True}
+
+
+@router.post("/arm/reset")
+def reset(_: Operator, ctx: Ctx) -> dict:
+    """Reset the arm (clear the stop, home) and allow trials again."""
+    try:
+        ctx.runner.reset()
+    except Exception as e:
+        log.exception("runner.reset failed")
+        raise HTTPException(500, f"reset failed: {e}") from e
+    ctx.stopped = False
+    return {"stopped": False}
+
+
+@router.get("/human-requests")
+def human_requests(_: Operator, ctx: Ctx) -> list[dict]:
+    """Open human-reference requests with their image (``jpeg_b64``) and its size in pixels."""
+    return ctx.runner.pending_human_requests()
+
+
+@router.get("/human-requests/{request_id}/image")
+def human_request_image(request_id: str, _: Operator, ctx: Ctx) -> Response:
+    """The JPEG of one request (the frame the human reference points on)."""
+    for r in ctx.runner.pending_human_requests():
+        if r["request_id"] == request_id:
+            return Response(base64.b64decode(r["jpeg_b64"]), media_type="image/jpeg")
+    raise HTTPException(404, "no such open request")
+
+
+@router.post("/human-requests/{request_id}/answer")
+def answer(request_id: str, body: ClickIn, _: Operator, ctx: Ctx) -> dict:
+    """Answer with the clicked point in ORIGINAL-image pixels ``(u, v)``; 422 outside the image, 404 unknown."""
+    req = next((r for r in ctx.runner.pending_human_requests() if r["request_id"] == request_id), None)
+    if req is None:
+        raise HTTPException(404, "no such open request")
+    w, h = req.get("width"), req.get("height")
+    # Pixel centres are at integers, so the image covers [-0.5, W - 0.5) x [-0.5, H - 0.5).
+    if w and h and not (-0.5 <= body.u < w - 0.5 and -0.5 <= body.v < h - 0.5):
+        raise HTTPException(422, f"point ({body.u}, {body.v}) is outside the {w}x{h} image")
+    if not ctx.runner.answer_human_request(request_id, body.u, body.v):
+        raise HTTPException(404, "no such open request")
+    return {"request_id": request_id, "u": body.u, "v": body.v}

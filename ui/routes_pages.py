@@ -1,0 +1,44 @@
+"""HTML pages: participant (invite link), operator console, results. The pages are static files;
+their data comes from the JSON API and the websockets with the caller's token."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from .deps import Ctx
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+def _page(name: str) -> str:
+    return resources.files("pointlab.ui").joinpath("static", name).read_text(encoding="utf-8")
+
+
+@router.get("/", response_class=HTMLResponse)
+def index() -> str:
+    return _page("index.html")
+
+
+@router.get("/p/{token}", response_class=HTMLResponse)
+def participant_page(token: str, ctx: Ctx) -> HTMLResponse:
+    """The participant page of invite ``token`` (404 for an unknown token, with no details)."""
+    if ctx.store.participant_by_token(token) is None:
+        return HTMLResponse(_page("invalid.html"), status_code=404)
+    return HTMLResponse(_page("participant.html"))
+
+
+@router.get("/operator", response_class=HTMLResponse)
+def operator_page() -> str:
+    """The operator console; the token travels in the URL fragment (``/operator#token=...``)."""
+    return _page("operator.html")
+
+
+@router.get("/results", response_class=HTMLResponse)
+def results_page() -> str:
+    """The results page (operator token in the URL fragment)."""
+    return _page("results.html")

@@ -1,0 +1,39 @@
+"""Operator API for results: per-agent success with a 95% Wilson interval, mean SUS, trial log, CSV."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
+
+from pointlab.bridge.store import StoreError
+from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
+
+from .deps import Db, Operator
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/results")
+def results(study_id: int, _: Operator, db: Db) -> dict:
+    """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log]}`` (see bridge.study_results)."""
+    try:
+        study = db.study(study_id)
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    trials = db.trials(study_id=study_id)
+    surveys = db.surveys(study_id=study_id)
+    return {"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
+            "trials": trial_log(trials)}
+
+
+@router.get("/results.csv")
+def results_csv(study_id: int, _: Operator, db: Db) -> Response:
+    """The study's trial log as CSV (one row per trial, all stored fields)."""
+    try:
+        db.study(study_id)
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    return Response(trial_log_csv(db.trials(study_id=study_id)), media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'})

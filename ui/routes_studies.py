@@ -1,0 +1,72 @@
+"""Operator API for studies and invitations: ``/api/agents``, ``/api/studies``, ``/api/studies/{id}/participants``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from pointlab.bridge.store import StoreError
+from pointlab.bridge.study import DESIGN, invite_participant
+
+from .deps import Ctx, Db, Operator
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+
+
+class StudyIn(BaseModel):
+    agents: list[str] = Field(min_length=1)
+    trials_per_agent: int = Field(ge=1, le=100)
+    scene: str = Field(default="", max_length=200)
+    name: str = Field(default="", max_length=200)
+
+
+class InviteIn(BaseModel):
+    label: str = Field(default="", max_length=100)
+
+
+@router.get("/agents")
+def agents(_: Operator, ctx: Ctx) -> list[str]:
+    """Agent config names the runner knows (operator only: these are what participants must not see)."""
+    return list(ctx.runner.agent_names)
+
+
+@router.post("/studies", status_code=201)
+def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
+    """Create a study; 422 when an agent is unknown to the runner or repeated."""
+    unknown = [a for a in body.agents if a not in ctx.runner.agent_names]
+    if unknown:
+        raise HTTPException(422, f"unknown agents {unknown}; known: {list(ctx.runner.agent_names)}")
+    try:
+        sid = db.create_study(agents=body.agents, trials_per_agent=body.trials_per_agent, scene=body.scene,
+                              name=body.name, design=DESIGN)
+    except StoreError as e:
+        raise HTTPException(422, str(e)) from e
+    return db.study(sid)
+
+
+@router.get("/studies")
+def list_studies(_: Operator, db: Db) -> list[dict]:
+    return db.studies()
+
+
+@router.post("/studies/{study_id}/participants", status_code=201)
+def invite(study_id: int, body: InviteIn, request: Request, _: Operator, ctx: Ctx, db: Db) -> dict:
+    """Invite the next participant: returns its id, label, agent order, token and invite link."""
+    try:
+        pid, token = invite_participant(db, study_id, label=body.label)
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
+    p = db.participant(pid)
+    return {"participant_id": pid, "label": p["label"], "agent_order": p["agent_order"], "token": token,
+            "url": f"{base}/p/{token}"}
+
+
+@router.get("/studies/{study_id}/participants")
+def participants(study_id: int, request: Request, _: Operator, ctx: Ctx, db: Db) -> list[dict]:
+    base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
+    return [{"participant_id": p["id"], "label": p["label"], "agent_order": p["agent_order"],
+             "url": f"{base}/p/{p['token']}", "queue_position": ctx.queue.position(p["id"])}
+            for p in db.participants(study_id)]

@@ -1,0 +1,287 @@
+"""Websockets: the participant's live view + commands, the operator's live view + status.
+
+``/ws/participant?token=INVITE`` (participant):
+    server -> client: binary messages are JPEG frames of the live colour view (``runner.latest_jpeg()``,
+    pushed at ``UiSettings.frame_rate_hz`` when the frame index changes); text messages are JSON with
+    ``type`` in ``state``, ``trial_started``, ``trial_result``, ``judged``, ``sus_saved``, ``pong``, ``error``.
+    client -> server (JSON text): ``{"type": "instruction", "text"}``, ``{"type": "judge", "trial_id",
+    "judgement"}``, ``{"type": "sus", "block", "responses": [10 ints]}``, ``{"type": "ping"}``.
+``/ws/operator?token=OPERATOR``:
+    server -> client: JPEG frames and ``status`` JSON (queue, current trial with the agent's name,
+    open human-reference requests without their image, e-stop flag, arm state) every
+    ``status_interval_s``. Client messages: only ``ping``.
+
+A bad message (binary, oversized, not JSON, unknown type, wrong fields, wrong token at connect)
+gets ``{"type": "error", "error": reason}`` back; the connection stays open (except for a wrong
+token, which is then closed with code 4401) and nothing reaches the robot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from starlette.websockets import WebSocketState
+
+from .context import AppContext
+from .deps import resolve_token
+from .flow import (FlowError, check_can_start, judge_trial, participant_state, participant_step,
+                   run_participant_trial, submit_sus)
+
+__all__ = ["router", "parse_client_message", "ClientMessageError"]
+
+log = logging.getLogger(__name__)
+router = APIRouter()
+
+CLOSE_BAD_TOKEN = 4401
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class InstructionMsg(_Msg):
+    type: Literal["instruction"]
+    text: str
+
+
+class JudgeMsg(_Msg):
+    type: Literal["judge"]
+    trial_id: int
+    judgement: str
+
+
+class SusMsg(_Msg):
+    type: Literal["sus"]
+    block: int
+    responses: list[Any]  # checked by bridge.sus.validate_responses (rejects true, 2.0, "3")
+
+
+class PingMsg(_Msg):
+    type: Literal["ping"]
+
+
+ClientMessage = Annotated[InstructionMsg | JudgeMsg | SusMsg | PingMsg, Field(discriminator="type")]
+_adapter = TypeAdapter(ClientMessage)
+_TYPES = ("instruction", "judge", "sus", "ping")
+
+
+class ClientMessageError(ValueError):
+    """A websocket message that cannot be accepted; the message is the reason sent back."""
+
+
+def parse_client_message(raw: dict, max_bytes: int, allowed: tuple[str, ...] = _TYPES) -> BaseModel:
+    """Parse one ASGI receive event into a typed message.
+
+    Raises:
+        ClientMessageError: binary, larger than ``max_bytes``, not JSON, not an object, unknown or
+            disallowed ``type``, or fields of the wrong type.
+    """
+    text = raw.get("text")
+    if text is None:
+        raise ClientMessageError("binary messages are not accepted; send JSON text")
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise ClientMessageError(f"message too large (limit {max_bytes} bytes)")
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise ClientMessageError("message is not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise ClientMessageError("message must be a JSON object with a \"type\"")
+    kind = obj.get("type")
+    if kind not in allowed:
+        raise ClientMessageError(f"unknown message type {str(kind)[:40]!r}; expected one of {list(allowed)}")
+    try:
+        return _adapter.validate_python(obj)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"][1:]) or "message"
+        raise ClientMessageError(f"bad {kind} message: {where}: {first['msg']}") from None
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+class _Conn:
+    """One websocket with serialised sends (pusher task and receiver share it)."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self._lock = asyncio.Lock()
+
+    async def send_json(self, obj: dict) -> bool:
+        return await self._send(text=json.dumps(obj, default=_json_default))
+
+    async def send_bytes(self, data: bytes) -> bool:
+        return await self._send(data=data)
+
+    async def _send(self, text: str | None = None, data: bytes | None = None) -> bool:
+        if self.ws.application_state != WebSocketState.CONNECTED:
+            return False
+        async with self._lock:
+            try:
+                if text is not None:
+                    await self.ws.send_text(text)
+                else:
+                    await self.ws.send_bytes(data)
+                return True
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                return False
+
+
+async def _reject(ws: WebSocket, reason: str) -> None:
+    await ws.accept()
+    await ws.send_text(json.dumps({"type": "error", "error": reason}))
+    await ws.close(code=CLOSE_BAD_TOKEN)
+
+
+async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
+    """Push new frames at the frame rate and ``status()`` when it changed (or every status interval)."""
+    loop = asyncio.get_running_loop()
+    frame_dt = 1.0 / ctx.settings.frame_rate_hz
+    last_index = None
+    last_status_t = -1e9
+    last_status = None
+    while True:
+        t0 = loop.time()
+        f = ctx.frames.get()
+        if f is not None and f[1] != last_index:
+            last_index = f[1]
+            if not await conn.send_bytes(f[0]):
+                return
+        if t0 - last_status_t >= ctx.settings.status_interval_s:
+            last_status_t = t0
+            try:
+                s = status()
+            except Exception:
+                log.exception("building the status message failed")
+                s = None
+            if s is not None and s != last_status:
+                last_status = s
+                if not await conn.send_json(s):
+                    return
+        await asyncio.sleep(max(0.0, frame_dt - (loop.time() - t0)))
+
+
+@router.websocket("/ws/participant")
+async def participant_ws(ws: WebSocket) -> None:
+    ctx: AppContext = ws.app.state.ctx
+    c = resolve_token(ctx, ws.query_params.get("token"))
+    if c is None or c.role != "participant":
+        await _reject(ws, "unknown invite token")
+        return
+    await ws.accept()
+    conn = _Conn(ws)
+    p = c.participant
+    pid = p["id"]
+    queued = participant_step(ctx, p).kind != "done"
+    if queued:
+        ctx.queue.join(pid)
+    pusher = asyncio.create_task(_pump(ctx, conn, lambda: participant_state(ctx, p)))
+
+    async def run_trial(step, text) -> None:
+        try:
+            await conn.send_json({"type": "trial_started", "alias": step.alias, "instruction": text})
+            res = await run_participant_trial(ctx, p, step, text)
+            await conn.send_json({"type": "trial_result", **res})
+        except FlowError as e:
+            await conn.send_json({"type": "error", "error": str(e)})
+        await conn.send_json(participant_state(ctx, p))
+
+    try:
+        while True:
+            raw = await ws.receive()
+            if raw["type"] == "websocket.disconnect":
+                break
+            try:
+                msg = parse_client_message(raw, ctx.settings.max_message_bytes)
+                if isinstance(msg, PingMsg):
+                    await conn.send_json({"type": "pong"})
+                elif isinstance(msg, InstructionMsg):
+                    step, text = check_can_start(ctx, p, msg.text)
+                    # The trial runs in its own task so this loop keeps answering (and the trial
+                    # completes and is stored even if the participant closes the page meanwhile).
+                    task = asyncio.create_task(run_trial(step, text))
+                    ctx.tasks.add(task)
+                    task.add_done_callback(ctx.tasks.discard)
+                elif isinstance(msg, JudgeMsg):
+                    await conn.send_json(judge_trial(ctx, p, msg.trial_id, msg.judgement))
+                    await conn.send_json(participant_state(ctx, p))
+                elif isinstance(msg, SusMsg):
+                    await conn.send_json(submit_sus(ctx, p, msg.block, msg.responses))
+                    if participant_step(ctx, p).kind == "done" and queued:
+                        ctx.queue.leave(pid, all_connections=True)
+                        queued = False
+                    await conn.send_json(participant_state(ctx, p))
+            except (ClientMessageError, FlowError) as e:
+                await conn.send_json({"type": "error", "error": str(e)})
+            except Exception:  # never let one message take the connection (or the server) down
+                log.exception("participant message failed")
+                await conn.send_json({"type": "error", "error": "internal error; the message was ignored"})
+    except WebSocketDisconnect:
+        pass
+    finally:
+        pusher.cancel()
+        if queued:
+            ctx.queue.leave(pid)
+
+
+def operator_status(ctx: AppContext) -> dict[str, Any]:
+    """The operator's ``status`` message (names agents; operator only)."""
+    queue = []
+    for i, pid in enumerate(ctx.queue.snapshot()):
+        try:
+            row = ctx.store.participant(pid)
+            queue.append({"participant_id": pid, "label": row["label"], "study_id": row["study_id"], "position": i})
+        except Exception:
+            queue.append({"participant_id": pid, "label": "?", "study_id": None, "position": i})
+    try:
+        reqs = [{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}
+                for r in ctx.runner.pending_human_requests()]
+    except Exception:
+        log.exception("pending_human_requests failed")
+        reqs = []
+    try:
+        arm = ctx.runner.arm_state()
+    except Exception as e:
+        arm = {"error": str(e)}
+    try:
+        holding = bool(ctx.runner.holding())
+    except Exception:
+        holding = None
+    return {"type": "status", "queue": queue, "current": ctx.current.to_dict() if ctx.current else None,
+            "human_requests": reqs, "stopped": ctx.stopped, "holding": holding,
+            "arm_state": json.loads(json.dumps(arm, default=_json_default))}
+
+
+@router.websocket("/ws/operator")
+async def operator_ws(ws: WebSocket) -> None:
+    ctx: AppContext = ws.app.state.ctx
+    c = resolve_token(ctx, ws.query_params.get("token"))
+    if c is None or c.role != "operator":
+        await _reject(ws, "operator token required")
+        return
+    await ws.accept()
+    conn = _Conn(ws)
+    pusher = asyncio.create_task(_pump(ctx, conn, lambda: operator_status(ctx)))
+    try:
+        while True:
+            raw = await ws.receive()
+            if raw["type"] == "websocket.disconnect":
+                break
+            try:
+                parse_client_message(raw, ctx.settings.max_message_bytes, allowed=("ping",))
+                await conn.send_json({"type": "pong"})
+            except ClientMessageError as e:
+                await conn.send_json({"type": "error", "error": str(e)})
+    except WebSocketDisconnect:
+        pass
+    finally:
+        pusher.cancel()
