@@ -342,6 +342,14 @@ class Arm:
         self._require_ready()
         return self._run("home", self.motion.home.position_m, [("move", self.motion.home)])
 
+    def move_to(self, pose: TcpPose) -> MotionReport:
+        """Move the TCP to ``pose`` in one linear motion (calibration poses, hovering for checks).
+
+        Raises as ``pick``; the pose is checked against the workspace before anything is sent."""
+        self.workspace.check(pose.xyz, "pose")
+        self._require_ready()
+        return self._run("move", pose.position_m, [("move", pose)])
+
     def stop(self) -> None:
         """Emergency stop: halts the driver and refuses motion until ``reset()``."""
         self._estopped = True
