@@ -1,0 +1,380 @@
+"""Agents: something that takes an image and an instruction and points (PointArena sec. 3.4, 4.1).
+
+- ``OpenAIAgent``: any OpenAI-compatible chat model (a vendor API, vLLM, our sim_mock server) through
+  the real ``openai.AsyncOpenAI`` client: prompt built for its point format and prompt style, greedy
+  decoding (temperature 0), per-request timeout, retries with exponential backoff on transient
+  failures, the raw text kept, points parsed into original-image pixels.
+- ``HumanAgent``: the human reference of Point-Act; ``point()`` opens a pending request that an
+  operator answers by clicking (``answer(request_id, u, v)``, callable from any thread).
+
+``Agent.point`` never raises: a failed call is an ``AgentAnswer`` with ``error`` set (and no
+points), an answer without a parseable point has ``parse_error`` set. Agents are built from the
+agents config (``pointlab.benchmark.agents_config``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from .points import POINT_FORMATS, parse_points, qwen_model_size, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
+from .prompts import PROMPT_STYLES, build_messages
+
+__all__ = ["AgentAnswer", "Agent", "OpenAIAgent", "HumanAgent", "HumanRequest"]
+
+log = logging.getLogger(__name__)
+
+
+def _no_points() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.float64)
+
+
+@dataclass
+class AgentAnswer:
+    """One agent answer.
+
+    Attributes:
+        points_px: ``(N, 2)`` float64 ``(u, v)`` original-image pixels (empty on failure).
+        raw_text: the model's raw answer text ("" when the call failed).
+        parse_error: ``"unparseable: ..."`` when the text held no point, else ``None``.
+        latency_s: wall time of the whole call including retries, seconds.
+        error: why the call failed (timeout, HTTP error, missing key, bad image...), else ``None``.
+        model: the model id (``"human"`` for the human reference).
+        point_format, prompt_style: how the answer was asked for and parsed.
+        attempts: number of requests made.
+    """
+
+    points_px: np.ndarray = field(default_factory=_no_points)
+    raw_text: str = ""
+    parse_error: str | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    model: str = ""
+    point_format: str = ""
+    prompt_style: str = ""
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """At least one point and no error."""
+        return self.error is None and self.parse_error is None and len(self.points_px) > 0
+
+    def to_dict(self) -> dict:
+        """JSON-ready record (the raw text is kept for re-scoring)."""
+        return {"points": [[float(u), float(v)] for u, v in self.points_px], "raw_text": self.raw_text,
+                "parse_error": self.parse_error, "latency_s": round(self.latency_s, 6), "error": self.error,
+                "model": self.model, "point_format": self.point_format, "prompt_style": self.prompt_style,
+                "attempts": self.attempts}
+
+
+def _check_image(image_rgb: np.ndarray) -> str | None:
+    img = image_rgb
+    if not isinstance(img, np.ndarray) or img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+        return f"bad image: need (H, W, 3) uint8 RGB, got {getattr(img, 'shape', type(img).__name__)}"
+    if img.shape[0] < 1 or img.shape[1] < 1:
+        return "bad image: empty"
+    return None
+
+
+class Agent(ABC):
+    """An agent that points. Subclasses implement ``point``; it must never raise."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @abstractmethod
+    async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
+        """Point for ``instruction`` on ``image_rgb`` (``(H, W, 3)`` uint8 RGB); never raises."""
+
+    async def aclose(self) -> None:
+        """Release network clients (safe to call more than once)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class OpenAIAgent(Agent):
+    """An OpenAI-compatible chat model.
+
+    Args:
+        name: agent name (config).
+        base_url: API base URL ending in ``/v1`` (e.g. ``http://127.0.0.1:8765/v1``).
+        model: model id sent in the request.
+        api_key_env: environment variable holding the key; ``""`` means no key needed.
+        point_format: one of ``POINT_FORMATS`` (parse rule and answer instruction).
+        prompt_style: one of ``PROMPT_STYLES`` (PointArena Table 1).
+        temperature: sampling temperature (0: greedy, PointArena's setting).
+        timeout_s: per-request timeout, seconds.
+        max_retries: extra attempts after a transient failure (connection, timeout, 408/409/429/5xx).
+        backoff_s: first retry delay; doubles each retry.
+        max_tokens: answer length cap.
+        max_image_side_px: downscale larger images to this longest side before sending (absolute
+            coordinates are then mapped back from the sent size); ``None`` sends the original.
+        image_encoding: ``jpeg`` (quality 90) or ``png``.
+        qwen_min_pixels, qwen_max_pixels: the Qwen2.5-VL processor limits of the served model.
+
+    Raises:
+        ValueError: unknown point format or prompt style, or bad numeric settings.
+    """
+
+    def __init__(self, name: str, *, base_url: str, model: str, api_key_env: str = "", point_format: str = "xy_pixels",
+                 prompt_style: str = "default", temperature: float = 0.0, timeout_s: float = 60.0,
+                 max_retries: int = 2, backoff_s: float = 0.5, max_tokens: int = 1024,
+                 max_image_side_px: int | None = None, image_encoding: str = "jpeg",
+                 qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> None:
+        super().__init__(name)
+        if point_format not in POINT_FORMATS:
+            raise ValueError(f"unknown point format {point_format!r}")
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"unknown prompt style {prompt_style!r}")
+        if point_format == "auto" and prompt_style != "unparsed":
+            raise ValueError("point format 'auto' needs prompt style 'unparsed'")
+        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or temperature < 0:
+            raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0, temperature >= 0")
+        self.base_url, self.model = base_url, model
+        self.api_key_env = api_key_env
+        self.point_format, self.prompt_style = point_format, prompt_style
+        self.temperature, self.timeout_s = float(temperature), float(timeout_s)
+        self.max_retries, self.backoff_s, self.max_tokens = int(max_retries), float(backoff_s), int(max_tokens)
+        self.max_image_side_px = max_image_side_px
+        self.image_encoding = image_encoding
+        self.qwen_min_pixels, self.qwen_max_pixels = qwen_min_pixels, qwen_max_pixels
+        # One client per event loop: httpx pools belong to the loop that created them.
+        self._clients: dict[int, object] = {}
+
+    def _api_key(self) -> str | None:
+        if not self.api_key_env:
+            return "EMPTY"  # the client insists on a string; servers that need no key ignore it
+        return os.environ.get(self.api_key_env) or None
+
+    def _client(self, key: str):
+        import openai
+
+        loop_id = id(asyncio.get_running_loop())
+        client = self._clients.get(loop_id)
+        if client is None:
+            # Retries are ours (logged, counted, with backoff); the client's own are disabled.
+            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout_s, max_retries=0)
+            self._clients[loop_id] = client
+        return client
+
+    def _sent_image(self, image_rgb: np.ndarray) -> np.ndarray:
+        h, w = image_rgb.shape[:2]
+        side = self.max_image_side_px
+        if not side or max(h, w) <= side:
+            return image_rgb
+        s = side / max(h, w)
+        return cv2.resize(image_rgb, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+
+    def _model_size(self, sent_w: int, sent_h: int) -> tuple[int, int] | None:
+        if self.point_format == "qwen" or self.point_format == "auto":
+            try:
+                return qwen_model_size(sent_w, sent_h, min_pixels=self.qwen_min_pixels, max_pixels=self.qwen_max_pixels)
+            except ValueError:
+                return None
+        return (sent_w, sent_h)
+
+    async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
+        t0 = time.perf_counter()
+        base = dict(model=self.model, point_format=self.point_format, prompt_style=self.prompt_style)
+        bad = _check_image(image_rgb)
+        key = self._api_key()
+        if bad is None and key is None:
+            bad = f"missing API key: environment variable {self.api_key_env} is not set"
+        if bad is not None:
+            return AgentAnswer(error=bad, latency_s=time.perf_counter() - t0, **base)
+        height, width = image_rgb.shape[:2]
+        try:
+            sent = self._sent_image(image_rgb)
+            sh, sw = sent.shape[:2]
+            messages = build_messages(instruction, sent, self.point_format, self.prompt_style, width=sw, height=sh,
+                                      encoding=self.image_encoding)
+        except Exception as e:  # a bad image or setting must not crash the caller
+            return AgentAnswer(error=f"prompt: {e}", latency_s=time.perf_counter() - t0, **base)
+        text, error, attempts = await self._call(messages, key)
+        latency = time.perf_counter() - t0
+        if error is not None:
+            return AgentAnswer(raw_text=text or "", error=error, latency_s=latency, attempts=attempts, **base)
+        parsed = parse_points(text, self.point_format, width, height, model_size=self._model_size(sw, sh))
+        return AgentAnswer(points_px=parsed.points_px, raw_text=text, parse_error=parsed.reason, latency_s=latency,
+                           attempts=attempts, **base)
+
+    async def _call(self, messages: list[dict], key: str) -> tuple[str | None, str | None, int]:
+        """One chat completion with retries: ``(text, error, attempts)``."""
+        import openai
+
+        transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
+                     asyncio.TimeoutError)
+        attempts, error = 0, None
+        for attempt in range(self.max_retries + 1):
+            attempts += 1
+            try:
+                client = self._client(key)
+                # wait_for backs up the client's own timeout (a stalled stream, a slow TLS handshake).
+                resp = await asyncio.wait_for(
+                    client.chat.completions.create(model=self.model, messages=messages, temperature=self.temperature,
+                                                   max_tokens=self.max_tokens),
+                    timeout=self.timeout_s + 1.0)
+                choice = resp.choices[0] if resp.choices else None
+                text = choice.message.content if choice is not None and choice.message is not None else None
+                if text is None:
+                    return None, "empty response: no message content", attempts
+                return text, None, attempts
+            except openai.APITimeoutError as e:
+                error = f"timeout after {self.timeout_s:g} s: {e}"
+                retry = True
+            except openai.APIStatusError as e:
+                error = f"HTTP {e.status_code}: {_short(e.message)}"
+                retry = e.status_code in (408, 409, 429) or e.status_code >= 500
+            except transient as e:
+                error = f"{type(e).__name__}: {_short(str(e)) or 'timeout'}"
+                if isinstance(e, asyncio.TimeoutError):
+                    error = f"timeout after {self.timeout_s:g} s"
+                retry = True
+            except Exception as e:  # malformed response, client bug: record, do not retry
+                return None, f"{type(e).__name__}: {_short(str(e))}", attempts
+            if not retry or attempt == self.max_retries:
+                break
+            delay = self.backoff_s * (2 ** attempt)
+            log.warning("agent %s: attempt %d failed (%s); retrying in %.2f s", self.name, attempts, error, delay)
+            await asyncio.sleep(delay)
+        return None, error, attempts
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for c in clients:
+            try:
+                await c.close()  # type: ignore[attr-defined]
+            except Exception:  # a client of a closed loop: nothing left to release
+                pass
+
+
+def _short(s: str, n: int = 300) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+@dataclass
+class HumanRequest:
+    """A pending request for the human reference.
+
+    Attributes:
+        request_id: uuid4 hex.
+        instruction: what the participant asked.
+        image_rgb: ``(H, W, 3)`` uint8 RGB the operator clicks on.
+        created_s: ``time.time()`` at creation.
+    """
+
+    request_id: str
+    instruction: str
+    image_rgb: np.ndarray
+    created_s: float
+
+    @property
+    def width(self) -> int:
+        return int(self.image_rgb.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.image_rgb.shape[0])
+
+    def to_dict(self) -> dict:
+        """Metadata without the image."""
+        return {"request_id": self.request_id, "instruction": self.instruction, "width": self.width,
+                "height": self.height, "created_s": self.created_s}
+
+
+class HumanAgent(Agent):
+    """The human reference: an operator clicks the point (PointArena sec. 4.1, Point-Act).
+
+    ``point()`` registers a ``HumanRequest`` and waits (up to ``timeout_s``) for ``answer``;
+    ``answer`` and ``cancel_all`` may be called from any thread.
+    """
+
+    def __init__(self, name: str = "human", *, timeout_s: float = 300.0) -> None:
+        super().__init__(name)
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be > 0")
+        self.timeout_s = float(timeout_s)
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[HumanRequest, asyncio.Future, asyncio.AbstractEventLoop]] = {}
+
+    def pending(self) -> list[HumanRequest]:
+        """Open requests, oldest first."""
+        with self._lock:
+            return sorted((r for r, _, _ in self._pending.values()), key=lambda r: r.created_s)
+
+    def answer(self, request_id: str, u: float, v: float) -> bool:
+        """Answer request ``request_id`` with the pixel ``(u, v)`` of its image.
+
+        Returns:
+            True when the request was open (its ``point()`` returns this point), False otherwise
+            (unknown, already answered, timed out or cancelled).
+        """
+        try:
+            uv = (float(u), float(v))
+        except (TypeError, ValueError):
+            return False
+        with self._lock:
+            entry = self._pending.pop(request_id, None)
+        if entry is None:
+            return False
+        _, fut, loop = entry
+
+        def _set() -> None:
+            if not fut.done():
+                fut.set_result(uv)
+
+        try:
+            loop.call_soon_threadsafe(_set)
+        except RuntimeError:  # the waiting loop is closed
+            return False
+        return True
+
+    def cancel_all(self) -> int:
+        """Cancel every open request (their ``point()`` returns ``error="cancelled"``); returns how many."""
+        with self._lock:
+            entries, self._pending = list(self._pending.values()), {}
+        for _, fut, loop in entries:
+            try:
+                loop.call_soon_threadsafe(lambda f=fut: f.done() or f.cancel())
+            except RuntimeError:
+                pass
+        return len(entries)
+
+    async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
+        t0 = time.perf_counter()
+        base = dict(model="human", point_format="xy_pixels", prompt_style="unparsed")
+        bad = _check_image(image_rgb)
+        if bad is not None:
+            return AgentAnswer(error=bad, **base)
+        loop = asyncio.get_running_loop()
+        req = HumanRequest(uuid.uuid4().hex, instruction, image_rgb, time.time())
+        fut: asyncio.Future = loop.create_future()
+        with self._lock:
+            self._pending[req.request_id] = (req, fut, loop)
+        try:
+            u, v = await asyncio.wait_for(fut, timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            return AgentAnswer(error=f"timeout: no human answer within {self.timeout_s:g} s",
+                               latency_s=time.perf_counter() - t0, attempts=1, **base)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # our own task was cancelled, not the request
+                raise
+            return AgentAnswer(error="cancelled", latency_s=time.perf_counter() - t0, attempts=1, **base)
+        finally:
+            with self._lock:
+                self._pending.pop(req.request_id, None)
+        pts = np.array([[u, v]], dtype=np.float64)
+        return AgentAnswer(points_px=pts, raw_text=f"[{u:.1f}, {v:.1f}]", latency_s=time.perf_counter() - t0,
+                           attempts=1, **base)

@@ -1,0 +1,346 @@
+"""A local OpenAI-compatible model server that plays models (a test double: no real model runs here).
+
+``POST /v1/chat/completions`` and ``GET /v1/models`` with the OpenAI schema, enough for the real
+``openai`` client (``pointlab.benchmark.agents.OpenAIAgent``). Images arrive as ``image_url`` parts
+holding base64 data URLs; the server decodes them to learn the image size.
+
+Models (any object with ``answer(request: ChatRequest) -> str``):
+
+- ``OracleModel(oracle, fmt, noise_px, seed)``: asks ``oracle.points(instruction, width, height)``
+  (pixels of the image as sent; e.g. ``pointlab.sim_mock.oracle.SceneOracle(world)``) and writes
+  the points in point format ``fmt`` (``benchmark.points.format_points``), with isotropic Gaussian
+  pixel noise of standard deviation ``noise_px`` per axis; ``"I cannot find it."`` when the oracle
+  returns no point. The instruction is recovered from the prompt with
+  ``benchmark.prompts.extract_instruction``.
+- ``ScriptedModel(path)``: replays answers from a JSONL file: lines ``{"answer": "..."}`` are used
+  in order, one per request; lines ``{"match": "substring", "answer": "..."}`` answer any request
+  whose message text contains the substring (checked first, in file order, never used up).
+
+Errors use the OpenAI error body ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad
+request (no messages, a broken data URL, an oracle model without an image), 404 for an unknown
+model, 500 when a model fails (e.g. a script is used up).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from pointlab.benchmark.points import POINT_FORMATS, format_points
+from pointlab.benchmark.prompts import data_url_to_image, extract_instruction
+
+__all__ = ["ChatRequest", "Model", "OracleModel", "ScriptedModel", "ModelInputError", "create_model_server",
+           "serve_in_thread", "default_sim_models", "SIM_NOISE_PX", "NOT_FOUND_TEXT"]
+
+log = logging.getLogger(__name__)
+
+# sim-noisy: sigma 28 px per axis. A 40 px object (radius 20 px) is hit with probability
+# 1 - exp(-20^2 / (2 * 28^2)) = 0.23, so it is missed about three times in four.
+SIM_NOISE_PX = 28.0
+NOT_FOUND_TEXT = "I cannot find it."
+
+
+class ModelInputError(ValueError):
+    """The request cannot be answered by this model (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a model sees of one chat completion request.
+
+    Attributes:
+        model: requested model id.
+        messages: the raw OpenAI messages.
+        prompt_text: the text of the last user turn.
+        all_text: the text of every turn joined by newlines (for scripted matching).
+        instruction: ``extract_instruction(prompt_text)``.
+        image_rgb: ``(H, W, 3)`` uint8 RGB of the last image sent, or ``None``.
+    """
+
+    model: str
+    messages: list
+    prompt_text: str
+    all_text: str
+    instruction: str
+    image_rgb: np.ndarray | None
+
+    @property
+    def width(self) -> int | None:
+        return None if self.image_rgb is None else int(self.image_rgb.shape[1])
+
+    @property
+    def height(self) -> int | None:
+        return None if self.image_rgb is None else int(self.image_rgb.shape[0])
+
+
+class Model(Protocol):
+    def answer(self, request: ChatRequest) -> str: ...
+
+
+class OracleModel:
+    """Answers from ground truth: ``oracle.points(instruction, width, height) -> [(u, v), ...]``.
+
+    Args:
+        oracle: object with ``points(instruction, width, height)`` in pixels of the sent image.
+        fmt: point format of the answer (not ``auto``).
+        noise_px: standard deviation of the Gaussian noise added to each coordinate, pixels.
+        seed: seed of the noise generator (answers are reproducible in request order).
+
+    Raises:
+        ValueError: unknown format or negative noise.
+    """
+
+    def __init__(self, oracle: Any, fmt: str, noise_px: float = 0.0, seed: int = 0) -> None:
+        if fmt not in POINT_FORMATS or fmt == "auto":
+            raise ValueError(f"oracle answer format must be one of {', '.join(POINT_FORMATS[:-1])}, got {fmt!r}")
+        if noise_px < 0:
+            raise ValueError("noise_px must be >= 0")
+        self.oracle, self.fmt, self.noise_px = oracle, fmt, float(noise_px)
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()
+
+    def answer(self, request: ChatRequest) -> str:
+        if request.image_rgb is None:
+            raise ModelInputError("the oracle model needs an image (an image_url data URL part)")
+        w, h = request.width, request.height
+        pts = np.asarray(self.oracle.points(request.instruction, w, h), dtype=np.float64).reshape(-1, 2)
+        if len(pts) == 0:
+            return NOT_FOUND_TEXT
+        if self.noise_px > 0:
+            with self._lock:
+                pts = pts + self._rng.normal(0.0, self.noise_px, size=pts.shape)
+        label = " ".join(request.instruction.split()[:8]) or "target"
+        return format_points(pts, self.fmt, w, h, label=label)
+
+
+class ScriptedModel:
+    """Replays answers from a JSONL script (see module docstring).
+
+    Raises:
+        ValueError: unreadable file, a line that is not a JSON object with a string ``answer``
+            (the message names the line), or a non-string ``match``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{self.path}: cannot read script: {e}") from e
+        self._matched: list[tuple[str, str]] = []
+        self._queue: list[str] = []
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{self.path}:{n}: not JSON: {e}") from e
+            if not isinstance(row, dict) or not isinstance(row.get("answer"), str):
+                raise ValueError(f'{self.path}:{n}: need an object with a string "answer"')
+            if "match" in row:
+                if not isinstance(row["match"], str) or not row["match"]:
+                    raise ValueError(f'{self.path}:{n}: "match" must be a non-empty string')
+                self._matched.append((row["match"], row["answer"]))
+            else:
+                self._queue.append(row["answer"])
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int:
+        """Sequential answers not yet used."""
+        return len(self._queue) - self._next
+
+    def answer(self, request: ChatRequest) -> str:
+        for sub, ans in self._matched:
+            if sub in request.all_text:
+                return ans
+        with self._lock:
+            if self._next >= len(self._queue):
+                raise RuntimeError(f"scripted model {self.path.name}: script used up (no match and no answers left)")
+            ans = self._queue[self._next]
+            self._next += 1
+        return ans
+
+
+def default_sim_models(oracle: Any, *, noise_px: float = SIM_NOISE_PX, seed: int = 0) -> dict[str, Model]:
+    """The models of the default sim server: ``sim-oracle`` (exact, Molmo tags), ``sim-noisy``
+    (``noise_px`` Gaussian noise, Gemini JSON) — the model ids of ``default_agents.toml`` — and an
+    exact ``oracle-<format>`` for every point format (benchmark runs in any format)."""
+    models: dict[str, Model] = {
+        "sim-oracle": OracleModel(oracle, "molmo"),
+        "sim-noisy": OracleModel(oracle, "gemini", noise_px=noise_px, seed=seed),
+    }
+    for fmt in POINT_FORMATS:
+        if fmt != "auto":
+            models[f"oracle-{fmt}"] = OracleModel(oracle, fmt)
+    return models
+
+
+# ------------------------------------------------------------------------------------------------
+# HTTP
+
+def _error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None):
+    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
+                                                               "code": code}})
+
+
+def _parts(content: Any) -> tuple[list[str], list[str]]:
+    """(texts, image urls) of one message's content (a string or a list of parts)."""
+    if isinstance(content, str):
+        return [content], []
+    texts, urls = [], []
+    if isinstance(content, list):
+        for p in content:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text" and isinstance(p.get("text"), str):
+                texts.append(p["text"])
+            elif p.get("type") == "image_url":
+                iu = p.get("image_url")
+                url = iu.get("url") if isinstance(iu, dict) else iu
+                if isinstance(url, str):
+                    urls.append(url)
+    return texts, urls
+
+
+def _to_request(body: dict) -> ChatRequest:
+    """Validate the body and decode the image. Raises ModelInputError."""
+    model, messages = body.get("model"), body.get("messages")
+    if not isinstance(model, str) or not model:
+        raise ModelInputError('"model" must be a non-empty string')
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ModelInputError('"messages" must be a non-empty list of message objects')
+    if body.get("stream"):
+        raise ModelInputError("streaming is not supported by the sim model server")
+    all_texts, prompt_text, image_url = [], "", None
+    for m in messages:
+        texts, urls = _parts(m.get("content"))
+        all_texts.extend(texts)
+        if m.get("role") == "user":
+            prompt_text = "\n".join(texts)
+            if urls:
+                image_url = urls[-1]
+    image = None
+    if image_url is not None:
+        try:
+            image = data_url_to_image(image_url)
+        except ValueError as e:
+            raise ModelInputError(str(e)) from e
+    return ChatRequest(model=model, messages=messages, prompt_text=prompt_text, all_text="\n".join(all_texts),
+                       instruction=extract_instruction(prompt_text), image_rgb=image)
+
+
+def create_model_server(models: dict[str, Model]):
+    """FastAPI app serving ``models`` by id (see module docstring)."""
+    app = FastAPI(title="pointlab sim model server")
+    app.state.models = dict(models)
+    created = int(time.time())
+
+    @app.get("/v1/models")
+    async def list_models() -> dict:
+        return {"object": "list", "data": [{"id": k, "object": "model", "created": created, "owned_by": "pointlab-sim"}
+                                           for k in app.state.models]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+            return _error(400, "body is not JSON", "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "body must be a JSON object", "invalid_request_error")
+        try:
+            req = _to_request(body)
+        except ModelInputError as e:
+            return _error(400, str(e), "invalid_request_error")
+        model = app.state.models.get(req.model)
+        if model is None:
+            return _error(404, f"The model `{req.model}` does not exist (served: {', '.join(app.state.models)})",
+                          "invalid_request_error", code="model_not_found", param="model")
+        try:
+            text = await run_in_threadpool(model.answer, req)
+        except ModelInputError as e:
+            return _error(400, str(e), "invalid_request_error")
+        except Exception as e:  # a failing model is a server error, reported like a real API's
+            log.warning("model %s failed: %s", req.model, e)
+            return _error(500, f"model {req.model} failed: {e}", "server_error")
+        prompt_tokens = len(req.all_text.split()) + (0 if req.image_rgb is None else 256)
+        completion_tokens = len(text.split())
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                         "logprobs": None}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    return app
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening-ready TCP socket bound to ``host:port`` (port 0: a free port chosen by the OS).
+
+    Raises:
+        OSError: the port is taken or the host is not local.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
+                    ) -> tuple[str, Callable[[], None]]:
+    """Run ``app`` with uvicorn in a daemon thread.
+
+    Returns:
+        ``(base_url, stop)``: ``base_url`` is ``http://HOST:PORT/v1`` with the actual port; ``stop()``
+        shuts the server down and joins the thread (idempotent).
+
+    Raises:
+        OSError: the port cannot be bound.
+        RuntimeError: the server did not start within ``start_timeout_s``.
+    """
+    import uvicorn
+
+    sock = bind_socket(host, port)
+    actual = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}",
+                              daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise RuntimeError(f"model server on {host}:{actual} did not start")
+        time.sleep(0.01)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10.0)
+        sock.close()
+
+    return f"http://{host}:{actual}/v1", stop
