@@ -1,0 +1,158 @@
+"""The pointing ROS 2 node: on a request, ask an agent to point on the latest colour frame.
+
+Topics:
+
+- in ``/pointlab/point_request`` (``std_msgs/String`` JSON ``{"request_id", "agent", "instruction"}``);
+- in ``/camera/camera/color/image_raw`` (``sensor_msgs/Image``; the latest frame is kept);
+- out ``/pointlab/point_frame`` (String JSON ``{"request_id", "stamp_ns"}``), sent the moment the
+  frame is taken, so the targeting node can hold the depth of that same frame while the model thinks;
+- out ``/pointlab/point_answer`` (String JSON ``{"request_id", "raw_answer", "points_px",
+  "parse_error", "error", "stamp_ns", "width", "height", "latency_s", "answered_ns"}``):
+  ``points_px`` are original-image pixels ``[[u, v], ...]``, ``stamp_ns`` the stamp of the frame the
+  agent saw, ``answered_ns`` wall time (ns) of publication.
+
+The answer never carries the agent's name or model id (the runner knows which agent it asked);
+agent calls run on an asyncio loop of their own so a slow model never blocks the ROS executor,
+and several requests may be in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from .ros_msgs import TOPICS, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+
+__all__ = ["PointingNode", "main"]
+
+log = logging.getLogger(__name__)
+
+
+class PointingNode(Node):
+    """Calls ``agents[name].point(image_rgb, instruction)`` for each request.
+
+    Args:
+        agents: agent name -> object with ``async point(image_rgb, instruction) -> AgentAnswer``
+            (``pointlab.benchmark.agents``).
+        context: the rclpy ``Context``.
+        frame_timeout_s: how long a request waits for a first colour frame before failing.
+        max_frame_age_s: a frame older than this is not shown to an agent (the camera stalled).
+    """
+
+    def __init__(self, agents: dict[str, Any], *, context=None, frame_timeout_s: float = 5.0,
+                 max_frame_age_s: float = 2.0, node_name: str = "pointlab_pointing") -> None:
+        super().__init__(node_name, context=context)
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        self.agents = dict(agents)
+        self.frame_timeout_s = frame_timeout_s
+        self.max_frame_age_s = max_frame_age_s
+        self._latest = None  # (Image msg, monotonic receive time)
+        self._frame_cond = threading.Condition()
+        self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
+        self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
+        self.create_subscription(Image, TOPICS["color"], self._on_color, qos_profile_sensor_data)
+        self.create_subscription(String, TOPICS["point_request"], self._on_request, 50)
+        self._loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self._loop.run_forever, name="pointlab-agents", daemon=True)
+        self._loop_thread.start()
+
+    # -- callbacks ------------------------------------------------------------------------------
+    def _on_color(self, msg) -> None:
+        with self._frame_cond:
+            self._latest = (msg, time.monotonic())
+            self._frame_cond.notify_all()
+
+    def _on_request(self, msg) -> None:
+        req = parse_json_msg(msg)
+        rid = str(req.get("request_id", "")) if req else ""
+        if not req or not rid or not isinstance(req.get("instruction"), str):
+            log.warning("ignoring malformed point request %r", msg.data[:200])
+            if rid:
+                self._publish_answer(rid, error="bad_request: need request_id, agent, instruction")
+            return
+        agent = self.agents.get(str(req.get("agent")))
+        if agent is None:
+            self._publish_answer(rid, error="unknown_agent")  # the name stays out of the answer
+            return
+        # the frame is fetched on the agents' loop thread so a camera that has not started yet
+        # never blocks this executor callback
+        asyncio.run_coroutine_threadsafe(self._answer(rid, agent, req["instruction"]), self._loop)
+
+    # -- work -----------------------------------------------------------------------------------
+    def _take_frame(self):
+        deadline = time.monotonic() + self.frame_timeout_s
+        with self._frame_cond:
+            while self._latest is None or time.monotonic() - self._latest[1] > self.max_frame_age_s:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._frame_cond.wait(left)
+            return self._latest[0]
+
+    async def _answer(self, rid: str, agent, instruction: str) -> None:
+        msg = await asyncio.to_thread(self._take_frame)
+        if msg is None:
+            self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s")
+            return
+        stamp_ns = stamp_to_ns(msg.header.stamp)
+        self._pub_frame.publish(json_msg({"request_id": rid, "stamp_ns": stamp_ns}))
+        try:
+            image = image_to_rgb(msg)
+        except ValueError as e:
+            self._publish_answer(rid, error=f"bad_frame: {e}", stamp_ns=stamp_ns)
+            return
+        t0 = time.monotonic()
+        try:
+            ans = await agent.point(image, instruction)
+        except Exception as e:  # agents should not raise; one that does is an agent failure
+            log.exception("agent raised")
+            self._publish_answer(rid, error=f"agent_error: {type(e).__name__}: {e}", stamp_ns=stamp_ns,
+                                 width=image.shape[1], height=image.shape[0], latency_s=time.monotonic() - t0)
+            return
+        pts = np.asarray(getattr(ans, "points_px", None) if getattr(ans, "points_px", None) is not None else [],
+                         dtype=np.float64).reshape(-1, 2)
+        latency = getattr(ans, "latency_s", None)
+        self._publish_answer(
+            rid, raw_answer=getattr(ans, "raw_text", "") or "", points_px=pts.tolist(),
+            parse_error=getattr(ans, "parse_error", None), error=getattr(ans, "error", None), stamp_ns=stamp_ns,
+            width=image.shape[1], height=image.shape[0],
+            latency_s=float(latency) if latency is not None else time.monotonic() - t0)
+
+    def _publish_answer(self, rid: str, *, raw_answer: str = "", points_px=None, parse_error=None, error=None,
+                        stamp_ns: int | None = None, width: int | None = None, height: int | None = None,
+                        latency_s: float | None = None) -> None:
+        self._pub_answer.publish(json_msg({
+            "request_id": rid, "raw_answer": raw_answer, "points_px": points_px or [], "parse_error": parse_error,
+            "error": error, "stamp_ns": stamp_ns, "width": width, "height": height, "latency_s": latency_s,
+            "answered_ns": time.time_ns()}))
+
+    def destroy_node(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop_thread.join(timeout=5.0)
+        super().destroy_node()
+
+
+def main(agents_config: str | None = None) -> None:
+    """Run the pointing node alone (``pointlab act node pointing --agents FILE``) until Ctrl-C."""
+    import rclpy
+
+    from pointlab.benchmark.agents_config import load_agents
+
+    rclpy.init()
+    node = PointingNode(load_agents(agents_config))
+    try:
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

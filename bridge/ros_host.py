@@ -1,0 +1,80 @@
+"""One rclpy ``Context`` and a ``MultiThreadedExecutor`` spinning in a background thread.
+
+``pointlab act`` runs the whole node set in one process through this: each session has its own
+context (so tests and several sessions in one interpreter never share global ROS state), its nodes
+are added to one executor, and ``close()`` takes everything down in order. DDS discovery follows the
+environment (``ROS_DOMAIN_ID``, ``ROS_AUTOMATIC_DISCOVERY_RANGE``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+__all__ = ["RosHost"]
+
+log = logging.getLogger(__name__)
+
+
+class RosHost:
+    """Owns a context, an executor and the spinning thread.
+
+    Args:
+        num_threads: executor threads (callbacks of different nodes run in parallel).
+        domain_id: ROS domain id; ``None`` takes ``ROS_DOMAIN_ID`` from the environment.
+    """
+
+    def __init__(self, num_threads: int = 4, domain_id: int | None = None) -> None:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import MultiThreadedExecutor
+
+        self.context = Context()
+        if domain_id is None:
+            rclpy.init(context=self.context)
+        else:
+            rclpy.init(context=self.context, domain_id=domain_id)
+        self.executor = MultiThreadedExecutor(num_threads=num_threads, context=self.context)
+        self.nodes: list = []
+        self._thread: threading.Thread | None = None
+
+    def add(self, node):
+        """Add a node (created with ``context=host.context``) to the executor; returns it."""
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def start(self) -> "RosHost":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._spin, name="pointlab-ros", daemon=True)
+            self._thread.start()
+        return self
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
+        except Exception:  # a callback bug must be visible, not silently end the session's ROS side
+            log.exception("ROS executor stopped")
+
+    def close(self) -> None:
+        """Stop spinning, destroy every node (last added first) and shut the context down."""
+        import rclpy
+
+        try:
+            self.executor.shutdown(timeout_sec=5.0)
+        except Exception:
+            log.exception("executor shutdown failed")
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        for node in reversed(self.nodes):
+            try:
+                node.destroy_node()
+            except Exception:
+                log.exception("destroying node %s failed", getattr(node, "get_name", lambda: "?")())
+        self.nodes.clear()
+        rclpy.try_shutdown(context=self.context)

@@ -1,0 +1,209 @@
+"""Conversions between our types (numpy images, ``Intrinsics``, ``TcpPose``) and standard ROS 2 messages.
+
+Topic conventions follow realsense-ros 4.x and REP 118 so a lab can swap our camera node for theirs:
+
+- colour: ``sensor_msgs/Image`` ``rgb8``, ``(H, W, 3)`` uint8, row-major, ``step = 3 W``;
+- aligned depth: ``sensor_msgs/Image`` ``16UC1`` in **millimetres** (``DEPTH_TOPIC_SCALE_M`` = 0.001 m
+  per unit), 0 = no data; also accepted on input: ``32FC1`` in metres (REP 118);
+- ``sensor_msgs/CameraInfo``: ``k = [fx 0 ppx; 0 fy ppy; 0 0 1]``, ``d`` = 5 Brown-Conrady
+  coefficients with ``distortion_model = "plumb_bob"``.
+
+Messages are imported lazily (inside functions) so importing this module does not need ROS.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+from typing import Any
+
+import numpy as np
+
+from pointlab.perception.frame import Intrinsics
+
+__all__ = [
+    "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "image_to_rgb",
+    "depth_to_image", "image_to_depth", "intrinsics_to_camera_info", "camera_info_to_intrinsics",
+    "to_depth_mm", "json_msg", "parse_json_msg",
+]
+
+# Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
+DEPTH_TOPIC_SCALE_M = 0.001
+
+# Every topic of the node set, in one place (docs/ros.md lists them with their message types).
+TOPICS = {
+    "color": "/camera/camera/color/image_raw",
+    "depth": "/camera/camera/aligned_depth_to_color/image_raw",
+    "camera_info": "/camera/camera/color/camera_info",
+    "frame_meta": "/pointlab/camera/frame_meta",
+    "point_request": "/pointlab/point_request",
+    "point_frame": "/pointlab/point_frame",
+    "point_answer": "/pointlab/point_answer",
+    "target": "/pointlab/target",
+    "target_result": "/pointlab/target_result",
+    "arm_command": "/pointlab/arm/command",
+    "arm_result": "/pointlab/arm/result",
+    "arm_state": "/pointlab/arm/state",
+    "arm_estop": "/pointlab/arm/estop",
+    "arm_reset": "/pointlab/arm/reset",
+    "joint_states": "/joint_states",
+    "tcp_pose": "/pointlab/arm/tcp_pose",
+}
+
+
+def stamp_to_ns(stamp) -> int:
+    """``builtin_interfaces/Time`` -> nanoseconds (int)."""
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def ns_to_stamp(stamp_ns: int):
+    """Nanoseconds -> ``builtin_interfaces/Time``."""
+    from builtin_interfaces.msg import Time
+
+    return Time(sec=int(stamp_ns // 1_000_000_000), nanosec=int(stamp_ns % 1_000_000_000))
+
+
+def _fill_image(msg, arr: np.ndarray, encoding: str, stamp_ns: int, frame_id: str) -> Any:
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = int(arr.shape[0]), int(arr.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 0
+    arr = np.ascontiguousarray(arr)
+    msg.step = int(arr.strides[0])
+    # rclpy copies an array.array('B') with one memcpy; a bytes object would be checked byte by byte.
+    msg.data = array.array("B", arr.tobytes())
+    return msg
+
+
+def rgb_to_image(rgb: np.ndarray, stamp_ns: int, frame_id: str):
+    """``(H, W, 3)`` uint8 RGB -> ``sensor_msgs/Image`` ``rgb8``."""
+    from sensor_msgs.msg import Image
+
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"colour must be (H, W, 3) uint8, got {rgb.shape} {rgb.dtype}")
+    return _fill_image(Image(), rgb, "rgb8", stamp_ns, frame_id)
+
+
+def image_to_rgb(msg) -> np.ndarray:
+    """``sensor_msgs/Image`` (``rgb8``, ``bgr8``, ``rgba8``, ``bgra8``) -> ``(H, W, 3)`` uint8 RGB.
+
+    Raises:
+        ValueError: another encoding or a buffer that does not match ``height * step``.
+    """
+    enc = msg.encoding.lower()
+    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}.get(enc)
+    if channels is None:
+        raise ValueError(f"unsupported colour encoding {msg.encoding!r}")
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    buf = np.frombuffer(msg.data, dtype=np.uint8)
+    if buf.size != h * step or step < w * channels:
+        raise ValueError(f"image buffer of {buf.size} bytes does not match {h} rows of {step} bytes")
+    img = buf.reshape(h, step)[:, : w * channels].reshape(h, w, channels)
+    if enc.startswith("bgr"):
+        img = img[:, :, 2::-1]
+    elif channels == 4:
+        img = img[:, :, :3]
+    return np.ascontiguousarray(img)
+
+
+def to_depth_mm(depth: np.ndarray, depth_scale_m: float) -> np.ndarray:
+    """Depth in device units (``(H, W)`` uint16, ``depth_scale_m`` m/unit) -> uint16 millimetres.
+
+    Values that would exceed 65535 mm become 0 (no data) rather than wrapping around."""
+    if abs(depth_scale_m - DEPTH_TOPIC_SCALE_M) < 1e-12:
+        return depth
+    mm = np.rint(depth.astype(np.float64) * (depth_scale_m / DEPTH_TOPIC_SCALE_M))
+    mm[mm > 65535] = 0
+    return mm.astype(np.uint16)
+
+
+def depth_to_image(depth_mm: np.ndarray, stamp_ns: int, frame_id: str):
+    """``(H, W)`` uint16 millimetres -> ``sensor_msgs/Image`` ``16UC1``."""
+    from sensor_msgs.msg import Image
+
+    if depth_mm.ndim != 2 or depth_mm.dtype != np.uint16:
+        raise ValueError(f"depth must be (H, W) uint16, got {depth_mm.shape} {depth_mm.dtype}")
+    return _fill_image(Image(), depth_mm.astype("<u2", copy=False), "16UC1", stamp_ns, frame_id)
+
+
+def image_to_depth(msg) -> tuple[np.ndarray, float]:
+    """``sensor_msgs/Image`` depth -> ``((H, W) uint16, depth_scale_m)``.
+
+    ``16UC1``/``mono16`` are taken as millimetres (realsense-ros, REP 118); ``32FC1`` as metres and
+    converted to millimetres (non-finite or non-positive -> 0).
+
+    Raises:
+        ValueError: another encoding or a buffer that does not match the size.
+    """
+    enc = msg.encoding.upper()
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    if enc in ("16UC1", "MONO16"):
+        dt = np.dtype(">u2" if msg.is_bigendian else "<u2")
+    elif enc == "32FC1":
+        dt = np.dtype(">f4" if msg.is_bigendian else "<f4")
+    else:
+        raise ValueError(f"unsupported depth encoding {msg.encoding!r}")
+    buf = np.frombuffer(msg.data, dtype=np.uint8)
+    if buf.size != h * step or step < w * dt.itemsize:
+        raise ValueError(f"depth buffer of {buf.size} bytes does not match {h} rows of {step} bytes")
+    rows = buf.reshape(h, step)[:, : w * dt.itemsize]
+    d = np.ascontiguousarray(rows).view(dt).reshape(h, w)
+    if enc == "32FC1":
+        m = np.where(np.isfinite(d) & (d > 0), d, 0.0)
+        mm = np.rint(m / DEPTH_TOPIC_SCALE_M)
+        mm[mm > 65535] = 0
+        return mm.astype(np.uint16), DEPTH_TOPIC_SCALE_M
+    return d.astype(np.uint16), DEPTH_TOPIC_SCALE_M
+
+
+def intrinsics_to_camera_info(intr: Intrinsics, stamp_ns: int, frame_id: str):
+    """``Intrinsics`` -> ``sensor_msgs/CameraInfo`` (plumb_bob, 5 coefficients, ``p = [K | 0]``)."""
+    from sensor_msgs.msg import CameraInfo
+
+    msg = CameraInfo()
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.header.frame_id = frame_id
+    msg.width, msg.height = intr.width, intr.height
+    msg.distortion_model = "plumb_bob"
+    msg.d = [float(c) for c in intr.coeffs]
+    msg.k = [intr.fx, 0.0, intr.ppx, 0.0, intr.fy, intr.ppy, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [intr.fx, 0.0, intr.ppx, 0.0, 0.0, intr.fy, intr.ppy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+def camera_info_to_intrinsics(msg) -> Intrinsics:
+    """``sensor_msgs/CameraInfo`` -> ``Intrinsics`` (first 5 distortion coefficients, zeros if fewer).
+
+    Raises:
+        ValueError: a zero size or focal length.
+    """
+    k = list(msg.k)
+    d = [float(c) for c in list(msg.d)[:5]]
+    d += [0.0] * (5 - len(d))
+    return Intrinsics(int(msg.width), int(msg.height), float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
+
+
+def json_msg(payload: dict):
+    """A ``std_msgs/String`` holding ``payload`` as JSON (numpy values converted)."""
+    from std_msgs.msg import String
+
+    return String(data=json.dumps(payload, default=_json_default))
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def parse_json_msg(msg) -> dict | None:
+    """The JSON object in a ``std_msgs/String``, or ``None`` when it is not a JSON object."""
+    try:
+        d = json.loads(msg.data)
+    except (ValueError, TypeError):
+        return None
+    return d if isinstance(d, dict) else None

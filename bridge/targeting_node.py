@@ -1,0 +1,174 @@
+"""The targeting ROS 2 node: an agent's pixel -> a base-frame target (or a refusal), on the depth
+of the very frame the agent saw.
+
+Topics:
+
+- in ``/camera/camera/aligned_depth_to_color/image_raw`` (``16UC1`` mm or ``32FC1`` m) and
+  ``/camera/camera/color/camera_info``: kept in a short buffer keyed by header stamp;
+- in ``/pointlab/point_frame`` (String JSON ``{"request_id", "stamp_ns"}``): pins the depth of that
+  stamp until the answer comes (models may take many seconds; the buffer only holds a few);
+- in ``/pointlab/point_answer`` (String JSON, see ``pointing_node``);
+- out ``/pointlab/target`` (``geometry_msgs/PointStamped`` in the calibration's parent frame,
+  ``link_base``, stamped with the frame's stamp) for valid targets only;
+- out ``/pointlab/target_result`` (String JSON ``{"request_id", "stamp_ns", "target",
+  "answer_rx_ns", "published_ns"}``; ``target`` is ``bridge.targeting.Target.to_dict()``, a refusal
+  carries ``valid: false`` and its ``reason``).
+
+The rule itself is ``bridge.targeting.compute_target`` (first point only, robust depth, calibration,
+workspace envelope). The depth of the same frame is found by exact stamp, else the nearest stamp
+within ``max_stamp_skew_s`` (realsense-ros may stamp aligned depth a little apart from colour); no
+such frame is the refusal ``no_depth``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from pointlab.perception.deproject import DepthRule
+from pointlab.perception.extrinsics import Calibration
+from pointlab.perception.frame import RGBDFrame
+from pointlab.robot.workspace import Workspace
+
+from .ros_msgs import TOPICS, camera_info_to_intrinsics, image_to_depth, json_msg, ns_to_stamp, parse_json_msg, stamp_to_ns
+from .targeting import Target, compute_target
+
+__all__ = ["TargetingNode", "main"]
+
+log = logging.getLogger(__name__)
+
+_NO_COLOR = np.zeros((1, 1, 3), dtype=np.uint8)
+
+
+class TargetingNode(Node):
+    """Wraps ``compute_target`` over ROS topics.
+
+    Args:
+        calibration: ``T_base_camera`` and the frame names.
+        workspace: the envelope targets must be in (should be the arm's).
+        rule: the depth rule of ``perception.deproject``.
+        buffer_s: how much recent depth to keep, seconds of stamps.
+        max_stamp_skew_s: largest stamp difference accepted between the agent's colour frame and a depth frame.
+        pin_ttl_s: how long a pinned depth frame waits for its answer.
+    """
+
+    def __init__(self, calibration: Calibration, workspace: Workspace = Workspace(), rule: DepthRule = DepthRule(), *,
+                 context=None, buffer_s: float = 2.0, max_stamp_skew_s: float = 0.02, pin_ttl_s: float = 900.0,
+                 node_name: str = "pointlab_targeting") -> None:
+        super().__init__(node_name, context=context)
+        from geometry_msgs.msg import PointStamped
+        from sensor_msgs.msg import CameraInfo, Image
+        from std_msgs.msg import String
+
+        self.calibration, self.workspace, self.rule = calibration, workspace, rule
+        self.buffer_s, self.max_stamp_skew_s, self.pin_ttl_s = buffer_s, max_stamp_skew_s, pin_ttl_s
+        self._depth: OrderedDict[int, object] = OrderedDict()  # stamp_ns -> Image msg, oldest first
+        self._info = None  # latest CameraInfo
+        self._pins: dict[str, tuple[int, object, float]] = {}  # request_id -> (stamp_ns, Image, monotonic)
+        self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
+        self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
+        self.create_subscription(Image, TOPICS["depth"], self._on_depth, qos_profile_sensor_data)
+        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, qos_profile_sensor_data)
+        self.create_subscription(String, TOPICS["point_frame"], self._on_point_frame, 50)
+        self.create_subscription(String, TOPICS["point_answer"], self._on_answer, 50)
+
+    # -- buffers --------------------------------------------------------------------------------
+    def _on_depth(self, msg) -> None:
+        stamp = stamp_to_ns(msg.header.stamp)
+        self._depth[stamp] = msg
+        newest = max(self._depth)
+        while self._depth and (next(iter(self._depth)) < newest - self.buffer_s * 1e9 or len(self._depth) > 300):
+            self._depth.popitem(last=False)
+
+    def _on_info(self, msg) -> None:
+        self._info = msg
+
+    def _find_depth(self, stamp_ns: int):
+        if stamp_ns in self._depth:
+            return self._depth[stamp_ns]
+        if not self._depth:
+            return None
+        best = min(self._depth, key=lambda s: abs(s - stamp_ns))
+        return self._depth[best] if abs(best - stamp_ns) <= self.max_stamp_skew_s * 1e9 else None
+
+    def _on_point_frame(self, msg) -> None:
+        d = parse_json_msg(msg)
+        if not d or "request_id" not in d or not isinstance(d.get("stamp_ns"), int):
+            return
+        depth = self._find_depth(d["stamp_ns"])
+        if depth is not None:
+            self._pins[str(d["request_id"])] = (d["stamp_ns"], depth, time.monotonic())
+        now = time.monotonic()
+        for rid in [r for r, (_, _, t) in self._pins.items() if now - t > self.pin_ttl_s]:
+            del self._pins[rid]
+
+    # -- targeting ------------------------------------------------------------------------------
+    def _on_answer(self, msg) -> None:
+        rx_ns = time.time_ns()
+        ans = parse_json_msg(msg)
+        if not ans or not ans.get("request_id"):
+            log.warning("ignoring malformed point answer %r", msg.data[:200])
+            return
+        rid = str(ans["request_id"])
+        stamp = ans.get("stamp_ns")
+        pinned = self._pins.pop(rid, None)
+        target = self.target_for(ans.get("points_px"), stamp, pinned)
+        self.publish_target(rid, stamp, target, rx_ns)
+
+    def target_for(self, points_px, stamp_ns: int | None, pinned=None) -> Target:
+        """The target of ``points_px`` on the depth frame of ``stamp_ns`` (refusal when none)."""
+        try:
+            pts = np.asarray(points_px if points_px is not None else [], dtype=np.float64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            return Target(False, reason="no_point: points are not (N, 2) numbers")
+        if len(pts) == 0:
+            return Target(False, reason="no_point: the agent gave no parseable point")
+        depth_msg = pinned[1] if pinned is not None else (self._find_depth(stamp_ns) if isinstance(stamp_ns, int) else None)
+        if depth_msg is None:
+            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])),
+                          reason="no_depth: no depth frame for the frame the agent saw")
+        if self._info is None:
+            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])), reason="no_depth: no camera_info received")
+        try:
+            intr = camera_info_to_intrinsics(self._info)
+            depth, scale = image_to_depth(depth_msg)
+            color = np.broadcast_to(_NO_COLOR, (intr.height, intr.width, 3))  # targeting reads depth only
+            frame = RGBDFrame(color, depth, scale, intr, stamp_to_ns(depth_msg.header.stamp))
+        except ValueError as e:
+            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])), reason=f"no_depth: bad depth frame ({e})")
+        return compute_target(frame, pts, self.calibration, self.workspace, self.rule)
+
+    def publish_target(self, rid: str, stamp_ns, target: Target, rx_ns: int) -> None:
+        if target.valid:
+            from geometry_msgs.msg import PointStamped
+
+            p = PointStamped()
+            p.header.frame_id = self.calibration.parent_frame
+            p.header.stamp = ns_to_stamp(stamp_ns if isinstance(stamp_ns, int) else time.time_ns())
+            p.point.x, p.point.y, p.point.z = (float(c) for c in target.point_base_m)
+            self._pub_target.publish(p)
+        self._pub_result.publish(json_msg({"request_id": rid, "stamp_ns": stamp_ns, "target": target.to_dict(),
+                                           "answer_rx_ns": rx_ns, "published_ns": time.time_ns()}))
+
+
+def main(calibration_file: str) -> None:
+    """Run the targeting node alone (``pointlab act node targeting --calibration FILE``) until Ctrl-C."""
+    import rclpy
+
+    from pointlab.perception.extrinsics import load_calibration
+
+    cal = load_calibration(calibration_file)
+    rclpy.init()
+    node = TargetingNode(cal)
+    try:
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

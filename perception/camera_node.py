@@ -1,0 +1,156 @@
+"""The camera ROS 2 node: publishes a ``perception.Camera`` on the realsense-ros topic names.
+
+Topics (``pointlab.bridge.ros_msgs.TOPICS``; a lab may run realsense-ros 4.x with
+``align_depth.enable:=true`` instead, the consumers only need these three):
+
+- ``/camera/camera/color/image_raw``: ``sensor_msgs/Image`` ``rgb8``;
+- ``/camera/camera/aligned_depth_to_color/image_raw``: ``sensor_msgs/Image`` ``16UC1`` in
+  **millimetres** (REP 118, realsense-ros); a source with another depth scale (D405: 0.1 mm/unit,
+  the sim) is converted to millimetres before publishing;
+- ``/camera/camera/color/camera_info``: ``sensor_msgs/CameraInfo`` of the colour stream;
+- ``/pointlab/camera/frame_meta``: ``std_msgs/String`` JSON ``{"stamp_ns", "index",
+  "device_depth_scale_m", "depth_scale_m"}`` per frame (our addition: the source's frame index, so a
+  trial on a replay folder records which file the agent saw).
+
+All four share the header stamp of the frame (its capture time) and frame id
+``camera_color_optical_frame``. The node's read-only parameter ``depth_scale_m`` (0.001) states the
+scale of the depth topic; ``device_depth_scale_m`` the source's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from pointlab.bridge.ros_msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info,
+                                      json_msg, rgb_to_image, to_depth_mm)
+
+from .camera import Camera
+from .errors import PerceptionError
+
+__all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
+
+log = logging.getLogger(__name__)
+
+# Reliable publishers match both reliable and best-effort subscribers (realsense-ros does the same).
+IMAGE_PUB_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+
+
+class CameraNode(Node):
+    """Reads ``camera`` in its own thread and publishes every frame.
+
+    Args:
+        camera: a connected-or-not ``perception.Camera`` (connected on ``start()``).
+        context: the rclpy ``Context`` (``None``: the global one).
+        max_fps: upper bound on the publishing rate, frames/s (``0``: as fast as the source gives).
+        node_name: ROS node name.
+    """
+
+    def __init__(self, camera: Camera, *, context=None, max_fps: float = 30.0, node_name: str = "pointlab_camera") -> None:
+        super().__init__(node_name, context=context)
+        self.camera = camera
+        self.max_fps = float(max_fps)
+        self.frames_published = 0
+        self.read_errors = 0
+        self._pub_color = self.create_publisher(_image_type(), TOPICS["color"], IMAGE_PUB_QOS)
+        self._pub_depth = self.create_publisher(_image_type(), TOPICS["depth"], IMAGE_PUB_QOS)
+        self._pub_info = self.create_publisher(_info_type(), TOPICS["camera_info"], IMAGE_PUB_QOS)
+        self._pub_meta = self.create_publisher(_string_type(), TOPICS["frame_meta"], 10)
+        self.declare_parameter("depth_scale_m", DEPTH_TOPIC_SCALE_M)
+        self.declare_parameter("device_depth_scale_m", 0.0)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "CameraNode":
+        """Connect the camera (raises ``CameraSourceError``) and start the publishing thread."""
+        self.camera.connect()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="pointlab-camera", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        self.camera.disconnect()
+
+    def publish_frame(self, frame) -> None:
+        """Publish one ``RGBDFrame`` on the four topics (same stamp)."""
+        stamp, fid = frame.stamp_ns, frame.frame_id
+        if self.frames_published == 0:
+            self.set_parameters([Parameter("device_depth_scale_m", value=float(frame.depth_scale_m))])
+        self._pub_info.publish(intrinsics_to_camera_info(frame.intrinsics, stamp, fid))
+        # depth before colour: a consumer that reacts to a colour frame finds its depth already sent
+        self._pub_depth.publish(depth_to_image(to_depth_mm(frame.depth, frame.depth_scale_m), stamp, fid))
+        self._pub_meta.publish(json_msg({"stamp_ns": stamp, "index": int(frame.index),
+                                         "device_depth_scale_m": frame.depth_scale_m,
+                                         "depth_scale_m": DEPTH_TOPIC_SCALE_M}))
+        self._pub_color.publish(rgb_to_image(frame.color, stamp, fid))
+        self.frames_published += 1
+
+    def _loop(self) -> None:
+        period = 1.0 / self.max_fps if self.max_fps > 0 else 0.0
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                frame = self.camera.read()
+            except PerceptionError as e:
+                # a bad frame or a replugged camera must not end the node: log, back off, retry
+                self.read_errors += 1
+                log.warning("camera read failed (%d so far): %s", self.read_errors, e)
+                self._stop.wait(0.5)
+                continue
+            try:
+                self.publish_frame(frame)
+            except Exception:  # the context is shutting down, or a malformed frame
+                if self._stop.is_set():
+                    break
+                log.exception("publishing a frame failed")
+            if period:
+                next_t = max(next_t + period, time.monotonic() - period)
+                self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+
+def _image_type():
+    from sensor_msgs.msg import Image
+
+    return Image
+
+
+def _info_type():
+    from sensor_msgs.msg import CameraInfo
+
+    return CameraInfo
+
+
+def _string_type():
+    from std_msgs.msg import String
+
+    return String
+
+
+def main(camera_spec: str = "sim", max_fps: float = 30.0) -> None:
+    """Run the camera node alone until Ctrl-C (``pointlab act node camera --camera SPEC``)."""
+    import rclpy
+
+    from .camera import make_camera
+
+    rclpy.init()
+    node = CameraNode(make_camera(camera_spec), max_fps=max_fps)
+    try:
+        node.start()
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.stop()
+        node.destroy_node()
+        rclpy.try_shutdown()
