@@ -12,6 +12,7 @@ from .cligroups import app
 COMMAND_MODULES = (
     "pointlab.perception.commands",
     "pointlab.benchmark.video_commands",
+    "pointlab.sim_mock.commands",
 )
 
 

@@ -1,0 +1,48 @@
+"""``pointlab sim model-server``: the OpenAI-compatible sim model server as a standalone process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pointlab.bridge.cligroups import fail, print_json, sim_app
+
+
+@sim_app.command("model-server")
+def model_server_cmd(
+    port: int = typer.Option(8765, "--port", help="TCP port on 127.0.0.1 (0: any free port)"),
+    host: str = typer.Option("127.0.0.1", "--host", help="bind address (keep it local)"),
+    script: Path | None = typer.Option(None, "--script", help='JSONL of {"answer"} / {"match", "answer"} lines, '
+                                                               'served as model "scripted"'),
+    noise_px: float = typer.Option(28.0, "--noise-px", help="pixel noise (sigma) of the sim-noisy model"),
+) -> None:
+    """Serve sim-oracle, sim-noisy, oracle-<format> (from the default sim scene) and, with --script, "scripted".
+
+    Prints {"base_url", "models"} and serves until interrupted. Exit 2: bad script or port taken.
+    """
+    import uvicorn
+
+    from .model_server import ScriptedModel, bind_socket, create_model_server, default_sim_models
+
+    if noise_px < 0:
+        fail("--noise-px must be >= 0")
+    from .oracle import SceneOracle
+    from .world import default_world
+
+    models = default_sim_models(SceneOracle(default_world()), noise_px=noise_px)
+    if script is not None:
+        try:
+            models["scripted"] = ScriptedModel(script)
+        except ValueError as e:
+            fail(str(e))
+    try:
+        sock = bind_socket(host, port)
+    except OSError as e:
+        fail(f"cannot bind {host}:{port}: {e}")
+    print_json({"base_url": f"http://{host}:{sock.getsockname()[1]}/v1", "models": sorted(models)})
+    server = uvicorn.Server(uvicorn.Config(create_model_server(models), log_level="warning", lifespan="off"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
