@@ -12,7 +12,9 @@ from .cligroups import app
 COMMAND_MODULES = (
     "pointlab.perception.commands",
     "pointlab.benchmark.video_commands",
+    "pointlab.benchmark.pinpoint_commands",
     "pointlab.sim_mock.commands",
+    "pointlab.bridge.sus_commands",
 )
 
 

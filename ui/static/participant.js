@@ -1,0 +1,124 @@
+// Participant page: live view, instruction, judgement and SUS over one websocket.
+"use strict";
+
+// The System Usability Scale (Brooke 1996), items 1-10.
+const SUS_ITEMS = [
+  "I think that I would like to use this system frequently.",
+  "I found the system unnecessarily complex.",
+  "I thought the system was easy to use.",
+  "I think that I would need the support of a technical person to be able to use this system.",
+  "I found the various functions in this system were well integrated.",
+  "I thought there was too much inconsistency in this system.",
+  "I would imagine that most people would learn to use this system very quickly.",
+  "I found the system very cumbersome to use.",
+  "I felt very confident using the system.",
+  "I needed to learn a lot of things before I could get going with this system.",
+];
+
+const token = decodeURIComponent(location.pathname.split("/").pop());
+const $ = (id) => document.getElementById(id);
+const canvas = $("live");
+let bitmap = null, overlay = null, state = null, ws = null, running = false;
+let susBlockShown = null;
+window.__pl = { frames: 0, messages: [] };  // read by tests: frame count and JSON messages received
+
+function show(id, on) { $(id).classList.toggle("hidden", !on); }
+function setError(t) { $("error").textContent = t || ""; }
+function draw() { PL.drawFrame(canvas, bitmap, overlay && overlay.points_px, overlay && overlay.frame_size); }
+
+function buildSus() {
+  const box = $("sus-items");
+  box.replaceChildren();
+  SUS_ITEMS.forEach((text, i) => {
+    const scale = PL.el("div", { class: "sus-scale" });
+    for (let v = 1; v <= 5; v++) {
+      scale.append(PL.el("label", {}, PL.el("input", { type: "radio", name: `sus${i + 1}`, value: String(v), "data-item": String(i + 1) }), String(v)));
+    }
+    box.append(PL.el("div", { class: "sus-item" }, PL.el("span", {}, `${i + 1}. ${text}`), scale));
+  });
+}
+
+function render() {
+  if (!state) return;
+  const s = state.step;
+  $("progress").textContent = s.kind === "done" ? `${state.label}: finished`
+    : `${state.label} · ${s.alias} (${s.block + 1} of ${s.n_blocks})` + (s.trial_number ? ` · trial ${Math.min(s.trial_number, s.trials_per_agent)} of ${s.trials_per_agent}` : "");
+  const pos = state.queue_position;
+  $("queue").textContent = s.kind === "done" ? "Finished."
+    : pos === 0 ? (state.stopped ? "The robot is stopped; the operator will reset it." : "It is your turn: you command the robot.")
+    : pos == null ? "Not in the queue." : `You are number ${pos} in the queue (${pos} ${pos === 1 ? "person" : "people"} ahead of you). Please wait.`;
+  const myTurn = pos === 0;
+  show("trial-box", s.kind === "trial" && myTurn || running);
+  $("trial-title").textContent = `${s.alias || ""} · trial ${s.trial_number || ""}`;
+  $("action").textContent = state.action;
+  $("action").className = "pill " + state.action;
+  $("send").disabled = running || state.arm_busy || state.stopped;
+  $("instruction").disabled = running;
+  if (s.kind === "judge" && state.pending_trial && !running) {
+    overlay = state.pending_trial;
+    $("judge-text").textContent = `“${overlay.instruction}” — ${overlay.message}`;
+  }
+  show("judge-box", s.kind === "judge" && !running);
+  const susDue = s.kind === "sus";
+  show("sus-box", susDue);
+  if (susDue && susBlockShown !== s.block) {
+    susBlockShown = s.block;
+    $("sus-title").textContent = `Questionnaire about ${s.alias}`;
+    buildSus();
+  }
+  show("done-box", s.kind === "done");
+  if (s.kind === "trial" && !running) overlay = null;
+  draw();
+}
+
+function onMessage(m) {
+  window.__pl.messages.push(m);
+  if (m.type === "state") { state = m; render(); }
+  else if (m.type === "trial_started") { running = true; overlay = null; $("trial-status").textContent = `${m.alias} is pointing…`; render(); }
+  else if (m.type === "trial_result") {
+    running = false; overlay = m; $("trial-status").textContent = m.message; $("instruction").value = ""; draw();
+  }
+  else if (m.type === "sus_saved") {
+    $("sus-score").textContent = `Your usability score for ${m.alias}: ${PL.fmt(m.score, 1)} / 100`;
+    show("sus-score-box", true);
+  }
+  else if (m.type === "judged") { setError(""); }
+  else if (m.type === "error") { running = false; setError(m.error); render(); }
+}
+
+function connect() {
+  ws = new WebSocket(PL.wsUrl("/ws/participant", token));
+  ws.binaryType = "blob";
+  ws.onmessage = async (ev) => {
+    if (typeof ev.data === "string") { onMessage(JSON.parse(ev.data)); return; }
+    window.__pl.frames++;
+    const b = await createImageBitmap(ev.data);
+    if (bitmap) bitmap.close();
+    bitmap = b; draw();
+  };
+  ws.onclose = () => { $("queue").textContent = "Disconnected; reconnecting…"; setTimeout(connect, 1500); };
+}
+
+$("instruction-form").addEventListener("submit", (ev) => {
+  ev.preventDefault(); setError("");
+  ws.send(JSON.stringify({ type: "instruction", text: $("instruction").value }));
+});
+for (const j of ["succeeded", "failed"]) {
+  $(`judge-${j}`).addEventListener("click", () => {
+    if (!state || !state.pending_trial) return;
+    ws.send(JSON.stringify({ type: "judge", trial_id: state.pending_trial.trial_id, judgement: j }));
+  });
+}
+$("sus-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const responses = [];
+  for (let i = 1; i <= 10; i++) {
+    const c = document.querySelector(`input[name=sus${i}]:checked`);
+    if (!c) { setError(`Please answer question ${i}.`); return; }
+    responses.push(Number(c.value));
+  }
+  setError("");
+  ws.send(JSON.stringify({ type: "sus", block: state.step.block, responses }));
+});
+setInterval(() => { const f = window.__pl.frames; setTimeout(() => { $("fps").textContent = `live view: ${window.__pl.frames - f} frames/s`; }, 1000); }, 2000);
+connect();
