@@ -1,0 +1,89 @@
+"""The human localization score of PinpointQA App. D.2.
+
+A response is a frame index and a click ``(x, y)`` normalized by the image width and height. A
+wrong frame scores 0; on the right frame, with d the Euclidean distance to the annotated point in
+normalized coordinates and r = 0.12, s = max(0, 1 - (d / r)^2). Accuracy = 100 * mean(s).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["LOCALIZATION_RADIUS", "LocalizationRecordError", "localization_score", "score_localization"]
+
+#: r of App. D.2, in normalized image coordinates.
+LOCALIZATION_RADIUS = 0.12
+
+
+class LocalizationRecordError(ValueError):
+    """A ground-truth or response record lacks ``frame_index``/``x``/``y`` or holds non-numbers."""
+
+
+def localization_score(gt_frame: int, gt_x: float, gt_y: float, frame: int, x: float, y: float,
+                       radius: float = LOCALIZATION_RADIUS) -> float:
+    """s of App. D.2 for one response (coordinates normalized to [0, 1]); 0 for a wrong frame."""
+    if int(frame) != int(gt_frame):
+        return 0.0
+    d = math.hypot(float(x) - float(gt_x), float(y) - float(gt_y))
+    return max(0.0, 1.0 - (d / radius) ** 2)
+
+
+def _read(rec: dict, source: str) -> tuple[int, float, float]:
+    try:
+        frame, x, y = rec["frame_index"], rec["x"], rec["y"]
+    except KeyError as e:
+        raise LocalizationRecordError(f"{source} {rec.get('id')!r}: missing {e.args[0]!r}") from e
+    if isinstance(frame, bool) or not isinstance(frame, int) or frame < 0:
+        raise LocalizationRecordError(f"{source} {rec.get('id')!r}: frame_index must be an integer >= 0, got {frame!r}")
+    for name, v in (("x", x), ("y", y)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {name} must be a number, got {v!r}")
+    return frame, float(x), float(y)
+
+
+def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZATION_RADIUS) -> dict:
+    """Score human (or model) localization responses: ``{"items", "summary"}``.
+
+    Ground truth and responses are ``{"id", "frame_index", "x", "y"}``. A ground-truth id with no
+    response scores 0 (``missing_response``); a response with an unknown id is counted, not scored.
+    Summary: ``accuracy`` (100 * mean s, App. D.2), ``frame_accuracy`` (share of right frames),
+    ``mean_distance`` over right-frame responses, counts, and the mean ``elapsed_s`` when the
+    responses carry it.
+
+    Raises:
+        LocalizationRecordError: a record is malformed or an id repeats.
+    """
+    responses: dict[str, dict] = {}
+    for rec in pred:
+        rid = str(rec.get("id"))
+        if rid in responses:
+            raise LocalizationRecordError(f"duplicate response id {rid!r}")
+        responses[rid] = rec
+    items, seen = [], set()
+    for rec in gt:
+        rid = str(rec.get("id"))
+        if rid in seen:
+            raise LocalizationRecordError(f"duplicate ground-truth id {rid!r}")
+        seen.add(rid)
+        gf, gx, gy = _read(rec, "ground truth")
+        if rid not in responses:
+            items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
+                          "reason": "missing_response"})
+            continue
+        f, x, y = _read(responses[rid], "response")
+        correct = f == gf
+        items.append({"id": rid, "score": localization_score(gf, gx, gy, f, x, y, radius),
+                      "frame_correct": correct, "distance": math.hypot(x - gx, y - gy) if correct else None,
+                      "reason": "ok" if correct else "wrong_frame"})
+    n = len(items)
+    dists = [it["distance"] for it in items if it["distance"] is not None]
+    elapsed = [float(r["elapsed_s"]) for r in responses.values()
+               if isinstance(r.get("elapsed_s"), (int, float)) and str(r.get("id")) in seen]
+    summary = {"accuracy": 100.0 * sum(it["score"] for it in items) / n if n else None,
+               "frame_accuracy": sum(it["frame_correct"] for it in items) / n if n else None,
+               "mean_distance": sum(dists) / len(dists) if dists else None,
+               "mean_elapsed_s": sum(elapsed) / len(elapsed) if elapsed else None,
+               "n": n, "missing_responses": sum(it["reason"] == "missing_response" for it in items),
+               "n_unknown_responses": len(set(responses) - seen), "radius": radius}
+    return {"items": items, "summary": summary}

@@ -1,0 +1,51 @@
+"""CLI of PinpointQA: ``pointlab pinpoint generate``, ``pointlab score pinpoint``,
+``pointlab score localization``, ``pointlab perf pinpoint``. Thin: parse, call one library
+function, print its JSON, map library errors to exit codes (2 bad input, 1 runtime failure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pointlab.bridge.cligroups import fail, perf_app, pinpoint_app, print_json, score_app
+
+
+@score_app.command("pinpoint")
+def score_pinpoint_cmd(
+    gt: Path = typer.Option(..., "--gt", help="ground-truth JSONL with the released fields (id, scene_id, task, answer, ...)"),
+    pred: Path = typer.Option(..., "--pred", help='predictions JSONL, one {"id", "prediction"} per line'),
+    judge: Optional[str] = typer.Option(None, "--judge", help="FSD judge model name (OpenAI-compatible); omit to leave FSD unscored"),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1 (default $OPENAI_BASE_URL)"),
+) -> None:
+    """Score PinpointQA predictions: {"items": [{id, task, score, parts, ...}], "summary": {Micro/Macro per task}}."""
+    from .judge import LLMJudge
+    from .pinpoint.scoring import PinpointScoreError, score_pinpoint
+    from .video.errors import RecordError
+    from .video.records import predictions_by_id, read_jsonl
+
+    try:
+        gt_recs, preds = read_jsonl(gt), predictions_by_id(read_jsonl(pred))
+        j = LLMJudge(judge, base_url=judge_base_url) if judge else None
+        result = score_pinpoint(gt_recs, preds, j)
+    except (RecordError, PinpointScoreError) as e:
+        fail(str(e))
+    print_json(result)
+
+
+@score_app.command("localization")
+def score_localization_cmd(
+    gt: Path = typer.Option(..., "--gt", help='annotations JSONL, {"id", "frame_index", "x", "y"} (x, y normalized)'),
+    pred: Path = typer.Option(..., "--pred", help='responses JSONL, {"id", "frame_index", "x", "y"[, "elapsed_s"]}'),
+) -> None:
+    """Human localization score of PinpointQA App. D (wrong frame 0, else max(0, 1 - (d/0.12)^2))."""
+    from .pinpoint.localization import LocalizationRecordError, score_localization
+    from .video.errors import RecordError
+    from .video.records import read_jsonl
+
+    try:
+        result = score_localization(read_jsonl(gt), read_jsonl(pred))
+    except (RecordError, LocalizationRecordError) as e:
+        fail(str(e))
+    print_json(result)
