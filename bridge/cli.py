@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "pointlab.benchmark.pinpoint_commands",
     "pointlab.sim_mock.commands",
     "pointlab.bridge.sus_commands",
+    "pointlab.bridge.act_commands",
 )
 
 

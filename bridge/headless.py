@@ -1,0 +1,95 @@
+"""Headless Point-Act runs: scripted instructions through a running session, no browser
+(``pointlab act trials``).
+
+Instructions file (JSON Lines), one trial per line::
+
+    {"instruction": "pick up the red cube", "expected": {"action": "pick", "object": "red cube"}}
+    {"instruction": "put it in the blue bowl", "expected": {"action": "place", "object": "red cube", "container": "blue bowl"}}
+
+``expected`` is optional (the sim judges it, ``sim_mock.world.SimWorld.judge``); without a file the
+sim scene's demo script (``sim_mock.demo.DEMO_SCRIPT``) is used. A trial counts as a success when
+the simulator judged it a success, or, when the simulator could not judge (no ``expected``, a real
+robot), when the robot outcome is ``done``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from .trial import TrialResult
+
+__all__ = ["InstructionsError", "load_instructions", "demo_script", "trial_success", "run_scripted_trials"]
+
+
+class InstructionsError(ValueError):
+    """The instructions file is missing or a line is not ``{"instruction": str, "expected"?: dict}``."""
+
+
+def load_instructions(path: str | Path) -> list[dict]:
+    """Read an instructions JSONL file (format in the module docstring); blank lines are skipped.
+
+    Raises:
+        InstructionsError: unreadable file, bad JSON, or a line without a non-empty ``instruction``.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InstructionsError(f"cannot read instructions file {path}: {e}") from e
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InstructionsError(f"{path}:{n}: not JSON ({e.msg})") from e
+        if not isinstance(d, dict) or not isinstance(d.get("instruction"), str) or not d["instruction"].strip():
+            raise InstructionsError(f'{path}:{n}: need {{"instruction": "...", "expected": {{...}}}}')
+        if d.get("expected") is not None and not isinstance(d["expected"], dict):
+            raise InstructionsError(f"{path}:{n}: expected must be an object")
+        out.append({"instruction": d["instruction"], "expected": d.get("expected")})
+    if not out:
+        raise InstructionsError(f"{path}: no instructions")
+    return out
+
+
+def demo_script() -> list[dict]:
+    """The sim scene's own demo script (``{"instruction", "expected"}`` dicts)."""
+    from pointlab.sim_mock.demo import DEMO_SCRIPT
+
+    return [{"instruction": d["instruction"], "expected": d.get("expected")} for d in DEMO_SCRIPT]
+
+
+def trial_success(t: TrialResult) -> bool:
+    """The sim's judgement when known, else ``robot_outcome == "done"``."""
+    return bool(t.sim_success) if t.sim_success is not None else t.robot_outcome == "done"
+
+
+async def _run(runner, agent: str, script: list[dict], store) -> list[TrialResult]:
+    results = []
+    for item in script:
+        res = await runner.run_trial(agent, item["instruction"], expected=item.get("expected"))
+        if store is not None:
+            store.save_trial(res)  # one commit per trial: a crash loses nothing already run
+        results.append(res)
+    return results
+
+
+def run_scripted_trials(session, agent: str, script: list[dict]) -> dict:
+    """Run ``script`` with ``agent`` on a started session, saving each trial in ``session.store``.
+
+    Returns:
+        ``{"trials": [TrialResult.to_dict(), ...], "success_rate": float, "successes": int, "agent": str}``.
+
+    Raises:
+        ValueError: ``agent`` is not one of the session's agents.
+    """
+    if agent not in session.runner.agent_names:
+        raise ValueError(f"unknown agent {agent!r}; this session has: {', '.join(session.runner.agent_names)}")
+    results = asyncio.run(_run(session.runner, agent, script, session.store))
+    ok = sum(trial_success(t) for t in results)
+    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok,
+            "success_rate": ok / len(results) if results else 0.0}
