@@ -26,3 +26,37 @@ def score_vsi_cmd(
     except VideoBenchError as e:
         fail(str(e))
     print_json(result)
+
+
+@video_app.command("frames")
+def video_frames_cmd(
+    video: Path = typer.Option(..., "--video", help="video file (mp4, mov, ...) or folder of frames"),
+    budget: str = typer.Option("all", "--budget", help="number of frames or 'all'"),
+    sampler: str = typer.Option("nested", "--sampler", help="nested (ReVSI 64/32/16), uniform or all"),
+    dummy: str = typer.Option("", "--dummy", help="query_dropped, first_frame_repeated or black"),
+    visibility: Path | None = typer.Option(None, "--visibility", help="visibility table JSON (query_dropped)"),
+    query: str = typer.Option("", "--query", help="comma-separated object ids or labels (query_dropped)"),
+) -> None:
+    """Print {"frames": [indices], "total": n, "sampler": name, "budget": b, "num_frames": k}.
+
+    With --dummy, "frames" lists the source frame of each dummy frame (null = black).
+    """
+    from .video.dummy import make_dummy
+    from .video.errors import VideoBenchError
+    from .video.frames import open_frames
+    from .video.sampling import sample_frames
+    from .video.visibility import VisibilityTable
+
+    try:
+        with open_frames(video) as src:
+            sel = sample_frames(src.total, budget, sampler)
+        out = {"frames": list(sel.indices), "total": sel.total, "sampler": sel.sampler, "budget": sel.budget,
+               "num_frames": sel.num_frames}
+        if dummy:
+            table = VisibilityTable.load(visibility) if visibility else None
+            refs = [q.strip() for q in query.split(",") if q.strip()]
+            d = make_dummy(dummy, sel, visibility=table, query_objects=refs)
+            out.update({"dummy": d.kind, "frames": list(d.slots), "num_frames": len(d.slots), "query_objects": refs})
+    except (VideoBenchError, ValueError) as e:
+        fail(str(e))
+    print_json(out)
