@@ -58,9 +58,9 @@ def load_instructions(path: str | Path) -> list[dict]:
 
 def demo_script() -> list[dict]:
     """The sim scene's own demo script (``{"instruction", "expected"}`` dicts)."""
-    from pointlab.sim_mock.demo import DEMO_SCRIPT
+    from pointlab.sim_mock.demo import demo_script as _demo
 
-    return [{"instruction": d["instruction"], "expected": d.get("expected")} for d in DEMO_SCRIPT]
+    return _demo()
 
 
 def trial_success(t: TrialResult) -> bool:

@@ -104,8 +104,9 @@ def _sim_agents(config) -> bool:
 
 def _start_model_server(world) -> tuple[str, Callable[[], None]]:
     from pointlab.sim_mock import model_server
+    from pointlab.sim_mock.oracle import SceneOracle
 
-    app = model_server.create_model_server(model_server.default_sim_models(world))
+    app = model_server.create_model_server(model_server.default_sim_models(SceneOracle(world)))
     return model_server.serve_in_thread(app)
 
 
