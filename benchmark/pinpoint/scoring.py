@@ -107,8 +107,8 @@ def score_item(rec: dict, prediction: Any, judge: LLMJudge | None = None) -> dic
     target = str(rec.get("target") or "")
     r = judge_fsd(judge, target, str(answer), text)
     d = r.to_dict()
-    return {**out, "score": r.score, "parts": r.parts, "reason": r.reason,
-            "judge": {k: v for k, v in d.items() if k not in {"score", "parts", "reason"}}}
+    record = {k: v for k, v in d.items() if k not in {"score", "parts", "reason", "judge"}}
+    return {**out, "score": r.score, "parts": r.parts, "reason": r.reason, "judge": {**d["judge"], **record}}
 
 
 def _mean(xs: list[float]) -> float | None:

@@ -1,0 +1,44 @@
+"""Human localization score of PinpointQA App. D.2 (r = 0.12, quadratic fall-off, wrong frame 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pointlab.benchmark.pinpoint.localization import LocalizationRecordError, localization_score, score_localization
+
+
+def test_score_by_hand():
+    assert localization_score(2, 0.5, 0.5, 2, 0.5, 0.5) == 1.0
+    # d = 0.06 = r/2 -> 1 - 0.25
+    assert localization_score(2, 0.5, 0.5, 2, 0.56, 0.5) == pytest.approx(0.75)
+    # d = sqrt(0.03^2 + 0.04^2) = 0.05 -> 1 - (0.05/0.12)^2 = 1 - 0.173611 = 0.826389
+    assert localization_score(2, 0.5, 0.5, 2, 0.53, 0.54) == pytest.approx(1 - (0.05 / 0.12) ** 2)
+    assert localization_score(2, 0.5, 0.5, 2, 0.62, 0.5) == pytest.approx(0.0, abs=1e-12)   # d = r
+    assert localization_score(2, 0.5, 0.5, 2, 0.9, 0.9) == 0.0                               # beyond r
+    assert localization_score(2, 0.5, 0.5, 1, 0.5, 0.5) == 0.0                               # wrong frame
+
+
+def test_real_demo_samples(shared_data: Path):
+    samples = json.loads((shared_data / "video" / "pinpointqa_human_assist" / "demo_samples.json").read_text())
+    gt = [{"id": s["id"], **s["ground_truth"]} for s in samples]
+    s1 = samples[0]["ground_truth"]
+    pred = [{"id": "sample1", "frame_index": s1["frame_index"], "x": s1["x"] + 0.06, "y": s1["y"], "elapsed_s": 10},
+            {"id": "sample2", "frame_index": samples[1]["ground_truth"]["frame_index"] + 1, "x": 0.5, "y": 0.5,
+             "elapsed_s": 20}]
+    out = score_localization(gt, pred)
+    scores = [it["score"] for it in out["items"]]
+    assert scores == pytest.approx([0.75, 0.0, 0.0])
+    assert [it["reason"] for it in out["items"]] == ["ok", "wrong_frame", "missing_response"]
+    assert out["summary"]["accuracy"] == pytest.approx(100 * 0.75 / 3)
+    assert out["summary"]["frame_accuracy"] == pytest.approx(1 / 3)
+    assert out["summary"]["mean_elapsed_s"] == pytest.approx(15)
+
+
+@pytest.mark.parametrize("rec", [{"id": "a", "x": 0.1, "y": 0.1}, {"id": "a", "frame_index": 1.5, "x": 0, "y": 0},
+                                 {"id": "a", "frame_index": 1, "x": "left", "y": 0}])
+def test_malformed_records(rec):
+    with pytest.raises(LocalizationRecordError):
+        score_localization([rec], [])
