@@ -1,0 +1,57 @@
+"""Per-agent results: Wilson 95% intervals checked against values worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from pointlab.bridge.study_results import TRIAL_LOG_COLUMNS, agent_results, trial_log_csv, wilson_interval
+
+
+def test_wilson_by_hand():
+    # 5/10: centre 0.5; half = 1.96/(1 + 3.8415/10) * sqrt(0.025 + 3.8415/400) = 0.26341
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(0.23659, abs=1e-4) and hi == pytest.approx(0.76341, abs=1e-4)
+    # 0/3: centre = half = (3.8415/6)/(1 + 3.8415/3) = 0.28075 -> [0, 0.56149]
+    lo, hi = wilson_interval(0, 3)
+    assert lo == 0.0 and hi == pytest.approx(0.56149, abs=1e-4)
+    lo, hi = wilson_interval(3, 3)  # mirror of 0/3
+    assert lo == pytest.approx(1 - 0.56149, abs=1e-4) and hi == 1.0
+    # 8/9, a size a 3-participant x 3-trial study has: p = .8889, z^2/n = .42683, denom 1.42683,
+    # centre (.8889 + .21342)/1.42683 = .77255, half 1.37364*sqrt(.010974 + .011856) = .20759
+    lo, hi = wilson_interval(8, 9)
+    assert lo == pytest.approx(0.56496, abs=2e-4) and hi == pytest.approx(0.98014, abs=2e-4)
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        wilson_interval(4, 3)
+
+
+def test_agent_results_counts_only_judged_trials():
+    trials = [
+        {"agent": "a", "judgement": "succeeded", "sim_success": True},
+        {"agent": "a", "judgement": "failed", "sim_success": False},
+        {"agent": "a", "judgement": None, "sim_success": None},
+        {"agent": "b", "judgement": "succeeded", "sim_success": None},
+        {"agent": "zz", "judgement": "failed", "sim_success": None},
+    ]
+    surveys = [{"agent": "a", "score": 80.0}, {"agent": "a", "score": 55.0}, {"agent": "b", "score": 100.0}]
+    res = {r["agent"]: r for r in agent_results(["a", "b", "c"], trials, surveys)}
+    assert list(res) == ["a", "b", "c", "zz"]
+    a = res["a"]
+    assert (a["n_trials"], a["n_judged"], a["n_succeeded"], a["success_rate"]) == (3, 2, 1, 0.5)
+    assert a["sim_success_rate"] == 0.5 and a["mean_sus"] == 67.5 and a["n_surveys"] == 2
+    assert a["ci95"][0] == pytest.approx(0.0945, abs=1e-3) and a["ci95"][1] == pytest.approx(0.9055, abs=1e-3)
+    assert res["c"]["success_rate"] is None and res["c"]["ci95"] is None and res["c"]["mean_sus"] is None
+    assert res["b"]["sim_success_rate"] is None and res["b"]["mean_sus"] == 100.0
+
+
+def test_csv_has_header_and_json_cells():
+    rows = [{"id": 1, "agent": "a", "instruction": 'pick "the" cube, please', "points_px": [[1.0, 2.0]],
+             "target": {"valid": False, "reason": "no_depth: x"}, "judgement": None}]
+    parsed = list(csv.reader(io.StringIO(trial_log_csv(rows))))
+    assert tuple(parsed[0]) == TRIAL_LOG_COLUMNS
+    rec = dict(zip(parsed[0], parsed[1]))
+    assert rec["instruction"] == 'pick "the" cube, please' and rec["points_px"] == "[[1.0,2.0]]"
+    assert rec["judgement"] == "" and rec["id"] == "1"
