@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "pointlab.sim_mock.commands",
     "pointlab.bridge.sus_commands",
     "pointlab.bridge.act_commands",
+    "pointlab.sim_mock.xarm_commands",
 )
 
 

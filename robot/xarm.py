@@ -1,0 +1,373 @@
+"""The UFACTORY Lite 6 (xArm 6 Lite) driver over ``xarm-python-sdk`` (``xarm.wrapper.XArmAPI``).
+
+Bring-up (docs/robot.md, FIELD_NOTES "UFACTORY Lite 6"): ``clean_warn``, ``clean_error``,
+``motion_enable(True)``, ``set_mode(0)``, ``set_state(0)``, the tool's TCP offset, ``set_state(0)``
+again (the offset leaves state 5), then a short wait (a motion sent within ~0.1 s of a state change
+can be ignored by the controller). The driver then checks that the arm really is ready.
+
+Units: ``pointlab.robot.arm`` speaks metres, m/s, m/s^2 and roll/pitch/yaw degrees; the SDK's
+``set_position``/``get_position`` speak millimetres and degrees (``is_radian=False``); joints are read
+in radians. Every non-zero SDK return code raises a typed error (``ArmFaultError`` with the code and
+the controller's error text, ``ArmConnectionError`` when the connection is gone, ``ArmTimeoutError``
+when no reply came).
+
+Connection details that matter (read from the SDK 1.18.4 source):
+
+- The SDK has no port argument: it always connects to ``XCONF.SocketConf.TCP_CONTROL_PORT`` (502).
+  For another port (the controller emulator: 502 is privileged) the driver sets that constant for
+  the duration of ``XArmAPI.connect()`` and restores it (under a lock; nothing reads it later).
+- The report stream is required: ``set_position`` waits in ``__wait_sync`` until a report has
+  arrived, so with ``enable_report=False`` it never returns. The driver uses ``report_type="normal"``
+  (port 30001 of the controller's IP).
+- ``forbid_uds=True``: otherwise the SDK first tries a Unix socket ``/tmp/xarmcontroller_uds_<port>``
+  (present only on the control box itself) and would talk to whatever owns that path instead of
+  the IP we were given.
+- The SDK prints to stdout (and its loggers write there); the driver routes both to stderr so that
+  ``pointlab`` commands keep stdout for their JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from .arm import TOOLS, ArmDriver, TcpPose, Tool
+from .errors import (
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnsafeTargetError,
+)
+from .xarm_codes import (
+    CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
+)
+
+__all__ = ["Lite6Config", "XArmDriver", "DEFAULT_PORT", "REPORT_PORTS"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 502
+REPORT_PORTS = range(30000, 30004)  # the SDK's report ports: never a command port
+LITE6_AXIS, LITE6_TYPE = 6, 9
+
+_PORT_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Lite6Config:
+    """How to reach and drive one Lite 6.
+
+    Attributes:
+        ip: controller IPv4 address (lab default 192.168.1.xxx; the emulator: a 127.x address).
+        port: command port (502 on a real controller).
+        tool: ``lite_gripper`` or ``lite_vacuum`` (its TCP offset is set at bring-up).
+        max_speed_mm_s: TCP speed clamp, mm/s (Lite 6 limit 500).
+        max_acc_mm_s2: TCP acceleration clamp, mm/s^2.
+        cmd_timeout_s: how long the SDK waits for the reply to one command.
+        motion_timeout_s: how long a linear motion may take to finish.
+        state_settle_s: wait after the last ``set_state(0)`` before any motion.
+        reach_tolerance_mm: after a motion the TCP must be this close to the target, else the
+            motion is reported as not done (a silently dropped command would otherwise pass).
+        vacuum_hardware_version: the SDK's ``hardware_version`` of the Lite vacuum (1: TO0/TO1).
+
+    Raises:
+        ValueError: bad address, port, tool or limit.
+    """
+
+    ip: str
+    port: int = DEFAULT_PORT
+    tool: str = "lite_gripper"
+    max_speed_mm_s: float = 500.0
+    max_acc_mm_s2: float = 5000.0
+    cmd_timeout_s: float = 2.0
+    motion_timeout_s: float = 60.0
+    state_settle_s: float = 0.1
+    reach_tolerance_mm: float = 2.0
+    vacuum_hardware_version: int = 1
+
+    def __post_init__(self) -> None:
+        try:
+            ipaddress.IPv4Address(self.ip)
+        except ValueError as e:
+            raise ValueError(f"xarm: {self.ip!r} is not an IPv4 address") from e
+        if not 0 < int(self.port) < 65536 or int(self.port) in REPORT_PORTS:
+            raise ValueError(f"xarm: bad command port {self.port} (502 on a real controller; 30000-30003 are report ports)")
+        if self.tool not in TOOLS:
+            raise ValueError(f"xarm: unknown tool {self.tool!r}; known: {', '.join(sorted(TOOLS))}")
+        if not (0 < self.max_speed_mm_s <= 500.0):
+            raise ValueError("xarm: max_speed_mm_s must be in (0, 500] (Lite 6 TCP speed limit)")
+        for name in ("max_acc_mm_s2", "cmd_timeout_s", "motion_timeout_s", "reach_tolerance_mm"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"xarm: {name} must be positive")
+        if self.state_settle_s < 0:
+            raise ValueError("xarm: state_settle_s must be >= 0")
+
+    @property
+    def tcp_offset_mm(self) -> float:
+        return TOOLS[self.tool].tcp_offset_m * 1000.0
+
+
+def _sdk_to_stderr():
+    """Import the SDK with its stdout chatter (prints, stream handlers) sent to stderr."""
+    with contextlib.redirect_stdout(sys.stderr):
+        import xarm.wrapper  # noqa: F401  (prints SDK_VERSION on first import)
+        from xarm.core.utils.log import logger as sdk_logger, origin_logger
+    for lg in (sdk_logger, origin_logger):
+        for h in lg.handlers:
+            if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) in (sys.stdout, sys.__stdout__):
+                h.setStream(sys.stderr)
+    return xarm.wrapper.XArmAPI
+
+
+@contextlib.contextmanager
+def _sdk_control_port(port: int):
+    """Point the SDK's (only) command-port constant at ``port`` while connecting."""
+    from xarm.core.config.x_config import XCONF
+
+    with _PORT_LOCK:
+        old = XCONF.SocketConf.TCP_CONTROL_PORT
+        XCONF.SocketConf.TCP_CONTROL_PORT = int(port)
+        try:
+            yield
+        finally:
+            XCONF.SocketConf.TCP_CONTROL_PORT = old
+
+
+class XArmDriver(ArmDriver):
+    """``ArmDriver`` for the UFACTORY Lite 6 with the Lite gripper or the Lite vacuum.
+
+    Args:
+        config: address, tool and limits.
+    """
+
+    def __init__(self, config: Lite6Config) -> None:
+        self.config = config
+        self.tool: Tool = TOOLS[config.tool]
+        self._api = None
+
+    @classmethod
+    def from_spec(cls, arg: str | None, *, tool: str = "lite_gripper", **kw) -> "XArmDriver":
+        """Build from the ``make_arm`` spec ``xarm:IP[:PORT]`` (``arg`` is ``IP[:PORT]``, port 502 by
+        default); ``kw`` are further ``Lite6Config`` fields.
+
+        Raises:
+            ValueError: missing or malformed address.
+        """
+        if not arg:
+            raise ValueError("xarm needs an address: xarm:IP[:PORT], e.g. xarm:192.168.1.185")
+        ip, sep, port = arg.partition(":")
+        try:
+            port_num = int(port) if sep else DEFAULT_PORT
+        except ValueError as e:
+            raise ValueError(f"xarm: bad port {port!r} in {arg!r}") from e
+        return cls(Lite6Config(ip=ip, port=port_num, tool=tool, **kw))
+
+    # -- session -------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._api is not None and bool(self._api.connected)
+
+    def connect(self) -> None:
+        """Open the session if needed and run the bring-up (also after an emergency stop).
+
+        Raises:
+            ArmConnectionError: refused, dropped, or the controller is not a Lite 6.
+            ArmFaultError: a bring-up call failed or the arm is not ready afterwards (the controller
+                error, e.g. C1 emergency stop button pressed, is in the message).
+            ArmTimeoutError: no reply.
+        """
+        if not self.connected:
+            self._open()
+        with contextlib.redirect_stdout(sys.stderr):
+            self._bring_up()
+
+    def _open(self) -> None:
+        cfg = self.config
+        if self._api is not None:
+            self.disconnect()
+        XArmAPI = _sdk_to_stderr()
+        api = XArmAPI(cfg.ip, do_not_open=True, is_radian=False, enable_report=True, report_type="normal",
+                      forbid_uds=True)
+        try:
+            with contextlib.redirect_stdout(sys.stderr), _sdk_control_port(cfg.port):
+                api.connect()
+        except Exception as e:  # the SDK raises bare Exception for refused sockets and failed handshakes
+            raise ArmConnectionError(f"cannot connect to the xArm controller at {cfg.ip}:{cfg.port}: {e}") from e
+        if not api.connected:
+            raise ArmConnectionError(f"cannot connect to the xArm controller at {cfg.ip}:{cfg.port}")
+        api.set_timeout(cfg.cmd_timeout_s)
+        if (api.axis, api.device_type) != (LITE6_AXIS, LITE6_TYPE):
+            api.disconnect()
+            raise ArmConnectionError(
+                f"controller at {cfg.ip}:{cfg.port} reports axis {api.axis} type {api.device_type} "
+                f"({api.version}), not a Lite 6 (axis 6, type 9)")
+        log.info("connected to %s at %s:%d", api.version, cfg.ip, cfg.port)
+        self._api = api
+
+    def _bring_up(self) -> None:
+        api, cfg = self._api, self.config
+        # With an error present clean_warn answers code 1 (error flag); clean_error comes next.
+        self._check("clean_warn", api.clean_warn(), allow=(1,))
+        self._check("clean_error", api.clean_error())
+        self._check("motion_enable", api.motion_enable(True))
+        self._check("set_mode", api.set_mode(0))
+        self._check("set_state", api.set_state(0))
+        self._check("set_tcp_offset", api.set_tcp_offset([0, 0, cfg.tcp_offset_mm, 0, 0, 0], wait=False))
+        self._check("set_state", api.set_state(0))
+        time.sleep(cfg.state_settle_s)
+        # set_state hides "not ready" (the SDK maps it to 0): ask the controller what it is now.
+        code, state = api.get_state()
+        self._check("get_state", code)
+        code, (err, warn) = api.get_err_warn_code()
+        self._check("get_err_warn_code", code)
+        if err or state not in (0, 1, 2):
+            raise ArmFaultError("set_state", 9, f"arm not ready after bring-up: state {state}, "
+                                f"{controller_error_text(err)}, warning {warn}")
+
+    def disconnect(self) -> None:
+        api, self._api = self._api, None
+        if api is not None:
+            with contextlib.redirect_stdout(sys.stderr):
+                try:
+                    api.disconnect()
+                except Exception:  # closing a dead session must not raise
+                    log.exception("xarm disconnect failed")
+
+    # -- errors --------------------------------------------------------------------------------
+    def _require_api(self):
+        if self._api is None:
+            raise ArmNotConnectedError("xarm driver is not connected")
+        return self._api
+
+    def _check(self, call: str, code, allow: tuple[int, ...] = ()) -> None:
+        """Raise the typed error for a non-zero SDK return ``code`` of ``call``."""
+        code = int(code)
+        if code == 0 or code in allow:
+            return
+        api = self._api
+        if code in TIMEOUT_CODES and api is not None and api.connected:
+            # A reply that never came because the socket died is a lost connection, not a slow
+            # controller: the SDK notices the closed socket within about 0.5 s.
+            deadline = time.monotonic() + 0.7
+            while api.connected and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if code in CONNECTION_CODES or (api is not None and not api.connected):
+            raise ArmConnectionError(f"{call}: connection to the xArm controller lost (SDK code {code})")
+        if code in TIMEOUT_CODES:
+            raise ArmTimeoutError(f"{call}: {api_code_text(code)} (SDK code {code})")
+        detail = api_code_text(code)
+        if api is not None and code in (1, 2, 9, -9, 100):
+            try:
+                c, (err, warn) = api.get_err_warn_code()
+                if c == 0 and (err or warn):
+                    detail += f"; {controller_error_text(err)}" + (f", warning {warn}" if warn else "")
+            except Exception:  # the detail is best effort; the code is what matters
+                log.debug("reading the controller error failed", exc_info=True)
+        raise ArmFaultError(call, code, detail)
+
+    # -- motion --------------------------------------------------------------------------------
+    def move_linear(self, pose: TcpPose, speed_m_s: float, acc_m_s2: float) -> None:
+        """Linear TCP motion to ``pose`` (metres, degrees) and wait until it is there.
+
+        The SDK gets millimetres and degrees; speed is clamped to ``max_speed_mm_s`` (500 mm/s),
+        acceleration to ``max_acc_mm_s2``.
+
+        Raises:
+            UnsafeTargetError: non-finite pose (nothing sent).
+            ValueError: non-positive speed or acceleration (nothing sent).
+            ArmFaultError, ArmConnectionError, ArmTimeoutError: from the controller; also
+                ``ArmFaultError`` with code ``POSE_NOT_REACHED`` (-100) when the call succeeded but the
+                TCP is not at the target afterwards.
+            ArmNotConnectedError: not connected.
+        """
+        api, cfg = self._require_api(), self.config
+        vals = [*pose.position_m, *pose.rpy_deg]
+        if not all(math.isfinite(v) for v in vals):
+            raise UnsafeTargetError(f"not_finite: pose {vals}")
+        if not (speed_m_s > 0 and acc_m_s2 > 0):
+            raise ValueError(f"speed and acceleration must be positive, got {speed_m_s} m/s, {acc_m_s2} m/s^2")
+        x_mm, y_mm, z_mm = (c * 1000.0 for c in pose.position_m)
+        roll_deg, pitch_deg, yaw_deg = pose.rpy_deg
+        speed_mm_s = min(speed_m_s * 1000.0, cfg.max_speed_mm_s)
+        acc_mm_s2 = min(acc_m_s2 * 1000.0, cfg.max_acc_mm_s2)
+        code = api.set_position(x_mm, y_mm, z_mm, roll_deg, pitch_deg, yaw_deg, speed=speed_mm_s, mvacc=acc_mm_s2,
+                                wait=True, timeout=cfg.motion_timeout_s)
+        self._check("set_position", code)
+        code, pos = api.get_position(is_radian=False)
+        self._check("get_position", code)
+        miss_mm = math.dist(pos[:3], (x_mm, y_mm, z_mm))
+        if miss_mm > cfg.reach_tolerance_mm:
+            raise ArmFaultError("set_position", POSE_NOT_REACHED,
+                                f"TCP is {miss_mm:.1f} mm from the target after the motion")
+
+    def set_tool(self, closed: bool) -> None:
+        """Lite gripper: close / open (``close_lite6_gripper`` / ``open_lite6_gripper``). Lite vacuum:
+        on / off (``set_vacuum_gripper`` without waiting for the sensor, which only reads 1 when
+        something seals the cup).
+
+        Raises:
+            ArmFaultError, ArmConnectionError, ArmTimeoutError, ArmNotConnectedError.
+        """
+        api = self._require_api()
+        if self.tool.name == "lite_vacuum":
+            self._check("set_vacuum_gripper", api.set_vacuum_gripper(
+                bool(closed), wait=False, hardware_version=self.config.vacuum_hardware_version))
+        elif closed:
+            self._check("close_lite6_gripper", api.close_lite6_gripper())
+        else:
+            self._check("open_lite6_gripper", api.open_lite6_gripper())
+
+    def stop_tool(self) -> None:
+        """Lite gripper: stop driving the fingers (``stop_lite6_gripper``); vacuum: switch off."""
+        api = self._require_api()
+        if self.tool.name == "lite_vacuum":
+            self.set_tool(False)
+        else:
+            self._check("stop_lite6_gripper", api.stop_lite6_gripper())
+
+    def emergency_stop(self) -> None:
+        """``XArmAPI.emergency_stop()`` (state 4); does not clear errors. Never raises: with the
+        connection gone there is nothing left to send."""
+        api = self._api
+        if api is None or not api.connected:
+            log.warning("emergency stop: no connection to the controller, nothing sent")
+            return
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                api.emergency_stop()
+        except Exception:
+            log.exception("xarm emergency_stop failed")
+
+    # -- reading -------------------------------------------------------------------------------
+    def get_pose(self) -> TcpPose:
+        """TCP pose (metres, degrees) from ``get_position`` (mm, degrees)."""
+        api = self._require_api()
+        code, pos = api.get_position(is_radian=False)
+        self._check("get_position", code)
+        return TcpPose((pos[0] / 1000.0, pos[1] / 1000.0, pos[2] / 1000.0), (float(pos[3]), float(pos[4]), float(pos[5])))
+
+    def get_joints_rad(self) -> list[float]:
+        """Six joint angles in radians (``get_servo_angle(is_radian=True)``)."""
+        api = self._require_api()
+        code, angles = api.get_servo_angle(is_radian=True)
+        self._check("get_servo_angle", code)
+        return [float(a) for a in angles[:6]]
+
+    def error_code(self) -> int:
+        """The controller error code (0 = none; C-codes in docs/robot.md)."""
+        api = self._require_api()
+        code, (err, _warn) = api.get_err_warn_code()
+        self._check("get_err_warn_code", code)
+        return int(err)
+
+    def holding_sensor(self) -> bool | None:
+        """Vacuum: ``get_vacuum_gripper(check_on=True)`` is 1 (holding); gripper: ``None`` (no sensor)."""
+        if self.tool.name != "lite_vacuum":
+            return None
+        api = self._require_api()
+        code, value = api.get_vacuum_gripper(hardware_version=self.config.vacuum_hardware_version, check_on=True)
+        self._check("get_vacuum_gripper", code)
+        return int(value) == 1
