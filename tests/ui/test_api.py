@@ -1,0 +1,320 @@
+"""The web app's HTTP and websocket API against the scripted runner (sim_mock.scripted_runner)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from pointlab.bridge.store import Store
+from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.ui.app import UiSettings, create_app
+
+OP = "operator-secret-token"
+H = {"Authorization": f"Bearer {OP}"}
+AGENTS = ["sim-oracle", "sim-noisy", "human"]
+
+
+@pytest.fixture
+def env(tmp_path):
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
+    store = Store(tmp_path / "ui.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    with TestClient(app) as client:
+        yield client, runner, store
+    store.close()
+
+
+def _study(client, tpa=1, agents=AGENTS):
+    r = client.post("/api/studies", json={"agents": agents, "trials_per_agent": tpa, "scene": "tabletop"}, headers=H)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def _invite(client, sid):
+    r = client.post(f"/api/studies/{sid}/participants", json={}, headers=H)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def recv(ws, want: str | tuple, limit: int = 400) -> dict:
+    """Next JSON message of type ``want`` (skipping frames and other types)."""
+    want = (want,) if isinstance(want, str) else want
+    for _ in range(limit):
+        m = ws.receive()
+        if m.get("text") is None:
+            continue
+        obj = json.loads(m["text"])
+        if obj["type"] in want:
+            return obj
+    raise AssertionError(f"no {want} message")
+
+
+def recv_state(ws, pred, limit: int = 400) -> dict:
+    for _ in range(limit):
+        s = recv(ws, "state")
+        if pred(s):
+            return s
+    raise AssertionError("state never matched")
+
+
+def test_tokens_and_roles(env):
+    client, runner, store = env
+    sid = _study(client)
+    inv = _invite(client, sid)
+    ph = {"Authorization": f"Bearer {inv['token']}"}
+    assert client.get("/api/studies").status_code == 401
+    assert client.get("/api/studies", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/api/studies", headers=ph).status_code == 403
+    assert client.post("/api/arm/stop", headers=ph).status_code == 403 and runner.stops == 0
+    assert client.get("/api/me", headers=H).status_code == 403
+    me = client.get("/api/me", headers=ph).json()
+    assert me["step"]["kind"] == "trial" and me["step"]["alias"] == "Agent 1" and me["action"] == "pick"
+    assert client.get(f"/p/{inv['token']}").status_code == 200
+    assert client.get("/p/not-a-token").status_code == 404
+    for path in ("/ws/participant?token=nope", f"/ws/operator?token={inv['token']}", "/ws/participant"):
+        with client.websocket_connect(path) as ws:
+            m = json.loads(ws.receive_text())
+            assert m["type"] == "error"
+    with pytest.raises(ValueError):
+        create_app(runner, store, operator_token="short")
+
+
+def test_create_study_and_invite(env):
+    client, runner, store = env
+    r = client.post("/api/studies", json={"agents": ["sim-oracle", "gpt-9"], "trials_per_agent": 1}, headers=H)
+    assert r.status_code == 422 and "gpt-9" in r.text
+    assert client.post("/api/studies", json={"agents": ["human"], "trials_per_agent": 0}, headers=H).status_code == 422
+    assert client.get("/api/agents", headers=H).json() == AGENTS
+    sid = _study(client)
+    invs = [_invite(client, sid) for _ in range(6)]
+    assert all(i["url"] == f"http://testserver/p/{i['token']}" for i in invs)
+    assert len({tuple(i["agent_order"]) for i in invs}) == 6  # Williams design, 3 agents: all orders
+    listed = client.get(f"/api/studies/{sid}/participants", headers=H).json()
+    assert [p["label"] for p in listed] == ["P1", "P2", "P3", "P4", "P5", "P6"]
+    assert client.post("/api/studies/99/participants", json={}, headers=H).status_code == 404
+
+
+def _answer_human(client, runner, u, v, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        reqs = client.get("/api/human-requests", headers=H).json()
+        if reqs:
+            r = client.post(f"/api/human-requests/{reqs[0]['request_id']}/answer", json={"u": u, "v": v}, headers=H)
+            assert r.status_code == 200, r.text
+            return reqs[0]
+        time.sleep(0.02)
+    raise AssertionError("no human request")
+
+
+def test_full_participant_session_over_websocket(env):
+    client, runner, store = env
+    sid = _study(client, tpa=1)
+    inv = _invite(client, sid)  # participant 0: order = AGENTS (Williams row 0)
+    assert inv["agent_order"] == AGENTS
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        frame = ws.receive()
+        assert frame["bytes"][:2] == b"\xff\xd8"  # a JPEG
+        s = recv(ws, "state")
+        assert (s["queue_position"], s["step"]["kind"], s["step"]["alias"]) == (0, "trial", "Agent 1")
+
+        # Block 1 = sim-oracle: a done pick at (100, 80)
+        ws.send_text(json.dumps({"type": "instruction", "text": "  pick up   the red ball "}))
+        assert recv(ws, "trial_started")["alias"] == "Agent 1"
+        res = recv(ws, "trial_result")
+        assert res["points_px"] == [[100.0, 80.0]] and res["action"] == "pick" and res["outcome"] == "done"
+        assert res["instruction"] == "pick up the red ball" and res["frame_size"] == [320, 240]
+        s = recv_state(ws, lambda s: s["step"]["kind"] == "judge")
+        assert s["pending_trial"]["trial_id"] == res["trial_id"] and s["action"] == "place"
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
+        assert recv(ws, ("judged", "error"))["type"] == "judged"
+        recv_state(ws, lambda s: s["step"]["kind"] == "sus")
+        ws.send_text(json.dumps({"type": "sus", "block": 0, "responses": [4, 2, 4, 1, 3, 2, 5, 1, 4, 2]}))
+        saved = recv(ws, ("sus_saved", "error"))
+        assert saved == {"type": "sus_saved", "block": 0, "alias": "Agent 1", "score": 80.0}
+
+        # Block 2 = sim-noisy (scripted unparseable answer): refused, no motion; the action stays place
+        s = recv_state(ws, lambda s: s["step"]["block"] == 1)
+        assert s["step"]["alias"] == "Agent 2" and s["action"] == "place"
+        ws.send_text(json.dumps({"type": "instruction", "text": "put it in the bowl"}))
+        res = recv(ws, "trial_result")
+        assert res["outcome"] == "refused" and res["points_px"] == [] and "could not be read" in res["message"]
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
+        recv(ws, "judged")
+        ws.send_text(json.dumps({"type": "sus", "block": 1, "responses": [1, 5, 1, 5, 1, 5, 1, 5, 1, 5]}))
+        assert recv(ws, "sus_saved")["score"] == 0.0
+
+        # Block 3 = human: the operator answers the request by clicking
+        ws.send_text(json.dumps({"type": "instruction", "text": "put it in the bowl"}))
+        recv(ws, "trial_started")
+        req = _answer_human(client, runner, 200.25, 60.5)
+        assert req["instruction"] == "put it in the bowl" and (req["width"], req["height"]) == (320, 240)
+        res = recv(ws, "trial_result")
+        assert res["points_px"] == [[200.25, 60.5]] and res["action"] == "place"
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
+        recv(ws, "judged")
+        ws.send_text(json.dumps({"type": "sus", "block": 2, "responses": [3] * 10}))
+        assert recv(ws, "sus_saved")["score"] == 50.0
+        s = recv_state(ws, lambda s: s["step"]["kind"] == "done")
+        assert s["queue_position"] is None
+
+    assert runner.calls == [("sim-oracle", "pick up the red ball"), ("sim-noisy", "put it in the bowl"),
+                            ("human", "put it in the bowl")]
+    trials = store.trials(study_id=sid)
+    assert [(t["agent"], t["block"], t["judgement"]) for t in trials] == [
+        ("sim-oracle", 0, "succeeded"), ("sim-noisy", 1, "failed"), ("human", 2, "succeeded")]
+    # The raw answer (which names the agent in the scripted runner) is stored for the operator.
+    assert "sim-oracle" in trials[0]["raw_answer"]
+
+    r = client.get(f"/api/results?study_id={sid}", headers=H).json()
+    by = {a["agent"]: a for a in r["agents"]}
+    assert (by["sim-oracle"]["success_rate"], by["sim-noisy"]["success_rate"]) == (1.0, 0.0)
+    # Wilson 1/1: (1 + 1.92073)/(1 + 3.84146) upper 1, lower (2.92073 - 1.96*sqrt(.96037))/4.84146 = 0.2065
+    assert by["human"]["ci95"][0] == pytest.approx(0.2065, abs=1e-3) and by["human"]["ci95"][1] == 1.0
+    assert [by[a]["mean_sus"] for a in AGENTS] == [80.0, 0.0, 50.0]
+    assert len(r["trials"]) == 3
+    csv_text = client.get(f"/api/results.csv?study_id={sid}", headers=H)
+    assert csv_text.headers["content-type"].startswith("text/csv")
+    lines = csv_text.text.strip().splitlines()
+    assert lines[0].startswith("id,trial_uid,study_id") and len(lines) == 4
+    assert client.get("/api/results?study_id=77", headers=H).status_code == 404
+
+
+BAD_MESSAGES = [
+    ("not json at all", "not valid JSON"),
+    ("[1, 2, 3]", "JSON object"),
+    ('{"type": "move_arm", "x": 1}', "unknown message type"),
+    ('{"text": "pick"}', "unknown message type"),
+    ('{"type": "instruction"}', "bad instruction message: text"),
+    ('{"type": "instruction", "text": 5}', "bad instruction message: text"),
+    ('{"type": "judge", "trial_id": "x", "judgement": "succeeded"}', "bad judge message: trial_id"),
+    ('{"type": "judge", "trial_id": 1, "judgement": "meh"}', "judgement must be one of"),
+    ('{"type": "judge", "trial_id": 12345, "judgement": "failed"}', "no such trial"),
+    ('{"type": "sus", "block": 0, "responses": [3, 3]}', "no questionnaire is due"),
+    ('{"type": "instruction", "text": "   "}', "type an instruction"),
+    ('{"type": "instruction", "text": "' + "x" * 600 + '"}', "longer than 500"),
+    (json.dumps({"type": "instruction", "text": "y" * 5000}), "too large"),
+    ("[" * 3000 + "]" * 3000, "too large"),
+]
+
+
+def test_bad_websocket_messages_get_errors_and_never_move_the_robot(env):
+    client, runner, store = env
+    sid = _study(client)
+    inv = _invite(client, sid)
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        for text, words in BAD_MESSAGES:
+            ws.send_text(text)
+            m = recv(ws, "error")
+            assert words in m["error"], (text[:40], m)
+        ws.send_bytes(b"\x00\x01binary")
+        assert "binary" in recv(ws, "error")["error"]
+        ws.send_text('{"type": "ping"}')
+        assert recv(ws, ("pong", "error"))["type"] == "pong"  # still connected and serving
+    assert runner.calls == [] and store.trials() == []
+    with client.websocket_connect(f"/ws/operator?token={OP}") as ws:
+        ws.send_text('{"type": "instruction", "text": "pick"}')
+        assert "unknown message type" in recv(ws, "error")["error"]
+        ws.send_text("{{{")
+        assert recv(ws, "error")
+    assert runner.calls == []
+
+
+def test_one_participant_commands_the_arm_at_a_time(env):
+    client, runner, store = env
+    sid = _study(client)
+    a, b = _invite(client, sid), _invite(client, sid)
+    with client.websocket_connect(f"/ws/participant?token={a['token']}") as wa:
+        recv_state(wa, lambda s: s["queue_position"] == 0)
+        with client.websocket_connect(f"/ws/participant?token={b['token']}") as wb:
+            s = recv_state(wb, lambda s: s["queue_position"] is not None)
+            assert (s["queue_position"], s["queue_length"]) == (1, 2)
+            wb.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+            assert "not your turn" in recv(wb, "error")["error"]
+            assert runner.calls == []
+            q = client.get("/api/status", headers=H).json()["queue"]
+            assert [x["label"] for x in q] == ["P1", "P2"]
+            wa.close()
+            s = recv_state(wb, lambda s: s["queue_position"] == 0)
+            assert s["queue_length"] == 1
+            wb.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+            assert recv(wb, "trial_result")["alias"] == "Agent 1"
+    # B's Williams row 1 starts with sim-noisy
+    assert runner.calls == [(b["agent_order"][0], "pick up the ball")] and b["agent_order"][0] == "sim-noisy"
+
+
+def test_human_request_answers_are_checked(env):
+    client, runner, store = env
+    sid = _study(client, agents=["human"])
+    inv = _invite(client, sid)
+    assert client.post("/api/human-requests/nope/answer", json={"u": 1, "v": 1}, headers=H).status_code == 404
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick the cube"}))
+        recv(ws, "trial_started")
+        for _ in range(500):
+            reqs = client.get("/api/human-requests", headers=H).json()
+            if reqs:
+                break
+            time.sleep(0.01)
+        rid = reqs[0]["request_id"]
+        status = client.get("/api/status", headers=H).json()
+        assert status["human_requests"] == [{"request_id": rid, "instruction": "pick the cube", "width": 320,
+                                              "height": 240}]
+        assert status["current"]["agent"] == "human" and status["current"]["alias"] == "Agent 1"
+        img = client.get(f"/api/human-requests/{rid}/image", headers=H)
+        assert img.headers["content-type"] == "image/jpeg" and img.content[:2] == b"\xff\xd8"
+        # the image covers u in [-0.5, 319.5), v in [-0.5, 239.5)
+        for u, v in ((320.0, 10.0), (10.0, 239.5), (-0.6, 5.0)):
+            r = client.post(f"/api/human-requests/{rid}/answer", json={"u": u, "v": v}, headers=H)
+            assert r.status_code == 422, (u, v)
+        assert client.post(f"/api/human-requests/{rid}/answer", json={"u": "a", "v": 1}, headers=H).status_code == 422
+        r = client.post(f"/api/human-requests/{rid}/answer", json={"u": -0.5, "v": 239.4}, headers=H)
+        assert r.status_code == 200
+        assert recv(ws, "trial_result")["points_px"] == [[-0.5, 239.4]]
+
+
+def test_emergency_stop_blocks_trials_until_reset(env):
+    client, runner, store = env
+    sid = _study(client)
+    inv = _invite(client, sid)
+    assert client.post("/api/arm/stop", headers=H).json() == {"stopped": True} and runner.stops == 1
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv_state(ws, lambda s: s["stopped"])
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        assert "stopped" in recv(ws, "error")["error"]
+        assert runner.calls == []
+        assert client.post("/api/arm/reset", headers=H).json() == {"stopped": False} and runner.resets == 1
+        recv_state(ws, lambda s: not s["stopped"])
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        assert recv(ws, "trial_result")["outcome"] == "done"
+
+
+def test_wrong_step_messages(env):
+    client, runner, store = env
+    sid = _study(client, tpa=2, agents=["sim-oracle"])
+    inv = _invite(client, sid)
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        res = recv(ws, "trial_result")
+        ws.send_text(json.dumps({"type": "instruction", "text": "again"}))
+        assert "judge the last trial first" in recv(ws, "error")["error"]
+        ws.send_text(json.dumps({"type": "sus", "block": 0, "responses": [3] * 10}))
+        assert "no questionnaire" in recv(ws, "error")["error"]
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
+        recv(ws, "judged")
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
+        assert "no such trial" in recv(ws, "error")["error"]
+        ws.send_text(json.dumps({"type": "instruction", "text": "place it"}))
+        res2 = recv(ws, "trial_result")
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res2["trial_id"], "judgement": "failed"}))
+        recv(ws, "judged")
+        for bad in ([3] * 9, [3] * 9 + [0], [3] * 9 + [True], [3] * 9 + [2.5]):
+            ws.send_text(json.dumps({"type": "sus", "block": 0, "responses": bad}))
+            assert recv(ws, "error")["error"].startswith("questionnaire:")
+        assert store.surveys() == []
+    assert [t["judgement"] for t in store.trials()] == ["failed", "failed"]
