@@ -1,0 +1,126 @@
+"""The whole ROS 2 node set in one process (bridge.session): the oracle picks and places the demo
+script's objects in sim, and every kind of refusal reaches no arm.
+
+The refusal test runs on a real frame (uoc_tabletop 000003, replay camera) with a hand-made
+calibration and a scripted OpenAI-compatible model, so each answer is a chosen pixel whose depth
+values were worked out by hand in tests/bridge/test_targeting.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+from pointlab.bridge.headless import run_scripted_trials
+from pointlab.bridge.session import start_session
+from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
+from pointlab.sim_mock.demo import demo_script
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+# p_base = (x_c + 0.13, -y_c, 0.80 - z_c), as in tests/bridge/test_targeting.py
+T_TEST = np.array([[1.0, 0.0, 0.0, 0.13], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.80], [0.0, 0.0, 0.0, 1.0]])
+
+
+def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
+    db = tmp_path / "act.sqlite"
+    script = demo_script()[:10]
+    with start_session("sim", "sim", None, db, time_scale=0.02) as s:
+        out = run_scripted_trials(s, "sim-oracle", script)
+        commands = list(s.arm_node.commands_received)
+    trials = out["trials"]
+    judged = [t["sim_success"] for t in trials]
+    assert sum(judged) >= 9, [(t["instruction"], t["robot_outcome"], t["sim_detail"]) for t in trials]
+    assert out["success_rate"] == sum(judged) / 10
+    # pick when the gripper is empty, place when it holds something (every pick held its object)
+    assert [t["action"] for t in trials] == ["pick", "place"] * 5
+    for t, item in zip(trials, script):
+        assert t["expected"] == item["expected"] and t["instruction"] == item["instruction"]
+        assert t["robot_outcome"] == "done" and t["target"]["valid"]
+        assert t["raw_answer"].startswith("<point") and len(t["points_px"]) == 1  # Molmo tags, parsed
+        assert t["frame_size"] == [640, 480] and isinstance(t["frame_index"], int)
+        assert t["motion"]["action"] == t["action"]
+        assert t["motion"]["tool_commands"] == (["open", "close"] if t["action"] == "pick" else ["open"])
+        assert {"agent", "targeting", "motion", "total", "point_to_command"} <= set(t["timings_s"])
+    # the arm received exactly one command per trial, at the targeted point
+    assert [c["action"] for c in commands] == [t["action"] for t in trials]
+    for c, t in zip(commands, trials):
+        np.testing.assert_allclose(c["target_base_m"], t["target"]["point_base_m"], atol=1e-9)
+    # and every trial is in the SQLite file (read with sqlite3, not through the store)
+    with sqlite3.connect(db) as con:
+        (n,) = con.execute("select count(*) from trials").fetchone()
+    assert n == 10
+
+
+@pytest.fixture
+def scripted_agents(tmp_path):
+    from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
+
+    script = tmp_path / "script.jsonl"
+    rows = [
+        {"match": "the dark hole", "answer": "[150, 102]"},        # all 121 depth pixels 0
+        {"match": "off the picture", "answer": "[700, 100]"},      # u > 639
+        {"match": "the far corner", "answer": "[624, 84]"},        # 0.4705 m from the base axis
+        {"match": "the nothing", "answer": "I cannot see it."},    # no [x, y] at all
+        {"match": "the flat patch", "answer": "[458, 250]"},       # valid: (0.301044, -0.002325, 0.026) m
+    ]
+    script.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    url, stop = serve_in_thread(create_model_server({"scripted": ScriptedModel(script)}))
+    cfg = tmp_path / "agents.toml"
+    cfg.write_text(f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{url}"\nmodel = "scripted"\n'
+                   'point_format = "xy_pixels"\nprompt_style = "default"\nmax_retries = 0\ntimeout_s = 10\n')
+    yield cfg
+    stop()
+
+
+def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabletop, scripted_agents):
+    cal = tmp_path / "cal.json"
+    save_calibration(Calibration(RigidTransform(T_TEST)), cal)
+    refusals = [("point at the dark hole", "no_depth"), ("point off the picture", "outside_image"),
+                ("point at the far corner", "unsafe_target"), ("point at the nothing", "no_point")]
+    with start_session(f"replay:{uoc_tabletop}#000003", "sim", scripted_agents, tmp_path / "r.sqlite",
+                       calibration=cal, time_scale=0.02) as s:
+        tcp_before = s.world.snapshot()["_arm"]["tcp_m"]
+
+        async def run(instructions):
+            return [await s.runner.run_trial("scripted", i) for i in instructions]
+
+        results = asyncio.run(run([i for i, _ in refusals]))
+        received_after_refusals = list(s.arm_node.commands_received)
+        tcp_after = s.world.snapshot()["_arm"]["tcp_m"]
+        (valid,) = asyncio.run(run(["point at the flat patch"]))
+        received_total = list(s.arm_node.commands_received)
+
+    for r, (_, kind) in zip(results, refusals):
+        assert r.robot_outcome == "refused", (r.instruction, r.target)
+        assert r.target["valid"] is False and r.target["reason"].startswith(kind + ":"), r.target
+        assert r.motion is None and r.action == "pick"
+    assert results[3].parse_error and results[3].parse_error.startswith("unparseable")
+    assert results[1].points_px == [[700.0, 100.0]]
+    assert "beyond_reach" in results[2].target["reason"]
+    # nothing reached the arm, and it did not move
+    assert received_after_refusals == []
+    assert tcp_after == tcp_before
+    # the same session then acts on a valid point: one command, at the hand-computed target
+    assert valid.robot_outcome == "done" and valid.frame_index == 3
+    np.testing.assert_allclose(valid.target["point_base_m"], [0.301044, -0.0023252, 0.026], atol=2e-6)
+    assert len(received_total) == 1 and received_total[0]["action"] == "pick"
+    np.testing.assert_allclose(received_total[0]["target_base_m"], [0.301044, -0.0023252, 0.026], atol=2e-6)
+
+
+def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
+    # a model server that is not there: the OpenAI client fails, the trial records agent_failure
+    cfg = tmp_path / "agents.toml"
+    cfg.write_text('[[agents]]\nname = "gone"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "x"\n'
+                   "max_retries = 0\ntimeout_s = 2\n")
+    with start_session("sim", "sim", cfg, None, time_scale=0.02) as s:
+        r = asyncio.run(s.runner.run_trial("gone", "pick up the red cube"))
+        with pytest.raises(ValueError):
+            asyncio.run(s.runner.run_trial("nobody", "pick up the red cube"))
+        assert s.arm_node.commands_received == []
+    assert r.robot_outcome == "agent_failure" and r.robot_error.startswith("agent:")
+    assert r.target is not None and r.target["valid"] is False and r.motion is None
