@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "pointlab.bridge.sus_commands",
     "pointlab.bridge.act_commands",
     "pointlab.sim_mock.xarm_commands",
+    "pointlab.benchmark.pointbench_commands",
 )
 
 

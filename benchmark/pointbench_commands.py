@@ -1,0 +1,225 @@
+"""Point-Bench and Point-Battle commands: ``pointlab score pointing``, ``pointlab bench pointing``,
+``pointlab bench build-dataset``, ``pointlab bench report``, ``pointlab bench arena``,
+``pointlab bench crossstage``, ``pointlab ratings`` and ``pointlab perf score``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pointlab.bridge.cligroups import app, bench_app, fail, perf_app, print_json, score_app
+
+
+@score_app.command("pointing")
+def score_pointing_cmd(
+    gt: Path = typer.Option(..., "--gt", help="GT JSONL {id, image, width, height, category, mask, instance_masks?, count?}"),
+    pred: Path = typer.Option(..., "--pred", help="PRED JSONL {id, prediction, format} or {id, points}"),
+) -> None:
+    """Score predictions against masks (PointArena sec. 3.1, 4.1). Prints {"items", "summary"}."""
+    from pointlab.benchmark.pointbench import DatasetError, load_gt_jsonl, load_pred_jsonl, score_predictions
+
+    try:
+        items, preds = load_gt_jsonl(gt), load_pred_jsonl(pred)
+    except DatasetError as e:
+        fail(str(e))
+    print_json(score_predictions(items, preds))
+
+
+@bench_app.command("build-dataset")
+def build_dataset_cmd(
+    src: Path = typer.Option(..., "--src", help="folder holding the images and masks"),
+    queries: Path = typer.Option(..., "--queries", help="JSONL {image, query, category, mask | instance_masks, count?, reference_points_px?}"),
+    out: Path = typer.Option(..., "--out", help="output folder (release layout + gt.jsonl)"),
+) -> None:
+    """Check images, masks and queries and write a Point-Bench dataset. Prints a summary."""
+    from collections import Counter
+
+    from pointlab.benchmark.pointbench import DatasetError
+    from pointlab.benchmark.pointbench.build import build_dataset
+
+    try:
+        items = build_dataset(src, queries, out)
+    except DatasetError as e:
+        fail(str(e))
+    print_json({"out": str(out), "items": len(items), "categories": dict(Counter(i.category for i in items)),
+                "gt": str(out / "gt.jsonl")})
+
+
+@bench_app.command("pointing")
+def bench_pointing_cmd(
+    data: Path = typer.Option(..., "--data", help="dataset: release folder (data.json), GT JSONL, or folder with gt.jsonl"),
+    model: str = typer.Option(..., "--model", help="agent name in the agents config"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the embedded sim agents)"),
+    runs: int = typer.Option(3, "--runs", min=1, help="independent runs (PointArena: 3)"),
+    prompt_style: Optional[str] = typer.Option(None, "--prompt-style", help="default | two_shot | cot | unparsed (Table 1); default: the agent's"),
+    steer: str = typer.Option("describe", "--steer", help="steerable reference: describe | draw | both | none"),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="requests in flight"),
+    retries: int = typer.Option(2, "--retries", min=0, help="extra attempts for an answer that failed with an error"),
+    backoff_s: float = typer.Option(0.5, "--backoff-s", min=0.0, help="first retry delay (doubles)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: pointbench_runs/<model>-<style>-<steer>)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Run a model over Point-Bench (greedy, cached, resumable); prints mean/std per category and
+    writes results.json, results.md and fig3.png/svg in the run folder."""
+    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentConfig, AgentsConfigError, build_agent, load_agents_config
+    from pointlab.benchmark.pointbench import DatasetError, load_dataset
+    from pointlab.benchmark.pointbench.report import plot_fig3, results_table
+    from pointlab.benchmark.pointbench.run import RunOptions, run_pointing
+
+    try:
+        items = load_dataset(data)
+        cfgs = {a.name: a for a in load_agents_config(agents).agents}
+        if model not in cfgs:
+            fail(f"no agent {model!r} in the agents config (have: {', '.join(cfgs)})")
+        cfg = cfgs[model]
+        if cfg.kind != "openai":
+            fail(f"agent {model!r} is kind {cfg.kind!r}; benchmark runs need a model agent")
+        upd = {"temperature": 0.0}  # greedy decoding (PointArena sec. 4.1)
+        if prompt_style:
+            upd["prompt_style"] = prompt_style
+        cfg = AgentConfig.model_validate({**cfg.model_dump(), **upd})
+        opts = RunOptions(runs=runs, concurrency=concurrency, retries=retries, backoff_s=backoff_s,
+                          steer_mode=steer, progress=progress)
+    except (DatasetError, AgentsConfigError, ValueError) as e:
+        fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    stop = None
+    sim_url = None
+    if cfg.base_url == SIM_BASE_URL:
+        # the sim model server answers from this dataset's masks (a test double, reached only
+        # through the agents config's base_url = "sim")
+        from pointlab.sim_mock.mask_oracle import mask_sim_models
+        from pointlab.sim_mock.model_server import create_model_server, serve_in_thread
+
+        sim_url, stop = serve_in_thread(create_model_server(mask_sim_models(items)))
+    try:
+        agent = build_agent(cfg, sim_base_url=sim_url)
+        out_dir = out or Path("pointbench_runs") / f"{model}-{cfg.prompt_style}-{steer}"
+        res = run_pointing(items, agent, out_dir, options=opts,
+                           record={"dataset": str(Path(data).resolve()), "agent": cfg.model_dump(exclude={"api_key_env"})})
+    except ValueError as e:
+        fail(str(e))
+    finally:
+        if stop is not None:
+            stop()
+    table = results_table({model: res["aggregate"]})
+    (out_dir / "results.md").write_text(table, encoding="utf-8")
+    charts = plot_fig3({model: res["aggregate"]}, out_dir / "fig3", title=f"Point-Bench: {model} ({cfg.prompt_style})")
+    res["table"] = table
+    res["charts"] = [str(p) for p in charts]
+    print_json(res)
+    if res["errors"]:
+        typer.echo(f"warning: {res['errors']} answers failed with an error; rerun to retry them", err=True)
+
+
+@bench_app.command("report")
+def bench_report_cmd(
+    run_dirs: list[Path] = typer.Option(..., "--run", help="run folder (results.json); repeat for several models"),
+    out: Path = typer.Option(Path("pointbench_report"), "--out", help="output stem: <out>.md, <out>.png, <out>.svg"),
+    human: Optional[Path] = typer.Option(None, "--human", help="human baseline PRED JSONL {id, points} (needs --data)"),
+    data: Optional[Path] = typer.Option(None, "--data", help="dataset for --human"),
+) -> None:
+    """Fig. 3 over several runs (and the Human bar): table + chart."""
+    import json
+
+    from pointlab.benchmark.pointbench import DatasetError, load_dataset, load_pred_jsonl, score_predictions
+    from pointlab.benchmark.pointbench.report import plot_fig3, results_table
+    from pointlab.benchmark.pointbench.run import aggregate_runs
+
+    aggs = {}
+    try:
+        for d in run_dirs:
+            r = json.loads((d / "results.json").read_text(encoding="utf-8"))
+            name = r["model"] if r["model"] not in aggs else f"{r['model']} ({r.get('prompt_style')}, {r.get('steer_mode')})"
+            aggs[name] = r["aggregate"]
+        if human is not None:
+            if data is None:
+                fail("--human needs --data")
+            aggs["Human"] = aggregate_runs([score_predictions(load_dataset(data), load_pred_jsonl(human))["summary"]])
+    except (OSError, KeyError, json.JSONDecodeError) as e:
+        fail(f"cannot read a run: {e}")
+    except DatasetError as e:
+        fail(str(e))
+    table = results_table(aggs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(table, encoding="utf-8")
+    charts = plot_fig3(aggs, out)
+    print_json({"models": aggs, "table": table, "charts": [str(p) for p in charts]})
+
+
+@bench_app.command("arena")
+def bench_arena_cmd(
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: embedded sim agents)"),
+    db: Path = typer.Option(Path("arena.db"), "--db", help="SQLite file for battles and votes"),
+    images: Optional[Path] = typer.Option(None, "--images", help="folder of curated images"),
+    data: Optional[Path] = typer.Option(None, "--data", help="Point-Bench dataset for the human baseline page"),
+    sampler: str = typer.Option("uniform", "--sampler", help="uniform | adaptive"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8010, "--port"),
+) -> None:
+    """Serve Point-Battle (battle page /, /leaderboard, /human)."""
+    import uvicorn
+
+    from pointlab.benchmark.agents_config import AgentsConfigError, load_agents
+    from pointlab.benchmark.pointbench import DatasetError, load_dataset
+    from pointlab.ui.arena import ArenaSettings, create_arena_app
+
+    stop = None
+    try:
+        items = load_dataset(data) if data else []
+        settings = ArenaSettings(sampler=sampler)
+        sim_url = None
+        if items:
+            from pointlab.sim_mock.mask_oracle import mask_sim_models
+            from pointlab.sim_mock.model_server import create_model_server, serve_in_thread
+
+            sim_url, stop = serve_in_thread(create_model_server(mask_sim_models(items)))
+        ags = {n: a for n, a in load_agents(agents, sim_base_url=sim_url).items() if hasattr(a, "point_format")}
+        arena = create_arena_app(ags, db_path=db, curated_dir=images, settings=settings, bench_items=items)
+    except (AgentsConfigError, DatasetError, ValueError) as e:
+        if stop:
+            stop()
+        fail(str(e))
+    try:
+        uvicorn.run(arena, host=host, port=port, log_level="warning")
+    finally:
+        if stop:
+            stop()
+
+
+@app.command("ratings")
+def ratings_cmd(
+    votes: Path = typer.Option(..., "--votes", help='JSONL {"model_a", "model_b", "winner"} in vote order'),
+    method: str = typer.Option("bt", "--method", help="elo | bt"),
+    ties: str = typer.Option("exclude", "--ties", help="exclude (PointArena) | half (FastChat)"),
+    k: float = typer.Option(2.0, "--k", help="Elo K (PointArena: 2)"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    rounds: int = typer.Option(100, "--rounds", min=0, help="bootstrap rounds for the 95% intervals"),
+    start: float = typer.Option(1000.0, "--start"),
+    base: float = typer.Option(10.0, "--base"),
+    scale: float = typer.Option(400.0, "--scale"),
+) -> None:
+    """Arena ratings: prints {model: {rating, ci_low, ci_high, rank, games}}."""
+    from pointlab.benchmark.ratings import RatingsInputError, compute_ratings, load_votes_jsonl
+
+    try:
+        print_json(compute_ratings(load_votes_jsonl(votes), method, ties=ties, k=k, start=start, base=base,
+                                   scale=scale, bootstrap_rounds=rounds, seed=seed))
+    except RatingsInputError as e:
+        fail(str(e))
+
+
+@perf_app.command("score")
+def perf_score_cmd(
+    items: int = typer.Option(50, "--items", min=1, help="masks scored per repeat"),
+    side_px: int = typer.Option(1000, "--side-px", min=100, help="mask side, pixels"),
+    votes: int = typer.Option(100_000, "--votes", min=10),
+    models: int = typer.Option(20, "--models", min=2),
+    rounds: int = typer.Option(100, "--rounds", min=1),
+    repeat: int = typer.Option(5, "--repeat", min=1),
+) -> None:
+    """Mask-scoring throughput at 1000x1000 and Bradley-Terry bootstrap time (target < 10 s)."""
+    from pointlab.benchmark.pointbench.perf import perf_score
+
+    print_json(perf_score(items=items, side_px=side_px, votes=votes, models=models, rounds=rounds, repeat=repeat))

@@ -1,0 +1,109 @@
+"""``MaskOracle``: where a perfect pointing model would point on a Point-Bench item, from its masks.
+
+A test double for the sim model server (``model_server.OracleModel`` takes any object with
+``points(instruction, width, height)``). The item is found by its query text inside the
+instruction (the longest query contained in it wins, so a steerable instruction with the reference
+sentence appended still matches); the answer is, per target:
+
+- ``interior`` (default): the mask pixel farthest from the mask border (OpenCV distance transform),
+  robust for non-convex masks where the centroid can fall outside;
+- ``centroid``: the mask centroid (may miss for a non-convex mask: a realistic near-miss);
+- ``random``: a uniformly random mask pixel (seeded).
+
+Counting items get one point per target: per instance mask when given, else per connected
+component of the union mask (largest first), ``count`` of them. Points are in pixels of the image
+as sent (``width`` x ``height``), scaled from the item's original size.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import cv2
+import numpy as np
+
+__all__ = ["MaskOracle", "ORACLE_MODES", "mask_sim_models"]
+
+ORACLE_MODES = ("interior", "centroid", "random")
+
+
+class MaskOracle:
+    """Ground-truth pointing from Point-Bench items' masks.
+
+    Args:
+        items: ``pointlab.benchmark.pointbench.BenchItem`` objects.
+        mode: one of ``ORACLE_MODES``.
+        seed: seed for ``random``.
+
+    Raises: ValueError for an unknown mode.
+    """
+
+    def __init__(self, items: Sequence[Any], mode: str = "interior", seed: int = 0) -> None:
+        if mode not in ORACLE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(ORACLE_MODES)}, got {mode!r}")
+        self.items = list(items)
+        self.mode = mode
+        self._rng = np.random.default_rng(seed)
+        self._lock = threading.Lock()
+
+    def item_for(self, instruction: str) -> Any | None:
+        """The item whose query is the longest one contained in ``instruction`` (case-insensitive)."""
+        text = (instruction or "").lower()
+        best = None
+        for it in self.items:
+            q = it.query.strip().lower()
+            if q and q in text and (best is None or len(q) > len(best.query.strip())):
+                best = it
+        return best
+
+    def _one(self, mask: np.ndarray) -> tuple[float, float] | None:
+        if not mask.any():
+            return None
+        if self.mode == "centroid":
+            rows, cols = np.nonzero(mask)
+            return float(cols.mean()), float(rows.mean())
+        if self.mode == "random":
+            rows, cols = np.nonzero(mask)
+            with self._lock:
+                k = int(self._rng.integers(len(rows)))
+            return float(cols[k]), float(rows[k])
+        dist = cv2.distanceTransform(np.pad(mask, 1).astype(np.uint8), cv2.DIST_L2, 5)[1:-1, 1:-1]
+        r, c = np.unravel_index(int(np.argmax(dist)), dist.shape)
+        return float(c), float(r)
+
+    def points_px(self, item: Any) -> list[tuple[float, float]]:
+        """Answer points in the item's original pixels."""
+        if item.category != "counting":
+            p = self._one(item.target_mask())
+            return [] if p is None else [p]
+        if item.instance_masks:
+            masks = item.load_instance_masks()
+        else:
+            n, labels, stats, _ = cv2.connectedComponentsWithStats(item.target_mask().astype(np.uint8), connectivity=8)
+            order = sorted(range(1, n), key=lambda k: -stats[k, cv2.CC_STAT_AREA])
+            masks = [labels == k for k in order]
+        if item.count is not None:
+            masks = masks[:item.count]
+        return [p for p in (self._one(m) for m in masks) if p is not None]
+
+    def points(self, instruction: str, width: int, height: int) -> list[tuple[float, float]]:
+        """Pixels ``[(u, v)]`` in a ``width`` x ``height`` image; ``[]`` when no item matches."""
+        it = self.item_for(instruction)
+        if it is None:
+            return []
+        sx, sy = width / it.width, height / it.height
+        # scale about pixel centres: u_sent + 0.5 = (u + 0.5) * sx
+        return [((u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5) for u, v in self.points_px(it)]
+
+
+def mask_sim_models(items: Sequence[Any], *, noise_px: float | None = None, seed: int = 0) -> dict:
+    """The default sim model ids (``sim-oracle``, ``sim-noisy``, ``oracle-<format>``) answering from
+    ``items``' masks, plus ``oracle-centroid`` and ``oracle-random`` (Molmo tags)."""
+    from .model_server import SIM_NOISE_PX, OracleModel, default_sim_models
+
+    oracle = MaskOracle(items)
+    models = default_sim_models(oracle, noise_px=SIM_NOISE_PX if noise_px is None else noise_px, seed=seed)
+    models["oracle-centroid"] = OracleModel(MaskOracle(items, "centroid"), "molmo")
+    models["oracle-random"] = OracleModel(MaskOracle(items, "random", seed), "molmo")
+    return models
