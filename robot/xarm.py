@@ -364,10 +364,10 @@ class XArmDriver(ArmDriver):
         return int(err)
 
     def holding_sensor(self) -> bool | None:
-        """Vacuum: ``get_vacuum_gripper(check_on=True)`` is 1 (holding); gripper: ``None`` (no sensor)."""
+        """Vacuum: ``get_vacuum_gripper()`` is 1 (-1 off, 0 nothing held, 1 holding); gripper: ``None`` (no sensor)."""
         if self.tool.name != "lite_vacuum":
             return None
         api = self._require_api()
-        code, value = api.get_vacuum_gripper(hardware_version=self.config.vacuum_hardware_version, check_on=True)
+        code, value = api.get_vacuum_gripper(hardware_version=self.config.vacuum_hardware_version)
         self._check("get_vacuum_gripper", code)
         return int(value) == 1

@@ -1,0 +1,321 @@
+"""The Lite 6 driver: the real ``xarm.wrapper.XArmAPI`` against the controller emulator.
+
+Expected register values are worked out by hand from the targets in metres: the SDK sends
+millimetres and radians (roll 180 deg = pi rad), speed mm/s, acceleration mm/s^2.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
+from pointlab.robot.errors import (
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError,
+)
+from pointlab.robot.xarm import Lite6Config, XArmDriver
+from pointlab.robot.xarm_codes import POSE_NOT_REACHED
+from pointlab.sim_mock.xarm_controller import XArmControllerEmulator
+
+pytest.importorskip("xarm")
+
+FAST = MotionConfig(grip_settle_s=0.01)
+MOTION_OR_TOOL = {"move_line", "tgpio_w16b"}
+# Tool output words written to address 0x0A15 (high byte: which outputs, low byte: values).
+TO0_ON, TO0_OFF, TO1_ON, TO1_OFF = 0x0101, 0x0100, 0x0202, 0x0200
+
+
+def start_emulator(**kw) -> XArmControllerEmulator:
+    """An emulator on a random 127.x.y.z (the SDK's report port 30001 is fixed per address)."""
+    rng = random.Random()
+    for _ in range(20):
+        host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
+        try:
+            return XArmControllerEmulator(host, 0, time_scale=kw.pop("time_scale", 0.05), **kw).start()
+        except OSError:
+            continue
+    raise RuntimeError("no free loopback address for the emulator")
+
+
+@pytest.fixture
+def emu():
+    e = start_emulator()
+    yield e
+    e.stop()
+
+
+def driver_for(emu: XArmControllerEmulator, **kw) -> XArmDriver:
+    return XArmDriver.from_spec(f"{emu.host}:{emu.port}", **{"cmd_timeout_s": 1.0, **kw})
+
+
+@pytest.fixture
+def arm(emu):
+    a = Arm(driver_for(emu), motion=FAST)
+    a.connect()
+    yield a
+    a.disconnect()
+
+
+def moves_mm(entries) -> list[list[float]]:
+    return [[e["params"][k] for k in ("x_mm", "y_mm", "z_mm")] for e in entries if e["name"] == "move_line"]
+
+
+def tool_words(entries) -> list[int]:
+    return [int(e["params"]["value"]) for e in entries if e["name"] == "tgpio_w16b"]
+
+
+def after(entries, index):
+    return entries[index + 1:]
+
+
+def fault_index(entries) -> int:
+    return next(i for i, e in enumerate(entries) if "fault" in e)
+
+
+# -- spec and config -------------------------------------------------------------------------
+def test_from_spec_defaults_and_port():
+    d = XArmDriver.from_spec("192.168.1.185")
+    assert (d.config.ip, d.config.port, d.tool.name) == ("192.168.1.185", 502, "lite_gripper")
+    assert d.config.tcp_offset_mm == pytest.approx(83.6)
+    d = XArmDriver.from_spec("10.0.0.2:5020", tool="lite_vacuum")
+    assert (d.config.port, d.config.tcp_offset_mm) == (5020, pytest.approx(61.0))
+
+
+@pytest.mark.parametrize("spec", [None, "", "192.168.1.300", "robot.local", "10.0.0.2:abc", "10.0.0.2:0",
+                                  "10.0.0.2:30001"])
+def test_bad_specs_are_refused(spec):
+    with pytest.raises(ValueError):
+        XArmDriver.from_spec(spec)
+
+
+def test_config_refuses_speed_above_the_lite6_limit():
+    with pytest.raises(ValueError, match="500"):
+        Lite6Config("10.0.0.2", max_speed_mm_s=600)
+
+
+def test_make_arm_builds_without_connecting():
+    arm = make_arm("xarm:192.168.1.185", tool="lite_vacuum")
+    assert isinstance(arm.driver, XArmDriver) and arm.driver.tool.name == "lite_vacuum"
+    assert not arm.driver.connected
+
+
+def test_calls_before_connect():
+    d = XArmDriver.from_spec("192.168.1.185")
+    with pytest.raises(ArmNotConnectedError):
+        d.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
+    d.emergency_stop()  # must not raise without a connection
+
+
+# -- connection ----------------------------------------------------------------------------
+def test_refused_connection():
+    emu = start_emulator()
+    host, port = emu.host, emu.port
+    emu.stop()  # nothing listens on host:port any more
+    with pytest.raises(ArmConnectionError, match=f"{host}:{port}"):
+        XArmDriver.from_spec(f"{host}:{port}").connect()
+
+
+def test_a_controller_that_is_not_a_lite6_is_refused():
+    emu = start_emulator(version="6,6,XS1303,DL1000,v2.0.0")  # axis 6, type 6: an xArm 6
+    try:
+        with pytest.raises(ArmConnectionError, match="not a Lite 6"):
+            driver_for(emu).connect()
+        assert not emu.entries("move_line") and not emu.entries("motion_en")
+    finally:
+        emu.stop()
+
+
+def test_bring_up_sequence(emu):
+    d = driver_for(emu)
+    d.connect()
+    try:
+        setters = [(e["name"], e["params"]) for e in emu.entries()
+                   if e["name"] in {"clean_war", "clean_err", "motion_en", "set_mode", "set_state", "set_tcp_offset"}]
+        assert [n for n, _ in setters] == ["clean_war", "clean_err", "motion_en", "set_mode", "set_state",
+                                          "set_tcp_offset", "set_state"]
+        assert setters[2][1] == {"axis": 8, "enable": 1}
+        assert setters[3][1]["mode"] == 0
+        assert setters[4][1] == {"value": 0} and setters[6][1] == {"value": 0}
+        off = setters[5][1]
+        # Lite gripper TCP 0.0836 m past the flange = 83.6 mm along z, no rotation.
+        assert [off["x_mm"], off["y_mm"], off["z_mm"]] == pytest.approx([0.0, 0.0, 83.6], abs=1e-4)
+        assert [off["roll_rad"], off["pitch_rad"], off["yaw_rad"]] == [0.0, 0.0, 0.0]
+        assert emu.state == 2 and emu.enabled and emu.error_code == 0
+    finally:
+        d.disconnect()
+
+
+# -- pick and place -------------------------------------------------------------------------
+def test_pick_and_place_registers(emu, arm):
+    arm.pick([0.25, 0.05, 0.03])
+    pick_log = emu.entries()
+    arm.place([0.30, -0.10, 0.02])
+    place_log = emu.entries()[len(pick_log):]
+
+    # Pick (gripper grasp depth 0.015 m, approach 0.10 m): above z 0.13, down z 0.015, above.
+    assert moves_mm(pick_log) == [pytest.approx(p, abs=1e-3) for p in
+                                  ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
+    # Open (TO0 on, TO1 off) before the approach, close (TO0 off, TO1 on) at the bottom.
+    assert tool_words(pick_log) == [TO0_ON, TO1_OFF, TO0_OFF, TO1_ON]
+    order = [e["name"] for e in pick_log if e["name"] in MOTION_OR_TOOL]
+    assert order == ["tgpio_w16b", "tgpio_w16b", "move_line", "move_line", "tgpio_w16b", "tgpio_w16b", "move_line"]
+
+    # Place (release height 0.05 m): above z 0.12, down z 0.07, open, above.
+    assert moves_mm(place_log) == [pytest.approx(p, abs=1e-3) for p in
+                                   ([300, -100, 120], [300, -100, 70], [300, -100, 120])]
+    assert tool_words(place_log) == [TO0_ON, TO1_OFF]
+
+    for e in emu.entries("move_line"):
+        p = e["params"]
+        assert [p["roll_rad"], p["pitch_rad"], p["yaw_rad"]] == pytest.approx([math.pi, 0.0, 0.0], abs=1e-6)
+        # MotionConfig defaults 0.15 m/s and 1.0 m/s^2
+        assert (p["speed_mm_s"], p["acc_mm_s2"]) == (pytest.approx(150.0), pytest.approx(1000.0))
+        assert p["radius_mm"] == -1.0 and p["coord"] == 0  # straight line, base frame
+        assert e["result"] == "ok"
+
+    st = arm.state()
+    assert st.tcp.position_m == pytest.approx((0.30, -0.10, 0.12), abs=1e-4)
+    assert emu.pose_mm_rad[:3] == pytest.approx([300.0, -100.0, 120.0], abs=1e-3)
+    assert st.error_code == 0 and not st.holding
+
+
+def test_joints_put_the_tcp_where_the_pose_says(emu, arm):
+    from pointlab.sim_mock.kinematics import Lite6Kinematics
+
+    arm.driver.move_linear(TcpPose((0.28, -0.06, 0.18)), 0.2, 1.0)
+    joints = arm.driver.get_joints_rad()
+    assert len(joints) == 6
+    T = Lite6Kinematics().fk(joints, tool="lite_gripper")
+    assert T[:3, 3] == pytest.approx([0.28, -0.06, 0.18], abs=1.5e-3)
+    assert T[:3, 2] == pytest.approx([0.0, 0.0, -1.0], abs=0.02)  # tool z axis points down
+
+
+def test_speed_and_acceleration_are_clamped(emu, arm):
+    arm.driver.move_linear(TcpPose((0.25, 0.0, 0.20)), speed_m_s=0.8, acc_m_s2=12.0)
+    p = emu.entries("move_line")[-1]["params"]
+    assert (p["speed_mm_s"], p["acc_mm_s2"]) == (pytest.approx(500.0), pytest.approx(5000.0))
+
+
+def test_vacuum_pick_uses_the_suction_outputs_and_sensor():
+    emu = start_emulator(tool="lite_vacuum")
+    arm = Arm(driver_for(emu, tool="lite_vacuum"), motion=FAST)
+    try:
+        arm.connect()
+        off = emu.entries("set_tcp_offset")[-1]["params"]
+        assert off["z_mm"] == pytest.approx(61.0, abs=1e-4)
+        arm.pick([0.30, -0.10, 0.04])
+        # Vacuum grasp depth 0: the cup goes down to the pointed surface, z 40 mm.
+        assert moves_mm(emu.entries()) == [pytest.approx(p, abs=1e-3) for p in
+                                           ([300, -100, 140], [300, -100, 40], [300, -100, 140])]
+        # off (TO0 0, TO1 1) first, then on (TO0 1, TO1 0)
+        assert tool_words(emu.entries()) == [TO0_OFF, TO1_ON, TO0_ON, TO1_OFF]
+        assert arm.holding and arm.driver.holding_sensor() is True
+        arm.place([0.25, 0.10, 0.03])
+        assert arm.driver.holding_sensor() is False  # vacuum off reads -1 ("off")
+        emu.vacuum_contact = False  # nothing under the cup this time
+        arm.pick([0.30, -0.10, 0.04])
+        assert not arm.holding
+    finally:
+        arm.disconnect()
+        emu.stop()
+
+
+# -- controller refusals -------------------------------------------------------------------
+def test_unreachable_pose_is_a_controller_fault_until_cleared(emu, arm):
+    d = arm.driver
+    with pytest.raises(ArmFaultError) as ei:
+        d.move_linear(TcpPose((0.60, 0.0, 0.15)), 0.1, 1.0)  # 600 mm: beyond the Lite 6 reach
+    assert ei.value.code == 1 and "C21" in str(ei.value)
+    assert d.error_code() == 21 and emu.state == 4
+    # An error state refuses motion until it is cleared.
+    with pytest.raises(ArmFaultError):
+        d.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
+    assert emu.entries("move_line")[-1]["result"] == "refused_error"
+    arm.reset()  # bring-up again: clean_error, enable, set_state(0)
+    assert d.error_code() == 0
+    d.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
+    assert emu.pose_mm_rad[:3] == pytest.approx([250.0, 0.0, 150.0], abs=1e-3)
+
+
+def test_a_motion_dropped_by_the_controller_is_detected():
+    # The controller ignores a motion sent within state_settle_s of set_state(0); a driver that
+    # does not wait would believe it moved.
+    emu = start_emulator(state_settle_s=0.5)
+    d = driver_for(emu, state_settle_s=0.0)
+    try:
+        d.connect()
+        with pytest.raises(ArmFaultError) as ei:
+            d.move_linear(TcpPose((0.25, 0.08, 0.20)), 0.1, 1.0)
+        assert ei.value.code == POSE_NOT_REACHED
+        assert emu.entries("move_line")[-1]["result"] == "ignored"
+    finally:
+        d.disconnect()
+        emu.stop()
+
+
+# -- injected faults: typed error, the arm stops, no motion afterwards -----------------------
+def test_error_answer_during_pick(emu, arm):
+    emu.inject("error", "move_line", code=31)
+    with pytest.raises(ArmFaultError) as ei:
+        arm.pick([0.25, 0.05, 0.03])
+    assert ei.value.call == "set_position" and ei.value.code == 1 and "C31" in str(ei.value)
+    log = emu.entries()
+    rest = after(log, fault_index(log))
+    assert not [e for e in rest if e["name"] in MOTION_OR_TOOL]
+    assert {"value": 4} in [e["params"] for e in rest if e["name"] == "set_state"]  # the stop
+    assert emu.state == 4
+
+
+def test_stall_while_moving(emu):
+    arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
+    arm.connect()
+    try:
+        # The SDK polls the state while it waits for the motion and ignores one unanswered poll
+        # (the first of wait_move); two in a row are a timeout.
+        emu.inject("stall", "get_state", count=2)
+        with pytest.raises(ArmTimeoutError):
+            arm.pick([0.25, 0.05, 0.03])
+        log = emu.entries()
+        i = fault_index(log)
+        assert any(e["name"] == "move_line" for e in log[:i])  # the stall came during a motion
+        rest = after(log, i)
+        assert not [e for e in rest if e["name"] in MOTION_OR_TOOL]
+        assert {"value": 4} in [e["params"] for e in rest if e["name"] == "set_state"]
+        assert emu.state == 4 and not emu.moving
+    finally:
+        arm.disconnect()
+
+
+@pytest.mark.slow
+def test_stall_on_the_motion_command(emu, arm):
+    # The SDK waits a fixed 10 s for the reply to a motion command (move_line_common).
+    emu.inject("stall", "move_line")
+    with pytest.raises(ArmTimeoutError):
+        arm.pick([0.25, 0.05, 0.03])
+    log = emu.entries()
+    rest = after(log, fault_index(log))
+    assert not [e for e in rest if e["name"] in MOTION_OR_TOOL]
+    assert {"value": 4} in [e["params"] for e in rest if e["name"] == "set_state"]
+
+
+def test_dropped_connection_while_moving(emu):
+    arm = Arm(driver_for(emu), motion=FAST)
+    arm.connect()
+    try:
+        emu.inject("drop", "get_state")
+        with pytest.raises(ArmConnectionError):
+            arm.pick([0.25, 0.05, 0.03])
+        log = emu.entries()
+        i = fault_index(log)
+        assert any(e["name"] == "move_line" for e in log[:i])
+        assert after(log, i) == []  # the connection is gone: nothing more reached the controller
+        assert not arm.driver.connected
+        # the controller side saw the link die and nothing told it to stop; a reconnect recovers
+        arm.reset()
+        arm.driver.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
+        assert np.allclose(emu.pose_mm_rad[:3], [250.0, 0.0, 150.0], atol=1e-3)
+    finally:
+        arm.disconnect()
