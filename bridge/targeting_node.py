@@ -80,10 +80,11 @@ class TargetingNode(Node):
     # -- buffers --------------------------------------------------------------------------------
     def _on_depth(self, msg) -> None:
         stamp = stamp_to_ns(msg.header.stamp)
-        self._depth[stamp] = msg
-        newest = max(self._depth)
-        while self._depth and (next(iter(self._depth)) < newest - self.buffer_s * 1e9 or len(self._depth) > 300):
+        newest = max(stamp, max(self._depth, default=stamp))
+        # prune first, then insert: a reader never sees the buffer longer than it should be
+        while self._depth and (next(iter(self._depth)) < newest - self.buffer_s * 1e9 or len(self._depth) >= 300):
             self._depth.popitem(last=False)
+        self._depth[stamp] = msg
 
     def _on_info(self, msg) -> None:
         self._info = msg
