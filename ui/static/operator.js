@@ -59,9 +59,11 @@ $("reset").addEventListener("click", () => call("POST", "/api/arm/reset"));
 // [-0.5, W - 0.5] in u (pixel centres at integers), so u = x / displayed_width * W - 0.5.
 $("human-img").addEventListener("click", async (ev) => {
   if (!currentRequest) return;
+  // Measure inside the border: clientLeft/clientTop are the border widths, clientWidth/Height the image box.
   const img = ev.currentTarget, r = img.getBoundingClientRect();
-  const u = (ev.clientX - r.left) / r.width * currentRequest.width - 0.5;
-  const v = (ev.clientY - r.top) / r.height * currentRequest.height - 0.5;
+  const x = ev.clientX - r.left - img.clientLeft, y = ev.clientY - r.top - img.clientTop;
+  const u = x / img.clientWidth * currentRequest.width - 0.5;
+  const v = y / img.clientHeight * currentRequest.height - 0.5;
   const req = currentRequest;
   currentRequest = null;
   $("human-box").classList.add("hidden");

@@ -1,0 +1,38 @@
+"""A real Point-Act session (``bridge.session.start_session`` in sim) with the web app served on
+127.0.0.1, for the browser tests of this folder."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class LiveAct:
+    base_url: str
+    operator_token: str
+    session: Any
+    store: Any
+
+
+@contextlib.contextmanager
+def live_act(db_path: Path, domain_id: int, time_scale: float = 0.02) -> Iterator[LiveAct]:
+    from pointlab.bridge.session import start_session
+    from pointlab.sim_mock.model_server import serve_in_thread
+    from pointlab.ui.app import UiSettings, create_app
+
+    session = start_session("sim", "sim", None, db_path, time_scale=time_scale, domain_id=domain_id)
+    stop = None
+    try:
+        token = secrets.token_urlsafe(16)
+        app = create_app(session.runner, session.store, operator_token=token, settings=UiSettings())
+        url, stop = serve_in_thread(app)
+        yield LiveAct(url.removesuffix("/v1"), token, session, session.store)
+    finally:
+        if stop is not None:
+            stop()
+        session.close()
