@@ -26,8 +26,8 @@ Behaviour (a small model of the real controller, documented in docs/robot.md):
   TO1=1 off); input TI0 reads 1 while the vacuum is on and ``vacuum_contact`` is true.
 
 Every request goes to ``log`` (a list of dicts: ``register``, ``name``, ``params`` in protocol units,
-``result``, and ``fault`` when one was injected). Faults: ``inject("drop" | "error" | "stall",
-on_register=...)``.
+``result``, ``duration_s`` of an accepted motion, and ``fault`` when one was injected). Faults:
+``inject("drop" | "error" | "stall", on_register=...)``.
 """
 
 from __future__ import annotations
@@ -516,6 +516,8 @@ class XArmControllerEmulator:
                 return build_reply(req, self._flags(), data)
             result, data = self._handle(req, params)
             entry["result"] = result
+            if req.register == REG["move_line"] and result == "ok":
+                entry["duration_s"] = self._motion["dur"]
             return build_reply(req, self._flags(), data)
 
     def _serve_reports(self, conn: socket.socket) -> None:
