@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
-    "PARSERS", "answer_part", "extract_yes_no", "extract_choice_letter", "parse_choice_strict",
+    "PARSERS", "answer_part", "extract_yes_no", "parse_yes_no_strict", "extract_choice_letter", "parse_choice_strict",
     "parse_choice_lenient", "extract_number", "parse_number_strict", "parse_number_lenient",
     "words_to_number",
 ]
@@ -103,6 +103,12 @@ def extract_yes_no(text: str | None) -> str | None:
     if m is None:
         return None
     return "yes" if m.group(1).lower() in _YES else "no"
+
+
+def parse_yes_no_strict(text: str | None) -> str | None:
+    """Strict yes/no parser: the first token of the answer part (markdown and punctuation removed)
+    must be yes/no/true/false; ``"No, it is not."`` -> ``"no"``, ``"I think yes"`` -> ``None``."""
+    return {"yes": "yes", "true": "yes", "no": "no", "false": "no"}.get(_first_token(answer_part(text)).lower())
 
 
 # ---------------------------------------------------------------- multiple choice

@@ -60,3 +60,40 @@ def video_frames_cmd(
     except (VideoBenchError, ValueError) as e:
         fail(str(e))
     print_json(out)
+
+
+@score_app.command("egopoint")
+def score_egopoint_cmd(
+    gt: Path = typer.Option(..., "--gt", help="EgoPoint ground-truth JSONL (id, question_type, dimension, deixis, answer, ...)"),
+    pred: Path = typer.Option(..., "--pred", help='predictions JSONL, one {"id", "prediction"} per line'),
+    judge: str | None = typer.Option(None, "--judge", help="open-ended judge model (OpenAI-compatible); omit to use stored verdicts only"),
+    judge_base_url: str | None = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1"),
+    verdicts: Path | None = typer.Option(None, "--verdicts", help="JSONL of stored judge verdicts: read, and new ones appended"),
+) -> None:
+    """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2; tables per
+    dimension, deixis level, question type and domain with the random baseline."""
+    import json
+
+    from .egopoint.scoring import score_egopoint
+    from .video.errors import VideoBenchError
+    from .video.records import predictions_by_id, read_jsonl
+
+    try:
+        stored = {str(r["id"]): r for r in read_jsonl(verdicts) if "id" in r} if verdicts and verdicts.exists() else {}
+        j = None
+        if judge:
+            from .judge import LLMJudge
+
+            j = LLMJudge(judge, base_url=judge_base_url)
+        sink = verdicts.open("a", encoding="utf-8") if verdicts and j else None
+        try:
+            result = score_egopoint(read_jsonl(gt), predictions_by_id(read_jsonl(pred)), judge=j, verdicts=stored,
+                                    on_verdict=(lambda r: sink.write(json.dumps(r) + "\n")) if sink else None)
+        finally:
+            if sink:
+                sink.close()
+    except VideoBenchError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write verdicts: {e}", 1)
+    print_json(result)

@@ -159,23 +159,12 @@ def box_visibility(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.
     K = np.asarray(K, dtype=np.float64)
     if c.shape != (8, 3) or T.shape != (4, 4) or K.shape != (3, 3):
         raise ValueError(f"expected corners (8,3), pose (4,4), K (3,3); got {c.shape}, {T.shape}, {K.shape}")
-    T_cw = np.linalg.inv(T)
-    pc = c @ T_cw[:3, :3].T + T_cw[:3, 3]
-    pts = [p for p in pc if p[2] > near_m]
-    for a, b in _EDGES:
-        za, zb = pc[a, 2], pc[b, 2]
-        if (za > near_m) != (zb > near_m):
-            t = (near_m - za) / (zb - za)
-            pts.append(pc[a] + t * (pc[b] - pc[a]))
-    if not pts:
+    proj = project_box_px(c, T, K, width, height, near_m=near_m)
+    if proj is None:
         return BoxVisibility(False, 0.0, None, False, False, None)
-    P = np.array(pts)
-    uv = (P[:, :2] / P[:, 2:3]) * [K[0, 0], K[1, 1]] + [K[0, 2], K[1, 2]]
-    # pixel centres at integers: the image spans [-0.5, W-0.5] x [-0.5, H-0.5]
-    u0, v0 = np.clip(uv.min(axis=0), -0.5, [width - 0.5, height - 0.5])
-    u1, v1 = np.clip(uv.max(axis=0), -0.5, [width - 0.5, height - 0.5])
+    (u0, v0, u1, v1), pc = proj
     coverage = max(0.0, u1 - u0) * max(0.0, v1 - v0) / float(width * height)
-    box_px = (float(u0), float(v0), float(u1), float(v1)) if coverage > 0 else None
+    box_px = (u0, v0, u1, v1) if coverage > 0 else None
     unoccluded = None
     if depth_m is not None and coverage > 0:
         d = np.asarray(depth_m, dtype=np.float64)
@@ -193,6 +182,43 @@ def box_visibility(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.
                          bool(0 < coverage < min_coverage_frac), box_px)
 
 
+def project_box_px(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int,
+                   near_m: float = 0.05) -> tuple[tuple[float, float, float, float], np.ndarray] | None:
+    """The 2D box ``(u_min, v_min, u_max, v_max)`` of a 3D box's projection, clipped to the image
+    ``[-0.5, W-0.5] x [-0.5, H-0.5]`` (pixel centres at integers), and the (8, 3) corners in the
+    camera optical frame. Edges crossing the near plane are clipped there. ``None`` when the box
+    lies wholly behind the near plane. A box outside the image gives a zero-area (degenerate) box.
+
+    Args:
+        corners_world: (N, 3) float box corners (8 for a box; any hull points work), metres.
+        T_world_camera: (4, 4) camera pose, optical frame (x right, y down, z forward).
+        K: (3, 3) intrinsics, pixels.
+    Raises:
+        ValueError: wrong shapes.
+    """
+    c = np.asarray(corners_world, dtype=np.float64)
+    T = np.asarray(T_world_camera, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    if c.ndim != 2 or c.shape[1] != 3 or T.shape != (4, 4) or K.shape != (3, 3):
+        raise ValueError(f"expected corners (N,3), pose (4,4), K (3,3); got {c.shape}, {T.shape}, {K.shape}")
+    T_cw = np.linalg.inv(T)
+    pc = c @ T_cw[:3, :3].T + T_cw[:3, 3]
+    pts = [p for p in pc if p[2] > near_m]
+    if len(c) == 8:
+        for a, b in _EDGES:
+            za, zb = pc[a, 2], pc[b, 2]
+            if (za > near_m) != (zb > near_m):
+                t = (near_m - za) / (zb - za)
+                pts.append(pc[a] + t * (pc[b] - pc[a]))
+    if not pts:
+        return None
+    P = np.array(pts)
+    uv = (P[:, :2] / P[:, 2:3]) * [K[0, 0], K[1, 1]] + [K[0, 2], K[1, 2]]
+    lo = np.clip(uv.min(axis=0), -0.5, [width - 0.5, height - 0.5])
+    hi = np.clip(uv.max(axis=0), -0.5, [width - 0.5, height - 0.5])
+    return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])), pc
+
+
 def table_from_poses(objects: Mapping[str, np.ndarray], poses: Sequence[np.ndarray], K: np.ndarray, width: int,
                      height: int, depths: Sequence[np.ndarray | None] | None = None,
                      **kwargs: Any) -> tuple[VisibilityTable, dict[int, dict[str, BoxVisibility]]]:
@@ -206,4 +232,4 @@ def table_from_poses(objects: Mapping[str, np.ndarray], poses: Sequence[np.ndarr
     return VisibilityTable.from_visibilities(per_frame), per_frame
 
 
-__all__ += ["table_from_poses"]
+__all__ += ["table_from_poses", "project_box_px"]

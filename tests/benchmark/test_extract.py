@@ -110,3 +110,12 @@ def test_article_is_not_a_number_or_a_letter():
     assert parse_choice_lenient("A chair and a table are visible, so the answer is C") == "C"
     assert parse_choice_lenient("The answer is a chair, option B") == "B"
     assert parse_choice_lenient("The answer is a chair") is None
+
+
+def test_yes_no_strict():
+    from pointlab.benchmark.extract import parse_yes_no_strict
+
+    assert parse_yes_no_strict("No, it is not.") == "no"
+    assert parse_yes_no_strict("**True**") == "yes"
+    assert parse_yes_no_strict("I think yes") is None
+    assert parse_yes_no_strict(None) is None
