@@ -78,7 +78,7 @@ class SimArmDriver(ArmDriver):
     """
 
     def __init__(self, world: SimWorld | None = None, tool: str = "lite_gripper", time_scale: float = 1.0,
-                 step_m: float = 0.01, tick_s: float = 0.02) -> None:
+                 step_m: float = 0.02, tick_s: float = 0.02) -> None:
         if tool not in TOOLS:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}")
         if time_scale < 0 or step_m <= 0 or tick_s <= 0:

@@ -19,6 +19,7 @@ dropouts) and ``tool`` (draw the gripper as a cylinder).
 
 from __future__ import annotations
 
+import math
 import time
 
 import cv2
@@ -65,7 +66,8 @@ class SimCamera(Camera):
         self._clean: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._rng = np.random.default_rng(self.seed)
         self._index = 0
-        self._next_t = 0.0
+        self._t0 = 0.0
+        self._k_last = -1
 
     @classmethod
     def from_spec(cls, arg: str | None, *, world: SimWorld | None = None, fps: float = 30.0, seed: int = 0,
@@ -98,17 +100,23 @@ class SimCamera(Camera):
         # a small bank of colour-noise images, reused at random offsets: cheap per frame
         h, wd = w.intrinsics.height, w.intrinsics.width
         self._color_noise = self._rng.normal(0.0, 2.0, size=(2, h, wd, 3)).round().astype(np.int16)
-        self._next_t = time.monotonic()
+        self._t0 = time.monotonic()
+        self._k_last = -1
 
     def _disconnect(self) -> None:
         self._renderer = None
 
     def _read(self) -> RGBDFrame:
         if self.fps > 0:
-            now = time.monotonic()
-            if now < self._next_t:
-                time.sleep(self._next_t - now)
-            self._next_t = max(self._next_t + 1.0 / self.fps, time.monotonic() - 1.0 / self.fps)
+            # Frames "arrive" at t0 + k / fps; read() returns the newest one not yet returned, or
+            # waits for the next (a camera with a one-frame queue, like rs2 wait_for_frames).
+            period = 1.0 / self.fps
+            k_now = math.floor((time.monotonic() - self._t0) / period)
+            if k_now > self._k_last:
+                self._k_last = k_now
+            else:
+                self._k_last += 1
+                time.sleep(max(self._t0 + self._k_last * period - time.monotonic(), 0.0))
         color, depth_m, edges1, edges3 = self._clean_render()
         stamp_ns = time.time_ns()
         if self.noise:

@@ -1,0 +1,206 @@
+"""The simulated Lite 6 driver under the real ``robot.Arm`` pick/place sequences."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
+from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
+                                   UnreachableTargetError)
+from pointlab.sim_mock.arm import SimArmDriver, trapezoid_duration_s
+from pointlab.sim_mock.world import SimWorld
+
+FAST = MotionConfig(grip_settle_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def world() -> SimWorld:
+    return SimWorld()
+
+
+@pytest.fixture
+def arm(world) -> Arm:
+    world.reset()
+    a = Arm(SimArmDriver(world=world, time_scale=0.0), motion=FAST)
+    a.connect()
+    yield a
+    a.disconnect()
+
+
+def _top(world, name):
+    return world.object(name).top_center_m
+
+
+def test_trapezoid_duration_by_hand():
+    # 0.3 m at 0.15 m/s, 1 m/s^2: cruise reached (v^2/a = 0.0225 m) -> 0.3/0.15 + 0.15/1 = 2.15 s
+    assert trapezoid_duration_s(0.3, 0.15, 1.0) == pytest.approx(2.15)
+    # 0.01 m never reaches cruise: triangle, 2 * sqrt(0.01 / 1) = 0.2 s
+    assert trapezoid_duration_s(0.01, 0.15, 1.0) == pytest.approx(0.2)
+    assert trapezoid_duration_s(0.0, 0.15, 1.0) == 0.0
+
+
+def test_pick_and_place_into_the_bowl(arm, world):
+    arm.pick(_top(world, "red cube"))
+    assert world.judge({"action": "pick", "object": "red cube"})[0]
+    # the cube went up with the TCP: lift is 0.10 m above the grasp point's top surface
+    assert world.object("red cube").position_m[2] == pytest.approx(0.10 + 0.015, abs=1e-6)
+    arm.place(_top(world, "blue bowl"))
+    ok, reason = world.judge({"action": "place", "object": "red cube", "container": "blue bowl"})
+    assert ok, reason
+    red, bowl = world.object("red cube"), world.object("blue bowl")
+    assert red.position_m[2] == pytest.approx(bowl.floor_m)
+    assert np.hypot(red.position_m[0] - bowl.position_m[0], red.position_m[1] - bowl.position_m[1]) < 0.005
+    st = arm.state()
+    assert st.tcp.position_m == pytest.approx(tuple(bowl.top_center_m + [0, 0, 0.10]), abs=1e-6)
+    assert len(st.joints_rad) == 6 and st.error_code == 0
+
+
+def test_pick_three_cm_off_centre_fails(arm, world):
+    target = _top(world, "red cube") + [0.03, 0.0, 0.0]
+    arm.pick(target)
+    ok, reason = world.judge({"action": "pick", "object": "red cube"})
+    assert not ok and "tool empty" in reason
+    assert world.object("red cube").position_m == (0.30, 0.10, 0.0)
+
+
+def test_pick_one_and_a_half_cm_off_centre_holds(arm, world):
+    arm.pick(_top(world, "green cube") + [0.0, 0.015, 0.0])
+    assert world.judge({"action": "pick", "object": "green cube"})[0]
+
+
+def test_stacking_on_another_object(arm, world):
+    arm.pick(_top(world, "yellow block"))
+    arm.place(_top(world, "green cube"))
+    y = world.object("yellow block")
+    assert y.position_m[2] == pytest.approx(0.04)  # on the 4 cm cube
+    assert world.judge({"action": "place", "object": "yellow block", "near": "green cube"})[0]
+
+
+def test_unreachable_goal_is_refused_without_motion(arm, world):
+    driver = arm.driver
+    before = (driver.get_pose(), driver.get_joints_rad())
+    with pytest.raises(UnreachableTargetError):
+        driver.move_linear(TcpPose((0.50, 0.0, 0.10)), 0.1, 1.0)  # beyond the ~0.44 m reach
+    assert (driver.get_pose(), driver.get_joints_rad()) == before
+
+
+def test_unreachable_point_along_the_line_is_refused_without_motion(arm):
+    driver = arm.driver
+    driver.move_linear(TcpPose((0.05, 0.20, 0.10)), 0.2, 1.0)
+    before = (driver.get_pose(), driver.get_joints_rad())
+    # both ends are reachable tool-down, but the straight line passes 5 cm from the base axis
+    with pytest.raises(UnreachableTargetError, match="along the line"):
+        driver.move_linear(TcpPose((0.05, -0.20, 0.10)), 0.2, 1.0)
+    assert (driver.get_pose(), driver.get_joints_rad()) == before
+    driver.move_linear(TcpPose((0.25, -0.20, 0.10)), 0.2, 1.0)  # around it is fine
+
+
+def test_motion_takes_the_trapezoid_time_scaled(world):
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=0.1)
+    driver.connect()
+    t0 = time.monotonic()
+    driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.1, 1.0)  # 0.10 m down: 0.1/0.1 + 0.1/1 = 1.1 s
+    elapsed = time.monotonic() - t0
+    assert elapsed >= 0.11 * 0.95
+    assert driver.get_pose().position_m == pytest.approx((0.20, 0.0, 0.15))
+
+
+def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=0.0)
+    driver.connect()
+    x, y, _ = world.object("red cube").position_m
+    driver.move_linear(TcpPose((x, y, 0.025)), 0.5, 5.0)
+    driver.set_tool(True)
+    driver.time_scale = 1.0
+    errors = []
+
+    def lift():
+        try:
+            driver.move_linear(TcpPose((x, y, 0.225)), 0.05, 1.0)  # 0.2 m at 5 cm/s: about 4 s
+        except Exception as e:  # noqa: BLE001 - handed to the test thread
+            errors.append(e)
+
+    th = threading.Thread(target=lift)
+    th.start()
+    time.sleep(0.4)
+    mid_z = world.object("red cube").position_m[2]
+    driver.emergency_stop()
+    th.join(timeout=5)
+    assert not th.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], EmergencyStopError)
+    # it had started to rise with the TCP and stopped well short of the goal
+    assert 0.005 < mid_z < 0.1
+    assert driver.get_pose().position_m[2] < 0.2
+    with pytest.raises(EmergencyStopError):
+        driver.move_linear(TcpPose((x, y, 0.2)), 0.1, 1.0)
+    driver.connect()  # bring-up clears the stop
+    driver.time_scale = 0.0
+    driver.move_linear(TcpPose((x, y, 0.2)), 0.5, 5.0)
+    assert world.object("red cube").position_m[2] == pytest.approx(0.2 - 0.025)  # still held, moved along
+
+
+def test_injected_fault_stops_the_sequence_and_needs_a_reset(arm, world):
+    before = arm.driver.get_pose()
+    world.inject_fault("next_move", code=31)
+    with pytest.raises(ArmFaultError) as ei:
+        arm.pick(_top(world, "red cube"))
+    assert ei.value.code == 31 and ei.value.call == "set_position"
+    assert arm.driver.get_pose() == before  # the fault came before any motion
+    assert arm.state().estopped is False and arm.driver.error_code() == 31
+    arm.reset()
+    assert arm.driver.error_code() == 0
+    arm.pick(_top(world, "red cube"))
+    assert world.judge({"action": "pick", "object": "red cube"})[0]
+
+
+def test_tool_fault_and_connection_faults(world):
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=0.0)
+    world.inject_fault("connect")
+    with pytest.raises(ArmConnectionError):
+        driver.connect()
+    driver.connect()
+    world.inject_fault("next_tool", code=22)
+    with pytest.raises(ArmFaultError):
+        driver.set_tool(True)
+    driver.connect()
+    world.inject_fault("disconnect_next_move")
+    with pytest.raises(ArmConnectionError):
+        driver.move_linear(TcpPose((0.2, 0.0, 0.2)), 0.1, 1.0)
+    with pytest.raises(ArmNotConnectedError):
+        driver.move_linear(TcpPose((0.2, 0.0, 0.2)), 0.1, 1.0)
+
+
+def test_bad_speed_is_a_fault_without_motion(arm):
+    with pytest.raises(ArmFaultError):
+        arm.driver.move_linear(TcpPose((0.2, 0.0, 0.2)), 0.0, 1.0)
+
+
+def test_vacuum_tool_through_the_registry(world):
+    world.reset()
+    arm = make_arm("sim:lite_vacuum", world=world, time_scale=0.0, motion=FAST)
+    assert arm.driver.tool.name == "lite_vacuum"
+    with arm:
+        assert arm.driver.holding_sensor() is False
+        arm.pick(_top(world, "purple cube"))  # grasp depth 0: the cup touches the top face
+        assert arm.driver.holding_sensor() is True and arm.holding
+        arm.place(_top(world, "blue bowl"))
+        assert world.judge({"action": "place", "object": "purple cube", "container": "blue bowl"})[0]
+    # back to the gripper for the other tests: the TCP is recomputed for the new tool frame
+    SimArmDriver(world=world, tool="lite_gripper")
+    assert world.tool.name == "lite_gripper"
+
+
+def test_not_connected_is_refused(world):
+    driver = SimArmDriver(world=world, time_scale=0.0)
+    driver.disconnect()
+    with pytest.raises(ArmNotConnectedError):
+        driver.set_tool(True)
+    with pytest.raises(ArmNotConnectedError):
+        driver.get_pose()

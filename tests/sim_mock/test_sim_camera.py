@@ -1,0 +1,154 @@
+"""The sim RGB-D camera: geometry worked out by hand, colours, RealSense-like noise and holes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pointlab.perception.camera import make_camera
+from pointlab.perception.errors import CameraNotConnectedError, CameraSourceError
+from pointlab.sim_mock.camera import SimCamera
+from pointlab.sim_mock.world import DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, SimWorld
+
+
+@pytest.fixture(scope="module")
+def world() -> SimWorld:
+    return SimWorld()
+
+
+@pytest.fixture(scope="module")
+def clean(world):
+    world.reset()
+    with make_camera("sim:clean", world=world, fps=0) as cam:
+        yield cam.read()
+
+
+@pytest.fixture(scope="module")
+def noisy(world):
+    world.reset()
+    with make_camera("sim", world=world, fps=0, seed=1) as cam:
+        yield cam.read()
+
+
+def _hand_camera():
+    """The camera frame from the eye/target constants, by hand: z forward to the target, x right
+    (horizontal), y down."""
+    eye, tgt = np.array(DEFAULT_CAMERA_EYE_M), np.array(DEFAULT_CAMERA_TARGET_M)
+    z = (tgt - eye) / np.linalg.norm(tgt - eye)
+    x = np.cross(z, [0, 0, 1.0])
+    x /= np.linalg.norm(x)
+    return eye, np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def test_frame_format(clean):
+    assert clean.color.shape == (480, 640, 3) and clean.color.dtype == np.uint8
+    assert clean.depth.shape == (480, 640) and clean.depth.dtype == np.uint16
+    assert clean.depth_scale_m == 0.001
+    i = clean.intrinsics
+    assert (i.width, i.height) == (640, 480) and 600 <= i.fx == i.fy <= 630
+    assert abs(i.ppx - 320) < 5 and abs(i.ppy - 240) < 5
+
+
+@pytest.mark.parametrize("pixel", [(600, 440), (40, 400), (320, 60)])
+def test_table_depth_equals_the_hand_computed_range(clean, noisy, pixel):
+    u, v = pixel
+    eye, R = _hand_camera()
+    i = clean.intrinsics
+    ray = R @ [(u - i.ppx) / i.fx, (v - i.ppy) / i.fy, 1.0]
+    t = -eye[2] / ray[2]  # where the ray meets the table plane z = 0; t is the optical z (depth)
+    assert 0.4 < t < 1.2
+    assert clean.depth[v, u] * 0.001 == pytest.approx(t, abs=0.0006)  # uint16 millimetres
+    window = noisy.depth[v - 3:v + 4, u - 3:u + 4].astype(float)
+    assert np.median(window[window > 0]) * 0.001 == pytest.approx(t, abs=0.004)
+
+
+def test_known_table_point_projects_where_its_depth_is(clean):
+    eye, R = _hand_camera()
+    p = np.array([0.45, -0.25, 0.0])  # a bare table point
+    pc = R.T @ (p - eye)
+    i = clean.intrinsics
+    u, v = i.fx * pc[0] / pc[2] + i.ppx, i.fy * pc[1] / pc[2] + i.ppy
+    assert clean.depth[int(round(v)), int(round(u))] * 0.001 == pytest.approx(pc[2], abs=0.003)
+
+
+def _hue_distance(rgb_a, rgb_b) -> float:
+    a = np.asarray(rgb_a, float)
+    b = np.asarray(rgb_b, float)
+    return float(np.linalg.norm(a / (np.linalg.norm(a) + 1e-9) - b / (np.linalg.norm(b) + 1e-9)))
+
+
+def test_object_centres_project_onto_their_colour(world, noisy):
+    eye, R = _hand_camera()
+    i = noisy.intrinsics
+    objects = world.scene.objects
+    for o in objects:
+        pc = R.T @ (o.top_center_m - eye)
+        u, v = int(round(i.fx * pc[0] / pc[2] + i.ppx)), int(round(i.fy * pc[1] / pc[2] + i.ppy))
+        seen = noisy.color[v - 1:v + 2, u - 1:u + 2].reshape(-1, 3).mean(axis=0)
+        # the colour there is closest to this object's albedo among all objects and the table
+        candidates = {x.name: x.color_rgb for x in objects} | {"table": world.scene.table_color_rgb}
+        nearest = min(candidates, key=lambda n: _hue_distance(seen, candidates[n]))
+        assert nearest == o.name, (o.name, seen)
+
+
+def test_holes_line_object_edges_but_not_the_table(clean, noisy, world):
+    depth_c = clean.depth.astype(float) * 0.001
+    jumps = np.zeros(depth_c.shape, bool)
+    jumps[:, 1:] |= np.abs(np.diff(depth_c, axis=1)) > 0.03
+    jumps[1:, :] |= np.abs(np.diff(depth_c, axis=0)) > 0.03
+    holes = noisy.depth == 0
+    assert jumps.sum() > 200
+    assert holes[jumps].mean() > 0.8  # (almost) every pixel at a >3 cm jump is a hole
+    # away from every edge, holes are rare random dropouts
+    from scipy.ndimage import binary_dilation
+
+    near_edges = binary_dilation(jumps, iterations=5)
+    assert 0.0005 < holes[~near_edges].mean() < 0.01
+    assert holes.mean() < 0.05
+
+
+def test_depth_noise_is_about_a_millimetre_or_two(clean, noisy):
+    c, n = clean.depth.astype(float), noisy.depth.astype(float)
+    both = (c > 0) & (n > 0) & (np.abs(c - 700) < 50)  # table pixels at 0.65-0.75 m
+    diff = (n - c)[both]
+    assert both.sum() > 10000
+    assert 0.8 < diff.std() < 2.5  # millimetres
+    assert abs(diff.mean()) < 0.2
+
+
+def test_moving_an_object_changes_the_picture(world):
+    world.reset()
+    cam = SimCamera(world=world, fps=0, noise=False).connect()
+    before = cam.read()
+    x, y, _ = world.object("red cube").position_m
+    with world.lock:
+        world.objects["red cube"] = world.objects["red cube"].at([x, y, 0.15])  # lifted 15 cm
+        world.bump()
+    after = cam.read()
+    eye, R = _hand_camera()
+    i = before.intrinsics
+    pc = R.T @ (np.array([x, y, 0.04]) - eye)
+    u, v = int(round(i.fx * pc[0] / pc[2] + i.ppx)), int(round(i.fy * pc[1] / pc[2] + i.ppy))
+    assert before.depth[v, u] < after.depth[v, u]  # the old top face is gone: table (farther) there now
+    assert after.index == before.index + 1 and after.stamp_ns >= before.stamp_ns
+    world.reset()
+
+
+def test_spec_options_and_errors(world):
+    cam = make_camera("sim:clean,tool", world=world, fps=0)
+    assert isinstance(cam, SimCamera) and not cam.noise and cam.draw_tool
+    with pytest.raises(CameraSourceError):
+        make_camera("sim:fisheye", world=world)
+    with pytest.raises(CameraNotConnectedError):
+        cam.read()
+
+
+def test_fps_pacing(world):
+    import time
+
+    t0 = time.monotonic()
+    cam = SimCamera(world=world, fps=50.0, noise=False).connect()
+    for _ in range(6):
+        cam.read()
+    # frame k is not available before k / fps after connect: the sixth frame (k = 5) not before 100 ms
+    assert time.monotonic() - t0 >= 5 / 50
