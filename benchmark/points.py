@@ -19,7 +19,8 @@ name           what the model writes                                            
                Qwen's XML ``<points x1="" y1="" alt="">..</points>``                       the resized
                                                                                            image
 ``robopoint``  ``[(x, y), ...]``                                                           0-1
-``xy_pixels``  ``[x, y]``, ``[[x, y], ...]``, ``{"point": [x, y]}`` or a list of those       pixels
+``xy_pixels``  ``[x, y]``, ``[[x, y], ...]``, ``{"point": [x, y]}``, ``{"x": x, "y": y}``,    pixels
+               or a list of those objects
 =============  ==========================================================================  =========
 
 ``auto`` accepts only forms that identify themselves: Molmo 2 ``coords=``, Molmo ``<point(s) x..>``
@@ -52,7 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["POINT_FORMATS", "ParsedPoints", "parse_points", "format_points", "smart_resize",
-           "qwen_model_size", "QWEN_FACTOR", "QWEN_MIN_PIXELS", "QWEN_MAX_PIXELS"]
+           "qwen_model_size", "MAX_ANSWER_CHARS", "QWEN_FACTOR", "QWEN_MIN_PIXELS", "QWEN_MAX_PIXELS"]
 
 POINT_FORMATS = ("molmo", "molmo2", "gemini", "qwen", "robopoint", "xy_pixels", "auto")
 
@@ -61,6 +62,9 @@ POINT_FORMATS = ("molmo", "molmo2", "gemini", "qwen", "robopoint", "xy_pixels", 
 QWEN_FACTOR = 28
 QWEN_MIN_PIXELS = 56 * 56
 QWEN_MAX_PIXELS = 28 * 28 * 1280
+
+# Longer answers are refused rather than scanned (a runaway generation, a corrupt prediction file).
+MAX_ANSWER_CHARS = 200_000
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Infinity)"
 
@@ -160,22 +164,56 @@ def _json_values(text: str) -> list[Any]:
     return fenced if fenced else _scan_json(text)
 
 
+_PAIRS = {"[": "]", "{": "}"}
+_MAX_JSON_DEPTH = 32  # a points answer nests 3-4 deep; deeper spans are not tried (and cannot blow the stack)
+
+
+def _bracket_spans(text: str) -> list[tuple[int, int, int]]:
+    """Balanced ``[...]`` / ``{...}`` spans as ``(start, end, depth)``, outer spans before inner ones.
+
+    One linear pass (strings are skipped inside brackets), so garbage such as ``[[[[...`` costs
+    O(n) instead of one failed JSON decode per bracket.
+    """
+    spans: list[tuple[int, int, int]] = []
+    stack: list[list] = []  # [start, opening char, deepest depth inside]
+    in_str = esc = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"' and stack:
+            in_str = True
+        elif ch in _PAIRS:
+            stack.append([i, ch, 0])
+        elif ch in "]}":
+            if stack and _PAIRS[stack[-1][1]] == ch:
+                start, _, inner = stack.pop()
+                spans.append((start, i + 1, inner + 1))
+                if stack:
+                    stack[-1][2] = max(stack[-1][2], inner + 1)
+            else:  # a stray closer: whatever was open cannot be JSON
+                stack.clear()
+    spans.sort()
+    return spans
+
+
 def _scan_json(text: str) -> list[Any]:
-    dec = json.JSONDecoder()
-    out, i, n = [], 0, len(text)
-    while i < n:
-        j = min((k for k in (text.find("[", i), text.find("{", i)) if k >= 0), default=-1)
-        if j < 0:
-            break
+    out: list[Any] = []
+    pos = 0
+    for start, end, depth in _bracket_spans(text):
+        if start < pos or depth > _MAX_JSON_DEPTH:
+            continue
         try:
-            value, end = dec.raw_decode(text, j)
+            value = json.loads(text[start:end])
         except (ValueError, RecursionError):
-            value, end = None, -1
-        if end > j:
-            out.append(value)
-            i = end
-        else:
-            i = j + 1
+            continue
+        out.append(value)
+        pos = end
     return out
 
 
@@ -297,6 +335,8 @@ def _xy_extract(v: Any) -> list[tuple[float, float]]:
     if isinstance(v, list) and v and all(_is_pair(q) for q in v):
         return [(_num(q[0]), _num(q[1])) for q in v]  # type: ignore[misc]
     pts = _key_pairs(v, "point", None, lambda b: (0.0, 0.0))
+    if not pts:  # {"x": .., "y": ..} objects, a common GPT-style answer
+        pts = [(x, y) for o in _objects(v) if (x := _num(o.get("x"))) is not None and (y := _num(o.get("y"))) is not None]
     if not pts and isinstance(v, dict):
         for key in ("points", "point_px", "answer"):
             if key in v:
@@ -401,6 +441,9 @@ def parse_points(text: str, fmt: str, width: int, height: int, *,
         raise ValueError(f"model_size must be positive, got {model_size}")
     if not isinstance(text, str):
         text = "" if text is None else str(text)
+    if len(text) > MAX_ANSWER_CHARS:
+        return ParsedPoints(np.zeros((0, 2), dtype=np.float64), False, fmt,
+                            f"unparseable: answer too long ({len(text)} characters > {MAX_ANSWER_CHARS})")
     if fmt != "auto":
         return _parse_named(text, fmt, width, height, model_size)
     found = _detect(text)

@@ -117,6 +117,12 @@ def test_xy_pixels_forms():
     assert pts('{"point": [5, 6]}', "xy_pixels")[1] == [[5.0, 6.0]]
     assert pts('[{"point": [5, 6]}, {"point": [7, 8]}]', "xy_pixels")[1] == [[5.0, 6.0], [7.0, 8.0]]
     assert pts("The cup is at [100, 200], [300, 400].", "xy_pixels")[1] == [[100.0, 200.0], [300.0, 400.0]]
+    assert pts('[{"x": 3, "y": 4.5}]', "xy_pixels")[1] == [[3.0, 4.5]]
+
+
+def test_brackets_inside_json_strings_do_not_confuse_the_scan():
+    text = 'Answer: [{"point": [500, 250], "label": "a ] odd [ label with \\" quote"}] ok'
+    assert pts(text, "gemini")[1] == [[160.0, 240.0]]
 
 
 def test_xy_pixels_model_size_rescales():
@@ -148,7 +154,8 @@ def test_auto_reads_self_identifying_forms():
 
 @pytest.mark.parametrize("fmt", POINT_FORMATS)
 @pytest.mark.parametrize("text", ["", "I cannot find it.", "[x, y]", "{'point': }", "<point x=>", "[NaN, NaN]",
-                                  "]]]{{{[[[", "(a, b)", "<points coords=\"\">x</points>", "\x00\xff" * 50])
+                                  "]]]{{{[[[", "(a, b)", "<points coords=\"\">x</points>", "\x00\xff" * 50,
+                                  "[" * 20000, "[1," * 5000, "[" * 2000 + "]" * 2000, '{"a":' * 3000])
 def test_garbage_never_raises(fmt, text):
     p = parse_points(text, fmt, W, H)
     assert not p.ok and p.reason.startswith("unparseable:") and p.points_px.shape == (0, 2)
@@ -158,6 +165,11 @@ def test_garbage_never_raises(fmt, text):
 def test_nan_points_dropped_finite_kept():
     assert pts("[[NaN, 1], [2, 3]]", "xy_pixels")[1] == [[2.0, 3.0]]
     assert parse_points("[Infinity, 3]", "xy_pixels", W, H).reason == "unparseable: non-finite coordinates"
+
+
+def test_overlong_answer_is_refused():
+    p = parse_points("[1, 2]" + " " * 200_000, "xy_pixels", W, H)
+    assert not p.ok and p.reason.startswith("unparseable: answer too long")
 
 
 def test_negative_points_returned_as_parsed():
