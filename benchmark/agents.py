@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -148,8 +149,9 @@ class OpenAIAgent(Agent):
         self.max_image_side_px = max_image_side_px
         self.image_encoding = image_encoding
         self.qwen_min_pixels, self.qwen_max_pixels = qwen_min_pixels, qwen_max_pixels
-        # One client per event loop: httpx pools belong to the loop that created them.
-        self._clients: dict[int, object] = {}
+        # One client per event loop: httpx pools belong to the loop that created them. Weak keys:
+        # a finished loop (asyncio.run per call) drops its client instead of handing it to a new loop.
+        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _api_key(self) -> str | None:
         if not self.api_key_env:
@@ -159,12 +161,12 @@ class OpenAIAgent(Agent):
     def _client(self, key: str):
         import openai
 
-        loop_id = id(asyncio.get_running_loop())
-        client = self._clients.get(loop_id)
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
         if client is None:
             # Retries are ours (logged, counted, with backoff); the client's own are disabled.
             client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout_s, max_retries=0)
-            self._clients[loop_id] = client
+            self._clients[loop] = client
         return client
 
     def _sent_image(self, image_rgb: np.ndarray) -> np.ndarray:
@@ -250,7 +252,8 @@ class OpenAIAgent(Agent):
         return None, error, attempts
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
+        clients = list(self._clients.values())
+        self._clients = weakref.WeakKeyDictionary()
         for c in clients:
             try:
                 await c.close()  # type: ignore[attr-defined]
