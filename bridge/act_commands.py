@@ -101,14 +101,17 @@ def trials_cmd(
     robot outcome "done")."""
     from .headless import InstructionsError, demo_script, load_instructions, run_scripted_trials
 
+    from pointlab.benchmark.agents_config import AgentsConfigError, load_agents_config
+
     try:
         script = load_instructions(instructions) if instructions is not None else demo_script()
-    except InstructionsError as e:
+        names = [a.name for a in load_agents_config(agents).agents]
+    except (InstructionsError, AgentsConfigError) as e:
         fail(str(e), 2)
+    if agent not in names:  # checked before anything starts
+        fail(f"unknown agent {agent!r}; known: {', '.join(names)}", 2)
     session = _start(camera, robot, agents, db, calibration, time_scale)
     try:
-        if agent not in session.agents:
-            fail(f"unknown agent {agent!r}; known: {', '.join(session.agents)}", 2)
         print_json(run_scripted_trials(session, agent, script))
     finally:
         session.close()

@@ -1,0 +1,144 @@
+"""The arm node over ROS with the simulated Lite 6: malformed commands never move the arm, commands
+run one at a time, an e-stop halts a motion and drops the queue, and the state topics publish."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+
+import pytest
+
+from pointlab.bridge.ros_host import RosHost
+from pointlab.bridge.ros_msgs import TOPICS, json_msg
+from pointlab.robot.arm import MotionConfig, make_arm
+from pointlab.robot.arm_node import ArmNode
+from pointlab.sim_mock.world import SimWorld
+
+pytestmark = [pytest.mark.ros]
+
+RED_CUBE_TOP = [0.30, 0.10, 0.04]  # default scene: red cube at (0.30, 0.10), 4 cm tall
+
+
+@pytest.fixture
+def arm_graph(ros_env, request):
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Empty, String
+
+    time_scale = getattr(request, "param", 0.0)
+    world = SimWorld()
+    arm = make_arm("sim", motion=MotionConfig(grip_settle_s=0.0), world=world, time_scale=time_scale)
+    host = RosHost()
+    node = host.add(ArmNode(arm, context=host.context, state_rate_hz=20))
+    probe = host.add(Node("probe", context=host.context))
+    results, joints, poses, cond = [], [], [], threading.Condition()
+
+    def on_result(m):
+        with cond:
+            results.append(json.loads(m.data))
+            cond.notify_all()
+
+    probe.create_subscription(String, TOPICS["arm_result"], on_result, 50)
+    probe.create_subscription(JointState, TOPICS["joint_states"], joints.append, 10)
+    probe.create_subscription(PoseStamped, TOPICS["tcp_pose"], poses.append, 10)
+    cmd = probe.create_publisher(String, TOPICS["arm_command"], 50)
+    estop = probe.create_publisher(Empty, TOPICS["arm_estop"], 10)
+    reset = probe.create_publisher(Empty, TOPICS["arm_reset"], 10)
+    host.start()
+    node.start()
+    deadline = time.monotonic() + 5
+    while node.count_publishers(TOPICS["arm_command"]) < 1 or probe.count_subscribers(TOPICS["arm_result"]) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+    def wait(n, timeout_s=10.0):
+        with cond:
+            assert cond.wait_for(lambda: len(results) >= n, timeout=timeout_s), results
+        return results[:n]
+
+    yield world, node, cmd, estop, reset, wait, joints, poses
+    node.stop()
+    host.close()
+
+
+BAD_COMMANDS = [
+    {"action": "pick", "target_base_m": RED_CUBE_TOP},                                   # no request_id
+    {"request_id": "1", "action": "throw", "target_base_m": RED_CUBE_TOP},               # unknown action
+    {"request_id": "2", "action": "pick"},                                               # no target
+    {"request_id": "3", "action": "pick", "target_base_m": [0.3, 0.1]},                   # 2 values
+    {"request_id": "4", "action": "pick", "target_base_m": [0.3, "x", 0.04]},             # not a number
+    {"request_id": "5", "action": "pick", "target_base_m": [0.3, 0.1, math.nan]},          # not finite
+    {"request_id": "6", "action": "pick", "target_base_m": [0.3, True, 0.04]},            # a bool
+    {"request_id": "7", "action": "pick", "target_base_m": [0.80, 0.0, 0.04]},            # outside the envelope
+]
+
+
+def test_bad_commands_are_refused_without_motion(arm_graph):
+    world, node, cmd, _, _, wait, _, _ = arm_graph
+    tcp0 = world.snapshot()["_arm"]["tcp_m"]
+    for bad in BAD_COMMANDS:
+        cmd.publish(json_msg(bad))
+    res = wait(len(BAD_COMMANDS))
+    assert [r["request_id"] for r in res] == ["", "1", "2", "3", "4", "5", "6", "7"]  # one motion at a time, in order
+    for r in res:
+        assert r["outcome"] == "refused" and r["motion"] is None
+        assert r["error"].startswith("unsafe_target: outside_box" if r["request_id"] == "7" else "bad_command:"), r
+    assert world.snapshot()["_arm"]["tcp_m"] == tcp0 and node.motions_done == 0
+    assert len(node.commands_received) == len(BAD_COMMANDS)
+
+
+def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
+    world, node, cmd, _, _, wait, joints, poses = arm_graph
+    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))  # replayed
+    cmd.publish(json_msg({"request_id": "q", "action": "place", "target_base_m": [0.30, -0.19, 0.005]}))
+    res = wait(3)
+    by_id = {}
+    for r in res:
+        by_id.setdefault(r["request_id"], []).append(r)
+    assert [r["outcome"] for r in by_id["p"]] == ["refused", "done"] or [r["outcome"] for r in by_id["p"]] == ["done", "refused"]
+    assert any("duplicate" in (r["error"] or "") for r in by_id["p"])
+    (place,) = by_id["q"]
+    assert place["outcome"] == "done" and place["holding"] is False and place["motions_done"] == 2
+    done_pick = next(r for r in by_id["p"] if r["outcome"] == "done")
+    assert done_pick["holding"] is True and done_pick["motion"]["tool_commands"] == ["open", "close"]
+    assert world.judge({"action": "place", "object": "red cube", "container": "blue bowl"})[0]
+    deadline = time.monotonic() + 3
+    while not (joints and poses) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(joints[-1].name) == [f"joint{i}" for i in range(1, 7)] and len(joints[-1].position) == 6
+    assert poses[-1].header.frame_id == "link_base"
+    # tool down (roll 180 deg): the quaternion is (1, 0, 0, 0) up to sign
+    q = poses[-1].pose.orientation
+    assert abs(q.x) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("arm_graph", [1.0], indirect=True)
+def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
+    from std_msgs.msg import Empty
+
+    world, node, cmd, estop, reset, wait, _, _ = arm_graph
+    # at 0.15 m/s the pick's moves take about 2 s: stop during the first one
+    cmd.publish(json_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(json_msg({"request_id": "b", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    deadline = time.monotonic() + 5
+    while not world.arm.moving:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    estop.publish(Empty())
+    res = {r["request_id"]: r for r in wait(2)}
+    assert res["a"]["outcome"] == "stopped" and res["b"]["outcome"] == "stopped"
+    assert res["b"]["error"] == "emergency stop before execution"
+    assert node.motions_done == 0 and world.arm.attached is None
+    # after a reset the arm moves again
+    reset.publish(Empty())
+    deadline = time.monotonic() + 5
+    while node.arm.state().estopped:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    cmd.publish(json_msg({"request_id": "c", "action": "home"}))
+    (r,) = [x for x in wait(3, timeout_s=20) if x["request_id"] == "c"]
+    assert r["outcome"] == "done"
