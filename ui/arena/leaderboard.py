@@ -7,7 +7,7 @@ from fastapi.responses import PlainTextResponse
 
 import json
 
-from pointlab.benchmark.ratings import RatingsInputError, compute_ratings, parse_vote
+from pointlab.benchmark.ratings import TIE_WINNERS, RatingsInputError, compute_ratings, parse_vote
 
 from .battles import Arena
 
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api")
 
 @router.get("/leaderboard")
 def leaderboard(arena: Arena, method: str = "bt", ties: str = "exclude") -> dict:
-    """``{"method", "ties", "votes", "ratings": {model: {rating, ci_low, ci_high, rank, games}}}``."""
+    """``{"method", "ties", "votes", "counted" (ties excluded or not), "ratings": {model: {rating, ci_low, ci_high, rank, games}}}``."""
     s = arena.settings
     votes = [parse_vote(v) for v in arena.store.votes(include_flagged=s.include_flagged)]
     try:
@@ -26,7 +26,8 @@ def leaderboard(arena: Arena, method: str = "bt", ties: str = "exclude") -> dict
                                   scale=s.elo_scale, bootstrap_rounds=s.bootstrap_rounds, seed=0)
     except RatingsInputError as e:
         raise HTTPException(400, str(e)) from None
-    return {"method": method, "ties": ties, "votes": len(votes), "ratings": ratings}
+    counted = sum(1 for v in votes if ties == "half" or v.winner not in TIE_WINNERS)
+    return {"method": method, "ties": ties, "votes": len(votes), "counted": counted, "ratings": ratings}
 
 
 @router.get("/votes.jsonl", response_class=PlainTextResponse)

@@ -5,7 +5,7 @@ async function refresh() {
   const data = await r.json();
   const body = document.querySelector("#board tbody");
   body.innerHTML = "";
-  document.getElementById("status").textContent = r.ok ? `${data.votes} votes counted` : (data.detail || "error");
+  document.getElementById("status").textContent = r.ok ? `${data.counted} of ${data.votes} votes counted` : (data.detail || "error");
   if (!r.ok) return;
   Object.entries(data.ratings).sort((a, b) => b[1].rating - a[1].rating).forEach(([name, x]) => {
     const tr = document.createElement("tr");

@@ -1,0 +1,96 @@
+"""Point-Battle in Chromium: two battles (curated image, upload), votes, the leaderboard; model names
+never reach the page or the websocket before the vote."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pointlab.sim_mock.model_server import serve_in_thread
+from pointlab.ui.arena import ArenaSettings, create_arena_app
+
+from .helpers import NAME_A, NAME_B, curated, start_models
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture
+def arena_url(uoc_tabletop, tmp_path):
+    agents, stop_models = start_models(tmp_path)
+    app = create_arena_app(agents, db_path=tmp_path / "arena.db", curated_dir=curated(uoc_tabletop, tmp_path),
+                           settings=ArenaSettings(seed=1, bootstrap_rounds=20))
+    url, stop = serve_in_thread(app)
+    yield url.removesuffix("/v1"), app
+    stop()
+    stop_models()
+
+
+def _leaks(texts: list[str]) -> list[str]:
+    return [t[:200] for t in texts if NAME_A in t or NAME_B in t]
+
+
+def test_two_battles_votes_leaderboard_and_no_name_before_vote(chromium, arena_url, uoc_tabletop, tmp_path):
+    base, app = arena_url
+    ctx = chromium.new_context()
+    page = ctx.new_page()
+    seen: list[str] = []  # websocket frames the page received
+    responses: list = []  # every HTTP response; bodies are read outside the event callback
+
+    page.on("response", lambda r: responses.append(r))
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: seen.append(str(payload))))
+
+    def received() -> list[str]:
+        out = list(seen)
+        for r in responses:
+            if r.status < 300 and not r.headers.get("content-type", "").startswith("image/"):
+                out.append(r.text() + json.dumps(r.headers))
+        return out
+    page.goto(base + "/")
+    page.wait_for_selector("#gallery img")
+
+    def battle(choice: str, upload: str | None = None) -> tuple[str, str]:
+        if upload:
+            page.set_input_files("#upload", upload)
+        else:
+            page.click("#gallery img >> nth=0")
+        page.fill("#instruction", "Point to the teal bowl")
+        page.click("#start")
+        page.wait_for_selector('#votes button[data-choice="A"]:not([disabled])', timeout=20000)
+        # both answers drawn, vote possible: still no name anywhere
+        assert len(seen) >= 3  # answer A, answer B, ready
+        assert _leaks(received()) == []
+        assert _leaks([page.content(), page.inner_text("body")]) == []
+        answers = page.evaluate("JSON.stringify(state.answers)")
+        assert json.loads(answers).keys() == {"A", "B"}
+        page.click(f'#votes button[data-choice="{choice}"]')
+        page.wait_for_function("document.getElementById('name-A').textContent.length > 0")
+        return page.inner_text("#name-A"), page.inner_text("#name-B")
+
+    a1, b1 = battle("A")
+    assert {a1.removeprefix("Model A was "), b1.removeprefix("Model B was ")} == {NAME_A, NAME_B}
+    # the reveal came in the vote response, and only then
+    assert _leaks(received())
+    seen.clear()
+    responses.clear()
+
+    up = tmp_path / "upload.png"
+    up.write_bytes((uoc_tabletop / "000004-color.png").read_bytes())
+    a2, b2 = battle("both_good", upload=str(up))
+    assert {a2.removeprefix("Model A was "), b2.removeprefix("Model B was ")} == {NAME_A, NAME_B}
+
+    # the store holds both battles with full records
+    votes = app.state.arena.store.votes()
+    assert [v["winner"] for v in votes] == ["model_a", "both_good"]
+    rec = app.state.arena.store.battle(votes[1]["battle_id"])
+    assert rec["image_source"] == "upload" and rec["answer_a"]["raw_text"] in ("[120, 90]", "[400, 300]")
+
+    page.goto(base + "/leaderboard")
+    page.wait_for_selector("#board tbody tr >> nth=1")
+    rows = page.locator("#board tbody tr").all_inner_texts()
+    winner = a1.removeprefix("Model A was ")
+    assert winner in rows[0]  # battle 1 winner is first; the tie is excluded by default
+    assert page.inner_text("#status") == "1 of 2 votes counted"
+    page.select_option("#ties", "half")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('2 of 2 votes')")
+    ctx.close()
