@@ -67,6 +67,7 @@ class ChatRequest:
         all_text: the text of every turn joined by newlines (for scripted matching).
         instruction: ``extract_instruction(prompt_text)``.
         image_rgb: ``(H, W, 3)`` uint8 RGB of the last image sent, or ``None``.
+        temperature, max_tokens: as requested (``None`` when absent).
     """
 
     model: str
@@ -75,6 +76,8 @@ class ChatRequest:
     all_text: str
     instruction: str
     image_rgb: np.ndarray | None
+    temperature: float | None = None
+    max_tokens: int | None = None
 
     @property
     def width(self) -> int | None:
@@ -241,7 +244,16 @@ def _to_request(body: dict) -> ChatRequest:
         except ValueError as e:
             raise ModelInputError(str(e)) from e
     return ChatRequest(model=model, messages=messages, prompt_text=prompt_text, all_text="\n".join(all_texts),
-                       instruction=extract_instruction(prompt_text), image_rgb=image)
+                       instruction=extract_instruction(prompt_text), image_rgb=image,
+                       temperature=_opt(body.get("temperature"), float),
+                       max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int))
+
+
+def _opt(v: Any, cast: Callable) -> Any:
+    try:
+        return None if v is None else cast(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def create_model_server(models: dict[str, Model]):

@@ -35,6 +35,17 @@ class Slow:
         return "[1, 2]"
 
 
+class Capture:
+    """Records what arrived (temperature, image size, instruction)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def answer(self, request):
+        self.seen.append((request.temperature, request.width, request.height, request.instruction))
+        return "[1, 2]"
+
+
 class Flaky:
     """Fails twice, then answers (retries with backoff must get through)."""
 
@@ -53,10 +64,14 @@ def server(tmp_path_factory):
     script = tmp_path_factory.mktemp("s") / "script.jsonl"
     script.write_text('{"answer": "Reasoning first. Answer: [[30, 40]]"}\n{"answer": "no idea"}\n')
     models = default_sim_models(StubOracle())
-    models.update({"failing": Failing(), "slow": Slow(), "flaky": Flaky(), "scripted": ScriptedModel(script)})
+    models.update({"failing": Failing(), "slow": Slow(), "flaky": Flaky(), "scripted": ScriptedModel(script),
+                   "capture": CAPTURE})
     url, stop = serve_in_thread(create_model_server(models))
     yield url
     stop()
+
+
+CAPTURE = Capture()
 
 
 IMG = np.full((480, 640, 3), 90, dtype=np.uint8)
@@ -159,6 +174,13 @@ def test_downscaled_image_maps_back_to_original_pixels(server):
     # sent as 640x480, answered [160.0, 240.0] there -> (320, 480) in the 1280x960 original
     assert ans.raw_text == "[160.0, 240.0]"
     assert np.allclose(ans.points_px, [[320.0, 480.0]])
+
+
+def test_requests_are_greedy_and_carry_the_image(server):
+    agent = _agent(server, "capture", "xy_pixels", "cot")
+    for _ in range(3):  # a fresh event loop each time: the agent must not reuse a dead loop's client
+        assert run(agent.point(IMG, "pick up the red mug")).ok
+    assert CAPTURE.seen[-3:] == [(0.0, 640, 480, "pick up the red mug")] * 3
 
 
 def test_scripted_answers_keep_raw_text_and_parse_errors(server):
