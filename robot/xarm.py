@@ -94,7 +94,8 @@ class Lite6Config:
         except ValueError as e:
             raise ValueError(f"xarm: {self.ip!r} is not an IPv4 address") from e
         if not 0 < int(self.port) < 65536 or int(self.port) in REPORT_PORTS:
-            raise ValueError(f"xarm: bad command port {self.port} (502 on a real controller; 30000-30003 are report ports)")
+            raise ValueError(f"xarm: bad command port {self.port} "
+                             "(502 on a real controller; 30000-30003 are report ports)")
         if self.tool not in TOOLS:
             raise ValueError(f"xarm: unknown tool {self.tool!r}; known: {', '.join(sorted(TOOLS))}")
         if not (0 < self.max_speed_mm_s <= 500.0):
@@ -347,7 +348,8 @@ class XArmDriver(ArmDriver):
         api = self._require_api()
         code, pos = api.get_position(is_radian=False)
         self._check("get_position", code)
-        return TcpPose((pos[0] / 1000.0, pos[1] / 1000.0, pos[2] / 1000.0), (float(pos[3]), float(pos[4]), float(pos[5])))
+        return TcpPose((pos[0] / 1000.0, pos[1] / 1000.0, pos[2] / 1000.0),
+                       (float(pos[3]), float(pos[4]), float(pos[5])))
 
     def get_joints_rad(self) -> list[float]:
         """Six joint angles in radians (``get_servo_angle(is_radian=True)``)."""

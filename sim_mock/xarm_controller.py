@@ -60,6 +60,7 @@ MIN_MOTION_S = 0.1  # so that a client polling the state sees "moving" even for 
 CONFIG_REGISTERS = {REG["set_mode"], REG["set_tcp_offset"], REG["set_load_param"], REG["set_collis_sens"],
                     REG["set_teach_sens"]}
 MOTION_REGISTERS = {REG["move_line"], REG["move_joint"], REG["move_home"]}
+POSE_KEYS = ("x_mm", "y_mm", "z_mm", "roll_rad", "pitch_rad", "yaw_rad")
 
 
 @dataclass
@@ -258,7 +259,7 @@ class XArmControllerEmulator:
             if reg == REG["set_mode"]:
                 self.mode = int(params["mode"])
             if reg == REG["set_tcp_offset"]:
-                self.tcp_offset = np.array([params[k] for k in ("x_mm", "y_mm", "z_mm", "roll_rad", "pitch_rad", "yaw_rad")])
+                self.tcp_offset = np.array([params[k] for k in POSE_KEYS])
                 self._pose = self._pose_from_joints(self._joints)
             self._stop_motion(STATE_CONFIG if self.enabled else STATE_STOPPED)
             return "ok", b""
@@ -304,7 +305,7 @@ class XArmControllerEmulator:
             return "ignored"  # acknowledged but dropped: sent too soon after a state change
         if self._motion is not None:
             return "busy"  # this model has no command queue; our driver always waits for each move
-        target = np.array([params[k] for k in ("x_mm", "y_mm", "z_mm", "roll_rad", "pitch_rad", "yaw_rad")])
+        target = np.array([params[k] for k in POSE_KEYS])
         if not np.all(np.isfinite(target)):
             self.error_code = KINEMATIC_ERROR
             self._stop_motion(STATE_STOPPED)
