@@ -46,6 +46,7 @@ def recv(ws, want: str | tuple, limit: int = 400) -> dict:
         m = ws.receive()
         if m.get("text") is None:
             continue
+        ws.__dict__.setdefault("seen", []).append(m["text"])  # every text message, for blinding checks
         obj = json.loads(m["text"])
         if obj["type"] in want:
             return obj
@@ -159,6 +160,11 @@ def test_full_participant_session_over_websocket(env):
         assert recv(ws, "sus_saved")["score"] == 50.0
         s = recv_state(ws, lambda s: s["step"]["kind"] == "done")
         assert s["queue_position"] is None
+        # The scripted raw answers say "As model-x ... (agent sim-oracle)": none of it reached the participant.
+        seen = "\n".join(ws.seen).lower()
+        assert "agent 3" in seen
+        for word in ("sim-oracle", "sim-noisy", "human", "model-x", "unparseable"):
+            assert word not in seen, word
 
     assert runner.calls == [("sim-oracle", "pick up the red ball"), ("sim-noisy", "put it in the bowl"),
                             ("human", "put it in the bowl")]
@@ -318,3 +324,22 @@ def test_wrong_step_messages(env):
             assert recv(ws, "error")["error"].startswith("questionnaire:")
         assert store.surveys() == []
     assert [t["judgement"] for t in store.trials()] == ["failed", "failed"]
+
+
+def test_blinded_trial_copies_no_runner_text():
+    from pointlab.ui.flow import blinded_trial
+
+    base = {"id": 4, "block": 1, "instruction": "pick the cup", "action": "pick", "points_px": [[1.0, 2.0]],
+            "frame_size": [640, 480], "judgement": None, "parse_error": None, "raw_answer": "I am GPT-4o",
+            "agent": "gpt-4o"}
+    failure = blinded_trial({**base, "robot_outcome": "agent_failure", "target": None,
+                             "robot_error": "agent: Error code: 404 - model 'gpt-4o' not found"})
+    assert failure == {"trial_id": 4, "alias": "Agent 2", "instruction": "pick the cup", "action": "pick",
+                       "points_px": [[1.0, 2.0]], "frame_size": [640, 480], "outcome": "agent_failure",
+                       "message": "The agent did not answer.", "judgement": None}
+    refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None,
+                             "target": {"valid": False, "reason": "no_depth: no valid depth within 5 px of gpt-4o"}})
+    assert refused["message"] == ("The robot did not move: the point could not be turned into a safe target "
+                                  "(no depth near the point).")
+    odd = blinded_trial({**base, "robot_outcome": "exploded by gpt-4o", "target": None, "robot_error": "x"})
+    assert odd["outcome"] == "robot_failure" and "gpt" not in json.dumps(odd).lower()
