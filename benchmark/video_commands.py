@@ -4,6 +4,7 @@ print its JSON, map library errors to exit codes (2 bad input, 1 runtime failure
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -72,7 +73,6 @@ def score_egopoint_cmd(
 ) -> None:
     """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2; tables per
     dimension, deixis level, question type and domain with the random baseline."""
-    import json
 
     from .egopoint.scoring import score_egopoint
     from .video.errors import VideoBenchError
@@ -97,3 +97,57 @@ def score_egopoint_cmd(
     except OSError as e:
         fail(f"cannot write verdicts: {e}", 1)
     print_json(result)
+
+
+@video_app.command("generate")
+def video_generate_cmd(
+    scenes: Path = typer.Option(..., "--scenes", help="scene file or folder (VSI-Bench meta, ReVSI boxes)"),
+    out: Path = typer.Option(..., "--out", help="output folder: questions.jsonl and report.json"),
+    budgets: str = typer.Option("16,32,64,all", "--budgets", help="comma-separated frame budgets"),
+    frames: Path | None = typer.Option(None, "--frames", help="the video or frame folder of --scene-id"),
+    visibility: Path | None = typer.Option(None, "--visibility", help="visibility table of those frames"),
+    scene_id: str | None = typer.Option(None, "--scene-id", help="only this scene (required with --frames)"),
+    sampler: str = typer.Option("nested", "--sampler", help="frame sampler for the budgets"),
+    seed: int = typer.Option(0, "--seed", help="seed of every random choice"),
+    vsibench_filters: bool = typer.Option(False, "--vsibench-filters", help="VSI-Bench's thresholds instead of ReVSI's"),
+) -> None:
+    """Generate VSI-Bench / ReVSI questions from 3D boxes; with --frames and --visibility, one record per
+    answerable (question, budget). Prints the counts per task and per filter."""
+    from .scenes import SceneFormatError, load_scenes
+    from .video.errors import VideoBenchError
+    from .video.frames import open_frames
+    from .video.generate import GenerationConfig, expand_budgets, generate_questions
+    from .video.records import write_jsonl
+    from .video.sampling import parse_budget
+    from .video.visibility import VisibilityTable
+
+    try:
+        wanted = [parse_budget(b.strip()) for b in budgets.split(",") if b.strip()]
+        if (frames is None) != (visibility is None):
+            raise ValueError("--frames and --visibility go together")
+        if frames is not None and not scene_id:
+            raise ValueError("--frames needs --scene-id (the scene the frames show)")
+        all_scenes = load_scenes(scenes)
+        chosen = [s for s in all_scenes if scene_id is None or s.scene_id == scene_id]
+        if not chosen:
+            raise ValueError(f"no scene {scene_id!r} in {scenes}")
+        cfg = GenerationConfig.vsibench(seed) if vsibench_filters else GenerationConfig(seed=seed)
+        questions, report = generate_questions(chosen, cfg)
+        total = None
+        table = None
+        if frames is not None:
+            with open_frames(frames) as src:
+                total = src.total
+            table = VisibilityTable.load(visibility)
+        records, per_budget = expand_budgets(questions, wanted, total_frames=total, visibility=table, sampler=sampler,
+                                             config=cfg)
+        n = write_jsonl(out / "questions.jsonl", records)
+        summary = {"questions_file": str(out / "questions.jsonl"), "records": n, "generation": report.to_dict(),
+                   "budgets": per_budget, "config": {"seed": seed, "filters": "vsibench" if vsibench_filters else "revsi",
+                                                     "sampler": sampler}}
+        (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    except (VideoBenchError, SceneFormatError, ValueError) as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {out}: {e}", 1)
+    print_json(summary)
