@@ -223,3 +223,30 @@ def perf_score_cmd(
     from pointlab.benchmark.pointbench.perf import perf_score
 
     print_json(perf_score(items=items, side_px=side_px, votes=votes, models=models, rounds=rounds, repeat=repeat))
+
+
+@bench_app.command("crossstage")
+def crossstage_cmd(
+    bench: list[Path] = typer.Option([], "--bench", help="Point-Bench run folder/results.json or {model: accuracy} JSON (repeatable)"),
+    battle: Optional[Path] = typer.Option(None, "--battle", help="pointlab ratings output or {model: rating} JSON"),
+    act: Optional[Path] = typer.Option(None, "--act", help="{model: success rate} JSON"),
+    out: Path = typer.Option(Path("crossstage"), "--out", help="output stem for the Fig. 5b scatter plots (.png/.svg)"),
+) -> None:
+    """R^2 between stages per pair of Point-Bench / Point-Battle / Point-Act, with scatter plots (Fig. 5b)."""
+    from pointlab.benchmark.crossstage import CrossStageError, cross_stage_report, load_stage_file, plot_fig5b
+
+    stages: dict[str, dict[str, float]] = {}
+    try:
+        for b in bench:
+            stages.setdefault("point_bench", {}).update(load_stage_file(b, "point_bench"))
+        if battle is not None:
+            stages["point_battle"] = load_stage_file(battle, "point_battle")
+        if act is not None:
+            stages["point_act"] = load_stage_file(act, "point_act")
+    except CrossStageError as e:
+        fail(str(e))
+    if len(stages) < 2:
+        fail("give at least two stages (--bench, --battle, --act)")
+    report = cross_stage_report(stages)
+    report["charts"] = [str(p) for p in plot_fig5b(report, out)]
+    print_json(report)
