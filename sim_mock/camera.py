@@ -99,7 +99,10 @@ class SimCamera(Camera):
         self._rng = np.random.default_rng(self.seed)
         # a small bank of colour-noise images, reused at random offsets: cheap per frame
         h, wd = w.intrinsics.height, w.intrinsics.width
-        self._color_noise = self._rng.normal(0.0, 2.0, size=(2, h, wd, 3)).round().astype(np.int16)
+        cnoise = self._rng.normal(0.0, 2.0, size=(3, h, wd, 3)).round()
+        self._color_noise_pos = np.clip(cnoise, 0, 255).astype(np.uint8)
+        self._color_noise_neg = np.clip(-cnoise, 0, 255).astype(np.uint8)
+        self._depth_noise = self._rng.standard_normal((3, h, wd), dtype=np.float32)
         self._t0 = time.monotonic()
         self._k_last = -1
 
@@ -145,18 +148,24 @@ class SimCamera(Camera):
     def _degrade(self, color: np.ndarray, depth_m: np.ndarray, edges1: np.ndarray, edges3: np.ndarray):
         rng = self._rng
         h, w = depth_m.shape
-        sigma = (self.depth_noise_m / 0.49) * depth_m * depth_m  # sigma(z) = sigma_0.7 * (z / 0.7)^2
-        noisy = depth_m + sigma * rng.standard_normal((h, w), dtype=np.float32)
+        # Noise fields come from a small bank of pre-drawn fields, shifted at random each frame:
+        # statistically the same per frame, at a fraction of the cost of drawing 300k normals.
+        k = int(rng.integers(0, len(self._depth_noise)))
+        shift = int(rng.integers(0, h * w))
+        unit = np.roll(self._depth_noise[k].reshape(-1), shift).reshape(h, w)
+        sigma_scale = np.float32(self.depth_noise_m / 0.49)  # sigma(z) = sigma_0.7 * (z / 0.7)^2
+        noisy = depth_m + sigma_scale * depth_m * depth_m * unit
+        holes = edges1.copy()
         # the outer part of the edge band is dropped at random: a ragged 1-3 px hole border
-        ragged = edges3 & (rng.random((h, w), dtype=np.float32) < 0.5)
-        noisy[edges1 | ragged | (depth_m <= 0)] = 0.0
-        k = int(self.dropout_fraction * h * w)
-        if k:
-            noisy.reshape(-1)[rng.integers(0, h * w, size=k)] = 0.0
-        bank = self._color_noise[rng.integers(0, len(self._color_noise))]
-        dy, dx = int(rng.integers(0, 8)), int(rng.integers(0, 8))
-        shifted = np.roll(bank, (dy, dx), axis=(0, 1))
-        color = np.clip(color.astype(np.int16) + shifted, 0, 255).astype(np.uint8)
+        outer = np.flatnonzero(edges3 & ~edges1)
+        holes.reshape(-1)[outer[rng.random(outer.size) < 0.5]] = True
+        holes |= depth_m <= 0
+        n_drop = int(self.dropout_fraction * h * w)
+        if n_drop:
+            holes.reshape(-1)[rng.integers(0, h * w, size=n_drop)] = True
+        noisy[holes] = 0.0
+        j = int(rng.integers(0, len(self._color_noise_pos)))
+        color = cv2.subtract(cv2.add(color, self._color_noise_pos[j]), self._color_noise_neg[j])
         return color, noisy
 
 

@@ -2,9 +2,10 @@
 a live view (well above 30 fps at 640x480 on one core).
 
 How it stays fast: the per-pixel ray directions and the static background (table plane and the floor
-around it, with their shading and texture) are computed once per camera; each object is then
+around it, with their shading and texture) are computed once per camera; each object is
 intersected only with the rays inside the image rectangle its bounding box projects to, with numpy
-over that rectangle, and z-buffered into a copy of the background.
+over that rectangle, and the result is cached by the object's pose, so a frame in which one object
+moves ray-casts that one alone; the patches are z-buffered into a copy of the background.
 
 Ray parameterisation: ``p = eye + t * R @ [(u - ppx)/fx, (v - ppy)/fy, 1]``, so the ray parameter
 ``t`` at a hit is the optical-frame z of the point, i.e. exactly what a depth camera reports.
@@ -32,6 +33,7 @@ AMBIENT, DIFFUSE = 0.42, 0.62
 FLOOR_Z_M = -0.74                                     # the room floor under the table
 FLOOR_COLOR_RGB = (70, 66, 62)
 TABLE_EXTENT_M = ((-0.25, 1.05), (-0.75, 0.75))       # table top x and y ranges, base frame
+_MAX_PATCHES = 64
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,10 @@ class Renderer:
                              np.ones_like(u)], axis=-1)
         self.eye = T_base_camera.translation_m.copy()
         self.rays = (rays_cam @ T_base_camera.rotation.T).astype(np.float64)  # (H, W, 3), base frame
-        self._bg_color, self._bg_depth = self._background(np.asarray(table_color_rgb, dtype=np.float32))
+        bg_color, bg_depth = self._background(np.asarray(table_color_rgb, dtype=np.float32))
+        self._bg_rgb = np.clip(bg_color, 0, 255).astype(np.uint8)
+        self._bg_zbuf = np.where(bg_depth > 0, bg_depth, np.inf).astype(np.float32)
+        self._patches: dict = {}
 
     # -- static background ------------------------------------------------------------------------
     def _background(self, table_albedo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,10 +198,9 @@ class Renderer:
 
         With ``with_ids`` a third array ``(H, W)`` int16 says which item each pixel shows: the index
         into ``objects``, ``len(objects)`` for the tool, ``-1`` for the table or floor."""
-        color = self._bg_color.copy()
-        ids = np.full(self._bg_depth.shape, -1, np.int16) if with_ids else None
-        depth = self._bg_depth.copy()
-        zbuf = np.where(depth > 0, depth, np.inf).astype(np.float32)
+        color = self._bg_rgb.copy()
+        ids = np.full(self._bg_zbuf.shape, -1, np.int16) if with_ids else None
+        zbuf = self._bg_zbuf.copy()
         items = [(o.shape, o.size_m, o.position_m, o.yaw_deg, o.wall_m, o.floor_m, o.color_rgb, o.corners_m())
                  for o in objects]
         if tool is not None:
@@ -204,24 +208,46 @@ class Renderer:
             size = (2 * tool.radius_m, 2 * tool.radius_m, tool.length_m)
             corners = ObjectSpec("_tool", "cylinder", size, tool.color_rgb, (x, y, z)).corners_m()
             items.append(("cylinder", size, (x, y, z), 0.0, 0.0, 0.0, tool.color_rgb, corners))
-        for k, (shape, size, pos, yaw, wall, floor, rgb, corners) in enumerate(items):
-            rect = self._rect(corners)
-            if rect is None:
+        for k, item in enumerate(items):
+            patch = self._patch(item)
+            if patch is None:
                 continue
+            (r0, r1, c0, c1), t, rgb8 = patch
+            closer = t < zbuf[r0:r1, c0:c1]
+            zbuf[r0:r1, c0:c1][closer] = t[closer]
+            color[r0:r1, c0:c1][closer] = rgb8[closer]
+            if ids is not None:
+                ids[r0:r1, c0:c1][closer] = k
+        zbuf[np.isinf(zbuf)] = 0.0
+        depth = zbuf
+        return (color, depth, ids) if with_ids else (color, depth)
+
+    def _patch(self, item):
+        """``(rect, t, rgb)`` of one primitive alone: its pixel rectangle, the hit range per pixel
+        (inf = miss) and the shaded colour. Cached by the primitive's pose, so a frame in which one
+        object moves ray-casts only that one."""
+        key = item[:7]
+        hit = self._patches.get(key)
+        if hit is not None or key in self._patches:
+            return hit
+        shape, size, pos, yaw, wall, floor, rgb, corners = item
+        rect = self._rect(corners)
+        if rect is None:
+            patch = None
+        else:
             r0, r1, c0, c1 = rect
             o, d, rot = self._local(pos[:2], yaw, self.rays[r0:r1, c0:c1])
             t, n_local = self._intersect(shape, size, pos[2], wall, floor, o, d)
-            closer = t < zbuf[r0:r1, c0:c1]
-            if not np.any(closer):
-                continue
-            n_base = n_local[closer] @ rot  # object -> base (rot is orthonormal)
-            zbuf[r0:r1, c0:c1][closer] = t[closer]
-            color[r0:r1, c0:c1][closer] = _shade(np.asarray(rgb, np.float32), n_base)
-            if ids is not None:
-                ids[r0:r1, c0:c1][closer] = k
-        depth = np.where(np.isfinite(zbuf), zbuf, 0.0).astype(np.float32)
-        color = np.clip(color, 0, 255).astype(np.uint8)
-        return (color, depth, ids) if with_ids else (color, depth)
+            t = t.astype(np.float32)
+            rgb8 = np.zeros(t.shape + (3,), np.uint8)
+            hit_mask = np.isfinite(t)
+            n_base = n_local[hit_mask] @ rot  # object -> base (rot is orthonormal)
+            rgb8[hit_mask] = np.clip(_shade(np.asarray(rgb, np.float32), n_base), 0, 255).astype(np.uint8)
+            patch = (rect, t, rgb8)
+        if len(self._patches) >= _MAX_PATCHES:
+            self._patches.pop(next(iter(self._patches)))  # oldest first (dicts keep insertion order)
+        self._patches[key] = patch
+        return patch
 
     def points_base_m(self, depth_m: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Base-frame points ``(N, 3)`` (metres) seen at pixels ``(rows, cols)`` with clean depth."""

@@ -6,9 +6,10 @@ its state goes through ``world.lock`` (an ``RLock``). ``default_world()`` return
 instance so that ``make_camera("sim")`` and ``make_arm("sim")`` in one process see the same table.
 
 The physics is deliberately small: objects are upright primitives that never tip over; a closed
-gripper holds at most one object, which keeps its offset to the TCP while held; an opened gripper
-drops the object straight down onto the highest surface under its centre (a bowl's floor or rim,
-another object's top, or the table).
+gripper holds at most one object, which keeps its offset to the TCP while held (objects stacked on
+it ride along); an opened gripper drops the object straight down onto the highest surface under its
+centre (a bowl's floor or rim, another object's top, or the table). There are no collisions: the
+tool and a held object pass through other objects.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class ArmSimState:
         tool_closed: gripper closed / vacuum on.
         attached: canonical name of the held object, or ``None``.
         attach_offset_m: object bottom-centre minus TCP at grasp time, metres ``(3,)``.
+        riders: objects stacked on the held one, carried along: name -> offset of their bottom
+            centre from the held object's, metres.
         error_code: controller error code (0 = none).
         estopped: emergency stop engaged (motion refused until the next ``connect``).
         connected: a driver session is open.
@@ -87,6 +90,7 @@ class ArmSimState:
     tool_closed: bool = False
     attached: str | None = None
     attach_offset_m: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    riders: dict = field(default_factory=dict)
     error_code: int = 0
     estopped: bool = False
     connected: bool = False
@@ -216,34 +220,57 @@ class SimWorld:
                     best, best_d = name, d
         return best
 
+    def riders(self, name: str) -> list[str]:
+        """Objects resting (directly or through others) on top of ``name``, bottom-up."""
+        out: list[str] = []
+        with self.lock:
+            frontier = [name]
+            while frontier:
+                base = self.objects[frontier.pop(0)]
+                top_z = base.position_m[2] + base.height_m
+                for other, o in self.objects.items():
+                    if other == name or other in out or o.is_container:
+                        continue
+                    if abs(o.position_m[2] - top_z) < 1e-6 and base.footprint_contains(o.position_m[:2]):
+                        out.append(other)
+                        frontier.append(other)
+        return out
+
     def attach(self, name: str) -> None:
-        """Hold ``name`` at its current offset from the TCP (lock held by the caller or not)."""
+        """Hold ``name`` at its current offset from the TCP; whatever rests on it rides along."""
         with self.lock:
             o = self.objects[name]
             self.arm.attached = name
             self.arm.attach_offset_m = np.asarray(o.position_m) - self.arm.tcp_m
+            self.arm.riders = {r: np.asarray(self.objects[r].position_m) - np.asarray(o.position_m)
+                               for r in self.riders(name)}
             self.bump()
 
     def set_tcp(self, tcp_m, rpy_deg, joints_rad) -> None:
-        """Move the TCP (and a held object with it)."""
+        """Move the TCP (and a held object, with anything resting on it)."""
         with self.lock:
             self.arm.tcp_m = np.asarray(tcp_m, dtype=np.float64).reshape(3).copy()
             self.arm.rpy_deg = np.asarray(rpy_deg, dtype=np.float64).reshape(3).copy()
             self.arm.joints_rad = np.asarray(joints_rad, dtype=np.float64).reshape(6).copy()
             if self.arm.attached is not None:
-                name = self.arm.attached
-                self.objects[name] = self.objects[name].at(self.arm.tcp_m + self.arm.attach_offset_m)
+                self._move_held(self.arm.tcp_m + self.arm.attach_offset_m)
             self.bump()
 
-    def support_z_under(self, name: str, xy_m) -> float:
+    def _move_held(self, position_m: np.ndarray) -> None:
+        name = self.arm.attached
+        self.objects[name] = self.objects[name].at(position_m)
+        for r, offset in self.arm.riders.items():
+            self.objects[r] = self.objects[r].at(position_m + offset)
+
+    def support_z_under(self, name: str, xy_m, ignore=()) -> float:
         """Height (m) an object ``name`` dropped with its centre at ``xy_m`` comes to rest on: the
         highest bowl floor/rim or object top under that point that is not above the object's
-        current bottom, else the table."""
+        current bottom, else the table (objects in ``ignore`` do not count)."""
         with self.lock:
             bottom = self.objects[name].position_m[2]
             best = self.scene.table_z_m
             for other, o in self.objects.items():
-                if other == name:
+                if other == name or other in ignore:
                     continue
                 z = o.support_z_at(xy_m)
                 if z is not None and z <= bottom + 1e-6 and z > best:
@@ -258,9 +285,11 @@ class SimWorld:
                 return None
             o = self.objects[name]
             xy = np.asarray(o.position_m[:2])
-            z = self.support_z_under(name, xy)
-            self.objects[name] = o.at([xy[0], xy[1], z])
+            riders = set(self.arm.riders)
+            z = self.support_z_under(name, xy, ignore=riders)
+            self._move_held(np.array([xy[0], xy[1], z]))
             self.arm.attached = None
+            self.arm.riders = {}
             self.bump()
             log.debug("dropped %s at (%.3f, %.3f, %.3f)", name, xy[0], xy[1], z)
             return name

@@ -204,3 +204,38 @@ def test_not_connected_is_refused(world):
         driver.set_tool(True)
     with pytest.raises(ArmNotConnectedError):
         driver.get_pose()
+
+
+def test_picking_the_bottom_of_a_stack_carries_the_top(arm, world):
+    arm.pick(_top(world, "yellow block"))
+    arm.place(_top(world, "green cube"))
+    arm.pick(_top(world, "green cube") + [0.0, 0.0, 0.035])  # the stack's top is the yellow block's
+    # the TCP went to 0.075 - 0.015 = 0.06 m: inside the yellow block (0.04..0.075), so it holds that
+    assert world.judge({"action": "pick", "object": "yellow block"})[0]
+    arm.place(_top(world, "red cube"))
+    assert world.arm.attached is None and world.object("yellow block").position_m[2] == pytest.approx(0.04)
+    # now grasp the green cube itself with the yellow block back on it: both travel together
+    arm.pick(_top(world, "yellow block"))
+    arm.place(_top(world, "green cube"))
+    gx, gy, _ = world.object("green cube").position_m
+    arm.driver.move_linear(TcpPose((gx, gy, 0.025)), 0.2, 1.0)  # the sim has no collisions
+    arm.driver.set_tool(True)
+    assert world.arm.attached == "green cube"
+    arm.driver.move_linear(TcpPose((0.30, -0.19, 0.15)), 0.2, 1.0)
+    g, y = world.object("green cube"), world.object("yellow block")
+    assert y.position_m[2] == pytest.approx(g.position_m[2] + 0.04)
+    assert y.position_m[:2] == pytest.approx(g.position_m[:2], abs=0.006)
+    arm.driver.set_tool(False)
+    assert world.judge({"action": "place", "object": "green cube", "container": "blue bowl"})[0]
+    bowl = world.object("blue bowl")
+    assert world.object("green cube").position_m[2] == pytest.approx(bowl.floor_m)
+    assert world.object("yellow block").position_m[2] == pytest.approx(bowl.floor_m + 0.04)
+
+
+def test_sim_camera_and_arm_share_the_default_world():
+    from pointlab.perception.camera import make_camera
+    from pointlab.sim_mock.world import default_world
+
+    cam = make_camera("sim")
+    arm = make_arm("sim", time_scale=0.0)
+    assert cam.world is arm.driver.world is default_world()
