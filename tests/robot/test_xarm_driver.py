@@ -319,3 +319,31 @@ def test_dropped_connection_while_moving(emu):
         assert np.allclose(emu.pose_mm_rad[:3], [250.0, 0.0, 150.0], atol=1e-3)
     finally:
         arm.disconnect()
+
+
+# -- a whole trial: the fault is stored as a robot failure ----------------------------------
+@pytest.mark.parametrize("fault, on_register, says", [("error", "move_line", "C31"),
+                                                      ("drop", "get_state", "connection")])
+def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says):
+    from pointlab.bridge.headless import run_scripted_trials
+    from pointlab.bridge.session import start_session
+    from pointlab.bridge.store import Store
+
+    db = tmp_path / "trials.sqlite"
+    session = start_session("sim", f"xarm:{emu.host}:{emu.port}", db_path=db)
+    try:
+        emu.inject(fault, on_register)
+        out = run_scripted_trials(session, "sim-oracle", [{"instruction": "pick up the red cube"}])
+    finally:
+        session.close()
+    (trial,) = out["trials"]
+    assert trial["robot_outcome"] == "robot_failure" and out["success_rate"] == 0.0
+    log = emu.entries()
+    i = fault_index(log)
+    assert not [e for e in after(log, i) if e["name"] in MOTION_OR_TOOL]
+    store = Store(db, create=False)
+    try:
+        (row,) = store.trials()
+        assert row["robot_outcome"] == "robot_failure" and says in row["robot_error"]
+    finally:
+        store.close()
