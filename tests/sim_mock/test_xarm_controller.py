@@ -333,3 +333,15 @@ def test_report_builder_fields():
     assert frame[87:91] == bytes([0xFF, 0xFF, 21, 0])
     assert struct.unpack("<6f", frame[91:115])[2] == pytest.approx(83.6, abs=1e-4)
     assert frame[131:133] == bytes([3, 3])
+
+
+@pytest.mark.parametrize("args", [["--host", "192.168.1.5"], ["--time-scale", "0"], ["--tool", "laser"]])
+def test_cli_refuses_bad_options(args):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import _load
+    from pointlab.bridge.cligroups import app
+
+    _load()
+    res = CliRunner().invoke(app, ["sim", "xarm-controller", "--port", "0", *args])
+    assert res.exit_code == 2
