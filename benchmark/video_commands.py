@@ -151,3 +151,31 @@ def video_generate_cmd(
     except OSError as e:
         fail(f"cannot write {out}: {e}", 1)
     print_json(summary)
+
+
+@perf_app.command("video")
+def perf_video_cmd(
+    duration_s: float = typer.Option(300.0, "--duration-s", help="length of the synthetic video"),
+    fps: int = typer.Option(30, "--fps"),
+    width: int = typer.Option(320, "--width"),
+    height: int = typer.Option(240, "--height"),
+    gop: int = typer.Option(30, "--gop", help="key-frame interval, frames"),
+    budgets: str = typer.Option("16,32,64", "--budgets"),
+    repeats: int = typer.Option(3, "--repeats"),
+    keep: Path | None = typer.Option(None, "--keep", help="write the synthetic video here instead of a temp folder"),
+) -> None:
+    """Frames decoded and sampled per second for a synthetic video: seeking per budget frame vs the
+    in-run baseline of decoding every frame; percentiles and ratios."""
+    from .video.errors import VideoBenchError
+    from .video.perf import run_video_perf
+
+    try:
+        b = [int(x) for x in budgets.split(",") if x.strip()]
+        if not b or min(b) < 1 or duration_s <= 0 or fps < 1 or repeats < 1 or width % 2 or height % 2:
+            raise ValueError("budgets, duration, fps and repeats must be positive; width and height even")
+        result = run_video_perf(duration_s, fps, width, height, gop, b, repeats, keep)
+    except ValueError as e:
+        fail(str(e))
+    except VideoBenchError as e:
+        fail(str(e), 1)
+    print_json(result)

@@ -1,0 +1,37 @@
+"""``pointlab perf video`` runs end to end on a short synthetic video (structure only: timings are
+measured by the command, never asserted by tests)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from pointlab.benchmark.video.frames import open_frames
+from pointlab.benchmark.video.perf import make_synthetic_video, percentiles, synthetic_frames
+from pointlab.bridge.cli import app
+
+
+def test_percentiles_by_hand():
+    p = percentiles([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert (p["p50"], p["min"], p["max"], p["n"]) == (3.0, 1.0, 5.0, 5)
+    assert p["p90"] == 4.6          # linear interpolation: 4 + 0.6 * (5 - 4)
+
+
+def test_synthetic_video_frames_differ(tmp_path):
+    frames = list(synthetic_frames(3, 64, 48))
+    assert frames[0].shape == (48, 64, 3) and not (frames[0] == frames[1]).all()
+    info = make_synthetic_video(tmp_path / "s.mp4", duration_s=2, fps=10, width=64, height=48, gop=5)
+    assert info["frames"] == 20
+    with open_frames(tmp_path / "s.mp4") as src:
+        assert (src.total, src.fps) == (20, 10.0)
+
+
+def test_cli_perf_video_short(tmp_path):
+    r = CliRunner().invoke(app, ["perf", "video", "--duration-s", "2", "--fps", "15", "--width", "64", "--height", "48",
+                                 "--budgets", "4,8", "--repeats", "1", "--keep", str(tmp_path / "v.mp4")])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["video"]["frames"] == 30 and set(out["seek"]) == {"4", "8"}
+    assert out["seek"]["8"]["num_frames"] == 8 and out["seek"]["8"]["speedup_vs_sequential"] > 0
+    assert "decoded_fps" in out["baseline_sequential"]
+    r = CliRunner().invoke(app, ["perf", "video", "--width", "63"])
+    assert r.exit_code == 2
