@@ -154,7 +154,11 @@ class Lite6Kinematics:
         import xml.etree.ElementTree as ET
 
         root = ET.fromstring(self._urdf_text)
+        if tool is not None and tool not in _TOOL_JOINT:
+            raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(_TOOL_JOINT))}")
         keep = None if tool is None else _TOOL_JOINT[tool][0]
+        if keep is not None and keep not in {j.get("name") for j in root.findall("joint")}:
+            raise ValueError(f"the URDF file has no {keep!r} joint for tool {tool!r}")
         for joint in list(root.findall("joint")):
             if joint.get("type") == "fixed" and joint.get("name") != keep:
                 root.remove(joint)
@@ -172,7 +176,8 @@ class Lite6Kinematics:
         in ``link_base``: 4x4 float64, metres.
 
         Raises:
-            ValueError: not 6 finite joint values, or unknown tool.
+            ValueError: not 6 finite joint values, unknown tool, or (file model) a URDF without
+                that tool's frame.
         """
         q = np.asarray(joints_rad, dtype=np.float64).reshape(-1)
         if q.shape != (6,) or not np.all(np.isfinite(q)):

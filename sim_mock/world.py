@@ -163,6 +163,22 @@ class SimWorld:
         with self.lock:
             return self.objects[canon]
 
+    def set_object_pose(self, name: str, position_m, yaw_deg: float | None = None) -> None:
+        """Put an object (name or alias) at ``position_m`` (bottom centre, metres), e.g. to set up a
+        test or a custom scene. A held object is let go of first.
+
+        Raises:
+            KeyError: no such object.
+        """
+        canon = self.scene.resolve(name)
+        if canon is None:
+            raise KeyError(f"no object named {name!r} in the scene")
+        with self.lock:
+            if self.arm.attached == canon:
+                self.arm.attached, self.arm.riders = None, {}
+            self.objects[canon] = self.objects[canon].at(position_m, yaw_deg)
+            self.bump()
+
     def snapshot(self) -> dict:
         """Current object poses: ``{name: {"position_m": [x, y, z_bottom], "yaw_deg", "top_z_m",
         "held": bool, "container": bool}}`` plus ``"_arm": {"tcp_m", "tool_closed", "attached"}``."""

@@ -124,18 +124,25 @@ def test_ik_refuses_beyond_reach(kin):
     assert kin.ik((0.0, 0.46, 0.05), (180, 0, 0)) is None
 
 
-def test_ik_refuses_what_only_a_joint_limit_forbids():
+def test_ik_refuses_what_only_a_joint_limit_forbids(tmp_path):
     # Same robot with joint1 limited to +-30 deg: a target 63 deg off the x axis needs joint1 ~63 deg.
     text = lite6_urdf_text("lite_gripper").replace('lower="-6.283185" upper="6.283185"', 'lower="-0.5236" upper="0.5236"', 1)
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as f:
-        f.write(text)
-    narrow = Lite6Kinematics(f.name)
+    path = tmp_path / "narrow.urdf"
+    path.write_text(text)
+    narrow = Lite6Kinematics(str(path))
     target = (0.12, 0.24, 0.05)
     assert Lite6Kinematics().ik(target) is not None
     assert narrow.ik(target) is None
     assert narrow.ik((0.30, 0.05, 0.05)) is not None
+
+
+def test_a_urdf_file_without_the_tool_frame_is_refused(tmp_path):
+    path = tmp_path / "flange_only.urdf"
+    path.write_text(lite6_urdf_text(None))
+    k = Lite6Kinematics(str(path))
+    assert np.allclose(k.fk(np.zeros(6))[:3, 3], [0.087, 0.0, 0.1536], atol=1e-4)
+    with pytest.raises(ValueError, match="tcp_gripper"):
+        k.fk(np.zeros(6), "lite_gripper")
 
 
 def test_rpy_convention_is_xarm_fixed_axis():

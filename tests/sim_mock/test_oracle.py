@@ -92,10 +92,8 @@ def test_occluded_centre_moves_to_the_visible_part(world, oracle):
     # The yellow block held 10 cm above its place hides part of the green cube behind it; the
     # oracle's point must still deproject onto the green cube's top, not onto the held block.
     y = world.object("yellow block")
-    with world.lock:
-        world.objects["yellow block"] = y.at([y.position_m[0], y.position_m[1], 0.115])
-        world.arm.attached = "yellow block"
-        world.bump()
+    world.set_object_pose("yellow block", [y.position_m[0], y.position_m[1], 0.115])
+    world.attach("yellow block")
     [(u, v)] = oracle.points("place it on the green cube", 640, 480)
     frame = SimCamera(world=world, fps=0, seed=2).connect().read()
     p = world.calibration().camera_to_base(deproject_pixel(frame, u, v).point_m)

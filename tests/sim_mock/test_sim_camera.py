@@ -121,9 +121,7 @@ def test_moving_an_object_changes_the_picture(world):
     cam = SimCamera(world=world, fps=0, noise=False).connect()
     before = cam.read()
     x, y, _ = world.object("red cube").position_m
-    with world.lock:
-        world.objects["red cube"] = world.objects["red cube"].at([x, y, 0.15])  # lifted 15 cm
-        world.bump()
+    world.set_object_pose("red cube", [x, y, 0.15])  # lifted 15 cm
     after = cam.read()
     eye, R = _hand_camera()
     i = before.intrinsics

@@ -98,9 +98,8 @@ def test_release_drops_onto_the_bowl_floor_an_object_top_or_the_table(fresh):
     bowl, green = w.object("blue bowl"), w.object("green cube")
     # hold the red cube 10 cm up over the bowl centre, then let go
     for over, expected_z in ((bowl.position_m, bowl.floor_m), (green.position_m, 0.04), ((0.40, 0.0, 0), 0.0)):
-        with w.lock:
-            w.objects["red cube"] = w.objects["red cube"].at([over[0], over[1], 0.12])
-            w.arm.attached = "red cube"
+        w.set_object_pose("red cube", [over[0], over[1], 0.12])
+        w.attach("red cube")
         w.release()
         red = w.object("red cube")
         assert red.position_m[2] == pytest.approx(expected_z, abs=1e-9)
@@ -112,9 +111,8 @@ def test_drop_on_the_bowl_rim_is_not_in_the_bowl(fresh):
     w = fresh
     bowl = w.object("blue bowl")
     rim_xy = (bowl.position_m[0] + 0.062, bowl.position_m[1])  # radius 0.065, wall 6 mm
-    with w.lock:
-        w.objects["red cube"] = w.objects["red cube"].at([rim_xy[0], rim_xy[1], 0.12])
-        w.arm.attached = "red cube"
+    w.set_object_pose("red cube", [rim_xy[0], rim_xy[1], 0.12])
+    w.attach("red cube")
     w.release()
     assert w.object("red cube").position_m[2] == pytest.approx(0.05)
     ok, reason = w.judge({"action": "place", "object": "red cube", "container": "blue bowl"})
@@ -128,17 +126,13 @@ def test_judge_pick_place_and_near(fresh):
         w.arm.attached = "red cube"
     assert w.judge({"action": "pick", "object": "red block"})[0]
     assert not w.judge({"action": "place", "object": "red cube", "container": "blue bowl"})[0]  # still held
-    with w.lock:
-        w.arm.attached = None
-        w.objects["red cube"] = w.objects["red cube"].at([0.31, -0.20, 0.012])  # 1.4 cm from the bowl axis
+    w.set_object_pose("red cube", [0.31, -0.20, 0.012])  # lets go of it; 1.4 cm from the bowl axis
     assert w.judge({"action": "place", "object": "red cube", "container": "bowl"}) == (True, "red cube is in blue bowl")
     green = w.object("green cube").position_m
-    with w.lock:
-        w.objects["yellow block"] = w.objects["yellow block"].at([green[0] + 0.05, green[1], 0.0])
+    w.set_object_pose("yellow block", [green[0] + 0.05, green[1], 0.0])
     ok, reason = w.judge({"action": "place", "object": "yellow block", "near": "green cube"})
     assert ok and "5.0 cm" in reason
-    with w.lock:
-        w.objects["yellow block"] = w.objects["yellow block"].at([green[0] + 0.07, green[1], 0.0])
+    w.set_object_pose("yellow block", [green[0] + 0.07, green[1], 0.0])
     assert not w.judge({"action": "place", "object": "yellow block", "near": "green cube"})[0]
 
 
@@ -156,8 +150,8 @@ def test_snapshot_and_reset(fresh):
     snap = w.snapshot()
     assert snap["red cube"]["position_m"] == [0.30, 0.10, 0.0] and snap["red cube"]["top_z_m"] == 0.04
     assert snap["blue bowl"]["container"] and snap["_arm"]["attached"] is None
-    with w.lock:
-        w.objects["red cube"] = w.objects["red cube"].at([0.2, 0.2, 0.0])
+    w.set_object_pose("red block", [0.2, 0.2, 0.0], yaw_deg=0.0)
+    assert w.snapshot()["red cube"]["position_m"] == [0.2, 0.2, 0.0]
     w.reset()
     assert w.snapshot()["red cube"]["position_m"] == [0.30, 0.10, 0.0]
     assert w.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.20, 0.0, 0.25], abs=1e-6)
@@ -174,6 +168,11 @@ def test_grasp_tolerance_rule(fresh):
     px, py, _ = w.object("purple cube").position_m
     assert w.grasp_candidate([px, py + 0.0195, 0.02]) == "purple cube"
     assert w.grasp_candidate([0.30, -0.19, 0.02]) is None  # the bowl is not graspable
+
+
+def test_set_object_pose_refuses_unknown_names(world):
+    with pytest.raises(KeyError):
+        world.set_object_pose("unicorn", [0.3, 0.0, 0.0])
 
 
 def test_inject_fault_rejects_unknown_kinds(world):
