@@ -143,6 +143,15 @@ class ArmQueue:
             del self._refs[participant_id]
             self._order.remove(participant_id)
 
+    def move_to_back(self, participant_id: int) -> bool:
+        """Send a queued participant to the back (the operator's remedy for an idle commander);
+        False when not queued."""
+        if participant_id not in self._refs:
+            return False
+        self._order.remove(participant_id)
+        self._order.append(participant_id)
+        return True
+
     def position(self, participant_id: int) -> int | None:
         """0 when in control, k when k participants are ahead, ``None`` when not queued."""
         return self._order.index(participant_id) if participant_id in self._refs else None

@@ -29,6 +29,17 @@ def status(_: Operator, ctx: Ctx) -> dict:
     return operator_status(ctx)
 
 
+@router.post("/queue/{participant_id}/to-back")
+def queue_to_back(participant_id: int, _: Operator, ctx: Ctx) -> dict:
+    """Move a participant to the back of the arm queue (e.g. one who went idle while in control).
+    404 when not queued, 409 while their trial is running."""
+    if ctx.current is not None and ctx.current.participant_id == participant_id:
+        raise HTTPException(409, "this participant's trial is running")
+    if not ctx.queue.move_to_back(participant_id):
+        raise HTTPException(404, "participant is not in the queue")
+    return {"queue": ctx.queue.snapshot()}
+
+
 @router.post("/arm/stop")
 def emergency_stop(_: Operator, ctx: Ctx) -> dict:
     """Emergency stop: the runner stops the arm; no trial starts until ``/api/arm/reset``."""

@@ -149,6 +149,7 @@ async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
     last_index = None
     last_status_t = -1e9
     last_status = None
+    next_t = loop.time()
     while True:
         t0 = loop.time()
         f = ctx.frames.get()
@@ -167,7 +168,13 @@ async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
                 last_status = s
                 if not await conn.send_json(s):
                     return
-        await asyncio.sleep(max(0.0, frame_dt - (loop.time() - t0)))
+        # Absolute ticks: a late wake-up (a loaded machine) is made up on the next tick instead of
+        # stretching every period; more than a frame behind, start afresh rather than burst.
+        next_t += frame_dt
+        now = loop.time()
+        if next_t < now - frame_dt:
+            next_t = now
+        await asyncio.sleep(max(0.0, next_t - now))
 
 
 @router.websocket("/ws/participant")

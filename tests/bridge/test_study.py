@@ -87,6 +87,8 @@ def test_arm_queue():
     q.leave(3, all_connections=True)
     assert q.snapshot() == [9]
     q.leave(12345)  # unknown: ignored
+    q.join(4)
+    assert q.move_to_back(9) and q.snapshot() == [4, 9] and not q.move_to_back(12345)
 
 
 def test_invitations_follow_the_design(tmp_path):

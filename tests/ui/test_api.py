@@ -243,6 +243,13 @@ def test_one_participant_commands_the_arm_at_a_time(env):
             assert runner.calls == []
             q = client.get("/api/status", headers=H).json()["queue"]
             assert [x["label"] for x in q] == ["P1", "P2"]
+            # the operator sends P1 to the back and back again
+            pa, pb = q[0]["participant_id"], q[1]["participant_id"]
+            assert client.post(f"/api/queue/{pa}/to-back", headers=H).json() == {"queue": [pb, pa]}
+            recv_state(wb, lambda s: s["queue_position"] == 0)
+            assert client.post(f"/api/queue/{pb}/to-back", headers=H).json() == {"queue": [pa, pb]}
+            assert client.post("/api/queue/999/to-back", headers=H).status_code == 404
+            recv_state(wb, lambda s: s["queue_position"] == 1)
             wa.close()
             s = recv_state(wb, lambda s: s["queue_position"] == 0)
             assert s["queue_length"] == 1

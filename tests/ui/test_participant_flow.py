@@ -84,6 +84,8 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                     img = op.wait_for_selector("#human-img")
                     op.wait_for_function("document.querySelector('#human-img').naturalWidth > 0")
                     nat_w, nat_h = img.evaluate("e => [e.naturalWidth, e.naturalHeight]")
+                    if k == 0:
+                        op.screenshot(path=str(shots / "operator.png"))
                     shown_w, shown_h = img.evaluate("e => [e.clientWidth, e.clientHeight]")
                     assert abs(shown_w - nat_w) > 20  # displayed at another size: the click must be scaled
                     u, v = want_px[0]

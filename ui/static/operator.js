@@ -83,7 +83,8 @@ async function showRequests(reqs) {
 function onStatus(s) {
   const c = s.current;
   $("current").textContent = c ? `${c.participant_label} · ${c.alias} = ${c.agent} · ${c.action}: “${c.instruction}”` : "none";
-  $("queue").replaceChildren(...s.queue.map((q) => PL.el("li", {}, `${q.label} (study #${q.study_id})` + (q.position === 0 ? " — in control" : ""))));
+  $("queue").replaceChildren(...s.queue.map((q) => PL.el("li", {}, `${q.label} (study #${q.study_id})` + (q.position === 0 ? " — in control " : " "),
+    s.queue.length > 1 ? PL.el("button", { type: "button", onclick: () => call("POST", `/api/queue/${q.participant_id}/to-back`) }, "move to back") : "")));
   $("arm").textContent = (s.stopped ? "STOPPED · " : "") + `holding: ${s.holding} · ` + JSON.stringify(s.arm_state);
   showRequests(s.human_requests);
 }
