@@ -29,6 +29,7 @@ def arkit_frames_path(shared_data):
     return p
 
 
+@pytest.mark.slow
 def test_sharp_frame_wins_on_real_frames(real_frames):
     # every third real frame (10 views: kitchen, walls, table, hallway) keeps the test quick
     for i, img in list(enumerate(real_frames))[::3]:
