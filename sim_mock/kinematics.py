@@ -96,7 +96,8 @@ def lite6_urdf_text(tool: str | None = None) -> str:
     if tool is not None:
         jname, lname = _TOOL_JOINT[tool]
         links.append(lname)
-        joints.append(f'<joint name="{jname}" type="fixed"><origin xyz="0 0 {LITE6_TOOL_OFFSETS_M[tool]!r}" rpy="0 0 0"/>'
+        offset_m = LITE6_TOOL_OFFSETS_M[tool]
+        joints.append(f'<joint name="{jname}" type="fixed"><origin xyz="0 0 {offset_m!r}" rpy="0 0 0"/>'
                       f'<parent link="link6"/><child link="{lname}"/></joint>')
     body = "\n  ".join([f'<link name="{n}"/>' for n in links] + joints)
     return f'<?xml version="1.0"?>\n<robot name="lite6">\n  {body}\n</robot>\n'

@@ -350,7 +350,8 @@ class SimWorld:
                     return False, f"bad_expected: unknown object {expected['near']!r}"
                 d = float(np.hypot(*(np.asarray(o.position_m[:2]) - np.asarray(self.objects[nname].position_m[:2]))))
                 ok = d <= NEAR_DISTANCE_M
-                return ok, f"{canon} is {100 * d:.1f} cm from {nname} ({'within' if ok else 'beyond'} {100 * NEAR_DISTANCE_M:.0f} cm)"
+                verdict = "within" if ok else "beyond"
+                return ok, f"{canon} is {100 * d:.1f} cm from {nname} ({verdict} {100 * NEAR_DISTANCE_M:.0f} cm)"
             return False, "bad_expected: place needs 'container' or 'near'"
 
     # -- camera ------------------------------------------------------------------------------------

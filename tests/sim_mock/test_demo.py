@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from pointlab.perception.deproject import deproject_pixel
 from pointlab.robot.arm import Arm, MotionConfig

@@ -126,7 +126,8 @@ def test_ik_refuses_beyond_reach(kin):
 
 def test_ik_refuses_what_only_a_joint_limit_forbids(tmp_path):
     # Same robot with joint1 limited to +-30 deg: a target 63 deg off the x axis needs joint1 ~63 deg.
-    text = lite6_urdf_text("lite_gripper").replace('lower="-6.283185" upper="6.283185"', 'lower="-0.5236" upper="0.5236"', 1)
+    text = lite6_urdf_text("lite_gripper").replace('lower="-6.283185" upper="6.283185"',
+                                                   'lower="-0.5236" upper="0.5236"', 1)
     path = tmp_path / "narrow.urdf"
     path.write_text(text)
     narrow = Lite6Kinematics(str(path))
