@@ -35,11 +35,11 @@ import logging
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SceneDataError
-from .geometry import (box_distance_m, direction_angle_deg, horizontal_extent_m, longest_side_cm, min_distance_m,
+from .geometry import (box_distance_m, direction_angle_deg, horizontal_extent_m, longest_side_cm,
                        polygon_area_m2)
 from .sampling import parse_budget, sample_frames
 from .visibility import VisibilityTable
