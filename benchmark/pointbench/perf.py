@@ -46,7 +46,8 @@ def _mask_items(tmp: Path, n: int, side_px: int, rng: np.random.Generator) -> li
     yy, xx = np.mgrid[0:side_px, 0:side_px]
     items = []
     for k in range(n):
-        cx, cy, r = rng.uniform(200, side_px - 200, 2).tolist() + [rng.uniform(50, 180)]
+        cx, cy = rng.uniform(0.2 * side_px, 0.8 * side_px, 2)
+        r = rng.uniform(0.05 * side_px, 0.18 * side_px)
         m = ((xx - cx) ** 2 + (yy - cy) ** 2 < r * r).astype(np.uint8) * 255
         p = tmp / f"mask_{k}.png"
         Image.fromarray(m).save(p)

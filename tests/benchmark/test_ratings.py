@@ -151,3 +151,23 @@ def test_load_votes_reports_bad_lines(tmp_path):
             load_votes_jsonl(p)
     with pytest.raises(RatingsInputError, match="cannot read"):
         load_votes_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_ratings_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    p = tmp_path / "votes.jsonl"
+    p.write_text("".join(json.dumps({"model_a": a, "model_b": b, "winner": w}) + "\n" for a, b, w in
+                         [("A", "B", "model_a"), ("C", "B", "model_b"), ("A", "C", "both_good")]))
+    r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--method", "elo", "--k", "32", "--ties", "half",
+                                 "--rounds", "0"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert list(out) == ["A", "B", "C"]  # best first
+    assert out["A"]["rating"] == pytest.approx(1014.4966, abs=2e-3) and out["C"]["games"] == 2
+    r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--method", "bt", "--seed", "3"])
+    assert r.exit_code == 0 and set(json.loads(r.stdout)["A"]) == {"rating", "ci_low", "ci_high", "rank", "games"}
+    bad = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--method", "trueskill"])
+    assert bad.exit_code == 2 and "method must be" in bad.output

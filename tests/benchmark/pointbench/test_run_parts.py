@@ -1,0 +1,120 @@
+"""Run pieces: steerable reference (describe / draw), the mask oracle, aggregation over runs, the
+report table and Fig. 3 chart, error retries and resumption against the sim model server."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pointlab.benchmark.agents_config import AgentConfig, build_agent
+from pointlab.benchmark.pointbench import BenchItem
+from pointlab.benchmark.pointbench.report import plot_fig3, results_table
+from pointlab.benchmark.pointbench.run import RunOptions, aggregate_runs, run_pointing
+from pointlab.benchmark.pointbench.steer import apply_steer
+from pointlab.sim_mock.mask_oracle import MaskOracle
+from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
+
+
+def test_steer_modes():
+    rgb = np.zeros((50, 80, 3), np.uint8)
+    img, text = apply_steer(rgb, "Point near the dot.", [(20.0, 30.0)], "describe")
+    assert img is rgb
+    assert text.endswith("pixel coordinates: [20.0, 30.0]. The query refers to this point.")
+    img, text = apply_steer(rgb, "Point near the dot.", [(20.0, 30.0)], "draw")
+    assert text == "Point near the dot."
+    assert tuple(img[30, 20]) == (255, 0, 0) and tuple(img[0, 0]) == (0, 0, 0)
+    assert rgb.sum() == 0  # the original is untouched
+    img, text = apply_steer(rgb, "q", [(20.0, 30.0)], "both")
+    assert tuple(img[30, 20]) == (255, 0, 0) and "[20.0, 30.0]" in text
+    assert apply_steer(rgb, "q", [], "both") == (rgb, "q")
+    with pytest.raises(ValueError):
+        apply_steer(rgb, "q", [(1, 1)], "shout")
+
+
+def _item(tmp_path, name, mask, category="spatial", query="q", count=None):
+    h, w = mask.shape
+    img = tmp_path / "img.png"
+    if not img.exists():
+        Image.fromarray(np.zeros((h, w, 3), np.uint8)).save(img)
+    mp = tmp_path / f"{name}.png"
+    Image.fromarray(mask.astype(np.uint8) * 255).save(mp)
+    return BenchItem(name, img, query, category, w, h, mp, count=count)
+
+
+def test_mask_oracle_interior_vs_centroid_on_a_ring(tmp_path):
+    yy, xx = np.mgrid[0:101, 0:101]
+    r = np.hypot(xx - 50, yy - 50)
+    ring = (r >= 30) & (r <= 45)   # centroid (50, 50) is in the hole
+    it = _item(tmp_path, "ring", ring, query="Point to the ring.")
+    (u, v), = MaskOracle([it], "interior").points("Point to the ring.", 101, 101)
+    assert ring[round(v), round(u)]
+    assert 36 <= np.hypot(u - 50, v - 50) <= 39  # the middle of the band (radius 37.5)
+    (u, v), = MaskOracle([it], "centroid").points("Point to the ring.", 101, 101)
+    assert (u, v) == pytest.approx((50.0, 50.0)) and not ring[50, 50]
+    # scaled to the sent image about pixel centres: (u + .5) * 2 - .5
+    (u2, v2), = MaskOracle([it], "centroid").points("Point to the ring.", 202, 202)
+    assert (u2, v2) == pytest.approx((100.5, 100.5))
+    assert MaskOracle([it]).points("Point to the moon.", 101, 101) == []
+
+
+def test_mask_oracle_counting_components_and_longest_query(tmp_path):
+    m = np.zeros((40, 100), bool)
+    m[5:15, 5:15] = True       # 100 px
+    m[20:36, 60:76] = True     # 256 px, largest -> first
+    m[5:8, 80:83] = True       # 9 px
+    a = _item(tmp_path, "a", m, "counting", "Point to the boxes", count=2)
+    b = _item(tmp_path, "b", m, "spatial", "Point to the boxes on the right")
+    o = MaskOracle([a, b])
+    pts = o.points("Point to the boxes", 100, 40)
+    assert len(pts) == 2 and m[round(pts[0][1]), round(pts[0][0])] and 60 <= pts[0][0] < 76 and 5 <= pts[1][0] < 15
+    assert o.item_for("Point to the boxes on the right, please") is b
+
+
+def test_aggregate_runs_by_hand():
+    def summ(sp, co):
+        return {"categories": {"spatial": {"n": 4, "success": 0, "accuracy": sp}, "counting": {"n": 2, "success": 0, "accuracy": co},
+                               "steerable": {"n": 0, "success": 0, "accuracy": None}},
+                "average": (sp + co) / 2, "overall": 0.0}
+    agg = aggregate_runs([summ(0.5, 1.0), summ(1.0, 1.0), summ(0.75, 0.5)])
+    # spatial: mean .75, sample sd sqrt(((-.25)^2 + .25^2 + 0) / 2) = .25
+    assert agg["spatial"] == {"mean": pytest.approx(0.75), "std": pytest.approx(0.25), "runs": 3}
+    assert agg["counting"]["mean"] == pytest.approx(2.5 / 3)
+    assert "steerable" not in agg
+    assert agg["average"]["mean"] == pytest.approx((0.75 + 1.0 + 0.625) / 3)
+
+
+def test_table_and_chart_with_human(tmp_path):
+    aggs = {"m": {"spatial": {"mean": 0.5, "std": 0.1, "runs": 3}, "average": {"mean": 0.5, "std": 0.1, "runs": 3}},
+            "Human": {"spatial": {"mean": 0.9, "std": 0.0, "runs": 1}, "average": {"mean": 0.9, "std": 0.0, "runs": 1}}}
+    t = results_table(aggs)
+    assert "| m | 50.0 ± 10.0 | – | – | – | – | 50.0 ± 10.0 |" in t
+    png, svg = plot_fig3(aggs, tmp_path / "fig")
+    assert Image.open(png).size[0] > 500 and "Human" in svg.read_text()
+
+
+def test_errors_are_retried_recorded_and_asked_again(tmp_path):
+    m = np.zeros((20, 20), bool)
+    m[5:15, 5:15] = True
+    items = [_item(tmp_path, f"i{k}", m, query=f"Point to thing {k}.") for k in range(2)]
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps({"answer": "[10, 10]"}) + "\n")  # one answer, then HTTP 500
+    url, stop = serve_in_thread(create_model_server({"one-shot": ScriptedModel(script)}))
+    try:
+        agent = build_agent(AgentConfig(name="one-shot", kind="openai", base_url=url, model="one-shot",
+                                        point_format="xy_pixels", max_retries=0, image_encoding="png"))
+        opts = RunOptions(runs=1, concurrency=1, retries=2, backoff_s=0.0, progress=False)
+        res = run_pointing(items, agent, tmp_path / "run", options=opts)
+        assert (res["asked"], res["errors"]) == (2, 1)
+        recs = [json.loads(x) for x in (tmp_path / "run" / "run_1.jsonl").read_text().splitlines()]
+        failed = [r for r in recs if r["error"]]
+        assert len(failed) == 1 and failed[0]["attempts"] == 3 and "HTTP 500" in failed[0]["error"]
+        assert res["runs"][0]["categories"]["spatial"] == {"n": 2, "success": 1, "accuracy": 0.5}
+        again = run_pointing(items, agent, tmp_path / "run", options=opts)
+        assert (again["asked"], again["cached"]) == (1, 1)   # only the failed item is asked again
+        with pytest.raises(ValueError, match="another setting"):
+            run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=1, steer_mode="draw", progress=False))
+    finally:
+        stop()
