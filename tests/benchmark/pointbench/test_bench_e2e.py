@@ -103,3 +103,18 @@ def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     bad = cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(tmp_path / "none.jsonl"),
               cwd=tmp_path, check=False)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+@pytest.mark.slow
+def test_prompt_variant_and_steer_mode_are_selectable_and_recorded(dataset, scripted_server, tmp_path):
+    # Table 1 chain-of-thought prompt, reference point drawn and described: the scripted model still
+    # finds each query in the prompt, so the hand scores hold; run.json records the setting.
+    out = tmp_path / "cot"
+    res = json.loads(cli("bench", "pointing", "--data", str(dataset), "--model", "scripted", "--agents",
+                         str(scripted_server), "--runs", "1", "--prompt-style", "cot", "--steer", "both",
+                         "--no-progress", "--out", str(out), cwd=tmp_path).stdout)
+    assert res["aggregate"]["average"]["mean"] == pytest.approx(tt.EXPECTED_AVERAGE)
+    meta = json.loads((out / "run.json").read_text())
+    assert (meta["prompt_style"], meta["steer_mode"]) == ("cot", "both")
+    rec = [json.loads(x) for x in (out / "run_1.jsonl").read_text().splitlines()]
+    assert {r["prompt_style"] for r in rec} == {"cot"}

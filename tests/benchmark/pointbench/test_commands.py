@@ -57,3 +57,8 @@ def test_bench_pointing_argument_errors(tmp_path):
     assert r.exit_code == 2 and "kind 'human'" in r.output
     r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(gt), "--model", "sim-oracle", "--steer", "loud"])
     assert r.exit_code == 2 and "steer mode" in r.output
+
+
+def test_bench_arena_argument_errors(tmp_path):
+    r = CliRunner().invoke(app, ["bench", "arena", "--sampler", "greedy", "--db", str(tmp_path / "a.db")])
+    assert r.exit_code == 2 and "sampler must be one of" in r.output

@@ -94,3 +94,47 @@ def test_two_battles_votes_leaderboard_and_no_name_before_vote(chromium, arena_u
     page.select_option("#ties", "half")
     page.wait_for_function("document.getElementById('status').textContent.startsWith('2 of 2 votes')")
     ctx.close()
+
+
+def test_human_baseline_page_clicks_are_scored(chromium, uoc_tabletop, tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from pointlab.benchmark.pointbench import BenchItem
+
+    agents, stop_models = start_models(tmp_path)
+    mask = np.zeros((480, 640), np.uint8)
+    mask[310:436, 166:302] = 255  # box around the teal bowl of frame 000000
+    Image.fromarray(mask).save(tmp_path / "bowl.png")
+    items = [BenchItem("bowl", uoc_tabletop / "000000-color.png", "Point to the leftmost bowl.", "spatial", 640, 480,
+                       tmp_path / "bowl.png"),
+             BenchItem("bowl2", uoc_tabletop / "000000-color.png", "Point to the leftmost bowl again.", "spatial", 640,
+                       480, tmp_path / "bowl.png")]
+    app = create_arena_app(agents, db_path=tmp_path / "arena.db", bench_items=items)
+    url, stop = serve_in_thread(app)
+    try:
+        page = chromium.new_page()
+        page.goto(url.removesuffix("/v1") + "/human")
+        page.wait_for_function("document.getElementById('query').textContent.includes('leftmost bowl.')")
+        page.wait_for_function("document.getElementById('human-canvas').width === 640")
+        box = page.locator("#human-canvas").bounding_box()
+        s = box["width"] / 640  # CSS pixels per image pixel
+
+        def click(u, v):
+            # image pixel (u, v) has its centre at CSS offset (u + 0.5) * s
+            page.click("#human-canvas", position={"x": (u + 0.5) * s, "y": (v + 0.5) * s})
+
+        click(230, 380)              # inside the bowl box
+        page.click("#submit")
+        page.wait_for_function("document.getElementById('status').textContent === 'Correct'")
+        page.wait_for_function("document.getElementById('query').textContent.includes('again')")
+        click(600, 50)               # far outside
+        page.click("#submit")
+        page.wait_for_function("document.getElementById('status').textContent.includes('miss')")
+        assert page.inner_text("#progress") == "2 answered, 1 correct"
+        clicks = app.state.arena.store.human_clicks()
+        assert clicks[0]["points"][0] == pytest.approx([230, 380], abs=0.6)
+        page.close()
+    finally:
+        stop()
+        stop_models()
