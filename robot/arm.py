@@ -129,6 +129,7 @@ class ArmState:
             sensor; this is what the sequence believes, or the vacuum sensor when there is one).
         error_code: the controller's error code (0 = none).
         estopped: emergency stop is engaged.
+        fault: the typed error that stopped the last sequence (motion refused until ``reset()``).
     """
 
     connected: bool = False
@@ -138,12 +139,13 @@ class ArmState:
     holding: bool = False
     error_code: int = 0
     estopped: bool = False
+    fault: str | None = None
 
     def to_dict(self) -> dict:
         return {
             "connected": self.connected, "tcp": self.tcp.to_dict() if self.tcp else None,
             "joints_rad": self.joints_rad, "tool_closed": self.tool_closed, "holding": self.holding,
-            "error_code": self.error_code, "estopped": self.estopped,
+            "error_code": self.error_code, "estopped": self.estopped, "fault": self.fault,
         }
 
 
@@ -229,6 +231,7 @@ class Arm:
         self._holding = False
         self._tool_closed = False
         self._estopped = False
+        self._fault: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def connect(self) -> "Arm":
@@ -281,6 +284,9 @@ class Arm:
             raise ArmNotConnectedError("arm is not connected")
         if self._estopped:
             raise EmergencyStopError("arm is emergency-stopped; reset it before moving")
+        if self._fault is not None:
+            # after a fault a person must look at the arm before it moves again
+            raise EmergencyStopError(f"arm stopped after a fault ({self._fault}); reset it before moving")
 
     def _run(self, action: str, target_m, steps) -> MotionReport:
         report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
@@ -297,7 +303,8 @@ class Arm:
                     self.driver.set_tool(bool(step))
                     self._tool_closed = bool(step)
                     time.sleep(self.motion.grip_settle_s)
-        except RobotError:
+        except RobotError as e:
+            self._fault = f"{type(e).__name__}: {e}"
             self._safe_halt()
             raise
         report.duration_s = time.monotonic() - t0
@@ -356,13 +363,14 @@ class Arm:
         self._safe_halt()
 
     def reset(self) -> None:
-        """Leave the emergency-stopped state (the driver re-runs its bring-up)."""
+        """Leave the emergency-stopped or faulted state (the driver re-runs its bring-up)."""
         self.driver.connect()
         self._estopped = False
+        self._fault = None
 
     def state(self) -> ArmState:
         st = ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
-                      estopped=self._estopped)
+                      estopped=self._estopped, fault=self._fault)
         if self._connected:
             try:
                 st.tcp = self.driver.get_pose()
