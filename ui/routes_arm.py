@@ -43,8 +43,12 @@ def queue_to_back(participant_id: int, _: Operator, ctx: Ctx) -> dict:
 @router.post("/arm/stop")
 def emergency_stop(_: Operator, ctx: Ctx) -> dict:
     """Emergency stop: the runner stops the arm; no trial starts until ``/api/arm/reset``."""
-    ctx.stopped = True
-    ctx.runner.emergency_stop()
+    ctx.stopped = True  # first: even if the runner call fails, no new trial starts
+    try:
+        ctx.runner.emergency_stop()
+    except Exception as e:
+        log.exception("runner.emergency_stop failed")
+        raise HTTPException(500, f"emergency stop failed: {e}; use the arm's hardware stop") from e
     return {"stopped": True}
 
 

@@ -200,7 +200,13 @@ async def participant_ws(ws: WebSocket) -> None:
             await conn.send_json({"type": "trial_result", **res})
         except FlowError as e:
             await conn.send_json({"type": "error", "error": str(e)})
-        await conn.send_json(participant_state(ctx, p))
+        except Exception:  # e.g. the database became unwritable: tell the participant, keep serving
+            log.exception("participant trial failed")
+            await conn.send_json({"type": "error", "error": "the trial could not be recorded; please tell the operator"})
+        try:
+            await conn.send_json(participant_state(ctx, p))
+        except Exception:
+            log.exception("building the participant state failed")
 
     try:
         while True:

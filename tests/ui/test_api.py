@@ -350,3 +350,25 @@ def test_blinded_trial_copies_no_runner_text():
                                   "(no depth near the point).")
     odd = blinded_trial({**base, "robot_outcome": "exploded by gpt-4o", "target": None, "robot_error": "x"})
     assert odd["outcome"] == "robot_failure" and "gpt" not in json.dumps(odd).lower()
+
+
+def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
+    client, runner, store = env
+    sid = _study(client, agents=["sim-oracle"])
+    inv = _invite(client, sid)
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "save_trial", disk_full)
+    monkeypatch.setattr(runner, "emergency_stop", disk_full)
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        assert "could not be recorded" in recv(ws, "error")["error"]
+        ws.send_text('{"type": "ping"}')
+        assert recv(ws, "pong")
+        r = client.post("/api/arm/stop", headers=H)
+        assert r.status_code == 500 and "hardware stop" in r.json()["detail"]
+        s = recv_state(ws, lambda s: s["stopped"])  # trials stay blocked even though the call failed
+        assert s["step"]["kind"] == "trial"
