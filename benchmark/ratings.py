@@ -170,7 +170,7 @@ def _elo_rounds(n_models: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, star
 
 
 def _bt_fit(n_models: int, ci: np.ndarray, cj: np.ndarray, cs: np.ndarray, counts: np.ndarray,
-            reg: float) -> np.ndarray:
+            reg: float, x0: np.ndarray | None = None) -> np.ndarray:
     """Bradley-Terry log-strengths (natural log-odds units, mean 0) from aggregated cells.
 
     Minimises ``-sum c (s log sig(d) + (1 - s) log sig(-d)) + reg/2 |beta|^2`` with ``d = beta_i - beta_j``.
@@ -188,7 +188,8 @@ def _bt_fit(n_models: int, ci: np.ndarray, cj: np.ndarray, cs: np.ndarray, count
         grad = np.bincount(ci, g_cell, n_models) - np.bincount(cj, g_cell, n_models)
         return nll + 0.5 * reg * float(beta @ beta), grad + reg * beta
 
-    res = minimize(f, np.zeros(n_models), jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-9})
+    start = np.zeros(n_models) if x0 is None else x0
+    res = minimize(f, start, jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-9})
     beta = res.x
     return beta - beta.mean()
 
@@ -244,14 +245,16 @@ def bradley_terry(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: f
         return {m: Rating(start, start, start, 1, 0) for m in models}
     ci, cj, cs, counts = _cells(n, a, b, s)
     to_rating = scale / math.log(base)
-    point = _bt_fit(n, ci, cj, cs, counts, reg) * to_rating + start
+    beta = _bt_fit(n, ci, cj, cs, counts, reg)
+    point = beta * to_rating + start
     rng = np.random.default_rng(seed)
     p = counts / counts.sum()
     boots = np.empty((bootstrap_rounds, n))
     for r in range(bootstrap_rounds):
         c = rng.multinomial(int(counts.sum()), p)
         keep = c > 0
-        boots[r] = _bt_fit(n, ci[keep], cj[keep], cs[keep], c[keep], reg) * to_rating + start
+        # warm start from the point fit: a resample's optimum is close to it
+        boots[r] = _bt_fit(n, ci[keep], cj[keep], cs[keep], c[keep], reg, beta) * to_rating + start
     return _assemble(models, point, boots, _games(n, a, b))
 
 
