@@ -16,8 +16,10 @@ COMMAND_MODULES = (
     "pointlab.sim_mock.commands",
     "pointlab.bridge.sus_commands",
     "pointlab.bridge.act_commands",
+    "pointlab.bridge.perf_loop",
     "pointlab.sim_mock.xarm_commands",
     "pointlab.benchmark.pointbench_commands",
+    "pointlab.sim_mock.perf_commands",
 )
 
 

@@ -42,11 +42,16 @@ class PointingNode(Node):
         agents: agent name -> object with ``async point(image_rgb, instruction) -> AgentAnswer``
             (``pointlab.benchmark.agents``).
         context: the rclpy ``Context``.
-        frame_timeout_s: how long a request waits for a first colour frame before failing.
-        max_frame_age_s: a frame older than this is not shown to an agent (the camera stalled).
+        frame_timeout_s: how long a request waits for its colour frame before failing.
+        fresh_frame: show the agent a frame *captured after* the request arrived (its header stamp
+            is later than the request's arrival, wall clock; when the stamps are not on this
+            machine's clock, more than 5 s off, a frame *received* after the request), so a scene
+            just changed by the arm is never answered from an older image. Costs up to one frame
+            period plus the camera's latency.
+        max_frame_age_s: without ``fresh_frame``, a frame older than this is not shown (camera stalled).
     """
 
-    def __init__(self, agents: dict[str, Any], *, context=None, frame_timeout_s: float = 5.0,
+    def __init__(self, agents: dict[str, Any], *, context=None, frame_timeout_s: float = 5.0, fresh_frame: bool = True,
                  max_frame_age_s: float = 2.0, node_name: str = "pointlab_pointing") -> None:
         super().__init__(node_name, context=context)
         from sensor_msgs.msg import Image
@@ -54,8 +59,9 @@ class PointingNode(Node):
 
         self.agents = dict(agents)
         self.frame_timeout_s = frame_timeout_s
+        self.fresh_frame = fresh_frame
         self.max_frame_age_s = max_frame_age_s
-        self._latest = None  # (Image msg, monotonic receive time)
+        self._latest = None  # (Image msg, monotonic receive time, stamp_ns)
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
@@ -68,7 +74,7 @@ class PointingNode(Node):
     # -- callbacks ------------------------------------------------------------------------------
     def _on_color(self, msg) -> None:
         with self._frame_cond:
-            self._latest = (msg, time.monotonic())
+            self._latest = (msg, time.monotonic(), stamp_to_ns(msg.header.stamp))
             self._frame_cond.notify_all()
 
     def _on_request(self, msg) -> None:
@@ -83,23 +89,35 @@ class PointingNode(Node):
         if agent is None:
             self._publish_answer(rid, error="unknown_agent")  # the name stays out of the answer
             return
-        # the frame is fetched on the agents' loop thread so a camera that has not started yet
-        # never blocks this executor callback
-        asyncio.run_coroutine_threadsafe(self._answer(rid, agent, req["instruction"]), self._loop)
+        # the frame is fetched on the agents' loop thread so waiting for it never blocks this
+        # executor callback
+        asyncio.run_coroutine_threadsafe(self._answer(rid, agent, req["instruction"], (time.monotonic(), time.time_ns())),
+                                         self._loop)
 
     # -- work -----------------------------------------------------------------------------------
-    def _take_frame(self):
+    def _take_frame(self, requested: tuple[float, int]):
         deadline = time.monotonic() + self.frame_timeout_s
+
+        def usable() -> bool:
+            if self._latest is None:
+                return False
+            if self.fresh_frame:
+                _, rx_t, stamp_ns = self._latest
+                if abs(time.time_ns() - stamp_ns) < 5_000_000_000:  # a stamp on our clock: compare capture times
+                    return stamp_ns >= requested[1]
+                return rx_t >= requested[0]
+            return time.monotonic() - self._latest[1] <= self.max_frame_age_s
+
         with self._frame_cond:
-            while self._latest is None or time.monotonic() - self._latest[1] > self.max_frame_age_s:
+            while not usable():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 self._frame_cond.wait(left)
             return self._latest[0]
 
-    async def _answer(self, rid: str, agent, instruction: str) -> None:
-        msg = await asyncio.to_thread(self._take_frame)
+    async def _answer(self, rid: str, agent, instruction: str, requested: tuple[float, int]) -> None:
+        msg = await asyncio.to_thread(self._take_frame, requested)
         if msg is None:
             self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s")
             return

@@ -102,6 +102,8 @@ class RosTrialRunner:
         self._lock = threading.Lock()
         self._trial_lock = threading.Lock()
         self._waiters: dict[tuple[str, str], tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+        self._armed: dict[str, str] = {}  # request_id -> action, for a trial that may still command the arm
+        self._commanded: set[str] = set()  # request_ids whose command was published
         self._state: dict | None = None
         self._state_event = threading.Event()
         self._holding = False
@@ -124,7 +126,7 @@ class RosTrialRunner:
         self._pub_reset = self.node.create_publisher(Empty, TOPICS["arm_reset"], 10)
         sub = self.node.create_subscription
         sub(String, TOPICS["point_answer"], lambda m: self._deliver("answer", m), 50)
-        sub(String, TOPICS["target_result"], lambda m: self._deliver("target", m), 50)
+        sub(String, TOPICS["target_result"], self._on_target_result, 50)
         sub(String, TOPICS["arm_result"], self._on_arm_result, 50)
         sub(String, TOPICS["arm_state"], self._on_arm_state, STATE_QOS)
         sub(String, TOPICS["point_frame"], self._on_point_frame, 50)
@@ -148,6 +150,24 @@ class RosTrialRunner:
             loop.call_soon_threadsafe(_resolve, fut, payload)
         except RuntimeError:  # the caller's loop is closed: nobody waits any more
             pass
+
+    def _on_target_result(self, msg) -> None:
+        d = parse_json_msg(msg)
+        if not d or "request_id" not in d:
+            return
+        rid = str(d["request_id"])
+        target = d.get("target") if isinstance(d.get("target"), dict) else {}
+        # The arm is commanded here, on the executor thread, rather than after a hop back to the
+        # trial's event loop: the point-to-command latency is the loop's headline number. Only a
+        # valid target of a trial still waiting for it (popped atomically) is ever commanded.
+        with self._lock:
+            action = self._armed.pop(rid, None) if target.get("valid") else None
+            if action is not None:
+                self._commanded.add(rid)
+        if action is not None:
+            self._pub_command.publish(json_msg({"request_id": rid, "action": action,
+                                                "target_base_m": target.get("point_base_m")}))
+        self._deliver("target", d)
 
     def _on_arm_result(self, msg) -> None:
         d = parse_json_msg(msg)
@@ -299,6 +319,14 @@ class RosTrialRunner:
             for kind in ("answer", "target", "arm"):
                 self._waiters.pop((kind, rid), None)
             self._request_frames.pop(rid, None)
+            self._armed.pop(rid, None)
+            self._commanded.discard(rid)
+
+    def _disarm(self, rid: str) -> bool:
+        """From now on the target callback cannot command the arm for ``rid``; returns whether it did."""
+        with self._lock:
+            self._armed.pop(rid, None)
+            return rid in self._commanded
 
     async def _wait(self, fut: asyncio.Future, timeout_s: float) -> dict | None:
         try:
@@ -326,6 +354,8 @@ class RosTrialRunner:
         rid = uuid.uuid4().hex
         res = TrialResult(trial_id=rid, agent=agent, instruction=instruction, action=action, expected=expected)
         f_answer, f_target, f_arm = self._expect("answer", rid), self._expect("target", rid), self._expect("arm", rid)
+        with self._lock:
+            self._armed[rid] = action
         try:
             self._pub_request.publish(json_msg({"request_id": rid, "agent": agent, "instruction": instruction}))
             timeout = self.timeouts.human_answer_s if agent in self.human_agent_names else self.timeouts.answer_s
@@ -334,25 +364,29 @@ class RosTrialRunner:
             res.timings_s["agent"] = round(t_answer - t_start, 4)
             if ans is None:
                 res.robot_outcome, res.robot_error = "agent_failure", f"agent: no answer within {timeout:.0f} s"
+                if self._disarm(rid):  # a target slipped in as the wait timed out: never leave it moving
+                    self.emergency_stop()
+                    res.robot_error += "; a late target reached the arm, emergency stop sent"
                 return res
             self._record_answer(res, ans)
             tgt = await self._wait(f_target, self.timeouts.target_s)
             t_target = time.monotonic()
+            commanded = self._disarm(rid)
             res.timings_s["targeting"] = round(t_target - t_answer, 4)
             res.target = None if tgt is None else tgt.get("target")
-            if ans.get("error"):
-                # the model call itself failed (network, timeout after retries): no point to act on
-                res.robot_outcome, res.robot_error = "agent_failure", f"agent: {ans['error']}"
+            if tgt is not None and isinstance(tgt.get("published_ns"), int) and isinstance(ans.get("answered_ns"), int):
+                res.timings_s["point_to_target"] = round((tgt["published_ns"] - ans["answered_ns"]) / 1e9, 6)
+            if not commanded:
+                if ans.get("error"):
+                    # the model call itself failed (network, timeout after retries): no point to act on
+                    res.robot_outcome, res.robot_error = "agent_failure", f"agent: {ans['error']}"
+                elif tgt is None:
+                    res.robot_outcome = "refused"
+                    res.target = {"valid": False,
+                                  "reason": f"no_target: targeting gave no result within {self.timeouts.target_s:.0f} s"}
+                else:
+                    res.robot_outcome = "refused"
                 return res
-            if tgt is None:
-                res.robot_outcome = "refused"
-                res.target = {"valid": False, "reason": f"no_target: targeting gave no result within {self.timeouts.target_s:.0f} s"}
-                return res
-            if not res.target or not res.target.get("valid"):
-                res.robot_outcome = "refused"
-                return res
-            self._pub_command.publish(json_msg({"request_id": rid, "action": action,
-                                                "target_base_m": res.target["point_base_m"]}))
             arm = await self._wait(f_arm, self.timeouts.motion_s)
             t_arm = time.monotonic()
             res.timings_s["motion"] = round(t_arm - t_target, 4)

@@ -12,7 +12,7 @@ Topics:
   ``link_base``, stamped with the frame's stamp) for valid targets only;
 - out ``/pointlab/target_result`` (String JSON ``{"request_id", "stamp_ns", "target",
   "answer_rx_ns", "published_ns"}``; ``target`` is ``bridge.targeting.Target.to_dict()``, a refusal
-  carries ``valid: false`` and its ``reason``).
+  carries ``valid: false`` and its ``reason``; an answer with an ``error`` is refused ``no_point``).
 
 The rule itself is ``bridge.targeting.compute_target`` (first point only, robust depth, calibration,
 workspace envelope). The depth of the same frame is found by exact stamp, else the nearest stamp
@@ -118,7 +118,11 @@ class TargetingNode(Node):
         rid = str(ans["request_id"])
         stamp = ans.get("stamp_ns")
         pinned = self._pins.pop(rid, None)
-        target = self.target_for(ans.get("points_px"), stamp, pinned)
+        if ans.get("error"):
+            # a failed agent call carries no point; say so rather than look for one
+            target = Target(False, reason="no_point: the agent call failed")
+        else:
+            target = self.target_for(ans.get("points_px"), stamp, pinned)
         self.publish_target(rid, stamp, target, rx_ns)
 
     def target_for(self, points_px, stamp_ns: int | None, pinned=None) -> Target:
