@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, event, select
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, event, func, select
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -264,7 +264,7 @@ class Store:
                 raise StoreError(f"unknown study {study_id}")
             if sorted(agent_order) != sorted(study.agents):
                 raise StoreError(f"agent order {list(agent_order)} is not a permutation of {study.agents}")
-            n = len(s.scalars(select(ParticipantRow.id).where(ParticipantRow.study_id == study_id)).all())
+            n = self._count_participants(s, study_id)
             row = ParticipantRow(study_id=study_id, token=token, label=label or f"P{n + 1}", order_index=n,
                                  agent_order=list(agent_order), created_unix_s=time.time())
             s.add(row)
@@ -274,9 +274,14 @@ class Store:
                 raise StoreError("invite token already in use") from e
             return row.id
 
+    @staticmethod
+    def _count_participants(s: Session, study_id: int) -> int:
+        return s.scalar(select(func.count(ParticipantRow.id)).where(ParticipantRow.study_id == study_id)) or 0
+
     def participant_count(self, study_id: int) -> int:
+        """How many participants ``study_id`` has (0 for an unknown study)."""
         with self.session() as s:
-            return len(s.scalars(select(ParticipantRow.id).where(ParticipantRow.study_id == study_id)).all())
+            return self._count_participants(s, study_id)
 
     def participant(self, participant_id: int) -> dict[str, Any]:
         with self.session() as s:

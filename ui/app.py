@@ -7,6 +7,8 @@ environment or at import time. Serve it with uvicorn on 127.0.0.1 (see docs/web.
 
 from __future__ import annotations
 
+import importlib.resources
+
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
@@ -31,12 +33,10 @@ def create_app(runner: TrialRunner, store: Store, *, operator_token: str, settin
     Raises:
         ValueError: a short operator token or invalid settings.
     """
-    import importlib.resources as res
-
     app = FastAPI(title="Point-Act", docs_url=None, redoc_url=None, openapi_url=None)
     # No /docs or /openapi.json: the schema lists operator routes a participant has no use for.
     app.state.ctx = AppContext(runner, store, operator_token, settings or UiSettings())
     for r in (routes_pages, routes_studies, routes_arm, routes_results, routes_participant, ws):
         app.include_router(r.router)
-    app.mount("/static", StaticFiles(directory=str(res.files("pointlab.ui") / "static")), name="static")
+    app.mount("/static", StaticFiles(directory=str(importlib.resources.files("pointlab.ui") / "static")), name="static")
     return app

@@ -52,8 +52,11 @@ def list_studies(_: Operator, db: Db) -> list[dict]:
 
 
 @router.post("/studies/{study_id}/participants", status_code=201)
-def invite(study_id: int, body: InviteIn, request: Request, _: Operator, ctx: Ctx, db: Db) -> dict:
-    """Invite the next participant: returns its id, label, agent order, token and invite link."""
+async def invite(study_id: int, body: InviteIn, request: Request, _: Operator, ctx: Ctx, db: Db) -> dict:
+    """Invite the next participant: returns its id, label, agent order, token and invite link.
+
+    ``async`` on purpose: invitations then run one at a time on the event loop, so two at once
+    cannot read the same participant count and get the same Williams row (the calls are short)."""
     try:
         pid, token = invite_participant(db, study_id, label=body.label)
     except StoreError as e:
