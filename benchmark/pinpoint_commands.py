@@ -49,3 +49,24 @@ def score_localization_cmd(
     except (RecordError, LocalizationRecordError) as e:
         fail(str(e))
     print_json(result)
+
+
+@pinpoint_app.command("generate")
+def pinpoint_generate_cmd(
+    scenes: list[Path] = typer.Option(..., "--scenes", help="scene files or folders (VSI-Bench meta, ReVSI boxes, ScanNet, ScanNet++); repeat the option"),
+    out: Path = typer.Option(..., "--out", help="output folder (train/val/test.jsonl, representations.jsonl, summary.json)"),
+    seed: int = typer.Option(0, "--seed", help="seed of negatives, distractors, answer letters and the split"),
+    sources: Optional[str] = typer.Option(None, "--sources", help="comma-separated source datasets to keep, e.g. scannet,scannetpp"),
+) -> None:
+    """Generate TPV / NRI / FSD / SSP questions from 3D scenes; prints the summary (counts per task, source, split)."""
+    from .pinpoint.dataset import generate_dataset
+    from .scenes import SceneFormatError
+
+    keep = {s.strip() for s in sources.split(",") if s.strip()} if sources else None
+    try:
+        summary = generate_dataset(scenes, out, seed=seed, sources=keep)
+    except SceneFormatError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {out}: {e}", 1)
+    print_json(summary)

@@ -60,7 +60,7 @@ FLOOR_WALL = frozenset({"floor", "wall", "walls", "carpet", "rug", "floor mat"})
 
 #: surfaces a target is attached to rather than resting on.
 WALL_LIKE = frozenset({"wall", "walls", "whiteboard", "blackboard", "board", "bulletin board", "pegboard",
-                       "mirror", "poster", "picture", "tv", "monitor"})
+                       "cork board", "corkboard"})
 
 # Semantic suitability of supporting surfaces: tier 0 is best (furniture with a top meant for
 # objects), tier 1 other furniture and appliances, tier 2 the floor. Anything else cannot support.

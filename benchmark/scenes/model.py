@@ -90,18 +90,27 @@ class OrientedBox:
         half = self.extent / 2.0
         counts = [max(2, int(math.ceil(e / spacing_m)) + 1) if e > 0 else 1 for e in self.extent]
         axes = [np.linspace(-h, h, n) for h, n in zip(half, counts)]
+        # Faces without repeated edges: the two x faces take the full (y, z) grid, the y faces
+        # the x-interior, the z faces the x- and y-interior (a degenerate axis has one face).
+        inner = [a[1:-1] if len(a) > 2 else a[:0] for a in axes]
         faces = []
-        for fixed in range(3):
+        for fixed, (ga_axis, gb_axis) in ((0, (axes[1], axes[2])), (1, (inner[0], axes[2])), (2, (inner[0], inner[1]))):
             a, b = [i for i in range(3) if i != fixed]
-            ga, gb = np.meshgrid(axes[a], axes[b], indexing="ij")
+            if len(axes[fixed]) == 1 and fixed > 0:
+                # a flat box: the interior of a collapsed axis is empty, so fill its one face fully
+                ga_axis = axes[a] if fixed == 1 else axes[0]
+                gb_axis = axes[b] if fixed == 1 else axes[1]
+            ga, gb = np.meshgrid(ga_axis, gb_axis, indexing="ij")
             sides = (-half[fixed], half[fixed]) if half[fixed] > 0 else (0.0,)
-            for s in sides:
+            for side in sides:
                 pts = np.empty((ga.size, 3))
                 pts[:, a] = ga.ravel()
                 pts[:, b] = gb.ravel()
-                pts[:, fixed] = s
+                pts[:, fixed] = side
                 faces.append(pts)
-        local = np.unique(np.concatenate(faces), axis=0)
+        local = np.concatenate(faces)
+        if min(counts) == 1:  # collapsed axes make faces coincide: drop the repeats
+            local = np.unique(local, axis=0)
         return self.center + local @ self.rotation.T
 
 
