@@ -165,16 +165,27 @@ def bench_arena_cmd(
     from pointlab.benchmark.pointbench import DatasetError, load_dataset
     from pointlab.ui.arena import ArenaSettings, create_arena_app
 
+    from pointlab.benchmark.agents_config import SIM_BASE_URL, load_agents_config
+
     stop = None
     try:
         items = load_dataset(data) if data else []
         settings = ArenaSettings(sampler=sampler)
         sim_url = None
-        if items:
-            from pointlab.sim_mock.mask_oracle import mask_sim_models
-            from pointlab.sim_mock.model_server import create_model_server, serve_in_thread
+        if any(a.base_url == SIM_BASE_URL for a in load_agents_config(agents).agents):
+            # sim agents (a test double reached through the agents config): answer from the dataset's
+            # masks when one is given, else from the default sim scene
+            from pointlab.sim_mock.model_server import create_model_server, default_sim_models, serve_in_thread
 
-            sim_url, stop = serve_in_thread(create_model_server(mask_sim_models(items)))
+            if items:
+                from pointlab.sim_mock.mask_oracle import mask_sim_models
+
+                models = mask_sim_models(items)
+            else:
+                from pointlab.sim_mock.oracle import SceneOracle
+
+                models = default_sim_models(SceneOracle())
+            sim_url, stop = serve_in_thread(create_model_server(models))
         ags = {n: a for n, a in load_agents(agents, sim_base_url=sim_url).items() if hasattr(a, "point_format")}
         arena = create_arena_app(ags, db_path=db, curated_dir=images, settings=settings, bench_items=items)
     except (AgentsConfigError, DatasetError, ValueError) as e:

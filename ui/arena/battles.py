@@ -156,6 +156,7 @@ def battle_state(bid: str, arena: Arena, sid: Sid) -> dict:
                if rec[key] is not None]
     if len(answers) == 2:
         arena.store.mark_shown(bid)
+        arena.pending.pop(bid, None)
     out: dict = {"battle_id": bid, "answers": answers, "ready": len(answers) == 2, "voted": rec["vote"] is not None}
     if rec["vote"] is not None:
         out["reveal"] = {"A": rec["model_a"], "B": rec["model_b"], "winner": rec["vote"]}
