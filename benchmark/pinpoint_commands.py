@@ -70,3 +70,21 @@ def pinpoint_generate_cmd(
     except OSError as e:
         fail(f"cannot write {out}: {e}", 1)
     print_json(summary)
+
+
+@perf_app.command("pinpoint")
+def perf_pinpoint_cmd(
+    objects: int = typer.Option(300, "--objects", help="objects in the synthetic mesh scene"),
+    vertices: int = typer.Option(1_000_000, "--vertices", help="total vertices of the synthetic scene"),
+    repeat: int = typer.Option(3, "--repeat", help="generation runs (cold caches each time)"),
+    ssp_answers: int = typer.Option(10_000, "--ssp-answers", help="SSP answers to score"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Generation time on a 300-object / 1M-vertex scene (KD-tree vs naive all-pairs baseline) and SSP scoring
+    throughput (vs json.loads); percentiles and ratios."""
+    from .pinpoint.perf import perf_pinpoint
+
+    if objects < 10 or vertices < 10 * objects or repeat < 1 or ssp_answers < 1:
+        fail("need --objects >= 10, --vertices >= 10 per object, --repeat >= 1, --ssp-answers >= 1")
+    print_json(perf_pinpoint(n_objects=objects, n_vertices=vertices, repeat=repeat, ssp_answers=ssp_answers,
+                             seed=seed))

@@ -152,14 +152,19 @@ def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
     # other labels of the scene qualify only when every instance is clearly farther than the answer
     # (an object whose centroid is beyond 1 m can still have a near surface)
     ti = idx.scene.objects.index(rep.target)
-    nearest: dict[str, float] = {}
+    bar = best.shortest_m + margin
+    close_enough: set[str] = set()
+    labels: set[str] = set()
     for j, o in enumerate(idx.scene.objects):
         lbl = o.label
         if (lbl in excluded or lbl in contacts or lbl in farther or is_floor_or_wall(lbl) or is_structural(lbl)
-                or category_of(lbl) == rep.category):
+                or category_of(lbl) == rep.category or lbl in close_enough):
             continue
-        nearest[lbl] = min(nearest.get(lbl, np.inf), idx.shortest(ti, j))
-    pool_scene = sorted(lbl for lbl, d in nearest.items() if d >= best.shortest_m + margin)
+        labels.add(lbl)
+        # the box gap is a cheap lower bound: only objects that might be near get the exact distance
+        if idx.gap_lower_bound(ti, j) < bar and idx.shortest(ti, j) < bar:
+            close_enough.add(lbl)
+    pool_scene = sorted(labels - close_enough)
     present_cats = {category_of(o.label) for o in idx.scene.objects}
     pool_absent = sorted(v for v, cat in ((v, category_of(v)) for v in _ALL_VARIANTS) if cat not in present_cats
                          and v not in excluded)

@@ -101,12 +101,26 @@ class SceneIndex:
         self.box_spacing_m = box_spacing_m
         self._points: dict[int, np.ndarray] = {}
         self._trees: dict[int, cKDTree] = {}
+        self._bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.centroids = np.array([o.centroid for o in scene.objects]).reshape(-1, 3)
 
     def points(self, i: int) -> np.ndarray:
         if i not in self._points:
             self._points[i] = self.scene.objects[i].surface_points(self.box_spacing_m)
         return self._points[i]
+
+    def bounds(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """World AABB of object i (cached), metres."""
+        if i not in self._bounds:
+            self._bounds[i] = self.scene.objects[i].bounds()
+        return self._bounds[i]
+
+    def gap_lower_bound(self, i: int, j: int) -> float:
+        """Distance between the AABBs of objects i and j: a lower bound of ``shortest(i, j)``
+        that needs no point sampling."""
+        (lo_i, hi_i), (lo_j, hi_j) = self.bounds(i), self.bounds(j)
+        gap = np.maximum(0.0, np.maximum(lo_j - hi_i, lo_i - hi_j))
+        return float(np.linalg.norm(gap))
 
     def tree(self, i: int) -> cKDTree:
         if i not in self._trees:
