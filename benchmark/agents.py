@@ -206,7 +206,12 @@ class OpenAIAgent(Agent):
         latency = time.perf_counter() - t0
         if error is not None:
             return AgentAnswer(raw_text=text or "", error=error, latency_s=latency, attempts=attempts, **base)
-        parsed = parse_points(text, self.point_format, width, height, model_size=self._model_size(sw, sh))
+        try:
+            parsed = parse_points(text, self.point_format, width, height, model_size=self._model_size(sw, sh))
+        except Exception as e:  # parse_points does not raise on model text; keep point()'s contract anyway
+            log.exception("agent %s: parsing %r failed", self.name, text[:200])
+            return AgentAnswer(raw_text=text, parse_error=f"unparseable: parser failed: {e}", latency_s=latency,
+                               attempts=attempts, **base)
         return AgentAnswer(points_px=parsed.points_px, raw_text=text, parse_error=parsed.reason, latency_s=latency,
                            attempts=attempts, **base)
 

@@ -137,20 +137,24 @@ def qwen_model_size(width: int, height: int, *, min_pixels: int = QWEN_MIN_PIXEL
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _TAG = re.compile(r"<(points?|tracks)\b([^<>]*?)/?>", re.I)
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>/]+))""")
-_TUPLE = re.compile(rf"\(\s*({_NUM})\s*,\s*({_NUM})\s*\)")
+_TUPLE = re.compile(rf"\(\s*({_NUM})\s*,\s*({_NUM})\s*\)", re.A)
+
+
+_NUM_STR = re.compile(rf"(?:{_NUM})", re.A | re.I)
 
 
 def _num(s: Any) -> float | None:
-    """A finite-or-not float from a JSON value or string; None when it is not a number."""
+    """A finite-or-not float from a JSON value or string; None when it is not a number.
+
+    Strings must be ASCII numbers (``_NUM``): Python's ``float`` would also take ``"1_000"`` and
+    non-ASCII digits (``"١٢"``), which no model format writes.
+    """
     if isinstance(s, bool):
         return None
     if isinstance(s, (int, float)):
         return float(s)
-    if isinstance(s, str):
-        try:
-            return float(s.strip())
-        except ValueError:
-            return None
+    if isinstance(s, str) and _NUM_STR.fullmatch(s.strip()):
+        return float(s.strip())
     return None
 
 
@@ -265,7 +269,7 @@ def _molmo_raw(text: str) -> list[tuple[float, float]]:
 
 _COORDS = re.compile(r"""<(?:points|tracks)\b[^<>]*?\bcoords\s*=\s*["']([^"']*)["']""", re.I)
 _GROUP_SEP = re.compile(r"[;\t,:]")
-_TRIPLET = re.compile(r"(\d+)\s+(\d{3,4})\s+(\d{3,4})")
+_TRIPLET = re.compile(r"(\d+)\s+(\d{3,4})\s+(\d{3,4})", re.A)  # ASCII digits, as Molmo 2's [0-9]
 
 
 def _molmo2_raw(text: str) -> list[tuple[float, float]]:
@@ -395,7 +399,11 @@ def _parse_named(text: str, fmt: str, width: int, height: int, model_size: tuple
         return _finish(_scale(_gemini_raw(text), width / 1000.0, height / 1000.0), fmt, 'no JSON [{"point": [y, x]}] answer')
     if fmt == "robopoint":
         return _finish(_scale(_robopoint_raw(text), float(width), float(height)), fmt, "no [(x, y), ...] answer")
-    mw, mh = _model_frame(fmt, width, height, model_size)
+    try:
+        mw, mh = _model_frame(fmt, width, height, model_size)
+    except ValueError as e:  # Qwen's resize refuses the image (a side < 28 px, aspect > 200)
+        return ParsedPoints(np.zeros((0, 2), dtype=np.float64), False, fmt,
+                            f"unparseable: no Qwen2.5-VL model size for a {width}x{height} image ({e}); pass model_size")
     if fmt == "qwen":
         return _finish(_scale(_qwen_raw(text), width / mw, height / mh), fmt, 'no {"point_2d": [x, y]} answer')
     if fmt == "xy_pixels":
@@ -427,7 +435,9 @@ def parse_points(text: str, fmt: str, width: int, height: int, *,
             normalised formats.
 
     Returns:
-        ``ParsedPoints``; ``ok=False`` with ``reason="unparseable: ..."`` when nothing parsed.
+        ``ParsedPoints``; ``ok=False`` with ``reason="unparseable: ..."`` when nothing parsed, or when
+        Qwen coordinates (named ``qwen`` or detected by ``auto``) need a resize the Qwen2.5-VL
+        processor refuses for this image (a side under 28 px) and no ``model_size`` is given.
 
     Raises:
         ValueError: ``fmt`` is not a known format, or ``width``/``height``/``model_size`` are not

@@ -64,8 +64,10 @@ def server(tmp_path_factory):
     script = tmp_path_factory.mktemp("s") / "script.jsonl"
     script.write_text('{"answer": "Reasoning first. Answer: [[30, 40]]"}\n{"answer": "no idea"}\n')
     models = default_sim_models(StubOracle())
+    qwen_script = tmp_path_factory.mktemp("q") / "qwen.jsonl"
+    qwen_script.write_text('{"match": "mug", "answer": "{\\"point_2d\\": [5, 5]}"}\n')
     models.update({"failing": Failing(), "slow": Slow(), "flaky": Flaky(), "scripted": ScriptedModel(script),
-                   "capture": CAPTURE})
+                   "capture": CAPTURE, "scripted-qwen": ScriptedModel(qwen_script)})
     url, stop = serve_in_thread(create_model_server(models))
     yield url
     stop()
@@ -248,6 +250,14 @@ def test_missing_api_key_and_bad_image_are_recorded(server, monkeypatch):
     assert ans.error == "missing API key: environment variable POINTLAB_TEST_NO_SUCH_KEY is not set"
     ans = run(_point(_agent(server, "sim-oracle", "molmo"), image=np.zeros((4, 4), np.float32)))
     assert ans.error.startswith("bad image")
+
+
+@pytest.mark.parametrize("fmt,style", [("qwen", "default"), ("auto", "unparsed")])
+def test_qwen_answer_on_a_tiny_image_is_a_parse_error_not_a_raise(server, fmt, style):
+    # a 20x20 image is below Qwen2.5-VL's 28 px factor: point() must still return an answer
+    ans = run(_point(_agent(server, "scripted-qwen", fmt, style), image=np.zeros((20, 20, 3), np.uint8)))
+    assert ans.error is None and ans.raw_text == '{"point_2d": [5, 5]}'
+    assert ans.parse_error.startswith("unparseable:") and ans.points_px.shape == (0, 2) and not ans.ok
 
 
 def test_api_key_from_env_is_used(server, monkeypatch):

@@ -214,3 +214,28 @@ def test_written_forms_by_hand():
     assert format_points([[320, 120]], "robopoint", W, H) == "[(0.500, 0.250)]"
     assert format_points([[640, 360]], "qwen", 1280, 720, label="c") == '```json\n[{"point_2d": [644, 364], "label": "c"}]\n```'
     assert format_points([], "gemini", W, H) == "There are none."
+
+
+# ---------------------------------------------------------------- adversarial answers (Breaker-A)
+
+@pytest.mark.parametrize("fmt", ["qwen", "auto"])
+def test_qwen_answer_on_an_image_qwen_cannot_resize_is_a_recorded_failure(fmt):
+    # Qwen2.5-VL's smart_resize refuses a side under 28 px; the model's text must not make
+    # parse_points raise (under auto the point_2d text itself selects Qwen).
+    r = parse_points('{"point_2d": [5, 5]}', fmt, 20, 20)
+    assert not r.ok and r.points_px.shape == (0, 2) and r.format == "qwen"
+    assert r.reason.startswith("unparseable:") and "20x20" in r.reason
+    # with the model size given, the same answer parses: 5 px of a 28x28 frame on a 20x20 image
+    ok = parse_points('{"point_2d": [14, 7]}', fmt, 20, 20, model_size=(28, 28))
+    assert ok.ok and ok.points_px.tolist() == [[10.0, 5.0]]
+
+
+@pytest.mark.parametrize("text,fmt", [
+    ('<point x="1_000" y="50">m</point>', "molmo"),        # float() would read 1000 (-> 6400 px)
+    ('<point x="\u0661\u0662" y="50">m</point>', "molmo"),  # Arabic-Indic 12
+    ('<points coords="1 1 \u0661\u0660\u0660 \u0662\u0660\u0660">m</points>', "molmo2"),
+    ("[(\u0660.5, 0.5)]", "robopoint"),
+])
+def test_numbers_must_be_ascii_as_the_formats_write_them(text, fmt):
+    r = parse_points(text, fmt, W, H)
+    assert not r.ok and r.reason.startswith("unparseable:")
