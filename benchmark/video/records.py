@@ -21,7 +21,8 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors, Excel exports) is dropped, not a JSON error
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"cannot read {p}: {e}") from e
     out = []

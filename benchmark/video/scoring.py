@@ -10,6 +10,7 @@ overall mean, which is the unweighted mean of the task means.
 from __future__ import annotations
 
 import math
+import string
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -66,13 +67,18 @@ class VsiItemScore:
         return asdict(self)
 
 
-def _letters(options: Sequence[str] | None) -> str:
+def _letters(qid: str, options: Sequence[str] | None) -> str:
     if not options:
         return "ABCD"
+    if not isinstance(options, (list, tuple)):
+        raise RecordError(f"question {qid}: options must be a list, got {type(options).__name__}")
+    if len(options) > len(string.ascii_uppercase):
+        raise RecordError(f"question {qid}: {len(options)} options, at most 26 (A-Z)")
     out = []
     for i, opt in enumerate(options):
         s = str(opt).strip()
-        out.append(s[0].upper() if len(s) > 1 and s[1] in ".)" and s[0].isalpha() else "ABCDEFGHIJ"[i])
+        out.append(s[0].upper() if len(s) > 1 and s[1] in ".)" and s[0].isascii() and s[0].isalpha()
+                   else string.ascii_uppercase[i])
     return "".join(out)
 
 
@@ -94,7 +100,7 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: str | None) -> VsiItemScor
         prediction = str(prediction)
     if qtype in MC_TASKS:
         truth: str | float = str(gt.get("ground_truth", "")).strip().upper()
-        letters = _letters(gt.get("options"))
+        letters = _letters(qid, gt.get("options"))
         a_s = parse_choice_strict(prediction, letters)
         a_l = parse_choice_lenient(prediction, letters, gt.get("options"))
         s_s, s_l = float(a_s == truth), float(a_l == truth)

@@ -49,6 +49,28 @@ def test_bad_records():
         score_vsi([q("9", "object_counting", "3"), q("9", "object_counting", "3")], {})
 
 
+def test_more_than_ten_options_are_lettered_not_a_crash():
+    # 12 bare options are A..L (a fixed "ABCDEFGHIJ" used to raise IndexError at the 11th)
+    opts = [f"object {i}" for i in range(12)]
+    s = score_vsi_item(q("10", "object_rel_distance", "K", options=opts), "K")
+    assert (s.score, s.score_lenient, s.answer_strict) == (1.0, 1.0, "K")
+    s = score_vsi_item(q("10", "object_rel_distance", "K", options=opts), "L")
+    assert (s.score, s.score_lenient) == (0.0, 0.0)
+    with pytest.raises(RecordError, match="27 options"):
+        score_vsi_item(q("11", "object_rel_distance", "A", options=[str(i) for i in range(27)]), "A")
+    with pytest.raises(RecordError, match="options must be a list"):
+        score_vsi_item(q("12", "object_rel_distance", "A", options="A. chair"), "A")
+
+
+def test_cli_too_many_options_is_one_line_error(tmp_path):
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text(json.dumps(q("1", "object_rel_distance", "A", options=[str(i) for i in range(30)])) + "\n")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text('{"id": "1", "prediction": "A"}\n')
+    r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and "30 options" in r.output and "Traceback" not in r.output
+
+
 def test_tables_average_direction_subtypes():
     gt = [q("e1", "object_rel_direction_easy", "A", options=OPTS), q("e2", "object_rel_direction_easy", "A", options=OPTS),
           q("h1", "object_rel_direction_hard", "C", options=OPTS), q("c1", "object_counting", "5", budget=16)]
