@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -81,17 +82,36 @@ def read_run_answers(path: str | Path) -> dict[str, dict]:
 
 
 class _ImageCache:
-    """Decoded (and steered) images, loaded once per item for all runs."""
+    """Decoded (and steered) images, least recently used first out.
 
-    def __init__(self, steer_mode: str):
+    Tasks are queued item by item (all runs of an item together), so a small cache serves every
+    run of an item while the whole dataset never sits in memory (982 photos would be gigabytes).
+    """
+
+    def __init__(self, steer_mode: str, max_items: int):
         self.steer_mode = steer_mode
-        self._cache: dict[str, tuple[np.ndarray, str]] = {}
+        self.max_items = max_items
+        self._cache: OrderedDict[str, asyncio.Future] = OrderedDict()
 
     async def get(self, item: BenchItem) -> tuple[np.ndarray, str]:
-        if item.id not in self._cache:
-            rgb = await asyncio.to_thread(item.load_image_rgb)
-            self._cache[item.id] = apply_steer(rgb, item.query, item.reference_points_px, self.steer_mode)
-        return self._cache[item.id]
+        fut = self._cache.get(item.id)
+        if fut is None:
+            # one load per item even when several runs ask at once
+            fut = asyncio.ensure_future(asyncio.to_thread(self._load, item))
+            self._cache[item.id] = fut
+            while len(self._cache) > self.max_items:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(item.id)
+        try:
+            return await asyncio.shield(fut)
+        except DatasetError:
+            self._cache.pop(item.id, None)
+            raise
+
+    def _load(self, item: BenchItem) -> tuple[np.ndarray, str]:
+        rgb = item.load_image_rgb()
+        return apply_steer(rgb, item.query, item.reference_points_px, self.steer_mode)
 
 
 async def _ask(agent: Any, item: BenchItem, run: int, images: _ImageCache, opts: RunOptions,
@@ -116,12 +136,12 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     from tqdm import tqdm
 
     sem = asyncio.Semaphore(opts.concurrency)
-    images = _ImageCache(opts.steer_mode)
+    images = _ImageCache(opts.steer_mode, max_items=2 * opts.concurrency + 4)
+    done = {run: read_run_answers(out_dir / f"run_{run}.jsonl") for run in range(1, opts.runs + 1)}
     todo, cached = [], 0
-    for run in range(1, opts.runs + 1):
-        done = read_run_answers(out_dir / f"run_{run}.jsonl")
-        for it in items:
-            if it.id in done and not done[it.id].get("error"):
+    for it in items:  # item-major: the runs of one item share its decoded image
+        for run in range(1, opts.runs + 1):
+            if it.id in done[run] and not done[run][it.id].get("error"):
                 cached += 1
             else:
                 todo.append((it, run))
@@ -130,7 +150,9 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     try:
         with tqdm(total=len(todo), desc=f"{getattr(agent, 'name', 'agent')}", unit="item", disable=not opts.progress,
                   leave=False) as bar:
-            for fut in asyncio.as_completed([_ask(agent, it, run, images, opts, sem) for it, run in todo]):
+            # tasks created in queue order start (and take the semaphore) in that order
+            tasks = [asyncio.ensure_future(_ask(agent, it, run, images, opts, sem)) for it, run in todo]
+            for fut in asyncio.as_completed(tasks):
                 rec = await fut
                 errors += bool(rec.get("error"))
                 f = files[rec["run"]]
