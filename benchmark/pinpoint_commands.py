@@ -88,3 +88,24 @@ def perf_pinpoint_cmd(
         fail("need --objects >= 10, --vertices >= 10 per object, --repeat >= 1, --ssp-answers >= 1")
     print_json(perf_pinpoint(n_objects=objects, n_vertices=vertices, repeat=repeat, ssp_answers=ssp_answers,
                              seed=seed))
+
+
+@pinpoint_app.command("study")
+def pinpoint_study_cmd(
+    samples: Path = typer.Option(..., "--samples", help="samples JSON (released demo_samples.json shape)"),
+    responses: Path = typer.Option(..., "--responses", help="JSONL the answers are appended to (pointlab score localization --pred)"),
+    setting: str = typer.Option("gt", "--setting", help="unguided, model or gt (App. D.1)"),
+    model_fsd: Optional[Path] = typer.Option(None, "--model-fsd", help='model descriptions JSONL {"id", "prediction"} for --setting model'),
+    port: int = typer.Option(8020, "--port", help="port on 127.0.0.1"),
+) -> None:
+    """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""
+    import uvicorn
+
+    from pointlab.ui.localization import StudyDataError, create_localization_app
+
+    try:
+        web = create_localization_app(samples, responses, setting=setting, model_fsd_path=model_fsd)
+    except (StudyDataError, ValueError) as e:
+        fail(str(e))
+    typer.echo(f"localization study on http://127.0.0.1:{port}/ (answers -> {responses})", err=True)
+    uvicorn.run(web, host="127.0.0.1", port=port, log_level="warning")
