@@ -11,6 +11,7 @@ from .cligroups import app
 # Each module decorates commands onto a group of pointlab.bridge.cligroups. Add yours here.
 COMMAND_MODULES = (
     "pointlab.perception.commands",
+    "pointlab.perception.calibrate_commands",
     "pointlab.benchmark.video_commands",
     "pointlab.benchmark.pinpoint_commands",
     "pointlab.sim_mock.commands",

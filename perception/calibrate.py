@@ -43,7 +43,7 @@ from pointlab.robot.errors import UnreachableTargetError
 from pointlab.robot.workspace import Workspace
 
 from .camera import Camera
-from .errors import PerceptionError
+from .errors import CameraSourceError, PerceptionError
 from .extrinsics import Calibration, RigidTransform, save_calibration
 from .handeye import HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, _mean_transform, detect_board, solve_hand_eye
 
@@ -103,6 +103,8 @@ class CalibrateOptions:
         flush_frames: frames read after settling; the last is used (>= 1).
         min_corners: ChArUco corners a detection needs.
         min_poses: detected poses the solve needs.
+        max_residual_mm: a mean residual above this fails the run (the board moved on the tool, the
+            wrong setup, or a wrong square size; a good run in the lab is 1-3 mm).
         verify: run the verification step.
     """
 
@@ -113,6 +115,7 @@ class CalibrateOptions:
     flush_frames: int = 2
     min_corners: int = 8
     min_poses: int = 6
+    max_residual_mm: float = 15.0
     verify: bool = False
 
     def __post_init__(self) -> None:
@@ -120,8 +123,10 @@ class CalibrateOptions:
             raise CalibrationInputError(f"unknown setup {self.setup!r}; one of {', '.join(SETUPS)}")
         if self.method not in HAND_EYE_METHODS:
             raise CalibrationInputError(f"unknown method {self.method!r}; one of {', '.join(sorted(HAND_EYE_METHODS))}")
-        if self.settle_s < 0 or self.flush_frames < 1 or self.min_corners < 4 or self.min_poses < 3:
-            raise CalibrationInputError("need settle_s >= 0, flush_frames >= 1, min_corners >= 4, min_poses >= 3")
+        if (self.settle_s < 0 or self.flush_frames < 1 or self.min_corners < 4 or self.min_poses < 3
+                or not self.max_residual_mm > 0):
+            raise CalibrationInputError("need settle_s >= 0, flush_frames >= 1, min_corners >= 4, min_poses >= 3, "
+                                        "max_residual_mm > 0")
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -346,8 +351,8 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         in the base frame (eye-in-hand), the mean over the poses.
 
     Raises:
-        CalibrationFailedError: fewer than ``min_poses`` detected poses, or their rotations do not span
-            two axes (a few degrees at least).
+        CalibrationFailedError: fewer than ``min_poses`` detected poses, rotations that do not span two
+            axes (a few degrees at least), or a mean residual over ``max_residual_mm``.
     """
     used = [c for c in captures if c.skipped is None]
     if len(used) < options.min_poses:
@@ -366,6 +371,12 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         result = solve_hand_eye(tcps, boards, options.setup, options.method)
     except (ValueError, cv2.error) as e:
         raise CalibrationFailedError(f"hand-eye solve failed: {e}") from e
+    mean_mm = float(np.mean(result.residual_mm))
+    if not mean_mm <= options.max_residual_mm:
+        raise CalibrationFailedError(
+            f"mean residual {mean_mm:.1f} mm is over {options.max_residual_mm} mm: the board is not rigid to the "
+            f"{'tool' if options.setup == 'eye_to_hand' else 'table'}, the --setup is wrong, or the --board "
+            "square size is not what was printed")
     X = result.transform
     if options.setup == "eye_to_hand":
         inv = [(t.inverse() @ X @ b).matrix for t, b in zip(tcps, boards)]
@@ -396,7 +407,8 @@ def verify_calibration(captures: list[PoseCapture], result: HandEyeResult, T_fix
         else:
             via_camera, via_arm = T_tcp @ X @ c.T_camera_board, T_fixed_board
         err = np.linalg.norm(via_camera.apply(corners) - via_arm.apply(corners), axis=1) * 1000.0
-        per_pose.append({"index": c.index, "mean_mm": round(float(err.mean()), 3), "max_mm": round(float(err.max()), 3)})
+        per_pose.append({"index": c.index, "mean_mm": round(float(err.mean()), 3),
+                         "max_mm": round(float(err.max()), 3)})
         all_err.append(err)
     skipped = [{"index": c.index, "reason": c.skipped} for c in captures if c.skipped]
     if not all_err:
@@ -439,8 +451,8 @@ class CalibrationRun:
             "transform": {"T_parent_child": T.matrix.round(9).tolist(),
                           "translation_m": T.translation_m.round(6).tolist(),
                           "rpy_deg": Rotation.from_matrix(T.rotation).as_euler("xyz", degrees=True).round(4).tolist()},
-            "residual_mm": {k: residuals["residual_mm"][k] for k in ("mean", "max")},
-            "residual_deg": {k: residuals["residual_deg"][k] for k in ("mean", "max")},
+            "residual_mm": {k: round(residuals["residual_mm"][k], 3) for k in ("mean", "max")},
+            "residual_deg": {k: round(residuals["residual_deg"][k], 4) for k in ("mean", "max")},
             "poses_used": len(used), "poses_total": len(self.captures), "poses": per_pose,
             "skipped": [{"index": c.index, "pose": c.commanded.to_dict(), "reason": c.skipped}
                         for c in self.captures if c.skipped],
@@ -454,8 +466,8 @@ def _calibration_of(result: HandEyeResult, captures: list[PoseCapture], verify: 
     used = [c for c in captures if c.skipped is None]
     residuals = {"residual_mm": s["residual_mm"], "residual_deg": s["residual_deg"], "poses": s["poses"],
                  "skipped": len(captures) - len(used),
-                 "reprojection_px": {"mean": float(np.mean([c.reprojection_px for c in used])),
-                                     "max": float(np.max([c.reprojection_px for c in used]))}}
+                 "reprojection_px": {"mean": round(float(np.mean([c.reprojection_px for c in used])), 4),
+                                     "max": round(float(np.max([c.reprojection_px for c in used])), 4)}}
     if verify is not None:
         residuals["verify_error_mm"] = verify["error_mm"] and {k: verify["error_mm"][k] for k in ("mean", "max")}
     parent = "link_base" if result.setup == "eye_to_hand" else TCP_FRAME
@@ -513,8 +525,8 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
         time_scale: the sim arm's motion-time multiplier (ignored for a real arm).
 
     Raises:
-        CalibrationInputError, CameraSourceError, ValueError: bad specs or inputs (before any motion).
-        and everything ``run_calibration`` raises.
+        CalibrationInputError: a bad robot or camera spec, poses file or option (before any motion);
+            and everything ``run_calibration`` raises.
     """
     from pointlab.robot.arm import MotionConfig, make_arm
 
@@ -527,12 +539,14 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
     else:
         poses, verify_poses = default_poses(options.setup, centre_m)
     workspace = workspace or Workspace()
-    if robot_spec.partition(":")[0] == "sim":
-        motion = replace(MotionConfig(), grip_settle_s=0.0)
-        arm = make_arm(robot_spec, workspace, motion, time_scale=time_scale)
-    else:
-        arm = make_arm(robot_spec, workspace)
-    camera = make_camera(camera_spec_for_calibration(camera_spec, options.setup, options.board))
+    try:
+        if robot_spec.partition(":")[0] == "sim":
+            arm = make_arm(robot_spec, workspace, replace(MotionConfig(), grip_settle_s=0.0), time_scale=time_scale)
+        else:
+            arm = make_arm(robot_spec, workspace)
+        camera = make_camera(camera_spec_for_calibration(camera_spec, options.setup, options.board))
+    except (ValueError, CameraSourceError) as e:  # a bad spec: nothing is connected yet
+        raise CalibrationInputError(str(e)) from e
     check_poses(poses, workspace)  # refuse before connecting anything
     with arm, camera:
         try:

@@ -1,0 +1,62 @@
+"""``pointlab calibrate``: hand-eye calibration of the camera against the arm (docs/calibration.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pointlab.bridge.cligroups import app, fail, print_json
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    robot: str = typer.Option(..., "--robot", help="sim or xarm:IP[:PORT]"),
+    camera: str = typer.Option(..., "--camera", help="sim (the sim tabletop with the board) or realsense[:SERIAL]"),
+    out: Path = typer.Option(..., "--out", help="calibration file to write (JSON, metres)"),
+    poses: Optional[Path] = typer.Option(None, "--poses", help='JSON list of {"position_m": [x,y,z], "rpy_deg": '
+                                                             '[r,p,y]} or {"calibrate": [...], "verify": [...]}'),
+    setup: str = typer.Option("eye_to_hand", "--setup", help="eye_to_hand (board on the tool) or eye_in_hand"),
+    method: str = typer.Option("PARK", "--method", help="TSAI, PARK, HORAUD, ANDREFF or DANIILIDIS"),
+    board: str = typer.Option("5x7:0.04:0.03:DICT_5X5_100", "--board",
+                              help="SXxSY:SQUARE_M:MARKER_M:DICT, sizes as measured on the print, metres"),
+    verify: bool = typer.Option(False, "--verify", help="check the result at poses not used in the solve"),
+    centre: Optional[tuple[float, float, float]] = typer.Option(
+        None, "--centre", help="X Y Z (m, base frame): centre of the generated pose set"),
+    settle_s: float = typer.Option(0.5, "--settle-s", help="wait after each motion before reading frames, s"),
+    min_poses: int = typer.Option(6, "--min-poses", help="detected poses needed for a solve"),
+    max_residual_mm: float = typer.Option(15.0, "--max-residual-mm", help="fail when the mean residual is above"),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (real arm: ignored)"),
+) -> None:
+    """Move the arm through a pose set, detect the ChArUco board, solve hand-eye and write the file.
+
+    Prints JSON: method, setup, transform, residual_mm/residual_deg (mean, max, per pose), skipped
+    poses, verify (error_mm mean/max) and the file written. Exit 2: bad input (board, poses file,
+    setup, method, a pose outside the workspace; nothing moved). Exit 1: the run failed (too few
+    detections, robot or camera error); no file is written unless the solve succeeded.
+    """
+    from pointlab.robot.errors import RobotError, UnsafeTargetError
+
+    from .calibrate import CalibrateOptions, CalibrationFailedError, CalibrationInputError, calibrate, parse_board_spec
+    from .errors import CameraSourceError, PerceptionError
+
+    if settle_s < 0 or time_scale < 0:
+        fail("--settle-s and --time-scale must be >= 0")
+    try:
+        options = CalibrateOptions(setup=setup, method=method.upper(), board=parse_board_spec(board),
+                                   settle_s=settle_s, min_poses=min_poses, max_residual_mm=max_residual_mm,
+                                   verify=verify)
+    except CalibrationInputError as e:
+        fail(str(e))
+    if out.parent and not out.parent.is_dir():
+        fail(f"--out: folder {out.parent} does not exist")
+    try:
+        run = calibrate(robot, camera, out, options, poses_path=poses, centre_m=centre, time_scale=time_scale)
+    except (CalibrationInputError, UnsafeTargetError) as e:
+        fail(str(e), 2)
+    except CalibrationFailedError as e:
+        fail(str(e), 1)
+    except (RobotError, CameraSourceError, PerceptionError, ConnectionError, TimeoutError) as e:
+        fail(f"{type(e).__name__}: {e}", 1)
+    print_json(run.to_dict())
