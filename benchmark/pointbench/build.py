@@ -21,7 +21,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 
 from .dataset import BenchItem, DatasetError, _image_size, load_mask, load_release, normalise_category, write_gt_jsonl
 

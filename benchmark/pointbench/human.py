@@ -26,8 +26,9 @@ def page_item(item: BenchItem) -> dict:
 
 def score_clicks(item: BenchItem, points_px: Sequence[Sequence[float]]) -> ItemScore:
     """Score a person's clicks ``[[u, v], ...]`` (original pixels) with the model rules."""
-    return score_item(item, points_px if len(points_px) else None) if len(points_px) else \
-        score_item(item, None, failure="no_points")
+    if not len(points_px):
+        return score_item(item, None, failure="no_points")
+    return score_item(item, points_px)
 
 
 def clicks_to_pred_jsonl(rows: Sequence[dict], path: str | Path) -> Path:

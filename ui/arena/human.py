@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import PlainTextResponse, Response
 from PIL import Image
 from pydantic import BaseModel
-
-import json
 
 from pointlab.benchmark.pointbench.dataset import DatasetError
 from pointlab.benchmark.pointbench.human import page_item, score_clicks

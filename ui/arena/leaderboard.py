@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import PlainTextResponse
-
-import json
 
 from pointlab.benchmark.ratings import TIE_WINNERS, RatingsInputError, compute_ratings, parse_vote
 
