@@ -189,9 +189,16 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
         else:
             h = prediction_hash(pred)
             stored = verdicts.get(qid)
-            if stored and stored.get("prediction_sha1") == h and stored.get("prompt_version") == OQ_PROMPT_VERSION \
-                    and stored.get("score") is not None:
-                score, reason = float(stored["score"]), "stored verdict"
+            stored_score, stored_problem = None, None
+            if isinstance(stored, Mapping) and stored.get("prediction_sha1") == h \
+                    and stored.get("prompt_version") == OQ_PROMPT_VERSION and stored.get("score") is not None:
+                # a verdict file is user data: a hand-edited or corrupt score is checked like a fresh one
+                try:
+                    stored_score = validate_oq_verdict(dict(stored))["score"]
+                except ValueError as e:
+                    stored_problem = f"stored verdict unusable: {e}"
+            if stored_score is not None:
+                score, reason = stored_score, "stored verdict"
                 reused += 1
             elif judge is not None:
                 v = judge.judge(build_oq_prompt(str(rec.get("question", "")), truth, pred), validate=validate_oq_verdict)
@@ -204,7 +211,7 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
                 score = record["score"]
                 reason = "judged" if v.ok else f"judge_failed: {v.error}"
             else:
-                reason = "no judge verdict"
+                reason = stored_problem or "no judge verdict"
         items.append(EgoItemScore(**common, score=score, score_lenient=score, answer_strict=None, answer_lenient=None,
                                   ground_truth=truth, random_baseline=None, reason=reason))
     summary = _summary(items)

@@ -84,6 +84,45 @@ def test_validate_verdict():
             validate_oq_verdict(bad)
 
 
+@pytest.mark.parametrize("bad", [7, "abc", [1], -0.2, float("nan")])
+def test_corrupt_stored_verdict_is_not_used(bad, judge_server):
+    from pointlab.benchmark.egopoint.scoring import OQ_PROMPT_VERSION, prediction_hash
+
+    gt = [GT[5]]  # OQ "What brand is this?" -> "Coca-Cola"
+    pred = {"6": PRED["6"]}
+    stored = {"6": {"id": "6", "prediction_sha1": prediction_hash(PRED["6"]), "prompt_version": OQ_PROMPT_VERSION,
+                    "score": bad}}
+    out = score_egopoint(gt, pred, verdicts=stored)
+    item = out["items"][0]
+    # a score of 7 would have made the overall mean 7.0; a string or a list used to raise
+    assert item["score"] is None and item["reason"].startswith("stored verdict unusable")
+    assert out["summary"]["unjudged"] == 1 and out["summary"]["stored_verdicts_used"] == 0
+    # with a judge the item is judged again (the scripted judge gives 0.8 for this answer)
+    out = score_egopoint(gt, pred, verdicts=stored, judge=LLMJudge("judge", base_url=judge_server, max_retries=0))
+    assert out["items"][0]["score"] == 0.8 and out["summary"]["judged_now"] == 1
+
+
+def test_stored_verdict_off_the_grid_is_snapped():
+    from pointlab.benchmark.egopoint.scoring import OQ_PROMPT_VERSION, prediction_hash
+
+    stored = {"6": {"prediction_sha1": prediction_hash(PRED["6"]), "prompt_version": OQ_PROMPT_VERSION, "score": 0.75}}
+    out = score_egopoint([GT[5]], {"6": PRED["6"]}, verdicts=stored)
+    assert out["items"][0]["score"] == 0.8 and out["items"][0]["reason"] == "stored verdict"
+
+
+def test_cli_corrupt_verdict_file_is_no_traceback(tmp_path):
+    from pointlab.benchmark.egopoint.scoring import OQ_PROMPT_VERSION, prediction_hash
+
+    gt, pred, ver = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl", tmp_path / "verdicts.jsonl"
+    gt.write_text(json.dumps(GT[5]) + "\n")
+    pred.write_text(json.dumps({"id": "6", "prediction": PRED["6"]}) + "\n")
+    ver.write_text(json.dumps({"id": "6", "prediction_sha1": prediction_hash(PRED["6"]),
+                               "prompt_version": OQ_PROMPT_VERSION, "score": "abc"}) + "\n")
+    r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(gt), "--pred", str(pred), "--verdicts", str(ver)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["items"][0]["reason"].startswith("stored verdict unusable")
+
+
 def test_bad_records():
     with pytest.raises(RecordError):
         score_egopoint([{"id": "x", "question_type": "essay"}], {})
