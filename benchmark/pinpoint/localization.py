@@ -8,7 +8,6 @@ normalized coordinates and r = 0.12, s = max(0, 1 - (d / r)^2). Accuracy = 100 *
 from __future__ import annotations
 
 import math
-from typing import Any
 
 __all__ = ["LOCALIZATION_RADIUS", "LocalizationRecordError", "localization_score", "score_localization"]
 
