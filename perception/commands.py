@@ -26,7 +26,11 @@ def deproject_cmd(
     from .replay import load_rgbd_frame
 
     try:
+        rule = DepthRule(window_radius_px=window)
+    except ValueError as e:
+        fail(f"--window-radius: {e}")
+    try:
         f = load_rgbd_frame(rgbd, frame, stamp_ns=0)
     except CameraSourceError as e:
         fail(str(e))
-    print_json(deproject_pixel(f, pixel[0], pixel[1], DepthRule(window_radius_px=window)).to_dict())
+    print_json(deproject_pixel(f, pixel[0], pixel[1], rule).to_dict())

@@ -91,7 +91,8 @@ class Deprojection:
             "point_m": None if self.point_m is None else [round(float(c), 6) for c in self.point_m],
             "depth_m": None if self.depth_m is None else round(float(self.depth_m), 6),
             "reason": self.reason,
-            "pixel": [float(self.pixel[0]), float(self.pixel[1])],
+            # strict JSON has no NaN/Infinity: a non-finite pixel (a refusal) is written as null
+            "pixel": [float(c) if math.isfinite(c) else None for c in self.pixel],
             "valid_px": self.valid_px,
             "source": self.source,
         }
@@ -109,7 +110,7 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
     except (TypeError, ValueError):
         return Deprojection((math.nan, math.nan), False, reason="outside_image: coordinates are not numbers")
     if not intr.contains(u, v):
-        return Deprojection((u, v), False, reason=f"outside_image: ({u:.1f}, {v:.1f}) not in {intr.width}x{intr.height}")
+        return Deprojection((u, v), False, reason=f"outside_image: ({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
 
     col, row = int(round(u)), int(round(v))
     r = rule.window_radius_px

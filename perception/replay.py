@@ -46,6 +46,8 @@ def load_camera_params(folder: Path) -> tuple[Intrinsics, float]:
         scale = float(d.get("depth_scale", DEFAULT_DEPTH_SCALE_M))
     except FileNotFoundError as e:
         raise CameraSourceError(f"{path} not found") from e
+    except OSError as e:  # the folder is a file, the params file is a folder, no permission
+        raise CameraSourceError(f"{path}: cannot read camera parameters ({e.strerror or e})") from e
     except (ValueError, KeyError, TypeError) as e:
         raise CameraSourceError(f"{path}: malformed camera parameters ({e})") from e
     return intr, scale
@@ -74,6 +76,9 @@ def load_rgbd_frame(folder: Path, frame_id: str | int, *, intrinsics: Intrinsics
         intrinsics, depth_scale_m = load_camera_params(folder)
     fid = f"{int(frame_id):06d}" if isinstance(frame_id, int) or str(frame_id).isdigit() else str(frame_id)
     cpath, dpath = folder / f"{fid}-color.png", folder / f"{fid}-depth.png"
+    for p in (cpath, dpath):  # checked here so OpenCV does not also print a warning of its own
+        if not p.is_file():
+            raise CameraSourceError(f"no frame {fid}: {p} does not exist")
     color = cv2.imread(str(cpath), cv2.IMREAD_COLOR)
     depth = cv2.imread(str(dpath), cv2.IMREAD_UNCHANGED)
     if color is None:

@@ -86,3 +86,56 @@ def test_rule_validation():
         DepthRule(min_depth_m=2.0, max_depth_m=1.0)
     with pytest.raises(ValueError):
         DepthRule(foreground_quantile=1.5)
+
+
+# ---------------------------------------------------------------- the CLI on bad input (Breaker-A)
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    return CliRunner().invoke(app, ["deproject", *args])
+
+
+@pytest.mark.parametrize("u", ["nan", "inf", "-inf"])
+def test_cli_non_finite_pixel_prints_strict_json(uoc_tabletop, u):
+    import json
+
+    r = _cli("--rgbd", str(uoc_tabletop), "--frame", "3", "--pixel", u, "240")
+    assert r.exit_code == 0
+    # json.loads accepts NaN/Infinity; a strict parser (JavaScript, jq) does not
+    out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in output"))
+    assert out["valid"] is False and out["reason"].startswith("outside_image") and out["pixel"] == [None, 240.0]
+
+
+def test_cli_huge_pixel_reason_stays_short(uoc_tabletop):
+    import json
+
+    r = _cli("--rgbd", str(uoc_tabletop), "--frame", "3", "--pixel", "1e300", "240")
+    assert r.exit_code == 0
+    out = json.loads(r.stdout)
+    assert out["reason"] == "outside_image: (1e+300, 240) not in 640x480"
+
+
+def test_cli_negative_window_is_a_one_line_error(uoc_tabletop):
+    r = _cli("--rgbd", str(uoc_tabletop), "--frame", "3", "--pixel", "320", "240", "--window-radius", "-1")
+    assert r.exit_code == 2 and "--window-radius: window_radius_px must be >= 0" in r.output
+
+
+def test_cli_rgbd_is_a_file_or_frame_missing(uoc_tabletop, tmp_path):
+    r = _cli("--rgbd", str(uoc_tabletop / "000003-color.png"), "--frame", "3", "--pixel", "320", "240")
+    assert r.exit_code == 2 and "cannot read camera parameters" in r.output
+    r = _cli("--rgbd", str(uoc_tabletop), "--frame", "999", "--pixel", "320", "240")
+    assert r.exit_code == 2 and "no frame 000999" in r.output
+
+
+def test_cli_truncated_png_is_a_one_line_error(uoc_tabletop, tmp_path):
+    import shutil
+
+    for name in ("camera_params.json", "000003-color.png"):
+        shutil.copy(uoc_tabletop / name, tmp_path / name)
+    data = (uoc_tabletop / "000003-depth.png").read_bytes()
+    (tmp_path / "000003-depth.png").write_bytes(data[: len(data) // 2])
+    r = _cli("--rgbd", str(tmp_path), "--frame", "3", "--pixel", "320", "240")
+    assert r.exit_code == 2 and "cannot read depth image" in r.output

@@ -59,3 +59,14 @@ def test_bad_sources(tmp_path):
     cam = make_camera(f"replay:{tmp_path}", fps=0).connect()
     with pytest.raises(CameraSourceError, match="cannot read"):
         cam.read()
+
+
+def test_params_path_that_is_a_folder_or_under_a_file(tmp_path):
+    # IsADirectoryError / NotADirectoryError used to escape as raw OSErrors (a traceback in the CLI)
+    (tmp_path / "camera_params.json").mkdir()
+    with pytest.raises(CameraSourceError, match="cannot read camera parameters"):
+        load_camera_params(tmp_path)
+    f = tmp_path / "file.png"
+    f.write_bytes(b"x")
+    with pytest.raises(CameraSourceError, match="cannot read camera parameters"):
+        load_camera_params(f)
