@@ -49,16 +49,18 @@ def plot_fig3(aggregates: Mapping[str, Mapping[str, dict]], path_stem: str | Pat
     x = np.arange(len(FIG3_COLUMNS))
     width = 0.8 / max(1, len(models))
     fig, ax = plt.subplots(figsize=(max(7.0, 1.4 * len(FIG3_COLUMNS) + 0.3 * len(models)), 4.2), dpi=120)
+    top = 105.0
     for k, m in enumerate(models):
         agg = aggregates[m]
         means = [100 * agg[c]["mean"] if c in agg else np.nan for c in FIG3_COLUMNS]
         stds = [100 * agg[c]["std"] if c in agg else 0.0 for c in FIG3_COLUMNS]
+        top = max([top] + [a + b + 5 for a, b in zip(means, stds) if np.isfinite(a)])
         human = m.lower() == "human"
         ax.bar(x - 0.4 + width * (k + 0.5), means, width, yerr=stds, capsize=3, label=m,
                hatch="//" if human else None, color="0.75" if human else None, edgecolor="0.3", linewidth=0.5)
     ax.set_xticks(x, [c.capitalize() for c in FIG3_COLUMNS])
     ax.set_ylabel("success rate (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, top)
     ax.set_title(title)
     ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.grid(axis="y", alpha=0.3)
