@@ -172,3 +172,46 @@ def test_fsd_text_mentions_anchor_and_rounded_distances(scannetpp):
     assert text.startswith("The power strip is on the table.")
     for r in rep.references[:2]:
         assert f"the {r.label}" in text and f"about {round_cm(r.shortest_m)} cm away" in text
+
+
+def test_mesh_mode_matches_box_mode():
+    """The same desk as vertices (box surfaces sampled at 1 cm): the mesh path (vertex-mean
+    centroids, nearby-vertex tops) gives the cup the same support, references and questions."""
+    boxes = desk_scene()
+    mesh = Scene(scene_id=boxes.scene_id, source_dataset="scannet", objects=[
+        SceneObject.from_vertices(o.object_id, o.label, o.box.sample_surface(0.01)) for o in boxes.objects])
+    rep = build_representation(SceneIndex(mesh), 1)
+    assert rep.support.label == "table" and rep.support.relation == "on"
+    assert [(r.label, r.relation, round(r.shortest_m, 4)) for r in rep.references] == [
+        ("keyboard", "next_to", 0.11), ("monitor", "side_below", 0.16), ("chair", "side_above", 0.46)]
+    fsd = [r["answer"] for r in generate_scene(mesh, seed=3)[0] if r["task"] == "FSD" and r["target"] == "cup"]
+    assert fsd == ["The cup is on the table. It is also next to the keyboard, about 11 cm away. "
+                   "It is further to the side of and below the monitor, about 16 cm away."]
+
+
+def _rep_with(target: str, support: tuple | None, refs: list[tuple]) -> "TargetRepresentation":
+    from pointlab.benchmark.pinpoint.spatial import Neighbour, TargetRepresentation
+
+    def n(label, relation, shortest_m):
+        obj = SceneObject.from_vertices(label, label, np.zeros((1, 3)))
+        return Neighbour(obj=obj, centroid_dist_m=0.3, shortest_m=shortest_m, xy_sep_m=0.1, z_offset_m=0.0,
+                         level="same", contact=shortest_m <= 0.02, xy_overlap=False, support_gap_m=None,
+                         relation=relation)
+
+    t = SceneObject.from_vertices("t", target, np.zeros((1, 3)))
+    return TargetRepresentation(scene_id="s", source_dataset="scannetpp", target=t, category=target, neighbours=[],
+                                support=None if support is None else n(*support),
+                                references=[n(*r) for r in refs])
+
+
+def test_fsd_template_reproduces_the_released_descriptions(shared_data: Path):
+    """The two released human-study samples, rebuilt from their relations and distances."""
+    samples = json.loads((shared_data / "video" / "pinpointqa_human_assist" / "demo_samples.json").read_text())
+    texts = {s["id"]: s["ground_truth_text"] for s in samples}
+    no_support = _rep_with("scissors", None, [("dish drying rack", "side_above", 0.04),
+                                              ("neon light", "side_below", 0.09),
+                                              ("kitchen cabinet", "side_below", 0.12)])
+    assert fsd_text(no_support) == texts["sample1"]
+    with_support = _rep_with("pen holder", ("table", "on", 0.0), [("monitor", "under", 0.03),
+                                                                  ("nintendo switch", "next_to", 0.05)])
+    assert fsd_text(with_support) == texts["sample2"]
