@@ -214,6 +214,13 @@ class ArmDriver(ABC):
         """What a sensor says about the tool holding something, or ``None`` if there is no sensor."""
         return None
 
+    def check_reachable(self, poses: list[TcpPose]) -> None:
+        """Raise ``UnreachableTargetError`` if the straight-line path from the current pose through
+        ``poses`` is known to leave the joint limits. Called before the first command of a sequence,
+        so an unreachable target is refused without motion. Default: no check (the controller
+        refuses at motion time instead)."""
+        return None
+
 
 class Arm:
     """Pick and place at base-frame points over an ``ArmDriver``, inside a ``Workspace``.
@@ -288,6 +295,9 @@ class Arm:
             # after a fault a person must look at the arm before it moves again
             raise EmergencyStopError(f"arm stopped after a fault ({self._fault}); reset it before moving")
 
+    def _check_reachable(self, steps) -> None:
+        self.driver.check_reachable([step for kind, step in steps if kind == "move"])
+
     def _run(self, action: str, target_m, steps) -> MotionReport:
         report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
         t0 = time.monotonic()
@@ -323,12 +333,14 @@ class Arm:
 
         Raises:
             UnsafeTargetError: outside the envelope (nothing sent).
+            UnreachableTargetError: the driver knows the path leaves the joint limits (nothing sent).
             ArmNotConnectedError, EmergencyStopError: not ready (nothing sent).
             ArmFaultError, ArmConnectionError, ArmTimeoutError, UnreachableTargetError: from the driver;
                 the arm is stopped before the error propagates.
         """
         steps = self.plan("pick", target_m)
         self._require_ready()
+        self._check_reachable(steps)
         report = self._run("pick", target_m, steps)
         sensor = self.driver.holding_sensor()
         self._holding = True if sensor is None else bool(sensor)
@@ -339,6 +351,7 @@ class Arm:
         approach above, descend to the tool's release height, open, lift. Raises as ``pick``."""
         steps = self.plan("place", target_m)
         self._require_ready()
+        self._check_reachable(steps)
         report = self._run("place", target_m, steps)
         self._holding = False
         return report

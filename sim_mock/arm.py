@@ -168,6 +168,19 @@ class SimArmDriver(ArmDriver):
             path.append(q)
         return dist, np.concatenate([[0.0], fractions]), np.array(path)
 
+    def check_reachable(self, poses: list[TcpPose]) -> None:
+        """IK along every straight segment from the current TCP through ``poses``, without moving.
+
+        Raises:
+            UnreachableTargetError: a segment leaves the joint limits (nothing moves).
+        """
+        with self.world.lock:
+            start_m, start_rpy, seed = (self.world.arm.tcp_m.copy(), self.world.arm.rpy_deg.copy(),
+                                        self.world.arm.joints_rad.copy())
+        for pose in poses:
+            _, _, path = self._plan(start_m, start_rpy, pose, seed)
+            start_m, start_rpy, seed = pose.xyz, np.asarray(pose.rpy_deg, dtype=np.float64), path[-1]
+
     def move_linear(self, pose: TcpPose, speed_m_s: float, acc_m_s2: float) -> None:
         """Move the TCP in a straight line to ``pose`` (metres, degrees) and return when it is there.
 
