@@ -36,7 +36,15 @@ def generate_records(scenes: list[Scene], seed: int = 0) -> tuple[list[dict], li
     stats = GenerationStats()
     records, reps = [], []
     quality: Counter = Counter()
+    seen: set[tuple[str, str]] = set()
     for scene in scenes:
+        key = (scene.scene_id, scene.variant)
+        if key in seen:  # the same scene given twice would repeat question ids
+            log.warning("scene %s%s given more than once; using the first", scene.scene_id,
+                        f" ({scene.variant})" if scene.variant else "")
+            stats.drop("duplicate_scene")
+            continue
+        seen.add(key)
         recs, r = generate_scene(scene, seed=seed, stats=stats)
         reps.extend(r)
         for rec in recs:

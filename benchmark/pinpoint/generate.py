@@ -85,9 +85,11 @@ def _rng(seed: int, scene_id: str) -> np.random.Generator:
     return np.random.default_rng(h)
 
 
-def _record(rep_or_scene, task: str, n: int, question: str, answer: str, target: str, choices=None) -> dict:
-    return {"id": f"{rep_or_scene.scene_id}_{task.lower()}_{n:03d}", "scene_id": rep_or_scene.scene_id,
-            "source_dataset": rep_or_scene.source_dataset, "task": task, "question_type": QUESTION_TYPES[task],
+def _record(scene: Scene, task: str, n: int, question: str, answer: str, target: str, choices=None) -> dict:
+    # a file may hold several annotations of one scene (ReVSI's revsi / vsi): the id names it
+    prefix = f"{scene.scene_id}_{scene.variant}" if scene.variant else scene.scene_id
+    return {"id": f"{prefix}_{task.lower()}_{n:03d}", "scene_id": scene.scene_id,
+            "source_dataset": scene.source_dataset, "task": task, "question_type": QUESTION_TYPES[task],
             "question": question, "instruction": INSTRUCTIONS[task], "answer": answer, "target": target,
             "choices": choices}
 

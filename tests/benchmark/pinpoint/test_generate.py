@@ -215,3 +215,14 @@ def test_fsd_template_reproduces_the_released_descriptions(shared_data: Path):
     with_support = _rep_with("pen holder", ("table", "on", 0.0), [("monitor", "under", 0.03),
                                                                   ("nintendo switch", "next_to", 0.05)])
     assert fsd_text(with_support) == texts["sample2"]
+
+
+def test_dataset_folder_and_duplicate_scenes(tmp_path):
+    from pointlab.benchmark.pinpoint.dataset import generate_records
+
+    a = desk_scene()
+    variant = Scene(scene_id=a.scene_id, source_dataset=a.source_dataset, objects=a.objects, variant="vsi")
+    records, reps, stats = generate_records([a, variant, a], seed=0)
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)) and any(i.startswith("desk0001_vsi_") for i in ids)
+    assert stats["dropped"]["duplicate_scene"] == 1 and stats["targets"] == 6 and len(reps) == 6
