@@ -91,3 +91,20 @@ def test_cli_prints_one_json_document(tmp_path):
     pred.write_text("{broken\n")
     r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 2 and "not JSON" in r.output
+
+
+def test_generated_questions_round_trip_through_the_scorer():
+    """Answering every generated question with its own ground truth scores 1 on TPV, NRI and SSP."""
+    from pointlab.benchmark.pinpoint.dataset import generate_records
+
+    from .test_generate import desk_scene
+
+    records, _, _ = generate_records([desk_scene()], seed=5)
+    out = score_pinpoint(records, {r["id"]: r["answer"] for r in records}, judge=None)
+    t = out["summary"]["tasks"]
+    assert t["TPV"]["micro"] == 1.0 and t["NRI"]["micro"] == 1.0 and t["SSP"]["micro"] == 1.0
+    assert t["TPV"]["n"] == 6 and t["NRI"]["n"] >= 1 and t["SSP"]["n"] >= 1
+    # answering with the option text instead of the letter also counts (lenient extraction)
+    nri = next(r for r in records if r["task"] == "NRI")
+    text = next(c[3:] for c in nri["choices"] if c[0] == nri["answer"])
+    assert score_pinpoint([nri], {nri["id"]: f"The {text}."})["items"][0]["score"] == 1.0
