@@ -32,7 +32,8 @@ function draw(side) {
   if (!a) return;
   const r = Math.max(5, Math.round(Math.min(c.width, c.height) / 60));
   a.points.forEach(([u, v]) => {
-    ctx.beginPath(); ctx.arc(u, v, r, 0, 2 * Math.PI);
+    // pixel (u, v) has its centre at canvas coordinate (u + 0.5, v + 0.5)
+    ctx.beginPath(); ctx.arc(u + 0.5, v + 0.5, r, 0, 2 * Math.PI);
     ctx.fillStyle = COLOURS[side]; ctx.fill(); ctx.lineWidth = 2; ctx.strokeStyle = "#fff"; ctx.stroke();
   });
   if (a.failed && !a.points.length) { ctx.fillStyle = "#b71c1c"; ctx.font = "bold 24px sans-serif"; ctx.fillText("no point", 10, 30); }

@@ -6,7 +6,7 @@ const canvas = document.getElementById("human-canvas");
 function render() {
   const ctx = canvas.getContext("2d");
   ctx.drawImage(st.img, 0, 0);
-  st.points.forEach(([u, v]) => { ctx.beginPath(); ctx.arc(u, v, 6, 0, 2 * Math.PI); ctx.fillStyle = "#43a047"; ctx.fill(); });
+  st.points.forEach(([u, v]) => { ctx.beginPath(); ctx.arc(u + 0.5, v + 0.5, 6, 0, 2 * Math.PI); ctx.fillStyle = "#43a047"; ctx.fill(); });
 }
 
 function show() {
