@@ -42,3 +42,20 @@ def test_real_demo_samples(shared_data: Path):
 def test_malformed_records(rec):
     with pytest.raises(LocalizationRecordError):
         score_localization([rec], [])
+
+
+def test_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl"
+    gt.write_text(json.dumps({"id": "a", "frame_index": 1, "x": 0.5, "y": 0.5}) + "\n")
+    pred.write_text(json.dumps({"id": "a", "frame_index": 1, "x": 0.56, "y": 0.5}) + "\n")
+    r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["items"][0]["score"] == pytest.approx(0.75) and doc["summary"]["accuracy"] == pytest.approx(75.0)
+    pred.write_text(json.dumps({"id": "a", "frame_index": "one", "x": 0.5, "y": 0.5}) + "\n")
+    r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and "frame_index" in r.output
