@@ -118,3 +118,38 @@ def test_errors_are_retried_recorded_and_asked_again(tmp_path):
             run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=1, steer_mode="draw", progress=False))
     finally:
         stop()
+
+
+def test_concurrency_is_bounded(tmp_path):
+    import asyncio
+
+    m = np.zeros((20, 20), bool)
+    m[5:15, 5:15] = True
+    items = [_item(tmp_path, f"c{k}", m, query=f"Point to thing {k}.") for k in range(6)]
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps({"match": "Point", "answer": "[10, 10]"}) + "\n")
+    url, stop = serve_in_thread(create_model_server({"m": ScriptedModel(script)}))
+
+    class Counting:
+        """Delegates to the real agent and records how many calls were in flight at once."""
+
+        def __init__(self, agent):
+            self.agent, self.name, self.now, self.peak = agent, agent.name, 0, 0
+
+        async def point(self, image_rgb, instruction):
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            try:
+                await asyncio.sleep(0.05)  # hold the slot so calls overlap
+                return await self.agent.point(image_rgb, instruction)
+            finally:
+                self.now -= 1
+
+    try:
+        agent = Counting(build_agent(AgentConfig(name="m", kind="openai", base_url=url, model="m",
+                                                 point_format="xy_pixels", image_encoding="png")))
+        res = run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=2, concurrency=3, progress=False))
+        assert res["asked"] == 12 and res["errors"] == 0
+        assert agent.peak == 3
+    finally:
+        stop()
