@@ -15,8 +15,8 @@ def calibrate_cmd(
     robot: str = typer.Option(..., "--robot", help="sim or xarm:IP[:PORT]"),
     camera: str = typer.Option(..., "--camera", help="sim (the sim tabletop with the board) or realsense[:SERIAL]"),
     out: Path = typer.Option(..., "--out", help="calibration file to write (JSON, metres)"),
-    poses: Optional[Path] = typer.Option(None, "--poses", help='JSON list of {"position_m": [x,y,z], "rpy_deg": '
-                                                             '[r,p,y]} or {"calibrate": [...], "verify": [...]}'),
+    poses: Optional[Path] = typer.Option(None, "--poses", help="poses file: JSON list of position_m/rpy_deg objects, "
+                                                             "or calibrate/verify lists (docs/calibration.md)"),
     setup: str = typer.Option("eye_to_hand", "--setup", help="eye_to_hand (board on the tool) or eye_in_hand"),
     method: str = typer.Option("PARK", "--method", help="TSAI, PARK, HORAUD, ANDREFF or DANIILIDIS"),
     board: str = typer.Option("5x7:0.04:0.03:DICT_5X5_100", "--board",
@@ -31,10 +31,13 @@ def calibrate_cmd(
 ) -> None:
     """Move the arm through a pose set, detect the ChArUco board, solve hand-eye and write the file.
 
-    Prints JSON: method, setup, transform, residual_mm/residual_deg (mean, max, per pose), skipped
-    poses, verify (error_mm mean/max) and the file written. Exit 2: bad input (board, poses file,
-    setup, method, a pose outside the workspace; nothing moved). Exit 1: the run failed (too few
-    detections, robot or camera error); no file is written unless the solve succeeded.
+    Prints JSON: method, setup, transform, residual_mm and residual_deg (mean, max, per pose),
+    skipped poses, verify (error_mm mean and max) and the file written.
+
+    Exit 2: bad input (board, poses file, setup, method, a pose outside the workspace); nothing moved.
+
+    Exit 1: the run failed (too few detections, residuals too large, robot or camera error); no
+    file is written unless the solve succeeded.
     """
     from pointlab.robot.errors import RobotError, UnsafeTargetError
 
