@@ -27,7 +27,7 @@ import numpy as np
 from .points import POINT_FORMATS, format_points
 
 __all__ = ["PROMPT_STYLES", "build_prompt", "build_messages", "extract_instruction", "image_to_data_url",
-           "data_url_to_image", "JPEG_QUALITY"]
+           "data_url_to_image", "JPEG_QUALITY", "MAX_DATA_URL_PIXELS"]
 
 PROMPT_STYLES = ("default", "two_shot", "cot", "unparsed")
 JPEG_QUALITY = 90
@@ -115,11 +115,38 @@ def image_to_data_url(image_rgb: np.ndarray, encoding: str = "jpeg") -> str:
 _DATA_URL = re.compile(r"^data:(image/[\w.+-]+)?(;[\w=.-]+)*?;base64,(.*)$", re.S)
 
 
+#: largest image a data URL may decode to (64 Mpx = 192 MB as RGB). A few hundred kilobytes of PNG
+#: can claim 12000 x 12000 pixels; decoding that costs over a gigabyte before anything can refuse it.
+MAX_DATA_URL_PIXELS = 64 * 2**20
+
+
+def _check_image_header(raw: bytes) -> None:
+    """Refuse an image whose header claims more than ``MAX_DATA_URL_PIXELS`` (read lazily by Pillow,
+    nothing decoded). Formats Pillow does not know are left to OpenCV's own checks."""
+    import io
+    import warnings
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():  # the size is checked below against our own limit
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(raw)) as im:
+                w, h = im.size
+    except Image.DecompressionBombError as e:  # Pillow's own, larger limit
+        raise ValueError(f"image data URL is too large: {e}") from e
+    except (UnidentifiedImageError, OSError, ValueError):
+        return
+    if w * h > MAX_DATA_URL_PIXELS:
+        raise ValueError(f"image data URL is {w}x{h} pixels, over the {MAX_DATA_URL_PIXELS} pixel limit")
+
+
 def data_url_to_image(url: str) -> np.ndarray:
     """Decode a ``data:image/...;base64,`` URL to ``(H, W, 3)`` uint8 RGB.
 
     Raises:
-        ValueError: not a base64 data URL, or the bytes are not a decodable image.
+        ValueError: not a base64 data URL, no bytes, an image over ``MAX_DATA_URL_PIXELS``, or the
+            bytes are not a decodable image.
     """
     m = _DATA_URL.match(url or "")
     if not m:
@@ -128,7 +155,13 @@ def data_url_to_image(url: str) -> np.ndarray:
         raw = base64.b64decode(m.group(3), validate=False)
     except (ValueError, TypeError) as e:
         raise ValueError(f"bad base64 in image data URL: {e}") from e
-    bgr = cv2.imdecode(np.frombuffer(raw, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if not raw:  # cv2.imdecode asserts on an empty buffer (cv2.error, not ValueError)
+        raise ValueError("image data URL holds no bytes")
+    _check_image_header(raw)
+    try:
+        bgr = cv2.imdecode(np.frombuffer(raw, dtype=np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error as e:
+        raise ValueError(f"image data URL does not hold a decodable image ({e})") from e
     if bgr is None:
         raise ValueError("image data URL does not hold a decodable image")
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)

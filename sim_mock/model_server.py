@@ -252,7 +252,7 @@ def _to_request(body: dict) -> ChatRequest:
 def _opt(v: Any, cast: Callable) -> Any:
     try:
         return None if v is None else cast(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(1e400) -> OverflowError
         return None
 
 

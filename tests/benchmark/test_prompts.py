@@ -84,3 +84,26 @@ def test_bad_data_urls(url):
 def test_bad_image_array():
     with pytest.raises(ValueError):
         image_to_data_url(np.zeros((4, 4), np.uint8))
+
+
+@pytest.mark.parametrize("url", ["data:image/png;base64,", "data:image/png;base64,!!!!", "data:image/jpeg;base64,===="])
+def test_data_url_without_bytes_is_a_value_error(url):
+    # an empty buffer made cv2.imdecode raise cv2.error (not ValueError): a 500 in the sim server
+    with pytest.raises(ValueError, match="no bytes"):
+        data_url_to_image(url)
+
+
+def test_data_url_image_over_the_pixel_limit_is_refused_from_its_header():
+    import base64
+    import struct
+    import zlib
+
+    from pointlab.benchmark.prompts import MAX_DATA_URL_PIXELS
+
+    # only the header: 10000 x 7000 = 70 Mpx > 64 Mpx; refused before any decoding is tried
+    ihdr = struct.pack(">IIBBBBB", 10000, 7000, 8, 2, 0, 0, 0)
+    png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+           + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr) & 0xFFFFFFFF))
+    assert 10000 * 7000 > MAX_DATA_URL_PIXELS
+    with pytest.raises(ValueError, match="10000x7000 pixels"):
+        data_url_to_image("data:image/png;base64," + base64.b64encode(png).decode())

@@ -120,6 +120,52 @@ def test_bad_requests_get_openai_error_bodies(server, body, status, needle):
     assert needle in r.json()["error"]["message"]
 
 
+def _png_header_only(w, h):
+    """A tiny PNG whose header claims w x h pixels (zlib makes the all-zero rows almost free)."""
+    import struct
+    import zlib
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    row = b"\x00" * (1 + 3 * w)
+    z = zlib.compressobj(9)
+    idat = b"".join(z.compress(row) for _ in range(h)) + z.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("data:image/png;base64,!!!!", "no bytes"),            # decodes to b"": cv2.imdecode asserted -> HTTP 500
+    ("data:image/png;base64,", "no bytes"),
+])
+def test_empty_image_is_400_not_500(server, url, needle):
+    base, _ = server
+    body = {"model": "echo", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}]}]}
+    r = httpx.post(f"{base}/chat/completions", json=body, timeout=5)
+    assert r.status_code == 400 and needle in r.json()["error"]["message"]
+
+
+def test_decompression_bomb_is_refused_before_decoding(server):
+    import base64
+
+    base, _ = server
+    png = _png_header_only(9000, 9000)  # 81 Mpx (243 MB as RGB) from about 250 kB of PNG
+    assert len(png) < 400_000
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    body = {"model": "echo", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}]}]}
+    r = httpx.post(f"{base}/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400 and "9000x9000" in r.json()["error"]["message"]
+
+
+def test_overflowing_max_tokens_is_ignored_not_500(server):
+    base, _ = server
+    raw = b'{"model": "echo", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1e400}'
+    r = httpx.post(f"{base}/chat/completions", content=raw, headers={"content-type": "application/json"}, timeout=5)
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "NonexNone | hi"
+
+
 def test_non_json_body_is_400(server):
     url, _ = server
     r = httpx.post(f"{url}/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
