@@ -100,10 +100,13 @@ def test_data_url_image_over_the_pixel_limit_is_refused_from_its_header():
 
     from pointlab.benchmark.prompts import MAX_DATA_URL_PIXELS
 
-    # only the header: 10000 x 7000 = 70 Mpx > 64 Mpx; refused before any decoding is tried
-    ihdr = struct.pack(">IIBBBBB", 10000, 7000, 8, 2, 0, 0, 0)
-    png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
-           + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr) & 0xFFFFFFFF))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+
+    # a header claiming 10000 x 7000 = 70 Mpx > 64 Mpx and one short data chunk: refused from the
+    # header, before any decoding is tried
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 10000, 7000, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
     assert 10000 * 7000 > MAX_DATA_URL_PIXELS
     with pytest.raises(ValueError, match="10000x7000 pixels"):
         data_url_to_image("data:image/png;base64," + base64.b64encode(png).decode())
