@@ -13,7 +13,9 @@ The extended instance form adds ``instance_mask_filenames`` (one mask per target
 GT JSONL (one item a line, paths relative to the file): ``{id, image, width, height, category,
 mask, instance_masks?, count?, query?, reference_points_px?}``.
 PRED JSONL: ``{id, prediction, format}`` (raw model text and a point format or ``auto``) or
-``{id, points}`` (original-image pixels ``[[u, v], ...]``).
+``{id, points}`` (original-image pixels ``[[u, v], ...]``). A run file of ``pointlab bench pointing``
+(``run_<k>.jsonl``: ``{id, raw_text, point_format, error, ...}``) is read as PRED too, so a saved run
+is re-scored from its raw answers without calling any model.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class Prediction:
     prediction: str | None = None
     format: str | None = None
     points_px: tuple[tuple[float, float], ...] | None = None
+    error: str | None = None  # the model call failed (run files): scored as ``model_error``
 
 
 @lru_cache(maxsize=256)
@@ -344,8 +347,11 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
                 out[iid] = Prediction(iid, prediction=json.dumps(d["points"]), format="invalid_points")
                 continue
             out[iid] = Prediction(iid, points_px=pts)
+        elif "raw_text" in d:  # a run record of pointlab bench pointing
+            out[iid] = Prediction(iid, prediction=str(d.get("raw_text") or ""),
+                                  format=str(d.get("point_format") or "auto"), error=d.get("error") or None)
         elif "prediction" in d:
             out[iid] = Prediction(iid, prediction=str(d["prediction"] or ""), format=str(d.get("format") or "auto"))
         else:
-            raise DatasetError(f"{where}: needs 'prediction' (+ 'format') or 'points'")
+            raise DatasetError(f"{where}: needs 'prediction' (+ 'format'), 'points' or 'raw_text'")
     return out

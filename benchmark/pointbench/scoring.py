@@ -143,6 +143,8 @@ def score_prediction(item: BenchItem, pred: Prediction | None) -> ItemScore:
     unparseable text -> ``unparseable`` with the parser's reason in ``detail``. Never raises."""
     if pred is None:
         return score_item(item, None, failure="no_prediction")
+    if pred.error:
+        return score_item(item, None, failure="model_error", detail=pred.error)
     if pred.points_px is not None:
         return score_item(item, pred.points_px)
     fmt = pred.format or "auto"

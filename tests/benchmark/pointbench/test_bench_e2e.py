@@ -73,6 +73,10 @@ def test_scripted_run_matches_hand_scores_resumes_and_charts(dataset, scripted_s
     assert "| scripted | 50.0 ± 0.0 | 50.0 ± 0.0 | 100.0 ± 0.0 | 100.0 ± 0.0 | 50.0 ± 0.0 | 70.0 ± 0.0 |" in res["table"]
     png, svg = (Path(p) for p in res["charts"])
     assert Image.open(png).size[0] > 600 and svg.read_text().lstrip().startswith("<?xml")
+    # a saved run re-scores from its raw answers without any model
+    rescored = json.loads(cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred",
+                              str(run_dir / "run_2.jsonl"), cwd=tmp_path).stdout)
+    assert rescored["summary"]["average"] == pytest.approx(tt.EXPECTED_AVERAGE)
     # rerun: everything comes from the cache, no model call
     again = json.loads(cli(*args, cwd=tmp_path).stdout)
     assert (again["asked"], again["cached"]) == (0, 18)

@@ -170,3 +170,19 @@ def test_summary_unweighted_mean_of_categories():
     assert s["average"] == pytest.approx((0.25 + 1.0 + 0.0) / 3)
     assert s["overall"] == pytest.approx(3 / 7)
     assert summarize([])["average"] is None
+
+
+def test_run_records_are_predictions(tmp_path):
+    import json
+
+    from pointlab.benchmark.pointbench import load_pred_jsonl
+
+    p = tmp_path / "run_1.jsonl"
+    p.write_text(json.dumps({"id": "i1", "raw_text": '<point x="30" y="40" alt="t">t</point>', "point_format": "molmo",
+                             "error": None}) + "\n" +
+                 json.dumps({"id": "i2", "raw_text": "", "point_format": "molmo", "error": "HTTP 500: boom"}) + "\n")
+    preds = load_pred_jsonl(p)
+    it = _item(tmp_path)
+    assert score_prediction(it, preds["i1"]).reason == "hit"      # (60, 40) as in the molmo case above
+    s = score_prediction(it, preds["i2"])
+    assert (s.reason, s.detail) == ("model_error", "HTTP 500: boom")
