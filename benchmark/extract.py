@@ -34,6 +34,7 @@ PARSERS = ("strict", "lenient")
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.IGNORECASE | re.DOTALL)
 # "Answer:", "Final answer:", "**Answer**:", "The final answer is:" (colon required for the plain
 # word "answer" so that "the answer depends" is not a marker).
@@ -43,7 +44,8 @@ _MARKDOWN = re.compile(r"[*_`]+")
 
 
 def answer_part(text: str | None) -> str:
-    """The part of ``text`` that holds the answer: reasoning blocks removed, text after the last
+    """The part of ``text`` that holds the answer: reasoning blocks removed (an unclosed
+    ``<think>`` runs to the end: a cut-off generation has no answer), text after the last
     ``Answer:`` marker (or inside ``<answer>...</answer>``) when there is one; stripped.
 
     ``None`` or a non-string gives ``""``.
@@ -55,6 +57,11 @@ def answer_part(text: str | None) -> str:
     closes = list(_THINK_CLOSE.finditer(t))
     if closes:
         t = t[closes[-1].end():]
+    # a reasoning block that never closes (the generation was cut off): everything after its
+    # opening tag is reasoning, not an answer
+    opening = _THINK_OPEN.search(t)
+    if opening:
+        t = t[:opening.start()]
     tags = _ANSWER_TAG.findall(t)
     if tags and tags[-1].strip():
         t = tags[-1]
@@ -79,7 +86,7 @@ def _first_token(t: str) -> str:
 
 _YES = {"yes", "true", "correct", "right", "y"}
 _NO = {"no", "false", "incorrect", "wrong", "n"}
-_YES_NO_WORD = re.compile(r"\b(yes|no|true|false|correct|incorrect)\b", re.IGNORECASE)
+_YES_NO_WORD = re.compile(r"\b(?:(not)\s+)?(yes|no|true|false|correct|incorrect)\b", re.IGNORECASE)
 
 
 def extract_yes_no(text: str | None) -> str | None:
@@ -89,7 +96,7 @@ def extract_yes_no(text: str | None) -> str | None:
     True/False and Yes/No questions are scored the same way everywhere (EgoPoint-Bench sec. 4.2,
     PinpointQA App. B exact match). The answer's first token decides when it is a yes/no word
     ("No, it is not." -> "no"); otherwise the first yes/no/true/false/correct/incorrect word in
-    the answer part does.
+    the answer part does, negated by a "not" just before it ("Not correct." -> "no").
     """
     t = answer_part(text)
     if not t:
@@ -102,7 +109,10 @@ def extract_yes_no(text: str | None) -> str | None:
     m = _YES_NO_WORD.search(_MARKDOWN.sub("", t))
     if m is None:
         return None
-    return "yes" if m.group(1).lower() in _YES else "no"
+    positive = m.group(2).lower() in _YES
+    if m.group(1):  # "not correct", "Not true" say no; "not incorrect" says yes
+        positive = not positive
+    return "yes" if positive else "no"
 
 
 def parse_yes_no_strict(text: str | None) -> str | None:
@@ -292,8 +302,10 @@ def parse_number_lenient(text: str | None, unit: str | None = None) -> float | N
     ``"1,200"``) or English words (``"three"``, ``"twenty-one"``), whichever comes first.
 
     With ``unit`` (``"m"`` or ``"cm"``; a length unit of :data:`_LENGTH_M`), a number followed by
-    a length unit is converted into ``unit`` (``"120 cm"`` with ``unit="m"`` -> 1.2); a number
-    without a unit is returned as written. ``None`` when the text holds no number.
+    a length unit is converted into ``unit`` (``"120 cm"`` with ``unit="m"`` -> 1.2; ``"in"`` is
+    inches only when no word follows it: ``"5 in total"`` is 5); a number without a unit is
+    returned as written. ``"None"`` / ``"There are none."`` alone is 0. ``None`` when the text
+    holds no number.
     Raises ``ValueError`` for an unknown ``unit``.
     """
     if unit is not None and unit not in _LENGTH_M:
@@ -301,24 +313,38 @@ def parse_number_lenient(text: str | None, unit: str | None = None) -> float | N
     t = _MARKDOWN.sub("", answer_part(text))
     if not t:
         return None
-    best: tuple[int, float, str | None] | None = None
+    best: tuple[int, float, str | None, int] | None = None  # (start, value, word after, end of that word)
     m = _NUMBER.search(t)
     if m is not None:
         v = _to_float(m.group(1))
         if v is not None:
-            best = (m.start(), v, m.group(2))
+            best = (m.start(), v, m.group(2), m.end())
     w = _NUMBER_WORD.search(t)
     if w is not None and (best is None or w.start() < best[0]):
         v = words_to_number(w.group(0))
         if v is not None:
             after = re.match(r"\s*([A-Za-z]+)\b", t[w.end():])
-            best = (w.start(), v, after.group(1) if after else None)
+            best = (w.start(), v, after.group(1) if after else None, w.end() + (after.end() if after else 0))
     if best is None:
-        return None
-    _, value, unit_word = best
-    if unit is not None and unit_word is not None and unit_word.lower() in _LENGTH_M:
+        # "None." / "There are none" is a count of zero (ReVSI counts on dummy videos, gt 0)
+        return 0.0 if _NONE_ANSWER.fullmatch(t.strip().rstrip(".!")) else None
+    _, value, unit_word, end = best
+    if unit is not None and unit_word is not None and _is_length_unit(unit_word, t[end:]):
         value = value * _LENGTH_M[unit_word.lower()] / _LENGTH_M[unit]
     return value
+
+
+# "in" is a preposition far more often than inches: "5 in total", "3 in the room"
+_PREPOSITION_AFTER_IN = re.compile(r"\s+[A-Za-z]")
+_NONE_ANSWER = re.compile(r"(?:there\s+(?:are|is)\s+)?none(?:\s+(?:at\s+all|visible|of\s+them))?", re.IGNORECASE)
+
+
+def _is_length_unit(word: str, rest: str) -> bool:
+    """``word`` (written after a number) is a length unit; ``in`` only when no word follows it."""
+    w = word.lower()
+    if w not in _LENGTH_M:
+        return False
+    return not (w == "in" and _PREPOSITION_AFTER_IN.match(rest))
 
 
 def extract_number(text: str | None, unit: str | None = None, *, strict: bool = False) -> float | None:

@@ -119,3 +119,42 @@ def test_yes_no_strict():
     assert parse_yes_no_strict("**True**") == "yes"
     assert parse_yes_no_strict("I think yes") is None
     assert parse_yes_no_strict(None) is None
+
+
+# ---------------------------------------------------------------- adversarial answers (Breaker-A)
+
+@pytest.mark.parametrize("text,unit,expected", [
+    ("5 in total", "cm", 5.0),              # was 12.7 (5 inches)
+    ("I count 5 in the room", "m", 5.0),    # was 0.127
+    ("12 in the room", "cm", 12.0),
+    ("12 in", "cm", 30.48),                 # inches when nothing follows: 12 * 2.54
+    ("It is 12 in.", "cm", 30.48),
+    ("3 m in length", "cm", 300.0),
+])
+def test_in_is_inches_only_at_the_end(text, unit, expected):
+    assert parse_number_lenient(text, unit) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("None", 0.0), ("none.", 0.0), ("There are none.", 0.0), ("**None**", 0.0),
+    ("none of them: 5", 5.0),               # a number still wins
+    ("I see no chairs", None), ("no idea", None),
+])
+def test_none_alone_is_a_count_of_zero(text, expected):
+    # ReVSI scores counts on dummy videos against ground truth 0: "None." is the right answer there
+    assert parse_number_lenient(text) == expected
+    assert parse_number_strict(text) is None  # strict (VSI-Bench) reads only a leading number
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Not correct.", "no"), ("That is not true", "no"), ("not incorrect", "yes"), ("It is correct", "yes"),
+])
+def test_negated_yes_no_words(text, expected):
+    assert extract_yes_no(text) == expected
+
+
+@pytest.mark.parametrize("text", ["<think>I count 5 chairs, so", "<think>It is option B because"])
+def test_cut_off_reasoning_has_no_answer(text):
+    # a generation that stopped inside <think> has no answer; reading "5" from the reasoning is wrong
+    assert answer_part(text) == ""
+    assert parse_number_lenient(text) is None and parse_choice_lenient(text) is None
