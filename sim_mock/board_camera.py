@@ -30,6 +30,7 @@ Spec: ``sim-board`` or ``sim-board:OPTIONS``, comma-separated options: one mount
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -102,6 +103,8 @@ class BoardCamera(Camera):
         seed: noise seed (frame ``k`` uses ``seed + k``, so frames differ but runs repeat).
         noise: pixel noise and blur on the board, and the sim camera's depth/colour noise.
         noise_sigma: board intensity noise (grey levels); blur_sigma_px: board blur (pixels).
+        tcp_source: returns the true ``T_base_tcp`` now (default: the world's sim arm); e.g. the xArm
+            controller emulator's pose, to calibrate through the real SDK.
 
     Raises:
         CameraSourceError: unknown mount.
@@ -110,7 +113,8 @@ class BoardCamera(Camera):
     def __init__(self, world: SimWorld | None = None, mount: str = "hand", board: CharucoBoardSpec = CharucoBoardSpec(),
                  T_tcp_board: RigidTransform | None = None, T_base_board: RigidTransform | None = None,
                  T_tcp_camera: RigidTransform = DEFAULT_T_TCP_CAMERA, fps: float = 30.0, seed: int = 0,
-                 noise: bool = True, noise_sigma: float = 2.0, blur_sigma_px: float = 0.6) -> None:
+                 noise: bool = True, noise_sigma: float = 2.0, blur_sigma_px: float = 0.6,
+                 tcp_source: Callable[[], RigidTransform] | None = None) -> None:
         super().__init__()
         if mount not in MOUNTS:
             raise CameraSourceError(f"sim-board camera: unknown mount {mount!r}; known: {', '.join(MOUNTS)}")
@@ -123,6 +127,7 @@ class BoardCamera(Camera):
         self.noise_sigma = float(noise_sigma) if noise else 0.0
         self.blur_sigma_px = float(blur_sigma_px) if noise else 0.0
         self.fps = float(fps)
+        self._tcp_source = tcp_source
         # the fixed mounts see the scene through the sim camera (its pacing, noise and render cache)
         self._scene = SimCamera(self.world, fps=fps, seed=seed, noise=noise) if mount != "wrist" else None
         self._wrist_cache: tuple | None = None
@@ -164,6 +169,8 @@ class BoardCamera(Camera):
 
     # -- ground truth -------------------------------------------------------------------------------
     def _tcp(self) -> RigidTransform:
+        if self._tcp_source is not None:
+            return self._tcp_source()
         with self.world.lock:
             return tcp_transform(self.world.arm.tcp_m, self.world.arm.rpy_deg)
 

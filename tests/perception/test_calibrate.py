@@ -238,11 +238,13 @@ def test_parse_board_spec():
 
 def test_load_poses(tmp_path):
     p = tmp_path / "p.json"
-    p.write_text(json.dumps([{"position_m": [0.3, 0.0, 0.2], "rpy_deg": [170, 10, -20]}, {"position_m": [0.25, 0.1, 0.2]}]))
+    p.write_text(json.dumps([{"position_m": [0.3, 0.0, 0.2], "rpy_deg": [170, 10, -20]},
+                             {"position_m": [0.25, 0.1, 0.2]}]))
     poses, verify = load_poses(p)
     assert poses == [TcpPose((0.3, 0.0, 0.2), (170.0, 10.0, -20.0)), TcpPose((0.25, 0.1, 0.2), (180.0, 0.0, 0.0))]
     assert verify is None
-    p.write_text(json.dumps({"calibrate": [{"position_m": [0.3, 0, 0.2]}], "verify": [{"position_m": [0.3, 0.1, 0.2]}]}))
+    p.write_text(json.dumps({"calibrate": [{"position_m": [0.3, 0, 0.2]}],
+                             "verify": [{"position_m": [0.3, 0.1, 0.2]}]}))
     assert load_poses(p)[1] == [TcpPose((0.3, 0.1, 0.2))]
     for bad, msg in [("[", "not valid JSON"), ("[]", "no calibration poses"), ('[{"rpy_deg": [1, 2, 3]}]', "expected"),
                      ('[{"position_m": [300, 0, 200]}]', "metres"), ('[{"position_m": [0.3, 0]}]', "3 finite"),
@@ -263,7 +265,8 @@ def test_camera_spec_for_calibration():
 
 
 # exact synthetic poses (no images): a camera 0.75 m in front of the base, a board 12 cm past the TCP
-T_BASE_CAM = RigidTransform.from_rt(Rotation.from_euler("xyz", [-130, 0, 90], degrees=True).as_matrix(), [0.75, 0.02, 0.55])
+T_BASE_CAM = RigidTransform.from_rt(Rotation.from_euler("xyz", [-130, 0, 90], degrees=True).as_matrix(),
+                                    [0.75, 0.02, 0.55])
 T_TCP_BOARD = RigidTransform.from_rt(np.eye(3), [-0.10, -0.14, 0.12])
 
 
@@ -305,3 +308,31 @@ def test_skipped_captures_do_not_count():
     with pytest.raises(CalibrationFailedError, match="board detected in 5 of 7 poses, need at least 6"):
         solve_captures(caps, CalibrateOptions())
     assert len(solve_captures(caps, CalibrateOptions(min_poses=5))[0].residual_mm) == 5
+
+
+def test_calibration_through_the_real_xarm_sdk_against_the_emulator():
+    """The same workflow over ``XArmDriver`` (xarm-python-sdk, mm and degrees on the wire) and the
+    controller emulator; the board follows the emulator's TCP."""
+    pytest.importorskip("xarm")
+    from pointlab.robot.xarm import XArmDriver
+    from tests.robot.test_xarm_driver import start_emulator
+
+    emu = start_emulator(time_scale=0.02)
+    try:
+        def emulator_tcp() -> RigidTransform:
+            p = emu.pose_mm_rad
+            return RigidTransform.from_xyz_rpy(np.array(p[:3]) / 1000.0, p[3:])
+
+        world = SimWorld()
+        cam = BoardCamera(world=world, fps=0, seed=11, noise_sigma=3.0, blur_sigma_px=0.7, tcp_source=emulator_tcp)
+        arm = Arm(XArmDriver.from_spec(f"{emu.host}:{emu.port}", cmd_timeout_s=2.0),
+                  motion=MotionConfig(grip_settle_s=0.0))
+        poses, _ = default_poses("eye_to_hand")
+        with arm, cam:
+            run = run_calibration(arm, cam, poses, FAST)
+        assert not [c for c in run.captures if c.skipped]
+        assert trans_err_mm(run.result.transform, world.T_base_camera) < 2.0
+        assert rot_err_deg(run.result.transform, world.T_base_camera) < 0.2
+        assert len(emu.entries("move_line")) == 14  # one linear move per pose, nothing else moved
+    finally:
+        emu.stop()
