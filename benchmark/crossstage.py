@@ -101,7 +101,10 @@ def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:
     """Read one stage's ``{model: value}``.
 
     Accepted: a Point-Bench run folder or its ``results.json`` (``model`` + ``aggregate.average.mean``);
-    ``pointlab ratings`` output (``{model: {"rating": ...}}``); a plain ``{model: number}`` JSON.
+    ``pointlab ratings`` output (``{model: {"rating": ...}}``); Point-Act per-agent results
+    (``bridge.study_results.agent_results``: a list, or ``{"agents": [...]}``, of
+    ``{"agent", "success_rate"}``; agents without judged trials are skipped); a plain
+    ``{model: number}`` JSON.
 
     Raises: CrossStageError.
     """
@@ -117,6 +120,14 @@ def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:
             return {str(d["model"]): float(d["aggregate"]["average"]["mean"])}
         except (KeyError, TypeError, ValueError):
             raise CrossStageError(f"{p}: Point-Bench results without an average") from None
+    if isinstance(d, dict) and isinstance(d.get("agents"), list):
+        d = d["agents"]
+    if isinstance(d, list):
+        try:
+            return {str(r.get("agent", r.get("model"))): float(r["success_rate"]) for r in d
+                    if isinstance(r, dict) and r.get("success_rate") is not None}
+        except (KeyError, TypeError, ValueError):
+            raise CrossStageError(f"{p}: expected [{{agent, success_rate}}, ...]") from None
     if not isinstance(d, dict):
         raise CrossStageError(f"{p}: expected a JSON object")
     out = {}

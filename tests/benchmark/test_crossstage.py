@@ -63,3 +63,12 @@ def test_stage_file_errors(tmp_path):
         load_stage_file(tmp_path / "x.json", "point_act")
     with pytest.raises(CrossStageError, match="cannot read"):
         load_stage_file(tmp_path / "none.json", "point_act")
+
+
+def test_point_act_agent_results_form(tmp_path):
+    rows = [{"agent": "molmo", "n_judged": 10, "success_rate": 0.8}, {"agent": "gpt", "success_rate": 0.3},
+            {"agent": "idle", "success_rate": None}]
+    (tmp_path / "act.json").write_text(json.dumps({"agents": rows}))
+    assert load_stage_file(tmp_path / "act.json", "point_act") == {"molmo": 0.8, "gpt": 0.3}
+    (tmp_path / "act2.json").write_text(json.dumps(rows))
+    assert load_stage_file(tmp_path / "act2.json", "point_act") == {"molmo": 0.8, "gpt": 0.3}
