@@ -54,7 +54,8 @@ class AgentsConfigError(ValueError):
 class AgentConfig(BaseModel):
     """One ``[[agents]]`` entry (validated; see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # TOML has inf and nan: timeout_s = inf would wait for ever, backoff_s = inf sleep for ever
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
     kind: Literal["openai", "human"]
@@ -82,6 +83,9 @@ class AgentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> "AgentConfig":
+        if self.qwen_min_pixels > self.qwen_max_pixels:
+            raise ValueError(f"agent {self.name!r}: qwen_min_pixels ({self.qwen_min_pixels}) is above "
+                             f"qwen_max_pixels ({self.qwen_max_pixels})")
         if self.kind == "openai":
             if not self.base_url or not self.model:
                 raise ValueError(f"agent {self.name!r}: kind 'openai' needs base_url and model")

@@ -137,6 +137,23 @@ def test_invalid_configs_give_clear_errors(tmp_path, toml, needle):
     assert str(p) in str(e.value) and needle in str(e.value)
 
 
+_SIM = '[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\n'
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ("timeout_s = inf\n", "timeout_s"),      # an agent that never times out
+    ("backoff_s = inf\n", "backoff_s"),      # a retry that sleeps for ever
+    ("timeout_s = nan\n", "timeout_s"),
+    ("qwen_min_pixels = 2000000\nqwen_max_pixels = 1000000\n", "qwen_min_pixels"),
+])
+def test_non_finite_or_inverted_settings_are_refused(tmp_path, extra, needle):
+    p = tmp_path / "agents.toml"
+    p.write_text(_SIM + extra)
+    with pytest.raises(AgentsConfigError) as e:
+        load_agents_config(p)
+    assert str(p) in str(e.value) and needle in str(e.value)
+
+
 def test_missing_config_file(tmp_path):
     with pytest.raises(AgentsConfigError, match="cannot read"):
         load_agents(tmp_path / "nope.toml")
