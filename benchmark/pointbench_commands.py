@@ -240,7 +240,7 @@ def perf_score_cmd(
 def crossstage_cmd(
     bench: list[Path] = typer.Option([], "--bench", help="Point-Bench run folder/results.json or {model: accuracy} JSON (repeatable)"),
     battle: Optional[Path] = typer.Option(None, "--battle", help="pointlab ratings output or {model: rating} JSON"),
-    act: Optional[Path] = typer.Option(None, "--act", help="{model: success rate} JSON"),
+    act: Optional[Path] = typer.Option(None, "--act", help="{model: success rate} JSON or Point-Act [{agent, success_rate}]"),
     out: Path = typer.Option(Path("crossstage"), "--out", help="output stem for the Fig. 5b scatter plots (.png/.svg)"),
 ) -> None:
     """R^2 between stages per pair of Point-Bench / Point-Battle / Point-Act, with scatter plots (Fig. 5b)."""
