@@ -30,7 +30,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -45,7 +45,8 @@ from pointlab.robot.workspace import Workspace
 from .camera import Camera
 from .errors import CameraSourceError, PerceptionError
 from .extrinsics import Calibration, RigidTransform, save_calibration
-from .handeye import HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, _mean_transform, detect_board, solve_hand_eye
+from .handeye import HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, detect_board, solve_hand_eye
+from .handeye import _mean_transform  # the same rotation mean the residuals use, for the board estimate
 
 __all__ = ["CalibrationError", "CalibrationInputError", "CalibrationFailedError", "CalibrateOptions",
            "PoseCapture", "CalibrationRun", "parse_board_spec", "default_poses", "load_poses", "check_poses",
@@ -548,6 +549,8 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
     except (ValueError, CameraSourceError) as e:  # a bad spec: nothing is connected yet
         raise CalibrationInputError(str(e)) from e
     check_poses(poses, workspace)  # refuse before connecting anything
+    if options.verify:
+        check_poses(verify_poses, workspace, "verification pose")
     with arm, camera:
         try:
             return run_calibration(arm, camera, poses, options, out_path, verify_poses)

@@ -336,3 +336,15 @@ def test_calibration_through_the_real_xarm_sdk_against_the_emulator():
         assert len(emu.entries("move_line")) == 14  # one linear move per pose, nothing else moved
     finally:
         emu.stop()
+
+
+def test_cli_verification_pose_outside_the_workspace_is_refused_before_motion(tmp_path, fresh_default_world):
+    poses = tmp_path / "p.json"
+    cal = [p.to_dict() for p in default_poses("eye_to_hand")[0]]
+    poses.write_text(json.dumps({"calibrate": cal, "verify": [{"position_m": [0.3, 0.0, 0.5]}]}))  # z > 0.40 m
+    v0 = fresh_default_world.version
+    r = invoke("--robot", "sim", "--camera", "sim", "--out", str(tmp_path / "c.json"), "--poses", str(poses),
+               "--verify", "--settle-s", "0", "--time-scale", "0.01")
+    assert r.exit_code == 2, r.output
+    assert "verification pose 0" in r.stderr and "outside_box" in r.stderr
+    assert fresh_default_world.version == v0 and not (tmp_path / "c.json").exists()
