@@ -19,6 +19,10 @@ Steps (``run_calibration``; ``calibrate`` builds the arm and camera from specs a
    pose and the board-on-hand transform estimated by the solve (eye-to-hand; eye-in-hand: the
    board-on-table transform); the distances between the two are reported in mm.
 
+Hover check (``hover_check``, ``pointlab calibrate-check``): the end-to-end lab check of an
+eye-to-hand file: the board lies on the table, the TCP hovers a set height above its corners as
+mapped through the calibration, and the operator looks at the gap.
+
 TCP instead of flange: the arm reports its TCP, and the board (eye-to-hand) or the camera
 (eye-in-hand) is rigid to the TCP exactly as to the flange, so the hand-eye problem is the same with
 TCP poses. Eye-in-hand therefore returns ``T_tcp_camera`` and the file's parent frame is ``link_tcp``.
@@ -51,7 +55,8 @@ from .handeye import _mean_transform  # the same rotation mean the residuals use
 __all__ = ["CalibrationError", "CalibrationInputError", "CalibrationFailedError", "CalibrateOptions",
            "PoseCapture", "CalibrationRun", "parse_board_spec", "default_poses", "load_poses", "check_poses",
            "capture_poses", "solve_captures", "verify_calibration", "run_calibration", "calibrate",
-           "camera_spec_for_calibration", "SETUPS", "DEFAULT_CENTRE_M", "tcp_transform"]
+           "camera_spec_for_calibration", "hover_check", "check_calibration", "SETUPS", "DEFAULT_CENTRE_M",
+           "tcp_transform"]
 
 log = logging.getLogger(__name__)
 
@@ -245,15 +250,17 @@ def check_poses(poses: list[TcpPose], workspace: Workspace, what: str = "calibra
         workspace.check(p.xyz, f"{what} {i}")
 
 
-def camera_spec_for_calibration(camera_spec: str, setup: str, board: CharucoBoardSpec) -> str:
+def camera_spec_for_calibration(camera_spec: str, setup: str, board: CharucoBoardSpec,
+                                table_board: bool = False) -> str:
     """The camera spec to open for a calibration: ``sim`` (whose tabletop has no board) becomes the
-    ``sim-board`` source of ``sim_mock`` with the board on the TCP (eye-to-hand) or a wrist camera over
-    a board on the table (eye-in-hand), showing the board being calibrated against; any other spec is
-    used as given."""
+    ``sim-board`` source of ``sim_mock`` with the board on the TCP (eye-to-hand), a wrist camera over
+    a board on the table (eye-in-hand), or the fixed camera over a board on the table (``table_board``,
+    the hover check), showing the board being calibrated against; any other spec is used as given
+    (the sim camera's ``tool`` drawing option is dropped)."""
     kind, _, arg = camera_spec.partition(":")
     if kind != "sim":
         return camera_spec
-    mount = "hand" if setup == "eye_to_hand" else "wrist"
+    mount = "table" if table_board else "hand" if setup == "eye_to_hand" else "wrist"
     board_text = f"{board.squares_x}x{board.squares_y}:{board.square_m}:{board.marker_m}:{board.dictionary}"
     opts = [mount, f"board={board_text}"] + [o for o in arg.split(",") if o.strip() and o.strip() != "tool"]
     return "sim-board:" + ",".join(opts)
@@ -529,10 +536,6 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
         CalibrationInputError: a bad robot or camera spec, poses file or option (before any motion);
             and everything ``run_calibration`` raises.
     """
-    from pointlab.robot.arm import MotionConfig, make_arm
-
-    from .camera import make_camera
-
     if poses_path is not None:
         poses, verify_poses = load_poses(poses_path)
         if options.verify and not verify_poses:
@@ -540,14 +543,8 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
     else:
         poses, verify_poses = default_poses(options.setup, centre_m)
     workspace = workspace or Workspace()
-    try:
-        if robot_spec.partition(":")[0] == "sim":
-            arm = make_arm(robot_spec, workspace, replace(MotionConfig(), grip_settle_s=0.0), time_scale=time_scale)
-        else:
-            arm = make_arm(robot_spec, workspace)
-        camera = make_camera(camera_spec_for_calibration(camera_spec, options.setup, options.board))
-    except (ValueError, CameraSourceError) as e:  # a bad spec: nothing is connected yet
-        raise CalibrationInputError(str(e)) from e
+    arm, camera = _build(robot_spec, camera_spec_for_calibration(camera_spec, options.setup, options.board),
+                         workspace, time_scale)
     check_poses(poses, workspace)  # refuse before connecting anything
     if options.verify:
         check_poses(verify_poses, workspace, "verification pose")
@@ -556,6 +553,104 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
             return run_calibration(arm, camera, poses, options, out_path, verify_poses)
         finally:
             _go_home(arm)
+
+
+# -- hover check ------------------------------------------------------------------------------------
+def _outer_corner_ids(board: CharucoBoardSpec) -> list[int]:
+    # inner ChArUco corners are numbered row by row, (squares_x - 1) per row
+    nx, ny = board.squares_x - 1, board.squares_y - 1
+    return [0, nx - 1, nx * (ny - 1), nx * ny - 1]
+
+
+def hover_check(arm: Arm, camera: Camera, calibration: Calibration, board: CharucoBoardSpec = CharucoBoardSpec(),
+                hover_m: float = 0.01, approach_m: float = 0.05, settle_s: float = 0.5, flush_frames: int = 2,
+                min_corners: int = 8) -> dict:
+    """The lab's end-to-end check of an eye-to-hand calibration: with the board lying flat on the table
+    in view, detect it, map its four outermost inner corners into the base frame through the
+    calibration, and hover the TCP (tool down) ``hover_m`` above each, approaching from ``approach_m``
+    above. The operator checks the gap under the TCP with a gauge of that height (or a ruler): the
+    horizontal offset from the corner is the calibration's error at the table. ``arm`` and ``camera``
+    must be connected; the arm is not moved before every waypoint has passed the workspace check.
+
+    Returns:
+        ``{"hover_mm", "board_tilt_deg", "corners": [{"id", "corner_base_m", "hover_target_m",
+        "tcp_m"}]}``: ``board_tilt_deg`` is the angle of the detected board from horizontal through the
+        calibration (a flat board on a level table should read under a degree or two).
+
+    Raises:
+        CalibrationInputError: not an eye-to-hand calibration, or a non-positive height.
+        CalibrationFailedError: the board is not detected, or one of the corners is not seen.
+        UnsafeTargetError: a waypoint outside the workspace (nothing moved).
+        RobotError, CameraSourceError: from the arm or camera.
+    """
+    if calibration.setup != "eye_to_hand":
+        raise CalibrationInputError("the hover check needs an eye_to_hand calibration (T_base_camera)")
+    if not (hover_m > 0 and approach_m > hover_m):
+        raise CalibrationInputError("need 0 < hover height < approach height")
+    for _ in range(max(flush_frames, 1)):
+        frame = camera.read()
+    det = detect_board(frame.color, frame.intrinsics, board, min_corners=min_corners)
+    if det is None:
+        raise CalibrationFailedError("board not detected: lay it flat on the table in view of the camera")
+    T_base_board = calibration.T_base_camera @ det.T_camera_board
+    ids = _outer_corner_ids(board)
+    corners = T_base_board.apply(np.asarray(board.board().getChessboardCorners(), dtype=np.float64)[ids])
+    up = -T_base_board.rotation[:, 2]  # the printed face's normal (board z points into the board)
+    tilt_deg = float(np.degrees(np.arccos(np.clip(up[2], -1.0, 1.0))))
+    plan = []
+    for c in corners:
+        hover = TcpPose.at(c + [0.0, 0.0, hover_m])
+        above = TcpPose.at(c + [0.0, 0.0, approach_m])
+        plan.append((c, hover, [above, hover, above]))
+    check_poses([w for _, _, ws in plan for w in ws], arm.workspace, "hover waypoint")
+    out = []
+    for i, (c, hover, (above, _, _)) in zip(ids, plan):
+        arm.move_to(above)
+        arm.move_to(hover)
+        time.sleep(settle_s)
+        tcp = arm.state().tcp
+        out.append({"id": int(i), "corner_base_m": np.round(c, 6).tolist(),
+                    "hover_target_m": hover.to_dict()["position_m"],
+                    "tcp_m": None if tcp is None else tcp.to_dict()["position_m"]})
+        arm.move_to(above)
+    return {"hover_mm": round(hover_m * 1000, 3), "board_tilt_deg": round(tilt_deg, 3), "corners": out}
+
+
+def check_calibration(robot_spec: str, camera_spec: str, calibration_path: str | Path,
+                      board: CharucoBoardSpec = CharucoBoardSpec(), hover_m: float = 0.01, settle_s: float = 0.5,
+                      time_scale: float = 1.0, workspace: Workspace | None = None) -> dict:
+    """Build and connect the arm and camera (``sim`` becomes the fixed camera over a board on the
+    table), run ``hover_check`` with the calibration file, go home, disconnect.
+
+    Raises:
+        CalibrationFileError: the file is missing or malformed.
+        CalibrationInputError: a bad robot or camera spec; and everything ``hover_check`` raises.
+    """
+    from .extrinsics import load_calibration
+
+    calibration = load_calibration(calibration_path)
+    arm, camera = _build(robot_spec, camera_spec_for_calibration(camera_spec, calibration.setup, board, True),
+                         workspace or Workspace(), time_scale)
+    with arm, camera:
+        try:
+            return hover_check(arm, camera, calibration, board, hover_m, settle_s=settle_s)
+        finally:
+            _go_home(arm)
+
+
+def _build(robot_spec: str, camera_spec: str, workspace: Workspace, time_scale: float) -> tuple[Arm, Camera]:
+    from pointlab.robot.arm import MotionConfig, make_arm
+
+    from .camera import make_camera
+
+    try:
+        if robot_spec.partition(":")[0] == "sim":
+            arm = make_arm(robot_spec, workspace, replace(MotionConfig(), grip_settle_s=0.0), time_scale=time_scale)
+        else:
+            arm = make_arm(robot_spec, workspace)
+        return arm, make_camera(camera_spec)
+    except (ValueError, CameraSourceError) as e:  # a bad spec: nothing is connected yet
+        raise CalibrationInputError(str(e)) from e
 
 
 def _go_home(arm: Arm) -> None:

@@ -1,4 +1,5 @@
-"""``pointlab calibrate``: hand-eye calibration of the camera against the arm (docs/calibration.md)."""
+"""``pointlab calibrate``: hand-eye calibration of the camera against the arm, and ``pointlab
+calibrate-check``: hover over a table board's corners through a calibration file (docs/calibration.md)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,39 @@ def calibrate_cmd(
     except (RobotError, CameraSourceError, PerceptionError, ConnectionError, TimeoutError) as e:
         fail(f"{type(e).__name__}: {e}", 1)
     print_json(run.to_dict())
+
+
+@app.command("calibrate-check")
+def calibrate_check_cmd(
+    robot: str = typer.Option(..., "--robot", help="sim or xarm:IP[:PORT]"),
+    camera: str = typer.Option(..., "--camera", help="sim (the sim camera over a board on the table) or realsense"),
+    calibration: Path = typer.Option(..., "--calibration", help="eye_to_hand calibration file to check"),
+    board: str = typer.Option("5x7:0.04:0.03:DICT_5X5_100", "--board", help="SXxSY:SQUARE_M:MARKER_M:DICT"),
+    hover_mm: float = typer.Option(10.0, "--hover-mm", help="TCP height above each corner, mm"),
+    settle_s: float = typer.Option(0.5, "--settle-s", help="wait at each corner, s"),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (real arm: ignored)"),
+) -> None:
+    """With the board flat on the table, hover the TCP --hover-mm above its four outer corners as the
+    calibration maps them; check the gap under the TCP by eye or with a gauge.
+
+    Prints JSON: hover_mm, board_tilt_deg, and per corner the base-frame corner, the hover target
+    and the TCP pose the arm reported. Exit 2: bad input (file, board, a waypoint outside the
+    workspace; nothing moved). Exit 1: board not detected, robot or camera error.
+    """
+    from pointlab.robot.errors import RobotError, UnsafeTargetError
+
+    from .calibrate import CalibrationFailedError, CalibrationInputError, check_calibration, parse_board_spec
+    from .errors import CalibrationFileError, CameraSourceError, PerceptionError
+
+    if not 0 < hover_mm < 100 or settle_s < 0 or time_scale < 0:
+        fail("need 0 < --hover-mm < 100, --settle-s >= 0, --time-scale >= 0")
+    try:
+        spec = parse_board_spec(board)
+        result = check_calibration(robot, camera, calibration, spec, hover_mm / 1000.0, settle_s, time_scale)
+    except (CalibrationInputError, CalibrationFileError, UnsafeTargetError) as e:
+        fail(str(e), 2)
+    except CalibrationFailedError as e:
+        fail(str(e), 1)
+    except (RobotError, CameraSourceError, PerceptionError, ConnectionError, TimeoutError) as e:
+        fail(f"{type(e).__name__}: {e}", 1)
+    print_json(result)

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from pointlab.bridge.cli import app
 from pointlab.perception.calibrate import (CalibrateOptions, CalibrationFailedError, CalibrationInputError,
                                            PoseCapture, camera_spec_for_calibration, check_poses, default_poses,
+                                           hover_check,
                                            load_poses, parse_board_spec, run_calibration, solve_captures,
                                            tcp_transform, verify_calibration)
 from pointlab.perception.extrinsics import RigidTransform, load_calibration
@@ -348,3 +349,67 @@ def test_cli_verification_pose_outside_the_workspace_is_refused_before_motion(tm
     assert r.exit_code == 2, r.output
     assert "verification pose 0" in r.stderr and "outside_box" in r.stderr
     assert fresh_default_world.version == v0 and not (tmp_path / "c.json").exists()
+
+
+# -- hover check -------------------------------------------------------------------------------------
+# The sim table board (centre (0.28, 0, 0.0005), face up, 7-square side along base y): its outermost
+# inner corners, ids 0, 3, 20, 23 of the 4 x 6 inner corners, lie at x = 0.28 -+ 0.06, y = +-0.10.
+TABLE_CORNERS_M = np.array([[0.22, 0.10, 0.0005], [0.34, 0.10, 0.0005],
+                            [0.22, -0.10, 0.0005], [0.34, -0.10, 0.0005]])
+
+
+def _hover(calibration, **cam_kw):
+    world, arm, cam = sim_rig(mount="table", seed=4, **cam_kw)
+    with arm, cam:
+        return world, hover_check(arm, cam, calibration, settle_s=0.0)
+
+
+def test_hover_check_with_the_true_calibration_hovers_10mm_above_the_corners():
+    world = SimWorld()
+    _, res = _hover(world.calibration())
+    assert [c["id"] for c in res["corners"]] == [0, 3, 20, 23] and res["hover_mm"] == 10.0
+    tcp = np.array([c["tcp_m"] for c in res["corners"]])
+    np.testing.assert_allclose(tcp, TABLE_CORNERS_M + [0, 0, 0.010], atol=0.0015)
+    assert res["board_tilt_deg"] < 0.5
+
+
+def test_hover_check_shows_a_calibration_offset():
+    world = SimWorld()
+    wrong = world.calibration(translation_noise_m=0.005, seed=3)  # 5 mm off, no rotation error
+    offset = wrong.T_base_camera.translation_m - world.T_base_camera.translation_m
+    _, res = _hover(wrong)
+    tcp = np.array([c["tcp_m"] for c in res["corners"]])
+    # a pure translation error moves every mapped point by that translation
+    np.testing.assert_allclose(tcp - (TABLE_CORNERS_M + [0, 0, 0.010]), np.tile(offset, (4, 1)), atol=0.0015)
+    assert np.all(np.abs(np.linalg.norm(tcp - TABLE_CORNERS_M - [0, 0, 0.010], axis=1) - 0.005) < 0.0015)
+
+
+def test_hover_check_refuses_before_motion():
+    from pointlab.sim_mock.board_camera import board_mounted_at
+
+    world = SimWorld()
+    # a board 12 cm in front of the base: its near corners are inside the keep-out radius round the base
+    near = board_mounted_at(CharucoBoardSpec(), [0.12, 0.0, 0.0005], np.diag([1.0, -1.0, -1.0]))
+    w2, arm, cam = sim_rig(mount="table", T_base_board=near)
+    before = w2.arm.tcp_m.copy()
+    with arm, cam, pytest.raises(UnsafeTargetError, match="hover waypoint"):
+        hover_check(arm, cam, w2.calibration(), settle_s=0.0)
+    np.testing.assert_array_equal(w2.arm.tcp_m, before)
+    eye_in_hand = replace(world.calibration(), setup="eye_in_hand")
+    with pytest.raises(CalibrationInputError, match="eye_to_hand"):
+        hover_check(arm, cam, eye_in_hand)
+
+
+def test_cli_calibrate_check_in_sim(tmp_path, fresh_default_world):
+    from pointlab.perception.extrinsics import save_calibration
+
+    path = tmp_path / "cal.json"
+    save_calibration(fresh_default_world.calibration(), path)
+    r = CliRunner().invoke(app, ["calibrate-check", "--robot", "sim", "--camera", "sim", "--calibration", str(path),
+                                 "--settle-s", "0", "--time-scale", "0.01"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    np.testing.assert_allclose([c["tcp_m"] for c in d["corners"]], TABLE_CORNERS_M + [0, 0, 0.010], atol=0.0015)
+    r = CliRunner().invoke(app, ["calibrate-check", "--robot", "sim", "--camera", "sim", "--calibration",
+                                 str(tmp_path / "missing.json")])
+    assert r.exit_code == 2 and "not found" in r.stderr
