@@ -29,7 +29,8 @@ from scipy.spatial.transform import Rotation
 
 from .errors import CalibrationFileError
 
-__all__ = ["RigidTransform", "Calibration", "load_calibration", "save_calibration", "CALIBRATION_FORMAT"]
+__all__ = ["RigidTransform", "Calibration", "load_calibration", "load_camera_to_base", "save_calibration",
+           "CALIBRATION_FORMAT"]
 
 CALIBRATION_FORMAT = "pointlab.calibration/1"
 _MAX_TRANSLATION_M = 5.0
@@ -142,6 +143,21 @@ def load_calibration(path: str | Path) -> Calibration:
         raise CalibrationFileError(f"{path}: setup must be eye_to_hand or eye_in_hand")
     return Calibration(T, d.get("parent_frame", "link_base"), d.get("child_frame", "camera_color_optical_frame"),
                        d.get("setup", "eye_to_hand"), d.get("method"), d.get("created"), d.get("residuals", {}))
+
+
+def load_camera_to_base(path: str | Path) -> Calibration:
+    """Load a calibration that targeting can use: a fixed camera's pose in the base frame.
+
+    Raises:
+        CalibrationFileError: as ``load_calibration``, and for an ``eye_in_hand`` file (its transform
+            is camera-to-tool, not camera-to-base: every target would land in the wrong place).
+    """
+    cal = load_calibration(path)
+    if cal.setup != "eye_to_hand":
+        raise CalibrationFileError(
+            f"{path}: setup {cal.setup!r} gives the camera in the {cal.parent_frame} frame; Point-Act targeting "
+            "needs an eye_to_hand calibration (camera fixed, T_base_camera)")
+    return cal
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> None:

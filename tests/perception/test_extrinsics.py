@@ -57,3 +57,11 @@ def test_missing_and_corrupt(tmp_path):
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe{")
     with pytest.raises(CalibrationFileError, match="not valid JSON"):
         load_calibration(tmp_path / "bad.json")
+
+
+def test_targeting_refuses_an_eye_in_hand_file(tmp_path):
+    from pointlab.perception.extrinsics import load_camera_to_base
+
+    assert load_camera_to_base(write(tmp_path)).setup == "eye_to_hand"
+    with pytest.raises(CalibrationFileError, match="eye_to_hand"):
+        load_camera_to_base(write(tmp_path, setup="eye_in_hand", parent_frame="link_tcp"))
