@@ -24,10 +24,11 @@ log = logging.getLogger(__name__)
 
 _CAMERA_HELP = "camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop) or realsense[:SERIAL]"
 _ROBOT_HELP = "robot: sim or xarm:IP[:PORT]"
-_CAL_HELP = "calibration file (T_base_camera); default with a sim world: the sim camera's exact pose"
+_CAL_HELP = ("calibration file (T_base_camera), or 'table' (replay + sim arm: the recorded table becomes the sim "
+             "table); default with a sim world: the sim camera's exact pose")
 
 
-def _start(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[Path],
+def _start(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
            time_scale: float):
     from pointlab.benchmark.agents_config import AgentsConfigError
     from pointlab.perception.errors import PerceptionError
@@ -51,7 +52,7 @@ def act(
     db: Path = typer.Option(Path("pointlab-act.sqlite"), "--db", help="SQLite file of studies, trials and surveys"),
     host: str = typer.Option("127.0.0.1", "--host", help="address the web app binds to"),
     port: int = typer.Option(8000, "--port", help="port of the web app"),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help=_CAL_HELP),
+    calibration: Optional[str] = typer.Option(None, "--calibration", help=_CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier"),
     operator_token: Optional[str] = typer.Option(None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN",
                                                  help="secret of the operator console (default: random)"),
@@ -93,7 +94,7 @@ def trials_cmd(
                                                 help='JSONL of {"instruction", "expected"?} (default: the sim demo script)'),
     db: Path = typer.Option(..., "--db", help="SQLite file the trials are saved in"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help=_CAL_HELP),
+    calibration: Optional[str] = typer.Option(None, "--calibration", help=_CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
 ) -> None:
     """Run scripted instructions through the ROS node set without a browser; print

@@ -9,11 +9,15 @@ What it starts, in order:
    the camera, targeting, pointing and arm nodes and the ``RosTrialRunner``'s node;
 4. the SQLite store (``bridge.store.Store``) when ``db_path`` is given.
 
-Calibration: an explicit file or ``Calibration`` always wins. Without one, a session with a sim
-world uses the world's exact ``T_base_camera``; this includes ``camera="replay:DIR", robot="sim"``,
-where the real frames are treated as if taken by the sim camera's pose, so pointed table points
-land in the sim arm's workspace. (The sim oracle has no ground truth for real frames; the human
-reference and real models still work there.) A real camera with a real arm needs a file.
+Calibration: an explicit file or ``Calibration`` always wins. ``calibration="table"`` fits a
+stand-in from the camera's first frame (``bridge.table_calibration``: the recorded table becomes the
+sim table, z = 0). Without one, a session with a sim world uses the world's exact
+``T_base_camera``; this includes ``camera="replay:DIR", robot="sim"``, where the real frames are
+treated as if taken by the sim camera's pose. That pose does not match a real recording: on
+uoc_tabletop frame 000003, 17 of a 16x12 grid of pixels become valid targets with it and 38 with
+``"table"`` (the rest are out of the Lite 6's reach either way), so pass ``--calibration table``
+for replays. (The sim oracle has no ground truth for real frames; the human reference and real
+models still work there.) A real camera with a real arm needs a file.
 
 ``Session.close()`` stops everything in reverse order and is safe to call twice.
 """
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from pointlab.perception.extrinsics import Calibration, load_calibration
+from pointlab.perception.extrinsics import Calibration, load_camera_to_base
 
 __all__ = ["Session", "start_session", "SessionError"]
 
@@ -89,7 +93,7 @@ def _resolve_calibration(calibration, world) -> Calibration:
     if isinstance(calibration, Calibration):
         return calibration
     if calibration is not None:
-        return load_calibration(calibration)
+        return load_camera_to_base(calibration)
     if world is not None:
         return world.calibration()
     raise SessionError("a real camera with a real robot needs a calibration file (--calibration FILE, "
@@ -121,7 +125,7 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
         robot: ``sim`` or ``xarm:IP[:PORT]`` (``robot.make_arm``).
         agents_config: agents TOML (``None``: the default sim-oracle, sim-noisy, human).
         db_path: SQLite file of the store (``None``: no store; ``Session.store`` is ``None``).
-        calibration: ``T_base_camera`` file or object (see the module docstring for the default).
+        calibration: ``T_base_camera`` file or object, or ``"table"`` (see the module docstring).
         time_scale: the sim arm's motion-time multiplier (tests: ~0.01; ignored for a real arm).
         agents: already built agents (name -> ``Agent``) used instead of ``agents_config``.
         workspace: the envelope (default ``robot.Workspace()``), shared by targeting and the arm.
@@ -149,8 +153,19 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
         from pointlab.sim_mock.world import SimWorld
 
         world = SimWorld()
-    cal = _resolve_calibration(calibration, world)
     workspace = workspace or Workspace()
+    if calibration is not None and str(calibration) == "table":
+        from .table_calibration import fit_table_calibration
+
+        probe = make_camera(camera, **({"world": world} if camera_kind == "sim" else {}))
+        try:
+            with probe:
+                cal = fit_table_calibration(probe.read())
+        except ValueError as e:
+            raise SessionError(f"calibration 'table': {e}") from e
+        log.info("table-fit calibration: %s", cal.residuals)
+    else:
+        cal = _resolve_calibration(calibration, world)
 
     session = Session(runner=None, store=None, host=None, agents={}, calibration=cal, world=world,
                       camera_spec=camera, robot_spec=robot)

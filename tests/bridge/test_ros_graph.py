@@ -124,3 +124,32 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
         assert s.arm_node.commands_received == []
     assert r.robot_outcome == "agent_failure" and r.robot_error.startswith("agent:")
     assert r.target is not None and r.target["valid"] is False and r.motion is None
+
+
+def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uoc_tabletop):
+    """The default agents on a replayed real frame: the operator's click is the point, the recorded
+    table is the sim table (calibration "table"), and the sim arm picks there."""
+    with start_session(f"replay:{uoc_tabletop}#000003", "sim", None, None, calibration="table",
+                       time_scale=0.02) as s:
+        assert s.calibration.method == "table_fit" and s.runner.latest_jpeg() is not None
+
+        async def trial():
+            task = asyncio.create_task(s.runner.run_trial("human", "pick up the mug"))
+            for _ in range(400):
+                pending = s.runner.pending_human_requests()
+                if pending:
+                    break
+                await asyncio.sleep(0.025)
+            (req,) = pending
+            assert (req["instruction"], req["width"], req["height"]) == ("pick up the mug", 640, 480)
+            assert req["jpeg_b64"] and not s.runner.answer_human_request("no-such-request", 1, 1)
+            assert s.runner.answer_human_request(req["request_id"], 458.0, 250.0)
+            return await task
+
+        r = asyncio.run(trial())
+        jpeg = s.runner.trial_jpeg(r.trial_id)
+    assert r.robot_outcome == "done" and r.action == "pick" and r.points_px == [[458.0, 250.0]]
+    assert r.frame_index == 3 and r.sim_success is None  # nothing to judge on a real frame
+    # 774 mm at (458, 250) (see test_targeting.py), a surface just above the fitted table plane z = 0
+    assert r.target["depth_m"] == pytest.approx(0.774) and 0.0 < r.target["point_base_m"][2] < 0.06
+    assert jpeg[:2] == b"\xff\xd8"  # the frame the operator clicked on, as JPEG
