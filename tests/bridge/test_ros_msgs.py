@@ -1,0 +1,74 @@
+"""numpy <-> sensor_msgs conversions (no DDS needed: the message classes only)."""
+
+from __future__ import annotations
+
+import array
+
+import numpy as np
+import pytest
+
+from pointlab.bridge.ros_msgs import (camera_info_to_intrinsics, depth_to_image, image_to_depth, image_to_rgb,
+                                      intrinsics_to_camera_info, ns_to_stamp, parse_json_msg, rgb_to_image,
+                                      stamp_to_ns, to_depth_mm)
+from pointlab.perception.frame import Intrinsics
+
+
+def test_stamps_round_trip():
+    s = ns_to_stamp(1_700_000_000_123_456_789)
+    assert (s.sec, s.nanosec) == (1_700_000_000, 123_456_789) and stamp_to_ns(s) == 1_700_000_000_123_456_789
+
+
+def test_colour_round_trip_and_other_encodings():
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    m = rgb_to_image(rgb, 5, "cam")
+    assert (m.encoding, m.height, m.width, m.step, m.header.frame_id) == ("rgb8", 2, 3, 9, "cam")
+    assert np.array_equal(image_to_rgb(m), rgb)
+    # bgr8 with 2 bytes of row padding (step 11): pixel (0, 0) is B=2, G=1, R=0 -> RGB (0, 1, 2)
+    from sensor_msgs.msg import Image
+
+    b = Image(height=2, width=3, encoding="bgr8", step=11)
+    rows = [bytes([2, 1, 0, 5, 4, 3, 8, 7, 6, 99, 99]), bytes([11, 10, 9, 14, 13, 12, 17, 16, 15, 99, 99])]
+    b.data = array.array("B", b"".join(rows))
+    assert np.array_equal(image_to_rgb(b), rgb)
+    with pytest.raises(ValueError):
+        image_to_rgb(Image(height=2, width=3, encoding="mono8", step=3, data=array.array("B", bytes(6))))
+    with pytest.raises(ValueError):
+        image_to_rgb(Image(height=2, width=3, encoding="rgb8", step=9, data=array.array("B", bytes(10))))
+
+
+def test_depth_in_mm_on_the_topic():
+    # a D405 reports 0.1 mm units: 7744 units = 774.4 mm -> 774, 7756 -> 775.6 -> 776, 65535 -> 6553.5
+    # -> 6554 (half to even), 0 stays 0
+    d = np.array([[7744, 0], [7756, 65535]], dtype=np.uint16)
+    mm = to_depth_mm(d, 0.0001)
+    assert mm.tolist() == [[774, 0], [776, 6554]]
+    # metres per unit above 1 mm: 70000 mm does not fit in 16 bits -> no data rather than wrap-around
+    assert to_depth_mm(np.array([[35000]], np.uint16), 0.002).tolist() == [[0]]
+    m = depth_to_image(mm, 7, "cam")
+    assert (m.encoding, m.step) == ("16UC1", 4)
+    back, scale = image_to_depth(m)
+    assert back.tolist() == mm.tolist() and scale == 0.001
+
+
+def test_float_metres_depth_is_accepted():
+    from sensor_msgs.msg import Image
+
+    f = np.array([[0.7744, np.nan], [-1.0, 0.0]], dtype="<f4")
+    m = Image(height=2, width=2, encoding="32FC1", step=8, data=array.array("B", f.tobytes()))
+    d, scale = image_to_depth(m)
+    assert d.tolist() == [[774, 0], [0, 0]] and scale == 0.001  # 774.4 mm -> 774; NaN, <= 0 -> no data
+
+
+def test_camera_info_round_trip():
+    intr = Intrinsics(640, 480, 612.937, 613.173, 322.549, 248.158, (0.1, -0.2, 0.001, 0.002, 0.03))
+    ci = intrinsics_to_camera_info(intr, 3, "cam")
+    assert list(ci.k) == [612.937, 0.0, 322.549, 0.0, 613.173, 248.158, 0.0, 0.0, 1.0]
+    assert list(ci.p)[:3] == [612.937, 0.0, 322.549] and ci.distortion_model == "plumb_bob"
+    assert camera_info_to_intrinsics(ci) == intr
+
+
+def test_parse_json_msg_rejects_non_objects():
+    from std_msgs.msg import String
+
+    assert parse_json_msg(String(data='{"a": 1}')) == {"a": 1}
+    assert parse_json_msg(String(data="[1, 2]")) is None and parse_json_msg(String(data="{oops")) is None
