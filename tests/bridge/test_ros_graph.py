@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -153,3 +154,26 @@ def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uo
     # 774 mm at (458, 250) (see test_targeting.py), a surface just above the fitted table plane z = 0
     assert r.target["depth_m"] == pytest.approx(0.774) and 0.0 < r.target["point_base_m"][2] < 0.06
     assert jpeg[:2] == b"\xff\xd8"  # the frame the operator clicked on, as JPEG
+
+
+def test_robot_fault_and_emergency_stop_are_recorded_outcomes(ros_env):
+    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+        run = lambda i: asyncio.run(s.runner.run_trial("sim-oracle", i))  # noqa: E731
+        # xArm code 31 (collision, abnormal current) on the first move of the pick
+        s.world.inject_fault("next_move", 31)
+        fault = run("pick up the red cube")
+        # the controller keeps the error until a reset (bring-up) clears it
+        s.runner.reset()
+        deadline = time.monotonic() + 5
+        while s.runner.arm_state().get("error_code", 1) != 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ok = run("pick up the red cube")
+        s.runner.emergency_stop()
+        while not s.runner.arm_state().get("estopped") and time.monotonic() < deadline + 5:
+            time.sleep(0.02)
+        stopped = run("put it in the blue bowl")
+        assert s.world.snapshot()["_arm"]["attached"] == "red cube"  # the stopped place let nothing go
+    assert fault.robot_outcome == "robot_failure" and "code 31" in fault.robot_error
+    assert fault.target["valid"] and fault.motion is None
+    assert ok.robot_outcome == "done" and ok.action == "pick"
+    assert stopped.action == "place" and stopped.robot_outcome == "stopped" and stopped.motion is None
