@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 
-from .ros_msgs import TOPICS, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+from .ros_msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
 
 __all__ = ["PointingNode", "main"]
 
@@ -65,7 +64,7 @@ class PointingNode(Node):
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
-        self.create_subscription(Image, TOPICS["color"], self._on_color, qos_profile_sensor_data)
+        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2))
         self.create_subscription(String, TOPICS["point_request"], self._on_request, 50)
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="pointlab-agents", daemon=True)

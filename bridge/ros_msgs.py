@@ -24,7 +24,7 @@ from pointlab.perception.frame import Intrinsics
 __all__ = [
     "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "image_to_rgb",
     "depth_to_image", "image_to_depth", "intrinsics_to_camera_info", "camera_info_to_intrinsics",
-    "to_depth_mm", "json_msg", "parse_json_msg",
+    "to_depth_mm", "json_msg", "parse_json_msg", "image_qos",
 ]
 
 # Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
@@ -49,6 +49,19 @@ TOPICS = {
     "joint_states": "/joint_states",
     "tcp_pose": "/pointlab/arm/tcp_pose",
 }
+
+
+def image_qos(depth: int = 2):
+    """QoS of image subscriptions: reliable, keep last ``depth``.
+
+    Reliable, not the best-effort "sensor data" profile: a 640x480 colour frame (0.9 MB) crosses
+    processes in many DDS fragments, and best effort then loses most frames (measured here between
+    two processes: 0-9 of 60 colour frames arrived best effort, 59 of 60 reliable). realsense-ros
+    publishes reliable by default, and a reliable subscription with a short history never slows
+    the publisher down."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def stamp_to_ns(stamp) -> int:

@@ -32,7 +32,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .ros_msgs import TOPICS, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+from .ros_msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
 from .trial import TrialResult
 
 __all__ = ["RosTrialRunner", "RunnerTimeouts", "encode_jpeg"]
@@ -87,7 +87,6 @@ class RosTrialRunner:
                  human=None, human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
                  live_max_fps: float = 30.0, jpeg_quality: int = 80) -> None:
         from rclpy.node import Node
-        from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import Image
         from std_msgs.msg import Empty, String
 
@@ -131,7 +130,7 @@ class RosTrialRunner:
         sub(String, TOPICS["arm_state"], self._on_arm_state, STATE_QOS)
         sub(String, TOPICS["point_frame"], self._on_point_frame, 50)
         sub(String, TOPICS["frame_meta"], self._on_frame_meta, 50)
-        sub(Image, TOPICS["color"], self._on_color, qos_profile_sensor_data)
+        sub(Image, TOPICS["color"], self._on_color, image_qos(2))
         host.add(self.node)
         self._encoder = threading.Thread(target=self._encode_loop, name="pointlab-liveview", daemon=True)
         self._encoder.start()

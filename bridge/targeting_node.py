@@ -28,14 +28,14 @@ from collections import OrderedDict
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 
 from pointlab.perception.deproject import DepthRule
 from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.workspace import Workspace
 
-from .ros_msgs import TOPICS, camera_info_to_intrinsics, image_to_depth, json_msg, ns_to_stamp, parse_json_msg, stamp_to_ns
+from .ros_msgs import (TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, json_msg, ns_to_stamp,
+                       parse_json_msg, stamp_to_ns)
 from .targeting import Target, compute_target
 
 __all__ = ["TargetingNode", "main"]
@@ -72,8 +72,8 @@ class TargetingNode(Node):
         self._pins: dict[str, tuple[int, object, float]] = {}  # request_id -> (stamp_ns, Image, monotonic)
         self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
         self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
-        self.create_subscription(Image, TOPICS["depth"], self._on_depth, qos_profile_sensor_data)
-        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, qos_profile_sensor_data)
+        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5))
+        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, image_qos(5))
         self.create_subscription(String, TOPICS["point_frame"], self._on_point_frame, 50)
         self.create_subscription(String, TOPICS["point_answer"], self._on_answer, 50)
 
@@ -165,9 +165,9 @@ def main(calibration_file: str) -> None:
     """Run the targeting node alone (``pointlab act node targeting --calibration FILE``) until Ctrl-C."""
     import rclpy
 
-    from pointlab.perception.extrinsics import load_calibration
+    from pointlab.perception.extrinsics import load_camera_to_base
 
-    cal = load_calibration(calibration_file)
+    cal = load_camera_to_base(calibration_file)
     rclpy.init()
     node = TargetingNode(cal)
     try:
