@@ -70,6 +70,7 @@ class TargetingNode(Node):
         self._depth: OrderedDict[int, object] = OrderedDict()  # stamp_ns -> Image msg, oldest first
         self._info = None  # latest CameraInfo
         self._pins: dict[str, tuple[int, object, float]] = {}  # request_id -> (stamp_ns, Image, monotonic)
+        self._wanted: dict[str, tuple[int, float]] = {}  # pins whose depth has not arrived yet
         self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
         self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
         self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5))
@@ -85,6 +86,10 @@ class TargetingNode(Node):
         while self._depth and (next(iter(self._depth)) < newest - self.buffer_s * 1e9 or len(self._depth) >= 300):
             self._depth.popitem(last=False)
         self._depth[stamp] = msg
+        for rid, (want, t) in list(self._wanted.items()):  # a pin asked for before its depth came
+            if abs(want - stamp) <= self.max_stamp_skew_s * 1e9:
+                self._pins[rid] = (want, msg, t)
+                del self._wanted[rid]
 
     def _on_info(self, msg) -> None:
         self._info = msg
@@ -102,11 +107,15 @@ class TargetingNode(Node):
         if not d or "request_id" not in d or not isinstance(d.get("stamp_ns"), int):
             return
         depth = self._find_depth(d["stamp_ns"])
-        if depth is not None:
-            self._pins[str(d["request_id"])] = (d["stamp_ns"], depth, time.monotonic())
         now = time.monotonic()
+        if depth is not None:
+            self._pins[str(d["request_id"])] = (d["stamp_ns"], depth, now)
+        else:  # the depth of that frame is still on its way (it travels on another topic)
+            self._wanted[str(d["request_id"])] = (d["stamp_ns"], now)
         for rid in [r for r, (_, _, t) in self._pins.items() if now - t > self.pin_ttl_s]:
             del self._pins[rid]
+        for rid in [r for r, (_, t) in self._wanted.items() if now - t > 10.0]:
+            del self._wanted[rid]
 
     # -- targeting ------------------------------------------------------------------------------
     def _on_answer(self, msg) -> None:
@@ -118,6 +127,7 @@ class TargetingNode(Node):
         rid = str(ans["request_id"])
         stamp = ans.get("stamp_ns")
         pinned = self._pins.pop(rid, None)
+        self._wanted.pop(rid, None)
         if ans.get("error"):
             # a failed agent call carries no point; say so rather than look for one
             target = Target(False, reason="no_point: the agent call failed")

@@ -125,3 +125,22 @@ def test_pinned_depth_survives_a_slow_model_and_unknown_stamps_are_refused(graph
     pubs["point_answer"].publish(json_msg({"request_id": "np", "points_px": [], "stamp_ns": STAMP_B}))
     r = wait_result(3)
     assert r["request_id"] == "np" and r["target"]["reason"].startswith("no_point:")
+
+
+def test_a_pin_asked_before_its_depth_arrives_is_kept(graph):
+    node, pubs, wait_result, targets, f3, f5 = graph
+    # the pointing node may announce the frame before the targeting node has its depth
+    pubs["point_frame"].publish(json_msg({"request_id": "early", "stamp_ns": STAMP_A}))
+    deadline = time.monotonic() + 5
+    while "early" not in node._wanted:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    _send_depth(pubs, f3, STAMP_A)
+    while "early" not in node._pins:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    _send_depth(pubs, f5, STAMP_B)  # frame A leaves the buffer
+    _wait_buffered(node, STAMP_B)
+    pubs["point_answer"].publish(json_msg({"request_id": "early", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
+    r = wait_result(1)
+    assert r["target"]["valid"] and r["target"]["depth_m"] == pytest.approx(0.774)
