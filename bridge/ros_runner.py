@@ -112,6 +112,7 @@ class RosTrialRunner:
         self._frame_count = 0
         self._request_frames: dict[str, object] = {}
         self._trial_jpegs: OrderedDict[str, bytes] = OrderedDict()
+        self._human_jpegs: dict[str, str] = {}
         self._jpeg: tuple[bytes, int] | None = None
         self._jpeg_stamp = None
         self._viewer_t = 0.0
@@ -288,16 +289,22 @@ class RosTrialRunner:
         if self.human is None:
             return []
         out = []
-        for req in self.human.pending():
+        pending = self.human.pending()
+        for req in pending:
             get = req.get if isinstance(req, dict) else (lambda k, r=req: getattr(r, k, None))
             image = get("image_rgb") if get("image_rgb") is not None else get("image")
-            jpeg_b64 = get("jpeg_b64")
-            if jpeg_b64 is None and image is not None:
+            jpeg_b64 = get("jpeg_b64") or self._human_jpegs.get(get("request_id"))
+            if jpeg_b64 is None and image is not None:  # encoded once per request: the UI polls this
                 jpeg_b64 = base64.b64encode(encode_jpeg(image, self.jpeg_quality)).decode("ascii")
+                self._human_jpegs[get("request_id")] = jpeg_b64
             width = get("width") if get("width") is not None else (image.shape[1] if image is not None else None)
             height = get("height") if get("height") is not None else (image.shape[0] if image is not None else None)
             out.append({"request_id": get("request_id"), "instruction": get("instruction"), "jpeg_b64": jpeg_b64,
                         "width": width, "height": height})
+        open_ids = {r["request_id"] for r in out}
+        for rid in list(self._human_jpegs):  # list(): a snapshot even if another thread adds one
+            if rid not in open_ids:
+                self._human_jpegs.pop(rid, None)
         return out
 
     def answer_human_request(self, request_id: str, u: float, v: float) -> bool:
