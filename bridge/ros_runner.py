@@ -107,7 +107,7 @@ class RosTrialRunner:
         self._state_event = threading.Event()
         self._holding = False
         self._motions_done = -1
-        self._frames: deque = deque(maxlen=60)  # recent colour msgs: (stamp_ns, msg)
+        self._frames: deque = deque(maxlen=30)  # recent colour msgs (stamp_ns, msg): ~1 s, 0.9 MB each
         self._index_by_stamp: OrderedDict[int, int] = OrderedDict()
         self._frame_count = 0
         self._request_frames: dict[str, object] = {}
