@@ -32,15 +32,38 @@ __all__ = [
 #: the parser levels the scorers report.
 PARSERS = ("strict", "lenient")
 
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
+_THINK_CLOSE_OF = {name: re.compile(f"</{name}>", re.IGNORECASE) for name in ("think", "thinking", "reasoning")}
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.IGNORECASE | re.DOTALL)
 # "Answer:", "Final answer:", "**Answer**:", "The final answer is:" (colon required for the plain
 # word "answer" so that "the answer depends" is not a marker).
 _ANSWER_MARKER = re.compile(r"(?:final\s+answer|answer)\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?|final\s+answer\s+is\b",
                             re.IGNORECASE)
 _MARKDOWN = re.compile(r"[*_`]+")
+
+
+def _drop_reasoning_blocks(text: str) -> str:
+    """``text`` with every ``<think>...</think>`` block replaced by a space, and everything from an
+    opening tag that never closes (a generation cut off mid-reasoning) dropped.
+
+    One left-to-right pass: a regex ``<think>.*?</think>`` rescans to the end of the text from
+    every unclosed opening tag, which is quadratic (``"<think>" * 28000`` took 20 s).
+    """
+    out: list[str] = []
+    pos = 0
+    while True:
+        m = _THINK_OPEN.search(text, pos)
+        if m is None:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:m.start()])
+        close = _THINK_CLOSE_OF[m.group(1).lower()].search(text, m.end())
+        if close is None:
+            break
+        out.append(" ")
+        pos = close.end()
+    return "".join(out)
 
 
 def answer_part(text: str | None) -> str:
@@ -52,16 +75,11 @@ def answer_part(text: str | None) -> str:
     """
     if not isinstance(text, str):
         return ""
-    t = _THINK_BLOCK.sub(" ", text)
+    t = _drop_reasoning_blocks(text)
     # an unclosed-at-start reasoning block ("...reasoning</think> B"): keep what follows the close
     closes = list(_THINK_CLOSE.finditer(t))
     if closes:
         t = t[closes[-1].end():]
-    # a reasoning block that never closes (the generation was cut off): everything after its
-    # opening tag is reasoning, not an answer
-    opening = _THINK_OPEN.search(t)
-    if opening:
-        t = t[:opening.start()]
     tags = _ANSWER_TAG.findall(t)
     if tags and tags[-1].strip():
         t = tags[-1]

@@ -354,12 +354,14 @@ def _xy_raw(text: str) -> list[tuple[float, float]]:
     return pts if pts else _tuples(text)
 
 
-_BRACKET_LIST = re.compile(r"\[([^\[\]]*\([^\[\]]*)\]")
+# innermost [...] spans; the "holds a (" test is done in Python: a regex [^\[\]]*\([^\[\]]*\]
+# backtracks quadratically on "[((((..." (200 k characters took four minutes)
+_BRACKET_LIST = re.compile(r"\[([^\[\]]*)\]")
 
 
 def _tuples(text: str) -> list[tuple[float, float]]:
     """``(a, b)`` tuples: those inside the last ``[...]`` list holding tuples, else all in the text."""
-    lists = [m.group(1) for m in _BRACKET_LIST.finditer(text)]
+    lists = [body for m in _BRACKET_LIST.finditer(text) if "(" in (body := m.group(1))]
     for body in reversed(lists):
         found = [(float(a), float(b)) for a, b in _TUPLE.findall(body)]
         if found:

@@ -158,3 +158,27 @@ def test_cut_off_reasoning_has_no_answer(text):
     # a generation that stopped inside <think> has no answer; reading "5" from the reasoning is wrong
     assert answer_part(text) == ""
     assert parse_number_lenient(text) is None and parse_choice_lenient(text) is None
+
+
+def test_many_unclosed_think_tags_are_linear_not_quadratic():
+    # "<think>" * 28000 made the block regex rescan to the end from every tag (20 s; 60000: minutes).
+    # Subprocess with a generous bound: this catches a hang, it does not measure speed.
+    import subprocess
+    import sys
+
+    code = ("from pointlab.benchmark.extract import parse_number_lenient, parse_choice_lenient\n"
+            "t = '<think>' * 60000 + ' 5'\n"
+            "assert parse_number_lenient(t) is None and parse_choice_lenient(t) is None\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("<think>a</think><THINK>b</THINK> C", "C"),
+    ("<think><think>nested</think></think> D", "D"),
+    ("<reasoning>x</think> still reasoning", ""),
+    ("B <think>cut off", "B"),
+])
+def test_reasoning_blocks_by_hand(text, expected):
+    assert answer_part(text) == expected

@@ -239,3 +239,24 @@ def test_qwen_answer_on_an_image_qwen_cannot_resize_is_a_recorded_failure(fmt):
 def test_numbers_must_be_ascii_as_the_formats_write_them(text, fmt):
     r = parse_points(text, fmt, W, H)
     assert not r.ok and r.reason.startswith("unparseable:")
+
+
+def test_bracket_then_parens_is_linear_not_quadratic():
+    # "[" + "(" * 199000 made the tuple-list regex backtrack quadratically (four minutes). Run in
+    # a subprocess with a generous bound: this catches a hang, it does not measure speed.
+    import subprocess
+    import sys
+
+    code = ("from pointlab.benchmark.points import parse_points\n"
+            "t = '[' + '(' * 199000\n"
+            "for f in ('xy_pixels', 'robopoint'):\n"
+            "    assert not parse_points(t, f, 640, 480).ok\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_tuples_inside_the_last_list_still_win():
+    text = "I considered [(0.1, 0.1)] first, then [see (0.9, 0.9)] and finally [(0.5, 0.25), (0.75, 0.5)]"
+    r = parse_points(text, "robopoint", W, H)
+    assert r.points_px.tolist() == [[320.0, 120.0], [480.0, 240.0]]
