@@ -120,8 +120,10 @@ class SimCamera(Camera):
             else:
                 self._k_last += 1
                 time.sleep(max(self._t0 + self._k_last * period - time.monotonic(), 0.0))
-        color, depth_m, edges1, edges3 = self._clean_render()
+        # the exposure time is when the world state was read, before rendering: a frame stamped after
+        # its render could look newer than an arm motion that finished while it was being drawn
         stamp_ns = time.time_ns()
+        color, depth_m, edges1, edges3 = self._clean_render()
         if self.noise:
             color, depth_m = self._degrade(color, depth_m, edges1, edges3)
         depth = np.clip(np.rint(depth_m / DEPTH_SCALE_M), 0, 65535).astype(np.uint16)
