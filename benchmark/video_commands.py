@@ -118,11 +118,15 @@ def video_generate_cmd(
     from .video.frames import open_frames
     from .video.generate import GenerationConfig, expand_budgets, generate_questions
     from .video.records import write_jsonl
-    from .video.sampling import parse_budget
+    from .video.sampling import SAMPLERS, parse_budget
     from .video.visibility import VisibilityTable
 
     try:
         wanted = [parse_budget(b.strip()) for b in budgets.split(",") if b.strip()]
+        if not wanted:  # an empty list would write an empty questions.jsonl over the last one
+            raise ValueError(f"--budgets names no budget: {budgets!r}")
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sampler!r}; choose from {sorted(SAMPLERS)}")
         if (frames is None) != (visibility is None):
             raise ValueError("--frames and --visibility go together")
         if frames is not None and not scene_id:

@@ -36,3 +36,19 @@ def test_frames_mp4_and_errors(tmp_path):
     assert r.exit_code == 2 and "no such file" in r.stderr
     r = run("video", "frames", "--video", path, "--budget", "zero")
     assert r.exit_code == 2
+
+
+def test_generate_refuses_no_budget_and_an_unknown_sampler_before_writing(tmp_path, arkit_frames, arkit_visibility,
+                                                                           vsibench_meta):
+    meta = vsibench_meta / "arkitscenes_meta_info_val.json"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "questions.jsonl").write_text('{"id": "kept"}\n')
+    # "--budgets ''" wrote 0 records over the previous questions.jsonl and exited 0
+    r = run("video", "generate", "--scenes", meta, "--scene-id", "47334096", "--frames", arkit_frames,
+            "--visibility", arkit_visibility, "--budgets", " , ", "--out", out)
+    assert r.exit_code == 2 and "--budgets names no budget" in r.stderr
+    # without --frames an unknown sampler was written into report.json as if it had been used
+    r = run("video", "generate", "--scenes", meta, "--scene-id", "47334096", "--sampler", "bogus", "--out", out)
+    assert r.exit_code == 2 and "unknown sampler 'bogus'" in r.stderr
+    assert (out / "questions.jsonl").read_text() == '{"id": "kept"}\n' and not (out / "report.json").exists()
