@@ -369,10 +369,10 @@ class RosTrialRunner:
             t_answer = time.monotonic()
             res.timings_s["agent"] = round(t_answer - t_start, 4)
             if ans is None:
-                res.robot_outcome, res.robot_error = "agent_failure", f"agent: no answer within {timeout:.0f} s"
+                res.robot_outcome, res.agent_error = "agent_failure", f"no answer within {timeout:.0f} s"
                 if self._disarm(rid):  # a target slipped in as the wait timed out: never leave it moving
                     self.emergency_stop()
-                    res.robot_error += "; a late target reached the arm, emergency stop sent"
+                    res.robot_error = "a late target reached the arm after the agent timed out; emergency stop sent"
                 return res
             self._record_answer(res, ans)
             tgt = await self._wait(f_target, self.timeouts.target_s)
@@ -385,7 +385,7 @@ class RosTrialRunner:
             if not commanded:
                 if ans.get("error"):
                     # the model call itself failed (network, timeout after retries): no point to act on
-                    res.robot_outcome, res.robot_error = "agent_failure", f"agent: {ans['error']}"
+                    res.robot_outcome, res.agent_error = "agent_failure", str(ans["error"])
                 elif tgt is None:
                     res.robot_outcome = "refused"
                     res.target = {"valid": False,

@@ -34,7 +34,7 @@ __all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: trials.agent_error
 JUDGEMENTS = ("succeeded", "failed")
 
 
@@ -92,6 +92,7 @@ class TrialRow(Base):
     target: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     robot_outcome: Mapped[str] = mapped_column(String(32))
     robot_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    agent_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     motion: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     sim_success: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     sim_detail: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -69,7 +69,7 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) ->
 
 TRIAL_LOG_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "agent", "instruction", "action",
                      "raw_answer", "points_px", "parse_error", "frame_index", "frame_size", "target",
-                     "robot_outcome", "robot_error", "sim_success", "sim_detail", "judgement", "timings_s",
+                     "robot_outcome", "robot_error", "agent_error", "sim_success", "sim_detail", "judgement", "timings_s",
                      "motion", "expected", "created_unix_s", "judged_unix_s")
 
 

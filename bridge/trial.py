@@ -33,7 +33,9 @@ class TrialResult:
         frame_index: index of the frame the agent saw; image size in ``frame_size``.
         target: ``bridge.targeting.Target.to_dict()`` (3D target or refusal with reason).
         robot_outcome: one of ``ROBOT_OUTCOMES``.
-        robot_error: the typed error's message when ``robot_outcome`` is ``robot_failure``.
+        robot_error: the typed error's message when ``robot_outcome`` is ``robot_failure`` or ``stopped``.
+        agent_error: why the agent gave no answer when ``robot_outcome`` is ``agent_failure`` (network,
+            HTTP error, timeout after retries; may name the model, so never shown to a participant).
         motion: ``robot.arm.MotionReport.to_dict()`` when a motion was sent.
         sim_success: the simulator's own judgement (``None`` when not known, e.g. a real robot).
         sim_detail: what the simulator saw (object held, where it landed).
@@ -53,6 +55,7 @@ class TrialResult:
     target: dict[str, Any] | None = None
     robot_outcome: str = "refused"
     robot_error: str | None = None
+    agent_error: str | None = None
     motion: dict[str, Any] | None = None
     sim_success: bool | None = None
     sim_detail: str | None = None

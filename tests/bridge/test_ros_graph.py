@@ -123,7 +123,7 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
         with pytest.raises(ValueError):
             asyncio.run(s.runner.run_trial("nobody", "pick up the red cube"))
         assert s.arm_node.commands_received == []
-    assert r.robot_outcome == "agent_failure" and r.robot_error.startswith("agent:")
+    assert r.robot_outcome == "agent_failure" and r.agent_error and r.robot_error is None
     assert r.target is not None and r.target["valid"] is False and r.motion is None
 
 

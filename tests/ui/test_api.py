@@ -340,7 +340,7 @@ def test_blinded_trial_copies_no_runner_text():
             "frame_size": [640, 480], "judgement": None, "parse_error": None, "raw_answer": "I am GPT-4o",
             "agent": "gpt-4o"}
     failure = blinded_trial({**base, "robot_outcome": "agent_failure", "target": None,
-                             "robot_error": "agent: Error code: 404 - model 'gpt-4o' not found"})
+                             "agent_error": "Error code: 404 - model 'gpt-4o' not found"})
     assert failure == {"trial_id": 4, "alias": "Agent 2", "instruction": "pick the cup", "action": "pick",
                        "points_px": [[1.0, 2.0]], "frame_size": [640, 480], "outcome": "agent_failure",
                        "message": "The agent did not answer.", "judgement": None}
