@@ -77,6 +77,8 @@ class RosTrialRunner:
             in this process or elsewhere on the ROS graph).
         agent_names: the agents the pointing node knows (config names; never shown to participants).
         judge: ``judge(expected) -> (bool, str)`` of a sim world, or ``None`` (real robot).
+        infer_expected: ``(instruction, action) -> expected | None`` of a sim world, used when a trial
+            has no scripted expectation (typed in the browser).
         human: the human reference agent (``pending()``, ``answer(request_id, u, v)``), or ``None``.
         human_agent_names: names of agents answered by a person (longer answer timeout).
         timeouts: per-stage timeouts.
@@ -84,7 +86,8 @@ class RosTrialRunner:
     """
 
     def __init__(self, host, agent_names: list[str], *, judge: Callable[[dict], tuple[bool, str]] | None = None,
-                 human=None, human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
+                 infer_expected: Callable[[str, str], dict | None] | None = None, human=None,
+                 human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
                  live_max_fps: float = 30.0, jpeg_quality: int = 80) -> None:
         from rclpy.node import Node
         from sensor_msgs.msg import Image
@@ -94,6 +97,7 @@ class RosTrialRunner:
 
         self.agent_names = list(agent_names)
         self.judge, self.human = judge, human
+        self.infer_expected = infer_expected
         self.human_agent_names = set(human_agent_names)
         self.timeouts = timeouts
         self.jpeg_quality = jpeg_quality
@@ -357,6 +361,9 @@ class RosTrialRunner:
         if not self._state_event.is_set():
             await asyncio.to_thread(self._state_event.wait, self.timeouts.state_s)
         action = "place" if self.holding() else "pick"
+        if expected is None and self.infer_expected is not None:
+            # a typed instruction has no script: the sim reads what it asks for before anything moves
+            expected = self.infer_expected(instruction, action)
         rid = uuid.uuid4().hex
         res = TrialResult(trial_id=rid, agent=agent, instruction=instruction, action=action, expected=expected)
         f_answer, f_target, f_arm = self._expect("answer", rid), self._expect("target", rid), self._expect("arm", rid)

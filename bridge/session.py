@@ -214,7 +214,9 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
         session.pointing_node = host.add(PointingNode(agents, context=ctx))
         session.arm_node = host.add(ArmNode(arm, context=ctx))
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
-        session.runner = RosTrialRunner(host, list(agents), judge=world.judge if world is not None and robot_kind == "sim" else None,
+        sim_judges = world is not None and robot_kind == "sim"
+        session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_judges else None,
+                                        infer_expected=world.infer_expected if sim_judges and camera_kind == "sim" else None,
                                         human=agents[humans[0]] if humans else None, human_agent_names=humans,
                                         timeouts=timeouts or RunnerTimeouts())
         session._closers.append(session.runner.close)

@@ -311,6 +311,28 @@ class SimWorld:
             return name
 
     # -- judgement ---------------------------------------------------------------------------------
+    def infer_expected(self, instruction: str, action: str) -> dict | None:
+        """What a typed ``instruction`` asks of the sim, as a ``judge`` expectation, read before the
+        trial moves anything (so the browser trials get a sim judgement too), or ``None`` when it
+        names no scene object. The expectation carries ``"inferred": True``.
+
+        pick: the first mentioned object that is not a container. place: the held object goes into
+        the first mentioned container, or near the first other mentioned object.
+        """
+        mentioned = self.scene.mentions(instruction if isinstance(instruction, str) else "")
+        with self.lock:
+            held = self.arm.attached
+            if action == "pick":
+                names = [m for m in mentioned if not self.objects[m].is_container]
+                return {"action": "pick", "object": names[0], "inferred": True} if names else None
+            if action != "place" or held is None:
+                return None
+            others = [m for m in mentioned if m != held]
+            if not others:
+                return None
+            key = "container" if self.objects[others[0]].is_container else "near"
+            return {"action": "place", "object": held, key: others[0], "inferred": True}
+
     def judge(self, expected: dict) -> tuple[bool, str]:
         """Did the last action do what ``expected`` says? Returns ``(success, reason)``.
 

@@ -57,6 +57,16 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
     assert n == 10
 
 
+def test_typed_instructions_get_the_sim_judgement(ros_env):
+    # no script: the sim reads the instruction before the trial (what a browser participant types)
+    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+        pick = asyncio.run(s.runner.run_trial("sim-oracle", "please pick up the green cube"))
+        place = asyncio.run(s.runner.run_trial("sim-oracle", "now drop it into the blue bowl"))
+    assert pick.expected == {"action": "pick", "object": "green cube", "inferred": True}
+    assert pick.sim_success is True and place.sim_success is True, (pick.sim_detail, place.sim_detail)
+    assert place.expected["container"] == "blue bowl" and place.sim_detail == "green cube is in blue bowl"
+
+
 @pytest.fixture
 def scripted_agents(tmp_path):
     from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread

@@ -178,3 +178,21 @@ def test_set_object_pose_refuses_unknown_names(world):
 def test_inject_fault_rejects_unknown_kinds(world):
     with pytest.raises(ValueError):
         world.inject_fault("meteor")
+
+
+def test_infer_expected_reads_typed_instructions(fresh):
+    w = fresh
+    assert w.infer_expected("pick up the red cube", "pick") == {"action": "pick", "object": "red cube", "inferred": True}
+    # the bowl is a container: a pick names the first object that is not one
+    assert w.infer_expected("take the yellow block out of the blue bowl", "pick")["object"] == "yellow block"
+    assert w.infer_expected("wave at the camera", "pick") is None
+    assert w.infer_expected("put it in the blue bowl", "place") is None  # nothing held: no place to judge
+    with w.lock:
+        w.arm.attached = "red cube"
+    assert w.infer_expected("put the red cube in the blue bowl", "place") == {
+        "action": "place", "object": "red cube", "container": "blue bowl", "inferred": True}
+    assert w.infer_expected("place it next to the green cube", "place") == {
+        "action": "place", "object": "red cube", "near": "green cube", "inferred": True}
+    assert w.infer_expected(None, "place") is None
+    with w.lock:
+        w.arm.attached = None
