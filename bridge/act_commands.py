@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 
 _CAMERA_HELP = "camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop) or realsense[:SERIAL]"
 _ROBOT_HELP = "robot: sim or xarm:IP[:PORT]"
-_CAL_HELP = ("calibration file (T_base_camera), or 'table' (replay + sim arm: the recorded table becomes the sim "
-             "table); default with a sim world: the sim camera's exact pose")
+_CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table becomes the sim table); default: "
+             "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")
 
 
 def _start(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],

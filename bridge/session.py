@@ -11,13 +11,12 @@ What it starts, in order:
 
 Calibration: an explicit file or ``Calibration`` always wins. ``calibration="table"`` fits a
 stand-in from the camera's first frame (``bridge.table_calibration``: the recorded table becomes the
-sim table, z = 0). Without one, a session with a sim world uses the world's exact
-``T_base_camera``; this includes ``camera="replay:DIR", robot="sim"``, where the real frames are
-treated as if taken by the sim camera's pose. That pose does not match a real recording: on
-uoc_tabletop frame 000003, 17 of a 16x12 grid of pixels become valid targets with it and 38 with
-``"table"`` (the rest are out of the Lite 6's reach either way), so pass ``--calibration table``
-for replays. (The sim oracle has no ground truth for real frames; the human reference and real
-models still work there.) A real camera with a real arm needs a file.
+sim table, z = 0); it is the default for a recording (``replay:``/``bag:``) driven with the sim
+arm, since the sim camera's pose does not match a real recording (on uoc_tabletop frame 000003, 17
+of a 16x12 grid of pixels become valid targets with the sim pose and 38 with the table fit; the
+rest are out of the Lite 6's reach either way). Otherwise a session with a sim world uses the
+world's exact ``T_base_camera``. (The sim oracle has no ground truth for real frames; the human
+reference and real models still work there.) A real camera with a real arm needs a file.
 
 ``Session.close()`` stops everything in reverse order and is safe to call twice.
 """
@@ -154,6 +153,8 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
 
         world = SimWorld()
     workspace = workspace or Workspace()
+    if calibration is None and camera_kind in ("replay", "bag") and robot_kind == "sim":
+        calibration = "table"
     if calibration is not None and str(calibration) == "table":
         from .table_calibration import fit_table_calibration
 

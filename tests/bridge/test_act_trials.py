@@ -19,7 +19,7 @@ SCRIPT = [
     {"instruction": "pick up the green cube", "expected": {"action": "pick", "object": "green cube"}},
     {"instruction": "put it in the blue bowl", "expected": {"action": "place", "object": "green cube",
                                                              "container": "blue bowl"}},
-    {"instruction": "pick up the orange can"},  # no expectation: success is the robot outcome
+    {"instruction": "pick up the orange can"},  # no expectation: the sim infers it from the instruction
 ]
 
 
@@ -37,14 +37,15 @@ def test_scripted_trials_write_sqlite(ros_env, tmp_path):
     out = json.loads(p.stdout)
     trials = out["trials"]
     assert [t["action"] for t in trials] == ["pick", "place", "pick"]
-    assert [t["sim_success"] for t in trials] == [True, True, None]  # the third has nothing to judge
+    assert [t["sim_success"] for t in trials] == [True, True, True]
     assert trials[2]["robot_outcome"] == "done"
+    assert trials[2]["expected"] == {"action": "pick", "object": "orange can", "inferred": True}
     assert out["success_rate"] == 1.0
     with sqlite3.connect(db) as con:
         rows = con.execute("select instruction, action, robot_outcome, sim_success, target, agent "
                            "from trials order by id").fetchall()
     assert [r[0] for r in rows] == [s["instruction"] for s in SCRIPT]
-    assert [(r[1], r[2], r[3]) for r in rows] == [("pick", "done", 1), ("place", "done", 1), ("pick", "done", None)]
+    assert [(r[1], r[2], r[3]) for r in rows] == [("pick", "done", 1), ("place", "done", 1), ("pick", "done", 1)]
     assert all(json.loads(r[4])["valid"] for r in rows) and {r[5] for r in rows} == {"sim-oracle"}
 
 
