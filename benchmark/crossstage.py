@@ -20,6 +20,8 @@ from typing import Mapping
 
 import numpy as np
 
+from .figures import save_figure
+
 __all__ = ["STAGES", "CrossStageError", "fit_pair", "cross_stage_report", "plot_fig5b", "load_stage_file"]
 
 STAGES = ("point_bench", "point_battle", "point_act")
@@ -88,13 +90,7 @@ def plot_fig5b(report: dict, path_stem: str | Path) -> list[Path]:
         ax.set_ylabel(LABELS[p["y"]])
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for f in out:
-        fig.savefig(f, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save_figure(fig, path_stem)
 
 
 def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:

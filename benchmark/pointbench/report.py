@@ -12,6 +12,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..figures import save_figure
 from .dataset import CATEGORIES
 
 __all__ = ["FIG3_COLUMNS", "results_table", "plot_fig3"]
@@ -65,10 +66,4 @@ def plot_fig3(aggregates: Mapping[str, Mapping[str, dict]], path_stem: str | Pat
     ax.legend(fontsize=8, ncols=min(4, len(models)), loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in out:
-        fig.savefig(p, bbox_inches="tight")
-    plt.close(fig)
-    return out
+    return save_figure(fig, path_stem)
