@@ -16,14 +16,14 @@ import hmac
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 
 from pointlab.bridge.store import Store
 
 from .context import AppContext
 
 __all__ = ["Caller", "get_ctx", "get_store", "resolve_token", "caller", "operator", "participant",
-           "Ctx", "Db", "AnyCaller", "Operator", "Participant"]
+           "Ctx", "Db", "AnyCaller", "Operator", "Participant", "IdPath", "IdQuery"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,9 @@ Db = Annotated[Store, Depends(get_store)]
 AnyCaller = Annotated[Caller, Depends(caller)]
 Operator = Annotated[Caller, Depends(operator)]
 Participant = Annotated[Caller, Depends(participant)]
+
+# Row ids are SQLite INTEGERs (64-bit); a larger number would make the driver raise OverflowError
+# (a 500) instead of the route's 404, so ids are bounded where they enter.
+_ID_MAX = 2 ** 63 - 1
+IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
+IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]

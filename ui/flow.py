@@ -19,8 +19,8 @@ from pointlab.bridge.sus import SusError
 
 from .context import AppContext, CurrentTrial
 
-__all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "run_participant_trial",
-           "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
+__all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
+           "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
 
 log = logging.getLogger(__name__)
 
@@ -117,27 +117,51 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
     return step, text
 
 
-async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, text: str) -> dict[str, Any]:
-    """Run and store one trial of ``step``'s block; returns the blinded trial. Raises FlowError
-    when the arm got busy meanwhile or the runner itself crashed (nothing is stored then)."""
-    if ctx.arm_lock.locked():
+def claim_arm(ctx: AppContext, participant: dict, step: Step, text: str) -> CurrentTrial:
+    """Make this trial the arm's current trial now, before any ``await``.
+
+    Call it right after :func:`check_can_start` on the event loop: messages that arrive together
+    (a double click, a script) are all read before a trial task first runs, so a claim made only
+    inside the task would let every one of them pass ``check_can_start``."""
+    ctx.current = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block,
+                               step.alias, participant["agent_order"][step.block], text, current_action(ctx))
+    return ctx.current
+
+
+def release_arm(ctx: AppContext, claim: CurrentTrial) -> None:
+    """Drop ``claim`` if it is still the current trial (e.g. its task was cancelled before it ran)."""
+    if ctx.current is claim:
+        ctx.current = None
+
+
+async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, text: str,
+                                claim: CurrentTrial | None = None) -> dict[str, Any]:
+    """Run and store one trial of ``step``'s block; returns the blinded trial. ``claim`` is the
+    :func:`claim_arm` made for it (``None``: claim here). Raises FlowError when the arm got busy
+    meanwhile or the runner itself crashed (nothing is stored then)."""
+    if claim is None:
+        if ctx.current is not None:
+            raise FlowError("the robot is busy")
+        claim = claim_arm(ctx, participant, step, text)
+    elif ctx.current is not claim:
         raise FlowError("the robot is busy")
-    async with ctx.arm_lock:
-        agent = participant["agent_order"][step.block]
-        action = current_action(ctx)
-        ctx.current = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block,
-                                   step.alias, agent, text, action)
-        try:
-            result = await ctx.runner.run_trial(agent, text)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the runner promises not to raise; if it does, say so without details
-            log.exception("run_trial crashed for agent %s", agent)
-            raise FlowError("the trial could not run; please tell the operator") from e
-        finally:
-            ctx.current = None
-        trial_id = ctx.store.save_trial(result, study_id=participant["study_id"], participant_id=participant["id"],
-                                        block=step.block)
+    try:
+        if ctx.arm_lock.locked():
+            raise FlowError("the robot is busy")
+        async with ctx.arm_lock:
+            try:
+                result = await ctx.runner.run_trial(claim.agent, text)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the runner promises not to raise; if it does, say so without details
+                log.exception("run_trial crashed for agent %s", claim.agent)
+                raise FlowError("the trial could not run; please tell the operator") from e
+            finally:
+                release_arm(ctx, claim)
+            trial_id = ctx.store.save_trial(result, study_id=participant["study_id"],
+                                            participant_id=participant["id"], block=step.block)
+    finally:
+        release_arm(ctx, claim)
     return blinded_trial(ctx.store.trial(trial_id))
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from .deps import Ctx, Operator
+from .deps import Ctx, IdPath, Operator
 from .ws import operator_status
 
 __all__ = ["router"]
@@ -30,7 +30,7 @@ def status(_: Operator, ctx: Ctx) -> dict:
 
 
 @router.post("/queue/{participant_id}/to-back")
-def queue_to_back(participant_id: int, _: Operator, ctx: Ctx) -> dict:
+def queue_to_back(participant_id: IdPath, _: Operator, ctx: Ctx) -> dict:
     """Move a participant to the back of the arm queue (e.g. one who went idle while in control).
     404 when not queued, 409 while their trial is running."""
     if ctx.current is not None and ctx.current.participant_id == participant_id:

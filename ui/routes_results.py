@@ -8,7 +8,7 @@ from fastapi.responses import Response
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
 
-from .deps import Db, Operator
+from .deps import Db, IdQuery, Operator
 
 __all__ = ["router"]
 
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api")
 
 
 @router.get("/results")
-def results(study_id: int, _: Operator, db: Db) -> dict:
+def results(study_id: IdQuery, _: Operator, db: Db) -> dict:
     """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log]}`` (see bridge.study_results)."""
     try:
         study = db.study(study_id)
@@ -29,7 +29,7 @@ def results(study_id: int, _: Operator, db: Db) -> dict:
 
 
 @router.get("/results.csv")
-def results_csv(study_id: int, _: Operator, db: Db) -> Response:
+def results_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
     """The study's trial log as CSV (one row per trial, all stored fields)."""
     try:
         db.study(study_id)

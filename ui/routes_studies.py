@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study import DESIGN, invite_participant
 
-from .deps import Ctx, Db, Operator
+from .deps import Ctx, Db, IdPath, Operator
 
 __all__ = ["router"]
 
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api")
 
 class StudyIn(BaseModel):
     agents: list[str] = Field(min_length=1)
-    trials_per_agent: int = Field(ge=1, le=100)
+    trials_per_agent: int = Field(ge=1, le=100, strict=True)  # strict: "2", true and 2.0 are refused
     scene: str = Field(default="", max_length=200)
     name: str = Field(default="", max_length=200)
 
@@ -52,7 +52,7 @@ def list_studies(_: Operator, db: Db) -> list[dict]:
 
 
 @router.post("/studies/{study_id}/participants", status_code=201)
-async def invite(study_id: int, body: InviteIn, request: Request, _: Operator, ctx: Ctx, db: Db) -> dict:
+async def invite(study_id: IdPath, body: InviteIn, request: Request, _: Operator, ctx: Ctx, db: Db) -> dict:
     """Invite the next participant: returns its id, label, agent order, token and invite link.
 
     ``async`` on purpose: invitations then run one at a time on the event loop, so two at once
@@ -68,7 +68,7 @@ async def invite(study_id: int, body: InviteIn, request: Request, _: Operator, c
 
 
 @router.get("/studies/{study_id}/participants")
-def participants(study_id: int, request: Request, _: Operator, ctx: Ctx, db: Db) -> list[dict]:
+def participants(study_id: IdPath, request: Request, _: Operator, ctx: Ctx, db: Db) -> list[dict]:
     base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
     return [{"participant_id": p["id"], "label": p["label"], "agent_order": p["agent_order"],
              "url": f"{base}/p/{p['token']}", "queue_position": ctx.queue.position(p["id"])}

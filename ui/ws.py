@@ -29,8 +29,8 @@ from starlette.websockets import WebSocketState
 
 from .context import AppContext
 from .deps import resolve_token
-from .flow import (FlowError, check_can_start, judge_trial, participant_state, participant_step,
-                   run_participant_trial, submit_sus)
+from .flow import (FlowError, check_can_start, claim_arm, judge_trial, participant_state, participant_step,
+                   release_arm, run_participant_trial, submit_sus)
 
 __all__ = ["router", "parse_client_message", "ClientMessageError"]
 
@@ -193,10 +193,10 @@ async def participant_ws(ws: WebSocket) -> None:
         ctx.queue.join(pid)
     pusher = asyncio.create_task(_pump(ctx, conn, lambda: participant_state(ctx, p)))
 
-    async def run_trial(step, text) -> None:
+    async def run_trial(step, text, claim) -> None:
         try:
             await conn.send_json({"type": "trial_started", "alias": step.alias, "instruction": text})
-            res = await run_participant_trial(ctx, p, step, text)
+            res = await run_participant_trial(ctx, p, step, text, claim)
             await conn.send_json({"type": "trial_result", **res})
         except FlowError as e:
             await conn.send_json({"type": "error", "error": str(e)})
@@ -219,11 +219,13 @@ async def participant_ws(ws: WebSocket) -> None:
                     await conn.send_json({"type": "pong"})
                 elif isinstance(msg, InstructionMsg):
                     step, text = check_can_start(ctx, p, msg.text)
+                    claim = claim_arm(ctx, p, step, text)  # now: the next message must see the arm busy
                     # The trial runs in its own task so this loop keeps answering (and the trial
                     # completes and is stored even if the participant closes the page meanwhile).
-                    task = asyncio.create_task(run_trial(step, text))
+                    task = asyncio.create_task(run_trial(step, text, claim))
                     ctx.tasks.add(task)
                     task.add_done_callback(ctx.tasks.discard)
+                    task.add_done_callback(lambda _t, c=claim: release_arm(ctx, c))
                 elif isinstance(msg, JudgeMsg):
                     await conn.send_json(judge_trial(ctx, p, msg.trial_id, msg.judgement))
                     await conn.send_json(participant_state(ctx, p))

@@ -1,0 +1,84 @@
+"""Hostile input to the web app (issue 2 standard: bad input gets a clear error, never a crash, never
+a robot motion): ids past SQLite's integer range, loosely typed study parameters, a burst of
+instructions, other participants' trial frames. Against the scripted runner, no ROS, no browser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from pointlab.bridge.store import Store
+from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.ui.app import UiSettings, create_app
+
+from .test_api import H, OP, _invite, _study, recv
+
+HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError if it reaches a query
+
+
+@pytest.fixture
+def env(tmp_path):
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
+    store = Store(tmp_path / "abuse.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client, runner, store
+    store.close()
+
+
+def test_ids_past_the_integer_range_are_client_errors(env):
+    client, runner, store = env
+    _study(client)
+    for method, path in (("GET", f"/api/results?study_id={HUGE}"), ("GET", f"/api/results.csv?study_id={HUGE}"),
+                         ("GET", f"/api/studies/{HUGE}/participants"), ("POST", f"/api/studies/{HUGE}/participants"),
+                         ("POST", f"/api/queue/{HUGE}/to-back"), ("GET", f"/api/results?study_id=-{HUGE}")):
+        r = client.request(method, path, headers=H, json={} if method == "POST" else None)
+        assert r.status_code in (404, 422), (path, r.status_code, r.text)
+
+
+def test_study_parameters_are_strictly_typed(env):
+    client, runner, store = env
+    for tpa in ("2", True, 2.0, None, []):
+        r = client.post("/api/studies", json={"agents": ["sim-oracle"], "trials_per_agent": tpa}, headers=H)
+        assert r.status_code == 422, (tpa, r.text)
+    for agents in (["sim-oracle", "SIM-ORACLE"], ["sim-oracle", ""], ["sim-oracle", "sim-oracle"]):
+        r = client.post("/api/studies", json={"agents": agents, "trials_per_agent": 1}, headers=H)
+        assert r.status_code == 422, (agents, r.text)
+    assert store.studies() == []
+
+
+def test_a_burst_of_instructions_starts_one_trial(tmp_path):
+    # Over a real server (uvicorn + a real websocket client): messages that arrive together are read
+    # before the first trial's task runs, which the in-process TestClient does not reproduce.
+    from websockets.sync.client import connect
+
+    from pointlab.sim_mock.model_server import serve_in_thread
+
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
+    store = Store(tmp_path / "burst.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
+    url, stop = serve_in_thread(app)
+    try:
+        with TestClient(app) as client:  # the HTTP setup only; the websocket goes over the socket
+            sid = _study(client, tpa=2, agents=["sim-oracle"])
+            inv = _invite(client, sid)
+        ws_url = url.removesuffix("/v1").replace("http://", "ws://") + f"/ws/participant?token={inv['token']}"
+        with connect(ws_url) as ws:
+            def next_json(want):
+                while True:
+                    m = ws.recv(timeout=10)
+                    if isinstance(m, str) and json.loads(m)["type"] in want:
+                        return json.loads(m)
+            next_json(("state",))
+            for _ in range(5):  # a double click, a held Enter key, a script
+                ws.send(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+            got = [next_json(("trial_started", "error")) for _ in range(5)]
+            assert [m["type"] for m in got].count("trial_started") == 1, got
+            assert all("busy" in m["error"] for m in got if m["type"] == "error"), got
+            assert next_json(("trial_result",))["outcome"] == "done"
+    finally:
+        stop()
+    assert runner.calls == [("sim-oracle", "pick up the ball")] and len(store.trials()) == 1
+    store.close()
