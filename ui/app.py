@@ -8,8 +8,12 @@ environment or at import time. Serve it with uvicorn on 127.0.0.1 (see docs/web.
 from __future__ import annotations
 
 import importlib.resources
+import json
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
 from pointlab.bridge.store import Store
@@ -38,5 +42,13 @@ def create_app(runner: TrialRunner, store: Store, *, operator_token: str, settin
     app.state.ctx = AppContext(runner, store, operator_token, settings or UiSettings())
     for r in (routes_pages, routes_studies, routes_arm, routes_results, routes_participant, ws):
         app.include_router(r.router)
+    app.add_exception_handler(RequestValidationError, _validation_error)
     app.mount("/static", StaticFiles(directory=str(importlib.resources.files("pointlab.ui") / "static")), name="static")
     return app
+
+
+async def _validation_error(_request: Request, exc: RequestValidationError) -> Response:
+    """FastAPI's 422, rendered with ASCII escapes: its default echoes the input as UTF-8, and an input
+    holding a lone surrogate (valid JSON ``"\\ud800"``) cannot be encoded, which turned the 422 into a 500."""
+    body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True, default=str)
+    return Response(body, status_code=422, media_type="application/json")

@@ -13,17 +13,19 @@ seconds) would not give.
 from __future__ import annotations
 
 import hmac
+import unicodedata
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, HTTPException, Path, Query, Request, status
+from pydantic import AfterValidator
 
 from pointlab.bridge.store import Store
 
 from .context import AppContext
 
 __all__ = ["Caller", "get_ctx", "get_store", "resolve_token", "caller", "operator", "participant",
-           "Ctx", "Db", "AnyCaller", "Operator", "Participant", "IdPath", "IdQuery"]
+           "Ctx", "Db", "AnyCaller", "Operator", "Participant", "IdPath", "IdQuery", "unusable_text", "StorableStr"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +94,29 @@ Participant = Annotated[Caller, Depends(participant)]
 _ID_MAX = 2 ** 63 - 1
 IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
 IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]
+
+
+def unusable_text(text: str) -> str | None:
+    """Why ``text`` cannot be stored or shown, or ``None`` when it can.
+
+    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
+    string) cannot take it, so a trial with it would run and then be lost. Control characters (NUL,
+    escape sequences) have no place in a typed instruction or a label either.
+    """
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            return "it contains an invalid character (a lone UTF-16 surrogate)"
+        if cat == "Cc" and ch not in "\t\n\r":
+            return f"it contains the control character U+{ord(ch):04X}"
+    return None
+
+
+def _storable(text: str) -> str:
+    reason = unusable_text(text)
+    if reason:
+        raise ValueError(f"text cannot be used: {reason}")
+    return text
+
+
+StorableStr = Annotated[str, AfterValidator(_storable)]

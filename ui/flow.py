@@ -18,6 +18,7 @@ from pointlab.bridge.study import Step, alias, next_step
 from pointlab.bridge.sus import SusError
 
 from .context import AppContext, CurrentTrial
+from .deps import unusable_text
 
 __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
            "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
@@ -103,6 +104,8 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
     if not isinstance(text, str) or not text.strip():
         raise FlowError("type an instruction first")
     text = " ".join(text.split())
+    if reason := unusable_text(text):  # before anything runs: such a trial could not be stored
+        raise FlowError(f"the instruction cannot be used: {reason}")
     if len(text) > ctx.settings.max_instruction_chars:
         raise FlowError(f"the instruction is longer than {ctx.settings.max_instruction_chars} characters")
     step = participant_step(ctx, participant)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study import DESIGN, invite_participant
 
-from .deps import Ctx, Db, IdPath, Operator
+from .deps import Ctx, Db, IdPath, Operator, StorableStr
 
 __all__ = ["router"]
 
@@ -18,12 +18,12 @@ router = APIRouter(prefix="/api")
 class StudyIn(BaseModel):
     agents: list[str] = Field(min_length=1)
     trials_per_agent: int = Field(ge=1, le=100, strict=True)  # strict: "2", true and 2.0 are refused
-    scene: str = Field(default="", max_length=200)
-    name: str = Field(default="", max_length=200)
+    scene: StorableStr = Field(default="", max_length=200)
+    name: StorableStr = Field(default="", max_length=200)
 
 
 class InviteIn(BaseModel):
-    label: str = Field(default="", max_length=100)
+    label: StorableStr = Field(default="", max_length=100)
 
 
 @router.get("/agents")

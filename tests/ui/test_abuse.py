@@ -82,3 +82,34 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
         stop()
     assert runner.calls == [("sim-oracle", "pick up the ball")] and len(store.trials()) == 1
     store.close()
+
+
+def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(env):
+    # A lone UTF-16 surrogate is valid JSON ("\ud800") but not UTF-8: the trial used to run (the arm
+    # could move) and then fail to be stored. A NUL or other control character is refused as well.
+    client, runner, store = env
+    sid = _study(client, tpa=2, agents=["sim-oracle"])
+    inv = _invite(client, sid)
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        for raw in ('pick up the cube \\ud800', 'pick up \\u0000 the cube', 'pick \\u001b[31m up'):
+            ws.send_text('{"type": "instruction", "text": "' + raw + '"}')
+            assert "cannot be used" in recv(ws, "error")["error"], raw
+        # ordinary non-ASCII text (and markup, shown as text by the pages) is fine
+        ws.send_text(json.dumps({"type": "instruction", "text": "hebe den Würfel 🟥 <b>hoch</b>"}))
+        assert recv(ws, ("trial_result", "error"))["type"] == "trial_result"
+    assert runner.calls == [("sim-oracle", "hebe den Würfel 🟥 <b>hoch</b>")]
+    assert [t["instruction"] for t in store.trials()] == ["hebe den Würfel 🟥 <b>hoch</b>"]
+
+
+def test_operator_text_fields_that_cannot_be_stored_are_422(env):
+    client, runner, store = env
+    for body in ('{"agents": ["sim-oracle"], "trials_per_agent": 1, "scene": "bad \\ud800"}',
+                 '{"agents": ["sim-oracle"], "trials_per_agent": 1, "name": "x\\u0000y"}'):
+        r = client.post("/api/studies", content=body, headers={**H, "content-type": "application/json"})
+        assert r.status_code == 422, r.text
+    sid = _study(client)
+    r = client.post(f"/api/studies/{sid}/participants", content='{"label": "\\udfff"}',
+                    headers={**H, "content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert store.participants() == [] and len(store.studies()) == 1
