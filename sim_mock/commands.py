@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -25,8 +26,8 @@ def model_server_cmd(
 
     from .model_server import ScriptedModel, bind_socket, create_model_server, default_sim_models
 
-    if noise_px < 0:
-        fail("--noise-px must be >= 0")
+    if not (math.isfinite(noise_px) and noise_px >= 0):
+        fail(f"--noise-px must be a finite number >= 0, got {noise_px}")
     from .oracle import SceneOracle
     from .world import default_world
 

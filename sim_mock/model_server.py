@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
 import threading
 import time
@@ -108,8 +109,8 @@ class OracleModel:
     def __init__(self, oracle: Any, fmt: str, noise_px: float = 0.0, seed: int = 0) -> None:
         if fmt not in POINT_FORMATS or fmt == "auto":
             raise ValueError(f"oracle answer format must be one of {', '.join(POINT_FORMATS[:-1])}, got {fmt!r}")
-        if noise_px < 0:
-            raise ValueError("noise_px must be >= 0")
+        if not (math.isfinite(noise_px) and noise_px >= 0):  # NaN noise made every answer a HTTP 500
+            raise ValueError(f"noise_px must be a finite number >= 0, got {noise_px}")
         self.oracle, self.fmt, self.noise_px = oracle, fmt, float(noise_px)
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
@@ -139,7 +140,7 @@ class ScriptedModel:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            lines = self.path.read_text(encoding="utf-8-sig").splitlines()  # -sig: a BOM is not JSON
         except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"{self.path}: cannot read script: {e}") from e
         self._matched: list[tuple[str, str]] = []
@@ -310,12 +311,15 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening-ready TCP socket bound to ``host:port`` (port 0: a free port chosen by the OS).
 
     Raises:
-        OSError: the port is taken or the host is not local.
+        OSError: the port is taken or out of range (0-65535), or the host is not local.
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+    except OverflowError as e:  # socket raises OverflowError, not OSError, for a port outside 0-65535
+        sock.close()
+        raise OSError(f"port must be 0-65535, got {port}") from e
     except OSError:
         sock.close()
         raise

@@ -203,6 +203,38 @@ def test_oracle_model_rejects_bad_settings():
         OracleModel(StubOracle(), "molmo", noise_px=-1)
 
 
+@pytest.mark.parametrize("noise", [float("nan"), float("inf")])
+def test_non_finite_noise_is_refused(noise):
+    # NaN noise was accepted: every sim-noisy answer then failed in format_points (HTTP 500)
+    with pytest.raises(ValueError, match="finite"):
+        OracleModel(StubOracle(), "gemini", noise_px=noise)
+
+
+def test_script_with_a_bom_is_read(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"answer": "first"}\r\n')
+    assert ScriptedModel(p).remaining == 1
+
+
+def test_port_out_of_range_is_an_oserror():
+    from pointlab.sim_mock.model_server import bind_socket
+
+    for port in (70000, -1):
+        with pytest.raises(OSError, match="0-65535"):
+            bind_socket("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--port", "70000"], "port must be 0-65535"),
+    (["--port", "0", "--noise-px", "nan"], "--noise-px must be a finite number"),
+])
+def test_cli_bad_port_or_noise_is_a_one_line_error(args, needle):
+    # a subprocess with a timeout: if the bad value were accepted the server would serve for ever
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "pointlab"), "sim", "model-server", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("content, needle", [
     ('{"answer": "a"}\nnot json\n', ":2: not JSON"),
     ('{"answer": 3}\n', ':1: need an object with a string "answer"'),
