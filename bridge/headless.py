@@ -18,6 +18,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from .store import text_problem
 from .trial import TrialResult
 
 __all__ = ["InstructionsError", "load_instructions", "demo_script", "trial_success", "run_scripted_trials"]
@@ -31,7 +32,8 @@ def load_instructions(path: str | Path) -> list[dict]:
     """Read an instructions JSONL file (format in the module docstring); blank lines are skipped.
 
     Raises:
-        InstructionsError: unreadable file, bad JSON, or a line without a non-empty ``instruction``.
+        InstructionsError: unreadable file, bad JSON, a line without a non-empty ``instruction``, or an
+            instruction that cannot be stored (``bridge.store.text_problem``).
     """
     path = Path(path)
     try:
@@ -48,6 +50,8 @@ def load_instructions(path: str | Path) -> list[dict]:
             raise InstructionsError(f"{path}:{n}: not JSON ({e.msg})") from e
         if not isinstance(d, dict) or not isinstance(d.get("instruction"), str) or not d["instruction"].strip():
             raise InstructionsError(f'{path}:{n}: need {{"instruction": "...", "expected": {{...}}}}')
+        if problem := text_problem(d["instruction"]):  # refused before anything runs: it could not be saved
+            raise InstructionsError(f"{path}:{n}: the instruction cannot be used: {problem}")
         if d.get("expected") is not None and not isinstance(d["expected"], dict):
             raise InstructionsError(f"{path}:{n}: expected must be an object")
         out.append({"instruction": d["instruction"], "expected": d.get("expected")})

@@ -18,6 +18,7 @@ import json
 import logging
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,12 +31,29 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from .sus import sus_score
 from .trial import TrialResult
 
-__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem"]
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2  # 2: trials.agent_error
 JUDGEMENTS = ("succeeded", "failed")
+
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` (an instruction, a label) cannot be stored, or ``None`` when it can.
+
+    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
+    string) cannot take it, so a trial with it would run and then fail to be saved. Control
+    characters other than tab/newline (NUL, terminal escapes) are refused too.
+    """
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            return "it contains an invalid character (a lone UTF-16 surrogate)"
+        if cat == "Cc" and ch not in "\t\n\r":
+            return f"it contains the control character U+{ord(ch):04X}"
+    return None
 
 
 class StoreError(Exception):

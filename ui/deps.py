@@ -13,14 +13,13 @@ seconds) would not give.
 from __future__ import annotations
 
 import hmac
-import unicodedata
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from pydantic import AfterValidator
 
-from pointlab.bridge.store import Store
+from pointlab.bridge.store import Store, text_problem
 
 from .context import AppContext
 
@@ -96,20 +95,7 @@ IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
 IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]
 
 
-def unusable_text(text: str) -> str | None:
-    """Why ``text`` cannot be stored or shown, or ``None`` when it can.
-
-    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
-    string) cannot take it, so a trial with it would run and then be lost. Control characters (NUL,
-    escape sequences) have no place in a typed instruction or a label either.
-    """
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if cat == "Cs":
-            return "it contains an invalid character (a lone UTF-16 surrogate)"
-        if cat == "Cc" and ch not in "\t\n\r":
-            return f"it contains the control character U+{ord(ch):04X}"
-    return None
+unusable_text = text_problem  # why a text cannot be stored, or None (bridge.store.text_problem)
 
 
 def _storable(text: str) -> str:

@@ -69,3 +69,18 @@ def test_demo_script_is_the_default():
     for item in script:
         assert item["expected"]["action"] in ("pick", "place")
         assert scene.resolve(item["expected"]["object"]) is not None
+
+
+def test_instructions_that_cannot_be_stored_are_bad_input(tmp_path):
+    # A lone surrogate is valid JSON but not UTF-8: the trial would run (and could move the arm), then
+    # saving it would raise UnicodeEncodeError and end the whole run. Refused when the file is read.
+    from pointlab.bridge.headless import InstructionsError, load_instructions
+
+    for n, bad in enumerate(('"pick up the red cube \\ud800"', '"pick up\\u0000 the red cube"')):
+        f = tmp_path / f"bad{n}.jsonl"
+        f.write_text('{"instruction": "pick up the red cube"}\n{"instruction": ' + bad + '}\n')
+        with pytest.raises(InstructionsError, match=f"bad{n}.jsonl:2: .*cannot be used"):
+            load_instructions(f)
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"instruction": "hebe den W\\u00fcrfel"}\n')
+    assert load_instructions(ok) == [{"instruction": "hebe den Würfel", "expected": None}]
