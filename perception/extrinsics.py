@@ -125,7 +125,7 @@ def load_calibration(path: str | Path) -> Calibration:
     """
     path = Path(path)
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM (Windows editors) is not an error
     except FileNotFoundError as e:
         raise CalibrationFileError(f"calibration file {path} not found") from e
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -141,6 +141,9 @@ def load_calibration(path: str | Path) -> Calibration:
             f"{path}: translation {T.translation_m.tolist()} is over {_MAX_TRANSLATION_M} m; the file must be in metres")
     if d.get("setup", "eye_to_hand") not in ("eye_to_hand", "eye_in_hand"):
         raise CalibrationFileError(f"{path}: setup must be eye_to_hand or eye_in_hand")
+    for key in ("parent_frame", "child_frame"):  # TF frame ids: a number or null would fail in ROS later
+        if key in d and not (isinstance(d[key], str) and d[key].strip()):
+            raise CalibrationFileError(f"{path}: {key} must be a non-empty frame name, got {d[key]!r}")
     return Calibration(T, d.get("parent_frame", "link_base"), d.get("child_frame", "camera_color_optical_frame"),
                        d.get("setup", "eye_to_hand"), d.get("method"), d.get("created"), d.get("residuals", {}))
 

@@ -45,6 +45,9 @@ def test_round_trip(tmp_path):
     ({"T_parent_child": [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}, "rigid"),
     ({"T_parent_child": [[1, 0, 0], [0, 1, 0]]}, "rigid"),
     ({"setup": "on_the_moon"}, "setup"),
+    ({"parent_frame": 5}, "parent_frame must be a non-empty frame name"),
+    ({"child_frame": None}, "child_frame must be a non-empty frame name"),
+    ({"child_frame": " "}, "child_frame must be a non-empty frame name"),
 ])
 def test_bad_files_are_refused(tmp_path, over, match):
     with pytest.raises(CalibrationFileError, match=match):
@@ -65,3 +68,9 @@ def test_targeting_refuses_an_eye_in_hand_file(tmp_path):
     assert load_camera_to_base(write(tmp_path)).setup == "eye_to_hand"
     with pytest.raises(CalibrationFileError, match="eye_to_hand"):
         load_camera_to_base(write(tmp_path, setup="eye_in_hand", parent_frame="link_tcp"))
+
+
+def test_file_with_a_bom_is_read(tmp_path):
+    p = write(tmp_path)
+    p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    np.testing.assert_allclose(load_calibration(p).camera_to_base([0, 0, 0.6]), [0.5, 0.0, 0.0], atol=1e-12)
