@@ -6,8 +6,9 @@ so we look at the *measured* depths in a small window and refuse when there are 
 
 The rule (``DepthRule``), in order:
 
-1. The pixel must lie on the image (``0 <= u <= W-1``, ``0 <= v <= H-1``), else refuse
-   ``outside_image``.
+1. The pixel must lie on the image, else refuse ``outside_image``. Pixel centres are at integers,
+   so the image covers ``-0.5 <= u < W - 0.5``, ``-0.5 <= v < H - 0.5`` (the bounds of the operator
+   page's clicks and of Point-Bench scoring; a click on the left half of column 0 is on the image).
 2. Collect valid depths (non-zero, within ``[min_depth_m, max_depth_m]``) in the
    ``(2r+1) x (2r+1)`` window centred on the nearest pixel. Fewer than ``min_valid_px`` of them:
    refuse ``no_depth``.
@@ -109,10 +110,11 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
         u, v = float(u), float(v)
     except (TypeError, ValueError):
         return Deprojection((math.nan, math.nan), False, reason="outside_image: coordinates are not numbers")
-    if not intr.contains(u, v):
+    if not (math.isfinite(u) and math.isfinite(v) and -0.5 <= u < intr.width - 0.5 and -0.5 <= v < intr.height - 0.5):
         return Deprojection((u, v), False, reason=f"outside_image: ({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
 
-    col, row = int(round(u)), int(round(v))
+    # the pixel whose area holds (u, v): floor(u + 0.5) is in 0..W-1 on the range checked above
+    col, row = int(math.floor(u + 0.5)), int(math.floor(v + 0.5))
     r = rule.window_radius_px
     r0, r1 = max(0, row - r), min(intr.height, row + r + 1)
     c0, c1 = max(0, col - r), min(intr.width, col + r + 1)

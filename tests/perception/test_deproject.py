@@ -139,3 +139,21 @@ def test_cli_truncated_png_is_a_one_line_error(uoc_tabletop, tmp_path):
     (tmp_path / "000003-depth.png").write_bytes(data[: len(data) // 2])
     r = _cli("--rgbd", str(tmp_path), "--frame", "3", "--pixel", "320", "240")
     assert r.exit_code == 2 and "cannot read depth image" in r.output
+
+
+def test_image_area_is_half_a_pixel_beyond_the_border_centres(uoc_tabletop):
+    # Pixel centres are at integers: the image covers [-0.5, 639.5) x [-0.5, 479.5), the range the
+    # operator page accepts for a human click and Point-Bench scores. A click at u = 639.4 is on
+    # column 639 (depth 940 mm at row 240, frame 0) and was refused as outside_image.
+    f = load_rgbd_frame(uoc_tabletop, 0)
+    d = deproject_pixel(f, 639.4, 240)
+    assert d.valid and d.depth_m == pytest.approx(0.940) and d.source == "centre"
+    np.testing.assert_allclose(d.point_m, pinhole(639.4, 240, 0.940), atol=1e-9)
+    d = deproject_pixel(f, 320, 479.45)   # the window of pixel (320, 479), the same depth
+    assert d.valid and d.depth_m == deproject_pixel(f, 320, 479).depth_m
+    np.testing.assert_allclose(d.point_m, pinhole(320, 479.45, d.depth_m), atol=1e-9)
+    d = deproject_pixel(f, -0.5, 240)     # column 0 has no depth near row 240: a no_depth, not outside
+    assert not d.valid and d.reason.startswith("no_depth")
+    for u, v in [(639.5, 240), (-0.51, 240), (320, 479.5), (320, -0.6)]:
+        d = deproject_pixel(f, u, v)
+        assert not d.valid and d.reason.startswith("outside_image"), (u, v)
