@@ -135,7 +135,9 @@ def qwen_model_size(width: int, height: int, *, min_pixels: int = QWEN_MIN_PIXEL
 # Text helpers (never raise)
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
-_TAG = re.compile(r"<(points?|tracks)\b([^<>]*?)/?>", re.I)
+# The tag may be cut off by the token limit ('<point x="61.5" y="40.4" alt="mu'): the Molmo
+# maintainers' extract_points needs only the x/y attributes, so the end of the text closes a tag too.
+_TAG = re.compile(r"<(points?|tracks)\b([^<>]*?)(?:/?>|\Z)", re.I)
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>/]+))""")
 _TUPLE = re.compile(rf"\(\s*({_NUM})\s*,\s*({_NUM})\s*\)", re.A)
 

@@ -260,3 +260,12 @@ def test_tuples_inside_the_last_list_still_win():
     text = "I considered [(0.1, 0.1)] first, then [see (0.9, 0.9)] and finally [(0.5, 0.25), (0.75, 0.5)]"
     r = parse_points(text, "robopoint", W, H)
     assert r.points_px.tolist() == [[320.0, 120.0], [480.0, 240.0]]
+
+
+@pytest.mark.parametrize("fmt", ["molmo", "auto"])
+def test_molmo_tag_cut_off_by_the_token_limit_still_has_its_point(fmt):
+    # the maintainers' extract_points needs only x="" y=""; 61.5 % of 640 = 393.6, 40.4 % of 480 = 193.92
+    r = parse_points('<point x="61.5" y="40.4" alt="mu', fmt, W, H)
+    assert r.ok and r.format == "molmo" and np.allclose(r.points_px, [[393.6, 193.92]])
+    # a value cut in half is not read: y="5 could have been 55
+    assert not parse_points('<point x="50" y="5', fmt, W, H).ok
