@@ -231,10 +231,15 @@ class OpenAIAgent(Agent):
                     client.chat.completions.create(model=self.model, messages=messages, temperature=self.temperature,
                                                    max_tokens=self.max_tokens),
                     timeout=self.timeout_s + 1.0)
+                if not hasattr(resp, "choices"):  # a 200 whose body is not JSON comes back as a str
+                    return None, f"malformed response: not a chat completion ({_short(str(resp), 80)})", attempts
                 choice = resp.choices[0] if resp.choices else None
-                text = choice.message.content if choice is not None and choice.message is not None else None
-                if text is None:
+                content = choice.message.content if choice is not None and choice.message is not None else None
+                if content is None:
                     return None, "empty response: no message content", attempts
+                text = _content_text(content)
+                if text is None:  # the client does not check the type: a number or an object got through
+                    return None, f"malformed response: message content is {type(content).__name__}", attempts
                 return text, None, attempts
             except openai.APITimeoutError as e:
                 error = f"timeout after {self.timeout_s:g} s: {e}"
@@ -264,6 +269,19 @@ class OpenAIAgent(Agent):
                 await c.close()  # type: ignore[attr-defined]
             except Exception:  # a client of a closed loop: nothing left to release
                 pass
+
+
+def _content_text(content) -> str | None:
+    """The answer text of a message ``content``: a string, or the joined text of a list of
+    ``{"type": "text", "text": ...}`` parts (some OpenAI-compatible servers answer in parts);
+    ``None`` for anything else."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    return None
 
 
 def _short(s: str, n: int = 300) -> str:

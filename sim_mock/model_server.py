@@ -292,7 +292,9 @@ def create_model_server(models: dict[str, Model]):
             log.warning("model %s failed: %s", req.model, e)
             return _error(500, f"model {req.model} failed: {e}", "server_error")
         prompt_tokens = len(req.all_text.split()) + (0 if req.image_rgb is None else 256)
-        completion_tokens = len(text.split())
+        # a model may answer with something other than a string (to play a server that sends text
+        # parts or a malformed "content"): it is passed through as is and counted as 0 tokens
+        completion_tokens = len(text.split()) if isinstance(text, str) else 0
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",

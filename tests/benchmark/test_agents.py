@@ -35,6 +35,16 @@ class Slow:
         return "[1, 2]"
 
 
+class Returns:
+    """Answers with a fixed value that need not be a string (the server puts it in "content" as is)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def answer(self, request):
+        return self.value
+
+
 class Capture:
     """Records what arrived (temperature, image size, instruction)."""
 
@@ -67,7 +77,8 @@ def server(tmp_path_factory):
     qwen_script = tmp_path_factory.mktemp("q") / "qwen.jsonl"
     qwen_script.write_text('{"match": "mug", "answer": "{\\"point_2d\\": [5, 5]}"}\n')
     models.update({"failing": Failing(), "slow": Slow(), "flaky": Flaky(), "scripted": ScriptedModel(script),
-                   "capture": CAPTURE, "scripted-qwen": ScriptedModel(qwen_script)})
+                   "capture": CAPTURE, "scripted-qwen": ScriptedModel(qwen_script), "number": Returns(12345),
+                   "parts": Returns([{"type": "text", "text": "[30, "}, {"type": "text", "text": "40]"}])})
     url, stop = serve_in_thread(create_model_server(models))
     yield url
     stop()
@@ -275,6 +286,15 @@ def test_qwen_answer_on_a_tiny_image_is_a_parse_error_not_a_raise(server, fmt, s
     ans = run(_point(_agent(server, "scripted-qwen", fmt, style), image=np.zeros((20, 20, 3), np.uint8)))
     assert ans.error is None and ans.raw_text == '{"point_2d": [5, 5]}'
     assert ans.parse_error.startswith("unparseable:") and ans.points_px.shape == (0, 2) and not ans.ok
+
+
+def test_content_that_is_not_a_string_is_recorded_or_joined(server):
+    # the openai client does not check the type of "content": a number reached raw_text as an int
+    ans = run(_point(_agent(server, "number", "xy_pixels")))
+    assert ans.error == "malformed response: message content is int" and ans.raw_text == "" and not ans.ok
+    # text parts (some OpenAI-compatible servers) are joined into the answer text
+    ans = run(_point(_agent(server, "parts", "xy_pixels")))
+    assert ans.error is None and ans.raw_text == "[30, 40]" and ans.points_px.tolist() == [[30.0, 40.0]]
 
 
 def test_api_key_from_env_is_used(server, monkeypatch):

@@ -166,6 +166,22 @@ def test_overflowing_max_tokens_is_ignored_not_500(server):
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "NonexNone | hi"
 
 
+def test_model_answer_that_is_not_text_is_passed_through_not_500():
+    # len(text.split()) for the token count raised on an int: an unhandled ASGI exception (500)
+    class Number:
+        def answer(self, request):
+            return 12345
+
+    url, stop = serve_in_thread(create_model_server({"number": Number()}))
+    try:
+        r = httpx.post(f"{url}/chat/completions", json={"model": "number", "messages": [{"role": "user", "content": "x"}]},
+                       timeout=5)
+    finally:
+        stop()
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == 12345
+    assert r.json()["usage"]["completion_tokens"] == 0
+
+
 def test_non_json_body_is_400(server):
     url, _ = server
     r = httpx.post(f"{url}/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
