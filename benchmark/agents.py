@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import threading
 import time
@@ -344,11 +345,14 @@ class HumanAgent(Agent):
 
         Returns:
             True when the request was open (its ``point()`` returns this point), False otherwise
-            (unknown, already answered, timed out or cancelled).
+            (unknown, already answered, timed out or cancelled, or ``u``/``v`` not finite numbers;
+            the request then stays open).
         """
         try:
             uv = (float(u), float(v))
         except (TypeError, ValueError):
+            return False
+        if not (math.isfinite(uv[0]) and math.isfinite(uv[1])):  # a NaN click would be an "ok" answer
             return False
         with self._lock:
             entry = self._pending.pop(request_id, None)

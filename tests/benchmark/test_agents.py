@@ -315,6 +315,9 @@ def test_human_answer_from_another_thread():
         req = agent.pending()[0]
         assert req.instruction == "pick up the mug" and (req.width, req.height) == (640, 480)
         assert agent.answer("not-an-id", 1, 2) is False
+        # a non-finite click is refused and leaves the request open (it was an ok NaN answer)
+        assert agent.answer(req.request_id, float("nan"), 2) is False
+        assert agent.answer(req.request_id, 1, float("inf")) is False
         assert agent.answer(req.request_id, 123.5, 45.0) is True
         assert agent.answer(req.request_id, 1, 1) is False  # already answered
 
