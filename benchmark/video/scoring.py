@@ -91,7 +91,8 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: str | None) -> VsiItemScor
     missing prediction scores 0.0 with reason ``unparseable`` / ``missing prediction``.
 
     Raises:
-        RecordError: unknown ``question_type`` or a numeric ``ground_truth`` that is not a number.
+        RecordError: unknown ``question_type``, a numeric ``ground_truth`` that is not a number, or a
+            multiple-choice ``ground_truth`` that is not one of the option letters.
     """
     qid = str(gt.get("id"))
     qtype = str(gt.get("question_type"))
@@ -101,6 +102,9 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: str | None) -> VsiItemScor
     if qtype in MC_TASKS:
         truth: str | float = str(gt.get("ground_truth", "")).strip().upper()
         letters = _letters(qid, gt.get("options"))
+        if truth not in letters:  # no answer could ever match: bad ground truth, not a 0 for the model
+            raise RecordError(f"question {qid}: ground_truth {gt.get('ground_truth')!r} is not one of the "
+                              f"option letters {letters}")
         a_s = parse_choice_strict(prediction, letters)
         a_l = parse_choice_lenient(prediction, letters, gt.get("options"))
         s_s, s_l = float(a_s == truth), float(a_l == truth)

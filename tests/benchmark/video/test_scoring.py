@@ -47,6 +47,11 @@ def test_bad_records():
         score_vsi_item(q("8", "telepathy", "A"), "A")
     with pytest.raises(RecordError):
         score_vsi([q("9", "object_counting", "3"), q("9", "object_counting", "3")], {})
+    # a letter outside the options can never be matched: every model would silently score 0
+    with pytest.raises(RecordError, match="not one of the option letters ABCD"):
+        score_vsi_item(q("10", "object_rel_distance", "E", options=OPTS), "E")
+    with pytest.raises(RecordError, match="not one of the option letters"):
+        score_vsi_item(q("11", "object_rel_distance", "sofa", options=OPTS), "B")
 
 
 def test_more_than_ten_options_are_lettered_not_a_crash():
