@@ -41,6 +41,7 @@ class ScriptedRunner:
         self._t0 = time.monotonic()
         self._requests: dict[str, dict] = {}
         self._futures: dict[str, asyncio.Future] = {}
+        self._trial_jpegs: dict[str, bytes] = {}  # trial_id -> the frame "the agent saw"
         self.calls: list[tuple[str, str]] = []
         self.stops = 0
         self.resets = 0
@@ -59,11 +60,13 @@ class ScriptedRunner:
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
         self.calls.append((agent, instruction))
         action = "place" if self._holding else "pick"
+        frame = self.latest_jpeg()
         res = TrialResult(trial_id=uuid.uuid4().hex, agent=agent, instruction=instruction, action=action,
-                          frame_index=0, frame_size=[self.width, self.height], expected=expected)
+                          frame_index=frame[1], frame_size=[self.width, self.height], expected=expected)
+        self._trial_jpegs[res.trial_id] = frame[0]
         if agent in self.human_agents:
             rid = uuid.uuid4().hex
-            jpeg = self.latest_jpeg()[0]
+            jpeg = frame[0]
             self._requests[rid] = {"request_id": rid, "instruction": instruction, "width": self.width,
                                    "height": self.height, "jpeg_b64": base64.b64encode(jpeg).decode()}
             fut = asyncio.get_running_loop().create_future()
@@ -95,6 +98,10 @@ class ScriptedRunner:
         res.timings_s = {"agent": 0.0, "targeting": 0.0, "motion": self.trial_delay_s, "total": self.trial_delay_s}
         self._holding = not self._holding
         return res
+
+    def trial_jpeg(self, trial_id: str) -> bytes | None:
+        """The frame of trial ``trial_id`` as JPEG (as ``RosTrialRunner.trial_jpeg``), or ``None``."""
+        return self._trial_jpegs.get(trial_id)
 
     def pending_human_requests(self) -> list[dict]:
         return [dict(r) for r in self._requests.values()]

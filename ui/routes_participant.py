@@ -1,10 +1,14 @@
-"""Participant API (invite token): ``GET /api/me`` returns the blinded state of the websocket."""
+"""Participant API (invite token): ``GET /api/me`` returns the blinded state of the websocket;
+``GET /api/me/trials/{id}/frame`` the frame the agent saw in one of the caller's own trials."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
 
-from .deps import Ctx, Participant
+from pointlab.bridge.store import StoreError
+
+from .deps import Ctx, IdPath, Participant
 from .flow import participant_state
 
 __all__ = ["router"]
@@ -16,3 +20,27 @@ router = APIRouter(prefix="/api")
 def me(c: Participant, ctx: Ctx) -> dict:
     """The participant's step, queue position and the action the robot would do (no agent names)."""
     return participant_state(ctx, c.participant)
+
+
+@router.get("/me/trials/{trial_id}/frame")
+def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx) -> Response:
+    """JPEG of the colour frame the agent pointed on in the caller's own trial ``trial_id``; the
+    trial's ``points_px`` are pixels of this image. The page shows it with the points until the
+    trial is judged (the live view has moved on by then: the arm acted).
+
+    404 (one message for all cases, so ids of other participants' trials are not revealed): not the
+    caller's trial, or the runner no longer keeps its frame (``RosTrialRunner`` keeps the last 50
+    trials in memory, so not after a restart; the page then draws the points on the live view).
+    """
+    not_found = HTTPException(404, "no frame for this trial")
+    try:
+        row = ctx.store.trial(trial_id)
+    except StoreError:
+        raise not_found from None
+    if row.get("participant_id") != c.participant["id"]:
+        raise not_found
+    get = getattr(ctx.runner, "trial_jpeg", None)  # optional: not part of bridge.trial.TrialRunner
+    jpeg = get(row["trial_uid"]) if get is not None else None
+    if not jpeg:
+        raise not_found
+    return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

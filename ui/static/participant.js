@@ -19,12 +19,44 @@ const token = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
 let bitmap = null, overlay = null, state = null, ws = null, running = false;
+// The frame the agent pointed on ({trial_id, bitmap}): shown with its points, instead of the live
+// view, until the trial is judged (by then the arm has acted and the live view shows another scene).
+let frozen = null, freezing = null;
 let susBlockShown = null;
-window.__pl = { frames: 0, messages: [] };  // read by tests: frame count and JSON messages received
+// read by tests: frame count, JSON messages received, the trial whose frame is shown (or null)
+window.__pl = { frames: 0, messages: [], frozen: null };
 
 function show(id, on) { $(id).classList.toggle("hidden", !on); }
 function setError(t) { $("error").textContent = t || ""; }
-function draw() { PL.drawFrame(canvas, bitmap, overlay && overlay.points_px, overlay && overlay.frame_size); }
+function draw() {
+  if (frozen && !(overlay && overlay.trial_id === frozen.trial_id)) { frozen.bitmap.close(); frozen = null; }
+  const still = frozen !== null;
+  PL.drawFrame(canvas, still ? frozen.bitmap : bitmap, overlay && overlay.points_px, overlay && overlay.frame_size);
+  $("view-label").textContent = still ? "The frame the agent saw, with its points (first point red)"
+    : overlay ? "Live view with the agent's points" : "Live view";
+  window.__pl.frozen = still ? frozen.trial_id : null;
+}
+
+// Fetch the frame of the trial in `overlay` once; without it (not kept any more, e.g. after a server
+// restart) the points stay drawn on the live view.
+async function freeze(trial) {
+  if (!trial || (frozen && frozen.trial_id === trial.trial_id) || freezing === trial.trial_id) return;
+  freezing = trial.trial_id;
+  try {
+    const r = await fetch(`/api/me/trials/${encodeURIComponent(trial.trial_id)}/frame`,
+                          { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+    if (!r.ok) return;
+    const b = await createImageBitmap(await r.blob());
+    if (!overlay || overlay.trial_id !== trial.trial_id) { b.close(); return; }  // judged meanwhile
+    if (frozen) frozen.bitmap.close();
+    frozen = { trial_id: trial.trial_id, bitmap: b };
+    draw();
+  } catch (e) {
+    // a failed fetch or decode leaves the live view with the points
+  } finally {
+    if (freezing === trial.trial_id) freezing = null;
+  }
+}
 
 function buildSus() {
   const box = $("sus-items");
@@ -57,6 +89,7 @@ function render() {
   if (s.kind === "judge" && state.pending_trial && !running) {
     overlay = state.pending_trial;
     $("judge-text").textContent = `“${overlay.instruction}” — ${overlay.message}`;
+    freeze(overlay);  // also after a reload or reconnect
   }
   show("judge-box", s.kind === "judge" && !running);
   const susDue = s.kind === "sus";
@@ -67,7 +100,7 @@ function render() {
     buildSus();
   }
   show("done-box", s.kind === "done");
-  if (s.kind === "trial" && !running) overlay = null;
+  if (s.kind !== "judge" && !running) overlay = null;  // judged (or nothing to judge): back to the live view
   draw();
 }
 
@@ -77,6 +110,7 @@ function onMessage(m) {
   else if (m.type === "trial_started") { running = true; overlay = null; $("trial-status").textContent = `${m.alias} is pointing…`; render(); }
   else if (m.type === "trial_result") {
     running = false; overlay = m; $("trial-status").textContent = m.message; $("instruction").value = ""; draw();
+    freeze(m);
   }
   else if (m.type === "sus_saved") {
     $("sus-score").textContent = `Your usability score for ${m.alias}: ${PL.fmt(m.score, 1)} / 100`;

@@ -1,0 +1,126 @@
+"""The participant sees the agent's points on the frame the agent saw (issue 2: "the agent's points
+drawn on the frame"), not on the live view that moved on: ``GET /api/me/trials/{id}/frame`` and the
+participant page freezing that frame until the trial is judged. Also: typed markup stays text on the
+participant, operator and results pages (no script injection through an instruction)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from pointlab.bridge.store import Store
+from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.ui.app import UiSettings, create_app
+
+from .test_api import H, OP, _invite, _study, recv
+
+
+@pytest.fixture
+def env(tmp_path):
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
+    store = Store(tmp_path / "frame.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    with TestClient(app) as client:
+        yield client, runner, store, app
+    store.close()
+
+
+def test_frame_route_returns_only_the_callers_trial_frame(env):
+    client, runner, store, _ = env
+    sid = _study(client, agents=["sim-oracle"])
+    a, b = _invite(client, sid), _invite(client, sid)
+    with client.websocket_connect(f"/ws/participant?token={a['token']}") as ws:
+        recv(ws, "state")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        res = recv(ws, "trial_result")
+    uid = store.trial(res["trial_id"])["trial_uid"]
+    r = client.get(f"/api/me/trials/{res['trial_id']}/frame", headers={"Authorization": f"Bearer {a['token']}"})
+    assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
+    assert r.content == runner.trial_jpeg(uid) and r.content[:2] == b"\xff\xd8"
+    assert "no-store" in r.headers["cache-control"]
+    # another participant, the operator, no token, an unknown trial
+    assert client.get(f"/api/me/trials/{res['trial_id']}/frame",
+                      headers={"Authorization": f"Bearer {b['token']}"}).status_code == 404
+    assert client.get(f"/api/me/trials/{res['trial_id']}/frame", headers=H).status_code == 403
+    assert client.get(f"/api/me/trials/{res['trial_id']}/frame").status_code == 401
+    assert client.get("/api/me/trials/999/frame", headers={"Authorization": f"Bearer {a['token']}"}).status_code == 404
+    # a runner that no longer keeps the frame (a restart): 404, and the page falls back to the live view
+    runner._trial_jpegs.clear()
+    assert client.get(f"/api/me/trials/{res['trial_id']}/frame",
+                      headers={"Authorization": f"Bearer {a['token']}"}).status_code == 404
+
+
+XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+
+@pytest.mark.browser
+def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chromium, tmp_path):
+    from pointlab.sim_mock.model_server import serve_in_thread
+
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
+    store = Store(tmp_path / "page.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    url, stop = serve_in_thread(app)
+    base = url.removesuffix("/v1")
+    ctx = chromium.new_context(viewport={"width": 980, "height": 720})
+    try:
+        op = httpx.Client(base_url=base, headers=H)
+        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1}).json()["id"]
+        inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
+        assert inv["agent_order"] == ["sim-oracle", "human"]
+        page = ctx.new_page()
+        page.goto(inv["url"])
+        page.wait_for_selector("#trial-box:not(.hidden)")
+        page.fill("#instruction", XSS)
+        page.click("#send")
+        page.wait_for_selector("#judge-box:not(.hidden)", timeout=15000)
+        trial_id = op.get(f"/api/results?study_id={sid}").json()["trials"][0]["id"]
+        page.wait_for_function(f"window.__pl.frozen === {trial_id}", timeout=10000)
+        assert "the agent saw" in page.inner_text("#view-label")
+        # live frames keep arriving (the scripted camera draws a counter on each) but the view stays still
+        frames0, still0 = page.evaluate("window.__pl.frames"), page.evaluate("document.querySelector('#live').toDataURL()")
+        page.wait_for_timeout(600)
+        assert page.evaluate("window.__pl.frames") > frames0 + 3
+        assert page.evaluate("document.querySelector('#live').toDataURL()") == still0
+        # the agent's first point is drawn in red at (100, 80) + 0.5 on the 320x240 frame
+        r, g, b = page.evaluate("(() => { const d = document.querySelector('#live').getContext('2d')"
+                                ".getImageData(100 + 0.5 + 8, 80, 1, 1).data; return [d[0], d[1], d[2]]; })()")
+        assert r > 200 and g < 90, (r, g, b)
+        # the typed markup is shown as text
+        assert XSS in page.inner_text("#judge-text")
+        page.click("#judge-succeeded")
+        page.wait_for_selector("#sus-box:not(.hidden)")
+        page.wait_for_function("window.__pl.frozen === null")
+        assert page.inner_text("#view-label") == "Live view"
+        page.wait_for_timeout(300)
+        assert page.evaluate("document.querySelector('#live').toDataURL()") != still0
+        for i in range(1, 11):
+            page.check(f"input[name=sus{i}][value='3']")
+        page.click("#sus-submit")
+        # block 2 = human: the operator console shows the instruction while the request is open
+        page.wait_for_selector("#trial-box:not(.hidden)")
+        page.fill("#instruction", XSS)
+        page.click("#send")
+        opage = ctx.new_page()
+        opage.goto(f"{base}/operator#token={OP}")
+        opage.wait_for_selector("#human-box:not(.hidden)", timeout=15000)
+        assert XSS in opage.inner_text("#human-instruction") and XSS in opage.inner_text("#current")
+        req = op.get("/api/human-requests").json()[0]
+        assert op.post(f"/api/human-requests/{req['request_id']}/answer", json={"u": 10, "v": 10}).status_code == 200
+        page.wait_for_selector("#judge-box:not(.hidden)", timeout=15000)
+        rpage = ctx.new_page()
+        rpage.goto(f"{base}/results#token={OP}&study={sid}")
+        rpage.wait_for_function("document.querySelectorAll('#trials tr').length === 2")
+        assert rpage.inner_text("#trials").count(XSS) == 2
+        time.sleep(0.2)
+        for p in (page, opage, rpage):
+            assert p.evaluate("window.__xss") is None, p.url
+        op.close()
+    finally:
+        ctx.close()
+        stop()
+        store.close()
