@@ -113,6 +113,8 @@ def _qtype(rec: Mapping[str, Any]) -> str:
 
 
 def _letters(options: Sequence[str] | None) -> str:
+    if options and not isinstance(options, (list, tuple)):  # a string's length is not a number of options
+        raise RecordError(f"single-choice options must be a list, got {type(options).__name__}")
     n = len(options) if options else 4
     if not 2 <= n <= 5:
         raise RecordError(f"single-choice questions have 2..5 options (A-E), got {n}")
@@ -170,7 +172,8 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
         if pred is not None and not isinstance(pred, str):
             pred = str(pred)
         common = dict(id=qid, question_type=qtype, dimension=str(rec.get("dimension", "unknown")).upper(),
-                      deixis=str(rec.get("deixis", "unknown")).upper(), domain=str(rec.get("domain", "all")))
+                      deixis=str(rec.get("deixis", "unknown")).upper(),
+                      domain=str(rec.get("domain", "all")).strip().lower())  # "Real" and "real" are one domain
         if qtype != "OQ":
             truth, a_s, a_l, s_s, s_l, chance = _score_closed(rec, qtype, pred)
             if pred is None:

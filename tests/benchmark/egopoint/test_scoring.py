@@ -130,6 +130,15 @@ def test_bad_records():
         score_egopoint([{"id": "x", "question_type": "TF", "answer": "maybe"}], {})
     with pytest.raises(RecordError):
         score_egopoint([{"id": "x", "question_type": "SCQ", "answer": "F", "options": OPT5}], {})
+    # options as one string: its 4 characters were taken for 4 options
+    with pytest.raises(RecordError, match="options must be a list"):
+        score_egopoint([{"id": "x", "question_type": "SCQ", "answer": "A", "options": "A. x"}], {})
+
+
+def test_domain_names_are_case_insensitive():
+    gt = [dict(GT[0], domain="Real"), dict(GT[1], domain=" real"), dict(GT[3], domain="sim")]
+    out = score_egopoint(gt, PRED)
+    assert list(out["summary"]["domain"]) == ["real", "sim"] and out["summary"]["domain"]["real"]["n"] == 2
 
 
 def test_cli_score_egopoint(tmp_path, judge_server):
