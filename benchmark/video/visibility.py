@@ -74,7 +74,7 @@ class VisibilityTable:
         """Read a JSON visibility table. Raises ``RecordError`` (missing, not JSON, malformed)."""
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = json.loads(p.read_text(encoding="utf-8-sig"))  # -sig: a BOM is not an error
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise RecordError(f"{p}: cannot read visibility table ({e})") from e
         return cls.from_dict(data, str(p))

@@ -90,3 +90,12 @@ def test_table_from_poses():
     table, per_frame = table_from_poses({"sofa#0": corners([0, 0, 2], [1, 1, 0.2])}, poses, K, 100, 100)
     assert table.frames == {0: frozenset({"sofa#0"}), 1: frozenset()}
     assert per_frame[1]["sofa#0"].coverage_frac == 0.0
+
+
+def test_table_file_with_a_bom_is_read(tmp_path):
+    from pointlab.benchmark.video.visibility import VisibilityTable
+
+    p = tmp_path / "vis.json"
+    p.write_bytes(b'\xef\xbb\xbf{"frames": {"0": ["chair#0"], "3": []}}')
+    t = VisibilityTable.load(p)
+    assert t.shows(0, ["chair"]) is True and t.shows(3, ["chair"]) is False and t.shows(1, ["chair"]) is None
