@@ -6,7 +6,9 @@ Topics:
   ``action`` is ``pick``, ``place`` or ``home``; ``target_base_m`` ``[x, y, z]`` metres in ``link_base``);
 - in ``/pointlab/arm/estop`` (``std_msgs/Empty``): stop now, drop queued commands, refuse motion
   until a reset;
-- in ``/pointlab/arm/reset`` (``std_msgs/Empty``): leave the emergency-stopped state;
+- in ``/pointlab/arm/reset`` (``std_msgs/Empty``): leave the emergency-stopped state (once the
+  command that was running has ended: a reset right after a stop must not let the stopped motion go on;
+  a stop after a pending reset cancels it);
 - out ``/pointlab/arm/result`` (String JSON ``{"request_id", "action", "outcome", "error",
   "error_type", "motion", "holding", "motions_done", "command_rx_ns", "finished_ns"}``; ``outcome``
   is ``done``, ``refused`` (bad command or unsafe target: nothing sent), ``robot_failure`` (the
@@ -75,6 +77,10 @@ class ArmNode(Node):
         self._seen: set[str] = set()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        # Held by the worker while a command runs. A reset is applied only without it: Arm.reset (the
+        # driver's bring-up) clears the stop flags, and the moving thread may not have seen them yet.
+        self._exec_lock = threading.Lock()
+        self._reset_pending = False
         self._pub_result = self.create_publisher(String, TOPICS["arm_result"], 50)
         self._pub_state = self.create_publisher(String, TOPICS["arm_state"], STATE_QOS)
         self._pub_joints = self.create_publisher(JointState, TOPICS["joint_states"], 10)
@@ -129,6 +135,7 @@ class ArmNode(Node):
 
     def _on_estop(self, _msg) -> None:
         log.warning("emergency stop requested")
+        self._reset_pending = False  # a stop after a reset request wins
         self.arm.stop()
         while True:  # queued commands are dropped, each with its result
             try:
@@ -141,10 +148,24 @@ class ArmNode(Node):
         self.publish_state()
 
     def _on_reset(self, _msg) -> None:
+        # Never blocks: the e-stop shares this callback group. With a command running the reset is
+        # left pending and the worker applies it when the command has ended.
+        self._reset_pending = True
+        self._apply_pending_reset(blocking=False)
+
+    def _apply_pending_reset(self, *, blocking: bool) -> None:
+        if not self._reset_pending or not self._exec_lock.acquire(blocking=blocking):
+            return
         try:
-            self.arm.reset()
-        except RobotError as e:
-            log.error("arm reset failed: %s", e)
+            if not self._reset_pending:
+                return
+            self._reset_pending = False
+            try:
+                self.arm.reset()
+            except RobotError as e:
+                log.error("arm reset failed: %s", e)
+        finally:
+            self._exec_lock.release()
         self.publish_state()
 
     # -- execution ------------------------------------------------------------------------------
@@ -154,7 +175,10 @@ class ArmNode(Node):
             if item is None:
                 break
             rid, action, target, rx_ns = item
-            self._execute(rid, action, target, rx_ns)
+            self._apply_pending_reset(blocking=True)
+            with self._exec_lock:
+                self._execute(rid, action, target, rx_ns)
+            self._apply_pending_reset(blocking=True)
 
     def _execute(self, rid: str, action: str, target, rx_ns: int) -> None:
         try:

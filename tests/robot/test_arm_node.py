@@ -142,3 +142,33 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     cmd.publish(json_msg({"request_id": "c", "action": "home"}))
     (r,) = [x for x in wait(3, timeout_s=20) if x["request_id"] == "c"]
     assert r["outcome"] == "done"
+
+
+@pytest.mark.parametrize("arm_graph", [1.0], indirect=True)
+def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_graph):
+    # Stop then Reset in quick succession (two operator tabs, a double click on the console's buttons):
+    # the reset used to clear the stop before the moving thread saw it (the sim checks every 20 ms),
+    # so the motion went on and the rest of the pick ran. The reset now waits for the stopped
+    # command to end; the motion ends "stopped" where it was, and the arm is usable afterwards.
+    from std_msgs.msg import Empty
+
+    world, node, cmd, estop, reset, wait, _, _ = arm_graph
+    cmd.publish(json_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    deadline = time.monotonic() + 5
+    while not world.arm.moving:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    estop.publish(Empty())
+    reset.publish(Empty())
+    (res,) = wait(1)
+    assert res["outcome"] == "stopped" and res["motion"] is None, res
+    tcp_stopped = list(world.snapshot()["_arm"]["tcp_m"])
+    time.sleep(0.3)
+    assert world.snapshot()["_arm"]["tcp_m"] == tcp_stopped and world.arm.attached is None
+    deadline = time.monotonic() + 5
+    while node.arm.state().estopped:  # the reset was applied once the stopped command ended
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    cmd.publish(json_msg({"request_id": "c", "action": "home"}))
+    (r,) = [x for x in wait(2, timeout_s=20) if x["request_id"] == "c"]
+    assert r["outcome"] == "done" and node.motions_done == 1
