@@ -108,6 +108,11 @@ class CameraNode(Node):
                 log.warning("camera read failed (%d so far): %s", self.read_errors, e)
                 self._stop.wait(0.5)
                 continue
+            except Exception:  # a driver's own error type or a bug: same, or the live view dies silently
+                self.read_errors += 1
+                log.exception("camera read failed unexpectedly (%d so far)", self.read_errors)
+                self._stop.wait(0.5)
+                continue
             try:
                 self.publish_frame(frame)
             except Exception:  # the context is shutting down, or a malformed frame

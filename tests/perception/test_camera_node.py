@@ -114,3 +114,37 @@ def test_broken_frames_do_not_stop_the_node(ros_env, d405_folder):
     finally:
         node.stop()
         host.close()
+
+
+def test_an_unexpected_read_error_does_not_end_the_live_view(ros_env, uoc_tabletop):
+    # A source that raises something other than PerceptionError (a driver's RuntimeError, cv2.error,
+    # a bug) used to end the publishing thread silently: the live view froze for good.
+    class Flaky:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, 0
+
+        def connect(self):
+            self.inner.connect()
+
+        def disconnect(self):
+            self.inner.disconnect()
+
+        def read(self):
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("Frame didn't arrive within 5000")
+            return self.inner.read()
+
+    host = RosHost()
+    node = host.add(CameraNode(Flaky(make_camera(f"replay:{uoc_tabletop}#000003")), context=host.context))
+    host.start()
+    node.start()
+    try:
+        deadline = time.monotonic() + 5
+        while node.frames_published < 2:
+            assert time.monotonic() < deadline and node._thread.is_alive(), node.read_errors
+            time.sleep(0.05)
+        assert node.read_errors == 1
+    finally:
+        node.stop()
+        host.close()
