@@ -5,6 +5,7 @@ print its JSON, map library errors to exit codes (2 bad input, 1 runtime failure
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -174,12 +175,21 @@ def perf_video_cmd(
     from .video.perf import run_video_perf
 
     try:
-        b = [int(x) for x in budgets.split(",") if x.strip()]
-        if not b or min(b) < 1 or duration_s <= 0 or fps < 1 or repeats < 1 or width % 2 or height % 2:
+        try:
+            b = [int(x) for x in budgets.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--budgets must be comma-separated integers, got {budgets!r}") from None
+        if not b or min(b) < 1 or not duration_s > 0 or fps < 1 or repeats < 1 or width % 2 or height % 2:
             raise ValueError("budgets, duration, fps and repeats must be positive; width and height even")
+        if not math.isfinite(duration_s) or duration_s * fps < 1:
+            raise ValueError(f"--duration-s {duration_s} at {fps} fps gives no whole frame (or no end)")
+        if gop < 1:
+            raise ValueError(f"--gop (key-frame interval) must be >= 1 frame, got {gop}")
         result = run_video_perf(duration_s, fps, width, height, gop, b, repeats, keep)
     except ValueError as e:
         fail(str(e))
     except VideoBenchError as e:
         fail(str(e), 1)
+    except OSError as e:  # --keep in a folder that does not exist or cannot be written
+        fail(f"cannot write the synthetic video: {e}", 1)
     print_json(result)

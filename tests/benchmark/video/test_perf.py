@@ -3,6 +3,7 @@ measured by the command, never asserted by tests)."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pointlab.benchmark.video.frames import open_frames
@@ -35,3 +36,23 @@ def test_cli_perf_video_short(tmp_path):
     assert "decoded_fps" in out["baseline_sequential"]
     r = CliRunner().invoke(app, ["perf", "video", "--width", "63"])
     assert r.exit_code == 2
+
+
+@pytest.mark.parametrize("args, needle, code", [
+    (["--duration-s", "inf"], "gives no whole frame", 2),       # was an OverflowError traceback
+    (["--duration-s", "nan"], "must be positive", 2),
+    (["--duration-s", "0.01"], "gives no whole frame", 2),      # was "synthetic.mp4: no such file", exit 1
+    (["--gop", "0"], "--gop", 2),                                # was accepted and reported as gop 0
+    (["--budgets", "4,x"], "--budgets must be comma-separated integers", 2),
+])
+def test_cli_perf_video_bad_options_are_one_line_errors(args, needle, code):
+    r = CliRunner().invoke(app, ["perf", "video", "--repeats", "1", "--width", "64", "--height", "48", *args])
+    assert r.exit_code == code and needle in r.stderr, r.output
+
+
+def test_cli_perf_video_keep_under_a_file_is_a_one_line_error(tmp_path):
+    (tmp_path / "afile").write_text("x")  # --keep afile/v.mp4: the folder cannot be made
+    r = CliRunner().invoke(app, ["perf", "video", "--duration-s", "1", "--fps", "4", "--width", "64", "--height", "48",
+                                 "--budgets", "2", "--repeats", "1", "--keep", str(tmp_path / "afile" / "v.mp4")])
+    assert r.exit_code == 1 and "cannot write the synthetic video" in r.stderr, r.output
+    assert isinstance(r.exception, SystemExit)  # typer.Exit, not a raw OSError
