@@ -137,6 +137,7 @@ class PointingNode(Node):
             return
         pts = np.asarray(getattr(ans, "points_px", None) if getattr(ans, "points_px", None) is not None else [],
                          dtype=np.float64).reshape(-1, 2)
+        pts = pts[np.all(np.isfinite(pts), axis=1)]  # NaN/inf (a custom agent) are no points, and not JSON
         latency = getattr(ans, "latency_s", None)
         self._publish_answer(
             rid, raw_answer=getattr(ans, "raw_text", "") or "", points_px=pts.tolist(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Any
 
 from pointlab.bridge.store import JUDGEMENTS, StoreError
@@ -72,7 +73,8 @@ def blinded_trial(row: dict) -> dict[str, Any]:
     else:
         message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
                                                    refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
-    points = [[float(u), float(v)] for u, v in (row.get("points_px") or [])]
+    # non-finite points (a custom agent) would be a bare NaN in the JSON, which browsers cannot parse
+    points = [[float(u), float(v)] for u, v in (row.get("points_px") or []) if math.isfinite(u) and math.isfinite(v)]
     size = row.get("frame_size")
     return {"trial_id": row["id"], "alias": alias(row["block"]) if row.get("block") is not None else None,
             "instruction": row["instruction"], "action": row["action"], "points_px": points,

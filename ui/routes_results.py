@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
@@ -24,8 +26,20 @@ def results(study_id: IdQuery, _: Operator, db: Db) -> dict:
         raise HTTPException(404, str(e)) from e
     trials = db.trials(study_id=study_id)
     surveys = db.surveys(study_id=study_id)
-    return {"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
-            "trials": trial_log(trials)}
+    return _finite({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
+                    "trials": trial_log(trials)})
+
+
+def _finite(obj):
+    """``obj`` with NaN/inf floats as ``None``: JSON has no such numbers (Starlette refuses them with a
+    500, browsers cannot parse them), and a stored answer may hold one (a custom agent's point)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 @router.get("/results.csv")

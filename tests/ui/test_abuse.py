@@ -113,3 +113,30 @@ def test_operator_text_fields_that_cannot_be_stored_are_422(env):
                     headers={**H, "content-type": "application/json"})
     assert r.status_code == 422, r.text
     assert store.participants() == [] and len(store.studies()) == 1
+
+
+def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
+    # An agent that answers NaN/inf (a custom agent; the parsers drop them) gave the participant a
+    # trial_result with a bare NaN (JSON.parse fails: the page hung on "pointing...") and made
+    # /api/results a 500 (Starlette refuses NaN).
+    runner = ScriptedRunner({"weird": (float("nan"), float("inf"))})
+    store = Store(tmp_path / "nan.sqlite")
+    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sid = _study(client, agents=["weird"])
+        inv = _invite(client, sid)
+        with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+            recv(ws, "state")
+            ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+            for _ in range(400):
+                m = ws.receive()
+                if m.get("text") and '"trial_result"' in m["text"]:
+                    break
+            res = json.loads(m["text"], parse_constant=lambda c: pytest.fail(f"{c} sent to the browser"))
+            assert res["points_px"] == []
+            s = recv(ws, "state")
+            assert s["pending_trial"]["points_px"] == []
+        r = client.get(f"/api/results?study_id={sid}", headers=H)
+        assert r.status_code == 200, r.text
+        json.loads(r.text, parse_constant=lambda c: pytest.fail(f"{c} in /api/results"))
+    store.close()
