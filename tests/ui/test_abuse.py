@@ -140,3 +140,19 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
         assert r.status_code == 200, r.text
         json.loads(r.text, parse_constant=lambda c: pytest.fail(f"{c} in /api/results"))
     store.close()
+
+
+def test_tokens_in_the_wrong_socket_are_refused_with_4401(env):
+    from starlette.websockets import WebSocketDisconnect
+
+    client, runner, store = env
+    sid = _study(client)
+    inv = _invite(client, sid)
+    for path in (f"/ws/participant?token={OP}", f"/ws/operator?token={inv['token']}",
+                 f"/ws/participant?token={inv['token']}x", "/ws/operator?token=" + "a" * 5000):
+        with client.websocket_connect(path) as ws:
+            assert json.loads(ws.receive_text())["type"] == "error"
+            with pytest.raises(WebSocketDisconnect) as e:
+                ws.receive_text()
+            assert e.value.code == 4401, path
+    assert runner.calls == [] and client.get("/api/status", headers=H).json()["queue"] == []

@@ -95,7 +95,8 @@ function connect() {
   ws.onopen = () => { $("conn").textContent = "connected"; };
   ws.onmessage = async (ev) => {
     if (typeof ev.data === "string") {
-      const m = JSON.parse(ev.data);
+      let m;
+      try { m = JSON.parse(ev.data); } catch (e) { setError(`unreadable status message: ${e.message}`); return; }
       if (m.type === "status") onStatus(m); else if (m.type === "error") setError(m.error);
       return;
     }

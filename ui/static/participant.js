@@ -124,7 +124,12 @@ function connect() {
   ws = new WebSocket(PL.wsUrl("/ws/participant", token));
   ws.binaryType = "blob";
   ws.onmessage = async (ev) => {
-    if (typeof ev.data === "string") { onMessage(JSON.parse(ev.data)); return; }
+    if (typeof ev.data === "string") {
+      let m;
+      try { m = JSON.parse(ev.data); } catch (e) { setError("The server sent a message this page cannot read."); return; }
+      onMessage(m);
+      return;
+    }
     window.__pl.frames++;
     const b = await createImageBitmap(ev.data);
     if (bitmap) bitmap.close();
