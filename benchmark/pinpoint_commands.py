@@ -99,13 +99,12 @@ def pinpoint_study_cmd(
     port: int = typer.Option(8020, "--port", help="port on 127.0.0.1"),
 ) -> None:
     """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""
-    import uvicorn
-
+    from pointlab.bridge.serve import check_port, public_url, serve
     from pointlab.ui.localization import StudyDataError, create_localization_app
 
+    check_port("127.0.0.1", port)
     try:
         web = create_localization_app(samples, responses, setting=setting, model_fsd_path=model_fsd)
     except (StudyDataError, ValueError) as e:
         fail(str(e))
-    typer.echo(f"localization study on http://127.0.0.1:{port}/ (answers -> {responses})", err=True)
-    uvicorn.run(web, host="127.0.0.1", port=port, log_level="warning")
+    serve(web, "127.0.0.1", port, [f"localization study on {public_url('127.0.0.1', port)}/ (answers -> {responses})"])

@@ -159,8 +159,11 @@ def bench_arena_cmd(
     port: int = typer.Option(8010, "--port"),
 ) -> None:
     """Serve Point-Battle (battle page /, /leaderboard, /human)."""
-    import uvicorn
+    from pointlab.bridge.serve import check_port, public_url, serve
 
+    check_port(host, port)
+    if images is not None and not images.is_dir():
+        fail(f"--images {images} is not a folder of curated images")
     from pointlab.benchmark.agents_config import AgentsConfigError, load_agents
     from pointlab.benchmark.pointbench import DatasetError, load_dataset
     from pointlab.ui.arena import ArenaSettings, create_arena_app
@@ -193,7 +196,11 @@ def bench_arena_cmd(
             stop()
         fail(str(e))
     try:
-        uvicorn.run(arena, host=host, port=port, log_level="warning")
+        base = public_url(host, port)
+        serve(arena, host, port, [
+            f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
+            f"agents: {', '.join(ags)}; votes in {db} (export: {base}/api/votes.jsonl)",
+            "Stop with Ctrl-C."])
     finally:
         if stop:
             stop()

@@ -64,23 +64,20 @@ def act(
     """
     if ctx.invoked_subcommand is not None:
         return
-    try:
-        import uvicorn
+    from pointlab.ui.app import UiSettings, create_app
 
-        from pointlab.ui.app import UiSettings, create_app
-    except ImportError as e:  # the web side is a separate package of this project
-        fail(f"the web app is not available: {e}", 1)
+    from .serve import check_port, public_url, serve
+
+    check_port(host, port)
     token = operator_token or secrets.token_urlsafe(16)
     session = _start(camera, robot, agents, db, calibration, time_scale)
     try:
         app = create_app(session.runner, session.store, operator_token=token, settings=UiSettings())
-        url_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        base = f"http://{url_host}:{port}"
-        typer.echo(f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}")
-        typer.echo(f"Operator console: {base}/operator#token={token}")
-        typer.echo("Invite participants from the console: create a study, then 'Invite participant' gives a link to send.")
-        typer.echo("Stop with Ctrl-C.")
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        serve(app, host, port, [
+            f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",
+            f"Operator console: {public_url(host, port)}/operator#token={token}",
+            "Invite participants from the console: create a study, then 'Invite participant' gives a link to send.",
+            "Stop with Ctrl-C."])
     finally:
         session.close()
 

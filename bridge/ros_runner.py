@@ -414,8 +414,12 @@ class RosTrialRunner:
             self._forget_after(res, rid)
             if expected is not None and self.judge is not None:
                 try:
-                    res.sim_success, res.sim_detail = await asyncio.to_thread(self.judge, expected)
-                    res.sim_success = bool(res.sim_success)
+                    ok, detail = await asyncio.to_thread(self.judge, expected)
+                    # a trial whose motion did not complete is never a success, even if the scene
+                    # already looked as asked (a refused "put it next to X" with it already there)
+                    done = res.robot_outcome == "done"
+                    res.sim_success = bool(ok) and done
+                    res.sim_detail = detail if done else f"no completed motion ({res.robot_outcome}); {detail}"
                 except Exception as e:  # the judgement is a record, not a reason to lose the trial
                     log.exception("sim judgement failed")
                     res.sim_detail = f"judge failed: {type(e).__name__}: {e}"

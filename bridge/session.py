@@ -116,7 +116,8 @@ def _start_model_server(world) -> tuple[str, Callable[[], None]]:
 def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | Path | None = None,
                   db_path: str | Path | None = None, calibration: str | Path | Calibration | None = None,
                   time_scale: float = 1.0, *, agents: dict | None = None, workspace=None, camera_fps: float = 30.0,
-                  timeouts=None, domain_id: int | None = None, ready_timeout_s: float = 15.0) -> Session:
+                  timeouts=None, domain_id: int | None = None, ready_timeout_s: float = 15.0,
+                  graph_check_s: float = 1.0) -> Session:
     """Start the Point-Act node set, the runner and the store in this process.
 
     Args:
@@ -132,10 +133,12 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
         timeouts: ``ros_runner.RunnerTimeouts``.
         domain_id: ROS domain id (``None``: ``ROS_DOMAIN_ID`` of the environment).
         ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
+        graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
+            (``bridge.graph_guard``) before the arm is connected; 0 skips the check.
 
     Raises:
-        SessionError: a part could not start (the message says which); everything already started
-            is shut down first.
+        SessionError: a part could not start (the message says which), or another session or driver
+            is on the same ROS graph; everything already started is shut down first.
         CalibrationFileError, AgentsConfigError, CameraSourceError: bad inputs, raised before any ROS work.
     """
     from pointlab.benchmark.agents import HumanAgent
@@ -223,6 +226,13 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
         session._closers.append(session.runner.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
+        if graph_check_s > 0:
+            from .graph_guard import GraphClash, wait_for_clashes
+
+            try:  # before the arm is connected: a second session must never reach the first one's robot
+                wait_for_clashes(host.nodes, graph_check_s)
+            except GraphClash as e:
+                raise SessionError(str(e)) from e
         try:
             session.arm_node.start()
         except Exception as e:

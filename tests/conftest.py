@@ -47,7 +47,9 @@ def ros_env(monkeypatch) -> int:
     return domain
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API is open, the main thread counts as running an
+# event loop, and a later test's asyncio.run() fails ("cannot be called from a running event loop").
+@pytest.fixture(scope="module")
 def chromium():
     """A Playwright ``Browser`` on Debian's Chromium (no browser download)."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):

@@ -67,6 +67,17 @@ def test_typed_instructions_get_the_sim_judgement(ros_env):
     assert place.expected["container"] == "blue bowl" and place.sim_detail == "green cube is in blue bowl"
 
 
+def test_a_trial_without_completed_motion_is_never_a_sim_success(ros_env):
+    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+        asyncio.run(s.runner.run_trial("sim-oracle", "pick up the red cube"))
+        # the oracle finds nothing to point at, so the trial is refused; the scene still satisfies
+        # the (deliberately stale) expectation "holding the red cube"
+        r = asyncio.run(s.runner.run_trial("sim-oracle", "put it somewhere nice",
+                                           expected={"action": "pick", "object": "red cube"}))
+    assert r.robot_outcome == "refused" and r.sim_success is False
+    assert r.sim_detail == "no completed motion (refused); holding red cube"
+
+
 @pytest.fixture
 def scripted_agents(tmp_path):
     from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread

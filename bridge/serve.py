@@ -1,0 +1,43 @@
+"""Serving a web app from a CLI command: check the port first, print where it is, run uvicorn.
+
+The port is checked before anything else starts (a session, a model server), so that a taken port
+is a one-line error instead of a URL printed for somebody else's server.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import typer
+
+from .cligroups import fail
+
+__all__ = ["check_port", "serve", "public_url"]
+
+
+def check_port(host: str, port: int) -> None:
+    """Exit with a one-line error (code 2) when ``host:port`` cannot be bound."""
+    if not 0 <= port <= 65535:
+        fail(f"port {port} is not in 0-65535")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            fail(f"cannot listen on {host}:{port} ({e.strerror or e}); choose another --port")
+
+
+def public_url(host: str, port: int) -> str:
+    """The URL to print for a server bound to ``host:port`` (a wildcard address prints 127.0.0.1)."""
+    url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{url_host}:{port}"
+
+
+def serve(app, host: str, port: int, banner: list[str]) -> None:
+    """Print ``banner`` (one line each, stdout) and run ``app`` with uvicorn until Ctrl-C."""
+    import uvicorn
+
+    for line in banner:
+        typer.echo(line)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
