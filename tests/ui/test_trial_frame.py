@@ -58,6 +58,7 @@ XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chromium, tmp_path):
     from pointlab.sim_mock.model_server import serve_in_thread
 
