@@ -182,3 +182,26 @@ def test_many_unclosed_think_tags_are_linear_not_quadratic():
 ])
 def test_reasoning_blocks_by_hand(text, expected):
     assert answer_part(text) == expected
+
+
+def test_long_whitespace_after_answer_is_linear_not_cubic():
+    # "answer" + 4000 spaces + "x" took 150 s: three adjacent optional whitespace runs in the
+    # explicit-answer pattern backtracked cubically. Subprocess with a generous bound (a hang check).
+    import subprocess
+    import sys
+
+    code = ("from pointlab.benchmark.extract import parse_choice_lenient, parse_number_lenient, answer_part\n"
+            "for t in ['answer' + ' ' * 6000 + 'x', 'Answer' + ' ' * 6000 + ': B', '\\n' * 200000 + 'x']:\n"
+            "    parse_choice_lenient(t, 'ABCD', ['A. x', 'B. y']); parse_number_lenient(t)\n"
+            "assert parse_choice_lenient('Answer' + ' ' * 6000 + ': B') == 'B'\n"
+            "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The answer is option C", "C"), ("Answer: ** B **", "B"), ("choice = (D)", "D"),
+    ("  C) sofa\nbecause", "C"), ("**Answer:**\n\nB", "B"),
+])
+def test_explicit_and_line_start_forms_still_read(text, expected):
+    assert parse_choice_lenient(text) == expected
