@@ -24,6 +24,7 @@ reference and real models still work there.) A real camera with a real arm needs
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -148,6 +149,8 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
 
     from .ros_runner import RosTrialRunner, RunnerTimeouts
 
+    if not (isinstance(time_scale, (int, float)) and math.isfinite(time_scale) and time_scale >= 0):
+        raise ValueError(f"time_scale must be a finite number >= 0, got {time_scale!r}")
     camera_kind = camera.partition(":")[0]
     robot_kind = robot.partition(":")[0]
     world = None

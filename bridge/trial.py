@@ -83,6 +83,10 @@ class TrialRunner(Protocol):
         """The latest colour frame as JPEG bytes and its frame index (live view), or ``None``."""
         ...
 
+    def trial_jpeg(self, trial_id: str) -> bytes | None:
+        """The frame the agent saw in trial ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
+        ...
+
     def pending_human_requests(self) -> list[dict]:
         """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]``."""
         ...

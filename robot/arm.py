@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import pkgutil
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -239,6 +240,9 @@ class Arm:
         self._tool_closed = False
         self._estopped = False
         self._fault: str | None = None
+        # held for a whole sequence: reset() waits for a stopped sequence to end, so it can never
+        # clear a stop that the moving thread has not seen yet (stop() itself never waits)
+        self._motion_lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def connect(self) -> "Arm":
@@ -299,6 +303,11 @@ class Arm:
         self.driver.check_reachable([step for kind, step in steps if kind == "move"])
 
     def _run(self, action: str, target_m, steps) -> MotionReport:
+        with self._motion_lock:
+            self._require_ready()  # again under the lock: a stop may have come while waiting for it
+            return self._run_locked(action, target_m, steps)
+
+    def _run_locked(self, action: str, target_m, steps) -> MotionReport:
         report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
         t0 = time.monotonic()
         try:
@@ -376,10 +385,13 @@ class Arm:
         self._safe_halt()
 
     def reset(self) -> None:
-        """Leave the emergency-stopped or faulted state (the driver re-runs its bring-up)."""
-        self.driver.connect()
-        self._estopped = False
-        self._fault = None
+        """Leave the emergency-stopped or faulted state (the driver re-runs its bring-up).
+
+        Waits until a sequence that is still running (stopping) in another thread has ended."""
+        with self._motion_lock:
+            self.driver.connect()
+            self._estopped = False
+            self._fault = None
 
     def state(self) -> ArmState:
         st = ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,

@@ -29,3 +29,10 @@ def test_taken_port_is_refused_before_start(taken_port, argv, tmp_path):
 def test_missing_curated_folder(tmp_path):
     r = CliRunner().invoke(app, ["bench", "arena", "--port", "0", "--images", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "is not a folder" in r.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_bad_time_scale_is_refused(value, tmp_path):
+    r = CliRunner().invoke(app, ["act", "trials", "--agent", "sim-oracle", "--db", str(tmp_path / "t.sqlite"),
+                                 "--time-scale", value])
+    assert r.exit_code == 2, r.output

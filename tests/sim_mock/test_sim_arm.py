@@ -263,3 +263,31 @@ def test_unreachable_pick_is_refused_before_any_motion_and_does_not_fault_the_ar
     arm.pick([0.25, 0.0, 0.05])  # a reachable pick still runs
     with pytest.raises(UnsafeTargetError):
         arm.pick([0.9, 0.0, 0.05])
+
+
+def test_reset_right_after_stop_never_lets_the_stopped_pick_finish():
+    # Breaker-B's reproduction: a pick in a thread, then stop() and reset() within milliseconds.
+    from pointlab.robot.arm import Arm, MotionConfig
+    from pointlab.robot.errors import RobotError
+    from pointlab.sim_mock.arm import SimArmDriver
+    from pointlab.sim_mock.world import SimWorld
+
+    world = SimWorld()
+    arm = Arm(SimArmDriver(world=world, time_scale=1.0), motion=MotionConfig(grip_settle_s=0.0)).connect()
+    outcome = {}
+
+    def pick():
+        try:
+            outcome["report"] = arm.pick([0.30, 0.10, 0.04])
+        except RobotError as e:
+            outcome["error"] = e
+
+    t = threading.Thread(target=pick)
+    t.start()
+    time.sleep(0.3)  # mid-way through the approach move (about 1 s at 0.15 m/s)
+    arm.stop()
+    arm.reset()
+    t.join(timeout=10)
+    assert "error" in outcome and "report" not in outcome
+    assert not world.arm.tool_closed  # the grip never closed
+    arm.pick([0.25, 0.0, 0.05])  # after the reset the arm moves again
