@@ -67,15 +67,25 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) ->
     return out
 
 
-TRIAL_LOG_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "agent", "instruction", "action",
+TRIAL_LOG_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "participant", "block", "agent", "instruction", "action",
                      "raw_answer", "points_px", "parse_error", "frame_index", "frame_size", "target",
                      "robot_outcome", "robot_error", "agent_error", "sim_success", "sim_detail", "judgement", "timings_s",
                      "motion", "expected", "created_unix_s", "judged_unix_s")
 
 
-def trial_log(trials: list[dict]) -> list[dict[str, Any]]:
-    """The trial rows restricted to :data:`TRIAL_LOG_COLUMNS` (operator view; names agents)."""
-    return [{c: t.get(c) for c in TRIAL_LOG_COLUMNS} for t in trials]
+def trial_log(trials: list[dict], participants: list[dict] = ()) -> list[dict[str, Any]]:
+    """The trial rows restricted to :data:`TRIAL_LOG_COLUMNS` (operator view; names agents).
+
+    ``participant`` is the participant's label (``P1``...) from ``participants`` (store rows), and
+    ``block`` counts from 1 as on the pages ("Agent 1 (1 of 3)"); the store keeps it from 0."""
+    labels = {p["id"]: p.get("label") for p in participants}
+    out = []
+    for t in trials:
+        row = {c: t.get(c) for c in TRIAL_LOG_COLUMNS}
+        row["participant"] = labels.get(t.get("participant_id"))
+        row["block"] = None if t.get("block") is None else t["block"] + 1
+        out.append(row)
+    return out
 
 
 # A text cell starting with one of these runs as a formula when the CSV is opened in a spreadsheet
@@ -93,7 +103,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def trial_log_csv(trials: list[dict]) -> str:
+def trial_log_csv(trials: list[dict], participants: list[dict] = ()) -> str:
     """The trial log as CSV text (header row first; nested values as compact JSON).
 
     Text cells starting with ``= + - @``, a tab or a carriage return get a leading ``'`` so a
@@ -101,6 +111,6 @@ def trial_log_csv(trials: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(TRIAL_LOG_COLUMNS)
-    for t in trials:
+    for t in trial_log(trials, participants):
         w.writerow([_csv_cell(t.get(c)) for c in TRIAL_LOG_COLUMNS])
     return buf.getvalue()

@@ -27,7 +27,7 @@ def results(study_id: IdQuery, _: Operator, db: Db) -> dict:
     trials = db.trials(study_id=study_id)
     surveys = db.surveys(study_id=study_id)
     return _finite({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
-                    "trials": trial_log(trials)})
+                    "trials": trial_log(trials, db.participants(study_id))})
 
 
 def _finite(obj):
@@ -49,5 +49,5 @@ def results_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
         db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
-    return Response(trial_log_csv(db.trials(study_id=study_id)), media_type="text/csv",
+    return Response(trial_log_csv(db.trials(study_id=study_id), db.participants(study_id)), media_type="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'})

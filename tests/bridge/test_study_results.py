@@ -71,3 +71,13 @@ def test_csv_cells_are_text_never_formulas():
     assert [r["raw_answer"] for r in back] == ["'" + s for s in hostile] + [plain]
     # numbers and JSON cells are left alone (a negative number is data, not a formula)
     assert back[0]["frame_index"] == "-1" and back[0]["points_px"] == "[[-0.5,2.0]]" and back[0]["id"] == "1"
+
+
+def test_trial_log_names_participants_and_counts_blocks_from_one():
+    from pointlab.bridge.study_results import trial_log
+
+    trials = [{"id": 1, "participant_id": 7, "block": 0, "agent": "a"}, {"id": 2, "participant_id": None, "block": None}]
+    log = trial_log(trials, [{"id": 7, "label": "P1"}])
+    assert [(r["participant"], r["block"]) for r in log] == [("P1", 1), (None, None)]
+    header, row = list(csv.reader(io.StringIO(trial_log_csv(trials[:1], [{"id": 7, "label": "P1"}]))))[:2]
+    assert row[header.index("participant")] == "P1" and row[header.index("block")] == "1"

@@ -85,7 +85,11 @@ function onStatus(s) {
   $("current").textContent = c ? `${c.participant_label} · ${c.alias} = ${c.agent} · ${c.action}: “${c.instruction}”` : "none";
   $("queue").replaceChildren(...s.queue.map((q) => PL.el("li", {}, `${q.label} (study #${q.study_id})` + (q.position === 0 ? " — in control " : " "),
     s.queue.length > 1 ? PL.el("button", { type: "button", onclick: () => call("POST", `/api/queue/${q.participant_id}/to-back`) }, "move to back") : "")));
-  $("arm").textContent = (s.stopped ? "STOPPED · " : "") + `holding: ${s.holding} · ` + JSON.stringify(s.arm_state);
+  const a = s.arm_state || {};
+  const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((c) => (1000 * c).toFixed(0)).join(", ") + " mm" : "?";
+  $("arm").textContent = (s.stopped ? "STOPPED · " : "") + `holding: ${s.holding} · TCP ${tcp}` +
+    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
+  $("arm").title = JSON.stringify(s.arm_state);  // the full state on hover
   showRequests(s.human_requests);
 }
 

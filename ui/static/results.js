@@ -30,7 +30,7 @@ async function load() {
     PL.el("td", { class: "ci" }, a.ci95 ? `${pct(a.ci95[0])} – ${pct(a.ci95[1])}` : "–"),
     PL.el("td", {}, pct(a.sim_success_rate)), PL.el("td", { class: "sus" }, PL.fmt(a.mean_sus, 1)), PL.el("td", {}, a.n_surveys))));
   $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", {},
-    PL.el("td", {}, t.id), PL.el("td", {}, t.participant_id), PL.el("td", {}, t.block == null ? "" : t.block + 1),
+    PL.el("td", {}, t.id), PL.el("td", {}, t.participant ?? t.participant_id), PL.el("td", {}, t.block ?? ""),
     PL.el("td", {}, t.agent), PL.el("td", {}, t.action), PL.el("td", {}, t.instruction),
     PL.el("td", {}, (t.points_px || []).map((p) => `(${p[0].toFixed(0)}, ${p[1].toFixed(0)})`).join(" ")),
     PL.el("td", {}, t.robot_outcome + (t.target && t.target.reason ? ` (${t.target.reason})` : "")),
