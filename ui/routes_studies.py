@@ -56,7 +56,17 @@ async def invite(study_id: IdPath, body: InviteIn, request: Request, _: Operator
     """Invite the next participant: returns its id, label, agent order, token and invite link.
 
     ``async`` on purpose: invitations then run one at a time on the event loop, so two at once
-    cannot read the same participant count and get the same Williams row (the calls are short)."""
+    cannot read the same participant count and get the same Williams row (the calls are short).
+
+    A study whose agents this session does not run (the agents config changed since it was created)
+    is refused with 409: its participants could not do a single trial."""
+    try:
+        missing = [a for a in db.study(study_id)["agents"] if a not in ctx.runner.agent_names]
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    if missing:
+        raise HTTPException(409, f"this session does not run the study's agents {missing}; start pointlab act with "
+                                 f"an agents config that has them (running: {list(ctx.runner.agent_names)})")
     try:
         pid, token = invite_participant(db, study_id, label=body.label)
     except StoreError as e:

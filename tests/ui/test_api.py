@@ -98,6 +98,14 @@ def test_create_study_and_invite(env):
     assert client.post("/api/studies/99/participants", json={}, headers=H).status_code == 404
 
 
+def test_invite_is_refused_when_the_session_no_longer_runs_the_study_agents(env):
+    client, runner, store = env
+    sid = store.create_study(agents=["sim-oracle", "gpt-9"], trials_per_agent=1, scene="tabletop")  # another config
+    r = client.post(f"/api/studies/{sid}/participants", json={}, headers=H)
+    assert r.status_code == 409 and "gpt-9" in r.text
+    assert store.participants(sid) == []
+
+
 def _answer_human(client, runner, u, v, timeout_s=10.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
