@@ -66,7 +66,9 @@ QWEN_MAX_PIXELS = 28 * 28 * 1280
 # Longer answers are refused rather than scanned (a runaway generation, a corrupt prediction file).
 MAX_ANSWER_CHARS = 200_000
 
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Infinity)"
+# "\d+(?:\.\d*)?" rather than "\d+\.?\d*": the same numbers, but a long digit run that fails to
+# match (a "(" then 32000 digits) no longer backtracks quadratically (21 s)
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|inf|Infinity)"
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,10 @@ def qwen_model_size(width: int, height: int, *, min_pixels: int = QWEN_MIN_PIXEL
 # --------------------------------------------------------------------------------------------
 # Text helpers (never raise)
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
+# Linear on unclosed fences: the language tag is possessive ("*+", Python 3.11) and the body keeps
+# its leading whitespace (JSON ignores it). "[..]*\s*\n?(.*?)```" backtracked quadratically over a
+# long tag or run of newlines after an unclosed fence (9 s for 32000 newlines).
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*+(.*?)```", re.S)
 # The tag may be cut off by the token limit ('<point x="61.5" y="40.4" alt="mu'): the Molmo
 # maintainers' extract_points needs only the x/y attributes, so the end of the text closes a tag too.
 _TAG = re.compile(r"<(points?|tracks)\b([^<>]*?)(?:/?>|\Z)", re.I)

@@ -241,16 +241,19 @@ def test_numbers_must_be_ascii_as_the_formats_write_them(text, fmt):
     assert not r.ok and r.reason.startswith("unparseable:")
 
 
-def test_bracket_then_parens_is_linear_not_quadratic():
+def test_adversarial_answers_are_linear_not_quadratic():
     # "[" + "(" * 199000 made the tuple-list regex backtrack quadratically (four minutes). Run in
     # a subprocess with a generous bound: this catches a hang, it does not measure speed.
     import subprocess
     import sys
 
+    # also: "(" + 199000 digits (the number pattern, 21 s at 32000), an unclosed fence followed by a
+    # long language tag or by newlines (minutes at 199000)
     code = ("from pointlab.benchmark.points import parse_points\n"
-            "t = '[' + '(' * 199000\n"
-            "for f in ('xy_pixels', 'robopoint'):\n"
-            "    assert not parse_points(t, f, 640, 480).ok\n"
+            "n = 199000\n"
+            "for t in ('[' + '(' * n, '(' + '1' * n + 'x', '```' + 'a' * n, '```' + '\\n' * n + 'x'):\n"
+            "    for f in ('xy_pixels', 'robopoint', 'gemini'):\n"
+            "        assert not parse_points(t, f, 640, 480).ok\n"
             "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
@@ -269,3 +272,9 @@ def test_molmo_tag_cut_off_by_the_token_limit_still_has_its_point(fmt):
     assert r.ok and r.format == "molmo" and np.allclose(r.points_px, [[393.6, 193.92]])
     # a value cut in half is not read: y="5 could have been 55
     assert not parse_points('<point x="50" y="5', fmt, W, H).ok
+
+
+@pytest.mark.parametrize("text", ['```json\n[{"point": [500, 250]}]\n```', '``` json [{"point": [500, 250]}]```',
+                                  '```[{"point": [500, 250]}]```', 'Reasoning [{"point": [1, 1]}]\n```JSON\n[{"point": [500, 250]}]```'])
+def test_fenced_json_forms_after_the_fence_fix(text):
+    assert parse_points(text, "gemini", W, H).points_px.tolist() == [[160.0, 240.0]]  # x 250/1000*640, y 500/1000*480
