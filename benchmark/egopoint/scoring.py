@@ -169,8 +169,11 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
         seen.add(qid)
         qtype = _qtype(rec)
         pred = predictions.get(qid)
-        if pred is not None and not isinstance(pred, str):
-            pred = str(pred)
+        not_text = None
+        if isinstance(pred, (list, dict)):  # a model answer is text: "['yes']" must not read as yes
+            not_text, pred = f"unparseable: prediction is a JSON {type(pred).__name__}, not text", ""
+        elif pred is not None and not isinstance(pred, str):
+            pred = str(pred)  # a bare JSON number or boolean is its text
         common = dict(id=qid, question_type=qtype, dimension=str(rec.get("dimension", "unknown")).upper(),
                       deixis=str(rec.get("deixis", "unknown")).upper(),
                       domain=str(rec.get("domain", "all")).strip().lower())  # "Real" and "real" are one domain
@@ -178,6 +181,8 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
             truth, a_s, a_l, s_s, s_l, chance = _score_closed(rec, qtype, pred)
             if pred is None:
                 reason = "missing prediction"
+            elif not_text:
+                reason = not_text
             elif a_l is None:
                 reason = "unparseable"
             else:
@@ -189,6 +194,8 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
         score: float | None = None
         if pred is None:
             score, reason = 0.0, "missing prediction"
+        elif not_text:
+            score, reason = 0.0, not_text  # not sent to the judge
         else:
             h = prediction_hash(pred)
             stored = verdicts.get(qid)
@@ -249,5 +256,5 @@ def _summary(items: list[EgoItemScore]) -> dict[str, Any]:
         "domain": table(lambda it: it.domain),
         "unjudged": sum(1 for it in items if it.score is None),
         "missing_predictions": sum(1 for it in items if it.reason == "missing prediction"),
-        "unparseable": sum(1 for it in items if it.reason == "unparseable"),
+        "unparseable": sum(1 for it in items if it.reason.startswith("unparseable")),
     }

@@ -97,8 +97,12 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: str | None) -> VsiItemScor
     qid = str(gt.get("id"))
     qtype = str(gt.get("question_type"))
     budget = budget_of(gt)
-    if prediction is not None and not isinstance(prediction, str):
-        prediction = str(prediction)
+    not_text = None
+    if isinstance(prediction, (list, dict)):
+        # a model answer is text; "['3']" must not be read as 3 (a malformed prediction file)
+        not_text, prediction = type(prediction).__name__, ""
+    elif prediction is not None and not isinstance(prediction, str):
+        prediction = str(prediction)  # a bare JSON number or boolean is its text
     if qtype in MC_TASKS:
         truth: str | float = str(gt.get("ground_truth", "")).strip().upper()
         letters = _letters(qid, gt.get("options"))
@@ -122,6 +126,8 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: str | None) -> VsiItemScor
         raise RecordError(f"question {qid}: unknown question_type {qtype!r}")
     if prediction is None:
         reason = "missing prediction"
+    elif not_text:
+        reason = f"unparseable: prediction is a JSON {not_text}, not text"
     elif a_s is None and a_l is None:
         reason = "unparseable"
     elif a_s is None:
@@ -183,7 +189,7 @@ def score_vsi(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, A
         summary[parser] = table
     summary["n_questions"] = len(items)
     summary["missing_predictions"] = sum(it.reason == "missing prediction" for it in items)
-    summary["unparseable"] = sum(it.reason == "unparseable" for it in items)
+    summary["unparseable"] = sum(it.reason.startswith("unparseable") for it in items)
     summary["unknown_prediction_ids"] = sorted(set(map(str, predictions)) - seen)
     summary["metric"] = {"multiple_choice": "exact match of the option letter",
                          "numeric": "MRA over theta in 0.50..0.95 (10 thresholds); gt 0 by exact match"}

@@ -135,6 +135,16 @@ def test_bad_records():
         score_egopoint([{"id": "x", "question_type": "SCQ", "answer": "A", "options": "A. x"}], {})
 
 
+def test_prediction_that_is_not_text_scores_zero_without_the_judge():
+    # ["yes"] was stringified to "['yes']" and read as yes
+    out = score_egopoint([GT[0], GT[5]], {"1": ["yes"], "6": {"answer": "Coca-Cola"}})
+    items = {it["id"]: it for it in out["items"]}
+    assert items["1"]["score"] == 0.0 and items["1"]["score_lenient"] == 0.0
+    assert items["1"]["reason"] == "unparseable: prediction is a JSON list, not text"
+    assert items["6"]["score"] == 0.0 and items["6"]["reason"].endswith("JSON dict, not text")
+    assert out["summary"]["unparseable"] == 2 and out["summary"]["judged_now"] == 0
+
+
 def test_domain_names_are_case_insensitive():
     gt = [dict(GT[0], domain="Real"), dict(GT[1], domain=" real"), dict(GT[3], domain="sim")]
     out = score_egopoint(gt, PRED)

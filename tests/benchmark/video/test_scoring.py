@@ -76,6 +76,17 @@ def test_cli_too_many_options_is_one_line_error(tmp_path):
     assert r.exit_code == 2 and "30 options" in r.output and "Traceback" not in r.output
 
 
+def test_prediction_that_is_not_text_scores_zero_with_the_reason():
+    # ["3"] was stringified to "['3']" and read as 3 (MRA 1.0) although the file is malformed
+    s = score_vsi_item(q("20", "object_counting", "3"), ["3"])
+    assert (s.score, s.score_lenient) == (0.0, 0.0) and s.reason == "unparseable: prediction is a JSON list, not text"
+    s = score_vsi_item(q("21", "object_rel_distance", "B", options=OPTS), {"answer": "B"})
+    assert s.score_lenient == 0.0 and s.reason.endswith("a JSON dict, not text")
+    assert score_vsi_item(q("22", "object_counting", "3"), 3).score == 1.0  # a bare JSON number is its text
+    out = score_vsi([q("20", "object_counting", "3")], {"20": ["3"]})
+    assert out["summary"]["unparseable"] == 1
+
+
 def test_tables_average_direction_subtypes():
     gt = [q("e1", "object_rel_direction_easy", "A", options=OPTS), q("e2", "object_rel_direction_easy", "A", options=OPTS),
           q("h1", "object_rel_direction_hard", "C", options=OPTS), q("c1", "object_counting", "5", budget=16)]
