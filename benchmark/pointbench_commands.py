@@ -213,10 +213,10 @@ def ratings_cmd(
     ties: str = typer.Option("exclude", "--ties", help="exclude (PointArena) | half (FastChat)"),
     k: float = typer.Option(2.0, "--k", help="Elo K (PointArena: 2)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
-    rounds: int = typer.Option(100, "--rounds", min=0, help="bootstrap rounds for the 95% intervals"),
+    rounds: int = typer.Option(100, "--rounds", help="bootstrap rounds for the 95% intervals (0: none)"),
     start: float = typer.Option(1000.0, "--start"),
-    base: float = typer.Option(10.0, "--base"),
-    scale: float = typer.Option(400.0, "--scale"),
+    base: float = typer.Option(10.0, "--base", help="finite, > 1"),
+    scale: float = typer.Option(400.0, "--scale", help="finite, > 0"),
 ) -> None:
     """Arena ratings: prints {model: {rating, ci_low, ci_high, rank, games}}."""
     from pointlab.benchmark.ratings import RatingsInputError, compute_ratings, load_votes_jsonl

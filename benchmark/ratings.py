@@ -109,6 +109,35 @@ def load_votes_jsonl(path: str | Path) -> list[Vote]:
     return votes
 
 
+def _check_params(*, start: float, base: float, scale: float, k: float | None = None,
+                  bootstrap_rounds: int | None = None) -> None:
+    """Refuse parameters that make ``1 / (1 + base ** (d / scale))`` NaN, constant or undefined.
+
+    ``k`` and ``scale`` finite and > 0, ``base`` finite and > 1 (``base == 1`` makes every expected
+    score 0.5 whatever the ratings; ``ln(base) <= 0`` breaks the Bradley-Terry mapping), ``start``
+    finite, ``bootstrap_rounds`` an integer >= 0 (0: no bootstrap, zero-width intervals).
+    """
+    def finite(name: str, value: float) -> float:
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise RatingsInputError(f"{name} must be a finite number, got {value!r}") from None
+        if not math.isfinite(v):
+            raise RatingsInputError(f"{name} must be a finite number, got {value!r}")
+        return v
+
+    finite("start", start)
+    if finite("base", base) <= 1.0:
+        raise RatingsInputError(f"base must be a finite number > 1, got {base!r}")
+    if finite("scale", scale) <= 0.0:
+        raise RatingsInputError(f"scale must be a finite number > 0, got {scale!r}")
+    if k is not None and finite("k", k) <= 0.0:
+        raise RatingsInputError(f"k must be a finite number > 0, got {k!r}")
+    if bootstrap_rounds is not None and (isinstance(bootstrap_rounds, bool) or not isinstance(bootstrap_rounds, int)
+                                         or bootstrap_rounds < 0):
+        raise RatingsInputError(f"bootstrap_rounds must be an integer >= 0, got {bootstrap_rounds!r}")
+
+
 def _check_ties(ties: str) -> None:
     if ties not in ("exclude", "half"):
         raise RatingsInputError(f"ties must be 'exclude' or 'half', got {ties!r}")
@@ -143,8 +172,10 @@ def elo_online(votes: Sequence[Vote], *, start: float = 1000.0, k: float = 2.0, 
     ``ties="half"``). Models seen only in excluded votes keep ``start``.
 
     Returns: ``{model: rating}``.
-    Raises: RatingsInputError for an unknown ``ties`` rule.
+    Raises: RatingsInputError for an unknown ``ties`` rule, or ``k``/``scale`` not finite > 0,
+    ``base`` not finite > 1, ``start`` not finite.
     """
+    _check_params(start=start, base=base, scale=scale, k=k)
     models, a, b, s = _encode(votes, ties)
     r = _elo_rounds(len(models), a[None, :], b[None, :], s[None, :], start, k, base, scale)[0]
     return {m: float(r[i]) for i, m in enumerate(models)}
@@ -249,10 +280,10 @@ def bradley_terry(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: f
     battles (with replacement, same number of battles), drawn with ``numpy.random.default_rng(seed)``.
 
     Returns: ``{model: Rating}``; empty when no vote counts.
-    Raises: RatingsInputError for an unknown ``ties`` rule or negative ``bootstrap_rounds``.
+    Raises: RatingsInputError for an unknown ``ties`` rule, negative ``bootstrap_rounds``, ``scale``
+    not finite > 0, ``base`` not finite > 1 or ``start`` not finite.
     """
-    if bootstrap_rounds < 0:
-        raise RatingsInputError("bootstrap_rounds must be >= 0")
+    _check_params(start=start, base=base, scale=scale, bootstrap_rounds=bootstrap_rounds)
     models, a, b, s = _encode(votes, ties)
     n = len(models)
     if n == 0 or a.size == 0:
@@ -280,10 +311,10 @@ def elo_ratings(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: flo
     counted battles with replacement in a random order and reruns online Elo (Chatbot Arena's
     practice); the interval is the 2.5 / 97.5 percentile over rounds.
 
-    Raises: RatingsInputError for an unknown ``ties`` rule or negative ``bootstrap_rounds``.
+    Raises: RatingsInputError for an unknown ``ties`` rule, negative ``bootstrap_rounds``, ``k`` or
+    ``scale`` not finite > 0, ``base`` not finite > 1 or ``start`` not finite.
     """
-    if bootstrap_rounds < 0:
-        raise RatingsInputError("bootstrap_rounds must be >= 0")
+    _check_params(start=start, base=base, scale=scale, k=k, bootstrap_rounds=bootstrap_rounds)
     models, a, b, s = _encode(votes, ties)
     n = len(models)
     point = _elo_rounds(n, a[None, :], b[None, :], s[None, :], start, k, base, scale)[0]
@@ -300,8 +331,11 @@ def compute_ratings(votes: Iterable[Vote], method: str = "bt", *, ties: TiesRule
                     bootstrap_rounds: int = 100, seed: int = 0) -> dict[str, dict]:
     """``{model: {rating, ci_low, ci_high, rank, games}}`` by ``method`` ``"elo"`` or ``"bt"``.
 
-    Raises: RatingsInputError for an unknown method or ties rule.
+    Raises: RatingsInputError for an unknown method or ties rule, or a degenerate parameter
+    (``k``/``scale`` not finite > 0, ``base`` not finite > 1, ``start`` not finite, rounds < 0).
     """
+    # k is checked for both methods: a NaN --k with --method bt is still a mistake worth reporting
+    _check_params(start=start, base=base, scale=scale, k=k, bootstrap_rounds=bootstrap_rounds)
     votes = list(votes)
     if method == "bt":
         out = bradley_terry(votes, ties=ties, start=start, base=base, scale=scale,

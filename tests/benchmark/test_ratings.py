@@ -171,3 +171,38 @@ def test_ratings_cli(tmp_path):
     assert r.exit_code == 0 and set(json.loads(r.stdout)["A"]) == {"rating", "ci_low", "ci_high", "rank", "games"}
     bad = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--method", "trueskill"])
     assert bad.exit_code == 2 and "method must be" in bad.output
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"method": "elo", "k": math.nan}, "k must be"), ({"method": "elo", "k": 0.0}, "k must be"),
+    ({"method": "elo", "k": -2.0}, "k must be"), ({"method": "elo", "k": math.inf}, "k must be"),
+    ({"method": "elo", "scale": 0.0}, "scale must be"), ({"method": "bt", "scale": math.nan}, "scale must be"),
+    ({"method": "bt", "base": -1.0}, "base must be"), ({"method": "bt", "base": 1.0}, "base must be"),
+    ({"method": "elo", "base": 0.5}, "base must be"), ({"method": "bt", "base": math.inf}, "base must be"),
+    ({"method": "bt", "start": math.nan}, "start must be"), ({"method": "elo", "start": -math.inf}, "start must be"),
+    ({"method": "bt", "bootstrap_rounds": -1}, "rounds must be"),
+])
+def test_compute_ratings_refuses_degenerate_parameters(kwargs, msg):
+    # k, scale > 0, base > 1 and all finite: otherwise E_a = 1/(1 + base**(d/scale)) is NaN or constant
+    # (base 1: every expected score 0.5 whatever the ratings; ln(base) <= 0 in the BT mapping)
+    votes = [V("a", "b", "model_a"), V("a", "b", "model_b")]
+    method = kwargs.pop("method")
+    with pytest.raises(RatingsInputError, match=msg):
+        compute_ratings(votes, method, **kwargs)
+
+
+def test_ratings_cli_bad_parameters_are_one_line_errors(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    p = tmp_path / "votes.jsonl"
+    p.write_text(json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a"}) + "\n"
+                 + json.dumps({"model_a": "a", "model_b": "b", "winner": "model_b"}) + "\n")
+    for extra in (["--method", "elo", "--k", "nan"], ["--method", "elo", "--scale", "0"],
+                  ["--method", "bt", "--base", "-1"], ["--method", "bt", "--base", "1"],
+                  ["--method", "bt", "--start", "inf"], ["--method", "bt", "--rounds", "-1"]):
+        r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--rounds", "5", *extra])
+        assert r.exit_code == 2, (extra, r.output)
+        assert r.exception is None or isinstance(r.exception, SystemExit), (extra, r.exception)
+        assert r.stdout == "" and "must be" in r.output, (extra, r.output)
