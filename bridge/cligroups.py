@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 import typer
 
+from .jsonable import finite_json
+
 __all__ = ["app", "score_app", "perf_app", "sim_app", "act_app", "bench_app", "video_app", "pinpoint_app",
            "print_json", "fail"]
 
@@ -38,19 +40,11 @@ app.add_typer(pinpoint_app, name="pinpoint")
 
 
 def print_json(obj: Any) -> None:
-    """Write one JSON document to stdout (the machine-readable output of every command)."""
-    sys.stdout.write(json.dumps(obj, indent=2, default=_default) + "\n")
+    """Write one JSON document to stdout (the machine-readable output of every command).
+
+    Strict JSON: NaN and infinities are written as ``null`` (see ``finite_json``)."""
+    sys.stdout.write(json.dumps(finite_json(obj), indent=2, allow_nan=False) + "\n")
     sys.stdout.flush()
-
-
-def _default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -110,11 +110,9 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
         u, v = float(u), float(v)
     except (TypeError, ValueError):
         return Deprojection((math.nan, math.nan), False, reason="outside_image: coordinates are not numbers")
-    if not (math.isfinite(u) and math.isfinite(v) and -0.5 <= u < intr.width - 0.5 and -0.5 <= v < intr.height - 0.5):
+    if not intr.contains(u, v):
         return Deprojection((u, v), False, reason=f"outside_image: ({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
-
-    # the pixel whose area holds (u, v): floor(u + 0.5) is in 0..W-1 on the range checked above
-    col, row = int(math.floor(u + 0.5)), int(math.floor(v + 0.5))
+    col, row = intr.pixel_index(u, v)
     r = rule.window_radius_px
     r0, r1 = max(0, row - r), min(intr.height, row + r + 1)
     c0, c1 = max(0, col - r), min(intr.width, col + r + 1)

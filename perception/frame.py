@@ -58,9 +58,19 @@ class Intrinsics:
         return any(c != 0.0 for c in self.coeffs)
 
     def contains(self, u: float, v: float) -> bool:
-        """True when ``(u, v)`` (pixels) lies on the image: ``0 <= u <= W-1`` and ``0 <= v <= H-1``
-        (PointArena sec. 3.1 bounds)."""
-        return bool(np.isfinite(u) and np.isfinite(v) and 0.0 <= u <= self.width - 1 and 0.0 <= v <= self.height - 1)
+        """True when ``(u, v)`` (pixels) lies on the image: ``-0.5 <= u < W-0.5`` and
+        ``-0.5 <= v < H-0.5``.
+
+        Pixel ``(col, row)`` is the unit square centred on ``(col, row)``, so this is exactly the
+        area of the pixels with indices ``0..W-1``, ``0..H-1`` that PointArena sec. 3.1 bounds a
+        point by; ``pixel_index`` maps a contained point to its pixel. The same convention is used
+        by deprojection, Point-Bench mask scoring and the web pages' clicks."""
+        return bool(np.isfinite(u) and np.isfinite(v) and -0.5 <= u < self.width - 0.5 and -0.5 <= v < self.height - 0.5)
+
+    @staticmethod
+    def pixel_index(u: float, v: float) -> tuple[int, int]:
+        """``(col, row)`` of the pixel whose area holds ``(u, v)``: ``floor(u + 0.5)``, ``floor(v + 0.5)``."""
+        return int(np.floor(u + 0.5)), int(np.floor(v + 0.5))
 
     def deproject(self, u: float, v: float, depth_m: float) -> np.ndarray:
         """Pixel ``(u, v)`` at range ``depth_m`` (z, metres) to a point ``(3,)`` float64 in the optical

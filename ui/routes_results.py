@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
+from pointlab.bridge.jsonable import finite_json
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
 
@@ -26,20 +25,8 @@ def results(study_id: IdQuery, _: Operator, db: Db) -> dict:
         raise HTTPException(404, str(e)) from e
     trials = db.trials(study_id=study_id)
     surveys = db.surveys(study_id=study_id)
-    return _finite({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
+    return finite_json({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
                     "trials": trial_log(trials, db.participants(study_id))})
-
-
-def _finite(obj):
-    """``obj`` with NaN/inf floats as ``None``: JSON has no such numbers (Starlette refuses them with a
-    500, browsers cannot parse them), and a stored answer may hold one (a custom agent's point)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 @router.get("/results.csv")

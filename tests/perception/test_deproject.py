@@ -59,9 +59,12 @@ def test_points_outside_the_image_are_refused(uoc_tabletop, u, v):
     assert d.to_dict()["point_m"] is None
 
 
-def test_last_pixel_is_inside(uoc_tabletop):
-    f = load_rgbd_frame(uoc_tabletop, 4)
-    assert f.intrinsics.contains(639, 479) and not f.intrinsics.contains(639.01, 479)
+def test_the_image_is_the_area_of_its_pixels(uoc_tabletop):
+    # pixel (col, row) is the unit square centred on it: 640x480 covers [-0.5, 639.5) x [-0.5, 479.5)
+    intr = load_rgbd_frame(uoc_tabletop, 4).intrinsics
+    assert intr.contains(639, 479) and intr.contains(639.49, 479.49) and intr.contains(-0.5, -0.5)
+    assert not intr.contains(639.5, 10) and not intr.contains(10, 479.5) and not intr.contains(-0.51, 0)
+    assert intr.pixel_index(639.49, -0.5) == (639, 0) and intr.pixel_index(10.5, 3.49) == (11, 3)
 
 
 def test_non_numeric_pixel_is_refused_not_raised(uoc_tabletop):
