@@ -25,6 +25,9 @@ __all__ = ["recover_json_object", "JudgeVerdict", "LLMJudge", "JudgeValidationEr
 
 log = logging.getLogger(__name__)
 
+# How many "{" positions the embedded-object scan of ``recover_json_object`` tries (left to right).
+MAX_OBJECT_STARTS = 64
+
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
@@ -35,7 +38,9 @@ def recover_json_object(text: Any) -> dict | None:
     fences (```json ... ```), each in turn, and the text with a leading/trailing fence stripped;
     then the first ``{...}`` embedded in surrounding prose that parses (the widest span from the
     first ``{`` to the last ``}`` first, then each ``{`` left to right with a JSON decoder). Only a
-    JSON *object* counts: a list or a number is not recovered. Never raises.
+    JSON *object* counts: a list or a number is not recovered. The left-to-right scan tries at most
+    ``MAX_OBJECT_STARTS`` ``{`` positions, so the work is linear in the text length; nesting deeper
+    than the interpreter's recursion limit is unparseable. Never raises.
     """
     if not isinstance(text, str):
         return None
@@ -58,10 +63,14 @@ def recover_json_object(text: Any) -> dict | None:
     if obj is not None:
         return obj
     decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", raw):
+    # Each attempt costs up to the rest of the text, so the number of "{" tried is capped: the
+    # scan stays linear in the answer length ('{"a":' * 20000 would otherwise be 20000 attempts).
+    for attempt, m in enumerate(re.finditer(r"\{", raw)):
+        if attempt >= MAX_OBJECT_STARTS:
+            break
         try:
             value, _ = decoder.raw_decode(raw, m.start())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
@@ -71,7 +80,8 @@ def recover_json_object(text: Any) -> dict | None:
 def _loads_object(s: str) -> dict | None:
     try:
         value = json.loads(s)
-    except (json.JSONDecodeError, ValueError):
+    # RecursionError: nesting deeper than the interpreter's limit ('{"a":' * 20000) is unparseable
+    except (json.JSONDecodeError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -39,3 +39,23 @@ def test_unreachable_judge_is_a_recorded_failure():
 def test_empty_model_name_is_rejected():
     with pytest.raises(ValueError):
         LLMJudge("")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("text,expected", [
+    ('{"a":' * 20000, None),                                 # nesting far past the recursion limit
+    ('[' * 20000 + '{"a": 1}' + ']' * 20000, {"a": 1}),      # deep list around an object: the object counts
+    ('{"a":1,' * 20000, None),                               # never closed (each "{" decoded to the end: quadratic)
+])
+def test_recover_json_object_pathological_answers(text, expected):
+    assert recover_json_object(text) == expected
+
+
+def test_recover_json_object_deep_then_valid_object():
+    # an unclosed prefix within the scan's start budget must not hide a later valid object, nor raise
+    from pointlab.benchmark.judge import MAX_OBJECT_STARTS
+
+    text = '{"a":' * (MAX_OBJECT_STARTS - 1) + ' then {"ok": 1}'
+    assert recover_json_object(text) == {"ok": 1}
+    text = '{"a":' * 2000 + '{"ok": 1}' + "}" * 2000   # 2001 levels: past the recursion limit
+    assert recover_json_object(text) is None

@@ -108,3 +108,15 @@ def test_generated_questions_round_trip_through_the_scorer():
     nri = next(r for r in records if r["task"] == "NRI")
     text = next(c[3:] for c in nri["choices"] if c[0] == nri["answer"])
     assert score_pinpoint([nri], {nri["id"]: f"The {text}."})["items"][0]["score"] == 1.0
+
+
+def test_cli_deeply_nested_ssp_answer_scores_zero(tmp_path):
+    gt, pred = tmp_path / "ssp_gt.jsonl", tmp_path / "ssp_p.jsonl"
+    answer = json.dumps({"support_surface": "table",
+                         "references": [{"object": "cup", "relation": "left of", "distance_m": 0.3}]})
+    gt.write_text(json.dumps({"id": "1", "scene_id": "s", "task": "SSP", "answer": answer}) + "\n")
+    pred.write_text(json.dumps({"id": "1", "prediction": '{"a":' * 20000}) + "\n")
+    r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["items"][0]["score"] == 0.0 and doc["items"][0]["reason"] == "unparseable"

@@ -209,3 +209,14 @@ def test_malformed_ground_truth_raises():
         score_ssp("not json", pred())
     with pytest.raises(SSPGroundTruthError):
         score_ssp(json.dumps({"target": "x"}), pred())
+
+
+@pytest.mark.timeout(60)
+def test_deeply_nested_answer_scores_zero_not_recursion_error():
+    r = score_ssp(GT, '{"a":' * 20000)
+    assert r.score == 0.0 and r.reason == "unparseable"
+
+
+def test_deeply_nested_ground_truth_is_a_ground_truth_error():
+    with pytest.raises(SSPGroundTruthError):
+        score_ssp('{"a":' * 20000, pred())
