@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -318,9 +319,13 @@ def load_dataset(path: str | Path) -> list[BenchItem]:
 
 
 def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
-    """PRED JSONL -> ``{id: Prediction}`` (a later line for the same id wins).
+    """PRED JSONL -> ``{id: Prediction}``.
 
-    Raises: DatasetError naming the line (invalid JSON, no id, neither prediction nor points).
+    ``points`` that are not ``[[u, v], ...]`` of finite numbers (``NaN``, ``Infinity``, text) become a
+    ``format="invalid_points"`` prediction, scored as ``unparseable``.
+
+    Raises: DatasetError naming the line (invalid JSON, no id, an id already seen, neither
+    prediction nor points).
     """
     p = Path(path)
     try:
@@ -339,9 +344,14 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
         if not isinstance(d, dict) or "id" not in d:
             raise DatasetError(f"{where}: expected an object with an id")
         iid = str(d["id"])
+        if iid in out:
+            # two answers for one item: which one counts is a guess, so refuse (as score vsi does)
+            raise DatasetError(f"{where}: duplicate id {iid!r}")
         if d.get("points") is not None:
             try:
                 pts = tuple((float(q[0]), float(q[1])) for q in d["points"])
+                if not all(math.isfinite(c) for q in pts for c in q):
+                    raise ValueError("non-finite point coordinate")
             except (TypeError, ValueError, IndexError):
                 # malformed points are a recorded failure at scoring time, not a crash
                 out[iid] = Prediction(iid, prediction=json.dumps(d["points"]), format="invalid_points")

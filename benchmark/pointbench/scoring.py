@@ -123,10 +123,16 @@ def score_item(item: BenchItem, points_px: Sequence[Sequence[float]] | np.ndarra
                failure: str | None = None, detail: str | None = None) -> ItemScore:
     """Score one item given its pixel points, or record ``failure`` (e.g. ``unparseable``,
     ``model_error``, ``no_prediction``) when there are no usable points. Never raises: an unreadable
-    mask becomes ``bad_ground_truth``."""
+    mask becomes ``bad_ground_truth``; a non-finite coordinate makes the item ``unparseable``."""
     if failure is not None:
         pts = [] if points_px is None else np.asarray(points_px, dtype=float).reshape(-1, 2).tolist()
+        if not np.isfinite(pts).all():
+            pts = []  # the record must stay strict JSON
         return ItemScore(item.id, item.category, False, pts, failure, detail)
+    if points_px is not None and not np.isfinite(np.asarray(points_px, dtype=float)).all():
+        # a NaN / infinite coordinate is not a point: the whole answer is invalid (and would put
+        # NaN into the results JSON)
+        return ItemScore(item.id, item.category, False, [], "unparseable", "non-finite point coordinate")
     try:
         inst = item.load_instance_masks()
         mask = item.target_mask() if item.mask is not None or inst else None
@@ -148,6 +154,9 @@ def score_prediction(item: BenchItem, pred: Prediction | None) -> ItemScore:
     if pred.points_px is not None:
         return score_item(item, pred.points_px)
     fmt = pred.format or "auto"
+    if fmt == "invalid_points":  # set by load_pred_jsonl for points that are not finite [[u, v], ...]
+        return score_item(item, None, failure="unparseable",
+                          detail="points must be [[u, v], ...] of finite numbers")
     if fmt not in POINT_FORMATS:
         return score_item(item, None, failure="unparseable", detail=f"unknown point format {fmt!r}")
     parsed = parse_points(pred.prediction or "", fmt, item.width, item.height)

@@ -147,3 +147,17 @@ def test_builder_writes_release_and_gt(src, tmp_path):
     assert (tmp_path / "out" / "images" / "steerable" / "i.png").exists()
     assert [(i.id, i.category, i.reference_points_px) for i in items] == [("steerable/i", "steerable", [(3.0, 4.0)])]
     assert load_gt_jsonl(tmp_path / "out" / "gt.jsonl")[0].mask == (tmp_path / "out" / "masks" / "m.png").resolve()
+
+
+def test_pred_duplicate_ids_and_non_finite_points(tmp_path):
+    q = tmp_path / "pred.jsonl"
+    q.write_text('{"id": "a", "points": [[1, 2]]}\n{"id": "b", "prediction": "[1, 2]"}\n{"id": "a", "points": [[3, 4]]}\n')
+    with pytest.raises(DatasetError, match=r"pred.jsonl:3: duplicate id 'a'"):
+        load_pred_jsonl(q)
+    q.write_text('{"id": 7, "points": [[1, 2]]}\n{"id": "7", "prediction": "[1, 2]"}\n')   # same id once stringified
+    with pytest.raises(DatasetError, match="duplicate id '7'"):
+        load_pred_jsonl(q)
+    q.write_text('{"id": "a", "points": [[NaN, 1]]}\n{"id": "b", "points": [[1, -Infinity]]}\n')
+    preds = load_pred_jsonl(q)
+    assert preds["a"].points_px is None and preds["a"].format == "invalid_points"
+    assert preds["b"].points_px is None and preds["b"].format == "invalid_points"

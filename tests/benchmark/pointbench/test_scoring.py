@@ -186,3 +186,36 @@ def test_run_records_are_predictions(tmp_path):
     assert score_prediction(it, preds["i1"]).reason == "hit"      # (60, 40) as in the molmo case above
     s = score_prediction(it, preds["i2"])
     assert (s.reason, s.detail) == ("model_error", "HTTP 500: boom")
+
+
+@pytest.mark.parametrize("points", [((float("nan"), 1.0),), ((60.0, 40.0), (float("inf"), 40.0))])
+def test_non_finite_points_are_an_invalid_prediction(tmp_path, points):
+    import json
+
+    for cat, inst, count in (("spatial", (), None), ("counting", (INST_A, INST_B), 2)):
+        s = score_prediction(_item(tmp_path, cat, UNION if inst else TARGET, count, inst),
+                             Prediction("i1", points_px=points))
+        assert (s.success, s.reason) == (False, "unparseable") and "finite" in s.detail
+        json.dumps(s.to_dict(), allow_nan=False)   # raises on NaN / Infinity
+
+
+def test_cli_nan_point_fails_the_item_and_output_is_strict_json(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    it = _item(tmp_path)
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl"
+    gt.write_text(json.dumps({"id": "1", "image": str(it.image), "width": W, "height": H, "category": "spatial",
+                              "mask": str(it.mask)}) + "\n")
+    pred.write_text('{"id":"1","points":[[NaN,1]]}\n')
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0, r.output
+    assert "NaN" not in r.stdout
+    doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-finite {c} in output"))
+    assert doc["items"][0]["success"] is False and doc["items"][0]["reason"] == "unparseable"
+    pred.write_text('{"id":"1","points":[[60,40]]}\n{"id":"1","points":[[0,0]]}\n')
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and "duplicate id '1'" in r.output and r.stdout == ""
