@@ -28,7 +28,17 @@ def localization_score(gt_frame: int, gt_x: float, gt_y: float, frame: int, x: f
     return max(0.0, 1.0 - (d / radius) ** 2)
 
 
+class _InvalidResponse(Exception):
+    """A response whose x or y is a number but not finite or outside [0, 1] (a per-item failure)."""
+
+
 def _read(rec: dict, source: str) -> tuple[int, float, float]:
+    """``(frame_index, x, y)`` of a record.
+
+    Raises: LocalizationRecordError for a missing key, a bad frame, a non-number, or (ground truth)
+    a coordinate that is not finite or outside [0, 1]; _InvalidResponse for such a coordinate in a
+    response, which scores 0 instead of aborting the whole run.
+    """
     try:
         frame, x, y = rec["frame_index"], rec["x"], rec["y"]
     except KeyError as e:
@@ -36,8 +46,13 @@ def _read(rec: dict, source: str) -> tuple[int, float, float]:
     if isinstance(frame, bool) or not isinstance(frame, int) or frame < 0:
         raise LocalizationRecordError(f"{source} {rec.get('id')!r}: frame_index must be an integer >= 0, got {frame!r}")
     for name, v in (("x", x), ("y", y)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {name} must be a number, got {v!r}")
+        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            msg = f"{name} must be a finite number in [0, 1] (normalized), got {v!r}"
+            if source == "response":
+                raise _InvalidResponse(msg)
+            raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {msg}")
     return frame, float(x), float(y)
 
 
@@ -48,10 +63,12 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
     response scores 0 (``missing_response``); a response with an unknown id is counted, not scored.
     Summary: ``accuracy`` (100 * mean s, App. D.2), ``frame_accuracy`` (share of right frames),
     ``mean_distance`` over right-frame responses, counts, and the mean ``elapsed_s`` when the
-    responses carry it.
+    responses carry it. A response whose ``x`` or ``y`` is not finite or outside [0, 1] scores 0
+    (``invalid_response``, with a ``detail``; not a right frame) and the run goes on.
 
     Raises:
-        LocalizationRecordError: a record is malformed or an id repeats.
+        LocalizationRecordError: a record is malformed (missing key, bad frame, non-number x/y, a
+        ground-truth x/y not finite or outside [0, 1]) or an id repeats.
     """
     responses: dict[str, dict] = {}
     for rec in pred:
@@ -70,7 +87,12 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
             items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
                           "reason": "missing_response"})
             continue
-        f, x, y = _read(responses[rid], "response")
+        try:
+            f, x, y = _read(responses[rid], "response")
+        except _InvalidResponse as e:
+            items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
+                          "reason": "invalid_response", "detail": str(e)})
+            continue
         correct = f == gf
         items.append({"id": rid, "score": localization_score(gf, gx, gy, f, x, y, radius),
                       "frame_correct": correct, "distance": math.hypot(x - gx, y - gy) if correct else None,
@@ -78,11 +100,13 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
     n = len(items)
     dists = [it["distance"] for it in items if it["distance"] is not None]
     elapsed = [float(r["elapsed_s"]) for r in responses.values()
-               if isinstance(r.get("elapsed_s"), (int, float)) and str(r.get("id")) in seen]
+               if isinstance(r.get("elapsed_s"), (int, float)) and math.isfinite(r["elapsed_s"])
+               and str(r.get("id")) in seen]
     summary = {"accuracy": 100.0 * sum(it["score"] for it in items) / n if n else None,
                "frame_accuracy": sum(it["frame_correct"] for it in items) / n if n else None,
                "mean_distance": sum(dists) / len(dists) if dists else None,
                "mean_elapsed_s": sum(elapsed) / len(elapsed) if elapsed else None,
                "n": n, "missing_responses": sum(it["reason"] == "missing_response" for it in items),
+               "invalid_responses": sum(it["reason"] == "invalid_response" for it in items),
                "n_unknown_responses": len(set(responses) - seen), "radius": radius}
     return {"items": items, "summary": summary}

@@ -59,3 +59,48 @@ def test_cli(tmp_path):
     pred.write_text(json.dumps({"id": "a", "frame_index": "one", "x": 0.5, "y": 0.5}) + "\n")
     r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 2 and "frame_index" in r.output
+
+
+def test_non_finite_or_out_of_range_response_is_an_item_failure():
+    gt = [{"id": k, "frame_index": 1, "x": 0.5, "y": 0.5} for k in "abcde"]
+    pred = [{"id": "a", "frame_index": 1, "x": 1e308, "y": 1e308},
+            {"id": "b", "frame_index": 1, "x": float("nan"), "y": 0.5},
+            {"id": "c", "frame_index": 1, "x": 0.5, "y": -0.01},
+            {"id": "d", "frame_index": 1, "x": 0.56, "y": 0.5},        # d = r/2 -> 0.75
+            {"id": "e", "frame_index": 1, "x": 1.0, "y": 0.0}]         # the corners are in range; d > r -> 0
+    out = score_localization(gt, pred)
+    items = {it["id"]: it for it in out["items"]}
+    for k in "abc":
+        assert items[k]["score"] == 0.0 and items[k]["reason"] == "invalid_response"
+        assert items[k]["distance"] is None and items[k]["frame_correct"] is False
+    assert items["d"]["score"] == pytest.approx(0.75) and items["e"]["reason"] == "ok"
+    s = out["summary"]
+    assert s["accuracy"] == pytest.approx(100 * 0.75 / 5) and s["frame_accuracy"] == pytest.approx(2 / 5)
+    # mean over the two valid right-frame responses: (0.06 + sqrt(0.5^2 + 0.5^2)) / 2
+    assert s["mean_distance"] == pytest.approx((0.06 + 0.5 ** 0.5) / 2)
+    assert s["invalid_responses"] == 3
+    json.dumps(out, allow_nan=False)
+
+
+@pytest.mark.parametrize("x", [1.2, -0.5])
+def test_ground_truth_out_of_range_is_a_record_error(x):
+    with pytest.raises(LocalizationRecordError, match="ground truth"):
+        score_localization([{"id": "a", "frame_index": 1, "x": x, "y": 0.5}], [])
+
+
+def test_cli_nan_response_does_not_abort(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl"
+    gt.write_text(json.dumps({"id": "a", "frame_index": 1, "x": 0.5, "y": 0.5}) + "\n"
+                  + json.dumps({"id": "b", "frame_index": 1, "x": 0.5, "y": 0.5}) + "\n")
+    pred.write_text('{"id": "a", "frame_index": 1, "x": NaN, "y": 0.5}\n'
+                    '{"id": "b", "frame_index": 1, "x": 1e308, "y": 1e308}\n')
+    r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0, r.output
+    assert "Infinity" not in r.stdout and "NaN" not in r.stdout
+    doc = json.loads(r.stdout)
+    assert [it["reason"] for it in doc["items"]] == ["invalid_response", "invalid_response"]
+    assert doc["summary"]["accuracy"] == 0.0 and doc["summary"]["mean_distance"] is None
