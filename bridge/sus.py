@@ -80,9 +80,11 @@ def score_sus_lines(lines: Iterable[str]) -> dict[str, Any]:
     Returns ``{"items": [{"id", "score"} | {"id", "score": None, "reason"}], "summary": {"mean",
     "n", "n_invalid"}}``. A malformed line (bad JSON, missing id or responses, bad responses) is
     reported as its own item with ``score: None`` and a ``reason``; it never stops the run. Blank
-    lines are skipped. ``mean`` is over valid items (``None`` when there are none).
+    lines are skipped. ``mean`` is over valid items (``None`` when there are none). An id already
+    seen on an earlier line is refused (``score: None``, reason ``duplicate id``): each id counts once.
     """
     items: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -97,6 +99,13 @@ def score_sus_lines(lines: Iterable[str]) -> dict[str, Any]:
             continue
         if "id" in obj:
             item_id = obj["id"]
+            # str(): ids may be any JSON value (a list is unhashable); 1 and "1" name one participant
+            key = str(item_id)
+            if key in seen:
+                items.append({"id": item_id, "score": None,
+                              "reason": f"line {lineno}: duplicate id {item_id!r} (the first line with it counts)"})
+                continue
+            seen.add(key)
         else:
             items.append({"id": item_id, "score": None, "reason": f"line {lineno}: missing \"id\""})
             continue
@@ -114,10 +123,11 @@ def score_sus_lines(lines: Iterable[str]) -> dict[str, Any]:
 
 
 def score_sus_file(path: str | Path) -> dict[str, Any]:
-    """:func:`score_sus_lines` over a JSONL file.
+    """:func:`score_sus_lines` over a JSONL file (UTF-8, a leading byte-order mark allowed).
 
     Raises:
         FileNotFoundError / IsADirectoryError / UnicodeDecodeError: the file cannot be read as text.
     """
-    with open(path, encoding="utf-8") as f:
+    # utf-8-sig: a byte-order mark (Windows editors, Excel exports) is not part of line 1
+    with open(path, encoding="utf-8-sig") as f:
         return score_sus_lines(f)

@@ -77,3 +77,28 @@ def test_cli_score_sus(tmp_path):
     assert doc["summary"]["mean"] == 65.0
     missing = CliRunner().invoke(app, ["score", "sus", "--pred", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2
+
+
+def test_duplicate_ids_are_refused_and_counted_once():
+    all5 = [5] * 10          # odd items 4 each, even items 0 -> 20 * 2.5 = 50
+    best = [5, 1] * 5        # 40 * 2.5 = 100
+    lines = [json.dumps({"id": "p1", "responses": best}), json.dumps({"id": "p2", "responses": all5}),
+             json.dumps({"id": "p1", "responses": all5})]
+    out = score_sus_lines(lines)
+    assert [it["id"] for it in out["items"]] == ["p1", "p2", "p1"]
+    assert out["items"][2]["score"] is None and "duplicate" in out["items"][2]["reason"]
+    assert out["summary"] == {"mean": 75.0, "n": 2, "n_invalid": 1}   # (100 + 50) / 2, p1 once
+
+
+def test_cli_accepts_a_utf8_bom(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    f = tmp_path / "sus.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf" + (json.dumps({"id": "p1", "responses": [5, 1] * 5}) + "\n").encode())
+    res = CliRunner().invoke(app, ["score", "sus", "--pred", str(f)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["items"] == [{"id": "p1", "score": 100.0}]
+    assert doc["summary"] == {"mean": 100.0, "n": 1, "n_invalid": 0}
