@@ -22,8 +22,8 @@ def score_pinpoint_cmd(
     """Score PinpointQA predictions: {"items": [{id, task, score, parts, ...}], "summary": {Micro/Macro per task}}."""
     from .judge import LLMJudge
     from .pinpoint.scoring import PinpointScoreError, score_pinpoint
-    from .video.errors import RecordError
-    from .video.records import predictions_by_id, read_jsonl
+    from .records import RecordError
+    from .records import predictions_by_id, read_jsonl
 
     try:
         gt_recs, preds = read_jsonl(gt), predictions_by_id(read_jsonl(pred))
@@ -41,8 +41,8 @@ def score_localization_cmd(
 ) -> None:
     """Human localization score of PinpointQA App. D (wrong frame 0, else max(0, 1 - (d/0.12)^2))."""
     from .pinpoint.localization import LocalizationRecordError, score_localization
-    from .video.errors import RecordError
-    from .video.records import read_jsonl
+    from .records import RecordError
+    from .records import read_jsonl
 
     try:
         result = score_localization(read_jsonl(gt), read_jsonl(pred))

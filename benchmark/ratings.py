@@ -18,7 +18,6 @@ happened, so votes are aggregated into "cells" ``(i, j, score_i)`` with counts; 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,21 +91,12 @@ def load_votes_jsonl(path: str | Path) -> list[Vote]:
     Raises:
         RatingsInputError: unreadable file, invalid JSON or an invalid vote (message names the line).
     """
-    p = Path(path)
+    from .records import RecordError, iter_jsonl
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise RatingsInputError(f"cannot read {p}: {e.strerror or e}") from e
-    votes = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RatingsInputError(f"{p}:{n}: invalid JSON ({e.msg})") from None
-        votes.append(parse_vote(obj, f"{p}:{n}"))
-    return votes
+        return [parse_vote(obj, where) for where, obj in iter_jsonl(path)]
+    except RecordError as e:
+        raise RatingsInputError(str(e)) from e
 
 
 def _check_params(*, start: float, base: float, scale: float, k: float | None = None,

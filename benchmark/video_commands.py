@@ -20,12 +20,12 @@ def score_vsi_cmd(
 ) -> None:
     """Score VSI-Bench / ReVSI predictions: {"items": [{id, question_type, score, ...}], "summary": {...}}."""
     from .video.errors import VideoBenchError
-    from .video.records import predictions_by_id, read_jsonl
+    from .records import RecordError, predictions_by_id, read_jsonl
     from .video.scoring import score_vsi
 
     try:
         result = score_vsi(read_jsonl(gt), predictions_by_id(read_jsonl(pred)))
-    except VideoBenchError as e:
+    except (VideoBenchError, RecordError) as e:
         fail(str(e))
     print_json(result)
 
@@ -77,7 +77,7 @@ def score_egopoint_cmd(
 
     from .egopoint.scoring import score_egopoint
     from .video.errors import VideoBenchError
-    from .video.records import predictions_by_id, read_jsonl
+    from .records import RecordError, predictions_by_id, read_jsonl
 
     try:
         stored = {str(r["id"]): r for r in read_jsonl(verdicts) if "id" in r} if verdicts and verdicts.exists() else {}
@@ -93,7 +93,7 @@ def score_egopoint_cmd(
         finally:
             if sink:
                 sink.close()
-    except VideoBenchError as e:
+    except (VideoBenchError, RecordError) as e:
         fail(str(e))
     except OSError as e:
         fail(f"cannot write verdicts: {e}", 1)
@@ -118,7 +118,7 @@ def video_generate_cmd(
     from .video.errors import VideoBenchError
     from .video.frames import open_frames
     from .video.generate import GenerationConfig, expand_budgets, generate_questions
-    from .video.records import write_jsonl
+    from .records import write_jsonl
     from .video.sampling import SAMPLERS, parse_budget
     from .video.visibility import VisibilityTable
 

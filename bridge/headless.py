@@ -15,7 +15,6 @@ robot), when the robot outcome is ``done``.
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 from .store import text_problem
@@ -35,25 +34,21 @@ def load_instructions(path: str | Path) -> list[dict]:
         InstructionsError: unreadable file, bad JSON, a line without a non-empty ``instruction``, or an
             instruction that cannot be stored (``bridge.store.text_problem``).
     """
+    from pointlab.benchmark.records import RecordError, iter_jsonl
+
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InstructionsError(f"cannot read instructions file {path}: {e}") from e
+        rows = list(iter_jsonl(path))
+    except RecordError as e:
+        raise InstructionsError(f"instructions file: {e}") from e
     out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InstructionsError(f"{path}:{n}: not JSON ({e.msg})") from e
-        if not isinstance(d, dict) or not isinstance(d.get("instruction"), str) or not d["instruction"].strip():
-            raise InstructionsError(f'{path}:{n}: need {{"instruction": "...", "expected": {{...}}}}')
+    for where, d in rows:  # where: "file:line"
+        if not isinstance(d.get("instruction"), str) or not d["instruction"].strip():
+            raise InstructionsError(f'{where}: need {{"instruction": "...", "expected": {{...}}}}')
         if problem := text_problem(d["instruction"]):  # refused before anything runs: it could not be saved
-            raise InstructionsError(f"{path}:{n}: the instruction cannot be used: {problem}")
+            raise InstructionsError(f"{where}: the instruction cannot be used: {problem}")
         if d.get("expected") is not None and not isinstance(d["expected"], dict):
-            raise InstructionsError(f"{path}:{n}: expected must be an object")
+            raise InstructionsError(f"{where}: expected must be an object")
         out.append({"instruction": d["instruction"], "expected": d.get("expected")})
     if not out:
         raise InstructionsError(f"{path}: no instructions")

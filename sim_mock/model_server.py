@@ -138,25 +138,17 @@ class ScriptedModel:
     """
 
     def __init__(self, path: str | Path) -> None:
+        from pointlab.benchmark.records import iter_jsonl
+
         self.path = Path(path)
-        try:
-            lines = self.path.read_text(encoding="utf-8-sig").splitlines()  # -sig: a BOM is not JSON
-        except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"{self.path}: cannot read script: {e}") from e
         self._matched: list[tuple[str, str]] = []
         self._queue: list[str] = []
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{self.path}:{n}: not JSON: {e}") from e
-            if not isinstance(row, dict) or not isinstance(row.get("answer"), str):
-                raise ValueError(f'{self.path}:{n}: need an object with a string "answer"')
+        for where, row in iter_jsonl(self.path):  # RecordError is a ValueError
+            if not isinstance(row.get("answer"), str):
+                raise ValueError(f'{where}: need an object with a string "answer"')
             if "match" in row:
                 if not isinstance(row["match"], str) or not row["match"]:
-                    raise ValueError(f'{self.path}:{n}: "match" must be a non-empty string')
+                    raise ValueError(f'{where}: "match" must be a non-empty string')
                 self._matched.append((row["match"], row["answer"]))
             else:
                 self._queue.append(row["answer"])

@@ -235,26 +235,26 @@ def load_release(root: str | Path) -> list[BenchItem]:
     return items
 
 
+def _records(p: Path):
+    """``(where, record)`` of a JSONL file (``benchmark.records``), errors as ``DatasetError``."""
+    from ..records import RecordError, iter_jsonl
+
+    try:
+        yield from iter_jsonl(p)
+    except RecordError as e:
+        raise DatasetError(str(e)) from e
+
+
 def load_gt_jsonl(path: str | Path) -> list[BenchItem]:
     """Load GT JSONL (paths relative to the file). Raises: DatasetError naming the line."""
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise DatasetError(f"cannot read {p}: {e.strerror or e}") from e
     items, seen = [], set()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{p}:{n}"
+    for where, d in _records(p):
         try:
-            d = json.loads(line)
             iid = str(d["id"])
             w, h = int(d["width"]), int(d["height"])
             cat = normalise_category(d["category"])
             image = (p.parent / d["image"]).resolve()
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{where}: invalid JSON ({e.msg})") from None
         except KeyError as k:
             raise DatasetError(f"{where}: missing key {k.args[0]!r}") from None
         except (TypeError, ValueError) as e:
@@ -327,21 +327,9 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
     Raises: DatasetError naming the line (invalid JSON, no id, an id already seen, neither
     prediction nor points).
     """
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise DatasetError(f"cannot read {p}: {e.strerror or e}") from e
     out = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{p}:{n}"
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{where}: invalid JSON ({e.msg})") from None
-        if not isinstance(d, dict) or "id" not in d:
+    for where, d in _records(Path(path)):
+        if "id" not in d:
             raise DatasetError(f"{where}: expected an object with an id")
         iid = str(d["id"])
         if iid in out:

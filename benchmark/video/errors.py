@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..records import RecordError as BaseRecordError
+
 __all__ = ["VideoBenchError", "FrameSourceError", "RecordError", "SceneDataError"]
 
 
@@ -13,8 +15,9 @@ class FrameSourceError(VideoBenchError):
     """A video or frame folder is missing, empty, unreadable or corrupt, or a frame index is out of range."""
 
 
-class RecordError(VideoBenchError, ValueError):
-    """A JSONL record (ground truth, prediction, visibility table) is malformed; the message names the line."""
+class RecordError(VideoBenchError, BaseRecordError):
+    """A video record (ground truth, prediction, visibility table) is malformed. Reading the JSONL
+    itself raises the base ``benchmark.records.RecordError``, which this is a kind of."""
 
 
 class SceneDataError(VideoBenchError, ValueError):

@@ -143,7 +143,7 @@ def test_load_votes_reports_bad_lines(tmp_path):
     p = tmp_path / "votes.jsonl"
     p.write_text(json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a"}) + "\n\n")
     assert load_votes_jsonl(p) == [V("a", "b", "model_a")]
-    for bad, msg in [("{not json", "invalid JSON"), ('{"model_a": "a", "model_b": "b"}', "winner"),
+    for bad, msg in [("{not json", "not JSON"), ('{"model_a": "a", "model_b": "b"}', "winner"),
                      ('{"model_a": "a", "model_b": "b", "winner": "tie"}', "not one of"),
                      ('{"model_a": "a", "model_b": "a", "winner": "model_a"}', "itself")]:
         p.write_text(bad + "\n")

@@ -89,7 +89,7 @@ def test_gt_and_pred_errors(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     p = tmp_path / "gt.jsonl"
     p.write_text('{"id": "x", "image": "i.png", "width": 4, "height": 4, "category": "spatial", "mask": "m.png"}\n{oops\n')
-    with pytest.raises(DatasetError, match=r"gt.jsonl:2: invalid JSON"):
+    with pytest.raises(DatasetError, match=r"gt.jsonl:2: not JSON"):
         load_gt_jsonl(p)
     p.write_text('{"id": "x", "image": "i.png", "width": 4, "height": 4, "category": "spatial"}\n')
     with pytest.raises(DatasetError, match="no mask"):

@@ -2,8 +2,7 @@
 
 import pytest
 
-from pointlab.benchmark.video.errors import RecordError
-from pointlab.benchmark.video.records import predictions_by_id, read_jsonl
+from pointlab.benchmark.records import RecordError, predictions_by_id, read_jsonl
 
 
 def test_bom_and_crlf_are_read(tmp_path):

@@ -1,23 +1,30 @@
-"""JSONL records: ground-truth questions, predictions ``{"id", "prediction"}``, visibility tables."""
+"""JSONL records, read and written the same way by every benchmark, scorer and script reader:
+ground-truth questions, predictions ``{"id", "prediction"}``, votes, instruction scripts.
+
+Lines are UTF-8 (a leading byte-order mark is dropped); blank lines are skipped; every error names
+the file and the line.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RecordError
-
-__all__ = ["read_jsonl", "write_jsonl", "predictions_by_id"]
+__all__ = ["RecordError", "iter_jsonl", "read_jsonl", "write_jsonl", "predictions_by_id"]
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Every non-blank line of ``path`` as a dict.
+class RecordError(ValueError):
+    """A JSONL file cannot be read, or a record in it is malformed; the message names the line."""
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` for every non-blank line of ``path``; ``where`` is ``"file:line"`` for the
+    caller's own messages about that record.
 
     Raises:
-        RecordError: the file is missing or unreadable, or a line is not a JSON object
-            (the message names the line number).
+        RecordError: the file is missing or unreadable, or a line is not a JSON object.
     """
     p = Path(path)
     try:
@@ -25,18 +32,25 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"cannot read {p}: {e}") from e
-    out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RecordError(f"{p}:{n}: not JSON ({e.msg})") from e
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise RecordError(f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})") from e
         if not isinstance(rec, dict):
             raise RecordError(f"{p}:{n}: expected a JSON object, got {type(rec).__name__}")
-        out.append(rec)
-    return out
+        yield f"{p}:{n}", rec
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Every non-blank line of ``path`` as a dict (see ``iter_jsonl``).
+
+    Raises:
+        RecordError: as ``iter_jsonl``.
+    """
+    return [rec for _, rec in iter_jsonl(path)]
 
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
