@@ -161,16 +161,8 @@ class PointingNode(Node):
 
 def main(agents_config: str | None = None) -> None:
     """Run the pointing node alone (``pointlab act node pointing --agents FILE``) until Ctrl-C."""
-    import rclpy
-
+    from .ros_host import spin_alone
     from pointlab.benchmark.agents_config import load_agents
 
-    rclpy.init()
-    node = PointingNode(load_agents(agents_config))
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    agents = load_agents(agents_config)
+    spin_alone(lambda: PointingNode(agents))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 
-__all__ = ["RosHost"]
+__all__ = ["RosHost", "spin_alone"]
 
 log = logging.getLogger(__name__)
 
@@ -78,3 +78,26 @@ class RosHost:
                 log.exception("destroying node %s failed", getattr(node, "get_name", lambda: "?")())
         self.nodes.clear()
         rclpy.try_shutdown(context=self.context)
+
+
+def spin_alone(make_node) -> None:
+    """Run one node in its own process until Ctrl-C (``pointlab act node ...``): init rclpy, build the
+    node with ``make_node()`` (after init: nodes need a context), ``start()`` it when it has a
+    start method, spin, and always ``stop()``, destroy and shut down."""
+    import rclpy
+
+    rclpy.init()
+    node = None
+    try:
+        node = make_node()
+        if hasattr(node, "start"):
+            node.start()
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            if hasattr(node, "stop"):
+                node.stop()
+            node.destroy_node()
+        rclpy.try_shutdown()

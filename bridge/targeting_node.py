@@ -173,17 +173,8 @@ class TargetingNode(Node):
 
 def main(calibration_file: str) -> None:
     """Run the targeting node alone (``pointlab act node targeting --calibration FILE``) until Ctrl-C."""
-    import rclpy
-
+    from .ros_host import spin_alone
     from pointlab.perception.extrinsics import load_camera_to_base
 
     cal = load_camera_to_base(calibration_file)
-    rclpy.init()
-    node = TargetingNode(cal)
-    try:
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_alone(lambda: TargetingNode(cal))

@@ -144,18 +144,9 @@ def _string_type():
 
 def main(camera_spec: str = "sim", max_fps: float = 30.0) -> None:
     """Run the camera node alone until Ctrl-C (``pointlab act node camera --camera SPEC``)."""
-    import rclpy
+    from pointlab.bridge.ros_host import spin_alone
 
     from .camera import make_camera
 
-    rclpy.init()
-    node = CameraNode(make_camera(camera_spec), max_fps=max_fps)
-    try:
-        node.start()
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    camera = make_camera(camera_spec)  # a bad spec fails before ROS starts
+    spin_alone(lambda: CameraNode(camera, max_fps=max_fps))

@@ -263,18 +263,9 @@ def _validate(cmd: dict) -> str | None:
 
 def main(robot_spec: str = "sim") -> None:
     """Run the arm node alone (``pointlab act node arm --robot SPEC``) until Ctrl-C."""
-    import rclpy
+    from pointlab.bridge.ros_host import spin_alone
 
     from .arm import make_arm
 
-    rclpy.init()
-    node = ArmNode(make_arm(robot_spec))
-    try:
-        node.start()
-        rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.stop()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    arm = make_arm(robot_spec)  # a bad spec fails before ROS starts
+    spin_alone(lambda: ArmNode(arm))
