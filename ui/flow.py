@@ -16,7 +16,7 @@ from typing import Any
 
 from pointlab.bridge.store import JUDGEMENTS, StoreError
 from pointlab.bridge.study import Step, alias, next_step
-from pointlab.bridge.sus import SusError
+from pointlab.bridge.sus import SUS_ITEMS, SusError
 
 from .context import AppContext, CurrentTrial
 from .deps import unusable_text
@@ -93,6 +93,8 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
              "stopped": ctx.stopped, "pending_trial": None}
     if step.kind == "judge" and step.trial_id is not None:
         state["pending_trial"] = blinded_trial(ctx.store.trial(step.trial_id))
+    if step.kind == "sus":  # the page shows the same statements the score is computed for
+        state["sus_items"] = list(SUS_ITEMS)
     return state
 
 

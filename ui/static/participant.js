@@ -1,20 +1,6 @@
 // Participant page: live view, instruction, judgement and SUS over one websocket.
 "use strict";
 
-// The System Usability Scale (Brooke 1996), items 1-10.
-const SUS_ITEMS = [
-  "I think that I would like to use this system frequently.",
-  "I found the system unnecessarily complex.",
-  "I thought the system was easy to use.",
-  "I think that I would need the support of a technical person to be able to use this system.",
-  "I found the various functions in this system were well integrated.",
-  "I thought there was too much inconsistency in this system.",
-  "I would imagine that most people would learn to use this system very quickly.",
-  "I found the system very cumbersome to use.",
-  "I felt very confident using the system.",
-  "I needed to learn a lot of things before I could get going with this system.",
-];
-
 const token = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
@@ -58,10 +44,11 @@ async function freeze(trial) {
   }
 }
 
-function buildSus() {
+function buildSus(items) {
+  // the ten SUS statements (Brooke 1996) come from the server, which scores them (bridge/sus.py)
   const box = $("sus-items");
   box.replaceChildren();
-  SUS_ITEMS.forEach((text, i) => {
+  items.forEach((text, i) => {
     const scale = PL.el("div", { class: "sus-scale" });
     for (let v = 1; v <= 5; v++) {
       scale.append(PL.el("label", {}, PL.el("input", { type: "radio", name: `sus${i + 1}`, value: String(v), "data-item": String(i + 1) }), String(v)));
@@ -97,7 +84,7 @@ function render() {
   if (susDue && susBlockShown !== s.block) {
     susBlockShown = s.block;
     $("sus-title").textContent = `Questionnaire about ${s.alias}`;
-    buildSus();
+    buildSus(state.sus_items || []);
   }
   show("done-box", s.kind === "done");
   if (s.kind !== "judge" && !running) overlay = null;  // judged (or nothing to judge): back to the live view
