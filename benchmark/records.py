@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordError", "iter_jsonl", "read_jsonl", "write_jsonl", "predictions_by_id"]
+__all__ = ["RecordError", "iter_jsonl", "read_jsonl", "write_jsonl", "predictions_by_id", "by_unique_id"]
 
 
 class RecordError(ValueError):
@@ -80,3 +80,22 @@ def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions"
             raise RecordError(f"{source} record {n}: duplicate id {key!r}")
         out[key] = rec["prediction"]
     return out
+
+
+def by_unique_id(records: Iterable[dict[str, Any]], source: str = "ground-truth",
+                 error: type[RecordError] = RecordError) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(id as text, record)`` for each record, in order.
+
+    Raises:
+        error (a ``RecordError``, the caller's own kind if given): a record without ``id``, or an id
+            seen before (``7`` and ``"7"`` are the same).
+    """
+    seen: set[str] = set()
+    for rec in records:
+        if "id" not in rec:
+            raise error(f"{source} record without 'id': keys {sorted(rec)}")
+        key = str(rec["id"])
+        if key in seen:
+            raise error(f"duplicate {source} id {key!r}")
+        seen.add(key)
+        yield key, rec

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..extract import extract_yes_no, parse_choice_lenient, parse_choice_strict, parse_yes_no_strict
+from ..records import by_unique_id as _unique
 from ..video.errors import RecordError
 
 __all__ = ["QUESTION_TYPES", "DIMENSIONS", "DEIXIS_LEVELS", "OQ_PROMPT_VERSION", "EgoItemScore",
@@ -158,15 +159,8 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
     """
     verdicts = verdicts or {}
     items: list[EgoItemScore] = []
-    seen: set[str] = set()
     judged_now = reused = 0
-    for rec in ground_truth:
-        if "id" not in rec:
-            raise RecordError(f"ground-truth record without 'id': keys {sorted(rec)}")
-        qid = str(rec["id"])
-        if qid in seen:
-            raise RecordError(f"duplicate ground-truth id {qid!r}")
-        seen.add(qid)
+    for qid, rec in _unique(ground_truth, error=RecordError):
         qtype = _qtype(rec)
         pred = predictions.get(qid)
         not_text = None
@@ -226,7 +220,7 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
                                   ground_truth=truth, random_baseline=None, reason=reason))
     summary = _summary(items)
     summary.update({"judged_now": judged_now, "stored_verdicts_used": reused,
-                    "unknown_prediction_ids": sorted(set(map(str, predictions)) - seen),
+                    "unknown_prediction_ids": sorted(set(map(str, predictions)) - {it.id for it in items}),
                     "oq_prompt_version": OQ_PROMPT_VERSION})
     return {"items": [it.to_dict() for it in items], "summary": summary}
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..extract import PARSERS, parse_choice_lenient, parse_choice_strict, parse_number_lenient, parse_number_strict
+from ..records import by_unique_id as _unique
 from .errors import RecordError
 from .mra import mean_relative_accuracy
 
@@ -171,15 +172,8 @@ def score_vsi(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, A
     Raises:
         RecordError: a malformed ground-truth record or a repeated question id.
     """
-    seen: set[str] = set()
     items: list[VsiItemScore] = []
-    for rec in ground_truth:
-        if "id" not in rec:
-            raise RecordError(f"ground-truth record without 'id': keys {sorted(rec)}")
-        qid = str(rec["id"])
-        if qid in seen:
-            raise RecordError(f"duplicate ground-truth id {qid!r}")
-        seen.add(qid)
+    for qid, rec in _unique(ground_truth, error=RecordError):
         items.append(score_vsi_item(rec, predictions.get(qid)))
     summary: dict[str, Any] = {}
     for parser, attr in zip(PARSERS, ("score", "score_lenient")):
@@ -190,7 +184,7 @@ def score_vsi(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, A
     summary["n_questions"] = len(items)
     summary["missing_predictions"] = sum(it.reason == "missing prediction" for it in items)
     summary["unparseable"] = sum(it.reason.startswith("unparseable") for it in items)
-    summary["unknown_prediction_ids"] = sorted(set(map(str, predictions)) - seen)
+    summary["unknown_prediction_ids"] = sorted(set(map(str, predictions)) - {it.id for it in items})
     summary["metric"] = {"multiple_choice": "exact match of the option letter",
                          "numeric": "MRA over theta in 0.50..0.95 (10 thresholds); gt 0 by exact match"}
     return {"items": [it.to_dict() for it in items], "summary": summary}
