@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from .points import POINT_FORMATS, parse_points, qwen_model_size, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
-from .prompts import PROMPT_STYLES, build_messages
+from .points import parse_points, qwen_model_size, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
+from .prompts import build_messages, check_format_and_style
 
 __all__ = ["AgentAnswer", "Agent", "OpenAIAgent", "HumanAgent", "HumanRequest"]
 
@@ -134,12 +134,7 @@ class OpenAIAgent(Agent):
                  max_image_side_px: int | None = None, image_encoding: str = "jpeg",
                  qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> None:
         super().__init__(name)
-        if point_format not in POINT_FORMATS:
-            raise ValueError(f"unknown point format {point_format!r}")
-        if prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"unknown prompt style {prompt_style!r}")
-        if point_format == "auto" and prompt_style != "unparsed":
-            raise ValueError("point format 'auto' needs prompt style 'unparsed'")
+        check_format_and_style(point_format, prompt_style)
         if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or temperature < 0:
             raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0, temperature >= 0")
         self.base_url, self.model = base_url, model

@@ -26,7 +26,7 @@ import numpy as np
 
 from .points import POINT_FORMATS, format_points
 
-__all__ = ["PROMPT_STYLES", "build_prompt", "build_messages", "extract_instruction", "image_to_data_url",
+__all__ = ["PROMPT_STYLES", "build_prompt", "build_messages", "check_format_and_style", "extract_instruction", "image_to_data_url",
            "data_url_to_image", "JPEG_QUALITY", "MAX_DATA_URL_PIXELS"]
 
 PROMPT_STYLES = ("default", "two_shot", "cot", "unparsed")
@@ -66,7 +66,9 @@ _SHOTS = (
 _SHOT_INTRO = "Example ({n} of 2). The image (not shown) is {width} x {height} pixels. "
 
 
-def _check(fmt: str, style: str) -> None:
+def check_format_and_style(fmt: str, style: str) -> None:
+    """Raise ``ValueError`` for an unknown point format or prompt style, or ``auto`` with a style
+    that asks for a format (``auto`` has no answer instruction)."""
     if style not in PROMPT_STYLES:
         raise ValueError(f"unknown prompt style {style!r}; use one of {', '.join(PROMPT_STYLES)}")
     if fmt not in POINT_FORMATS:
@@ -81,7 +83,7 @@ def build_prompt(instruction: str, fmt: str, style: str, *, width: int, height: 
     Raises:
         ValueError: unknown format or style, or ``auto`` with a style other than ``unparsed``.
     """
-    _check(fmt, style)
+    check_format_and_style(fmt, style)
     instruction = instruction.strip()
     if style == "unparsed":
         return instruction
