@@ -37,21 +37,28 @@ import threading
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from .arm import TOOLS, ArmDriver, TcpPose, Tool
 from .errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnsafeTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnreachableTargetError,
+    UnsafeTargetError,
 )
 from .xarm_codes import (
     CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
 )
 
-__all__ = ["Lite6Config", "XArmDriver", "DEFAULT_PORT", "REPORT_PORTS"]
+__all__ = ["Lite6Config", "XArmDriver", "DEFAULT_PORT", "REPORT_PORTS", "LITE6_JOINT_LIMITS_DEG"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 502
 REPORT_PORTS = range(30000, 30004)  # the SDK's report ports: never a command port
 LITE6_AXIS, LITE6_TYPE = 6, 9
+# Lite 6 joint ranges J1..J6, degrees (UFACTORY Lite 6 specification; the same as the lite6 URDF of
+# xarm_ros2): a joint solution outside them is unreachable.
+LITE6_JOINT_LIMITS_DEG = ((-360.0, 360.0), (-150.0, 150.0), (-3.5, 300.0), (-360.0, 360.0), (-124.0, 124.0),
+                          (-360.0, 360.0))
 
 _PORT_LOCK = threading.Lock()
 
@@ -72,6 +79,10 @@ class Lite6Config:
         reach_tolerance_mm: after a motion the TCP must be this close to the target, else the
             motion is reported as not done (a silently dropped command would otherwise pass).
         vacuum_hardware_version: the SDK's ``hardware_version`` of the Lite vacuum (1: TO0/TO1).
+        reach_check_step_mm: spacing of the inverse-kinematics checks along each straight segment
+            before a sequence (``check_reachable``), mm; at most ``reach_check_max_points`` interior
+            points per segment are checked besides its goal.
+        reach_check_max_points: cap on the interior points checked per segment.
 
     Raises:
         ValueError: bad address, port, tool or limit.
@@ -87,6 +98,8 @@ class Lite6Config:
     state_settle_s: float = 0.1
     reach_tolerance_mm: float = 2.0
     vacuum_hardware_version: int = 1
+    reach_check_step_mm: float = 50.0
+    reach_check_max_points: int = 4
 
     def __post_init__(self) -> None:
         try:
@@ -100,7 +113,10 @@ class Lite6Config:
             raise ValueError(f"xarm: unknown tool {self.tool!r}; known: {', '.join(sorted(TOOLS))}")
         if not (0 < self.max_speed_mm_s <= 500.0):
             raise ValueError("xarm: max_speed_mm_s must be in (0, 500] (Lite 6 TCP speed limit)")
-        for name in ("max_acc_mm_s2", "cmd_timeout_s", "motion_timeout_s", "reach_tolerance_mm"):
+        if self.reach_check_max_points < 0:
+            raise ValueError("xarm: reach_check_max_points must be >= 0")
+        for name in ("max_acc_mm_s2", "cmd_timeout_s", "motion_timeout_s", "reach_tolerance_mm",
+                     "reach_check_step_mm"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"xarm: {name} must be positive")
         if self.state_settle_s < 0:
@@ -304,6 +320,69 @@ class XArmDriver(ArmDriver):
             raise ArmFaultError("set_position", POSE_NOT_REACHED,
                                 f"TCP is {miss_mm:.1f} mm from the target after the motion")
 
+    def check_reachable(self, poses: list[TcpPose]) -> None:
+        """Ask the controller's inverse kinematics (``get_inverse_kinematics``, register 43) for each
+        goal in ``poses`` and for a few points on each straight segment from the current TCP pose,
+        without moving. Points are spaced ``reach_check_step_mm`` (at most ``reach_check_max_points``
+        interior points per segment); positions are interpolated linearly, orientations by slerp.
+        Each query passes the previous solution as the reference angles, so the solutions follow
+        one branch as the controller's linear motion would (ignored by firmware < 2.7.103).
+
+        Raises:
+            UnreachableTargetError: the controller answers a non-zero code (10: no solution) or joint
+                angles outside ``LITE6_JOINT_LIMITS_DEG``; the pose (mm, degrees) is in the message.
+            UnsafeTargetError: a non-finite pose (nothing sent).
+            ArmConnectionError, ArmTimeoutError: the connection is lost / no reply.
+            ArmNotConnectedError: not connected.
+        """
+        self._require_api()
+        for pose in poses:
+            vals = [*pose.position_m, *pose.rpy_deg]
+            if not all(math.isfinite(v) for v in vals):
+                raise UnsafeTargetError(f"not_finite: pose {vals}")
+        start = self.get_pose()
+        ref_deg = None
+        for goal in poses:
+            for point in self._segment_points(start, goal):
+                ref_deg = self._ik_deg(point, goal, ref_deg)
+            start = goal
+
+    def _segment_points(self, start: TcpPose, goal: TcpPose) -> list[list[float]]:
+        """Poses ``[x, y, z mm, roll, pitch, yaw deg]`` along the segment, goal last (start excluded)."""
+        from scipy.spatial.transform import Rotation, Slerp
+
+        cfg = self.config
+        p0, p1 = (np.asarray(p.position_m, dtype=np.float64) * 1000.0 for p in (start, goal))
+        length_mm = float(np.linalg.norm(p1 - p0))
+        n_inner = min(cfg.reach_check_max_points, max(0, math.ceil(length_mm / cfg.reach_check_step_mm) - 1))
+        fracs = np.linspace(0.0, 1.0, n_inner + 2)[1:]
+        rots = Rotation.from_euler("xyz", [start.rpy_deg, goal.rpy_deg], degrees=True)
+        rpys = Slerp([0.0, 1.0], rots)(fracs[:-1]).as_euler("xyz", degrees=True) if n_inner else []
+        points = [[*(p0 + f * (p1 - p0)), *rpy] for f, rpy in zip(fracs[:-1], rpys)]
+        # the goal itself exactly as move_linear will send it (no Euler round trip)
+        return points + [[*p1, *goal.rpy_deg]]
+
+    def _ik_deg(self, point: list[float], goal: TcpPose, ref_deg: list[float] | None) -> list[float]:
+        api = self._require_api()
+        code, angles = api.get_inverse_kinematics(point, input_is_radian=False, return_is_radian=False,
+                                                  ref_angles=ref_deg)
+        code = int(code)
+        where = (f"pose ({point[0]:.1f}, {point[1]:.1f}, {point[2]:.1f}) mm, rpy ({point[3]:.1f}, "
+                 f"{point[4]:.1f}, {point[5]:.1f}) deg on the way to {goal.to_dict()}")
+        if code in CONNECTION_CODES or code in TIMEOUT_CODES or not api.connected:
+            self._check("get_inverse_kinematics", code if code else -1)
+        if code != 0:
+            raise UnreachableTargetError(f"unreachable: {where}: the controller has no joint solution "
+                                         f"(get_inverse_kinematics code {code}: {api_code_text(code)})")
+        joints = [float(a) for a in angles[:6]]
+        bad = [i + 1 for i, (a, (lo, hi)) in enumerate(zip(joints, LITE6_JOINT_LIMITS_DEG))
+               if not _within_limit_deg(a, lo, hi)]
+        if bad:
+            raise UnreachableTargetError(
+                f"unreachable: {where}: joint solution {[round(a, 1) for a in joints]} deg is outside "
+                f"the Lite 6 limits of joint(s) {bad}")
+        return joints
+
     def set_tool(self, closed: bool) -> None:
         """Lite gripper: close / open (``close_lite6_gripper`` / ``open_lite6_gripper``). Lite vacuum:
         on / off (``set_vacuum_gripper`` without waiting for the sensor, which only reads 1 when
@@ -373,3 +452,11 @@ class XArmDriver(ArmDriver):
         code, value = api.get_vacuum_gripper(hardware_version=self.config.vacuum_hardware_version)
         self._check("get_vacuum_gripper", code)
         return int(value) == 1
+
+
+def _within_limit_deg(angle_deg: float, lo_deg: float, hi_deg: float) -> bool:
+    """Whether a joint angle, or the same angle +-360 deg, is within ``[lo, hi]``: the controller
+    answers angles wrapped to +-180 deg (``limited=True``), while J3 of the Lite 6 reaches 300 deg."""
+    if not math.isfinite(angle_deg):
+        return False
+    return any(lo_deg - 1e-3 <= angle_deg + k * 360.0 <= hi_deg + 1e-3 for k in (-1, 0, 1))

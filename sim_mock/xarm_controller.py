@@ -19,6 +19,12 @@ Behaviour (a small model of the real controller, documented in docs/robot.md):
   ``Lite6Kinematics.ik``; no solution within the joint limits sets controller error **21** (Kinematic
   Error) and refuses the motion. The motion takes the time of a trapezoidal profile at the
   commanded speed and acceleration, times ``time_scale`` (state 1 while moving, then 2).
+- ``get_ik`` (register 43): the joint angles (rad, 7 floats, the 7th 0) that put the TCP, in the current
+  TCP frame, at the requested pose, from ``Lite6Kinematics.ik`` seeded with the reference angles
+  when the client sends them, else the current joints; wrapped to (-pi, pi] unless the client sent
+  ``limited=0``. No solution within the joint limits: the reply carries the ``0x08`` "invalid"
+  state bit (the SDK returns code 10) and 28 zero bytes; no controller error is set, nothing moves
+  (it is a query, see docs/robot.md).
 - an error state (error code != 0) flags every reply with ``0x40`` and refuses motion until
   ``clean_err`` and ``set_state(0)``; ``set_state(4)`` (emergency stop) freezes the arm at once.
 - tool GPIO (registers 127/128, end-effector host id 9): outputs TO0/TO1 drive the Lite gripper
@@ -44,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .xarm_protocol import (
-    REG, STATE_FLAG_ERROR, STATE_FLAG_NOT_READY, STATE_FLAG_WARN, TGPIO_DIGITAL_IN, TGPIO_DIGITAL_OUT,
+    REG, STATE_FLAG_ERROR, STATE_FLAG_INVALID, STATE_FLAG_NOT_READY, STATE_FLAG_WARN, TGPIO_DIGITAL_IN, TGPIO_DIGITAL_OUT,
     TGPIO_OUTPUT_STATE, FrameReader, Request, build_normal_report, build_reply, decode_params,
 )
 
@@ -269,6 +275,8 @@ class XArmControllerEmulator:
             return "ok", struct.pack("<7f", *self._joints, 0.0)
         if reg == REG["move_line"]:
             return self._move_line(params), b"\0\0\0"
+        if reg == REG["get_ik"]:
+            return self._get_ik(params)
         if reg == REG["tgpio_w16b"]:
             return self._tgpio_write(params), b""
         if reg == REG["tgpio_r16b"]:
@@ -322,6 +330,23 @@ class XArmControllerEmulator:
                         "q0": self._joints.copy(), "q1": np.asarray(q1, dtype=np.float64)}
         self.state = STATE_MOVING
         return "ok"
+
+    def _get_ik(self, params: dict) -> tuple[str, bytes]:
+        no_solution = "no_solution", bytes(28)
+        if "raw" in params:
+            return no_solution
+        target = np.array([params[k] for k in POSE_KEYS])
+        if not np.all(np.isfinite(target)):
+            return no_solution
+        seed = np.asarray(params["ref_rad"][:6]) if "ref_rad" in params else self._joints
+        flange = _pose_to_T(target) @ np.linalg.inv(_pose_to_T(self.tcp_offset))
+        q = self.kin.ik(flange[:3, 3], np.degrees(_T_to_pose(flange)[3:]), seed_rad=seed, tool=None)
+        if q is None:
+            return no_solution
+        q = np.asarray(q, dtype=np.float64)
+        if params.get("limited", 1):
+            q = -((-q + math.pi) % (2 * math.pi) - math.pi)  # into (-pi, pi]
+        return "ok", struct.pack("<7f", *q, 0.0)
 
     def _tgpio_write(self, params: dict) -> str:
         if params.get("addr") != TGPIO_DIGITAL_OUT:
@@ -519,7 +544,8 @@ class XArmControllerEmulator:
             entry["result"] = result
             if req.register == REG["move_line"] and result == "ok":
                 entry["duration_s"] = self._motion["dur"]
-            return build_reply(req, self._flags(), data)
+            invalid = STATE_FLAG_INVALID if result == "no_solution" else 0
+            return build_reply(req, self._flags() | invalid, data)
 
     def _serve_reports(self, conn: socket.socket) -> None:
         while self._alive(conn):

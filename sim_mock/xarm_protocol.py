@@ -12,6 +12,9 @@ Command socket (port 502 on a real controller), "private Modbus-TCP" frames:
 - reply: ``trans_id | protocol | length | register u8 | state u8 | data``; ``length`` = 2 + data.
   State bits: ``0x40`` the controller has an error, ``0x20`` a warning, ``0x10`` not ready to move
   (the SDK turns it into code 9 for motion commands), ``0x08`` the command was invalid.
+- ``get_ik`` (43): request TCP pose x, y, z mm and roll, pitch, yaw rad (6 floats), optionally a
+  ``limited`` byte and 7 reference joint angles (rad); reply 7 joint angles (rad). No solution:
+  state bit ``0x08`` (the SDK's code 10, "the result is invalid").
 - parameters: floats are little-endian fp32, 16-bit register addresses and counters big-endian,
   bytes as bytes. Lengths in **mm**, angles in **radians**, speeds mm/s, accelerations mm/s^2.
 
@@ -128,6 +131,14 @@ def decode_params(req: Request) -> dict:
             return out
         if reg == REG["set_tcp_offset"]:
             return dict(zip(_POSE_KEYS, _floats(p, 6)))
+        if reg == REG["get_ik"]:
+            # 6 floats; firmware >= 2.7.103 may add a "limited" byte and 7 reference joint angles (rad)
+            out = dict(zip(_POSE_KEYS, _floats(p, 6)))
+            if len(p) > 24:
+                out["limited"] = p[24]
+            if len(p) >= 25 + 28:
+                out["ref_rad"] = _floats(p[25:], 7)
+            return out
         if reg in (REG["set_tcp_jerk"], REG["set_tcp_maxacc"]):
             return {"value": _floats(p, 1)[0]}
         if reg == REG["set_load_param"]:

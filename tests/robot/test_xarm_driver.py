@@ -6,6 +6,7 @@ millimetres and radians (roll 180 deg = pi rad), speed mm/s, acceleration mm/s^2
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -14,9 +15,10 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnreachableTargetError,
 )
-from pointlab.robot.xarm import Lite6Config, XArmDriver
+from pointlab.robot.workspace import Workspace
+from pointlab.robot.xarm import Lite6Config, XArmDriver, _within_limit_deg
 from pointlab.robot.xarm_codes import POSE_NOT_REACHED
 from pointlab.sim_mock.xarm_controller import XArmControllerEmulator
 
@@ -238,6 +240,116 @@ def test_unreachable_pose_is_a_controller_fault_until_cleared(emu, arm):
     assert d.error_code() == 0
     d.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
     assert emu.pose_mm_rad[:3] == pytest.approx([250.0, 0.0, 150.0], abs=1e-3)
+
+
+# -- reachability checked before the first command (controller IK, register 43) -------------
+# Inside the default Workspace (r 0.43 m <= 0.44, approach z 0.40 m <= 0.40) but too far out and
+# too high for the Lite 6 with the gripper pointing down.
+FAR_HIGH_TARGET_M = (0.43, 0.0, 0.30)
+
+
+def ik_entries(entries) -> list[list[float]]:
+    return [[e["params"][k] for k in ("x_mm", "y_mm", "z_mm")] for e in entries if e["name"] == "get_ik"]
+
+
+def test_far_high_target_is_in_the_workspace_but_not_reachable():
+    from pointlab.sim_mock.kinematics import Lite6Kinematics
+
+    ws = Workspace()
+    ws.check(np.array(FAR_HIGH_TARGET_M))
+    ws.check(np.array([0.43, 0.0, 0.40]), "waypoint")  # the approach waypoint, 0.10 m above
+    kin = Lite6Kinematics()
+    assert kin.ik([0.43, 0.0, 0.40], (180.0, 0.0, 0.0), tool="lite_gripper") is None
+    assert kin.ik([0.25, 0.05, 0.13], (180.0, 0.0, 0.0), tool="lite_gripper") is not None
+
+
+def test_unreachable_pick_is_refused_without_motion_or_fault(emu, arm):
+    brought_up = len(emu.entries())
+    with pytest.raises(UnreachableTargetError, match=r"0\.43, 0\.0, 0\.4") as ei:
+        arm.pick(list(FAR_HIGH_TARGET_M))
+    assert "code 10" in str(ei.value)
+    rest = emu.entries()[brought_up:]
+    assert rest and not [e for e in rest if e["name"] in MOTION_OR_TOOL]
+    assert not [e for e in rest if e["name"] == "set_state"]  # no stop either: nothing was wrong
+    assert rest[-1]["name"] == "get_ik" and rest[-1]["result"] == "no_solution"
+    assert emu.error_code == 0 and emu.state == 2
+    st = arm.state()
+    assert st.fault is None and st.error_code == 0 and not st.estopped
+    # no reset needed: the next (reachable) pick runs as usual
+    before = len(emu.entries())
+    arm.pick([0.25, 0.05, 0.03])
+    assert moves_mm(emu.entries()[before:]) == [pytest.approx(p, abs=1e-3) for p in
+                                                ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
+
+
+def test_reachable_pick_asks_ik_along_the_path_before_moving(emu, arm):
+    start_mm = np.array(emu.pose_mm_rad[:3])
+    arm.pick([0.25, 0.05, 0.03])
+    log = emu.entries()
+    first_cmd = next(i for i, e in enumerate(log) if e["name"] in MOTION_OR_TOOL)
+    assert not [e for e in log[first_cmd:] if e["name"] == "get_ik"]
+    asked = [np.array(p) for p in ik_entries(log[:first_cmd])]
+    assert all(e["result"] == "ok" for e in log[:first_cmd] if e["name"] == "get_ik")
+    # every goal is asked exactly as it will be sent, tool down (roll pi rad)
+    goals = [np.array(g, dtype=float) for g in ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
+    for g in goals:
+        assert any(np.allclose(a, g, atol=1e-3) for a in asked)
+    for e in log[:first_cmd]:
+        if e["name"] == "get_ik":
+            p = e["params"]
+            assert [p["roll_rad"], p["pitch_rad"], p["yaw_rad"]] == pytest.approx([math.pi, 0.0, 0.0], abs=1e-5)
+    # the points lie on the three straight segments, no more than 50 mm apart along each
+    corners = [start_mm, *goals]
+    i = 0
+    for a, b in itertools.pairwise(corners):
+        prev = a
+        while True:
+            p = asked[i]
+            i += 1
+            t = float(np.dot(p - a, b - a) / np.dot(b - a, b - a))
+            assert 0.0 < t <= 1.0 + 1e-6 and np.linalg.norm(a + t * (b - a) - p) < 1e-3
+            assert np.linalg.norm(p - prev) <= 50.0 + 1e-3
+            prev = p
+            if np.allclose(p, b, atol=1e-3):
+                break
+    assert i == len(asked)
+
+
+def test_the_sdk_reads_no_ik_solution_as_code_10(emu, arm):
+    api = arm.driver._api
+    code, _ = api.get_inverse_kinematics([700.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False,
+                                         return_is_radian=False)
+    assert code == 10
+    code, angles = api.get_inverse_kinematics([250.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False,
+                                              return_is_radian=False)
+    assert code == 0 and len(angles) == 7 and all(-180.0 < a <= 180.0 for a in angles)
+
+
+@pytest.mark.parametrize("fault, error", [("drop", ArmConnectionError), ("stall", ArmTimeoutError)])
+def test_connection_problem_during_the_reach_check(emu, fault, error):
+    arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
+    arm.connect()
+    try:
+        emu.inject(fault, "get_ik")
+        with pytest.raises(error):
+            arm.pick([0.25, 0.05, 0.03])
+        assert not emu.entries("move_line") and not emu.entries("tgpio_w16b")
+    finally:
+        arm.disconnect()
+
+
+@pytest.mark.parametrize("joint, angle_deg, ok", [
+    (2, 149.0, True), (2, 151.0, False), (2, -151.0, False),  # J2 +-150
+    (3, -3.0, True), (3, -4.0, False),                          # J3 -3.5 .. 300
+    (3, -160.0, True),                                          # wrapped answer: 200 deg, inside
+    (3, -50.0, False),                                          # 310 deg: outside
+    (5, 123.0, True), (5, -125.0, False),                       # J5 +-124
+    (1, 179.0, True), (6, -180.0, True),
+])
+def test_joint_limits(joint, angle_deg, ok):
+    from pointlab.robot.xarm import LITE6_JOINT_LIMITS_DEG
+
+    assert _within_limit_deg(angle_deg, *LITE6_JOINT_LIMITS_DEG[joint - 1]) is ok
 
 
 def test_a_motion_dropped_by_the_controller_is_detected():

@@ -345,3 +345,47 @@ def test_cli_refuses_bad_options(args):
     _load()
     res = CliRunner().invoke(app, ["sim", "xarm-controller", "--port", "0", *args])
     assert res.exit_code == 2
+
+
+# -- get_ik (register 43) ---------------------------------------------------------------------
+def ik_payload(x, y, z, roll=math.pi, pitch=0.0, yaw=0.0) -> bytes:
+    return struct.pack("<6f", x, y, z, roll, pitch, yaw)
+
+
+def test_get_ik_answers_joints_that_put_the_tcp_there(emu, client):
+    from pointlab.sim_mock.kinematics import Lite6Kinematics
+
+    client.call(35, struct.pack("<6f", 0, 0, 83.6, 0, 0, 0))  # Lite gripper TCP, 83.6 mm past the flange
+    state, data = client.call(43, ik_payload(250.0, -40.0, 120.0))
+    assert not state & 0x08 and len(data) == 28
+    q = struct.unpack("<7f", data)
+    assert q[6] == 0.0 and all(-math.pi < a <= math.pi + 1e-6 for a in q)
+    T = Lite6Kinematics().fk(q[:6], tool="lite_gripper")
+    assert T[:3, 3] == pytest.approx([0.25, -0.04, 0.12], abs=1.5e-3)
+    assert T[:3, 2] == pytest.approx([0.0, 0.0, -1.0], abs=0.02)  # tool pointing down
+    e = emu.entries("get_ik")[-1]
+    assert (e["params"]["x_mm"], e["params"]["z_mm"], e["result"]) == (250.0, 120.0, "ok")
+    assert not emu.moving and emu.state == 4  # a query: nothing moved, nothing changed
+
+
+def test_get_ik_without_solution_is_invalid_not_an_error(emu, client):
+    client.bring_up()
+    state, data = client.call(43, ik_payload(700.0, 0.0, 150.0))  # 700 mm: beyond the Lite 6 reach
+    assert state == 0x08  # invalid only: no error, no warning, ready
+    assert data == bytes(28)
+    assert emu.entries("get_ik")[-1]["result"] == "no_solution"
+    assert client.call(15)[1] == bytes([0, 0]) and emu.error_code == 0
+    assert client.call(13)[1] == bytes([2])
+    state, _ = client.call(43, ik_payload(float("nan"), 0.0, 150.0))
+    assert state == 0x08
+
+
+def test_get_ik_optional_limited_byte_and_reference_angles(emu, client):
+    ref = [0.0, 0.35, 1.1, 0.0, 0.75, 0.0, 0.0]
+    state, _ = client.call(43, ik_payload(250.0, 0.0, 200.0) + bytes([0]) + struct.pack("<7f", *ref))
+    assert not state & 0x08
+    p = emu.entries("get_ik")[-1]["params"]
+    assert p["limited"] == 0 and p["ref_rad"] == pytest.approx(ref)
+    state, _ = client.call(43, ik_payload(250.0, 0.0, 200.0) + bytes([1]))
+    p = emu.entries("get_ik")[-1]["params"]
+    assert not state & 0x08 and p["limited"] == 1 and "ref_rad" not in p
