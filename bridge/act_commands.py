@@ -56,6 +56,9 @@ def act(
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier"),
     operator_token: Optional[str] = typer.Option(None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN",
                                                  help="secret of the operator console (default: random)"),
+    public_url: Optional[str] = typer.Option(None, "--public-url",
+                                             help="base URL participants reach this server at (invite links), e.g. "
+                                                  "https://robot.lab.example; default: the URL the operator uses"),
 ) -> None:
     """Start a Point-Act session (camera, agents, arm, web app) and print the operator URL.
 
@@ -66,16 +69,19 @@ def act(
         return
     from pointlab.ui.app import UiSettings, create_app
 
-    from .serve import check_port, public_url, serve
+    from .serve import check_port, public_url as url_of, serve
 
+    if operator_token is not None and len(operator_token) < 8:
+        fail("--operator-token must be at least 8 characters (it is the operator console's password)")
     check_port(host, port)
     token = operator_token or secrets.token_urlsafe(16)
     session = _start(camera, robot, agents, db, calibration, time_scale)
     try:
-        app = create_app(session.runner, session.store, operator_token=token, settings=UiSettings())
+        app = create_app(session.runner, session.store, operator_token=token,
+                         settings=UiSettings(public_url=public_url))
         serve(app, host, port, [
             f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",
-            f"Operator console: {public_url(host, port)}/operator#token={token}",
+            f"Operator console: {url_of(host, port)}/operator#token={token}",
             "Invite participants from the console: create a study, then 'Invite participant' gives a link to send.",
             "Stop with Ctrl-C."])
     finally:

@@ -36,3 +36,9 @@ def test_bad_time_scale_is_refused(value, tmp_path):
     r = CliRunner().invoke(app, ["act", "trials", "--agent", "sim-oracle", "--db", str(tmp_path / "t.sqlite"),
                                  "--time-scale", value])
     assert r.exit_code == 2, r.output
+
+
+def test_short_operator_token_is_refused_before_start(tmp_path):
+    r = CliRunner().invoke(app, ["act", "--port", "0", "--db", str(tmp_path / "x.sqlite"), "--operator-token", "tok"])
+    assert r.exit_code == 2 and "at least 8 characters" in r.output
+    assert not (tmp_path / "x.sqlite").exists()
