@@ -287,6 +287,31 @@ class RosTrialRunner:
 
         self._pub_reset.publish(Empty())
 
+    async def release(self) -> dict:
+        """Open the gripper where the arm is and clear ``holding`` (the operator's fix for a wrong
+        belief: the Lite gripper has no sensor). Waits for running trials to end, then for the arm
+        node's result (``motion_s``).
+
+        Returns:
+            ``{"outcome", "error", "holding"}``: ``outcome`` is the arm node's (``done``, ``stopped``
+            when e-stopped or faulted, ``robot_failure``) or ``robot_failure`` when no result came in
+            time. Never raises for them.
+        """
+        while not self._trial_lock.acquire(blocking=False):  # never between a trial's answer and motion
+            await asyncio.sleep(0.01)
+        rid = uuid.uuid4().hex
+        try:
+            fut = self._expect("arm", rid)
+            self._pub_command.publish(json_msg({"request_id": rid, "action": "release"}))
+            res = await self._wait(fut, self.timeouts.motion_s)
+        finally:
+            self._forget(rid)
+            self._trial_lock.release()
+        if res is None:
+            return {"outcome": "robot_failure", "holding": self.holding(),
+                    "error": f"the arm gave no result within {self.timeouts.motion_s:.0f} s"}
+        return {"outcome": res.get("outcome"), "error": res.get("error"), "holding": self.holding()}
+
     # -- human reference ------------------------------------------------------------------------
     def pending_human_requests(self) -> list[dict]:
         """``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]`` of the human agent."""

@@ -103,4 +103,10 @@ class TrialRunner(Protocol):
 
     def reset(self) -> None: ...
 
+    async def release(self) -> dict:
+        """Open the gripper where the arm is and clear ``holding`` (no arm motion); after any trial
+        that is running. Returns ``{"outcome", "error", "holding"}`` (``outcome`` as ``ROBOT_OUTCOMES``:
+        ``done``, ``stopped`` when e-stopped or faulted, ``robot_failure``); never raises for them."""
+        ...
+
     def arm_state(self) -> dict: ...

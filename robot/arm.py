@@ -1,4 +1,4 @@
-"""The arm interface: home, pick at a base-frame point, place at a base-frame point, stop, state.
+"""The arm interface: home, pick at a base-frame point, place at a base-frame point, release, stop, state.
 
 Two layers, so that the pick/place logic is written (and tested) once:
 
@@ -155,8 +155,8 @@ class MotionReport:
     """What a pick or place actually commanded.
 
     Attributes:
-        action: ``pick``, ``place`` or ``home``.
-        target_m: the base-frame target, metres.
+        action: ``pick``, ``place``, ``home``, ``move`` or ``release``.
+        target_m: the base-frame target, metres (empty for ``release``).
         waypoints: every TCP pose sent, in order.
         tool_commands: every tool command sent, ``"close"``/``"open"``, in order.
         duration_s: wall time of the sequence.
@@ -362,6 +362,23 @@ class Arm:
         self._require_ready()
         self._check_reachable(steps)
         report = self._run("place", target_m, steps)
+        self._holding = False
+        return report
+
+    def release(self) -> MotionReport:
+        """Open the tool where the arm is (no arm motion) and forget any held object.
+
+        The operator's fix for a wrong ``holding`` belief: the Lite gripper has no sensor, so after
+        a crash mid-pick or an object taken out by hand only this says the tool is empty again.
+        The report's ``action`` is ``release``, its ``target_m`` empty and ``waypoints`` empty.
+
+        Raises:
+            ArmNotConnectedError, EmergencyStopError: not ready (nothing sent; ``holding`` unchanged).
+            ArmFaultError, ArmConnectionError, ArmTimeoutError: from the driver; the arm is stopped
+                before the error propagates and ``holding`` is unchanged.
+        """
+        self._require_ready()
+        report = self._run("release", [], [("tool", False)])
         self._holding = False
         return report
 

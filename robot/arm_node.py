@@ -3,7 +3,8 @@
 Topics:
 
 - in ``/pointlab/arm/command`` (``std_msgs/String`` JSON ``{"request_id", "action", "target_base_m"}``;
-  ``action`` is ``pick``, ``place`` or ``home``; ``target_base_m`` ``[x, y, z]`` metres in ``link_base``);
+  ``action`` is ``pick``, ``place``, ``home`` or ``release`` (open the tool where the arm is, forget
+  what it held); ``target_base_m`` ``[x, y, z]`` metres in ``link_base``, for pick and place only);
 - in ``/pointlab/arm/estop`` (``std_msgs/Empty``): stop now, drop queued commands, refuse motion
   until a reset;
 - in ``/pointlab/arm/reset`` (``std_msgs/Empty``): leave the emergency-stopped state (once the
@@ -47,7 +48,8 @@ __all__ = ["ArmNode", "JOINT_NAMES", "STATE_QOS", "main"]
 log = logging.getLogger(__name__)
 
 JOINT_NAMES = tuple(f"joint{i}" for i in range(1, 7))  # xarm_ros2 names
-ACTIONS = ("pick", "place", "home")
+ACTIONS = ("pick", "place", "home", "release")
+NO_TARGET_ACTIONS = ("home", "release")
 # the latest state is latched for late subscribers
 STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -184,6 +186,8 @@ class ArmNode(Node):
         try:
             if action == "home":
                 report = self.arm.home()
+            elif action == "release":
+                report = self.arm.release()
             elif action == "pick":
                 report = self.arm.pick(np.asarray(target, dtype=np.float64))
             else:
@@ -247,7 +251,7 @@ def _validate(cmd: dict) -> str | None:
     action = cmd.get("action")
     if action not in ACTIONS:
         return f"action must be one of {', '.join(ACTIONS)}"
-    if action == "home":
+    if action in NO_TARGET_ACTIONS:
         return None
     t = cmd.get("target_base_m")
     if not isinstance(t, (list, tuple)) or len(t) != 3:

@@ -24,7 +24,7 @@ class ScriptedRunner:
     """Agents: ``agent_points`` maps a name to the point it answers (``None``: unparseable answer,
     refused); ``human_agents`` wait for the operator. A ``done`` trial toggles holding (pick -> place).
 
-    Attributes recorded for assertions: ``calls`` (agent, instruction), ``stops``, ``resets``.
+    Attributes recorded for assertions: ``calls`` (agent, instruction), ``stops``, ``resets``, ``releases``.
     """
 
     def __init__(self, agent_points: dict[str, tuple[float, float] | None] | None = None,
@@ -45,6 +45,7 @@ class ScriptedRunner:
         self.calls: list[tuple[str, str]] = []
         self.stops = 0
         self.resets = 0
+        self.releases = 0
 
     def _image(self, index: int) -> np.ndarray:
         img = np.full((self.height, self.width, 3), (40, 120, 60), np.uint8)
@@ -123,6 +124,11 @@ class ScriptedRunner:
     def reset(self) -> None:
         self.resets += 1
         self._holding = False
+
+    async def release(self) -> dict:
+        self.releases += 1
+        self._holding = False
+        return {"outcome": "done", "error": None, "holding": False}
 
     def arm_state(self) -> dict:
         return {"holding": self._holding, "stops": self.stops}

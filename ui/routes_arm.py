@@ -1,4 +1,4 @@
-"""Operator API for the arm and the human reference: queue, status, e-stop, reset, human requests."""
+"""Operator API for the arm and the human reference: queue, status, e-stop, reset, open gripper, human requests."""
 
 from __future__ import annotations
 
@@ -62,6 +62,28 @@ def reset(_: Operator, ctx: Ctx) -> dict:
         raise HTTPException(500, f"reset failed: {e}") from e
     ctx.stopped = False
     return {"stopped": False}
+
+
+@router.post("/arm/release")
+async def release(_: Operator, ctx: Ctx) -> dict:
+    """Open the gripper where the arm is and clear what the arm believes it holds (the Lite gripper
+    has no sensor: after a crash mid-pick or an object removed by hand the belief is wrong, and the
+    participant page would offer the wrong action). 409 while stopped or while a trial runs; trials
+    wait for it (it holds the arm lock)."""
+    if ctx.stopped:
+        raise HTTPException(409, "the arm is stopped; reset it first")
+    if ctx.current is not None or ctx.arm_lock.locked():
+        raise HTTPException(409, "a trial is running; open the gripper after it")
+    async with ctx.arm_lock:
+        try:
+            res = await ctx.runner.release()
+        except Exception as e:
+            log.exception("runner.release failed")
+            raise HTTPException(500, f"opening the gripper failed: {e}") from e
+    if res.get("outcome") != "done":
+        code = 409 if res.get("outcome") == "stopped" else 500
+        raise HTTPException(code, f"the gripper was not opened ({res.get('outcome')}): {res.get('error')}")
+    return {"released": True, "holding": bool(res.get("holding"))}
 
 
 @router.get("/human-requests")

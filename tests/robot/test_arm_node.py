@@ -172,3 +172,35 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
     cmd.publish(json_msg({"request_id": "c", "action": "home"}))
     (r,) = [x for x in wait(2, timeout_s=20) if x["request_id"] == "c"]
     assert r["outcome"] == "done" and node.motions_done == 1
+
+
+def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stopped(arm_graph):
+    from std_msgs.msg import Empty
+
+    world, node, cmd, estop, _, wait, _, _ = arm_graph
+    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(json_msg({"action": "release"}))  # still needs a request_id
+    cmd.publish(json_msg({"request_id": "r", "action": "release"}))  # no target: none needed
+    # a bad command is refused in the callback, so it may come before or after the pick's result
+    by_id = {r["request_id"]: r for r in wait(3)}
+    bad, pick, rel = by_id[""], by_id["p"], by_id["r"]
+    assert pick["request_id"] == "p" and pick["outcome"] == "done" and pick["holding"] is True
+    assert bad["outcome"] == "refused" and bad["error"] == "bad_command: missing request_id"
+    assert rel["request_id"] == "r" and rel["outcome"] == "done" and rel["holding"] is False
+    assert rel["motion"]["action"] == "release" and rel["motion"]["waypoints"] == []
+    assert rel["motion"]["tool_commands"] == ["open"] and rel["motions_done"] == 2
+    # dropped straight down from the lift height onto the table; the arm stayed at the lift pose
+    assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.0])
+    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14])
+    # stopped: a release is refused like a motion and the held cube stays held
+    cmd.publish(json_msg({"request_id": "p2", "action": "pick", "target_base_m": [0.30, 0.10, 0.04]}))
+    assert wait(4)[3]["holding"] is True and world.arm.attached == "red cube"
+    estop.publish(Empty())
+    deadline = time.monotonic() + 5
+    while not node.arm.state().estopped:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    cmd.publish(json_msg({"request_id": "r2", "action": "release"}))
+    r2 = wait(5)[4]
+    assert r2["outcome"] == "stopped" and r2["error_type"] == "EmergencyStopError" and r2["holding"] is True
+    assert world.arm.attached == "red cube" and node.motions_done == 3

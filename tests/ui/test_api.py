@@ -380,3 +380,35 @@ def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
         assert r.status_code == 500 and "hardware stop" in r.json()["detail"]
         s = recv_state(ws, lambda s: s["stopped"])  # trials stay blocked even though the call failed
         assert s["step"]["kind"] == "trial"
+
+
+
+def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env):
+    client, runner, _ = env
+    sid = _study(client, tpa=2, agents=["human"])  # a human trial waits for the click: a trial that "runs"
+    inv = _invite(client, sid)
+    ph = {"Authorization": f"Bearer {inv['token']}"}
+    assert client.post("/api/arm/release").status_code == 401
+    assert client.post("/api/arm/release", headers=ph).status_code == 403 and runner.releases == 0
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick the cube"}))
+        _answer_human(client, runner, 100.0, 80.0)
+        res = recv(ws, "trial_result")
+        assert res["outcome"] == "done" and runner.holding()
+        assert client.get("/api/me", headers=ph).json()["action"] == "place"
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
+        recv(ws, "judged")
+        # the cube was taken out by hand: the operator opens the gripper, the next trial is a pick
+        assert client.post("/api/arm/release", headers=H).json() == {"released": True, "holding": False}
+        assert runner.releases == 1 and not runner.holding()
+        assert client.get("/api/me", headers=ph).json()["action"] == "pick"
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick the ball"}))
+        recv(ws, "trial_started")
+        r = client.post("/api/arm/release", headers=H)  # the trial waits for the human click
+        assert r.status_code == 409 and "trial is running" in r.json()["detail"] and runner.releases == 1
+        _answer_human(client, runner, 10.0, 10.0)
+        assert recv(ws, "trial_result")["outcome"] == "done"
+    client.post("/api/arm/stop", headers=H)
+    r = client.post("/api/arm/release", headers=H)
+    assert r.status_code == 409 and "reset" in r.json()["detail"] and runner.releases == 1

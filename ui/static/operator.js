@@ -54,6 +54,7 @@ $("invite").addEventListener("click", async () => {
 });
 $("estop").addEventListener("click", () => call("POST", "/api/arm/stop"));
 $("reset").addEventListener("click", () => call("POST", "/api/arm/reset"));
+$("release").addEventListener("click", () => call("POST", "/api/arm/release").catch(() => {}));
 
 // A click on the displayed image -> original-image pixels. The displayed image spans
 // [-0.5, W - 0.5] in u (pixel centres at integers), so u = x / displayed_width * W - 0.5.
