@@ -151,15 +151,19 @@ class SimWorld:
         """Mark the world changed (call with the lock held after mutating state)."""
         self.version += 1
 
+    def _canonical(self, name: str) -> str:
+        canon = self.scene.resolve(name)
+        if canon is None:
+            raise KeyError(f"no object named {name!r} in the scene")
+        return canon
+
     def object(self, name: str) -> ObjectSpec:
         """Current pose of an object by name or alias.
 
         Raises:
             KeyError: no such object.
         """
-        canon = self.scene.resolve(name)
-        if canon is None:
-            raise KeyError(f"no object named {name!r} in the scene")
+        canon = self._canonical(name)
         with self.lock:
             return self.objects[canon]
 
@@ -170,9 +174,7 @@ class SimWorld:
         Raises:
             KeyError: no such object.
         """
-        canon = self.scene.resolve(name)
-        if canon is None:
-            raise KeyError(f"no object named {name!r} in the scene")
+        canon = self._canonical(name)
         with self.lock:
             if self.arm.attached == canon:
                 self.arm.attached, self.arm.riders = None, {}

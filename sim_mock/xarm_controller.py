@@ -513,6 +513,10 @@ class XArmControllerEmulator:
                         conn.sendall(reply)
                     except OSError:
                         break
+        self._forget(conn)
+
+    def _forget(self, conn: socket.socket) -> None:
+        """Drop a client connection that has ended (control or report)."""
         with self._lock:
             self._conns.discard(conn)
         try:
@@ -560,9 +564,4 @@ class XArmControllerEmulator:
             except OSError:
                 break
             self._stop.wait(self.report_interval_s)
-        with self._lock:
-            self._conns.discard(conn)
-        try:
-            conn.close()
-        except OSError:
-            pass
+        self._forget(conn)

@@ -136,10 +136,18 @@ class _Conn:
                 return False
 
 
-async def _reject(ws: WebSocket, reason: str) -> None:
+async def _open(ws: WebSocket, role: str, refusal: str):
+    """Accept ``ws`` for a caller of ``role`` (from its ``token`` query parameter) and return
+    ``(ctx, caller, conn)``; any other caller gets ``refusal`` and the bad-token close code, and
+    ``None`` comes back."""
+    ctx: AppContext = ws.app.state.ctx
+    c = resolve_token(ctx, ws.query_params.get("token"))
     await ws.accept()
-    await ws.send_text(json.dumps({"type": "error", "error": reason}))
-    await ws.close(code=CLOSE_BAD_TOKEN)
+    if c is None or c.role != role:
+        await ws.send_text(json.dumps({"type": "error", "error": refusal}))
+        await ws.close(code=CLOSE_BAD_TOKEN)
+        return None
+    return ctx, c, _Conn(ws)
 
 
 async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
@@ -179,13 +187,10 @@ async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
 
 @router.websocket("/ws/participant")
 async def participant_ws(ws: WebSocket) -> None:
-    ctx: AppContext = ws.app.state.ctx
-    c = resolve_token(ctx, ws.query_params.get("token"))
-    if c is None or c.role != "participant":
-        await _reject(ws, "unknown invite token")
+    opened = await _open(ws, "participant", "unknown invite token")
+    if opened is None:
         return
-    await ws.accept()
-    conn = _Conn(ws)
+    ctx, c, conn = opened
     p = c.participant
     pid = p["id"]
     queued = participant_step(ctx, p).kind != "done"
@@ -278,13 +283,10 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
 
 @router.websocket("/ws/operator")
 async def operator_ws(ws: WebSocket) -> None:
-    ctx: AppContext = ws.app.state.ctx
-    c = resolve_token(ctx, ws.query_params.get("token"))
-    if c is None or c.role != "operator":
-        await _reject(ws, "operator token required")
+    opened = await _open(ws, "operator", "operator token required")
+    if opened is None:
         return
-    await ws.accept()
-    conn = _Conn(ws)
+    ctx, _, conn = opened
     pusher = asyncio.create_task(_pump(ctx, conn, lambda: operator_status(ctx)))
     try:
         while True:
