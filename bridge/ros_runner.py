@@ -272,6 +272,10 @@ class RosTrialRunner:
         with self._lock:
             return self._holding
 
+    def ready(self) -> bool:
+        """A colour frame and an arm state have arrived (the session can run trials)."""
+        return self._frame_count > 0 and self._state_event.is_set()
+
     def arm_state(self) -> dict:
         """The arm node's latest state (``ArmState.to_dict()`` + ``motions_done``), ``{}`` before any."""
         with self._lock:

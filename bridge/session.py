@@ -65,7 +65,7 @@ class Session:
         """Wait until the runner has a colour frame and an arm state; ``False`` on timeout."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.runner._frame_count > 0 and self.runner._state_event.is_set():
+            if self.runner.ready():
                 return True
             time.sleep(0.02)
         return False

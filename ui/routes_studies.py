@@ -71,15 +71,19 @@ async def invite(study_id: IdPath, body: InviteIn, request: Request, _: Operator
         pid, token = invite_participant(db, study_id, label=body.label)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
-    base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
     p = db.participant(pid)
     return {"participant_id": pid, "label": p["label"], "agent_order": p["agent_order"], "token": token,
-            "url": f"{base}/p/{token}"}
+            "url": _invite_url(ctx, request, token)}
+
+
+def _invite_url(ctx, request: Request, token: str) -> str:
+    """The participant's invite link: ``--public-url`` when set, else the URL the operator uses."""
+    base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
+    return f"{base}/p/{token}"
 
 
 @router.get("/studies/{study_id}/participants")
 def participants(study_id: IdPath, request: Request, _: Operator, ctx: Ctx, db: Db) -> list[dict]:
-    base = (ctx.settings.public_url or str(request.base_url)).rstrip("/")
     return [{"participant_id": p["id"], "label": p["label"], "agent_order": p["agent_order"],
-             "url": f"{base}/p/{p['token']}", "queue_position": ctx.queue.position(p["id"])}
+             "url": _invite_url(ctx, request, p["token"]), "queue_position": ctx.queue.position(p["id"])}
             for p in db.participants(study_id)]
