@@ -19,22 +19,17 @@ import asyncio
 import threading
 import time
 
-import numpy as np
 import typer
 
 from .cligroups import fail, perf_app, print_json
+from .perfstats import summarize
 
 __all__ = ["measure_loop", "percentiles_ms"]
 
 
 def percentiles_ms(values_s) -> dict:
     """``{"n", "p50", "p90", "p99", "mean"}`` of durations in seconds, reported in milliseconds."""
-    v = np.asarray(list(values_s), dtype=np.float64) * 1e3
-    if v.size == 0:
-        return {"n": 0, "p50": None, "p90": None, "p99": None, "mean": None}
-    p50, p90, p99 = np.percentile(v, [50, 90, 99])
-    return {"n": int(v.size), "p50": round(float(p50), 3), "p90": round(float(p90), 3), "p99": round(float(p99), 3),
-            "mean": round(float(v.mean()), 3)}
+    return summarize(values_s, ("n", "p50", "p90", "p99", "mean"), scale=1e3, digits=3)
 
 
 def _poll_live_view(runner, stop: threading.Event, poll_hz: float, seen: list) -> None:

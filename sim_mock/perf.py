@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 import numpy as np
+from pointlab.bridge.perfstats import summarize
 
 from .camera import SimCamera
 from .world import SimWorld
@@ -31,10 +32,7 @@ _FRAME_BUDGET_MS = 1000.0 / 30.0
 
 def percentiles_ms(seconds: list[float]) -> dict[str, float]:
     """``{"p50", "p90", "p99", "min", "max", "n"}`` in milliseconds of a sample given in seconds."""
-    a = np.asarray(seconds, dtype=np.float64) * 1000.0
-    return {"p50": round(float(np.percentile(a, 50)), 3), "p90": round(float(np.percentile(a, 90)), 3),
-            "p99": round(float(np.percentile(a, 99)), 3), "min": round(float(a.min()), 3),
-            "max": round(float(a.max()), 3), "n": int(a.size)}
+    return summarize(seconds, ("p50", "p90", "p99", "min", "max", "n"), scale=1e3, digits=3)
 
 
 def _frame_times(frames: int, seed: int, *, moving: bool, tool: bool, uncached: bool) -> list[float]:

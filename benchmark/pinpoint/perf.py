@@ -20,6 +20,7 @@ import json
 import time
 
 import numpy as np
+from pointlab.bridge.perfstats import summarize
 
 from ..scenes.model import Scene, SceneObject
 from .generate import generate_scene
@@ -31,9 +32,7 @@ __all__ = ["synthetic_scene", "perf_pinpoint"]
 
 
 def _pct(xs) -> dict:
-    a = np.asarray(xs, dtype=float)
-    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)), "p99": float(np.percentile(a, 99)),
-            "min": float(a.min()), "max": float(a.max()), "mean": float(a.mean()), "n": int(a.size)}
+    return summarize(xs, ("p50", "p90", "p99", "min", "max", "mean", "n"))
 
 
 def _box_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:

@@ -19,14 +19,13 @@ from typing import Callable
 
 import numpy as np
 from PIL import Image
+from pointlab.bridge.perfstats import summarize
 
 __all__ = ["perf_score"]
 
 
 def _pct(xs: list[float]) -> dict:
-    a = np.asarray(xs, dtype=float)
-    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)), "p99": float(np.percentile(a, 99)),
-            "min": float(a.min()), "max": float(a.max()), "n": int(a.size)}
+    return summarize(xs, ("p50", "p90", "p99", "min", "max", "n"))
 
 
 def _time(fn: Callable[[], object], repeat: int) -> list[float]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pointlab.bridge.perfstats import summarize
 
 from .frames import VideoFileFrames, write_video
 from .sampling import sample_frames
@@ -27,9 +28,7 @@ __all__ = ["synthetic_frames", "make_synthetic_video", "measure_video_perf", "ru
 
 def percentiles(xs: Sequence[float]) -> dict[str, float]:
     """``{"p50", "p90", "p99", "min", "max", "n"}`` of a sample (numpy linear interpolation)."""
-    a = np.asarray(xs, dtype=np.float64)
-    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
-            "p99": float(np.percentile(a, 99)), "min": float(a.min()), "max": float(a.max()), "n": int(a.size)}
+    return summarize(xs, ("p50", "p90", "p99", "min", "max", "n"))
 
 
 def synthetic_frames(n: int, width: int, height: int) -> Iterator[np.ndarray]:
