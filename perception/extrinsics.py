@@ -30,7 +30,7 @@ from scipy.spatial.transform import Rotation
 from .errors import CalibrationFileError
 
 __all__ = ["RigidTransform", "Calibration", "load_calibration", "load_camera_to_base", "save_calibration",
-           "CALIBRATION_FORMAT"]
+           "CALIBRATION_FORMAT", "look_at_rotation", "optical_pose", "unit_vector"]
 
 CALIBRATION_FORMAT = "pointlab.calibration/1"
 _MAX_TRANSLATION_M = 5.0
@@ -85,6 +85,51 @@ class RigidTransform:
         p = np.asarray(points_m, dtype=np.float64)
         out = p.reshape(-1, 3) @ self.rotation.T + self.translation_m
         return out.reshape(p.shape)
+
+
+def unit_vector(v, what: str = "vector") -> np.ndarray:
+    """``v`` (3,) scaled to length 1 (float64).
+
+    Raises:
+        ValueError: zero, non-finite or not 3 values (the message names ``what``).
+    """
+    a = np.asarray(v, dtype=np.float64).reshape(3)
+    n = float(np.linalg.norm(a))
+    if not np.isfinite(n) or n < 1e-9:
+        raise ValueError(f"{what} must be a non-zero finite 3-vector, got {a.tolist()}")
+    return a / n
+
+
+def look_at_rotation(forward, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """Look-at rotation (EgoPoint-Bench eq. 1): ``R_cam = [ f x u / |f x u|, (f x u) x f / |f x u|, -f ]^T``.
+
+    Args:
+        forward: (3,) view direction ``P_obj - P_agent`` (normalised here).
+        up: (3,) global up vector ``u_w``.
+    Returns:
+        (3, 3) float64 rotation, rows = camera right, camera up, camera back (-f) in world
+        coordinates; ``R_cam @ f == (0, 0, -1)``.
+    Raises:
+        ValueError: zero vectors, or ``forward`` parallel to ``up`` (eq. 1 is undefined there).
+    """
+    f = unit_vector(forward, "forward")
+    u = unit_vector(up, "up")
+    s = np.cross(f, u)
+    n = float(np.linalg.norm(s))
+    if n < 1e-6:
+        raise ValueError("forward is parallel to up: the look-at rotation (eq. 1) is undefined")
+    return np.stack([s / n, np.cross(s, f) / n, -f])
+
+
+def optical_pose(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """(4, 4) ``T_world_camera`` of a camera at ``eye`` facing ``target`` in the optical convention
+    (x right, y down, z forward) built from eq. (1): columns ``[right, -up_cam, f]``."""
+    eye = np.asarray(eye, dtype=np.float64).reshape(3)
+    R = look_at_rotation(np.asarray(target, dtype=np.float64) - eye, up)
+    T = np.eye(4)
+    T[:3, :3] = np.column_stack([R[0], -R[1], -R[2]])
+    T[:3, 3] = eye
+    return T
 
 
 @dataclass(frozen=True)

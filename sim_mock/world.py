@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pointlab.perception.extrinsics import Calibration, RigidTransform
+from pointlab.perception.extrinsics import Calibration, RigidTransform, optical_pose
 from pointlab.perception.frame import Intrinsics
 from pointlab.robot.arm import TOOL_DOWN_RPY_DEG, TOOLS
 
@@ -52,17 +52,7 @@ def look_at(eye_m, target_m, up=(0.0, 0.0, 1.0)) -> RigidTransform:
     Raises:
         ValueError: eye and target coincide or the view is parallel to ``up``.
     """
-    eye, tgt, up = (np.asarray(v, dtype=np.float64).reshape(3) for v in (eye_m, target_m, up))
-    z = tgt - eye
-    if np.linalg.norm(z) < 1e-9:
-        raise ValueError("camera eye and target coincide")
-    z /= np.linalg.norm(z)
-    x = np.cross(z, up)
-    if np.linalg.norm(x) < 1e-9:
-        raise ValueError("camera looks along the up vector; pick another up")
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    return RigidTransform.from_rt(np.stack([x, y, z], axis=1), eye)
+    return RigidTransform(optical_pose(eye_m, target_m, up))
 
 
 @dataclass

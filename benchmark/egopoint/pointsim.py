@@ -16,52 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pointlab.perception.extrinsics import look_at_rotation, optical_pose, unit_vector
+
 from ..video.visibility import project_box_px
 
 __all__ = ["look_at_rotation", "optical_pose", "skew", "rodrigues_alignment", "RayCheck", "ray_cast_valid",
            "intrinsics_from_vfov", "project_point", "target_box_2d"]
 
 _EPS = 1e-9
-
-
-def _unit(v, what: str) -> np.ndarray:
-    a = np.asarray(v, dtype=np.float64).reshape(3)
-    n = float(np.linalg.norm(a))
-    if not math.isfinite(n) or n < _EPS:
-        raise ValueError(f"{what} must be a non-zero finite 3-vector, got {a.tolist()}")
-    return a / n
-
-
-def look_at_rotation(forward, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """Eq. (1): ``R_cam = [ f x u / |f x u|, (f x u) x f / |f x u|, -f ]^T``.
-
-    Args:
-        forward: (3,) view direction ``P_obj - P_agent`` (normalised here).
-        up: (3,) global up vector ``u_w``.
-    Returns:
-        (3, 3) float64 rotation, rows = camera right, camera up, camera back (-f) in world
-        coordinates; ``R_cam @ f == (0, 0, -1)``.
-    Raises:
-        ValueError: zero vectors, or ``forward`` parallel to ``up`` (eq. 1 is undefined there).
-    """
-    f = _unit(forward, "forward")
-    u = _unit(up, "up")
-    s = np.cross(f, u)
-    n = float(np.linalg.norm(s))
-    if n < 1e-6:
-        raise ValueError("forward is parallel to up: the look-at rotation (eq. 1) is undefined")
-    return np.stack([s / n, np.cross(s, f) / n, -f])
-
-
-def optical_pose(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """(4, 4) ``T_world_camera`` of a camera at ``eye`` facing ``target`` in the optical convention
-    (x right, y down, z forward) built from eq. (1): columns ``[right, -up_cam, f]``."""
-    eye = np.asarray(eye, dtype=np.float64).reshape(3)
-    R = look_at_rotation(np.asarray(target, dtype=np.float64) - eye, up)
-    T = np.eye(4)
-    T[:3, :3] = np.column_stack([R[0], -R[1], -R[2]])
-    T[:3, 3] = eye
-    return T
 
 
 def skew(k) -> np.ndarray:
@@ -78,8 +40,8 @@ def rodrigues_alignment(u_rest, u_target) -> np.ndarray:
     Parallel vectors give the identity; opposite vectors (k undefined in eq. 2) a half turn about an
     axis perpendicular to ``u_rest``. Returns (3, 3) float64. Raises ``ValueError`` for zero vectors.
     """
-    a = _unit(u_rest, "u_rest")
-    b = _unit(u_target, "u_target")
+    a = unit_vector(u_rest, "u_rest")
+    b = unit_vector(u_target, "u_target")
     c = float(np.clip(a @ b, -1.0, 1.0))
     cross = np.cross(a, b)
     n = float(np.linalg.norm(cross))
