@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import random
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,18 +35,38 @@ def uoc_tabletop(shared_data: Path) -> Path:
     return p
 
 
-# Domain ids are drawn per process from a shuffled range so that parallel test runs on one
-# machine (CI, a developer's second shell) rarely share a DDS domain.
+# Domain ids are drawn per process from a shuffled range, and each is held with an exclusive file
+# lock for the test's duration, so parallel test runs on one machine (CI, a developer's second shell,
+# several checkouts) never share a DDS domain: a shared domain makes the sessions see each other.
 _domains = itertools.cycle(random.Random(os.getpid()).sample(range(1, 100), 99))
+_LOCK_DIR = Path(os.environ.get("POINTLAB_TEST_LOCK_DIR", tempfile.gettempdir()))
+
+
+def _reserve_domain() -> tuple[int, int]:
+    """A free domain id and the open, locked file descriptor that holds it."""
+    for _ in range(99):
+        domain = next(_domains)
+        fd = os.open(_LOCK_DIR / f"pointlab-test-ros-domain-{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return domain, fd
+    raise RuntimeError("all 99 test ROS domains are held by other test runs")
 
 
 @pytest.fixture
-def ros_env(monkeypatch) -> int:
-    """Keep DDS on this machine and give the test its own ROS_DOMAIN_ID; returns the id."""
-    domain = next(_domains)
+def ros_env(monkeypatch):
+    """Keep DDS on this machine and give the test its own ROS_DOMAIN_ID (held exclusively across
+    processes until the test ends); returns the id."""
+    domain, fd = _reserve_domain()
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
-    return domain
+    try:
+        yield domain
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 # Module scope, not session: while Playwright's sync API is open, the main thread counts as running an
