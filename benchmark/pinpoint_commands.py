@@ -1,5 +1,6 @@
 """CLI of PinpointQA: ``pointlab pinpoint generate``, ``pointlab score pinpoint``,
-``pointlab score localization``, ``pointlab perf pinpoint``. Thin: parse, call one library
+``pointlab score localization``, ``pointlab perf pinpoint`` (the study page, ``pinpoint study``, is in
+``pointlab.ui.cli``). Thin: parse, call one library
 function, print its JSON, map library errors to exit codes (2 bad input, 1 runtime failure)."""
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from typing import Optional
 
 import typer
 
-from pointlab.bridge.cligroups import fail, perf_app, pinpoint_app, print_json, score_app
+from .cli import sub
+from .clikit import fail, print_json
+
+perf_app, pinpoint_app, score_app = sub.group("perf"), sub.group("pinpoint"), sub.group("score")
 
 
 @score_app.command("pinpoint")
@@ -88,23 +92,3 @@ def perf_pinpoint_cmd(
         fail("need --objects >= 10, --vertices >= 10 per object, --repeat >= 1, --ssp-answers >= 1")
     print_json(perf_pinpoint(n_objects=objects, n_vertices=vertices, repeat=repeat, ssp_answers=ssp_answers,
                              seed=seed))
-
-
-@pinpoint_app.command("study")
-def pinpoint_study_cmd(
-    samples: Path = typer.Option(..., "--samples", help="samples JSON (released demo_samples.json shape)"),
-    responses: Path = typer.Option(..., "--responses", help="JSONL the answers are appended to (pointlab score localization --pred)"),
-    setting: str = typer.Option("gt", "--setting", help="unguided, model or gt (App. D.1)"),
-    model_fsd: Optional[Path] = typer.Option(None, "--model-fsd", help='model descriptions JSONL {"id", "prediction"} for --setting model'),
-    port: int = typer.Option(8020, "--port", help="port on 127.0.0.1"),
-) -> None:
-    """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""
-    from pointlab.bridge.serve import check_port, public_url, serve
-    from pointlab.ui.localization import StudyDataError, create_localization_app
-
-    check_port("127.0.0.1", port)
-    try:
-        web = create_localization_app(samples, responses, setting=setting, model_fsd_path=model_fsd)
-    except (StudyDataError, ValueError) as e:
-        fail(str(e))
-    serve(web, "127.0.0.1", port, [f"localization study on {public_url('127.0.0.1', port)}/ (answers -> {responses})"])

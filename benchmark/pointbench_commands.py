@@ -1,5 +1,5 @@
 """Point-Bench and Point-Battle commands: ``pointlab score pointing``, ``pointlab bench pointing``,
-``pointlab bench build-dataset``, ``pointlab bench report``, ``pointlab bench arena``,
+``pointlab bench build-dataset``, ``pointlab bench report``,
 ``pointlab bench crossstage``, ``pointlab ratings`` and ``pointlab perf score``."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ from typing import Optional
 
 import typer
 
-from pointlab.bridge.cligroups import app, bench_app, fail, perf_app, print_json, score_app
+from .cli import sub
+from .clikit import fail, print_json
+
+app, bench_app, perf_app, score_app = sub.root, sub.group("bench"), sub.group("perf"), sub.group("score")
 
 
 @score_app.command("pointing")
@@ -88,11 +91,13 @@ def bench_pointing_cmd(
     sim_url = None
     if cfg.base_url == SIM_BASE_URL:
         # the sim model server answers from this dataset's masks (a test double, reached only
-        # through the agents config's base_url = "sim")
-        from pointlab.sim_mock.mask_oracle import mask_sim_models
-        from pointlab.sim_mock.model_server import create_model_server, serve_in_thread
+        # through the agents config's base_url = "sim" and the sim_models registry)
+        from .sim_models import SimModelsUnavailable, serve_sim_models
 
-        sim_url, stop = serve_in_thread(create_model_server(mask_sim_models(items)))
+        try:
+            sim_url, stop = serve_sim_models("dataset", items)
+        except SimModelsUnavailable as e:
+            fail(str(e), 1)
     try:
         agent = build_agent(cfg, sim_base_url=sim_url)
         out_dir = out or Path("pointbench_runs") / f"{model}-{cfg.prompt_style}-{steer}"
@@ -146,64 +151,6 @@ def bench_report_cmd(
     out.with_suffix(".md").write_text(table, encoding="utf-8")
     charts = plot_fig3(aggs, out)
     print_json({"models": aggs, "table": table, "charts": [str(p) for p in charts]})
-
-
-@bench_app.command("arena")
-def bench_arena_cmd(
-    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: embedded sim agents)"),
-    db: Path = typer.Option(Path("arena.db"), "--db", help="SQLite file for battles and votes"),
-    images: Optional[Path] = typer.Option(None, "--images", help="folder of curated images"),
-    data: Optional[Path] = typer.Option(None, "--data", help="Point-Bench dataset for the human baseline page"),
-    sampler: str = typer.Option("uniform", "--sampler", help="uniform | adaptive"),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8010, "--port"),
-) -> None:
-    """Serve Point-Battle (battle page /, /leaderboard, /human)."""
-    from pointlab.bridge.serve import check_port, public_url, serve
-
-    check_port(host, port)
-    if images is not None and not images.is_dir():
-        fail(f"--images {images} is not a folder of curated images")
-    from pointlab.benchmark.agents_config import AgentsConfigError, load_agents
-    from pointlab.benchmark.pointbench import DatasetError, load_dataset
-    from pointlab.ui.arena import ArenaSettings, create_arena_app
-
-    from pointlab.benchmark.agents_config import SIM_BASE_URL, load_agents_config
-
-    stop = None
-    try:
-        items = load_dataset(data) if data else []
-        settings = ArenaSettings(sampler=sampler)
-        sim_url = None
-        if any(a.base_url == SIM_BASE_URL for a in load_agents_config(agents).agents):
-            # sim agents (a test double reached through the agents config): answer from the dataset's
-            # masks when one is given, else from the default sim scene
-            from pointlab.sim_mock.model_server import create_model_server, default_sim_models, serve_in_thread
-
-            if items:
-                from pointlab.sim_mock.mask_oracle import mask_sim_models
-
-                models = mask_sim_models(items)
-            else:
-                from pointlab.sim_mock.oracle import SceneOracle
-
-                models = default_sim_models(SceneOracle())
-            sim_url, stop = serve_in_thread(create_model_server(models))
-        ags = {n: a for n, a in load_agents(agents, sim_base_url=sim_url).items() if hasattr(a, "point_format")}
-        arena = create_arena_app(ags, db_path=db, curated_dir=images, settings=settings, bench_items=items)
-    except (AgentsConfigError, DatasetError, ValueError) as e:
-        if stop:
-            stop()
-        fail(str(e))
-    try:
-        base = public_url(host, port)
-        serve(arena, host, port, [
-            f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
-            f"agents: {', '.join(ags)}; votes in {db} (export: {base}/api/votes.jsonl)",
-            "Stop with Ctrl-C."])
-    finally:
-        if stop:
-            stop()
 
 
 @app.command("ratings")

@@ -1,18 +1,57 @@
-"""JSONL records, read and written the same way by every benchmark, scorer and script reader:
-ground-truth questions, predictions ``{"id", "prediction"}``, votes, instruction scripts.
+"""JSON records: the one strict JSON encoder of the project, and JSONL read and written the same
+way by every benchmark, scorer and script reader (ground-truth questions, predictions
+``{"id", "prediction"}``, votes, instruction scripts).
 
-Lines are UTF-8 (a leading byte-order mark is dropped); blank lines are skipped; every error names
-the file and the line.
+Strict JSON (``finite_json``, ``dumps_json``): what every command prints, every JSON API answers,
+every ROS payload, store column and run file holds. numpy scalars and arrays become plain numbers
+and lists; NaN and infinities become ``null`` (JSON has neither; browsers and strict parsers reject
+them, and a stored model answer may hold one). This module sits in ``benchmark`` because benchmark is
+the lowest package that every package with JSON output depends on (docs/architecture.md).
+
+JSONL lines are UTF-8 (a leading byte-order mark is dropped); blank lines are skipped; every error
+names the file and the line.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordError", "iter_jsonl", "read_jsonl", "write_jsonl", "predictions_by_id", "by_unique_id"]
+__all__ = ["RecordError", "finite_json", "dumps_json", "iter_jsonl", "read_jsonl", "write_jsonl",
+           "predictions_by_id", "by_unique_id"]
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` as plain JSON values: numpy scalars and arrays as Python numbers and lists, tuples as
+    lists, pydantic models as their JSON-mode dump, every non-finite float as ``None``."""
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    elif isinstance(obj, np.generic):
+        obj = obj.item()
+    elif hasattr(obj, "model_dump"):  # a pydantic model (typed payloads and records)
+        obj = obj.model_dump(mode="json")
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def dumps_json(obj: Any, *, indent: int | None = None, compact: bool = False) -> str:
+    """Strict JSON text of ``obj`` (see ``finite_json``); ``compact`` drops the spaces after separators.
+
+    Raises:
+        TypeError: a value that has no JSON form (neither a JSON type, numpy, nor a pydantic model).
+    """
+    seps = (",", ":") if compact else None
+    return json.dumps(finite_json(obj), indent=indent, allow_nan=False, ensure_ascii=False, separators=seps)
 
 
 class RecordError(ValueError):
@@ -60,7 +99,7 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     n = 0
     with p.open("w", encoding="utf-8") as f:
         for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            f.write(dumps_json(rec) + "\n")
             n += 1
     return n
 

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import typer
 
-from pointlab.bridge.cligroups import fail, perf_app, print_json, score_app, video_app
+from .cli import sub
+from .clikit import fail, print_json
+
+perf_app, score_app, video_app = sub.group("perf"), sub.group("score"), sub.group("video")
 
 
 @score_app.command("vsi")

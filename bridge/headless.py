@@ -55,11 +55,20 @@ def load_instructions(path: str | Path) -> list[dict]:
     return out
 
 
-def demo_script() -> list[dict]:
-    """The sim scene's own demo script (``{"instruction", "expected"}`` dicts)."""
-    from pointlab.sim_mock.demo import demo_script as _demo
+def demo_script(camera: str = "sim", robot: str = "sim") -> list[dict]:
+    """The demo script (``{"instruction", "expected"}`` dicts) of the simulated world a session with
+    this camera and robot runs in (``bridge.worlds``).
 
-    return _demo()
+    Raises:
+        InstructionsError: neither the camera nor the robot is simulated (no scene to script).
+    """
+    from .worlds import world_class_for
+
+    world_cls = world_class_for(camera, robot)
+    if world_cls is None:
+        raise InstructionsError(f"camera {camera!r} with robot {robot!r} has no simulated scene and so no demo "
+                                "script: give --instructions FILE.jsonl")
+    return world_cls.demo_script()
 
 
 def trial_success(t: TrialResult) -> bool:

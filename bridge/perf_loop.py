@@ -21,8 +21,12 @@ import time
 
 import typer
 
-from .cligroups import fail, perf_app, print_json
-from .perfstats import summarize
+from pointlab.benchmark.clikit import fail, print_json
+
+from .commands import sub
+
+perf_app = sub.group("perf")
+from pointlab.benchmark.perfstats import summarize
 
 __all__ = ["measure_loop", "percentiles_ms"]
 
@@ -53,15 +57,14 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     Raises:
         ValueError: ``trials < 1``.
     """
-    from pointlab.bridge.targeting import compute_target
-    from pointlab.sim_mock.demo import demo_script
-
-    from .session import start_session
+    from .headless import demo_script
+    from .session import SessionConfig, start_session
+    from .targeting import compute_target
 
     if trials < 1:
         raise ValueError("trials must be >= 1")
-    script = demo_script()
-    session = start_session("sim", "sim", None, None, time_scale=time_scale)
+    script = demo_script("sim", "sim")
+    session = start_session(SessionConfig(time_scale=time_scale))
     try:
         runner, world = session.runner, session.world
         stop, seen = threading.Event(), []
@@ -87,9 +90,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         poller.join(timeout=2.0)
         frames = session.camera_node.frames_published - frames0
         # baseline: the same targeting, in-process, on one sim frame with the trials' own points
-        from pointlab.perception.camera import make_camera
-
-        with make_camera("sim", world=world, fps=0) as cam:  # its own camera: the node's keeps running
+        with world.camera("sim", fps=0) as cam:  # its own camera: the node's keeps running
             frame = cam.read()
         points = [r.points_px for r in results if r.points_px] or [[[320.0, 240.0]]]
         base = []

@@ -1,17 +1,18 @@
 """``start_session``: the whole Point-Act system in one process (``pointlab act`` and the tests).
 
-What it starts, in order:
+What it starts, in order, from one ``SessionConfig``:
 
-1. a sim world (``sim_mock.world.SimWorld``, one per session) when the camera or the robot is ``sim``;
-2. the sim model server (``sim_mock.model_server``, 127.0.0.1, a free port) when the agents config
-   has ``base_url = "sim"`` agents, and the agents (``benchmark.agents_config.load_agents``);
-3. one rclpy context with a ``MultiThreadedExecutor`` in a background thread (``RosHost``), and in it
-   the camera, targeting, pointing and arm nodes and the ``RosTrialRunner``'s node;
+1. a simulated world (``bridge.worlds``: the registered class that claims the camera's or the
+   robot's type, e.g. sim_mock's ``sim``) when the camera or the robot is simulated;
+2. that world's sim model server when the agents config has ``base_url = "sim"`` agents, and the
+   agents (``benchmark.agents_config.load_agents``);
+3. one rclpy context with a ``MultiThreadedExecutor`` in a background thread (``ros.host.RosHost``),
+   and in it the camera, targeting, pointing and arm nodes and the ``RosTrialRunner``'s node;
 4. the SQLite store (``bridge.store.Store``) when ``db_path`` is given.
 
 Calibration: an explicit file or ``Calibration`` always wins. ``calibration="table"`` fits a
 stand-in from the camera's first frame (``bridge.table_calibration``: the recorded table becomes the
-sim table, z = 0); it is the default for a recording (``replay:``/``bag:``) driven with the sim
+sim table, z = 0); it is the default for a recording (``replay:``/``bag:``) driven with a simulated
 arm, since the sim camera's pose does not match a real recording (on uoc_tabletop frame 000003, 17
 of a 16x12 grid of pixels become valid targets with the sim pose and 38 with the table fit; the
 rest are out of the Lite 6's reach either way). Otherwise a session with a sim world uses the
@@ -24,15 +25,20 @@ reference and real models still work there.) A real camera with a real arm needs
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pointlab.perception.extrinsics import Calibration, load_camera_to_base
+from pointlab.robot.workspace import Workspace
 
-__all__ = ["Session", "start_session", "SessionError"]
+from .ros.runner import RunnerTimeouts
+from .worlds import spec_kind, world_class_for
+
+__all__ = ["Session", "SessionConfig", "start_session", "SessionError"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +56,7 @@ class Session:
     host: Any
     agents: dict
     calibration: Calibration
-    world: Any = None
+    world: Any = None  # the session's ``bridge.worlds.World`` when the camera or robot is simulated
     camera_node: Any = None
     arm_node: Any = None
     pointing_node: Any = None
@@ -89,12 +95,68 @@ class Session:
         self.close()
 
 
-def _resolve_calibration(calibration, world) -> Calibration:
+class SessionConfig(BaseModel):
+    """Everything ``start_session`` needs, validated on construction (bad values raise
+    ``pydantic.ValidationError``, a ``ValueError``).
+
+    Attributes:
+        camera: ``sim``, ``replay:DIR``, ``realsense[:SERIAL]``, ``bag:PATH`` (``perception.make_camera``).
+        robot: ``sim`` or ``xarm:IP[:PORT]`` (``robot.make_arm``).
+        agents_config: agents TOML (``None``: the default sim-oracle, sim-noisy, human).
+        db_path: SQLite file of the store (``None``: no store; ``Session.store`` is ``None``).
+        calibration: ``T_base_camera`` file, a ``Calibration``, or ``"table"`` (module docstring);
+            ``None``: the sim world's exact pose, or ``"table"`` for a recording with a sim arm.
+        time_scale: the sim arm's motion-time multiplier (tests: ~0.02; ignored for a real arm).
+        workspace: the envelope, shared by targeting and the arm.
+        camera_fps: upper bound of the camera node's rate, frames per second.
+        timeouts: per-stage timeouts of the runner.
+        domain_id: ROS domain id (``None``: ``ROS_DOMAIN_ID`` of the environment).
+        ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
+        graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
+            (``ros.graph_guard``) before the arm is connected; 0 skips the check.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    camera: str = "sim"
+    robot: str = "sim"
+    agents_config: Path | None = None
+    db_path: Path | None = None
+    calibration: Calibration | Path | Literal["table"] | None = None
+    time_scale: float = Field(1.0, ge=0, allow_inf_nan=False)
+    workspace: Workspace = Field(default_factory=Workspace)
+    camera_fps: float = Field(30.0, gt=0, allow_inf_nan=False)
+    timeouts: RunnerTimeouts = Field(default_factory=RunnerTimeouts)
+    domain_id: int | None = Field(None, ge=0, le=232)
+    ready_timeout_s: float = Field(15.0, ge=0, allow_inf_nan=False)
+    graph_check_s: float = Field(1.0, ge=0, allow_inf_nan=False)
+
+    @field_validator("calibration", mode="before")
+    @classmethod
+    def _table_or_path(cls, v: Any) -> Any:
+        return "table" if isinstance(v, str) and v == "table" else v
+
+
+def _calibration(config: SessionConfig, world, sim_camera: bool, sim_robot: bool,
+                 make_probe: Callable[[], Any]) -> Calibration:
+    calibration = config.calibration
+    if calibration is None and spec_kind(config.camera) in ("replay", "bag") and sim_robot:
+        calibration = "table"
     if isinstance(calibration, Calibration):
         return calibration
+    if calibration == "table":
+        from .table_calibration import fit_table_calibration
+
+        try:
+            with make_probe() as probe:
+                cal = fit_table_calibration(probe.read())
+        except ValueError as e:
+            raise SessionError(f"calibration 'table': {e}") from e
+        log.info("table-fit calibration: %s", cal.residuals)
+        return cal
     if calibration is not None:
         return load_camera_to_base(calibration)
-    if world is not None:
+    if sim_camera:  # the simulated camera's exact pose in the world's base frame
         return world.calibration()
     raise SessionError("a real camera with a real robot needs a calibration file (--calibration FILE, "
                        "see docs/perception.md)")
@@ -106,36 +168,12 @@ def _sim_agents(config) -> bool:
     return any(a.base_url == SIM_BASE_URL for a in load_agents_config(config).agents)
 
 
-def _start_model_server(world) -> tuple[str, Callable[[], None]]:
-    from pointlab.sim_mock import model_server
-    from pointlab.sim_mock.oracle import SceneOracle
-
-    app = model_server.create_model_server(model_server.default_sim_models(SceneOracle(world)))
-    return model_server.serve_in_thread(app)
-
-
-def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | Path | None = None,
-                  db_path: str | Path | None = None, calibration: str | Path | Calibration | None = None,
-                  time_scale: float = 1.0, *, agents: dict | None = None, workspace=None, camera_fps: float = 30.0,
-                  timeouts=None, domain_id: int | None = None, ready_timeout_s: float = 15.0,
-                  graph_check_s: float = 1.0) -> Session:
+def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | None = None) -> Session:
     """Start the Point-Act node set, the runner and the store in this process.
 
     Args:
-        camera: ``sim``, ``replay:DIR`` or ``realsense[:SERIAL]`` (``perception.make_camera``).
-        robot: ``sim`` or ``xarm:IP[:PORT]`` (``robot.make_arm``).
-        agents_config: agents TOML (``None``: the default sim-oracle, sim-noisy, human).
-        db_path: SQLite file of the store (``None``: no store; ``Session.store`` is ``None``).
-        calibration: ``T_base_camera`` file or object, or ``"table"`` (see the module docstring).
-        time_scale: the sim arm's motion-time multiplier (tests: ~0.01; ignored for a real arm).
-        agents: already built agents (name -> ``Agent``) used instead of ``agents_config``.
-        workspace: the envelope (default ``robot.Workspace()``), shared by targeting and the arm.
-        camera_fps: upper bound of the camera node's rate.
-        timeouts: ``ros_runner.RunnerTimeouts``.
-        domain_id: ROS domain id (``None``: ``ROS_DOMAIN_ID`` of the environment).
-        ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
-        graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
-            (``bridge.graph_guard``) before the arm is connected; 0 skips the check.
+        config: what to start (``SessionConfig``).
+        agents: already built agents (name -> ``Agent``) used instead of ``config.agents_config``.
 
     Raises:
         SessionError: a part could not start (the message says which), or another session or driver
@@ -144,113 +182,93 @@ def start_session(camera: str = "sim", robot: str = "sim", agents_config: str | 
     """
     from pointlab.benchmark.agents import HumanAgent
     from pointlab.perception.camera import make_camera
-    from pointlab.robot.arm import MotionConfig, make_arm
-    from pointlab.robot.workspace import Workspace
+    from pointlab.robot.arm import Arm, MotionConfig, make_arm
 
-    from .ros_runner import RosTrialRunner, RunnerTimeouts
+    from .ros.runner import RosTrialRunner
 
-    if not (isinstance(time_scale, (int, float)) and math.isfinite(time_scale) and time_scale >= 0):
-        raise ValueError(f"time_scale must be a finite number >= 0, got {time_scale!r}")
-    camera_kind = camera.partition(":")[0]
-    robot_kind = robot.partition(":")[0]
-    world = None
-    if camera_kind == "sim" or robot_kind == "sim":
-        from pointlab.sim_mock.world import SimWorld
+    world_cls = world_class_for(config.camera, config.robot)
+    world = world_cls() if world_cls is not None else None
+    sim_camera = world is not None and spec_kind(config.camera) in world.camera_kinds
+    sim_robot = world is not None and spec_kind(config.robot) in world.robot_kinds
 
-        world = SimWorld()
-    workspace = workspace or Workspace()
-    if calibration is None and camera_kind in ("replay", "bag") and robot_kind == "sim":
-        calibration = "table"
-    if calibration is not None and str(calibration) == "table":
-        from .table_calibration import fit_table_calibration
+    def new_camera():
+        return world.camera(config.camera, fps=config.camera_fps) if sim_camera else make_camera(config.camera)
 
-        probe = make_camera(camera, **({"world": world} if camera_kind == "sim" else {}))
-        try:
-            with probe:
-                cal = fit_table_calibration(probe.read())
-        except ValueError as e:
-            raise SessionError(f"calibration 'table': {e}") from e
-        log.info("table-fit calibration: %s", cal.residuals)
-    else:
-        cal = _resolve_calibration(calibration, world)
-
+    cam = new_camera()  # a bad camera spec is a CameraSourceError before anything else
+    cal = _calibration(config, world, sim_camera, sim_robot, new_camera)
     session = Session(runner=None, store=None, host=None, agents={}, calibration=cal, world=world,
-                      camera_spec=camera, robot_spec=robot)
+                      camera_spec=config.camera, robot_spec=config.robot)
     try:
-        cam_kwargs = {"world": world} if camera_kind == "sim" else {}
-        cam = make_camera(camera, **cam_kwargs)
-        if robot_kind == "sim":
+        if sim_robot:
             # the gripper's settle wait is simulated time too
-            motion = replace(MotionConfig(), grip_settle_s=MotionConfig().grip_settle_s * time_scale)
-            arm = make_arm(robot, workspace, motion, world=world, time_scale=time_scale)
+            motion = replace(MotionConfig(), grip_settle_s=MotionConfig().grip_settle_s * config.time_scale)
+            arm = Arm(world.arm_driver(config.robot, time_scale=config.time_scale), config.workspace, motion)
         else:
-            arm = make_arm(robot, workspace)
+            arm = make_arm(config.robot, config.workspace)
 
         if agents is None:
             from pointlab.benchmark.agents_config import load_agents
 
             sim_url = None
-            if _sim_agents(agents_config):
+            if _sim_agents(config.agents_config):
                 if world is None:
-                    raise SessionError("the agents config has sim agents but neither camera nor robot is sim")
-                sim_url, stop_server = _start_model_server(world)
+                    raise SessionError("the agents config has sim agents but neither camera nor robot is simulated")
+                sim_url, stop_server = world.serve_models()
                 session.model_server_url = sim_url
                 session._closers.append(stop_server)
-            agents = load_agents(agents_config, sim_base_url=sim_url)
+            agents = load_agents(config.agents_config, sim_base_url=sim_url)
         session.agents = agents
 
-        if db_path is not None:
+        if config.db_path is not None:
             from .store import Store
 
-            session.store = Store(db_path)
+            session.store = Store(config.db_path)
             session._closers.append(session.store.close)
 
-        from pointlab.perception.camera_node import CameraNode
-        from pointlab.robot.arm_node import ArmNode
+        from .ros.arm_node import ArmNode
+        from .ros.camera_node import CameraNode
+        from .ros.host import RosHost
+        from .ros.pointing_node import PointingNode
+        from .ros.targeting_node import TargetingNode
 
-        from .pointing_node import PointingNode
-        from .ros_host import RosHost
-        from .targeting_node import TargetingNode
-
-        host = RosHost(domain_id=domain_id)
+        host = RosHost(domain_id=config.domain_id)
         session.host = host
         session._closers.append(host.close)
         ctx = host.context
-        session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=camera_fps))
-        session.targeting_node = host.add(TargetingNode(cal, workspace, context=ctx))
+        session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=config.camera_fps))
+        session.targeting_node = host.add(TargetingNode(cal, config.workspace, context=ctx))
         session.pointing_node = host.add(PointingNode(agents, context=ctx))
         session.arm_node = host.add(ArmNode(arm, context=ctx))
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
-        sim_judges = world is not None and robot_kind == "sim"
-        session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_judges else None,
-                                        infer_expected=world.infer_expected if sim_judges and camera_kind == "sim" else None,
+        session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_robot else None,
+                                        infer_expected=world.infer_expected if sim_robot and sim_camera else None,
                                         human=agents[humans[0]] if humans else None, human_agent_names=humans,
-                                        timeouts=timeouts or RunnerTimeouts())
+                                        timeouts=config.timeouts)
         session._closers.append(session.runner.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
-        if graph_check_s > 0:
-            from .graph_guard import GraphClash, wait_for_clashes
+        if config.graph_check_s > 0:
+            from .ros.graph_guard import GraphClash, wait_for_clashes
 
             try:  # before the arm is connected: a second session must never reach the first one's robot
-                wait_for_clashes(host.nodes, graph_check_s)
+                wait_for_clashes(host.nodes, config.graph_check_s)
             except GraphClash as e:
                 raise SessionError(str(e)) from e
         try:
             session.arm_node.start()
         except Exception as e:
-            raise SessionError(f"robot {robot!r} did not come up: {e}") from e
+            raise SessionError(f"robot {config.robot!r} did not come up: {e}") from e
         session._closers.append(session.arm_node.stop)
         try:
             session.camera_node.start()
         except Exception as e:
-            raise SessionError(f"camera {camera!r} did not start: {e}") from e
+            raise SessionError(f"camera {config.camera!r} did not start: {e}") from e
         session._closers.append(session.camera_node.stop)
     except BaseException:
         session.close()
         raise
-    if not session.wait_ready(ready_timeout_s):
-        log.warning("session not ready after %.0f s (no colour frame or no arm state yet)", ready_timeout_s)
+    if not session.wait_ready(config.ready_timeout_s):
+        log.warning("session not ready after %.0f s (no colour frame or no arm state yet)", config.ready_timeout_s)
     return session
 
 

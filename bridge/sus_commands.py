@@ -6,7 +6,11 @@ from pathlib import Path
 
 import typer
 
-from .cligroups import fail, print_json, score_app
+from pointlab.benchmark.clikit import fail, print_json
+
+from .commands import sub
+
+score_app = sub.group("score")
 
 
 @score_app.command("sus")

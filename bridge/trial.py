@@ -69,7 +69,7 @@ class TrialResult:
 class TrialRunner(Protocol):
     """What the web app and ``pointlab act trials`` need from a running Point-Act system.
 
-    ``pointlab.bridge.ros_runner.RosTrialRunner`` implements it over the ROS 2 node set.
+    ``pointlab.bridge.ros.runner.RosTrialRunner`` implements it over the ROS 2 node set.
     """
 
     agent_names: list[str]

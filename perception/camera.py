@@ -4,7 +4,7 @@ Shape after LeRobot's ``Camera``: ``connect()``, ``read()``, ``disconnect()``, u
 manager. A source is named by a spec string on the command line and in configs:
 
 ====================  ==============================================================
-``sim``               the simulated tabletop of ``pointlab.sim_mock`` (rendered RGB-D)
+``sim``               the simulated tabletop of ``pointlab.sim_mock`` (rendered RGB-D; an entry point)
 ``replay:DIR``        a folder of ``NNNNNN-color.png`` / ``NNNNNN-depth.png`` + ``camera_params.json``
 ``realsense[:SERIAL]``  an Intel RealSense through pyrealsense2, depth aligned to colour
 ``bag:PATH``          a RealSense ``.bag`` recording, played back not in real time
@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from .errors import CameraNotConnectedError, CameraSourceError
 from .frame import RGBDFrame
 
-__all__ = ["Camera", "make_camera", "CAMERA_SOURCES", "register_camera_source"]
+__all__ = ["Camera", "make_camera", "CAMERA_SOURCES", "ENTRY_POINT_GROUP", "camera_sources", "register_camera_source"]
 
 
 class Camera(ABC):
@@ -81,13 +81,24 @@ CAMERA_SOURCES: dict[str, str] = {
     "replay": "pointlab.perception.replay:ReplayCamera.from_spec",
     "realsense": "pointlab.perception.realsense:RealSenseCamera.from_spec",
     "bag": "pointlab.perception.realsense:BagCamera.from_spec",
-    "sim": "pointlab.sim_mock.camera:SimCamera.from_spec",
 }
+# Sources of other packages (the sim's ``sim`` and ``sim-board``, a lab's own) register under this
+# entry-point group in their pyproject.toml; they are found in every process, whatever was imported.
+ENTRY_POINT_GROUP = "pointlab.camera_sources"
 
 
 def register_camera_source(kind: str, target: str) -> None:
-    """Add a source type: ``target`` is ``"package.module:callable"`` taking the spec argument."""
+    """Add a source type at run time: ``target`` is ``"package.module:callable"`` taking the spec
+    argument (an installed package registers under ``ENTRY_POINT_GROUP`` instead)."""
     CAMERA_SOURCES[kind] = target
+
+
+def camera_sources() -> dict[str, str]:
+    """Every known source type -> its ``"module:factory"``: the built-ins, the entry points of
+    ``ENTRY_POINT_GROUP``, and ``register_camera_source`` calls (the later wins)."""
+    from importlib.metadata import entry_points
+
+    return {**{ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}, **CAMERA_SOURCES}
 
 
 def make_camera(spec: str, **kwargs) -> Camera:
@@ -97,9 +108,10 @@ def make_camera(spec: str, **kwargs) -> Camera:
         CameraSourceError: unknown source type or bad argument.
     """
     kind, sep, arg = spec.partition(":")
-    if kind not in CAMERA_SOURCES:
-        raise CameraSourceError(f"unknown camera source {kind!r}; known: {', '.join(sorted(CAMERA_SOURCES))}")
-    factory = pkgutil.resolve_name(CAMERA_SOURCES[kind])
+    sources = camera_sources()
+    if kind not in sources:
+        raise CameraSourceError(f"unknown camera source {kind!r}; known: {', '.join(sorted(sources))}")
+    factory = pkgutil.resolve_name(sources[kind])
     cam = factory(arg if sep else None, **kwargs)
     cam.spec = spec
     return cam

@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 from .extrinsics import RigidTransform
 from .frame import Intrinsics
 
-__all__ = ["CharucoBoardSpec", "BoardDetection", "detect_board", "HandEyeResult", "solve_hand_eye",
+__all__ = ["CharucoBoardSpec", "BoardDetection", "detect_board", "HandEyeResult", "solve_hand_eye", "mean_transform",
            "HAND_EYE_METHODS"]
 
 HAND_EYE_METHODS = {
@@ -118,7 +118,9 @@ class HandEyeResult:
         }
 
 
-def _mean_transform(ts: list[np.ndarray]) -> np.ndarray:
+def mean_transform(ts: list[np.ndarray]) -> np.ndarray:
+    """The mean of rigid transforms ``ts`` (each ``(4, 4)``): chordal L2 mean of the rotations
+    (scipy ``Rotation.mean``), arithmetic mean of the translations (same unit as the inputs)."""
     m = np.eye(4)
     m[:3, :3] = Rotation.from_matrix(np.stack([t[:3, :3] for t in ts])).mean().as_matrix()
     m[:3, 3] = np.mean([t[:3, 3] for t in ts], axis=0)
@@ -154,7 +156,7 @@ def solve_hand_eye(T_base_flange: list[RigidTransform], T_camera_board: list[Rig
         inv = [(f.inverse() @ X @ c).matrix for f, c in zip(T_base_flange, T_camera_board)]
     else:  # board in the base frame must be constant
         inv = [(f @ X @ c).matrix for f, c in zip(T_base_flange, T_camera_board)]
-    mean = _mean_transform(inv)
+    mean = mean_transform(inv)
     res_mm = [float(np.linalg.norm(m[:3, 3] - mean[:3, 3]) * 1000) for m in inv]
     res_deg = [float(np.degrees(Rotation.from_matrix(mean[:3, :3].T @ m[:3, :3]).magnitude())) for m in inv]
     return HandEyeResult(X, setup, method, res_mm, res_deg)

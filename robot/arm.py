@@ -31,7 +31,7 @@ from .workspace import Workspace
 
 __all__ = [
     "TcpPose", "Tool", "TOOLS", "MotionConfig", "ArmState", "MotionReport", "ArmDriver", "Arm",
-    "ARM_DRIVERS", "make_arm", "TOOL_DOWN_RPY_DEG",
+    "ARM_DRIVERS", "ENTRY_POINT_GROUP", "arm_drivers", "make_arm", "TOOL_DOWN_RPY_DEG",
 ]
 
 log = logging.getLogger(__name__)
@@ -429,9 +429,18 @@ class Arm:
 
 # type string -> "module:factory"; the factory takes the text after the first ':' and keyword config.
 ARM_DRIVERS: dict[str, str] = {
-    "sim": "pointlab.sim_mock.arm:SimArmDriver.from_spec",
     "xarm": "pointlab.robot.xarm:XArmDriver.from_spec",
 }
+# Drivers of other packages (the sim's ``sim``, a lab's own) register under this entry-point group in
+# their pyproject.toml; they are found in every process, whatever was imported.
+ENTRY_POINT_GROUP = "pointlab.arm_drivers"
+
+
+def arm_drivers() -> dict[str, str]:
+    """Every known arm type -> its ``"module:factory"`` (built-ins win over entry points)."""
+    from importlib.metadata import entry_points
+
+    return {**{ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}, **ARM_DRIVERS}
 
 
 def make_arm(spec: str, workspace: Workspace = Workspace(), motion: MotionConfig = MotionConfig(),
@@ -442,7 +451,8 @@ def make_arm(spec: str, workspace: Workspace = Workspace(), motion: MotionConfig
         ValueError: unknown arm type.
     """
     kind, sep, arg = spec.partition(":")
-    if kind not in ARM_DRIVERS:
-        raise ValueError(f"unknown robot {kind!r}; known: {', '.join(sorted(ARM_DRIVERS))}")
-    factory = pkgutil.resolve_name(ARM_DRIVERS[kind])
+    drivers = arm_drivers()
+    if kind not in drivers:
+        raise ValueError(f"unknown robot {kind!r}; known: {', '.join(sorted(drivers))}")
+    factory = pkgutil.resolve_name(drivers[kind])
     return Arm(factory(arg if sep else None, **driver_kwargs), workspace, motion)

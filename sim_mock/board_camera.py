@@ -23,8 +23,8 @@ objects, and the fixed camera's ``table`` view draws the board over any object s
 
 Spec: ``sim-board`` or ``sim-board:OPTIONS``, comma-separated options: one mount (``hand``, ``table``,
 ``wrist``), ``clean`` (no pixel noise, no depth noise), ``board=SX x SY:SQUARE_M:MARKER_M:DICT``
-(as ``pointlab calibrate --board``, e.g. ``board=5x7:0.04:0.03:DICT_5X5_100``). Registered in
-``perception.camera.CAMERA_SOURCES`` when ``pointlab.sim_mock`` is imported (``sim_mock/__init__``).
+(as ``pointlab calibrate --board``, e.g. ``board=5x7:0.04:0.03:DICT_5X5_100``). Registered as the
+``sim-board`` entry point of ``pointlab.camera_sources`` (pyproject.toml).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class BoardCamera(Camera):
         Raises:
             CameraSourceError: an unknown option, two mounts, or a malformed board.
         """
-        from pointlab.perception.calibrate import parse_board_spec
+        from pointlab.bridge.calibrate import parse_board_spec
 
         mounts, opts = [], [o.strip() for o in (arg or "").split(",") if o.strip()]
         for o in opts:

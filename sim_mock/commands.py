@@ -7,7 +7,11 @@ from pathlib import Path
 
 import typer
 
-from pointlab.bridge.cligroups import fail, print_json, sim_app
+from pointlab.benchmark.clikit import fail, print_json
+
+from .cli import sub
+
+sim_app = sub.group("sim")
 
 
 @sim_app.command("model-server")

@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 import numpy as np
-from pointlab.bridge.perfstats import summarize
+from pointlab.benchmark.perfstats import summarize
 
 from .camera import SimCamera
 from .world import SimWorld

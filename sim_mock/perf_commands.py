@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from pointlab.bridge.cligroups import fail, perf_app, print_json
+from pointlab.benchmark.clikit import fail, print_json
+
+from .cli import sub
+
+perf_app = sub.group("perf")
 
 
 @perf_app.command("sim")

@@ -2,7 +2,7 @@
 
 No ROS, no arm: a synthetic 320x240 colour view (a frame counter drawn on it), agents whose
 answers are fixed per name, and a human reference that waits for ``answer_human_request``. The
-real runner is ``pointlab.bridge.ros_runner.RosTrialRunner`` (through ``bridge.session``).
+real runner is ``pointlab.bridge.ros.runner.RosTrialRunner`` (through ``bridge.session``).
 """
 
 from __future__ import annotations

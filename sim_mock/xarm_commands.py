@@ -6,7 +6,11 @@ import threading
 
 import typer
 
-from pointlab.bridge.cligroups import fail, print_json, sim_app
+from pointlab.benchmark.clikit import fail, print_json
+
+from .cli import sub
+
+sim_app = sub.group("sim")
 
 
 @sim_app.command("xarm-controller")

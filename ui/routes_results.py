@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
-from pointlab.bridge.jsonable import finite_json
+from pointlab.benchmark.records import finite_json
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
 

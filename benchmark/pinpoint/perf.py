@@ -20,7 +20,7 @@ import json
 import time
 
 import numpy as np
-from pointlab.bridge.perfstats import summarize
+from pointlab.benchmark.perfstats import summarize
 
 from ..scenes.model import Scene, SceneObject
 from .generate import generate_scene

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 from PIL import Image
-from pointlab.bridge.perfstats import summarize
+from pointlab.benchmark.perfstats import summarize
 
 __all__ = ["perf_score"]
 

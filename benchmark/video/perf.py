@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pointlab.bridge.perfstats import summarize
+from pointlab.benchmark.perfstats import summarize
 
 from .frames import VideoFileFrames, write_video
 from .sampling import sample_frames

@@ -5,23 +5,23 @@ from __future__ import annotations
 import pytest
 
 from pointlab.bridge.perf_loop import measure_loop, percentiles_ms
-from pointlab.bridge.session import SessionError, start_session
+from pointlab.bridge.session import SessionConfig, SessionError, start_session
 from pointlab.perception.errors import CalibrationFileError, CameraSourceError
 
 
 def test_unknown_camera_is_a_camera_error(ros_env):
     with pytest.raises(CameraSourceError):
-        start_session("nosuch:thing", "sim", None, None, time_scale=0)
+        start_session(SessionConfig(camera="nosuch:thing", robot="sim", time_scale=0))
 
 
 def test_real_camera_and_real_arm_need_a_calibration(ros_env):
     with pytest.raises(SessionError, match="calibration"):
-        start_session("realsense", "xarm:127.0.0.1", None, None)
+        start_session(SessionConfig(camera="realsense", robot="xarm:127.0.0.1"))
 
 
 def test_missing_calibration_file(ros_env, tmp_path):
     with pytest.raises(CalibrationFileError):
-        start_session("sim", "sim", None, None, calibration=tmp_path / "none.json")
+        start_session(SessionConfig(camera="sim", robot="sim", calibration=tmp_path / "none.json"))
 
 
 def test_percentiles_by_hand():

@@ -438,11 +438,11 @@ def test_dropped_connection_while_moving(emu):
                                                       ("drop", "get_state", "connection")])
 def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says):
     from pointlab.bridge.headless import run_scripted_trials
-    from pointlab.bridge.session import start_session
+    from pointlab.bridge.session import SessionConfig, start_session
     from pointlab.bridge.store import Store
 
     db = tmp_path / "trials.sqlite"
-    session = start_session("sim", f"xarm:{emu.host}:{emu.port}", db_path=db)
+    session = start_session(SessionConfig(camera="sim", robot=f"xarm:{emu.host}:{emu.port}", db_path=db))
     try:
         emu.inject(fault, on_register)
         out = run_scripted_trials(session, "sim-oracle", [{"instruction": "pick up the red cube"}])

@@ -339,10 +339,8 @@ def test_report_builder_fields():
 def test_cli_refuses_bad_options(args):
     from typer.testing import CliRunner
 
-    from pointlab.bridge.cli import _load
-    from pointlab.bridge.cligroups import app
+    from pointlab.bridge.cli import app
 
-    _load()
     res = CliRunner().invoke(app, ["sim", "xarm-controller", "--port", "0", *args])
     assert res.exit_code == 2
 

@@ -21,11 +21,11 @@ class LiveAct:
 
 @contextlib.contextmanager
 def live_act(db_path: Path, domain_id: int, time_scale: float = 0.02) -> Iterator[LiveAct]:
-    from pointlab.bridge.session import start_session
+    from pointlab.bridge.session import SessionConfig, start_session
     from pointlab.sim_mock.model_server import serve_in_thread
     from pointlab.ui.app import UiSettings, create_app
 
-    session = start_session("sim", "sim", None, db_path, time_scale=time_scale, domain_id=domain_id)
+    session = start_session(SessionConfig(camera="sim", robot="sim", db_path=db_path, time_scale=time_scale, domain_id=domain_id))
     stop = None
     try:
         token = secrets.token_urlsafe(16)

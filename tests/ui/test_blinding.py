@@ -63,7 +63,7 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
 
         page.on("websocket", on_ws)
         page.goto(inv["url"])
-        world = live.session.world
+        world = live.session.world.sim
         oracle = SceneOracle(world)
         picks = iter(["pick up the red cube", "pick up the yellow block", "pick up the green cube"])
         for block in range(3):

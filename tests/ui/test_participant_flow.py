@@ -37,7 +37,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
 
     shots = Path(os.environ["POINTLAB_SCREENSHOTS"]) if os.environ.get("POINTLAB_SCREENSHOTS") else tmp_path
     with live_act(tmp_path / "act.sqlite", ros_env) as live:
-        oracle = SceneOracle(live.session.world)
+        oracle = SceneOracle(live.session.world.sim)
         ctx = chromium.new_context(viewport={"width": 980, "height": 720})
         op = ctx.new_page()
         op.goto(f"{live.base_url}/operator#token={live.operator_token}")
@@ -75,7 +75,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                 assert p.inner_text("#trial-title").startswith(f"Agent {block + 1}")
                 action = p.inner_text("#action")
                 text = next(picks) if action == "pick" else next(places)
-                want_px = oracle.points(text, live.session.world.intrinsics.width, live.session.world.intrinsics.height)
+                want_px = oracle.points(text, live.session.world.sim.intrinsics.width, live.session.world.sim.intrinsics.height)
                 n_before = len(live.store.trials())
                 p.fill("#instruction", text)
                 p.click("#send")

@@ -10,7 +10,7 @@ import socket
 
 import typer
 
-from .cligroups import fail
+from pointlab.benchmark.clikit import fail
 
 __all__ = ["check_port", "serve", "public_url"]
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from pointlab.benchmark.agents import AgentAnswer
-from pointlab.bridge.pointing_node import PointingNode
-from pointlab.bridge.ros_host import RosHost
-from pointlab.bridge.ros_msgs import TOPICS, json_msg, rgb_to_image
+from pointlab.bridge.ros.pointing_node import PointingNode
+from pointlab.bridge.ros.host import RosHost
+from pointlab.bridge.ros.msgs import TOPICS, json_msg, rgb_to_image
 
 pytestmark = [pytest.mark.ros]
 

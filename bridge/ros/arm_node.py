@@ -38,10 +38,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 
-from pointlab.bridge.ros_msgs import TOPICS, json_msg, ns_to_stamp, parse_json_msg
+from .msgs import TOPICS, json_msg, ns_to_stamp, parse_json_msg
 
-from .arm import Arm
-from .errors import EmergencyStopError, RobotError, UnsafeTargetError
+from pointlab.robot.arm import Arm
+from pointlab.robot.errors import EmergencyStopError, RobotError, UnsafeTargetError
 
 __all__ = ["ArmNode", "JOINT_NAMES", "STATE_QOS", "main"]
 
@@ -267,9 +267,9 @@ def _validate(cmd: dict) -> str | None:
 
 def main(robot_spec: str = "sim") -> None:
     """Run the arm node alone (``pointlab act node arm --robot SPEC``) until Ctrl-C."""
-    from pointlab.bridge.ros_host import spin_alone
+    from .host import spin_alone
 
-    from .arm import make_arm
+    from pointlab.robot.arm import make_arm
 
     arm = make_arm(robot_spec)  # a bad spec fails before ROS starts
     spin_alone(lambda: ArmNode(arm))

@@ -8,20 +8,20 @@ import time
 
 import pytest
 
-from pointlab.bridge.session import start_session
+from pointlab.bridge.session import SessionConfig, start_session
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def test_release_after_a_pick_and_refused_when_stopped(ros_env):
-    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         run = lambda i: asyncio.run(s.runner.run_trial("sim-oracle", i))  # noqa: E731
         assert run("pick up the red cube").robot_outcome == "done"
-        assert s.runner.holding() and s.world.snapshot()["_arm"]["attached"] == "red cube"
-        tcp = s.world.snapshot()["_arm"]["tcp_m"]
+        assert s.runner.holding() and s.world.sim.snapshot()["_arm"]["attached"] == "red cube"
+        tcp = s.world.sim.snapshot()["_arm"]["tcp_m"]
         out = asyncio.run(s.runner.release())
         assert out == {"outcome": "done", "error": None, "holding": False}
-        snap = s.world.snapshot()
+        snap = s.world.sim.snapshot()
         assert snap["_arm"]["attached"] is None and snap["_arm"]["tcp_m"] == tcp  # opened, did not move
         assert snap["red cube"]["position_m"][2] == pytest.approx(0.0)  # fell onto the table
         # the belief is cleared, so the next trial picks again (the green cube, still on the table)
@@ -34,4 +34,4 @@ def test_release_after_a_pick_and_refused_when_stopped(ros_env):
             time.sleep(0.02)
         stopped = asyncio.run(s.runner.release())
         assert stopped["outcome"] == "stopped" and stopped["holding"] is True
-        assert s.world.snapshot()["_arm"]["attached"] == "green cube"
+        assert s.world.sim.snapshot()["_arm"]["attached"] == "green cube"

@@ -32,8 +32,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .ros_msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
-from .trial import TrialResult
+from .msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+from ..trial import TrialResult
 
 __all__ = ["RosTrialRunner", "RunnerTimeouts", "encode_jpeg"]
 
@@ -93,7 +93,7 @@ class RosTrialRunner:
         from sensor_msgs.msg import Image
         from std_msgs.msg import Empty, String
 
-        from pointlab.robot.arm_node import STATE_QOS
+        from pointlab.bridge.ros.arm_node import STATE_QOS
 
         self.agent_names = list(agent_names)
         self.judge, self.human = judge, human

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from rclpy.node import Node
 
-from .ros_msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+from .msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
 
 __all__ = ["PointingNode", "main"]
 
@@ -161,7 +161,7 @@ class PointingNode(Node):
 
 def main(agents_config: str | None = None) -> None:
     """Run the pointing node alone (``pointlab act node pointing --agents FILE``) until Ctrl-C."""
-    from .ros_host import spin_alone
+    from .host import spin_alone
     from pointlab.benchmark.agents_config import load_agents
 
     agents = load_agents(agents_config)

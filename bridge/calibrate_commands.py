@@ -8,7 +8,11 @@ from typing import Optional
 
 import typer
 
-from pointlab.bridge.cligroups import app, fail, print_json
+from pointlab.benchmark.clikit import fail, print_json
+
+from .commands import sub
+
+app = sub.root
 
 
 @app.command("calibrate")
@@ -43,7 +47,7 @@ def calibrate_cmd(
     from pointlab.robot.errors import RobotError, UnsafeTargetError
 
     from .calibrate import CalibrateOptions, CalibrationFailedError, CalibrationInputError, calibrate, parse_board_spec
-    from .errors import CameraSourceError, PerceptionError
+    from pointlab.perception.errors import CameraSourceError, PerceptionError
 
     if settle_s < 0 or time_scale < 0:
         fail("--settle-s and --time-scale must be >= 0")
@@ -86,7 +90,7 @@ def calibrate_check_cmd(
     from pointlab.robot.errors import RobotError, UnsafeTargetError
 
     from .calibrate import CalibrationFailedError, CalibrationInputError, check_calibration, parse_board_spec
-    from .errors import CalibrationFileError, CameraSourceError, PerceptionError
+    from pointlab.perception.errors import CalibrationFileError, CameraSourceError, PerceptionError
 
     if not 0 < hover_mm < 100 or settle_s < 0 or time_scale < 0:
         fail("need 0 < --hover-mm < 100, --settle-s >= 0, --time-scale >= 0")

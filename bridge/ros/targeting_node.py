@@ -34,9 +34,9 @@ from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.workspace import Workspace
 
-from .ros_msgs import (TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, json_msg, ns_to_stamp,
+from .msgs import (TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, json_msg, ns_to_stamp,
                        parse_json_msg, stamp_to_ns)
-from .targeting import Target, compute_target
+from ..targeting import Target, compute_target
 
 __all__ = ["TargetingNode", "main"]
 
@@ -173,7 +173,7 @@ class TargetingNode(Node):
 
 def main(calibration_file: str) -> None:
     """Run the targeting node alone (``pointlab act node targeting --calibration FILE``) until Ctrl-C."""
-    from .ros_host import spin_alone
+    from .host import spin_alone
     from pointlab.perception.extrinsics import load_camera_to_base
 
     cal = load_camera_to_base(calibration_file)

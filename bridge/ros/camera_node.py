@@ -1,6 +1,6 @@
 """The camera ROS 2 node: publishes a ``perception.Camera`` on the realsense-ros topic names.
 
-Topics (``pointlab.bridge.ros_msgs.TOPICS``; a lab may run realsense-ros 4.x with
+Topics (``pointlab.bridge.ros.msgs.TOPICS``; a lab may run realsense-ros 4.x with
 ``align_depth.enable:=true`` instead, the consumers only need these three):
 
 - ``/camera/camera/color/image_raw``: ``sensor_msgs/Image`` ``rgb8``;
@@ -27,11 +27,11 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from pointlab.bridge.ros_msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info,
+from .msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info,
                                       json_msg, rgb_to_image, to_depth_mm)
 
-from .camera import Camera
-from .errors import PerceptionError
+from pointlab.perception.camera import Camera
+from pointlab.perception.errors import PerceptionError
 
 __all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
 
@@ -144,9 +144,9 @@ def _string_type():
 
 def main(camera_spec: str = "sim", max_fps: float = 30.0) -> None:
     """Run the camera node alone until Ctrl-C (``pointlab act node camera --camera SPEC``)."""
-    from pointlab.bridge.ros_host import spin_alone
+    from .host import spin_alone
 
-    from .camera import make_camera
+    from pointlab.perception.camera import make_camera
 
     camera = make_camera(camera_spec)  # a bad spec fails before ROS starts
     spin_alone(lambda: CameraNode(camera, max_fps=max_fps))

@@ -18,7 +18,7 @@ import os
 import time
 from collections import Counter
 
-from .ros_msgs import TOPICS
+from .msgs import TOPICS
 
 __all__ = ["GraphClash", "find_clashes", "wait_for_clashes"]
 

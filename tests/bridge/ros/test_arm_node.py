@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from pointlab.bridge.ros_host import RosHost
-from pointlab.bridge.ros_msgs import TOPICS, json_msg
+from pointlab.bridge.ros.host import RosHost
+from pointlab.bridge.ros.msgs import TOPICS, json_msg
 from pointlab.robot.arm import MotionConfig, make_arm
-from pointlab.robot.arm_node import ArmNode
+from pointlab.bridge.ros.arm_node import ArmNode
 from pointlab.sim_mock.world import SimWorld
 
 pytestmark = [pytest.mark.ros]

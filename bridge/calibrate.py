@@ -46,11 +46,11 @@ from pointlab.robot.arm import Arm, TcpPose
 from pointlab.robot.errors import UnreachableTargetError
 from pointlab.robot.workspace import Workspace
 
-from .camera import Camera
-from .errors import CameraSourceError, PerceptionError
-from .extrinsics import Calibration, RigidTransform, save_calibration
-from .handeye import HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, detect_board, solve_hand_eye
-from .handeye import _mean_transform  # the same rotation mean the residuals use, for the board estimate
+from pointlab.perception.camera import Camera
+from pointlab.perception.errors import CameraSourceError, PerceptionError
+from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
+from pointlab.perception.handeye import (HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, detect_board,
+                                         mean_transform, solve_hand_eye)
 
 __all__ = ["CalibrationError", "CalibrationInputError", "CalibrationFailedError", "CalibrateOptions",
            "PoseCapture", "CalibrationRun", "parse_board_spec", "default_poses", "load_poses", "check_poses",
@@ -390,7 +390,7 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         inv = [(t.inverse() @ X @ b).matrix for t, b in zip(tcps, boards)]
     else:
         inv = [(t @ X @ b).matrix for t, b in zip(tcps, boards)]
-    return result, RigidTransform(_mean_transform(inv))
+    return result, RigidTransform(mean_transform(inv))
 
 
 # -- verify ----------------------------------------------------------------------------------------
@@ -626,7 +626,7 @@ def check_calibration(robot_spec: str, camera_spec: str, calibration_path: str |
         CalibrationFileError: the file is missing or malformed.
         CalibrationInputError: a bad robot or camera spec; and everything ``hover_check`` raises.
     """
-    from .extrinsics import load_calibration
+    from pointlab.perception.extrinsics import load_calibration
 
     calibration = load_calibration(calibration_path)
     arm, camera = _build(robot_spec, camera_spec_for_calibration(camera_spec, calibration.setup, board, True),
@@ -641,7 +641,7 @@ def check_calibration(robot_spec: str, camera_spec: str, calibration_path: str |
 def _build(robot_spec: str, camera_spec: str, workspace: Workspace, time_scale: float) -> tuple[Arm, Camera]:
     from pointlab.robot.arm import MotionConfig, make_arm
 
-    from .camera import make_camera
+    from pointlab.perception.camera import make_camera
 
     try:
         if robot_spec.partition(":")[0] == "sim":

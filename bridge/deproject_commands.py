@@ -6,7 +6,11 @@ from pathlib import Path
 
 import typer
 
-from pointlab.bridge.cligroups import app, fail, print_json
+from pointlab.benchmark.clikit import fail, print_json
+
+from .commands import sub
+
+app = sub.root
 
 
 @app.command("deproject")
@@ -21,9 +25,9 @@ def deproject_cmd(
     A refusal (pixel outside the image, no valid depth nearby) is a normal result: valid=false,
     exit code 0. A missing or corrupt frame is an error: exit code 2.
     """
-    from .deproject import DepthRule, deproject_pixel
-    from .errors import CameraSourceError
-    from .replay import load_rgbd_frame
+    from pointlab.perception.deproject import DepthRule, deproject_pixel
+    from pointlab.perception.errors import CameraSourceError
+    from pointlab.perception.replay import load_rgbd_frame
 
     try:
         rule = DepthRule(window_radius_px=window)

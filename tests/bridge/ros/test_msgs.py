@@ -7,7 +7,7 @@ import array
 import numpy as np
 import pytest
 
-from pointlab.bridge.ros_msgs import (camera_info_to_intrinsics, depth_to_image, image_to_depth, image_to_rgb,
+from pointlab.bridge.ros.msgs import (camera_info_to_intrinsics, depth_to_image, image_to_depth, image_to_rgb,
                                       intrinsics_to_camera_info, ns_to_stamp, parse_json_msg, rgb_to_image,
                                       stamp_to_ns, to_depth_mm)
 from pointlab.perception.frame import Intrinsics

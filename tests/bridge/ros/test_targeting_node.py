@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from pointlab.bridge.ros_host import RosHost
-from pointlab.bridge.ros_msgs import TOPICS, depth_to_image, intrinsics_to_camera_info, json_msg
-from pointlab.bridge.targeting_node import TargetingNode
+from pointlab.bridge.ros.host import RosHost
+from pointlab.bridge.ros.msgs import TOPICS, depth_to_image, intrinsics_to_camera_info, json_msg
+from pointlab.bridge.ros.targeting_node import TargetingNode
 from pointlab.perception.extrinsics import Calibration, RigidTransform
 from pointlab.perception.replay import load_rgbd_frame
 

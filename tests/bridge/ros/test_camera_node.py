@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from PIL import Image as PILImage
 
-from pointlab.bridge.ros_host import RosHost
-from pointlab.bridge.ros_msgs import TOPICS, stamp_to_ns
+from pointlab.bridge.ros.host import RosHost
+from pointlab.bridge.ros.msgs import TOPICS, stamp_to_ns
 from pointlab.perception.camera import make_camera
-from pointlab.perception.camera_node import CameraNode
+from pointlab.bridge.ros.camera_node import CameraNode
 
 pytestmark = [pytest.mark.ros]
 

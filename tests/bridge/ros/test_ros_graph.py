@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from pointlab.bridge.headless import run_scripted_trials
-from pointlab.bridge.session import start_session
+from pointlab.bridge.session import SessionConfig, start_session
 from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
 from pointlab.sim_mock.demo import demo_script
 
@@ -30,7 +30,7 @@ T_TEST = np.array([[1.0, 0.0, 0.0, 0.13], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, -1.0
 def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
     db = tmp_path / "act.sqlite"
     script = demo_script()[:10]
-    with start_session("sim", "sim", None, db, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", db_path=db, time_scale=0.02)) as s:
         out = run_scripted_trials(s, "sim-oracle", script)
         commands = list(s.arm_node.commands_received)
     trials = out["trials"]
@@ -59,7 +59,7 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
 
 def test_typed_instructions_get_the_sim_judgement(ros_env):
     # no script: the sim reads the instruction before the trial (what a browser participant types)
-    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         pick = asyncio.run(s.runner.run_trial("sim-oracle", "please pick up the green cube"))
         place = asyncio.run(s.runner.run_trial("sim-oracle", "now drop it into the blue bowl"))
     assert pick.expected == {"action": "pick", "object": "green cube", "inferred": True}
@@ -68,7 +68,7 @@ def test_typed_instructions_get_the_sim_judgement(ros_env):
 
 
 def test_a_trial_without_completed_motion_is_never_a_sim_success(ros_env):
-    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         asyncio.run(s.runner.run_trial("sim-oracle", "pick up the red cube"))
         # the oracle finds nothing to point at, so the trial is refused; the scene still satisfies
         # the (deliberately stale) expectation "holding the red cube"
@@ -104,16 +104,15 @@ def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabl
     save_calibration(Calibration(RigidTransform(T_TEST)), cal)
     refusals = [("point at the dark hole", "no_depth"), ("point off the picture", "outside_image"),
                 ("point at the far corner", "unsafe_target"), ("point at the nothing", "no_point")]
-    with start_session(f"replay:{uoc_tabletop}#000003", "sim", scripted_agents, tmp_path / "r.sqlite",
-                       calibration=cal, time_scale=0.02) as s:
-        tcp_before = s.world.snapshot()["_arm"]["tcp_m"]
+    with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", agents_config=scripted_agents, db_path=tmp_path / "r.sqlite", calibration=cal, time_scale=0.02)) as s:
+        tcp_before = s.world.sim.snapshot()["_arm"]["tcp_m"]
 
         async def run(instructions):
             return [await s.runner.run_trial("scripted", i) for i in instructions]
 
         results = asyncio.run(run([i for i, _ in refusals]))
         received_after_refusals = list(s.arm_node.commands_received)
-        tcp_after = s.world.snapshot()["_arm"]["tcp_m"]
+        tcp_after = s.world.sim.snapshot()["_arm"]["tcp_m"]
         (valid,) = asyncio.run(run(["point at the flat patch"]))
         received_total = list(s.arm_node.commands_received)
 
@@ -139,7 +138,7 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
     cfg = tmp_path / "agents.toml"
     cfg.write_text('[[agents]]\nname = "gone"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "x"\n'
                    "max_retries = 0\ntimeout_s = 2\n")
-    with start_session("sim", "sim", cfg, None, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", agents_config=cfg, time_scale=0.02)) as s:
         r = asyncio.run(s.runner.run_trial("gone", "pick up the red cube"))
         with pytest.raises(ValueError):
             asyncio.run(s.runner.run_trial("nobody", "pick up the red cube"))
@@ -151,8 +150,7 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
 def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uoc_tabletop):
     """The default agents on a replayed real frame: the operator's click is the point, the recorded
     table is the sim table (calibration "table"), and the sim arm picks there."""
-    with start_session(f"replay:{uoc_tabletop}#000003", "sim", None, None, calibration="table",
-                       time_scale=0.02) as s:
+    with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)) as s:
         assert s.calibration.method == "table_fit" and s.runner.latest_jpeg() is not None
 
         async def trial():
@@ -178,10 +176,10 @@ def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uo
 
 
 def test_robot_fault_and_emergency_stop_are_recorded_outcomes(ros_env):
-    with start_session("sim", "sim", None, None, time_scale=0.02) as s:
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         run = lambda i: asyncio.run(s.runner.run_trial("sim-oracle", i))  # noqa: E731
         # xArm code 31 (collision, abnormal current) on the first move of the pick
-        s.world.inject_fault("next_move", 31)
+        s.world.sim.inject_fault("next_move", 31)
         fault = run("pick up the red cube")
         # the controller keeps the error until a reset (bring-up) clears it
         s.runner.reset()
@@ -193,7 +191,7 @@ def test_robot_fault_and_emergency_stop_are_recorded_outcomes(ros_env):
         while not s.runner.arm_state().get("estopped") and time.monotonic() < deadline + 5:
             time.sleep(0.02)
         stopped = run("put it in the blue bowl")
-        assert s.world.snapshot()["_arm"]["attached"] == "red cube"  # the stopped place let nothing go
+        assert s.world.sim.snapshot()["_arm"]["attached"] == "red cube"  # the stopped place let nothing go
     assert fault.robot_outcome == "robot_failure" and "code 31" in fault.robot_error
     assert fault.target["valid"] and fault.motion is None
     assert ok.robot_outcome == "done" and ok.action == "pick"

@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 from typer.testing import CliRunner
 
 from pointlab.bridge.cli import app
-from pointlab.perception.calibrate import (CalibrateOptions, CalibrationFailedError, CalibrationInputError,
+from pointlab.bridge.calibrate import (CalibrateOptions, CalibrationFailedError, CalibrationInputError,
                                            PoseCapture, camera_spec_for_calibration, check_poses, default_poses,
                                            hover_check,
                                            load_poses, parse_board_spec, run_calibration, solve_captures,

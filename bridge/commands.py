@@ -1,0 +1,19 @@
+"""The bridge package's commands (``pointlab act trials|node``, ``calibrate``, ``calibrate-check``,
+``deproject``, ``score sus``, ``perf loop``), registered as the ``bridge`` entry point of the
+``pointlab.cli`` group (see ``pointlab.benchmark.clikit``). ``pointlab act`` itself, which also
+serves the web app, is the ``ui`` package's."""
+
+from __future__ import annotations
+
+from pointlab.benchmark.clikit import SubApp
+
+__all__ = ["sub", "app"]
+
+sub = SubApp("bridge")
+
+
+def app() -> SubApp:
+    """This package's sub-app with every command registered (the command modules decorate ``sub``)."""
+    from . import act_commands, calibrate_commands, deproject_commands, perf_loop, sus_commands  # noqa: F401
+
+    return sub

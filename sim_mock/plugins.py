@@ -1,0 +1,77 @@
+"""What sim_mock registers with product code, and nothing else: the entry points named in
+``pyproject.toml`` point here or at the factories they name.
+
+- ``pointlab.worlds``: ``sim`` -> ``SimWorldPlugin`` (``bridge.worlds.World``), the world a
+  session's sim camera and sim arm share;
+- ``pointlab.sim_model_servers``: ``dataset`` -> ``serve_dataset_models``, ``scene`` ->
+  ``serve_scene_models`` (``benchmark.sim_models``);
+- ``pointlab.camera_sources`` (``sim``, ``sim-board``) and ``pointlab.arm_drivers`` (``sim``) name the
+  factories in ``camera.py``, ``board_camera.py`` and ``arm.py`` directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+__all__ = ["SimWorldPlugin", "serve_dataset_models", "serve_scene_models"]
+
+
+def serve_dataset_models(items: Sequence[Any]) -> tuple[str, Callable[[], None]]:
+    """The sim model server answering from the masks of Point-Bench ``items``: ``(base_url, stop)``."""
+    from .mask_oracle import mask_sim_models
+    from .model_server import create_model_server, serve_in_thread
+
+    return serve_in_thread(create_model_server(mask_sim_models(items)))
+
+
+def serve_scene_models(world: Any = None) -> tuple[str, Callable[[], None]]:
+    """The sim model server answering for ``world`` (a new default ``SimWorld`` when ``None``)."""
+    from .model_server import create_model_server, default_sim_models, serve_in_thread
+    from .oracle import SceneOracle
+
+    return serve_in_thread(create_model_server(default_sim_models(SceneOracle(world))))
+
+
+class SimWorldPlugin:
+    """``bridge.worlds.World`` over one ``SimWorld`` (the default scene), for the ``sim`` camera and arm."""
+
+    camera_kinds: ClassVar[frozenset[str]] = frozenset({"sim"})
+    robot_kinds: ClassVar[frozenset[str]] = frozenset({"sim"})
+
+    def __init__(self) -> None:
+        from .world import SimWorld
+
+        self.sim = SimWorld()
+
+    @staticmethod
+    def demo_script() -> list[dict]:
+        from .demo import demo_script
+
+        return demo_script()
+
+    def camera(self, spec: str, *, fps: float):
+        from pointlab.perception.camera import make_camera
+
+        return make_camera(spec, world=self.sim, fps=fps)
+
+    def arm_driver(self, spec: str, *, time_scale: float):
+        from .arm import SimArmDriver
+
+        kind, _, arg = spec.partition(":")
+        return SimArmDriver.from_spec(arg or None, world=self.sim, time_scale=time_scale)
+
+    def calibration(self):
+        return self.sim.calibration()
+
+    def judge(self, expected: dict) -> tuple[bool, str]:
+        return self.sim.judge(expected)
+
+    def infer_expected(self, instruction: str, action: str) -> dict | None:
+        return self.sim.infer_expected(instruction, action)
+
+    def serve_models(self) -> tuple[str, Callable[[], None]]:
+        return serve_scene_models(self.sim)
+
+    def reset(self) -> None:
+        self.sim.reset()
