@@ -39,7 +39,7 @@ def percentiles_ms(values_s) -> dict:
 def _poll_live_view(runner, stop: threading.Event, poll_hz: float, seen: list) -> None:
     period = 1.0 / poll_hz
     while not stop.is_set():
-        got = runner.latest_jpeg()
+        got = runner.live_view.latest_jpeg()
         if got is not None and (not seen or seen[-1][1] != got[1]):
             seen.append((time.monotonic(), got[1]))
         stop.wait(period)

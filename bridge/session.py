@@ -25,6 +25,7 @@ reference and real models still work there.) A real camera with a real arm needs
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -66,6 +67,11 @@ class Session:
     robot_spec: str = ""
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _closed: bool = field(default=False, repr=False)
+
+    @property
+    def parts(self):
+        """The running system as the web app uses it (``bridge.trial.PointActParts``)."""
+        return self.runner.parts()
 
     def wait_ready(self, timeout_s: float = 10.0) -> bool:
         """Wait until the runner has a colour frame and an arm state; ``False`` on timeout."""
@@ -238,12 +244,13 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
         session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=config.camera_fps))
         session.targeting_node = host.add(TargetingNode(cal, config.workspace, context=ctx))
         session.pointing_node = host.add(PointingNode(agents, context=ctx))
-        session.arm_node = host.add(ArmNode(arm, context=ctx))
+        nonce = secrets.token_hex(8)  # the arm node takes commands from this session's runner only
+        session.arm_node = host.add(ArmNode(arm, context=ctx, session=nonce))
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
         session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_robot else None,
                                         infer_expected=world.infer_expected if sim_robot and sim_camera else None,
                                         human=agents[humans[0]] if humans else None, human_agent_names=humans,
-                                        timeouts=config.timeouts)
+                                        timeouts=config.timeouts, session=nonce)
         session._closers.append(session.runner.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()

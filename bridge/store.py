@@ -5,16 +5,16 @@ loses nothing that was already saved or judged (issue 2: "a crash loses nothing 
 The database runs in WAL mode so the results page can read while a trial is being written.
 
 Tables (SQLAlchemy 2.x ORM, one class each below): ``studies``, ``participants`` (invite token,
-agent order = the Latin-square row), ``trials`` (every field of :class:`~pointlab.bridge.trial.TrialResult`,
-nested ones as JSON, plus study / participant / block / judgement / timestamps), ``surveys``
-(the ten SUS responses and their 0-100 score), ``meta`` (schema version).
+agent order = the Latin-square row), ``trials`` (derived from :class:`~pointlab.bridge.trial.TrialResult`
+by ``bridge.trial_table``: every field a column, nested ones as JSON, plus study / participant /
+block / judgement / timestamps), ``surveys`` (the ten SUS responses and their 0-100 score),
+``meta`` (schema version; an older file is migrated in place when opened, see ``trial_table``).
 
 Timestamps are Unix seconds (``*_unix_s``, float, UTC).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import time
@@ -28,14 +28,16 @@ from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, 
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from pointlab.benchmark.records import finite_json
+
 from .sus import sus_score
 from .trial import TrialResult
+from .trial_table import SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
 
-__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem"]
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem", "trial_result"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2  # 2: trials.agent_error
 JUDGEMENTS = ("succeeded", "failed")
 
 
@@ -92,33 +94,8 @@ class ParticipantRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
-class TrialRow(Base):
-    __tablename__ = "trials"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    trial_uid: Mapped[str] = mapped_column(String(64), unique=True)  # TrialResult.trial_id
-    study_id: Mapped[int | None] = mapped_column(ForeignKey("studies.id"), index=True, nullable=True)
-    participant_id: Mapped[int | None] = mapped_column(ForeignKey("participants.id"), index=True, nullable=True)
-    block: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    agent: Mapped[str] = mapped_column(Text)
-    instruction: Mapped[str] = mapped_column(Text)
-    action: Mapped[str] = mapped_column(String(8))
-    raw_answer: Mapped[str] = mapped_column(Text, default="")
-    points_px: Mapped[list] = mapped_column(JSON)
-    parse_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    frame_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    frame_size: Mapped[list | None] = mapped_column(JSON, nullable=True)
-    target: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    robot_outcome: Mapped[str] = mapped_column(String(32))
-    robot_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    agent_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    motion: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    sim_success: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
-    sim_detail: Mapped[str | None] = mapped_column(Text, nullable=True)
-    timings_s: Mapped[dict] = mapped_column(JSON)
-    expected: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    judgement: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    created_unix_s: Mapped[float] = mapped_column(Float)
-    judged_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+# Derived from TrialResult's fields (bridge.trial_table): the record is written down once.
+TrialRow = type("TrialRow", (Base,), trial_table_attrs())
 
 
 class SurveyRow(Base):
@@ -133,24 +110,8 @@ class SurveyRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
-_TRIAL_FIELDS = tuple(TrialResult.__dataclass_fields__)
-
-
 def _row_dict(row: Base) -> dict[str, Any]:
     return {c.key: getattr(row, c.key) for c in row.__table__.columns}
-
-
-def _jsonable(obj: Any) -> Any:
-    """Nested values with numpy scalars/arrays turned into plain JSON types (JSON columns need them)."""
-    if obj is None:
-        return None
-    return json.loads(json.dumps(obj, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "tolist"):  # numpy arrays and scalars
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
@@ -214,8 +175,15 @@ class Store:
                 s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
                 s.commit()
             elif row.value != str(SCHEMA_VERSION):
-                raise StoreError(f"database {self.path} has schema version {row.value}, "
-                                 f"this pointlab writes version {SCHEMA_VERSION}")
+                try:
+                    version = int(row.value)
+                    migrate(s.connection(), version)
+                except (ValueError, MigrationError) as e:
+                    raise StoreError(f"database {self.path} has schema version {row.value}, "
+                                     f"this pointlab writes version {SCHEMA_VERSION} ({e})") from e
+                row.value = str(SCHEMA_VERSION)
+                s.commit()
+                log.info("database %s migrated from schema version %d to %d", self.path, version, SCHEMA_VERSION)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -330,11 +298,8 @@ class Store:
         Raises:
             StoreError: the trial id was stored before, or the study/participant does not exist.
         """
-        data = {k: getattr(result, k) for k in _TRIAL_FIELDS}
+        data = finite_json(result)  # JSON values of every field (strict: a NaN point is null)
         data["trial_uid"] = data.pop("trial_id")
-        data["points_px"] = [[float(u), float(v)] for u, v in (data["points_px"] if data["points_px"] is not None else [])]
-        for k in ("frame_size", "target", "motion", "timings_s", "expected"):
-            data[k] = _jsonable(data[k])
         with self.session() as s:
             row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block,
                            created_unix_s=time.time())
@@ -360,6 +325,10 @@ class Store:
                 raise StoreError(f"unknown trial {trial_id}")
             row.judgement = judgement
             row.judged_unix_s = time.time()
+
+    def trial_result(self, trial_id: int) -> TrialResult:
+        """Trial row ``trial_id`` as the typed record. Raises StoreError when unknown."""
+        return trial_result(self.trial(trial_id))
 
     def trial(self, trial_id: int) -> dict[str, Any]:
         with self.session() as s:
@@ -407,3 +376,10 @@ class Store:
             if participant_id is not None:
                 q = q.where(SurveyRow.participant_id == participant_id)
             return [_row_dict(r) for r in s.scalars(q)]
+
+
+def trial_result(row: dict[str, Any]) -> TrialResult:
+    """A ``trials`` row (``Store.trials()`` item) as the typed record (store-only columns dropped)."""
+    data = {k: v for k, v in row.items() if k in TrialResult.model_fields or k == "trial_uid"}
+    data["trial_id"] = data.pop("trial_uid")
+    return TrialResult.model_validate(data)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from typing import Any
+
+from pointlab.benchmark.records import dumps_json
+
+from .trial import TrialResult
 
 __all__ = ["Z_95", "wilson_interval", "agent_results", "trial_log", "trial_log_csv", "TRIAL_LOG_COLUMNS"]
 
@@ -67,10 +70,11 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) ->
     return out
 
 
-TRIAL_LOG_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "participant", "block", "agent", "instruction", "action",
-                     "raw_answer", "points_px", "parse_error", "frame_index", "frame_size", "target",
-                     "robot_outcome", "robot_error", "agent_error", "sim_success", "sim_detail", "judgement", "timings_s",
-                     "motion", "expected", "created_unix_s", "judged_unix_s")
+# The store's own columns around every field of TrialResult (the record is written down once: a field
+# added there is a column of the log and the CSV too); ``participant`` is the label, not the id.
+TRIAL_LOG_COLUMNS = (("id", "trial_uid", "study_id", "participant_id", "participant", "block")
+                     + tuple(f for f in TrialResult.model_fields if f != "trial_id")
+                     + ("judgement", "created_unix_s", "judged_unix_s"))
 
 
 def trial_log(trials: list[dict], participants: list[dict] = ()) -> list[dict[str, Any]]:
@@ -97,7 +101,7 @@ def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"))
+        return dumps_json(value, compact=True)
     if isinstance(value, str) and value.startswith(_FORMULA_START):
         return "'" + value  # shown as text; numbers are not str here, so -0.5 stays a number
     return value

@@ -1,25 +1,52 @@
-"""A Point-Act trial: what is recorded, and the runner interface the web side and the CLI drive.
+"""A Point-Act trial: the typed record, and the narrow parts the web side and the CLI drive.
 
 PointArena sec. 3.4 / 4.1: a participant types an instruction, a blinded agent returns point(s) on
 the live colour image, the robot picks (gripper empty) or places (gripper holding) at the point,
-and the participant judges success. Everything below is stored per trial in SQLite.
+and the participant judges success. ``TrialResult`` is the record of one trial; the store's
+``trials`` table and the results CSV are derived from its fields (``bridge.store``,
+``bridge.study_results``), so a field is written down once, here.
+
+The running system is four parts with one job each (``PointActParts``), so a page takes only what
+it uses: ``TrialRunner`` (trials), ``LiveView`` (the camera as JPEG), ``HumanRelay`` (the human
+reference's open requests) and ``ArmControl`` (state, stop, reset, open gripper).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-__all__ = ["TrialResult", "TrialRunner", "ROBOT_OUTCOMES"]
+from pydantic import BaseModel, ConfigDict, Field
 
-# done: the motion sequence completed; refused: targeting refused (no motion sent);
-# robot_failure: the driver raised (fault, connection lost, timeout) and the arm was stopped;
-# agent_failure: the model call failed (network, timeout) after its retries; stopped: e-stop.
-ROBOT_OUTCOMES = ("done", "refused", "robot_failure", "agent_failure", "stopped")
+from .outcomes import ROBOT_OUTCOMES, PointEntry, Refusal, RobotErrorInfo, RobotOutcome
+from .targeting import Target
+
+__all__ = ["TrialResult", "Motion", "Waypoint", "TrialRunner", "LiveView", "HumanRelay", "ArmControl",
+           "PointActParts", "ROBOT_OUTCOMES"]
 
 
-@dataclass
-class TrialResult:
+class Waypoint(BaseModel):
+    """One TCP pose sent: ``position_m`` base frame, metres; ``rpy_deg`` roll/pitch/yaw, degrees."""
+
+    model_config = ConfigDict(frozen=True)
+
+    position_m: tuple[float, float, float]
+    rpy_deg: tuple[float, float, float]
+
+
+class Motion(BaseModel):
+    """What the arm was actually commanded (``robot.arm.MotionReport``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: str
+    target_m: list[float] = Field(default_factory=list)
+    waypoints: list[Waypoint] = Field(default_factory=list)
+    tool_commands: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
+class TrialResult(BaseModel):
     """One trial, as stored and as printed by ``pointlab act trials``.
 
     Attributes:
@@ -28,75 +55,96 @@ class TrialResult:
         instruction: the typed instruction.
         action: ``pick`` or ``place`` (chosen from the gripper state before the trial).
         raw_answer: the agent's raw text.
-        points_px: parsed points, original-image pixels ``[[u, v], ...]``.
+        points: every point as the model gave it, in order, invalid entries included with their reason.
+        points_px: the valid points, original-image pixels ``[[u, v], ...]``.
         parse_error: why the answer could not be parsed, or ``None``.
-        frame_index: index of the frame the agent saw; image size in ``frame_size``.
-        target: ``bridge.targeting.Target.to_dict()`` (3D target or refusal with reason).
-        robot_outcome: one of ``ROBOT_OUTCOMES``.
-        robot_error: the typed error's message when ``robot_outcome`` is ``robot_failure`` or ``stopped``.
+        frame_index: index of the frame the agent saw; image size ``[width, height]`` in ``frame_size``.
+        target: the 3D target or the refusal (``bridge.targeting.Target``), ``None`` before targeting.
+        robot_outcome: what the robot did (``bridge.outcomes.RobotOutcome``).
+        refusal: why nothing moved when ``robot_outcome`` is ``refused`` (targeting's or the arm's).
+        robot_error: the typed error when ``robot_outcome`` is ``robot_failure`` or ``stopped``.
         agent_error: why the agent gave no answer when ``robot_outcome`` is ``agent_failure`` (network,
             HTTP error, timeout after retries; may name the model, so never shown to a participant).
-        motion: ``robot.arm.MotionReport.to_dict()`` when a motion was sent.
+        motion: what was commanded when a motion was sent.
         sim_success: the simulator's own judgement (``None`` when not known, e.g. a real robot).
         sim_detail: what the simulator saw (object held, where it landed).
-        timings_s: ``agent``, ``targeting``, ``motion``, ``total`` in seconds.
-        expected: scripted expectation (headless runs): ``{"action", "object", "container"}``.
+        timings_s: ``agent``, ``targeting``, ``motion``, ``total`` (and loop latencies) in seconds.
+        expected: scripted expectation (headless runs): ``{"action", "object", "container"|"near"}``.
     """
+
+    model_config = ConfigDict(validate_assignment=True)
 
     trial_id: str
     agent: str
     instruction: str
     action: Literal["pick", "place"]
     raw_answer: str = ""
-    points_px: list[list[float]] = field(default_factory=list)
+    points: list[PointEntry] = Field(default_factory=list)
+    points_px: list[tuple[float, float]] = Field(default_factory=list)
     parse_error: str | None = None
     frame_index: int | None = None
-    frame_size: list[int] | None = None
-    target: dict[str, Any] | None = None
-    robot_outcome: str = "refused"
-    robot_error: str | None = None
+    frame_size: tuple[int, int] | None = None
+    target: Target | None = None
+    robot_outcome: RobotOutcome = "refused"
+    refusal: Refusal | None = None
+    robot_error: RobotErrorInfo | None = None
     agent_error: str | None = None
-    motion: dict[str, Any] | None = None
+    motion: Motion | None = None
     sim_success: bool | None = None
     sim_detail: str | None = None
-    timings_s: dict[str, float] = field(default_factory=dict)
+    timings_s: dict[str, float] = Field(default_factory=dict)
     expected: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON values of every field (strict: no NaN)."""
+        from pointlab.benchmark.records import finite_json
+
+        return finite_json(self)
 
 
 class TrialRunner(Protocol):
-    """What the web app and ``pointlab act trials`` need from a running Point-Act system.
-
-    ``pointlab.bridge.ros.runner.RosTrialRunner`` implements it over the ROS 2 node set.
-    """
+    """Runs trials (``bridge.ros.runner.RosTrialRunner`` over the ROS 2 node set)."""
 
     agent_names: list[str]
 
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
         """Ask ``agent`` to point for ``instruction`` on the latest frame, target, and act.
-        Never raises for a bad answer, a refusal or a robot fault: those are recorded outcomes."""
-        ...
+        Never raises for a bad answer, a refusal or a robot fault: those are recorded outcomes.
 
-    def latest_jpeg(self) -> tuple[bytes, int] | None:
-        """The latest colour frame as JPEG bytes and its frame index (live view), or ``None``."""
+        Raises:
+            ValueError: ``agent`` is not one of ``agent_names``.
+        """
         ...
 
     def trial_jpeg(self, trial_id: str) -> bytes | None:
         """The frame the agent saw in trial ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
         ...
 
-    def pending_human_requests(self) -> list[dict]:
-        """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]``."""
+
+class LiveView(Protocol):
+    def latest_jpeg(self) -> tuple[bytes, int] | None:
+        """The latest colour frame as JPEG bytes and its frame index, or ``None`` before the first."""
         ...
 
-    def answer_human_request(self, request_id: str, u: float, v: float) -> bool:
+
+class HumanRelay(Protocol):
+    def pending(self) -> list[dict]:
+        """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width",
+        "height"}]``."""
+        ...
+
+    def answer(self, request_id: str, u: float, v: float) -> bool:
         """The operator clicked ``(u, v)`` (original-image pixels). False when the request is unknown."""
         ...
 
+
+class ArmControl(Protocol):
     def holding(self) -> bool:
         """Whether the arm holds something (the next action is a place)."""
+        ...
+
+    def state(self) -> dict:
+        """The arm's latest state as JSON values, ``{}`` before any."""
         ...
 
     def emergency_stop(self) -> None: ...
@@ -105,8 +153,19 @@ class TrialRunner(Protocol):
 
     async def release(self) -> dict:
         """Open the gripper where the arm is and clear ``holding`` (no arm motion); after any trial
-        that is running. Returns ``{"outcome", "error", "holding"}`` (``outcome`` as ``ROBOT_OUTCOMES``:
-        ``done``, ``stopped`` when e-stopped or faulted, ``robot_failure``); never raises for them."""
+        that is running. Returns ``{"outcome", "error", "holding"}``; never raises for them."""
         ...
 
-    def arm_state(self) -> dict: ...
+
+@dataclass(frozen=True)
+class PointActParts:
+    """The running system as the web app and the CLI see it."""
+
+    trials: TrialRunner
+    live_view: LiveView
+    human: HumanRelay
+    arm: ArmControl
+
+    @property
+    def agent_names(self) -> list[str]:
+        return list(self.trials.agent_names)

@@ -72,7 +72,8 @@ class Deprojection:
         valid: whether a 3D point was found.
         point_m: ``(3,)`` float64 in the camera optical frame, metres; ``None`` when refused.
         depth_m: the depth used (z), metres; ``None`` when refused.
-        reason: ``None`` when valid, else one of ``REFUSAL_REASONS`` with detail after a colon.
+        refusal: ``None`` when valid, else ``outside_image`` or ``no_depth`` (``REFUSAL_REASONS``).
+        detail: what was seen, for a refusal (``"3 valid depth pixels within 4 px (need 5)"``).
         valid_px: number of valid depth pixels seen in the window.
         source: ``"centre"`` or ``"foreground"`` (which branch of the rule chose the depth).
     """
@@ -81,16 +82,25 @@ class Deprojection:
     valid: bool
     point_m: np.ndarray | None = None
     depth_m: float | None = None
-    reason: str | None = None
+    refusal: str | None = None
+    detail: str = ""
     valid_px: int = 0
     source: str | None = field(default=None)
 
+    @property
+    def reason(self) -> str | None:
+        """``"refusal: detail"`` for messages and the CLI, ``None`` when valid."""
+        return None if self.refusal is None else f"{self.refusal}: {self.detail}"
+
     def to_dict(self) -> dict:
-        """JSON form: ``{"valid", "point_m", "depth_m", "reason", "pixel", "valid_px", "source"}``."""
+        """JSON form: ``{"valid", "point_m", "depth_m", "refusal", "detail", "reason", "pixel", "valid_px",
+        "source"}``."""
         return {
             "valid": self.valid,
             "point_m": None if self.point_m is None else [round(float(c), 6) for c in self.point_m],
             "depth_m": None if self.depth_m is None else round(float(self.depth_m), 6),
+            "refusal": self.refusal,
+            "detail": self.detail,
             "reason": self.reason,
             # strict JSON has no NaN/Infinity: a non-finite pixel (a refusal) is written as null
             "pixel": [float(c) if math.isfinite(c) else None for c in self.pixel],
@@ -109,9 +119,11 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
     try:
         u, v = float(u), float(v)
     except (TypeError, ValueError):
-        return Deprojection((math.nan, math.nan), False, reason="outside_image: coordinates are not numbers")
+        return Deprojection((math.nan, math.nan), False, refusal="outside_image",
+                            detail="coordinates are not numbers")
     if not intr.contains(u, v):
-        return Deprojection((u, v), False, reason=f"outside_image: ({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
+        return Deprojection((u, v), False, refusal="outside_image",
+                            detail=f"({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
     col, row = intr.pixel_index(u, v)
     r = rule.window_radius_px
     r0, r1 = max(0, row - r), min(intr.height, row + r + 1)
@@ -122,7 +134,7 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
     n = int(depths.size)
     if n < rule.min_valid_px:
         return Deprojection((u, v), False, valid_px=n,
-                            reason=f"no_depth: {n} valid depth pixels within {r} px (need {rule.min_valid_px})")
+                            refusal="no_depth", detail=f"{n} valid depth pixels within {r} px (need {rule.min_valid_px})")
 
     centre = frame.depth[row, col] * frame.depth_scale_m
     if rule.min_depth_m <= centre <= rule.max_depth_m:

@@ -3,11 +3,13 @@
 from .arm import (ARM_DRIVERS, TOOLS, Arm, ArmDriver, ArmState, MotionConfig, MotionReport, TcpPose, Tool,
                   make_arm)
 from .errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError,
-                     EmergencyStopError, RobotError, UnreachableTargetError, UnsafeTargetError)
+                     EmergencyStopError, MotionRefusedError, ReachRefusedError, RobotError, UnreachableTargetError,
+                     UnsafeTargetError)
 from .workspace import Workspace
 
 __all__ = [
     "ARM_DRIVERS", "TOOLS", "Arm", "ArmDriver", "ArmState", "MotionConfig", "MotionReport", "TcpPose", "Tool",
     "make_arm", "ArmConnectionError", "ArmFaultError", "ArmNotConnectedError", "ArmTimeoutError",
-    "EmergencyStopError", "RobotError", "UnreachableTargetError", "UnsafeTargetError", "Workspace",
+    "EmergencyStopError", "MotionRefusedError", "ReachRefusedError", "RobotError", "UnreachableTargetError",
+    "UnsafeTargetError", "Workspace",
 ]

@@ -26,7 +26,8 @@ from typing import Literal
 
 import numpy as np
 
-from .errors import ArmNotConnectedError, EmergencyStopError, RobotError
+from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, ReachRefusedError, RobotError,
+                     UnreachableTargetError)
 from .workspace import Workspace
 
 __all__ = [
@@ -300,7 +301,14 @@ class Arm:
             raise EmergencyStopError(f"arm stopped after a fault ({self._fault}); reset it before moving")
 
     def _check_reachable(self, steps) -> None:
-        self.driver.check_reachable([step for kind, step in steps if kind == "move"])
+        # Before the first command: a "no" or no answer at all (a stalled IK query) means the arm
+        # stays where it is and is fine, which is a refusal, not a fault of the arm.
+        try:
+            self.driver.check_reachable([step for kind, step in steps if kind == "move"])
+        except UnreachableTargetError as e:
+            raise ReachRefusedError(f"unreachable: {e}") from e
+        except ArmTimeoutError as e:
+            raise ReachRefusedError(f"the reach check did not answer: {e}") from e
 
     def _run(self, action: str, target_m, steps) -> MotionReport:
         with self._motion_lock:
@@ -342,7 +350,8 @@ class Arm:
 
         Raises:
             UnsafeTargetError: outside the envelope (nothing sent).
-            UnreachableTargetError: the driver knows the path leaves the joint limits (nothing sent).
+            ReachRefusedError: the driver's reach check says the path leaves the joint limits, or it did
+                not answer (nothing sent).
             ArmNotConnectedError, EmergencyStopError: not ready (nothing sent).
             ArmFaultError, ArmConnectionError, ArmTimeoutError, UnreachableTargetError: from the driver;
                 the arm is stopped before the error propagates.

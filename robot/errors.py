@@ -4,7 +4,8 @@ original, so a trial records what the controller said."""
 from __future__ import annotations
 
 __all__ = [
-    "RobotError", "ArmNotConnectedError", "UnsafeTargetError", "UnreachableTargetError",
+    "RobotError", "ArmNotConnectedError", "MotionRefusedError", "UnsafeTargetError", "ReachRefusedError",
+    "UnreachableTargetError",
     "ArmFaultError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
 ]
 
@@ -17,7 +18,12 @@ class ArmNotConnectedError(RobotError, ConnectionError):
     """A motion was asked of an arm that is not connected."""
 
 
-class UnsafeTargetError(RobotError):
+class MotionRefusedError(RobotError):
+    """A motion was refused before anything was sent to the arm: it did not move and it is fine.
+    A trial records this as ``refused``, never as a robot failure."""
+
+
+class UnsafeTargetError(MotionRefusedError):
     """A target or waypoint lies outside the workspace envelope. Raised before any command is sent.
 
     Attributes:
@@ -31,7 +37,14 @@ class UnsafeTargetError(RobotError):
 
 
 class UnreachableTargetError(RobotError):
-    """No joint solution within the joint limits reaches the pose (inverse kinematics failed)."""
+    """No joint solution within the joint limits reaches the pose (inverse kinematics failed). From a
+    driver in the middle of a sequence it is a fault (something moved); ``Arm`` turns one raised by the
+    pre-check into ``ReachRefusedError``."""
+
+
+class ReachRefusedError(MotionRefusedError):
+    """The reach pre-check (the driver's inverse kinematics along the path, before the first command)
+    found no solution, or did not answer in time: nothing was sent."""
 
 
 class ArmFaultError(RobotError):

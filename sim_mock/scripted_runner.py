@@ -1,7 +1,8 @@
-"""A scripted :class:`pointlab.bridge.trial.TrialRunner` test double for the web app's unit tests.
+"""A scripted Point-Act system (every part of :class:`pointlab.bridge.trial.PointActParts` in one
+object) as a test double for the web app's unit tests.
 
 No ROS, no arm: a synthetic 320x240 colour view (a frame counter drawn on it), agents whose
-answers are fixed per name, and a human reference that waits for ``answer_human_request``. The
+answers are fixed per name, and a human reference that waits for ``answer``. The
 real runner is ``pointlab.bridge.ros.runner.RosTrialRunner`` (through ``bridge.session``).
 """
 
@@ -15,7 +16,9 @@ import uuid
 import cv2
 import numpy as np
 
-from pointlab.bridge.trial import TrialResult
+from pointlab.bridge.outcomes import Refusal
+from pointlab.bridge.targeting import Target, entries_from_points, first_point
+from pointlab.bridge.trial import PointActParts, TrialResult
 
 __all__ = ["ScriptedRunner"]
 
@@ -63,7 +66,7 @@ class ScriptedRunner:
         action = "place" if self._holding else "pick"
         frame = self.latest_jpeg()
         res = TrialResult(trial_id=uuid.uuid4().hex, agent=agent, instruction=instruction, action=action,
-                          frame_index=frame[1], frame_size=[self.width, self.height], expected=expected)
+                          frame_index=frame[1], frame_size=(self.width, self.height), expected=expected)
         self._trial_jpegs[res.trial_id] = frame[0]
         if agent in self.human_agents:
             rid = uuid.uuid4().hex
@@ -84,16 +87,22 @@ class ScriptedRunner:
             res.raw_answer = f"{self.raw_text} {point} (agent {agent})"
         else:
             res.robot_outcome = "agent_failure"
-            res.robot_error = f"unknown agent {agent}"
+            res.agent_error = f"unknown agent {agent}"
             return res
         await asyncio.sleep(self.trial_delay_s)
         if point is None:
             res.parse_error = f"unparseable answer from {agent}"
-            res.target = {"valid": False, "reason": "no_point: the agent gave no parseable point"}
+            res.refusal = Refusal(code="no_point", detail="the agent gave no parseable point")
+            res.target = Target(valid=False, refusal=res.refusal)
             res.robot_outcome = "refused"
             return res
-        res.points_px = [[float(point[0]), float(point[1])]]
-        res.target = {"valid": True, "point_base_m": [0.3, 0.0, 0.02], "reason": None}
+        res.points = entries_from_points([point])
+        res.points_px = [(e.u_px, e.v_px) for e in res.points if e.usable]
+        pixel, refusal = first_point(res.points)
+        if refusal is not None:  # as targeting: an invalid first point moves nothing
+            res.refusal, res.target, res.robot_outcome = refusal, Target(valid=False, refusal=refusal), "refused"
+            return res
+        res.target = Target(valid=True, pixel=pixel, point_base_m=(0.3, 0.0, 0.02))
         res.robot_outcome = "done"
         res.sim_success = True
         res.timings_s = {"agent": 0.0, "targeting": 0.0, "motion": self.trial_delay_s, "total": self.trial_delay_s}
@@ -104,10 +113,14 @@ class ScriptedRunner:
         """The frame of trial ``trial_id`` as JPEG (as ``RosTrialRunner.trial_jpeg``), or ``None``."""
         return self._trial_jpegs.get(trial_id)
 
-    def pending_human_requests(self) -> list[dict]:
+    def parts(self) -> PointActParts:
+        """This one object as every part (trials, live view, human relay, arm) of the web app."""
+        return PointActParts(trials=self, live_view=self, human=self, arm=self)
+
+    def pending(self) -> list[dict]:
         return [dict(r) for r in self._requests.values()]
 
-    def answer_human_request(self, request_id: str, u: float, v: float) -> bool:
+    def answer(self, request_id: str, u: float, v: float) -> bool:
         fut = self._futures.get(request_id)
         if fut is None or fut.done():
             return False
@@ -130,5 +143,5 @@ class ScriptedRunner:
         self._holding = False
         return {"outcome": "done", "error": None, "holding": False}
 
-    def arm_state(self) -> dict:
+    def state(self) -> dict:
         return {"holding": self._holding, "stops": self.stops}

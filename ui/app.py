@@ -1,6 +1,6 @@
 """The FastAPI app factory of Point-Act's browser side (issue 2, "Trials in the browser").
 
-``create_app(runner, store, operator_token=...)`` wires the routes (grouped by resource in
+``create_app(parts, store, operator_token=...)`` wires the routes (grouped by resource in
 ``routes_*.py``), the websockets (``ws.py``) and the static pages; nothing is read from the
 environment or at import time. Serve it with uvicorn on 127.0.0.1 (see docs/web.md).
 """
@@ -17,7 +17,7 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
 from pointlab.bridge.store import Store
-from pointlab.bridge.trial import TrialRunner
+from pointlab.bridge.trial import PointActParts
 
 from . import routes_arm, routes_pages, routes_participant, routes_results, routes_studies, ws
 from .context import AppContext, UiSettings
@@ -25,11 +25,11 @@ from .context import AppContext, UiSettings
 __all__ = ["create_app", "UiSettings"]
 
 
-def create_app(runner: TrialRunner, store: Store, *, operator_token: str, settings: UiSettings | None = None) -> FastAPI:
+def create_app(parts: PointActParts, store: Store, *, operator_token: str, settings: UiSettings | None = None) -> FastAPI:
     """Build the app.
 
     Args:
-        runner: a :class:`pointlab.bridge.trial.TrialRunner` (``RosTrialRunner`` in a session).
+        parts: the running system (:class:`pointlab.bridge.trial.PointActParts`; ``Session.parts``).
         store: the study database.
         operator_token: the secret of the operator console (>= 8 characters).
         settings: frame rate, message limits, public URL for invite links (defaults: ``UiSettings()``).
@@ -39,7 +39,7 @@ def create_app(runner: TrialRunner, store: Store, *, operator_token: str, settin
     """
     app = FastAPI(title="Point-Act", docs_url=None, redoc_url=None, openapi_url=None)
     # No /docs or /openapi.json: the schema lists operator routes a participant has no use for.
-    app.state.ctx = AppContext(runner, store, operator_token, settings or UiSettings())
+    app.state.ctx = AppContext(parts, store, operator_token, settings or UiSettings())
     for r in (routes_pages, routes_studies, routes_arm, routes_results, routes_participant, ws):
         app.include_router(r.router)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -64,7 +64,7 @@ def act(
     token = operator_token or secrets.token_urlsafe(16)
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
     try:
-        app = create_app(session.runner, session.store, operator_token=token,
+        app = create_app(session.parts, session.store, operator_token=token,
                          settings=UiSettings(public_url=public_url))
         serve(app, host, port, [
             f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",

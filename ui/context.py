@@ -13,7 +13,7 @@ from typing import Any
 
 from pointlab.bridge.store import Store
 from pointlab.bridge.study import ArmQueue
-from pointlab.bridge.trial import TrialRunner
+from pointlab.bridge.trial import LiveView, PointActParts
 
 __all__ = ["UiSettings", "AppContext", "CurrentTrial"]
 
@@ -64,10 +64,10 @@ class CurrentTrial:
 
 
 class FrameCache:
-    """Calls ``runner.latest_jpeg()`` at most once per ``min_interval_s`` for all connections."""
+    """Calls ``live_view.latest_jpeg()`` at most once per ``min_interval_s`` for all connections."""
 
-    def __init__(self, runner: TrialRunner, min_interval_s: float) -> None:
-        self._runner = runner
+    def __init__(self, live_view: LiveView, min_interval_s: float) -> None:
+        self._live_view = live_view
         self._min_interval_s = min_interval_s
         self._last_call_s = 0.0
         self._value: tuple[bytes, int] | None = None
@@ -77,7 +77,7 @@ class FrameCache:
         if now - self._last_call_s >= self._min_interval_s:
             self._last_call_s = now
             try:
-                self._value = self._runner.latest_jpeg()
+                self._value = self._live_view.latest_jpeg()
             except Exception:  # a camera hiccup must not kill every live view
                 self._value = None
         return self._value
@@ -86,16 +86,16 @@ class FrameCache:
 class AppContext:
     """Everything the routes and websockets share. Used from the event loop only."""
 
-    def __init__(self, runner: TrialRunner, store: Store, operator_token: str, settings: UiSettings) -> None:
+    def __init__(self, parts: PointActParts, store: Store, operator_token: str, settings: UiSettings) -> None:
         if not operator_token or len(operator_token) < 8:
             raise ValueError("operator_token must be at least 8 characters")
-        self.runner = runner
+        self.parts = parts
         self.store = store
         self.operator_token = operator_token
         self.settings = settings
         self.queue = ArmQueue()
         self.current: CurrentTrial | None = None
         self.stopped = False  # set by the emergency stop, cleared by reset: no trial starts meanwhile
-        self.frames = FrameCache(runner, 0.5 / settings.frame_rate_hz)
+        self.frames = FrameCache(parts.live_view, 0.5 / settings.frame_rate_hz)
         self.arm_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task] = set()  # running trials (kept referenced until done)

@@ -26,20 +26,24 @@ __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial"
 
 log = logging.getLogger(__name__)
 
-# Fixed texts per robot outcome (bridge.trial.ROBOT_OUTCOMES); no runner text reaches a participant.
+# Fixed texts per robot outcome (bridge.outcomes.ROBOT_OUTCOMES); no runner text reaches a participant.
 OUTCOME_MESSAGES = {
-    "done": "The robot carried out the {action}.",
-    "refused": "The robot did not move: the point could not be turned into a safe target ({refusal}).",
+    "done": "The robot finished its {action} motion.",
+    "refused": "The robot did not move: {refusal}.",
     "robot_failure": "The robot reported a fault and stopped.",
     "agent_failure": "The agent did not answer.",
     "stopped": "The robot was stopped by the operator.",
 }
-# Refusal kinds of bridge.targeting.REFUSALS, in plain words.
+# Refusal codes of bridge.outcomes, in plain words (a refusal is not a fault: nothing moved).
 REFUSAL_WORDS = {
-    "no_point": "no point was given",
+    "no_point": "the agent gave no point",
+    "invalid_point": "the agent's first point is not a valid position",
     "outside_image": "the point is outside the image",
-    "no_depth": "no depth near the point",
-    "unsafe_target": "the target is outside the robot's safe workspace",
+    "no_depth": "there is no depth reading near the point",
+    "workspace": "the point is outside the robot's safe workspace",
+    "unreachable": "the robot cannot reach that point",
+    "no_target": "the point could not be turned into a target in time",
+    "bad_command": "the command was refused",
 }
 
 
@@ -50,9 +54,9 @@ class FlowError(Exception):
 def current_action(ctx: AppContext) -> str:
     """``place`` when the gripper holds something, else ``pick`` (PointArena sec. 3.4)."""
     try:
-        return "place" if ctx.runner.holding() else "pick"
+        return "place" if ctx.parts.arm.holding() else "pick"
     except Exception:  # a state read failing must not break the page; a pick is the safe label
-        log.exception("runner.holding() failed")
+        log.exception("arm.holding() failed")
         return "pick"
 
 
@@ -67,14 +71,17 @@ def participant_step(ctx: AppContext, participant: dict) -> Step:
 def blinded_trial(row: dict) -> dict[str, Any]:
     """A stored trial as a participant may see it."""
     outcome = row["robot_outcome"] if row["robot_outcome"] in OUTCOME_MESSAGES else "robot_failure"
-    refusal = ((row.get("target") or {}).get("reason") or "no_point").split(":", 1)[0]
+    refusal = (row.get("refusal") or {}).get("code") or "no_point"
     if outcome == "refused" and row.get("parse_error"):
         message = "The robot did not move: the agent's answer could not be read."
     else:
         message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
                                                    refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
-    # non-finite points (a custom agent) would be a bare NaN in the JSON, which browsers cannot parse
-    points = [[float(u), float(v)] for u, v in (row.get("points_px") or []) if math.isfinite(u) and math.isfinite(v)]
+    # Blinding: integer pixels for every agent, so the precision of a model's native grid (Molmo's
+    # percent, Gemini's per mille) or a human's half-pixel clicks cannot tell agents apart.
+    # Non-finite points (a custom agent) would be a bare NaN in the JSON, which browsers cannot parse.
+    points = [[int(math.floor(u + 0.5)), int(math.floor(v + 0.5))] for u, v in (row.get("points_px") or [])
+              if isinstance(u, (int, float)) and isinstance(v, (int, float)) and math.isfinite(u) and math.isfinite(v)]
     size = row.get("frame_size")
     return {"trial_id": row["id"], "alias": alias(row["block"]) if row.get("block") is not None else None,
             "instruction": row["instruction"], "action": row["action"], "points_px": points,
@@ -157,7 +164,7 @@ async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, 
             raise FlowError("the robot is busy")
         async with ctx.arm_lock:
             try:
-                result = await ctx.runner.run_trial(claim.agent, text)
+                result = await ctx.parts.trials.run_trial(claim.agent, text)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the runner promises not to raise; if it does, say so without details

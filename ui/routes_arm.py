@@ -45,9 +45,9 @@ def emergency_stop(_: Operator, ctx: Ctx) -> dict:
     """Emergency stop: the runner stops the arm; no trial starts until ``/api/arm/reset``."""
     ctx.stopped = True  # first: even if the runner call fails, no new trial starts
     try:
-        ctx.runner.emergency_stop()
+        ctx.parts.arm.emergency_stop()
     except Exception as e:
-        log.exception("runner.emergency_stop failed")
+        log.exception("arm.emergency_stop failed")
         raise HTTPException(500, f"emergency stop failed: {e}; use the arm's hardware stop") from e
     return {"stopped": True}
 
@@ -56,9 +56,9 @@ def emergency_stop(_: Operator, ctx: Ctx) -> dict:
 def reset(_: Operator, ctx: Ctx) -> dict:
     """Reset the arm (clear the stop, home) and allow trials again."""
     try:
-        ctx.runner.reset()
+        ctx.parts.arm.reset()
     except Exception as e:
-        log.exception("runner.reset failed")
+        log.exception("arm.reset failed")
         raise HTTPException(500, f"reset failed: {e}") from e
     ctx.stopped = False
     return {"stopped": False}
@@ -76,9 +76,9 @@ async def release(_: Operator, ctx: Ctx) -> dict:
         raise HTTPException(409, "a trial is running; open the gripper after it")
     async with ctx.arm_lock:
         try:
-            res = await ctx.runner.release()
+            res = await ctx.parts.arm.release()
         except Exception as e:
-            log.exception("runner.release failed")
+            log.exception("arm.release failed")
             raise HTTPException(500, f"opening the gripper failed: {e}") from e
     if res.get("outcome") != "done":
         code = 409 if res.get("outcome") == "stopped" else 500
@@ -89,13 +89,13 @@ async def release(_: Operator, ctx: Ctx) -> dict:
 @router.get("/human-requests")
 def human_requests(_: Operator, ctx: Ctx) -> list[dict]:
     """Open human-reference requests with their image (``jpeg_b64``) and its size in pixels."""
-    return ctx.runner.pending_human_requests()
+    return ctx.parts.human.pending()
 
 
 @router.get("/human-requests/{request_id}/image")
 def human_request_image(request_id: str, _: Operator, ctx: Ctx) -> Response:
     """The JPEG of one request (the frame the human reference points on)."""
-    for r in ctx.runner.pending_human_requests():
+    for r in ctx.parts.human.pending():
         if r["request_id"] == request_id:
             return Response(base64.b64decode(r["jpeg_b64"]), media_type="image/jpeg")
     raise HTTPException(404, "no such open request")
@@ -104,13 +104,13 @@ def human_request_image(request_id: str, _: Operator, ctx: Ctx) -> Response:
 @router.post("/human-requests/{request_id}/answer")
 def answer(request_id: str, body: ClickIn, _: Operator, ctx: Ctx) -> dict:
     """Answer with the clicked point in ORIGINAL-image pixels ``(u, v)``; 422 outside the image, 404 unknown."""
-    req = next((r for r in ctx.runner.pending_human_requests() if r["request_id"] == request_id), None)
+    req = next((r for r in ctx.parts.human.pending() if r["request_id"] == request_id), None)
     if req is None:
         raise HTTPException(404, "no such open request")
     w, h = req.get("width"), req.get("height")
     # Pixel centres are at integers, so the image covers [-0.5, W - 0.5) x [-0.5, H - 0.5).
     if w and h and not (-0.5 <= body.u < w - 0.5 and -0.5 <= body.v < h - 0.5):
         raise HTTPException(422, f"point ({body.u}, {body.v}) is outside the {w}x{h} image")
-    if not ctx.runner.answer_human_request(request_id, body.u, body.v):
+    if not ctx.parts.human.answer(request_id, body.u, body.v):
         raise HTTPException(404, "no such open request")
     return {"request_id": request_id, "u": body.u, "v": body.v}

@@ -39,8 +39,7 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx) -> Response:
         raise not_found from None
     if row.get("participant_id") != c.participant["id"]:
         raise not_found
-    get = getattr(ctx.runner, "trial_jpeg", None)  # optional: not part of bridge.trial.TrialRunner
-    jpeg = get(row["trial_uid"]) if get is not None else None
+    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"])
     if not jpeg:
         raise not_found
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

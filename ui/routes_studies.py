@@ -29,15 +29,15 @@ class InviteIn(BaseModel):
 @router.get("/agents")
 def agents(_: Operator, ctx: Ctx) -> list[str]:
     """Agent config names the runner knows (operator only: these are what participants must not see)."""
-    return list(ctx.runner.agent_names)
+    return ctx.parts.agent_names
 
 
 @router.post("/studies", status_code=201)
 def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
     """Create a study; 422 when an agent is unknown to the runner or repeated."""
-    unknown = [a for a in body.agents if a not in ctx.runner.agent_names]
+    unknown = [a for a in body.agents if a not in ctx.parts.agent_names]
     if unknown:
-        raise HTTPException(422, f"unknown agents {unknown}; known: {list(ctx.runner.agent_names)}")
+        raise HTTPException(422, f"unknown agents {unknown}; known: {ctx.parts.agent_names}")
     try:
         sid = db.create_study(agents=body.agents, trials_per_agent=body.trials_per_agent, scene=body.scene,
                               name=body.name, design=DESIGN)
@@ -61,12 +61,12 @@ async def invite(study_id: IdPath, body: InviteIn, request: Request, _: Operator
     A study whose agents this session does not run (the agents config changed since it was created)
     is refused with 409: its participants could not do a single trial."""
     try:
-        missing = [a for a in db.study(study_id)["agents"] if a not in ctx.runner.agent_names]
+        missing = [a for a in db.study(study_id)["agents"] if a not in ctx.parts.agent_names]
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
     if missing:
         raise HTTPException(409, f"this session does not run the study's agents {missing}; start pointlab act with "
-                                 f"an agents config that has them (running: {list(ctx.runner.agent_names)})")
+                                 f"an agents config that has them (running: {ctx.parts.agent_names})")
     try:
         pid, token = invite_participant(db, study_id, label=body.label)
     except StoreError as e:

@@ -1,7 +1,7 @@
 """Websockets: the participant's live view + commands, the operator's live view + status.
 
 ``/ws/participant?token=INVITE`` (participant):
-    server -> client: binary messages are JPEG frames of the live colour view (``runner.latest_jpeg()``,
+    server -> client: binary messages are JPEG frames of the live colour view (``live_view.latest_jpeg()``,
     pushed at ``UiSettings.frame_rate_hz`` when the frame index changes); text messages are JSON with
     ``type`` in ``state``, ``trial_started``, ``trial_result``, ``judged``, ``sus_saved``, ``pong``, ``error``.
     client -> server (JSON text): ``{"type": "instruction", "text"}``, ``{"type": "judge", "trial_id",
@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.websockets import WebSocketState
+
+from pointlab.benchmark.records import dumps_json, finite_json
 
 from .context import AppContext
 from .deps import resolve_token
@@ -103,12 +105,6 @@ def parse_client_message(raw: dict, max_bytes: int, allowed: tuple[str, ...] = _
         raise ClientMessageError(f"bad {kind} message: {where}: {first['msg']}") from None
 
 
-def _json_default(o: Any) -> Any:
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
-
-
 class _Conn:
     """One websocket with serialised sends (pusher task and receiver share it)."""
 
@@ -117,7 +113,7 @@ class _Conn:
         self._lock = asyncio.Lock()
 
     async def send_json(self, obj: dict) -> bool:
-        return await self._send(text=json.dumps(obj, default=_json_default))
+        return await self._send(text=dumps_json(obj))
 
     async def send_bytes(self, data: bytes) -> bool:
         return await self._send(data=data)
@@ -144,7 +140,7 @@ async def _open(ws: WebSocket, role: str, refusal: str):
     c = resolve_token(ctx, ws.query_params.get("token"))
     await ws.accept()
     if c is None or c.role != role:
-        await ws.send_text(json.dumps({"type": "error", "error": refusal}))
+        await ws.send_text(dumps_json({"type": "error", "error": refusal}))
         await ws.close(code=CLOSE_BAD_TOKEN)
         return None
     return ctx, c, _Conn(ws)
@@ -264,21 +260,21 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
             queue.append({"participant_id": pid, "label": "?", "study_id": None, "position": i})
     try:
         reqs = [{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}
-                for r in ctx.runner.pending_human_requests()]
+                for r in ctx.parts.human.pending()]
     except Exception:
-        log.exception("pending_human_requests failed")
+        log.exception("human.pending() failed")
         reqs = []
     try:
-        arm = ctx.runner.arm_state()
+        arm = ctx.parts.arm.state()
     except Exception as e:
         arm = {"error": str(e)}
     try:
-        holding = bool(ctx.runner.holding())
+        holding = bool(ctx.parts.arm.holding())
     except Exception:
         holding = None
     return {"type": "status", "queue": queue, "current": ctx.current.to_dict() if ctx.current else None,
             "human_requests": reqs, "stopped": ctx.stopped, "holding": holding,
-            "arm_state": json.loads(json.dumps(arm, default=_json_default))}
+            "arm_state": finite_json(arm)}
 
 
 @router.websocket("/ws/operator")

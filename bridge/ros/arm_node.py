@@ -2,21 +2,23 @@
 
 Topics:
 
-- in ``/pointlab/arm/command`` (``std_msgs/String`` JSON ``{"request_id", "action", "target_base_m"}``;
-  ``action`` is ``pick``, ``place``, ``home`` or ``release`` (open the tool where the arm is, forget
-  what it held); ``target_base_m`` ``[x, y, z]`` metres in ``link_base``, for pick and place only);
+- in ``/pointlab/arm/command`` (``payloads.ArmCommand``: ``action`` is ``pick``, ``place``, ``home`` or
+  ``release`` (open the tool where the arm is, forget what it held); ``target_base_m`` ``[x, y, z]``
+  metres in ``link_base``, for pick and place only; ``session``: a node started with a session
+  nonce refuses commands carrying any other);
 - in ``/pointlab/arm/estop`` (``std_msgs/Empty``): stop now, drop queued commands, refuse motion
   until a reset;
 - in ``/pointlab/arm/reset`` (``std_msgs/Empty``): leave the emergency-stopped state (once the
   command that was running has ended: a reset right after a stop must not let the stopped motion go on;
   a stop after a pending reset cancels it);
-- out ``/pointlab/arm/result`` (String JSON ``{"request_id", "action", "outcome", "error",
-  "error_type", "motion", "holding", "motions_done", "command_rx_ns", "finished_ns"}``; ``outcome``
-  is ``done``, ``refused`` (bad command or unsafe target: nothing sent), ``robot_failure`` (the
-  driver raised; the arm was stopped) or ``stopped`` (emergency stop));
+- out ``/pointlab/arm/result`` (``payloads.ArmResult``; ``outcome`` is ``done``, ``refused`` (nothing
+  sent: a bad command (``bad_command``), a target outside the envelope (``workspace``), a path the
+  reach check refuses or a reach check that did not answer (``unreachable``)), ``robot_failure``
+  (the driver raised; the arm was stopped; ``error`` is the typed error) or ``stopped``
+  (emergency stop));
 - out ``/joint_states`` (``sensor_msgs/JointState``, ``joint1``..``joint6`` in radians, as xarm_ros2),
   ``/pointlab/arm/tcp_pose`` (``geometry_msgs/PoseStamped`` in ``link_base``, metres) and
-  ``/pointlab/arm/state`` (String JSON ``ArmState.to_dict()`` + ``motions_done``), at ``state_rate_hz``.
+  ``/pointlab/arm/state`` (``payloads.ArmStateMsg``, latched), at ``state_rate_hz``.
 
 Commands run on one worker thread in arrival order (one motion at a time); the ROS callbacks only
 queue them, so an e-stop is handled while a motion runs. A command is validated before the arm is
@@ -26,6 +28,7 @@ against the workspace before its first command.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import queue
@@ -33,25 +36,30 @@ import threading
 import time
 
 import numpy as np
+from pydantic import ValidationError
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 
-from .msgs import TOPICS, json_msg, ns_to_stamp, parse_json_msg
-
 from pointlab.robot.arm import Arm
-from pointlab.robot.errors import EmergencyStopError, RobotError, UnsafeTargetError
+from pointlab.robot.errors import EmergencyStopError, ReachRefusedError, RobotError, UnsafeTargetError
 
-__all__ = ["ArmNode", "JOINT_NAMES", "STATE_QOS", "main"]
+from ..outcomes import Refusal, RobotErrorInfo
+from .msgs import TOPICS, ns_to_stamp, state_qos
+from .payloads import ArmCommand, ArmResult, ArmStateMsg, to_msg
+
+__all__ = ["ArmNode", "JOINT_NAMES", "main", "robot_error_info"]
 
 log = logging.getLogger(__name__)
 
 JOINT_NAMES = tuple(f"joint{i}" for i in range(1, 7))  # xarm_ros2 names
-ACTIONS = ("pick", "place", "home", "release")
 NO_TARGET_ACTIONS = ("home", "release")
-# the latest state is latched for late subscribers
-STATE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def robot_error_info(e: BaseException) -> RobotErrorInfo:
+    """The typed record of a robot error (its class, message and controller code when it has one)."""
+    code = getattr(e, "code", None)
+    return RobotErrorInfo(type=type(e).__name__, detail=str(e), code=code if isinstance(code, int) else None)
 
 
 class ArmNode(Node):
@@ -62,10 +70,12 @@ class ArmNode(Node):
         context: the rclpy ``Context``.
         state_rate_hz: rate of ``/joint_states``, the TCP pose and the state JSON.
         base_frame: frame id of the published poses.
+        session: the nonce of the session that started this node; commands with another are refused
+            (``""``: a node run alone accepts any).
     """
 
     def __init__(self, arm: Arm, *, context=None, state_rate_hz: float = 10.0, base_frame: str = "link_base",
-                 node_name: str = "pointlab_arm") -> None:
+                 node_name: str = "pointlab_arm", session: str = "") -> None:
         super().__init__(node_name, context=context)
         from geometry_msgs.msg import PoseStamped
         from sensor_msgs.msg import JointState
@@ -73,6 +83,7 @@ class ArmNode(Node):
 
         self.arm = arm
         self.base_frame = base_frame
+        self.session = session
         self.commands_received: list[dict] = []  # every command as parsed, in order (diagnostics, tests)
         self.motions_done = 0
         self._queue: queue.Queue = queue.Queue()
@@ -84,7 +95,7 @@ class ArmNode(Node):
         self._exec_lock = threading.Lock()
         self._reset_pending = False
         self._pub_result = self.create_publisher(String, TOPICS["arm_result"], 50)
-        self._pub_state = self.create_publisher(String, TOPICS["arm_state"], STATE_QOS)
+        self._pub_state = self.create_publisher(String, TOPICS["arm_state"], state_qos())
         self._pub_joints = self.create_publisher(JointState, TOPICS["joint_states"], 10)
         self._pub_pose = self.create_publisher(PoseStamped, TOPICS["tcp_pose"], 10)
         self.create_subscription(String, TOPICS["arm_command"], self._on_command, 50)
@@ -119,21 +130,26 @@ class ArmNode(Node):
     # -- callbacks ------------------------------------------------------------------------------
     def _on_command(self, msg) -> None:
         rx_ns = time.time_ns()
-        cmd = parse_json_msg(msg)
-        if cmd is None:
-            log.warning("ignoring a command that is not a JSON object: %r", msg.data[:200])
+        try:
+            raw = json.loads(msg.data)
+        except (ValueError, TypeError, RecursionError):
+            raw = None
+        if not isinstance(raw, dict):
+            log.warning("ignoring a command that is not a JSON object: %r", str(msg.data)[:200])
             return
-        self.commands_received.append(cmd)
-        rid = str(cmd.get("request_id") or "")
-        problem = _validate(cmd)
-        if not problem and rid in self._seen:
-            problem = "duplicate request_id"
-        if problem:
-            self._publish_result(rid, cmd.get("action"), "refused", error=f"bad_command: {problem}",
-                                 error_type="BadCommand", rx_ns=rx_ns)
+        self.commands_received.append(raw)
+        rid = raw.get("request_id") if isinstance(raw.get("request_id"), str) else ""
+        cmd, problem = _validate(raw)
+        if cmd is not None and self.session and cmd.session != self.session:
+            cmd, problem = None, "not from the session that started this arm node"
+        if cmd is not None and rid in self._seen:
+            cmd, problem = None, "duplicate request_id"
+        if cmd is None:
+            self._publish_result(rid, raw.get("action") if isinstance(raw.get("action"), str) else None, "refused",
+                                 refusal=Refusal(code="bad_command", detail=problem), rx_ns=rx_ns)
             return
         self._seen.add(rid)
-        self._queue.put((rid, cmd["action"], cmd.get("target_base_m"), rx_ns))
+        self._queue.put((rid, cmd.action, cmd.target_base_m, rx_ns))
 
     def _on_estop(self, _msg) -> None:
         log.warning("emergency stop requested")
@@ -145,8 +161,8 @@ class ArmNode(Node):
             except queue.Empty:
                 break
             if item is not None:
-                self._publish_result(item[0], item[1], "stopped", error="emergency stop before execution",
-                                     error_type="EmergencyStopError", rx_ns=item[3])
+                self._publish_result(item[0], item[1], "stopped", rx_ns=item[3], error=RobotErrorInfo(
+                    type="EmergencyStopError", detail="emergency stop before execution"))
         self.publish_state()
 
     def _on_reset(self, _msg) -> None:
@@ -193,27 +209,28 @@ class ArmNode(Node):
             else:
                 report = self.arm.place(np.asarray(target, dtype=np.float64))
         except UnsafeTargetError as e:
-            self._publish_result(rid, action, "refused", error=f"unsafe_target: {e.reason}",
-                                 error_type=type(e).__name__, rx_ns=rx_ns)
+            self._publish_result(rid, action, "refused", refusal=Refusal(code="workspace", detail=e.reason), rx_ns=rx_ns)
+        except ReachRefusedError as e:  # the reach pre-check said no (or nothing): nothing was sent
+            self._publish_result(rid, action, "refused", refusal=Refusal(code="unreachable", detail=str(e)), rx_ns=rx_ns)
         except EmergencyStopError as e:
-            self._publish_result(rid, action, "stopped", error=str(e), error_type=type(e).__name__, rx_ns=rx_ns)
+            self._publish_result(rid, action, "stopped", error=robot_error_info(e), rx_ns=rx_ns)
         except RobotError as e:
-            self._publish_result(rid, action, "robot_failure", error=str(e), error_type=type(e).__name__, rx_ns=rx_ns)
+            self._publish_result(rid, action, "robot_failure", error=robot_error_info(e), rx_ns=rx_ns)
         except Exception as e:  # a driver bug must not kill the worker; stop the arm to be safe
             log.exception("arm command failed unexpectedly")
             self.arm.stop()
-            self._publish_result(rid, action, "robot_failure", error=f"{type(e).__name__}: {e}",
-                                 error_type=type(e).__name__, rx_ns=rx_ns)
+            self._publish_result(rid, action, "robot_failure", error=robot_error_info(e), rx_ns=rx_ns)
         else:
             self.motions_done += 1
             self._publish_result(rid, action, "done", motion=report.to_dict(), rx_ns=rx_ns)
         self.publish_state()
 
-    def _publish_result(self, rid, action, outcome, *, error=None, error_type=None, motion=None, rx_ns=None) -> None:
-        self._pub_result.publish(json_msg({
-            "request_id": rid, "action": action, "outcome": outcome, "error": error, "error_type": error_type,
-            "motion": motion, "holding": self.arm.holding, "motions_done": self.motions_done,
-            "command_rx_ns": rx_ns, "finished_ns": time.time_ns()}))
+    def _publish_result(self, rid: str, action: str | None, outcome: str, *, refusal: Refusal | None = None,
+                        error: RobotErrorInfo | None = None, motion: dict | None = None, rx_ns: int | None = None) -> None:
+        self._pub_result.publish(to_msg(ArmResult(
+            request_id=rid, action=action, outcome=outcome, refusal=refusal, error=error, motion=motion,
+            holding=self.arm.holding, motions_done=self.motions_done, command_rx_ns=rx_ns,
+            finished_ns=time.time_ns())))
 
     # -- state ----------------------------------------------------------------------------------
     def publish_state(self) -> None:
@@ -241,28 +258,29 @@ class ArmNode(Node):
             qx, qy, qz, qw = Rotation.from_euler("xyz", st.tcp.rpy_deg, degrees=True).as_quat()
             ps.pose.orientation.x, ps.pose.orientation.y, ps.pose.orientation.z, ps.pose.orientation.w = qx, qy, qz, qw
             self._pub_pose.publish(ps)
-        self._pub_state.publish(json_msg({**st.to_dict(), "motions_done": done}))
+        self._pub_state.publish(to_msg(ArmStateMsg(**st.to_dict(), motions_done=done,
+                                                   busy=self._exec_lock.locked())))
 
 
-def _validate(cmd: dict) -> str | None:
-    """Why a command must not run, or ``None``."""
-    if not cmd.get("request_id"):
-        return "missing request_id"
-    action = cmd.get("action")
-    if action not in ACTIONS:
-        return f"action must be one of {', '.join(ACTIONS)}"
-    if action in NO_TARGET_ACTIONS:
-        return None
-    t = cmd.get("target_base_m")
-    if not isinstance(t, (list, tuple)) or len(t) != 3:
-        return "target_base_m must be [x, y, z] metres"
+def _validate(raw: dict) -> tuple[ArmCommand | None, str]:
+    """The command, or ``None`` and why it must not run."""
+    if not raw.get("request_id") or not isinstance(raw.get("request_id"), str):
+        return None, "missing request_id"
+    t = raw.get("target_base_m")
+    if isinstance(t, (list, tuple)) and any(isinstance(c, bool) for c in t):
+        return None, "target_base_m must hold numbers"  # JSON true would validate as 1.0
     try:
-        vals = [float(c) for c in t]
-    except (TypeError, ValueError):
-        return "target_base_m must hold numbers"
-    if not all(math.isfinite(c) for c in vals) or any(isinstance(c, bool) for c in t):
-        return "target_base_m must be finite numbers"
-    return None
+        cmd = ArmCommand.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        return None, f"{'.'.join(str(x) for x in first['loc']) or 'command'}: {first['msg']}"
+    if cmd.action in NO_TARGET_ACTIONS:
+        return cmd, ""
+    if cmd.target_base_m is None:
+        return None, "target_base_m must be [x, y, z] metres"
+    if not all(math.isfinite(c) for c in cmd.target_base_m):
+        return None, "target_base_m must be finite numbers"
+    return cmd, ""
 
 
 def main(robot_spec: str = "sim") -> None:

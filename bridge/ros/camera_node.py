@@ -27,11 +27,11 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from .msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info,
-                                      json_msg, rgb_to_image, to_depth_mm)
-
 from pointlab.perception.camera import Camera
 from pointlab.perception.errors import PerceptionError
+
+from .msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
+from .payloads import FrameMeta, to_msg
 
 __all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
 
@@ -90,9 +90,9 @@ class CameraNode(Node):
         self._pub_info.publish(intrinsics_to_camera_info(frame.intrinsics, stamp, fid))
         # depth before colour: a consumer that reacts to a colour frame finds its depth already sent
         self._pub_depth.publish(depth_to_image(to_depth_mm(frame.depth, frame.depth_scale_m), stamp, fid))
-        self._pub_meta.publish(json_msg({"stamp_ns": stamp, "index": int(frame.index),
-                                         "device_depth_scale_m": frame.depth_scale_m,
-                                         "depth_scale_m": DEPTH_TOPIC_SCALE_M}))
+        self._pub_meta.publish(to_msg(FrameMeta(stamp_ns=stamp, index=int(frame.index),
+                                                device_depth_scale_m=frame.depth_scale_m,
+                                                depth_scale_m=DEPTH_TOPIC_SCALE_M)))
         self._pub_color.publish(rgb_to_image(frame.color, stamp, fid))
         self.frames_published += 1
 

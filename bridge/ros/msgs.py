@@ -14,7 +14,6 @@ Messages are imported lazily (inside functions) so importing this module does no
 from __future__ import annotations
 
 import array
-import json
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from pointlab.perception.frame import Intrinsics
 __all__ = [
     "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "image_to_rgb",
     "depth_to_image", "image_to_depth", "intrinsics_to_camera_info", "camera_info_to_intrinsics",
-    "to_depth_mm", "json_msg", "parse_json_msg", "image_qos",
+    "to_depth_mm", "image_qos", "state_qos",
 ]
 
 # Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
@@ -62,6 +61,14 @@ def image_qos(depth: int = 2):
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def state_qos():
+    """QoS of the arm state: reliable, depth 1, transient local (the latest state is latched for a
+    subscriber that joins later)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def stamp_to_ns(stamp) -> int:
@@ -196,27 +203,3 @@ def camera_info_to_intrinsics(msg) -> Intrinsics:
     d = [float(c) for c in list(msg.d)[:5]]
     d += [0.0] * (5 - len(d))
     return Intrinsics(int(msg.width), int(msg.height), float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
-
-
-def json_msg(payload: dict):
-    """A ``std_msgs/String`` holding ``payload`` as JSON (numpy values converted)."""
-    from std_msgs.msg import String
-
-    return String(data=json.dumps(payload, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def parse_json_msg(msg) -> dict | None:
-    """The JSON object in a ``std_msgs/String``, or ``None`` when it is not a JSON object."""
-    try:
-        d = json.loads(msg.data)
-    except (ValueError, TypeError):
-        return None
-    return d if isinstance(d, dict) else None

@@ -24,10 +24,12 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
 from rclpy.node import Node
 
-from .msgs import TOPICS, image_qos, image_to_rgb, json_msg, parse_json_msg, stamp_to_ns
+from ..outcomes import PointEntry
+from ..targeting import entries_from_points
+from .msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
+from .payloads import PointAnswer, PointFrame, PointRequest, from_msg, to_msg
 
 __all__ = ["PointingNode", "main"]
 
@@ -77,21 +79,20 @@ class PointingNode(Node):
             self._frame_cond.notify_all()
 
     def _on_request(self, msg) -> None:
-        req = parse_json_msg(msg)
-        rid = str(req.get("request_id", "")) if req else ""
-        if not req or not rid or not isinstance(req.get("instruction"), str):
-            log.warning("ignoring malformed point request %r", msg.data[:200])
-            if rid:
+        req = from_msg(PointRequest, msg)
+        if req is None:
+            rid = _request_id_of(msg.data)
+            if rid:  # say so to the waiting runner rather than let it time out
                 self._publish_answer(rid, error="bad_request: need request_id, agent, instruction")
             return
-        agent = self.agents.get(str(req.get("agent")))
+        agent = self.agents.get(req.agent)
         if agent is None:
-            self._publish_answer(rid, error="unknown_agent")  # the name stays out of the answer
+            self._publish_answer(req.request_id, error="unknown_agent")  # the name stays out of the answer
             return
         # the frame is fetched on the agents' loop thread so waiting for it never blocks this
         # executor callback
-        asyncio.run_coroutine_threadsafe(self._answer(rid, agent, req["instruction"], (time.monotonic(), time.time_ns())),
-                                         self._loop)
+        asyncio.run_coroutine_threadsafe(self._answer(req.request_id, agent, req.instruction,
+                                                      (time.monotonic(), time.time_ns())), self._loop)
 
     # -- work -----------------------------------------------------------------------------------
     def _take_frame(self, requested: tuple[float, int]):
@@ -121,7 +122,7 @@ class PointingNode(Node):
             self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s")
             return
         stamp_ns = stamp_to_ns(msg.header.stamp)
-        self._pub_frame.publish(json_msg({"request_id": rid, "stamp_ns": stamp_ns}))
+        self._pub_frame.publish(to_msg(PointFrame(request_id=rid, stamp_ns=stamp_ns)))
         try:
             image = image_to_rgb(msg)
         except ValueError as e:
@@ -135,28 +136,44 @@ class PointingNode(Node):
             self._publish_answer(rid, error=f"agent_error: {type(e).__name__}: {e}", stamp_ns=stamp_ns,
                                  width=image.shape[1], height=image.shape[0], latency_s=time.monotonic() - t0)
             return
-        pts = np.asarray(getattr(ans, "points_px", None) if getattr(ans, "points_px", None) is not None else [],
-                         dtype=np.float64).reshape(-1, 2)
-        pts = pts[np.all(np.isfinite(pts), axis=1)]  # NaN/inf (a custom agent) are no points, and not JSON
+        # every point as the model gave it, invalid ones included: the first point is the point,
+        # and a NaN first point must refuse the trial, not promote the second (bridge.targeting)
+        entries = getattr(ans, "entries", None)
+        if entries is None:
+            entries = entries_from_points(getattr(ans, "points_px", None))
+        else:
+            entries = [PointEntry.model_validate(e, from_attributes=True) for e in entries]
         latency = getattr(ans, "latency_s", None)
         self._publish_answer(
-            rid, raw_answer=getattr(ans, "raw_text", "") or "", points_px=pts.tolist(),
+            rid, raw_answer=getattr(ans, "raw_text", "") or "", points=entries,
             parse_error=getattr(ans, "parse_error", None), error=getattr(ans, "error", None), stamp_ns=stamp_ns,
             width=image.shape[1], height=image.shape[0],
             latency_s=float(latency) if latency is not None else time.monotonic() - t0)
 
-    def _publish_answer(self, rid: str, *, raw_answer: str = "", points_px=None, parse_error=None, error=None,
+    def _publish_answer(self, rid: str, *, raw_answer: str = "", points=(), parse_error=None, error=None,
                         stamp_ns: int | None = None, width: int | None = None, height: int | None = None,
                         latency_s: float | None = None) -> None:
-        self._pub_answer.publish(json_msg({
-            "request_id": rid, "raw_answer": raw_answer, "points_px": points_px or [], "parse_error": parse_error,
-            "error": error, "stamp_ns": stamp_ns, "width": width, "height": height, "latency_s": latency_s,
-            "answered_ns": time.time_ns()}))
+        self._pub_answer.publish(to_msg(PointAnswer(
+            request_id=rid, raw_answer=raw_answer, points=list(points),
+            points_px=[(e.u_px, e.v_px) for e in points if e.usable], parse_error=parse_error, error=error,
+            stamp_ns=stamp_ns, width=width, height=height, latency_s=latency_s, answered_ns=time.time_ns())))
 
     def destroy_node(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._loop_thread.join(timeout=5.0)
         super().destroy_node()
+
+
+def _request_id_of(data: str) -> str:
+    """The ``request_id`` of a malformed request when it has one (to answer it), else ``""``."""
+    import json
+
+    try:
+        d = json.loads(data)
+    except (ValueError, TypeError, RecursionError):
+        return ""
+    rid = d.get("request_id") if isinstance(d, dict) else None
+    return rid if isinstance(rid, str) else ""
 
 
 def main(agents_config: str | None = None) -> None:

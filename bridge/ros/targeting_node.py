@@ -10,9 +10,9 @@ Topics:
 - in ``/pointlab/point_answer`` (String JSON, see ``pointing_node``);
 - out ``/pointlab/target`` (``geometry_msgs/PointStamped`` in the calibration's parent frame,
   ``link_base``, stamped with the frame's stamp) for valid targets only;
-- out ``/pointlab/target_result`` (String JSON ``{"request_id", "stamp_ns", "target",
-  "answer_rx_ns", "published_ns"}``; ``target`` is ``bridge.targeting.Target.to_dict()``, a refusal
-  carries ``valid: false`` and its ``reason``; an answer with an ``error`` is refused ``no_point``).
+- out ``/pointlab/target_result`` (``payloads.TargetResult``: ``target`` is a
+  ``bridge.targeting.Target``, a refusal carries ``valid: false`` and its ``refusal`` code and
+  detail; an answer with an ``error`` is refused ``no_point``).
 
 The rule itself is ``bridge.targeting.compute_target`` (first point only, robust depth, calibration,
 workspace envelope). The depth of the same frame is found by exact stamp, else the nearest stamp
@@ -34,9 +34,10 @@ from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.workspace import Workspace
 
-from .msgs import (TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, json_msg, ns_to_stamp,
-                       parse_json_msg, stamp_to_ns)
-from ..targeting import Target, compute_target
+from ..outcomes import PointEntry
+from ..targeting import Target, compute_target, first_point
+from .msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns
+from .payloads import PointAnswer, PointFrame, TargetResult, from_msg, to_msg
 
 __all__ = ["TargetingNode", "main"]
 
@@ -103,15 +104,15 @@ class TargetingNode(Node):
         return self._depth[best] if abs(best - stamp_ns) <= self.max_stamp_skew_s * 1e9 else None
 
     def _on_point_frame(self, msg) -> None:
-        d = parse_json_msg(msg)
-        if not d or "request_id" not in d or not isinstance(d.get("stamp_ns"), int):
+        pf = from_msg(PointFrame, msg)
+        if pf is None:
             return
-        depth = self._find_depth(d["stamp_ns"])
+        depth = self._find_depth(pf.stamp_ns)
         now = time.monotonic()
         if depth is not None:
-            self._pins[str(d["request_id"])] = (d["stamp_ns"], depth, now)
+            self._pins[pf.request_id] = (pf.stamp_ns, depth, now)
         else:  # the depth of that frame is still on its way (it travels on another topic)
-            self._wanted[str(d["request_id"])] = (d["stamp_ns"], now)
+            self._wanted[pf.request_id] = (pf.stamp_ns, now)
         for rid in [r for r, (_, _, t) in self._pins.items() if now - t > self.pin_ttl_s]:
             del self._pins[rid]
         for rid in [r for r, (_, t) in self._wanted.items() if now - t > 10.0]:
@@ -120,55 +121,48 @@ class TargetingNode(Node):
     # -- targeting ------------------------------------------------------------------------------
     def _on_answer(self, msg) -> None:
         rx_ns = time.time_ns()
-        ans = parse_json_msg(msg)
-        if not ans or not ans.get("request_id"):
-            log.warning("ignoring malformed point answer %r", msg.data[:200])
+        ans = from_msg(PointAnswer, msg)
+        if ans is None:
             return
-        rid = str(ans["request_id"])
-        stamp = ans.get("stamp_ns")
-        pinned = self._pins.pop(rid, None)
-        self._wanted.pop(rid, None)
-        if ans.get("error"):
+        pinned = self._pins.pop(ans.request_id, None)
+        self._wanted.pop(ans.request_id, None)
+        if ans.error:
             # a failed agent call carries no point; say so rather than look for one
-            target = Target(False, reason="no_point: the agent call failed")
+            target = Target.refused("no_point", "the agent call failed")
         else:
-            target = self.target_for(ans.get("points_px"), stamp, pinned)
-        self.publish_target(rid, stamp, target, rx_ns)
+            target = self.target_for(ans.points, ans.stamp_ns, pinned)
+        self.publish_target(ans.request_id, ans.stamp_ns, target, rx_ns)
 
-    def target_for(self, points_px, stamp_ns: int | None, pinned=None) -> Target:
-        """The target of ``points_px`` on the depth frame of ``stamp_ns`` (refusal when none)."""
-        try:
-            pts = np.asarray(points_px if points_px is not None else [], dtype=np.float64).reshape(-1, 2)
-        except (TypeError, ValueError):
-            return Target(False, reason="no_point: points are not (N, 2) numbers")
-        if len(pts) == 0:
-            return Target(False, reason="no_point: the agent gave no parseable point")
-        depth_msg = pinned[1] if pinned is not None else (self._find_depth(stamp_ns) if isinstance(stamp_ns, int) else None)
+    def target_for(self, points: list[PointEntry], stamp_ns: int | None, pinned=None) -> Target:
+        """The target of the first of ``points`` on the depth frame of ``stamp_ns`` (refusal when none)."""
+        pixel, refusal = first_point(points)
+        if refusal is not None:
+            return Target(valid=False, refusal=refusal)
+        depth_msg = pinned[1] if pinned is not None else (self._find_depth(stamp_ns) if stamp_ns is not None else None)
         if depth_msg is None:
-            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])),
-                          reason="no_depth: no depth frame for the frame the agent saw")
+            return Target.refused("no_depth", "no depth frame for the frame the agent saw", pixel=pixel)
         if self._info is None:
-            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])), reason="no_depth: no camera_info received")
+            return Target.refused("no_depth", "no camera_info received", pixel=pixel)
         try:
             intr = camera_info_to_intrinsics(self._info)
             depth, scale = image_to_depth(depth_msg)
             color = np.broadcast_to(_NO_COLOR, (intr.height, intr.width, 3))  # targeting reads depth only
             frame = RGBDFrame(color, depth, scale, intr, stamp_to_ns(depth_msg.header.stamp))
         except ValueError as e:
-            return Target(False, pixel=(float(pts[0, 0]), float(pts[0, 1])), reason=f"no_depth: bad depth frame ({e})")
-        return compute_target(frame, pts, self.calibration, self.workspace, self.rule)
+            return Target.refused("no_depth", f"bad depth frame ({e})", pixel=pixel)
+        return compute_target(frame, points, self.calibration, self.workspace, self.rule)
 
-    def publish_target(self, rid: str, stamp_ns, target: Target, rx_ns: int) -> None:
+    def publish_target(self, rid: str, stamp_ns: int | None, target: Target, rx_ns: int) -> None:
         if target.valid:
             from geometry_msgs.msg import PointStamped
 
             p = PointStamped()
             p.header.frame_id = self.calibration.parent_frame
-            p.header.stamp = ns_to_stamp(stamp_ns if isinstance(stamp_ns, int) else time.time_ns())
+            p.header.stamp = ns_to_stamp(stamp_ns if stamp_ns is not None else time.time_ns())
             p.point.x, p.point.y, p.point.z = (float(c) for c in target.point_base_m)
             self._pub_target.publish(p)
-        self._pub_result.publish(json_msg({"request_id": rid, "stamp_ns": stamp_ns, "target": target.to_dict(),
-                                           "answer_rx_ns": rx_ns, "published_ns": time.time_ns()}))
+        self._pub_result.publish(to_msg(TargetResult(request_id=rid, stamp_ns=stamp_ns, target=target,
+                                                     answer_rx_ns=rx_ns, published_ns=time.time_ns())))
 
 
 def main(calibration_file: str) -> None:

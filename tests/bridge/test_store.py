@@ -12,20 +12,26 @@ import textwrap
 import numpy as np
 import pytest
 
+from pointlab.bridge.outcomes import PointEntry, Refusal
 from pointlab.bridge.store import SCHEMA_VERSION, Store, StoreError
 from pointlab.bridge.sus import SusError
-from pointlab.bridge.trial import TrialResult
+from pointlab.bridge.targeting import Target
+from pointlab.bridge.trial import Motion, TrialResult, Waypoint
+from pointlab.bridge.trial_table import STORE_COLUMNS
 
 
 def _full_trial(uid: str = "a" * 32) -> TrialResult:
     return TrialResult(
         trial_id=uid, agent="sim-oracle", instruction="pick up the red cube", action="pick",
         raw_answer='<point x="51.0" y="42.5" alt="red cube">red cube</point>',
-        points_px=[[326.4, 204.0], [10.0, 20.0]], parse_error=None, frame_index=17, frame_size=[640, 480],
-        target={"valid": True, "pixel": [326.4, 204.0], "point_camera_m": [0.01, 0.02, 0.6],
-                "point_base_m": [0.3, -0.05, 0.02], "depth_m": 0.6, "reason": None},
+        points=[PointEntry(u_px=326.4, v_px=204.0), PointEntry(u_px=10.0, v_px=20.0)],
+        points_px=[(326.4, 204.0), (10.0, 20.0)], parse_error=None, frame_index=17, frame_size=(640, 480),
+        target=Target(valid=True, pixel=(326.4, 204.0), point_camera_m=(0.01, 0.02, 0.6),
+                      point_base_m=(0.3, -0.05, 0.02), depth_m=0.6),
         robot_outcome="done", robot_error=None,
-        motion={"action": "pick", "waypoints": [[0.3, -0.05, 0.12], [0.3, -0.05, 0.02]], "duration_s": 3.5},
+        motion=Motion(action="pick", target_m=[0.3, -0.05, 0.02],
+                      waypoints=[Waypoint(position_m=(0.3, -0.05, 0.12), rpy_deg=(180.0, 0.0, 0.0))],
+                      tool_commands=["open", "close"], duration_s=3.5),
         sim_success=True, sim_detail="holding red_cube", timings_s={"agent": 0.12, "targeting": 0.01, "motion": 3.5,
                                                                     "total": 3.7},
         expected={"action": "pick", "object": "red_cube", "container": None})
@@ -49,15 +55,46 @@ def test_every_trial_field_round_trips(store):
         assert row[key] == v, k
     assert (row["study_id"], row["participant_id"], row["block"], row["judgement"]) == (sid, pid, 1, None)
     assert row["created_unix_s"] > 1.7e9 and row["judged_unix_s"] is None
+    assert store.trial_result(row_id) == t  # the typed record comes back equal, field for field
+
+
+def test_the_trials_table_is_derived_from_the_record(tmp_path):
+    # every TrialResult field is a column, plus the store's own, and nothing else
+    Store(tmp_path / "d.sqlite").close()
+    con = sqlite3.connect(tmp_path / "d.sqlite")
+    cols = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
+    fields = {("trial_uid" if f == "trial_id" else f) for f in TrialResult.model_fields}
+    assert cols == fields | set(STORE_COLUMNS)
+
+
+def test_a_refusal_is_stored_as_code_and_detail(store):
+    refusal = Refusal(code="no_depth", detail="3 valid depth pixels within 4 px (need 5)")
+    t = TrialResult(trial_id="r" * 32, agent="a", instruction="x", action="pick", robot_outcome="refused",
+                    refusal=refusal, target=Target(valid=False, pixel=(1.0, 2.0), refusal=refusal))
+    row = store.trial(store.save_trial(t))
+    assert row["refusal"] == {"code": "no_depth", "detail": "3 valid depth pixels within 4 px (need 5)",
+                              "stage": "depth"}
+    assert store.trial_result(row["id"]).refusal == refusal
 
 
 def test_numpy_values_are_stored_as_plain_json(store):
-    t = TrialResult("b" * 32, "sim-noisy", "place it in the bowl", "place", points_px=np.array([[1.5, 2.0]]),
-                    target={"valid": False, "reason": "no_depth: no valid depth", "depth_m": np.float32(0.25)},
-                    timings_s={"agent": np.float64(0.5)}, frame_size=[np.int64(640), np.int64(480)])
+    t = TrialResult(trial_id="b" * 32, agent="sim-noisy", instruction="place it in the bowl", action="place",
+                    points_px=[(np.float64(1.5), np.float64(2.0))],
+                    target=Target(valid=False, depth_m=np.float64(0.25), refusal=Refusal(code="no_depth")),
+                    timings_s={"agent": np.float64(0.5)}, frame_size=(np.int64(640), np.int64(480)))
     row = store.trial(store.save_trial(t))
     assert row["points_px"] == [[1.5, 2.0]]
     assert row["target"]["depth_m"] == 0.25 and row["timings_s"] == {"agent": 0.5} and row["frame_size"] == [640, 480]
+
+
+def test_a_non_finite_point_is_kept_as_null_with_its_reason(store):
+    # the model's own answer is kept, invalid entries included (issue 14): strict JSON has no NaN
+    t = TrialResult(trial_id="n" * 32, agent="a", instruction="x", action="pick",
+                    points=[PointEntry(u_px=float("nan"), v_px=float("nan"), valid=False, reason="not a finite number"),
+                            PointEntry(u_px=452.0, v_px=148.0)], points_px=[(452.0, 148.0)])
+    row = store.trial(store.save_trial(t))
+    assert row["points"][0] == {"u_px": None, "v_px": None, "valid": False, "reason": "not a finite number"}
+    assert row["points"][1]["u_px"] == 452.0
 
 
 def test_judgement_and_surveys(store):
@@ -154,7 +191,8 @@ def test_a_killed_process_loses_nothing_already_judged(tmp_path):
         from pointlab.bridge.trial import TrialResult
         s = Store({str(path)!r})
         for i in range(3):
-            tid = s.save_trial(TrialResult(f"{{i:032d}}", "sim-oracle", f"pick {{i}}", "pick"))
+            tid = s.save_trial(TrialResult(trial_id=f"{{i:032d}}", agent="sim-oracle", instruction=f"pick {{i}}",
+                                           action="pick"))
             s.set_judgement(tid, "succeeded" if i % 2 == 0 else "failed")
         s.save_survey([5, 1, 5, 1, 5, 1, 5, 1, 5, 1], agent="sim-oracle", block=0)
         os._exit(9)
@@ -176,3 +214,52 @@ def test_second_connection_sees_writes_immediately(tmp_path):
     assert reader.trial(tid)["judgement"] == "succeeded"
     assert json.loads(json.dumps(reader.trials()))  # rows are JSON-ready
     writer.close(), reader.close()
+
+
+_V2_TRIALS = """CREATE TABLE trials (id INTEGER NOT NULL, trial_uid VARCHAR(64) NOT NULL, study_id INTEGER,
+ participant_id INTEGER, block INTEGER, agent TEXT NOT NULL, instruction TEXT NOT NULL, action VARCHAR(8) NOT NULL,
+ raw_answer TEXT NOT NULL, points_px JSON NOT NULL, parse_error TEXT, frame_index INTEGER, frame_size JSON,
+ target JSON, robot_outcome VARCHAR(32) NOT NULL, robot_error TEXT, agent_error TEXT, motion JSON,
+ sim_success BOOLEAN, sim_detail TEXT, timings_s JSON NOT NULL, expected JSON, judgement VARCHAR(16),
+ created_unix_s FLOAT NOT NULL, judged_unix_s FLOAT, PRIMARY KEY (id), UNIQUE (trial_uid))"""
+
+
+def test_a_version_2_database_is_migrated_in_place_and_loses_nothing(tmp_path):
+    # a file as pointlab wrote it before typed records (schema 2, the CREATE TABLE of that release)
+    path = tmp_path / "v2.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    con.execute(_V2_TRIALS)
+    rows = [
+        ("u1", "done", None, {"valid": True, "pixel": [1.0, 2.0], "point_base_m": [0.3, 0.0, 0.02], "reason": None},
+         [[1.0, 2.0]], "succeeded"),
+        ("u2", "refused", None, {"valid": False, "pixel": [5.0, 6.0], "reason": "no_depth: 0 valid depth pixels"},
+         [[5.0, 6.0]], "failed"),
+        ("u3", "refused", "unsafe_target: beyond_reach: 0.471 m", {"valid": True, "reason": None}, [[7.0, 8.0]], None),
+        ("u4", "robot_failure", "ArmFaultError: set_position returned code 31", {"valid": True, "reason": None},
+         [[9.0, 1.0]], "failed"),
+    ]
+    for uid, outcome, error, target, pts, judgement in rows:
+        con.execute("INSERT INTO trials (trial_uid, agent, instruction, action, raw_answer, points_px, target, "
+                    "robot_outcome, robot_error, timings_s, judgement, created_unix_s) VALUES "
+                    "(?, 'a', 'pick it', 'pick', 'x', ?, ?, ?, ?, '{}', ?, 1.8e9)",
+                    (uid, json.dumps(pts), json.dumps(target), outcome, error, judgement))
+    con.commit()
+    con.close()
+    s = Store(path)
+    got = {t["trial_uid"]: t for t in s.trials()}
+    assert [got[u]["judgement"] for u in ("u1", "u2", "u3", "u4")] == ["succeeded", "failed", None, "failed"]
+    assert got["u1"]["refusal"] is None and got["u1"]["target"]["point_base_m"] == [0.3, 0.0, 0.02]
+    assert got["u2"]["refusal"] == {"code": "no_depth", "detail": "0 valid depth pixels", "stage": "depth"}
+    assert got["u2"]["target"]["refusal"]["code"] == "no_depth" and "reason" not in got["u2"]["target"]
+    assert got["u3"]["refusal"] == {"code": "workspace", "detail": "beyond_reach: 0.471 m", "stage": "reach"}
+    assert got["u3"]["robot_error"] is None
+    assert got["u4"]["robot_error"]["detail"] == "ArmFaultError: set_position returned code 31"
+    assert got["u4"]["points"] == [{"u_px": 9.0, "v_px": 1.0, "valid": True, "reason": None}]
+    assert [s.trial_result(got[u]["id"]).robot_outcome for u in ("u1", "u2", "u3", "u4")] == [
+        "done", "refused", "refused", "robot_failure"]
+    s.close()
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    con.close()

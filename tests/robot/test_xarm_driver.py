@@ -15,7 +15,8 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnreachableTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, ReachRefusedError,
+    UnreachableTargetError,
 )
 from pointlab.robot.workspace import Workspace
 from pointlab.robot.xarm import Lite6Config, XArmDriver, _within_limit_deg
@@ -265,9 +266,9 @@ def test_far_high_target_is_in_the_workspace_but_not_reachable():
 
 def test_unreachable_pick_is_refused_without_motion_or_fault(emu, arm):
     brought_up = len(emu.entries())
-    with pytest.raises(UnreachableTargetError, match=r"0\.43, 0\.0, 0\.4") as ei:
+    with pytest.raises(ReachRefusedError, match=r"0\.43, 0\.0, 0\.4") as ei:
         arm.pick(list(FAR_HIGH_TARGET_M))
-    assert "code 10" in str(ei.value)
+    assert "code 10" in str(ei.value) and isinstance(ei.value.__cause__, UnreachableTargetError)
     rest = emu.entries()[brought_up:]
     assert rest and not [e for e in rest if e["name"] in MOTION_OR_TOOL]
     assert not [e for e in rest if e["name"] == "set_state"]  # no stop either: nothing was wrong
@@ -325,7 +326,9 @@ def test_the_sdk_reads_no_ik_solution_as_code_10(emu, arm):
     assert code == 0 and len(angles) == 7 and all(-180.0 < a <= 180.0 for a in angles)
 
 
-@pytest.mark.parametrize("fault, error", [("drop", ArmConnectionError), ("stall", ArmTimeoutError)])
+# A stalled IK query is a refusal (nothing moved, the arm is fine: issue 14, finding 6); a dropped
+# connection is a fault (the arm's state is unknown until someone looks).
+@pytest.mark.parametrize("fault, error", [("drop", ArmConnectionError), ("stall", ReachRefusedError)])
 def test_connection_problem_during_the_reach_check(emu, fault, error):
     arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
     arm.connect()
@@ -456,6 +459,6 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     store = Store(db, create=False)
     try:
         (row,) = store.trials()
-        assert row["robot_outcome"] == "robot_failure" and says in row["robot_error"]
+        assert row["robot_outcome"] == "robot_failure" and says in row["robot_error"]["detail"]
     finally:
         store.close()

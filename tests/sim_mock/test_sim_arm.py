@@ -247,7 +247,7 @@ def test_unreachable_pick_is_refused_before_any_motion_and_does_not_fault_the_ar
     # shoulder 0.2435 + upper arm 0.2002 + forearm hypot(0.087, 0.22761) = 0.2437 minus wrist 0.0625
     # and gripper TCP 0.0836 = 0.541 m (URDF joint origins), so the pre-check refuses the pick.
     from pointlab.robot.arm import Arm, MotionConfig
-    from pointlab.robot.errors import UnreachableTargetError, UnsafeTargetError
+    from pointlab.robot.errors import ReachRefusedError, UnreachableTargetError, UnsafeTargetError
     from pointlab.robot.workspace import Workspace
     from pointlab.sim_mock.arm import SimArmDriver
     from pointlab.sim_mock.world import SimWorld
@@ -256,8 +256,9 @@ def test_unreachable_pick_is_refused_before_any_motion_and_does_not_fault_the_ar
     ws = Workspace(z_m=(-0.02, 0.60))
     arm = Arm(SimArmDriver(world=world, time_scale=0.0), ws, MotionConfig(grip_settle_s=0.0)).connect()
     before = world.arm.tcp_m.copy()
-    with pytest.raises(UnreachableTargetError):
+    with pytest.raises(ReachRefusedError) as ei:
         arm.pick([0.12, 0.0, 0.45])
+    assert isinstance(ei.value.__cause__, UnreachableTargetError)
     np.testing.assert_array_equal(world.arm.tcp_m, before)
     assert arm.state().fault is None  # nothing was sent, so no reset is needed
     arm.pick([0.25, 0.0, 0.05])  # a reachable pick still runs

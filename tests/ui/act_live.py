@@ -29,7 +29,7 @@ def live_act(db_path: Path, domain_id: int, time_scale: float = 0.02) -> Iterato
     stop = None
     try:
         token = secrets.token_urlsafe(16)
-        app = create_app(session.runner, session.store, operator_token=token, settings=UiSettings())
+        app = create_app(session.parts, session.store, operator_token=token, settings=UiSettings())
         url, stop = serve_in_thread(app)
         yield LiveAct(url.removesuffix("/v1"), token, session, session.store)
     finally:

@@ -22,7 +22,7 @@ HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError
 def env(tmp_path):
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
     store = Store(tmp_path / "abuse.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client, runner, store
     store.close()
@@ -58,7 +58,7 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
 
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
     store = Store(tmp_path / "burst.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
     url, stop = serve_in_thread(app)
     try:
         with TestClient(app) as client:  # the HTTP setup only; the websocket goes over the socket
@@ -121,7 +121,7 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
     # /api/results a 500 (Starlette refuses NaN).
     runner = ScriptedRunner({"weird": (float("nan"), float("inf"))})
     store = Store(tmp_path / "nan.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
         sid = _study(client, agents=["weird"])
         inv = _invite(client, sid)

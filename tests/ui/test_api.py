@@ -21,7 +21,7 @@ AGENTS = ["sim-oracle", "sim-noisy", "human"]
 def env(tmp_path):
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "ui.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
         yield client, runner, store
     store.close()
@@ -80,7 +80,7 @@ def test_tokens_and_roles(env):
             m = json.loads(ws.receive_text())
             assert m["type"] == "error"
     with pytest.raises(ValueError):
-        create_app(runner, store, operator_token="short")
+        create_app(runner.parts(), store, operator_token="short")
 
 
 def test_create_study_and_invite(env):
@@ -161,7 +161,8 @@ def test_full_participant_session_over_websocket(env):
         req = _answer_human(client, runner, 200.25, 60.5)
         assert req["instruction"] == "put it in the bowl" and (req["width"], req["height"]) == (320, 240)
         res = recv(ws, "trial_result")
-        assert res["points_px"] == [[200.25, 60.5]] and res["action"] == "place"
+        # integer pixels for every agent (blinding): 200.25 -> 200, 60.5 -> 61 (halves round up)
+        assert res["points_px"] == [[200, 61]] and res["action"] == "place"
         ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
         recv(ws, "judged")
         ws.send_text(json.dumps({"type": "sus", "block": 2, "responses": [3] * 10}))
@@ -295,7 +296,7 @@ def test_human_request_answers_are_checked(env):
         assert client.post(f"/api/human-requests/{rid}/answer", json={"u": "a", "v": 1}, headers=H).status_code == 422
         r = client.post(f"/api/human-requests/{rid}/answer", json={"u": -0.5, "v": 239.4}, headers=H)
         assert r.status_code == 200
-        assert recv(ws, "trial_result")["points_px"] == [[-0.5, 239.4]]
+        assert recv(ws, "trial_result")["points_px"] == [[0, 239]]  # -0.5 -> 0, 239.4 -> 239
 
 
 def test_emergency_stop_blocks_trials_until_reset(env):
@@ -350,12 +351,14 @@ def test_blinded_trial_copies_no_runner_text():
     failure = blinded_trial({**base, "robot_outcome": "agent_failure", "target": None,
                              "agent_error": "Error code: 404 - model 'gpt-4o' not found"})
     assert failure == {"trial_id": 4, "alias": "Agent 2", "instruction": "pick the cup", "action": "pick",
-                       "points_px": [[1.0, 2.0]], "frame_size": [640, 480], "outcome": "agent_failure",
+                       "points_px": [[1, 2]], "frame_size": [640, 480], "outcome": "agent_failure",
                        "message": "The agent did not answer.", "judgement": None}
-    refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None,
-                             "target": {"valid": False, "reason": "no_depth: no valid depth within 5 px of gpt-4o"}})
-    assert refused["message"] == ("The robot did not move: the point could not be turned into a safe target "
-                                  "(no depth near the point).")
+    refusal = {"code": "no_depth", "detail": "no valid depth within 5 px of gpt-4o", "stage": "depth"}
+    refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None, "refusal": refusal,
+                             "target": {"valid": False, "refusal": refusal}})
+    assert refused["message"] == "The robot did not move: there is no depth reading near the point."
+    unreachable = blinded_trial({**base, "robot_outcome": "refused", "refusal": {"code": "unreachable"}})
+    assert unreachable["message"] == "The robot did not move: the robot cannot reach that point."
     odd = blinded_trial({**base, "robot_outcome": "exploded by gpt-4o", "target": None, "robot_error": "x"})
     assert odd["outcome"] == "robot_failure" and "gpt" not in json.dumps(odd).lower()
 

@@ -101,7 +101,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                     # the stored point is the clicked pixel, within the CSS-pixel rounding of a click
                     assert row["points_px"][0] == pytest.approx(list(want_px[0]), abs=1.5)
                 status = p.inner_text("#trial-status")
-                verdict = "succeeded" if "carried out" in status else "failed"
+                verdict = "succeeded" if "finished its" in status else "failed"
                 p.click(f"#judge-{verdict}")
                 judged[block].append(verdict)
                 p.wait_for_function("document.querySelector('#judge-box').classList.contains('hidden')")

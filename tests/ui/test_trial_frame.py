@@ -23,7 +23,7 @@ from .test_api import H, OP, _invite, _study, recv
 def env(tmp_path):
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "frame.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
         yield client, runner, store, app
     store.close()
@@ -64,7 +64,7 @@ def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chr
 
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
     store = Store(tmp_path / "page.sqlite")
-    app = create_app(runner, store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     ctx = chromium.new_context(viewport={"width": 980, "height": 720})

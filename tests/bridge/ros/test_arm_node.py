@@ -10,8 +10,9 @@ import time
 
 import pytest
 
+from tests.bridge.ros.helpers import string_msg
 from pointlab.bridge.ros.host import RosHost
-from pointlab.bridge.ros.msgs import TOPICS, json_msg
+from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.robot.arm import MotionConfig, make_arm
 from pointlab.bridge.ros.arm_node import ArmNode
 from pointlab.sim_mock.world import SimWorld
@@ -80,27 +81,28 @@ def test_bad_commands_are_refused_without_motion(arm_graph):
     world, node, cmd, _, _, wait, _, _ = arm_graph
     tcp0 = world.snapshot()["_arm"]["tcp_m"]
     for bad in BAD_COMMANDS:
-        cmd.publish(json_msg(bad))
+        cmd.publish(string_msg(bad))
     res = wait(len(BAD_COMMANDS))
     assert [r["request_id"] for r in res] == ["", "1", "2", "3", "4", "5", "6", "7"]  # one motion at a time, in order
     for r in res:
-        assert r["outcome"] == "refused" and r["motion"] is None
-        assert r["error"].startswith("unsafe_target: outside_box" if r["request_id"] == "7" else "bad_command:"), r
+        assert r["outcome"] == "refused" and r["motion"] is None and r["error"] is None
+        want = ("workspace", "outside_box") if r["request_id"] == "7" else ("bad_command", "")
+        assert r["refusal"]["code"] == want[0] and r["refusal"]["detail"].startswith(want[1]), r
     assert world.snapshot()["_arm"]["tcp_m"] == tcp0 and node.motions_done == 0
     assert len(node.commands_received) == len(BAD_COMMANDS)
 
 
 def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
     world, node, cmd, _, _, wait, joints, poses = arm_graph
-    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
-    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))  # replayed
-    cmd.publish(json_msg({"request_id": "q", "action": "place", "target_base_m": [0.30, -0.19, 0.005]}))
+    cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))  # replayed
+    cmd.publish(string_msg({"request_id": "q", "action": "place", "target_base_m": [0.30, -0.19, 0.005]}))
     res = wait(3)
     by_id = {}
     for r in res:
         by_id.setdefault(r["request_id"], []).append(r)
     assert [r["outcome"] for r in by_id["p"]] == ["refused", "done"] or [r["outcome"] for r in by_id["p"]] == ["done", "refused"]
-    assert any("duplicate" in (r["error"] or "") for r in by_id["p"])
+    assert any("duplicate" in ((r["refusal"] or {}).get("detail") or "") for r in by_id["p"])
     (place,) = by_id["q"]
     assert place["outcome"] == "done" and place["holding"] is False and place["motions_done"] == 2
     done_pick = next(r for r in by_id["p"] if r["outcome"] == "done")
@@ -122,8 +124,8 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
 
     world, node, cmd, estop, reset, wait, _, _ = arm_graph
     # at 0.15 m/s the pick's moves take about 2 s: stop during the first one
-    cmd.publish(json_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
-    cmd.publish(json_msg({"request_id": "b", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "b", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     deadline = time.monotonic() + 5
     while not world.arm.moving:
         assert time.monotonic() < deadline
@@ -131,7 +133,8 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     estop.publish(Empty())
     res = {r["request_id"]: r for r in wait(2)}
     assert res["a"]["outcome"] == "stopped" and res["b"]["outcome"] == "stopped"
-    assert res["b"]["error"] == "emergency stop before execution"
+    assert res["b"]["error"] == {"type": "EmergencyStopError", "detail": "emergency stop before execution",
+                                 "code": None}
     assert node.motions_done == 0 and world.arm.attached is None
     # after a reset the arm moves again
     reset.publish(Empty())
@@ -139,7 +142,7 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     while node.arm.state().estopped:
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    cmd.publish(json_msg({"request_id": "c", "action": "home"}))
+    cmd.publish(string_msg({"request_id": "c", "action": "home"}))
     (r,) = [x for x in wait(3, timeout_s=20) if x["request_id"] == "c"]
     assert r["outcome"] == "done"
 
@@ -153,7 +156,7 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
     from std_msgs.msg import Empty
 
     world, node, cmd, estop, reset, wait, _, _ = arm_graph
-    cmd.publish(json_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     deadline = time.monotonic() + 5
     while not world.arm.moving:
         assert time.monotonic() < deadline
@@ -169,7 +172,7 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
     while node.arm.state().estopped:  # the reset was applied once the stopped command ended
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    cmd.publish(json_msg({"request_id": "c", "action": "home"}))
+    cmd.publish(string_msg({"request_id": "c", "action": "home"}))
     (r,) = [x for x in wait(2, timeout_s=20) if x["request_id"] == "c"]
     assert r["outcome"] == "done" and node.motions_done == 1
 
@@ -178,14 +181,15 @@ def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stoppe
     from std_msgs.msg import Empty
 
     world, node, cmd, estop, _, wait, _, _ = arm_graph
-    cmd.publish(json_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
-    cmd.publish(json_msg({"action": "release"}))  # still needs a request_id
-    cmd.publish(json_msg({"request_id": "r", "action": "release"}))  # no target: none needed
+    cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"action": "release"}))  # still needs a request_id
+    cmd.publish(string_msg({"request_id": "r", "action": "release"}))  # no target: none needed
     # a bad command is refused in the callback, so it may come before or after the pick's result
     by_id = {r["request_id"]: r for r in wait(3)}
     bad, pick, rel = by_id[""], by_id["p"], by_id["r"]
     assert pick["request_id"] == "p" and pick["outcome"] == "done" and pick["holding"] is True
-    assert bad["outcome"] == "refused" and bad["error"] == "bad_command: missing request_id"
+    assert bad["outcome"] == "refused" and bad["refusal"]["code"] == "bad_command"
+    assert bad["refusal"]["detail"] == "missing request_id"
     assert rel["request_id"] == "r" and rel["outcome"] == "done" and rel["holding"] is False
     assert rel["motion"]["action"] == "release" and rel["motion"]["waypoints"] == []
     assert rel["motion"]["tool_commands"] == ["open"] and rel["motions_done"] == 2
@@ -193,14 +197,63 @@ def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stoppe
     assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.0])
     assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14])
     # stopped: a release is refused like a motion and the held cube stays held
-    cmd.publish(json_msg({"request_id": "p2", "action": "pick", "target_base_m": [0.30, 0.10, 0.04]}))
+    cmd.publish(string_msg({"request_id": "p2", "action": "pick", "target_base_m": [0.30, 0.10, 0.04]}))
     assert wait(4)[3]["holding"] is True and world.arm.attached == "red cube"
     estop.publish(Empty())
     deadline = time.monotonic() + 5
     while not node.arm.state().estopped:
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    cmd.publish(json_msg({"request_id": "r2", "action": "release"}))
+    cmd.publish(string_msg({"request_id": "r2", "action": "release"}))
     r2 = wait(5)[4]
-    assert r2["outcome"] == "stopped" and r2["error_type"] == "EmergencyStopError" and r2["holding"] is True
+    assert r2["outcome"] == "stopped" and r2["error"]["type"] == "EmergencyStopError" and r2["holding"] is True
     assert world.arm.attached == "red cube" and node.motions_done == 3
+
+
+@pytest.fixture
+def session_arm(ros_env):
+    from pointlab.bridge.ros.host import RosHost
+
+    world = SimWorld()
+    host = RosHost()
+    node = host.add(ArmNode(make_arm("sim", motion=MotionConfig(grip_settle_s=0.0), world=world, time_scale=0.0),
+                            context=host.context, state_rate_hz=0, session="nonce-1"))
+    host.start()
+    node.start()
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    peer = host.add(Node("peer", context=host.context))
+    cmd = peer.create_publisher(String, TOPICS["arm_command"], 10)
+    results, cond = [], threading.Condition()
+
+    def on_result(m):
+        with cond:
+            results.append(json.loads(m.data))
+            cond.notify_all()
+
+    peer.create_subscription(String, TOPICS["arm_result"], on_result, 10)
+    deadline = time.monotonic() + 5
+    while node.count_publishers(TOPICS["arm_command"]) < 1 or peer.count_subscribers(TOPICS["arm_result"]) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    yield world, node, cmd, results, cond
+    node.stop()
+    host.close()
+
+
+def test_a_command_from_another_session_is_refused(session_arm):
+    # one session per robot by construction: the node takes commands carrying its own nonce only
+    world, node, cmd, results, cond = session_arm
+    cube0 = world.snapshot()["red cube"]["position_m"]
+    cmd.publish(string_msg({"request_id": "x", "action": "pick", "target_base_m": RED_CUBE_TOP, "session": "other"}))
+    cmd.publish(string_msg({"request_id": "y", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "z", "action": "home", "session": "nonce-1"}))
+    with cond:
+        assert cond.wait_for(lambda: len(results) >= 3, timeout=10), results
+    by_id = {r["request_id"]: r for r in results}
+    for rid in ("x", "y"):
+        assert by_id[rid]["outcome"] == "refused" and by_id[rid]["refusal"]["code"] == "bad_command"
+        assert "session" in by_id[rid]["refusal"]["detail"]
+    assert by_id["z"]["outcome"] == "done" and node.motions_done == 1
+    assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"] == cube0  # no pick ran

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pointlab.bridge.ros.msgs import (camera_info_to_intrinsics, depth_to_image, image_to_depth, image_to_rgb,
-                                      intrinsics_to_camera_info, ns_to_stamp, parse_json_msg, rgb_to_image,
+                                      intrinsics_to_camera_info, ns_to_stamp, rgb_to_image,
                                       stamp_to_ns, to_depth_mm)
 from pointlab.perception.frame import Intrinsics
 
@@ -67,8 +67,18 @@ def test_camera_info_round_trip():
     assert camera_info_to_intrinsics(ci) == intr
 
 
-def test_parse_json_msg_rejects_non_objects():
+def test_payloads_round_trip_and_invalid_ones_are_dropped():
     from std_msgs.msg import String
 
-    assert parse_json_msg(String(data='{"a": 1}')) == {"a": 1}
-    assert parse_json_msg(String(data="[1, 2]")) is None and parse_json_msg(String(data="{oops")) is None
+    from pointlab.bridge.outcomes import Refusal
+    from pointlab.bridge.ros.payloads import ArmResult, PointRequest, from_msg, to_msg
+
+    req = PointRequest(request_id="r1", agent="sim-oracle", instruction="pick up the red cube")
+    assert from_msg(PointRequest, to_msg(req)) == req
+    res = ArmResult(request_id="r1", outcome="refused", refusal=Refusal(code="workspace", detail="beyond_reach"))
+    back = from_msg(ArmResult, to_msg(res))
+    assert back.refusal.code == "workspace" and back.refusal.stage == "reach"
+    for data in ["[1, 2]", "{oops", '{"agent": "a", "instruction": "x"}', '{"request_id": "", "agent": "a", '
+                 '"instruction": "x"}', '{"request_id": "r", "agent": "a", "instruction": 3}']:
+        assert from_msg(PointRequest, String(data=data)) is None, data
+    assert to_msg(ArmResult(request_id="r", outcome="done", motion={"duration_s": float("nan")})).data.count("null")

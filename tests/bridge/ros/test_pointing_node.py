@@ -9,10 +9,11 @@ import time
 import numpy as np
 import pytest
 
+from tests.bridge.ros.helpers import string_msg
 from pointlab.benchmark.agents import AgentAnswer
 from pointlab.bridge.ros.pointing_node import PointingNode
 from pointlab.bridge.ros.host import RosHost
-from pointlab.bridge.ros.msgs import TOPICS, json_msg, rgb_to_image
+from pointlab.bridge.ros.msgs import TOPICS, rgb_to_image
 
 pytestmark = [pytest.mark.ros]
 
@@ -49,7 +50,7 @@ def test_non_finite_points_are_dropped(ros_env):
             time.sleep(0.02)
         pub_img.publish(rgb_to_image(np.zeros((24, 32, 3), np.uint8), time.time_ns(), "camera_color_optical_frame"))
         time.sleep(0.2)
-        pub_req.publish(json_msg({"request_id": "r1", "agent": "nan", "instruction": "pick"}))
+        pub_req.publish(string_msg({"request_id": "r1", "agent": "nan", "instruction": "pick"}))
         with cond:
             assert cond.wait_for(lambda: got, timeout=5), "no answer"
         assert got[0]["request_id"] == "r1" and got[0]["points_px"] == [[12.0, 7.5]]

@@ -103,7 +103,7 @@ def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabl
     cal = tmp_path / "cal.json"
     save_calibration(Calibration(RigidTransform(T_TEST)), cal)
     refusals = [("point at the dark hole", "no_depth"), ("point off the picture", "outside_image"),
-                ("point at the far corner", "unsafe_target"), ("point at the nothing", "no_point")]
+                ("point at the far corner", "workspace"), ("point at the nothing", "no_point")]
     with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", agents_config=scripted_agents, db_path=tmp_path / "r.sqlite", calibration=cal, time_scale=0.02)) as s:
         tcp_before = s.world.sim.snapshot()["_arm"]["tcp_m"]
 
@@ -118,17 +118,17 @@ def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabl
 
     for r, (_, kind) in zip(results, refusals):
         assert r.robot_outcome == "refused", (r.instruction, r.target)
-        assert r.target["valid"] is False and r.target["reason"].startswith(kind + ":"), r.target
+        assert r.target.valid is False and r.target.refusal.code == kind and r.refusal == r.target.refusal, r.target
         assert r.motion is None and r.action == "pick"
     assert results[3].parse_error and results[3].parse_error.startswith("unparseable")
-    assert results[1].points_px == [[700.0, 100.0]]
-    assert "beyond_reach" in results[2].target["reason"]
+    assert results[1].points_px == [(700.0, 100.0)]
+    assert "beyond_reach" in results[2].refusal.detail and results[2].refusal.stage == "reach"
     # nothing reached the arm, and it did not move
     assert received_after_refusals == []
     assert tcp_after == tcp_before
     # the same session then acts on a valid point: one command, at the hand-computed target
     assert valid.robot_outcome == "done" and valid.frame_index == 3
-    np.testing.assert_allclose(valid.target["point_base_m"], [0.301044, -0.0023252, 0.026], atol=2e-6)
+    np.testing.assert_allclose(valid.target.point_base_m, [0.301044, -0.0023252, 0.026], atol=2e-6)
     assert len(received_total) == 1 and received_total[0]["action"] == "pick"
     np.testing.assert_allclose(received_total[0]["target_base_m"], [0.301044, -0.0023252, 0.026], atol=2e-6)
 
@@ -144,34 +144,34 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
             asyncio.run(s.runner.run_trial("nobody", "pick up the red cube"))
         assert s.arm_node.commands_received == []
     assert r.robot_outcome == "agent_failure" and r.agent_error and r.robot_error is None
-    assert r.target is not None and r.target["valid"] is False and r.motion is None
+    assert r.target is not None and r.target.valid is False and r.motion is None
 
 
 def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uoc_tabletop):
     """The default agents on a replayed real frame: the operator's click is the point, the recorded
     table is the sim table (calibration "table"), and the sim arm picks there."""
     with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)) as s:
-        assert s.calibration.method == "table_fit" and s.runner.latest_jpeg() is not None
+        assert s.calibration.method == "table_fit" and s.runner.live_view.latest_jpeg() is not None
 
         async def trial():
             task = asyncio.create_task(s.runner.run_trial("human", "pick up the mug"))
             for _ in range(400):
-                pending = s.runner.pending_human_requests()
+                pending = s.runner.human.pending()
                 if pending:
                     break
                 await asyncio.sleep(0.025)
             (req,) = pending
             assert (req["instruction"], req["width"], req["height"]) == ("pick up the mug", 640, 480)
-            assert req["jpeg_b64"] and not s.runner.answer_human_request("no-such-request", 1, 1)
-            assert s.runner.answer_human_request(req["request_id"], 458.0, 250.0)
+            assert req["jpeg_b64"] and not s.runner.human.answer("no-such-request", 1, 1)
+            assert s.runner.human.answer(req["request_id"], 458.0, 250.0)
             return await task
 
         r = asyncio.run(trial())
         jpeg = s.runner.trial_jpeg(r.trial_id)
-    assert r.robot_outcome == "done" and r.action == "pick" and r.points_px == [[458.0, 250.0]]
+    assert r.robot_outcome == "done" and r.action == "pick" and r.points_px == [(458.0, 250.0)]
     assert r.frame_index == 3 and r.sim_success is None  # nothing to judge on a real frame
     # 774 mm at (458, 250) (see test_targeting.py), a surface just above the fitted table plane z = 0
-    assert r.target["depth_m"] == pytest.approx(0.774) and 0.0 < r.target["point_base_m"][2] < 0.06
+    assert r.target.depth_m == pytest.approx(0.774) and 0.0 < r.target.point_base_m[2] < 0.06
     assert jpeg[:2] == b"\xff\xd8"  # the frame the operator clicked on, as JPEG
 
 
@@ -182,17 +182,18 @@ def test_robot_fault_and_emergency_stop_are_recorded_outcomes(ros_env):
         s.world.sim.inject_fault("next_move", 31)
         fault = run("pick up the red cube")
         # the controller keeps the error until a reset (bring-up) clears it
-        s.runner.reset()
+        s.runner.arm.reset()
         deadline = time.monotonic() + 5
-        while s.runner.arm_state().get("error_code", 1) != 0 and time.monotonic() < deadline:
+        while s.runner.arm.state().get("error_code", 1) != 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         ok = run("pick up the red cube")
-        s.runner.emergency_stop()
-        while not s.runner.arm_state().get("estopped") and time.monotonic() < deadline + 5:
+        s.runner.arm.emergency_stop()
+        while not s.runner.arm.state().get("estopped") and time.monotonic() < deadline + 5:
             time.sleep(0.02)
         stopped = run("put it in the blue bowl")
         assert s.world.sim.snapshot()["_arm"]["attached"] == "red cube"  # the stopped place let nothing go
-    assert fault.robot_outcome == "robot_failure" and "code 31" in fault.robot_error
-    assert fault.target["valid"] and fault.motion is None
+    assert fault.robot_outcome == "robot_failure" and fault.robot_error.type == "ArmFaultError"
+    assert fault.robot_error.code == 31 and "code 31" in fault.robot_error.detail
+    assert fault.target.valid and fault.motion is None
     assert ok.robot_outcome == "done" and ok.action == "pick"
     assert stopped.action == "place" and stopped.robot_outcome == "stopped" and stopped.motion is None

@@ -17,9 +17,9 @@ def test_release_after_a_pick_and_refused_when_stopped(ros_env):
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         run = lambda i: asyncio.run(s.runner.run_trial("sim-oracle", i))  # noqa: E731
         assert run("pick up the red cube").robot_outcome == "done"
-        assert s.runner.holding() and s.world.sim.snapshot()["_arm"]["attached"] == "red cube"
+        assert s.runner.arm.holding() and s.world.sim.snapshot()["_arm"]["attached"] == "red cube"
         tcp = s.world.sim.snapshot()["_arm"]["tcp_m"]
-        out = asyncio.run(s.runner.release())
+        out = asyncio.run(s.runner.arm.release())
         assert out == {"outcome": "done", "error": None, "holding": False}
         snap = s.world.sim.snapshot()
         assert snap["_arm"]["attached"] is None and snap["_arm"]["tcp_m"] == tcp  # opened, did not move
@@ -27,11 +27,11 @@ def test_release_after_a_pick_and_refused_when_stopped(ros_env):
         # the belief is cleared, so the next trial picks again (the green cube, still on the table)
         again = run("pick up the green cube")
         assert again.action == "pick" and again.robot_outcome == "done"
-        s.runner.emergency_stop()
+        s.runner.arm.emergency_stop()
         deadline = time.monotonic() + 5
-        while not s.runner.arm_state().get("estopped"):
+        while not s.runner.arm.state().get("estopped"):
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        stopped = asyncio.run(s.runner.release())
+        stopped = asyncio.run(s.runner.arm.release())
         assert stopped["outcome"] == "stopped" and stopped["holding"] is True
         assert s.world.sim.snapshot()["_arm"]["attached"] == "green cube"

@@ -10,8 +10,9 @@ import time
 import numpy as np
 import pytest
 
+from tests.bridge.ros.helpers import string_msg
 from pointlab.bridge.ros.host import RosHost
-from pointlab.bridge.ros.msgs import TOPICS, depth_to_image, intrinsics_to_camera_info, json_msg
+from pointlab.bridge.ros.msgs import TOPICS, depth_to_image, intrinsics_to_camera_info
 from pointlab.bridge.ros.targeting_node import TargetingNode
 from pointlab.perception.extrinsics import Calibration, RigidTransform
 from pointlab.perception.replay import load_rgbd_frame
@@ -81,7 +82,7 @@ def test_depth_of_the_same_frame_is_used(graph):
     _send_depth(pubs, f3, STAMP_A)
     _send_depth(pubs, f5, STAMP_A + 50_000_000)
     _wait_buffered(node, STAMP_A + 50_000_000)
-    pubs["point_answer"].publish(json_msg({"request_id": "a", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
+    pubs["point_answer"].publish(string_msg({"request_id": "a", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
     r = wait_result(1)
     # frame 000003 at (458, 250): 774 mm (hand-worked in test_targeting.py); frame 000005 differs there
     assert f5.depth[250, 458] != 774
@@ -100,7 +101,7 @@ def test_pinned_depth_survives_a_slow_model_and_unknown_stamps_are_refused(graph
     node, pubs, wait_result, targets, f3, f5 = graph
     _send_depth(pubs, f3, STAMP_A)
     _wait_buffered(node, STAMP_A)
-    pubs["point_frame"].publish(json_msg({"request_id": "slow", "stamp_ns": STAMP_A}))
+    pubs["point_frame"].publish(string_msg({"request_id": "slow", "stamp_ns": STAMP_A}))
     deadline = time.monotonic() + 5
     while "slow" not in node._pins:
         assert time.monotonic() < deadline
@@ -109,28 +110,28 @@ def test_pinned_depth_survives_a_slow_model_and_unknown_stamps_are_refused(graph
     _send_depth(pubs, f5, STAMP_B)
     _wait_buffered(node, STAMP_B)
     assert STAMP_A not in node._depth
-    pubs["point_answer"].publish(json_msg({"request_id": "slow", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
+    pubs["point_answer"].publish(string_msg({"request_id": "slow", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
     r = wait_result(1)
     assert r["target"]["valid"] and r["target"]["depth_m"] == pytest.approx(0.774)
     assert "slow" not in node._pins  # released once used
     # an answer for a frame whose depth was neither pinned nor buffered: refused, not guessed
-    pubs["point_answer"].publish(json_msg({"request_id": "lost", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
+    pubs["point_answer"].publish(string_msg({"request_id": "lost", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
     r = wait_result(2)
     assert r["request_id"] == "lost" and not r["target"]["valid"]
-    assert r["target"]["reason"].startswith("no_depth:")
+    assert r["target"]["refusal"]["code"] == "no_depth"
     # a malformed answer (not JSON) is ignored; the next good one is still answered
     from std_msgs.msg import String
 
     pubs["point_answer"].publish(String(data="{not json"))
-    pubs["point_answer"].publish(json_msg({"request_id": "np", "points_px": [], "stamp_ns": STAMP_B}))
+    pubs["point_answer"].publish(string_msg({"request_id": "np", "points_px": [], "stamp_ns": STAMP_B}))
     r = wait_result(3)
-    assert r["request_id"] == "np" and r["target"]["reason"].startswith("no_point:")
+    assert r["request_id"] == "np" and r["target"]["refusal"]["code"] == "no_point"
 
 
 def test_a_pin_asked_before_its_depth_arrives_is_kept(graph):
     node, pubs, wait_result, targets, f3, f5 = graph
     # the pointing node may announce the frame before the targeting node has its depth
-    pubs["point_frame"].publish(json_msg({"request_id": "early", "stamp_ns": STAMP_A}))
+    pubs["point_frame"].publish(string_msg({"request_id": "early", "stamp_ns": STAMP_A}))
     deadline = time.monotonic() + 5
     while "early" not in node._wanted:
         assert time.monotonic() < deadline
@@ -141,6 +142,6 @@ def test_a_pin_asked_before_its_depth_arrives_is_kept(graph):
         time.sleep(0.01)
     _send_depth(pubs, f5, STAMP_B)  # frame A leaves the buffer
     _wait_buffered(node, STAMP_B)
-    pubs["point_answer"].publish(json_msg({"request_id": "early", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
+    pubs["point_answer"].publish(string_msg({"request_id": "early", "points_px": [[458, 250]], "stamp_ns": STAMP_A}))
     r = wait_result(1)
     assert r["target"]["valid"] and r["target"]["depth_m"] == pytest.approx(0.774)

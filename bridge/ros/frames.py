@@ -1,0 +1,75 @@
+"""The recent colour frames a runner keeps: the live view's source, and the frames of each trial.
+
+Subscribes (on the runner's node) to the colour topic and to ``frame_meta``; keeps the last
+``keep`` colour messages (about one second at 30 fps; 0.9 MB each at 640x480) and the camera's
+frame index per header stamp (counting frames when no ``frame_meta`` comes, e.g. realsense-ros).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+
+from .msgs import TOPICS, image_qos, stamp_to_ns
+from .payloads import FrameMeta, from_msg
+
+__all__ = ["ColorFrames"]
+
+
+class ColorFrames:
+    """Recent colour ``sensor_msgs/Image`` messages by stamp.
+
+    Args:
+        node: the rclpy node to subscribe on.
+        keep: how many recent messages to hold.
+    """
+
+    def __init__(self, node, keep: int = 30) -> None:
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+
+        self._lock = threading.Lock()
+        self._frames: deque = deque(maxlen=keep)  # (stamp_ns, msg)
+        self._index_by_stamp: OrderedDict[int, int] = OrderedDict()
+        self.count = 0
+        self.new_frame = threading.Event()  # set on every frame; a consumer clears it
+        node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2))
+        node.create_subscription(String, TOPICS["frame_meta"], self._on_meta, 50)
+
+    def _on_color(self, msg) -> None:
+        stamp = stamp_to_ns(msg.header.stamp)
+        with self._lock:
+            self._frames.append((stamp, msg))
+            self.count += 1
+            if stamp not in self._index_by_stamp:  # no frame_meta (e.g. realsense-ros): count frames
+                self._index_by_stamp[stamp] = self.count - 1
+            while len(self._index_by_stamp) > 600:
+                self._index_by_stamp.popitem(last=False)
+        self.new_frame.set()
+
+    def _on_meta(self, msg) -> None:
+        meta = from_msg(FrameMeta, msg)
+        if meta is not None:
+            with self._lock:
+                self._index_by_stamp[meta.stamp_ns] = meta.index
+
+    def latest(self) -> tuple[int, object, int] | None:
+        """``(stamp_ns, Image msg, frame index)`` of the newest frame, or ``None`` before any."""
+        with self._lock:
+            if not self._frames:
+                return None
+            stamp, msg = self._frames[-1]
+            return stamp, msg, self._index_by_stamp.get(stamp, self.count - 1)
+
+    def by_stamp(self, stamp_ns: int):
+        """The kept message stamped ``stamp_ns``, or ``None`` (too old, or never seen)."""
+        with self._lock:
+            for stamp, msg in reversed(self._frames):
+                if stamp == stamp_ns:
+                    return msg
+        return None
+
+    def index_of(self, stamp_ns: int) -> int | None:
+        """The camera's frame index of ``stamp_ns``, or ``None``."""
+        with self._lock:
+            return self._index_by_stamp.get(stamp_ns)
