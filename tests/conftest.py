@@ -82,3 +82,46 @@ def chromium():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
+
+
+# -- test tiers -------------------------------------------------------------------------------------
+# The fast tier is `pytest -m "not slow and not ros and not browser"` (docs/architecture.md). Tests
+# that start ROS nodes or Chromium are marked by the fixtures they use, so no one has to remember;
+# anything else over SLOW_S seconds must carry @pytest.mark.slow, and the run lists the ones that
+# do not (`--fail-unmarked-slow` makes that list fail the run).
+SLOW_S = 3.0
+_TIER_MARKERS = ("slow", "ros", "browser")
+_FIXTURE_MARKERS = {"ros_env": "ros", "chromium": "browser"}
+_unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fail-unmarked-slow", action="store_true",
+                     help=f"fail the run when a test without a tier marker took more than {SLOW_S} s")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture, marker in _FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(getattr(pytest.mark, marker))
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" or report.duration <= SLOW_S:
+        return
+    if not any(m in report.keywords for m in _TIER_MARKERS):
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _unmarked_slow:
+        return
+    terminalreporter.section(f"tests over {SLOW_S:.0f} s without a slow/ros/browser marker")
+    for nodeid, s in sorted(_unmarked_slow, key=lambda x: -x[1]):
+        terminalreporter.line(f"{s:6.1f} s  {nodeid}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _unmarked_slow and session.config.getoption("--fail-unmarked-slow") and exitstatus == 0:
+        session.exitstatus = 1

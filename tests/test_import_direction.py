@@ -9,6 +9,7 @@ only ``bridge.ros`` may import rclpy or the ROS message packages.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 from importlib.metadata import entry_points
@@ -31,6 +32,11 @@ def drawn_edges() -> set[tuple[str, str]]:
 
 def module_imports(path: Path) -> list[tuple[str, int]]:
     """``(imported module without the pointlab. prefix, line)`` for every import in ``path``."""
+    return list(_imports(path, path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(path: Path, _mtime_ns: int) -> tuple[tuple[str, int], ...]:
     # the package a relative import starts from: the folder, for a module and for an __init__ alike
     package_parts = path.relative_to(REPO).parts[:-1]
     out = []
@@ -44,7 +50,7 @@ def module_imports(path: Path) -> list[tuple[str, int]]:
             else:
                 name = node.module or ""
             out.append((name, node.lineno))
-    return [(n.removeprefix("pointlab."), line) for n, line in out]
+    return tuple((n.removeprefix("pointlab."), line) for n, line in out)
 
 
 def all_modules():

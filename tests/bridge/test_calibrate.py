@@ -28,6 +28,9 @@ from pointlab.sim_mock.arm import SimArmDriver
 from pointlab.sim_mock.board_camera import BoardCamera
 from pointlab.sim_mock.world import SimWorld, default_world
 
+# slow tier: every test renders ChArUco views and solves hand-eye over a pose set
+pytestmark = [pytest.mark.slow]
+
 FAST = CalibrateOptions(settle_s=0.0, flush_frames=1)
 
 

@@ -25,6 +25,9 @@ from pointlab.sim_mock.xarm_controller import XArmControllerEmulator
 
 pytest.importorskip("xarm")
 
+# slow tier: the real SDK against the emulator (sockets, report threads, the SDK's own 1 s waits)
+pytestmark = [pytest.mark.slow]
+
 FAST = MotionConfig(grip_settle_s=0.01)
 MOTION_OR_TOOL = {"move_line", "tgpio_w16b"}
 # Tool output words written to address 0x0A15 (high byte: which outputs, low byte: values).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from pointlab.perception.deproject import deproject_pixel
 from pointlab.robot.arm import Arm, MotionConfig
@@ -31,6 +32,7 @@ def test_script_shape(tmp_path):
     assert [json.loads(line) for line in lines] == demo_script()
 
 
+@pytest.mark.slow
 def test_oracle_runs_the_demo_script_through_the_real_pipeline():
     world = SimWorld()
     cam = SimCamera(world=world, fps=0, seed=7).connect()

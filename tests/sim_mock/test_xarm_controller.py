@@ -201,12 +201,15 @@ def test_emergency_stop_freezes_mid_motion():
         z0 = emu.pose_mm_rad[2]
         x0 = emu.pose_mm_rad[0]
         c.move(x0, 0, z0 - 100, speed=100.0, acc=1000.0)  # 1.1 s
-        time.sleep(0.3)
+        deadline = time.monotonic() + 5
+        while emu.pose_mm_rad[2] > z0 - 10:  # poll until it is visibly on its way, not a fixed sleep
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
         c.call(12, bytes([4]))
         assert c.call(13)[1] == bytes([4])
         z = emu.pose_mm_rad[2]
         assert z0 - 100 < z < z0 - 5
-        time.sleep(0.2)
+        time.sleep(0.2)  # a hold period: nothing may move during it (absence cannot be polled for)
         assert emu.pose_mm_rad[2] == z and not emu.moving
     finally:
         c.close()

@@ -117,7 +117,7 @@ def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chr
         rpage.goto(f"{base}/results#token={OP}&study={sid}")
         rpage.wait_for_function("document.querySelectorAll('#trials tr').length === 2")
         assert rpage.inner_text("#trials").count(XSS) == 2
-        time.sleep(0.2)
+        time.sleep(0.2)  # a hold period for any injected script to run (absence cannot be polled for)
         for p in (page, opage, rpage):
             assert p.evaluate("window.__xss") is None, p.url
         op.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pointlab.benchmark.pinpoint.perf import synthetic_scene
@@ -16,6 +17,7 @@ def test_synthetic_scene_has_the_requested_size():
     assert abs(sum(len(o.vertices) for o in s.objects) - 90_000) < 0.05 * 90_000
 
 
+@pytest.mark.slow
 def test_perf_command_small():
     r = CliRunner().invoke(app, ["perf", "pinpoint", "--objects", "30", "--vertices", "30000", "--repeat", "1",
                                  "--ssp-answers", "60"])

@@ -1,4 +1,5 @@
-"""The pointing node over ROS: an agent's non-finite points never go out as points."""
+"""The pointing node over ROS: an agent's non-finite points never go out as usable points, and the
+model's own order is kept, invalid entries included (the first point is the point)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ class _NanAgent:
         return AgentAnswer(points_px=np.array([[np.nan, 3.0], [12.0, 7.5], [np.inf, 1.0]]), raw_text="?")
 
 
-def test_non_finite_points_are_dropped(ros_env):
+def test_non_finite_points_are_kept_as_invalid_entries(ros_env):
     # A NaN point published as JSON is a bare NaN (not JSON for most readers) and a target nobody can
-    # reach; only the finite point (12, 7.5) may go out.
+    # reach: only the finite point (12, 7.5) is a usable point, but the answer keeps all three in
+    # order, so targeting sees that the FIRST point is invalid (issue 14, finding 4).
     from rclpy.node import Node
     from std_msgs.msg import String
 
@@ -49,10 +51,15 @@ def test_non_finite_points_are_dropped(ros_env):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         pub_img.publish(rgb_to_image(np.zeros((24, 32, 3), np.uint8), time.time_ns(), "camera_color_optical_frame"))
-        time.sleep(0.2)
+        while node._latest is None:  # the frame has arrived (the request waits for a fresh one anyway)
+            assert time.monotonic() < deadline + 5
+            time.sleep(0.01)
         pub_req.publish(string_msg({"request_id": "r1", "agent": "nan", "instruction": "pick"}))
         with cond:
             assert cond.wait_for(lambda: got, timeout=5), "no answer"
         assert got[0]["request_id"] == "r1" and got[0]["points_px"] == [[12.0, 7.5]]
+        assert [(e["valid"], e["u_px"], e["v_px"]) for e in got[0]["points"]] == [
+            (False, None, 3.0), (True, 12.0, 7.5), (False, None, 1.0)]
+        assert "NaN" not in json.dumps(got[0])
     finally:
         host.close()
