@@ -6,10 +6,12 @@ Instructions file (JSON Lines), one trial per line::
     {"instruction": "pick up the red cube", "expected": {"action": "pick", "object": "red cube"}}
     {"instruction": "put it in the blue bowl", "expected": {"action": "place", "object": "red cube", "container": "blue bowl"}}
 
-``expected`` is optional (the sim judges it, ``sim_mock.world.SimWorld.judge``); without a file the
-sim scene's demo script (``sim_mock.demo.DEMO_SCRIPT``) is used. A trial counts as a success when
-the simulator judged it a success, or, when the simulator could not judge (no ``expected``, a real
-robot), when the robot outcome is ``done``.
+``expected`` is optional (the sim judges it); without a file the sim world's demo script is used.
+With no participant, a trial is judged by the automatic outcome check (``bridge.autocheck``: the
+simulator's physics state when there is one, else depth before and after); a trial it cannot
+judge stays unjudged (``outcome`` null) and counts in ``unjudged``. An aborted trial (e-stop, robot
+fault, agent or camera error) is left out of the success rate, counted in ``aborted``, and the
+same instruction is run again, at most ``max_repeats`` times (docs/trials.md).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from .attribution import settle
 from .store import text_problem
 from .trial import TrialResult
 
-__all__ = ["InstructionsError", "load_instructions", "demo_script", "trial_success", "run_scripted_trials"]
+__all__ = ["InstructionsError", "load_instructions", "demo_script", "auto_judgement", "summarize_trials",
+           "run_scripted_trials"]
 
 
 class InstructionsError(ValueError):
@@ -71,33 +75,54 @@ def demo_script(camera: str = "sim", robot: str = "sim") -> list[dict]:
     return world_cls.demo_script()
 
 
-def trial_success(t: TrialResult) -> bool:
-    """The sim's judgement when known, else ``robot_outcome == "done"``."""
-    return bool(t.sim_success) if t.sim_success is not None else t.robot_outcome == "done"
+def auto_judgement(t: TrialResult) -> bool | None:
+    """What the automatic check says of ``t`` (``None``: it cannot tell)."""
+    return None if t.auto_check is None else t.auto_check.success
 
 
-async def _run(runner, agent: str, script: list[dict], store) -> list[TrialResult]:
+async def _run(runner, agent: str, script: list[dict], store, max_repeats: int) -> list[TrialResult]:
     results = []
     for item in script:
-        res = await runner.run_trial(agent, item["instruction"], expected=item.get("expected"))
-        if store is not None:
-            store.save_trial(res)  # one commit per trial: a crash loses nothing already run
-        results.append(res)
+        for attempt in range(max_repeats + 1):
+            res = settle(await runner.run_trial(agent, item["instruction"], expected=item.get("expected")), None)
+            if res.outcome != "aborted":
+                settle(res, auto_judgement(res))
+            if store is not None:
+                store.save_trial(res)  # one commit per trial: a crash loses nothing already run
+            results.append(res)
+            if res.outcome != "aborted":
+                break
     return results
 
 
-def run_scripted_trials(session, agent: str, script: list[dict]) -> dict:
-    """Run ``script`` with ``agent`` on a started session, saving each trial in ``session.store``.
+def summarize_trials(agent: str, results: list[TrialResult]) -> dict:
+    """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
+    "failure_stages": {stage: n}}``: the rate over judged, non-aborted trials (``None`` when none)."""
+    judged = [t for t in results if t.outcome in ("succeeded", "failed")]
+    ok = sum(t.outcome == "succeeded" for t in judged)
+    stages: dict[str, int] = {}
+    for t in results:
+        if t.failure_stage is not None:
+            stages[t.failure_stage] = stages.get(t.failure_stage, 0) + 1
+    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok, "judged": len(judged),
+            "success_rate": ok / len(judged) if judged else None,
+            "aborted": sum(t.outcome == "aborted" for t in results),
+            "unjudged": sum(t.outcome is None for t in results), "failure_stages": stages}
+
+
+def run_scripted_trials(session, agent: str, script: list[dict], *, max_repeats: int = 2) -> dict:
+    """Run ``script`` with ``agent`` on a started session, saving each trial in ``session.store``; an
+    aborted trial is repeated up to ``max_repeats`` times.
 
     Returns:
-        ``{"trials": [TrialResult.to_dict(), ...], "success_rate": float, "successes": int, "agent": str}``.
+        ``summarize_trials`` of every trial run (aborted ones included in ``trials``).
 
     Raises:
-        ValueError: ``agent`` is not one of the session's agents.
+        ValueError: ``agent`` is not one of the session's agents, or ``max_repeats < 0``.
     """
     if agent not in session.runner.agent_names:
         raise ValueError(f"unknown agent {agent!r}; this session has: {', '.join(session.runner.agent_names)}")
-    results = asyncio.run(_run(session.runner, agent, script, session.store))
-    ok = sum(trial_success(t) for t in results)
-    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok,
-            "success_rate": ok / len(results) if results else 0.0}
+    if max_repeats < 0:
+        raise ValueError(f"max_repeats must be >= 0, got {max_repeats}")
+    results = asyncio.run(_run(session.runner, agent, script, session.store, max_repeats))
+    return summarize_trials(agent, results)

@@ -28,7 +28,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, computed_field
 
 __all__ = ["RefusalCode", "RefusalStage", "Refusal", "REFUSAL_STAGES", "RobotOutcome", "ROBOT_OUTCOMES",
-           "RobotErrorInfo", "PointEntry"]
+           "RobotErrorInfo", "PointEntry", "TrialOutcome", "AbortCode", "Abort", "FailureStage", "FAILURE_STAGES",
+           "AutoCheck"]
 
 RefusalCode = Literal["no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable",
                       "no_target", "bad_command"]
@@ -94,3 +95,46 @@ class PointEntry(BaseModel):
         """Valid and both coordinates finite numbers (what targeting may act on)."""
         return (self.valid and self.u_px is not None and self.v_px is not None
                 and math.isfinite(self.u_px) and math.isfinite(self.v_px))
+
+
+# -- how a trial ends (docs/trials.md) ------------------------------------------------------------
+# succeeded / failed: judged (by the participant, or by the sim or the automatic check in headless
+# runs); aborted: the trial could not be a fair test of the agent (left out of success rates and
+# offered again): an emergency stop, a robot fault, the agent or the camera failing, the operator.
+TrialOutcome = Literal["succeeded", "failed", "aborted"]
+AbortCode = Literal["estop", "robot_fault", "agent_error", "camera_error", "operator_abort", "system_error"]
+
+# Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution
+# failed): the first point outside the intended object (pointing), no point at all (no_point), no
+# depth (depth), not reachable (reach), the pick did not hold it (grasp), the place did not put it
+# there (place), or the trial was aborted (aborted).
+FailureStage = Literal["pointing", "no_point", "depth", "reach", "grasp", "place", "aborted"]
+FAILURE_STAGES: tuple[str, ...] = FailureStage.__args__
+
+
+class Abort(BaseModel):
+    """Why a trial was aborted: ``code`` (``AbortCode``) and a detail (may name a model: operator only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: AbortCode
+    detail: str = ""
+
+
+class AutoCheck(BaseModel):
+    """The automatic outcome check beside the participant's judgement (``bridge.autocheck``).
+
+    Attributes:
+        success: what the check concludes, ``None`` when it cannot tell (no frames, occluded).
+        method: ``physics`` (the simulator's own state) or ``depth`` (the scene's depth before and
+            after the action around the target pixel).
+        detail: what was measured (e.g. ``"median depth +31 mm in 24 px around the target"``).
+        depth_change_mm: the measured change (after - before, millimetres; positive = farther).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool | None
+    method: Literal["physics", "depth"]
+    detail: str = ""
+    depth_change_mm: float | None = None

@@ -65,13 +65,18 @@ class Session:
     model_server_url: str | None = None
     camera_spec: str = ""
     robot_spec: str = ""
+    world_drives_scene: bool = False  # both camera and arm are the world's: it can restore the scene
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _closed: bool = field(default=False, repr=False)
 
     @property
     def parts(self):
-        """The running system as the web app uses it (``bridge.trial.PointActParts``)."""
-        return self.runner.parts()
+        """The running system as the web app uses it (``bridge.trial.PointActParts``): a simulated
+        camera and arm restore the scene themselves, real hardware needs the operator."""
+        from .scene import ManualScene, WorldScene
+
+        sim = self.world is not None and self.world_drives_scene
+        return self.runner.parts(WorldScene(self.world) if sim else ManualScene())
 
     def wait_ready(self, timeout_s: float = 10.0) -> bool:
         """Wait until the runner has a colour frame and an arm state; ``False`` on timeout."""
@@ -203,7 +208,7 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
     cam = new_camera()  # a bad camera spec is a CameraSourceError before anything else
     cal = _calibration(config, world, sim_camera, sim_robot, new_camera)
     session = Session(runner=None, store=None, host=None, agents={}, calibration=cal, world=world,
-                      camera_spec=config.camera, robot_spec=config.robot)
+                      camera_spec=config.camera, robot_spec=config.robot, world_drives_scene=sim_camera and sim_robot)
     try:
         if sim_robot:
             # the gripper's settle wait is simulated time too
@@ -249,6 +254,7 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
         session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_robot else None,
                                         infer_expected=world.infer_expected if sim_robot and sim_camera else None,
+                                        intended_mask=world.intended_mask if sim_robot and sim_camera else None,
                                         human=agents[humans[0]] if humans else None, human_agent_names=humans,
                                         timeouts=config.timeouts, session=nonce)
         session._closers.append(session.runner.close)

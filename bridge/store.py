@@ -16,6 +16,7 @@ Timestamps are Unix seconds (``*_unix_s``, float, UTC).
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import time
 import unicodedata
@@ -24,12 +25,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, String, Text, create_engine, event, func, select
+from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine,
+                        event, func, select)
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from pointlab.benchmark.records import finite_json
 
+from .attribution import settle
 from .sus import sus_score
 from .trial import TrialResult
 from .trial_table import SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
@@ -39,6 +42,8 @@ __all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem"
 log = logging.getLogger(__name__)
 
 JUDGEMENTS = ("succeeded", "failed")
+DEFAULT_MAX_REPEATS = 2  # an aborted trial's slot is offered again at most this many times
+DEFAULT_REVEAL_FLOOR_S = 4.0  # no agent's answer takes effect earlier than this after sending (blinding)
 
 
 
@@ -80,6 +85,32 @@ class StudyRow(Base):
     agents: Mapped[list] = mapped_column(JSON)  # agent config names, in the study's canonical order
     trials_per_agent: Mapped[int] = mapped_column(Integer)
     design: Mapped[str] = mapped_column(Text, default="")  # how agent orders are balanced (docs)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    max_repeats: Mapped[int] = mapped_column(Integer, default=DEFAULT_MAX_REPEATS)  # aborted slots re-offered
+    reveal_floor_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_FLOOR_S)  # blinding floor
+
+
+class BlockStartRow(Base):
+    """The start of one participant's agent block: how the scene was reset and the starting frame."""
+
+    __tablename__ = "block_starts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), index=True)
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), index=True)
+    block: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(32))  # sim_reset | operator_confirmed
+    frame_jpeg: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    frame_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    __table_args__ = (UniqueConstraint("participant_id", "block"),)
+
+
+class SceneReferenceRow(Base):
+    """The reference photo of a study's starting scene (real hardware: the operator matches it)."""
+
+    __tablename__ = "scene_references"
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), primary_key=True)
+    frame_jpeg: Mapped[bytes] = mapped_column(LargeBinary)
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
@@ -204,11 +235,17 @@ class Store:
 
     # -- studies and participants ---------------------------------------------------------------
     def create_study(self, *, agents: Sequence[str], trials_per_agent: int, scene: str = "",
-                     name: str = "", design: str = "") -> int:
+                     name: str = "", design: str = "", max_repeats: int = DEFAULT_MAX_REPEATS,
+                     reveal_floor_s: float = DEFAULT_REVEAL_FLOOR_S) -> int:
         """Insert a study and return its id.
 
+        Args:
+            max_repeats: how many times an aborted trial's slot is offered again, per block.
+            reveal_floor_s: seconds from sending before any agent's answer takes effect (blinding).
+
         Raises:
-            StoreError: no agents, a repeated agent, or ``trials_per_agent < 1``.
+            StoreError: no agents, a repeated agent, ``trials_per_agent < 1``, ``max_repeats < 0`` or a
+                ``reveal_floor_s`` that is not a finite number in [0, 120].
         """
         agents = [str(a) for a in agents]
         if not agents:
@@ -217,9 +254,14 @@ class Store:
             raise StoreError(f"agents repeat: {agents}")
         if int(trials_per_agent) < 1:
             raise StoreError(f"trials_per_agent must be >= 1, got {trials_per_agent}")
+        if int(max_repeats) < 0:
+            raise StoreError(f"max_repeats must be >= 0, got {max_repeats}")
+        if not (isinstance(reveal_floor_s, (int, float)) and math.isfinite(reveal_floor_s) and 0 <= reveal_floor_s <= 120):
+            raise StoreError(f"reveal_floor_s must be a number of seconds in [0, 120], got {reveal_floor_s!r}")
         with self.session() as s:
             row = StudyRow(name=name, scene=scene, agents=agents, trials_per_agent=int(trials_per_agent),
-                           design=design, created_unix_s=time.time())
+                           design=design, created_unix_s=time.time(), max_repeats=int(max_repeats),
+                           reveal_floor_s=float(reveal_floor_s))
             s.add(row)
             s.flush()
             return row.id
@@ -312,10 +354,11 @@ class Store:
             return row.id
 
     def set_judgement(self, trial_id: int, judgement: str) -> None:
-        """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``.
+        """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``,
+        and with it the trial's ``outcome`` and ``failure_stage`` (``bridge.attribution.settle``).
 
         Raises:
-            StoreError: unknown trial or a judgement not in ``JUDGEMENTS``.
+            StoreError: unknown trial, an aborted trial (not judged), or a judgement not in ``JUDGEMENTS``.
         """
         if judgement not in JUDGEMENTS:
             raise StoreError(f"judgement must be one of {JUDGEMENTS}, got {judgement!r}")
@@ -323,8 +366,81 @@ class Store:
             row = s.get(TrialRow, trial_id)
             if row is None:
                 raise StoreError(f"unknown trial {trial_id}")
-            row.judgement = judgement
-            row.judged_unix_s = time.time()
+            if row.outcome == "aborted":
+                raise StoreError(f"trial {trial_id} was aborted: it is not judged")
+            record = settle(trial_result(_row_dict(row)), judgement == "succeeded")
+            row.judgement, row.judged_unix_s = judgement, time.time()
+            row.outcome, row.failure_stage = record.outcome, record.failure_stage
+
+    def set_point_on_target(self, trial_id: int, on_target: bool | None) -> dict[str, Any]:
+        """Record whether the trial's first point was on the intended object (the operator's click on
+        real frames), updating its ``failure_stage``; returns the row.
+
+        Raises:
+            StoreError: unknown trial.
+        """
+        with self.session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise StoreError(f"unknown trial {trial_id}")
+            row.point_on_target = on_target
+            record = settle(trial_result(_row_dict(row)), None)
+            row.failure_stage = record.failure_stage
+            return _row_dict(row)
+
+    # -- block starts and scene references -------------------------------------------------------
+    def save_block_start(self, *, study_id: int, participant_id: int, block: int, method: str,
+                         frame_jpeg: bytes | None, frame_index: int | None) -> int:
+        """Record the start of a participant's block (scene reset ``method`` and the starting frame).
+
+        Raises:
+            StoreError: the block was started before, or an unknown study/participant.
+        """
+        with self.session() as s:
+            row = BlockStartRow(study_id=study_id, participant_id=participant_id, block=block, method=method,
+                                frame_jpeg=frame_jpeg, frame_index=frame_index, created_unix_s=time.time())
+            s.add(row)
+            try:
+                s.flush()
+            except IntegrityError as e:
+                raise StoreError(f"block {block} of participant {participant_id} cannot be started: {e.orig}") from e
+            return row.id
+
+    def block_starts(self, *, study_id: int | None = None, participant_id: int | None = None,
+                     with_frames: bool = False) -> list[dict[str, Any]]:
+        """Block starts as dicts, oldest first (``frame_jpeg`` only when ``with_frames``)."""
+        with self.session() as s:
+            q = select(BlockStartRow).order_by(BlockStartRow.id)
+            if study_id is not None:
+                q = q.where(BlockStartRow.study_id == study_id)
+            if participant_id is not None:
+                q = q.where(BlockStartRow.participant_id == participant_id)
+            rows = [_row_dict(r) for r in s.scalars(q)]
+        if not with_frames:
+            for r in rows:
+                r.pop("frame_jpeg", None)
+        return rows
+
+    def set_scene_reference(self, study_id: int, frame_jpeg: bytes) -> None:
+        """Keep ``frame_jpeg`` as the study's reference scene (replacing an earlier one).
+
+        Raises:
+            StoreError: unknown study.
+        """
+        with self.session() as s:
+            if s.get(StudyRow, study_id) is None:
+                raise StoreError(f"unknown study {study_id}")
+            row = s.get(SceneReferenceRow, study_id)
+            if row is None:
+                s.add(SceneReferenceRow(study_id=study_id, frame_jpeg=frame_jpeg, created_unix_s=time.time()))
+            else:
+                row.frame_jpeg, row.created_unix_s = frame_jpeg, time.time()
+
+    def scene_reference(self, study_id: int) -> bytes | None:
+        """The study's reference scene JPEG, or ``None``."""
+        with self.session() as s:
+            row = s.get(SceneReferenceRow, study_id)
+            return None if row is None else row.frame_jpeg
 
     def trial_result(self, trial_id: int) -> TrialResult:
         """Trial row ``trial_id`` as the typed record. Raises StoreError when unknown."""

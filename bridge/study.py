@@ -71,45 +71,60 @@ def alias(block: int) -> str:
 class Step:
     """What a participant does next.
 
-    kind: ``trial`` (type an instruction), ``judge`` (judge trial ``trial_id``), ``sus`` (survey of
-    ``block``), ``done``. ``trial_number`` is 1-based within the block; ``trials_per_agent`` and
-    ``n_blocks`` give the progress.
+    kind: ``setup`` (the block's starting scene must be restored before its first trial), ``trial``
+    (type an instruction), ``judge`` (judge trial ``trial_id``), ``sus`` (survey of ``block``),
+    ``done``. ``trial_number`` is 1-based within the block (an aborted trial's slot is offered again,
+    so it keeps its number); ``trials_per_agent`` and ``n_blocks`` give the progress; ``repeat`` says
+    the slot is offered again after an abort.
     """
 
-    kind: Literal["trial", "judge", "sus", "done"]
+    kind: Literal["setup", "trial", "judge", "sus", "done"]
     block: int | None = None
     alias: str | None = None
     trial_number: int | None = None
     trial_id: int | None = None
     trials_per_agent: int = 0
     n_blocks: int = 0
+    repeat: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], surveyed_blocks: Iterable[int]) -> Step:
+def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], surveyed_blocks: Iterable[int],
+              started_blocks: Iterable[int] | None = None, max_repeats: int = 2) -> Step:
     """The participant's next step, derived only from what is stored (so a restart resumes).
 
     Args:
         n_blocks: number of agents in the study.
         trials_per_agent: judged trials each block needs.
-        trials: the participant's stored trials, dicts with ``id``, ``block``, ``judgement``.
+        trials: the participant's stored trials, dicts with ``id``, ``block``, ``judgement``, ``outcome``.
         surveyed_blocks: blocks whose SUS survey is stored.
+        started_blocks: blocks whose starting scene was restored (``None``: do not ask for a setup).
+        max_repeats: how many times an aborted trial's slot is offered again, per block.
 
-    Blocks run in order; within a block an unjudged trial must be judged before the next trial;
-    the SUS of a block follows its last judged trial.
+    Blocks run in order; a block starts with its setup; within a block an unjudged trial must be
+    judged before the next trial; an aborted trial is not judged and its slot is offered again until
+    the block has used ``max_repeats`` repeats, after which an abort uses up the slot; the SUS of a
+    block follows its last slot.
     """
     trials = list(trials)
     surveyed = set(surveyed_blocks)
+    started = None if started_blocks is None else set(started_blocks)
     common = {"trials_per_agent": trials_per_agent, "n_blocks": n_blocks}
     for b in range(n_blocks):
         mine = [t for t in trials if t.get("block") == b]
-        unjudged = [t for t in mine if t.get("judgement") is None]
+        aborted = [t for t in mine if t.get("outcome") == "aborted"]
+        kept = [t for t in mine if t.get("outcome") != "aborted"]
+        unjudged = [t for t in kept if t.get("judgement") is None]
+        used = len(kept) + max(0, len(aborted) - max_repeats)  # slots done: judged ones, and aborts past the cap
         if unjudged:
-            return Step("judge", b, alias(b), len(mine), unjudged[0]["id"], **common)
-        if len(mine) < trials_per_agent:
-            return Step("trial", b, alias(b), len(mine) + 1, None, **common)
+            return Step("judge", b, alias(b), len(kept), unjudged[0]["id"], **common)
+        if used < trials_per_agent:
+            if started is not None and b not in started:
+                return Step("setup", b, alias(b), used + 1, None, **common)
+            repeat = bool(aborted) and mine[-1].get("outcome") == "aborted" and len(aborted) <= max_repeats
+            return Step("trial", b, alias(b), used + 1, None, repeat=repeat, **common)
         if b not in surveyed:
             return Step("sus", b, alias(b), None, None, **common)
     return Step("done", **common)

@@ -6,9 +6,10 @@ and the participant judges success. ``TrialResult`` is the record of one trial; 
 ``trials`` table and the results CSV are derived from its fields (``bridge.store``,
 ``bridge.study_results``), so a field is written down once, here.
 
-The running system is four parts with one job each (``PointActParts``), so a page takes only what
+The running system is five parts with one job each (``PointActParts``), so a page takes only what
 it uses: ``TrialRunner`` (trials), ``LiveView`` (the camera as JPEG), ``HumanRelay`` (the human
-reference's open requests) and ``ArmControl`` (state, stop, reset, open gripper).
+reference's open requests), ``ArmControl`` (state, stop, reset, home, open gripper) and
+``SceneControl`` (a block's starting scene).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .outcomes import ROBOT_OUTCOMES, PointEntry, Refusal, RobotErrorInfo, RobotOutcome
+from .outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, PointEntry, Refusal, RobotErrorInfo,
+                       RobotOutcome, TrialOutcome)
 from .targeting import Target
 
 __all__ = ["TrialResult", "Motion", "Waypoint", "TrialRunner", "LiveView", "HumanRelay", "ArmControl",
-           "PointActParts", "ROBOT_OUTCOMES"]
+           "SceneControl", "PointActParts", "ROBOT_OUTCOMES"]
 
 
 class Waypoint(BaseModel):
@@ -70,6 +72,16 @@ class TrialResult(BaseModel):
         sim_detail: what the simulator saw (object held, where it landed).
         timings_s: ``agent``, ``targeting``, ``motion``, ``total`` (and loop latencies) in seconds.
         expected: scripted expectation (headless runs): ``{"action", "object", "container"|"near"}``.
+        outcome: how the trial ended (``succeeded``, ``failed``, ``aborted``); ``None`` until judged.
+        abort: why it was aborted (an aborted trial is not a judgement of the agent).
+        failure_stage: where a failed (or aborted) trial failed (``bridge.attribution``).
+        point_on_target: whether the first point lies on the intended object's mask (the sim's
+            segmentation, or the operator's click on real frames); ``None`` when unknown.
+        auto_check: the automatic outcome check (``bridge.autocheck``): the sim's physics state when
+            there is a simulator, else the depth check.
+        depth_check: the depth check (``bridge.autocheck.depth_check``), whenever it could be read.
+        after_frame_index: index of the frame taken after the arm stopped (the judgement's "after").
+        recording: the trial's MCAP and clip (paths relative to the recordings folder), if recorded.
     """
 
     model_config = ConfigDict(validate_assignment=True)
@@ -94,6 +106,14 @@ class TrialResult(BaseModel):
     sim_detail: str | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)
     expected: dict[str, Any] | None = None
+    outcome: TrialOutcome | None = None
+    abort: Abort | None = None
+    failure_stage: FailureStage | None = None
+    point_on_target: bool | None = None
+    auto_check: AutoCheck | None = None
+    depth_check: AutoCheck | None = None
+    after_frame_index: int | None = None
+    recording: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON values of every field (strict: no NaN)."""
@@ -107,17 +127,28 @@ class TrialRunner(Protocol):
 
     agent_names: list[str]
 
-    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
-        """Ask ``agent`` to point for ``instruction`` on the latest frame, target, and act.
-        Never raises for a bad answer, a refusal or a robot fault: those are recorded outcomes.
+    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
+                        reveal_floor_s: float = 0.0) -> TrialResult:
+        """Ask ``agent`` to point for ``instruction`` on the latest frame, target, act, home, and take
+        the frame after. Never raises for a bad answer, a refusal or a robot fault: those are
+        recorded outcomes (an abort sets ``abort`` and ``outcome = "aborted"``).
+
+        ``reveal_floor_s``: nothing of the answer takes effect (no arm motion) before this many
+        seconds from sending the request, so response time cannot tell agents apart (blinding).
 
         Raises:
             ValueError: ``agent`` is not one of ``agent_names``.
         """
         ...
 
-    def trial_jpeg(self, trial_id: str) -> bytes | None:
-        """The frame the agent saw in trial ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
+    def abort_current(self) -> bool:
+        """Abort the running trial (operator): it ends ``aborted`` with code ``operator_abort``, the arm
+        is stopped if it was commanded. ``False`` when no trial runs."""
+        ...
+
+    def trial_jpeg(self, trial_id: str, which: str = "before") -> bytes | None:
+        """The frame the agent saw (``before``) or the frame after the arm stopped (``after``) in trial
+        ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
         ...
 
 
@@ -138,6 +169,14 @@ class HumanRelay(Protocol):
         ...
 
 
+class SceneControl(Protocol):
+    """Puts a block's starting scene back (``bridge.scene``)."""
+
+    automatic: bool  # True: ``restore`` does it exactly (a simulator); False: a person does it
+
+    def restore(self) -> None: ...
+
+
 class ArmControl(Protocol):
     def holding(self) -> bool:
         """Whether the arm holds something (the next action is a place)."""
@@ -156,6 +195,11 @@ class ArmControl(Protocol):
         that is running. Returns ``{"outcome", "error", "holding"}``; never raises for them."""
         ...
 
+    async def home(self) -> dict:
+        """Move the arm to its home pose; after any trial that is running. Returns ``{"outcome",
+        "error", "holding"}``; never raises for them."""
+        ...
+
 
 @dataclass(frozen=True)
 class PointActParts:
@@ -165,6 +209,7 @@ class PointActParts:
     live_view: LiveView
     human: HumanRelay
     arm: ArmControl
+    scene: SceneControl
 
     @property
     def agent_names(self) -> list[str]:

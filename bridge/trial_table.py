@@ -8,8 +8,11 @@ judgement, timestamps). A field added to ``TrialResult`` becomes a column here, 
 adds it to an older database; so the record is written down once.
 
 Schema versions: 2 (issue 2's flat record, refusals as ``"kind: detail"`` strings), 3 (typed
-refusals, robot errors and point entries). ``migrate`` brings a version-2 file to 3 in place,
-converting each stored row; nothing is dropped.
+refusals, robot errors and point entries), 4 (trial outcomes, aborts, failure stages, the automatic
+check, recordings; studies' ``max_repeats`` and ``reveal_floor_s``; block starts and scene
+references). ``migrate`` brings an older file to the current version in place, converting each
+stored row; nothing is dropped. A version-2/3 trial that was judged gets its ``outcome`` from the
+judgement.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "judgement", "created_unix_s",
                  "judged_unix_s")
 
@@ -131,7 +134,18 @@ def _v2_to_v3(conn: Connection) -> None:
     log.info("migrated %d trials from schema version 2 to 3", len(rows))
 
 
-_MIGRATIONS = {2: _v2_to_v3}
+def _v3_to_v4(conn: Connection) -> None:
+    _add_missing_columns(conn)
+    have = {c["name"] for c in inspect(conn).get_columns("studies")}
+    if "max_repeats" not in have:
+        conn.execute(text("ALTER TABLE studies ADD COLUMN max_repeats INTEGER NOT NULL DEFAULT 2"))
+    if "reveal_floor_s" not in have:
+        # studies run before the floor existed had none: keep them as they were run
+        conn.execute(text("ALTER TABLE studies ADD COLUMN reveal_floor_s FLOAT NOT NULL DEFAULT 0"))
+    conn.execute(text("UPDATE trials SET outcome = judgement WHERE outcome IS NULL AND judgement IS NOT NULL"))
+
+
+_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def _add_missing_columns(conn: Connection) -> None:

@@ -57,6 +57,11 @@ class World(Protocol):
         """What a typed ``instruction`` asks for (``{"action", "object", ...}``), or ``None``."""
         ...
 
+    def intended_mask(self, expected: dict) -> Any:
+        """``(H, W)`` bool mask, on the current camera image, of what ``expected`` asks the agent to
+        point at (failure attribution), or ``None`` when no object mask says it."""
+        ...
+
     def serve_models(self) -> tuple[str, Callable[[], None]]:
         """Start the sim model server answering for this world: ``(base_url ending in /v1, stop)``."""
         ...

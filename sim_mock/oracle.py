@@ -87,6 +87,22 @@ class SceneOracle:
         u, v = (uv[0] + 0.5) * sx - 0.5, (uv[1] + 0.5) * sy - 0.5  # pixel centres at integers
         return [(float(u), float(v))]
 
+    def mask_of(self, name: str) -> np.ndarray | None:
+        """``(H, W)`` bool: the pixels of object ``name`` on the camera image of the current scene
+        (a container's include what lies in it), or ``None`` for an unknown name."""
+        objects, _, ids = self._id_map()
+        names = [o.name for o in objects]
+        if name not in names:
+            return None
+        k = names.index(name)
+        target = objects[k]
+        accept = {k}
+        if target.is_container:
+            accept |= {i for i, o in enumerate(objects)
+                       if i != k and target.interior_contains(o.position_m[:2])
+                       and o.position_m[2] < target.position_m[2] + target.height_m}
+        return np.isin(ids, list(accept))
+
     # -- visibility -------------------------------------------------------------------------------
     def _id_map(self):
         w = self.world

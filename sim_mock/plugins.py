@@ -43,6 +43,7 @@ class SimWorldPlugin:
         from .world import SimWorld
 
         self.sim = SimWorld()
+        self._oracle = None
 
     @staticmethod
     def demo_script() -> list[dict]:
@@ -72,6 +73,22 @@ class SimWorldPlugin:
 
     def serve_models(self) -> tuple[str, Callable[[], None]]:
         return serve_scene_models(self.sim)
+
+    def intended_mask(self, expected: dict):
+        """The mask of what ``expected`` asks the agent to point at, on the current camera image: the
+        object of a pick, the container of a place "in" it; ``None`` for a place "near" something
+        (the right point is beside the object, which no object mask says)."""
+        from .oracle import SceneOracle
+
+        if expected.get("action") == "pick":
+            name = expected.get("object")
+        elif expected.get("action") == "place" and expected.get("container"):
+            name = expected["container"]
+        else:
+            return None
+        if self._oracle is None:
+            self._oracle = SceneOracle(self.sim)
+        return self._oracle.mask_of(self.sim.scene.resolve(name) or name)
 
     def reset(self) -> None:
         self.sim.reset()

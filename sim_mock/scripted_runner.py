@@ -16,7 +16,7 @@ import uuid
 import cv2
 import numpy as np
 
-from pointlab.bridge.outcomes import Refusal
+from pointlab.bridge.outcomes import Abort, Refusal
 from pointlab.bridge.targeting import Target, entries_from_points, first_point
 from pointlab.bridge.trial import PointActParts, TrialResult
 
@@ -27,12 +27,14 @@ class ScriptedRunner:
     """Agents: ``agent_points`` maps a name to the point it answers (``None``: unparseable answer,
     refused); ``human_agents`` wait for the operator. A ``done`` trial toggles holding (pick -> place).
 
-    Attributes recorded for assertions: ``calls`` (agent, instruction), ``stops``, ``resets``, ``releases``.
+    Attributes recorded for assertions: ``calls`` (agent, instruction), ``reveal_floors``, ``stops``,
+    ``resets``, ``releases``, ``aborts``.
     """
 
     def __init__(self, agent_points: dict[str, tuple[float, float] | None] | None = None,
                  human_agents: tuple[str, ...] = ("human",), width: int = 320, height: int = 240,
-                 trial_delay_s: float = 0.05, raw_text: str = "As model-x I point at") -> None:
+                 trial_delay_s: float = 0.05, raw_text: str = "As model-x I point at",
+                 automatic_scene: bool = True) -> None:
         self.agent_points = dict(agent_points if agent_points is not None else
                                  {"sim-oracle": (100.0, 80.0), "sim-noisy": (30.0, 200.0)})
         self.human_agents = tuple(human_agents)
@@ -44,7 +46,13 @@ class ScriptedRunner:
         self._t0 = time.monotonic()
         self._requests: dict[str, dict] = {}
         self._futures: dict[str, asyncio.Future] = {}
-        self._trial_jpegs: dict[str, bytes] = {}  # trial_id -> the frame "the agent saw"
+        self._trial_jpegs: dict[tuple[str, str], bytes] = {}  # (trial_id, before|after) -> JPEG
+        self._abort: asyncio.Future | None = None
+        self.reveal_floors: list[float] = []
+        self.aborts = 0
+        self.automatic = automatic_scene
+        self.scene_restores = 0
+        self.homes = 0
         self.calls: list[tuple[str, str]] = []
         self.stops = 0
         self.resets = 0
@@ -61,13 +69,22 @@ class ScriptedRunner:
         ok, buf = cv2.imencode(".jpg", cv2.cvtColor(self._image(index), cv2.COLOR_RGB2BGR))
         return (buf.tobytes(), index) if ok else None
 
-    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
+    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
+                        reveal_floor_s: float = 0.0) -> TrialResult:
         self.calls.append((agent, instruction))
+        self.reveal_floors.append(reveal_floor_s)
+        self._abort = asyncio.get_running_loop().create_future()
+        try:
+            return await self._run(agent, instruction, expected)
+        finally:
+            self._abort = None
+
+    async def _run(self, agent: str, instruction: str, expected: dict | None) -> TrialResult:
         action = "place" if self._holding else "pick"
         frame = self.latest_jpeg()
         res = TrialResult(trial_id=uuid.uuid4().hex, agent=agent, instruction=instruction, action=action,
                           frame_index=frame[1], frame_size=(self.width, self.height), expected=expected)
-        self._trial_jpegs[res.trial_id] = frame[0]
+        self._trial_jpegs[(res.trial_id, "before")] = frame[0]
         if agent in self.human_agents:
             rid = uuid.uuid4().hex
             jpeg = frame[0]
@@ -76,7 +93,12 @@ class ScriptedRunner:
             fut = asyncio.get_running_loop().create_future()
             self._futures[rid] = fut
             try:
-                u, v = await fut
+                done, _ = await asyncio.wait({fut, self._abort}, return_when=asyncio.FIRST_COMPLETED)
+                if fut not in done:  # the operator aborted while the human reference had not clicked
+                    res.robot_outcome, res.abort, res.outcome = "stopped", Abort(code="operator_abort"), "aborted"
+                    res.failure_stage = "aborted"
+                    return res
+                u, v = fut.result()
             finally:
                 self._requests.pop(rid, None)
                 self._futures.pop(rid, None)
@@ -88,6 +110,7 @@ class ScriptedRunner:
         else:
             res.robot_outcome = "agent_failure"
             res.agent_error = f"unknown agent {agent}"
+            res.abort, res.outcome, res.failure_stage = Abort(code="agent_error"), "aborted", "aborted"
             return res
         await asyncio.sleep(self.trial_delay_s)
         if point is None:
@@ -107,15 +130,34 @@ class ScriptedRunner:
         res.sim_success = True
         res.timings_s = {"agent": 0.0, "targeting": 0.0, "motion": self.trial_delay_s, "total": self.trial_delay_s}
         self._holding = not self._holding
+        after = self.latest_jpeg()
+        res.after_frame_index = after[1]
+        self._trial_jpegs[(res.trial_id, "after")] = after[0]
         return res
 
-    def trial_jpeg(self, trial_id: str) -> bytes | None:
-        """The frame of trial ``trial_id`` as JPEG (as ``RosTrialRunner.trial_jpeg``), or ``None``."""
-        return self._trial_jpegs.get(trial_id)
+    def abort_current(self) -> bool:
+        if self._abort is None or self._abort.done():
+            return False
+        self._abort.set_result(True)
+        self.aborts += 1
+        return True
+
+    def trial_jpeg(self, trial_id: str, which: str = "before") -> bytes | None:
+        """The ``before``/``after`` frame of trial ``trial_id`` as JPEG (as ``RosTrialRunner.trial_jpeg``)."""
+        return self._trial_jpegs.get((trial_id, which))
 
     def parts(self) -> PointActParts:
-        """This one object as every part (trials, live view, human relay, arm) of the web app."""
-        return PointActParts(trials=self, live_view=self, human=self, arm=self)
+        """This one object as every part (trials, live view, human relay, arm, scene) of the web app."""
+        return PointActParts(trials=self, live_view=self, human=self, arm=self, scene=self)
+
+    # SceneControl: restores "exactly" (counts the calls) unless built with automatic_scene=False
+    def restore(self) -> None:
+        self.scene_restores += 1
+        self._holding = False
+
+    async def home(self) -> dict:
+        self.homes += 1
+        return {"outcome": "done", "error": None, "holding": self._holding}
 
     def pending(self) -> list[dict]:
         return [dict(r) for r in self._requests.values()]

@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from pointlab.bridge.store import Store
 from pointlab.bridge.trial import PointActParts
 
-from . import routes_arm, routes_pages, routes_participant, routes_results, routes_studies, ws
+from . import routes_arm, routes_pages, routes_participant, routes_results, routes_scene, routes_studies, ws
 from .context import AppContext, UiSettings
 
 __all__ = ["create_app", "UiSettings"]
@@ -40,7 +40,7 @@ def create_app(parts: PointActParts, store: Store, *, operator_token: str, setti
     app = FastAPI(title="Point-Act", docs_url=None, redoc_url=None, openapi_url=None)
     # No /docs or /openapi.json: the schema lists operator routes a participant has no use for.
     app.state.ctx = AppContext(parts, store, operator_token, settings or UiSettings())
-    for r in (routes_pages, routes_studies, routes_arm, routes_results, routes_participant, ws):
+    for r in (routes_pages, routes_studies, routes_arm, routes_scene, routes_results, routes_participant, ws):
         app.include_router(r.router)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.mount("/static", StaticFiles(directory=str(importlib.resources.files("pointlab.ui") / "static")), name="static")

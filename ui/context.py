@@ -96,6 +96,8 @@ class AppContext:
         self.queue = ArmQueue()
         self.current: CurrentTrial | None = None
         self.stopped = False  # set by the emergency stop, cleared by reset: no trial starts meanwhile
+        # (participant id, block) waiting for the operator's "scene reset" (real hardware only)
+        self.pending_block: tuple[int, int] | None = None
         self.frames = FrameCache(parts.live_view, 0.5 / settings.frame_rate_hz)
         self.arm_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task] = set()  # running trials (kept referenced until done)

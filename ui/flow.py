@@ -22,13 +22,15 @@ from .context import AppContext, CurrentTrial
 from .deps import unusable_text
 
 __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
+           "prepare_block", "request_block_start", "ABORT_WORDS",
            "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
 
 log = logging.getLogger(__name__)
 
 # Fixed texts per robot outcome (bridge.outcomes.ROBOT_OUTCOMES); no runner text reaches a participant.
+# Neutral: "finished its motion" says the arm stopped, not that the instruction was carried out.
 OUTCOME_MESSAGES = {
-    "done": "The robot finished its {action} motion.",
+    "done": "The robot finished its {action} motion. Compare the two pictures.",
     "refused": "The robot did not move: {refusal}.",
     "robot_failure": "The robot reported a fault and stopped.",
     "agent_failure": "The agent did not answer.",
@@ -60,19 +62,36 @@ def current_action(ctx: AppContext) -> str:
         return "pick"
 
 
+# Why an aborted trial did not count, in plain words (bridge.outcomes.AbortCode); it is offered again.
+ABORT_WORDS = {
+    "estop": "the robot was stopped",
+    "operator_abort": "the operator stopped the trial",
+    "robot_fault": "the robot reported a fault",
+    "agent_error": "the agent did not answer",
+    "camera_error": "the camera gave no picture",
+    "system_error": "the system did not respond in time",
+}
+
+
 def participant_step(ctx: AppContext, participant: dict) -> Step:
     study = ctx.store.study(participant["study_id"])
     trials = ctx.store.trials(participant_id=participant["id"])
     surveyed = {s["block"] for s in ctx.store.surveys(participant_id=participant["id"])}
+    started = {b["block"] for b in ctx.store.block_starts(participant_id=participant["id"])}
     return next_step(n_blocks=len(study["agents"]), trials_per_agent=study["trials_per_agent"],
-                     trials=trials, surveyed_blocks=surveyed)
+                     trials=trials, surveyed_blocks=surveyed, started_blocks=started,
+                     max_repeats=study.get("max_repeats", 2))
 
 
 def blinded_trial(row: dict) -> dict[str, Any]:
     """A stored trial as a participant may see it."""
     outcome = row["robot_outcome"] if row["robot_outcome"] in OUTCOME_MESSAGES else "robot_failure"
     refusal = (row.get("refusal") or {}).get("code") or "no_point"
-    if outcome == "refused" and row.get("parse_error"):
+    aborted = row.get("outcome") == "aborted"
+    if aborted:
+        why = ABORT_WORDS.get((row.get("abort") or {}).get("code"), "the trial could not be completed")
+        message = f"This trial does not count: {why}. You will be asked to try again."
+    elif outcome == "refused" and row.get("parse_error"):
         message = "The robot did not move: the agent's answer could not be read."
     else:
         message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
@@ -85,8 +104,9 @@ def blinded_trial(row: dict) -> dict[str, Any]:
     size = row.get("frame_size")
     return {"trial_id": row["id"], "alias": alias(row["block"]) if row.get("block") is not None else None,
             "instruction": row["instruction"], "action": row["action"], "points_px": points,
-            "frame_size": [int(x) for x in size] if size else None, "outcome": outcome, "message": message,
-            "judgement": row.get("judgement")}
+            "frame_size": [int(x) for x in size] if size else None,
+            "outcome": "aborted" if aborted else outcome, "message": message,
+            "judgement": row.get("judgement"), "has_after": row.get("after_frame_index") is not None}
 
 
 def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
@@ -120,12 +140,14 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
     if len(text) > ctx.settings.max_instruction_chars:
         raise FlowError(f"the instruction is longer than {ctx.settings.max_instruction_chars} characters")
     step = participant_step(ctx, participant)
-    if step.kind != "trial":
-        raise FlowError({"judge": "judge the last trial first", "sus": "fill in the questionnaire first",
-                         "done": "you have finished the study"}[step.kind])
+    if step.kind == "done":
+        raise FlowError("you have finished the study")
     _check_turn(ctx, participant)
     if ctx.stopped:
         raise FlowError("the robot is stopped; wait for the operator to reset it")
+    if step.kind != "trial":
+        raise FlowError({"judge": "judge the last trial first", "sus": "fill in the questionnaire first",
+                         "setup": "wait until the robot and the scene are reset for this agent"}[step.kind])
     if ctx.current is not None or ctx.arm_lock.locked():
         raise FlowError("the robot is busy")
     return step, text
@@ -163,8 +185,9 @@ async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, 
         if ctx.arm_lock.locked():
             raise FlowError("the robot is busy")
         async with ctx.arm_lock:
+            floor = float(ctx.store.study(participant["study_id"]).get("reveal_floor_s") or 0.0)
             try:
-                result = await ctx.parts.trials.run_trial(claim.agent, text)
+                result = await ctx.parts.trials.run_trial(claim.agent, text, reveal_floor_s=floor)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the runner promises not to raise; if it does, say so without details
@@ -177,6 +200,63 @@ async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, 
     finally:
         release_arm(ctx, claim)
     return blinded_trial(ctx.store.trial(trial_id))
+
+
+# -- block setup: the starting scene of each agent block ---------------------------------------------
+def request_block_start(ctx: AppContext, participant: dict) -> Step:
+    """Check that ``participant`` may start its next block now (its step is ``setup``, its turn, the
+    arm free and not stopped); returns the step. Raises FlowError."""
+    step = participant_step(ctx, participant)
+    if step.kind != "setup":
+        raise FlowError("there is no agent block to start now")
+    _check_turn(ctx, participant)
+    if ctx.stopped:
+        raise FlowError("the robot is stopped; wait for the operator to reset it")
+    if ctx.current is not None or ctx.arm_lock.locked():
+        raise FlowError("the robot is busy")
+    return step
+
+
+async def prepare_block(ctx: AppContext, participant: dict, step: Step, *, method: str) -> dict[str, Any]:
+    """Bring the arm and the scene to the block's start and store the starting frame: open the
+    gripper and clear what it holds, home, restore the scene (a simulator does it exactly; for real
+    hardware ``method`` is ``operator_confirmed``: the operator has put the scene back), then keep a
+    fresh camera frame. Raises FlowError when the arm cannot be reset (nothing is stored then)."""
+    claim = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block, step.alias,
+                         participant["agent_order"][step.block], "(resetting the scene)", "reset")
+    if ctx.current is not None or ctx.arm_lock.locked():
+        raise FlowError("the robot is busy")
+    ctx.current = claim
+    try:
+        async with ctx.arm_lock:
+            for do in (ctx.parts.arm.release, ctx.parts.arm.home):
+                res = await do()
+                if res.get("outcome") != "done":
+                    raise FlowError("the robot could not be reset for the next agent; please tell the operator")
+            if ctx.parts.scene.automatic:
+                await asyncio.to_thread(ctx.parts.scene.restore)
+            frame = await _fresh_frame(ctx)
+            ctx.store.save_block_start(study_id=participant["study_id"], participant_id=participant["id"],
+                                       block=step.block, method=method, frame_jpeg=frame[0] if frame else None,
+                                       frame_index=frame[1] if frame else None)
+    finally:
+        release_arm(ctx, claim)
+    return {"type": "block_started", "block": step.block, "alias": step.alias}
+
+
+async def _fresh_frame(ctx: AppContext, timeout_s: float = 5.0) -> tuple[bytes, int] | None:
+    """A live-view frame captured after now (two frame indices later), or the latest on timeout."""
+    first = ctx.parts.live_view.latest_jpeg()
+    start = first[1] if first else -1
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    latest = first
+    while loop.time() < deadline:
+        latest = ctx.parts.live_view.latest_jpeg()
+        if latest is not None and latest[1] >= start + 2:
+            return latest
+        await asyncio.sleep(0.02)
+    return latest
 
 
 def judge_trial(ctx: AppContext, participant: dict, trial_id: Any, judgement: Any) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """Participant API (invite token): ``GET /api/me`` returns the blinded state of the websocket;
-``GET /api/me/trials/{id}/frame`` the frame the agent saw in one of the caller's own trials."""
+``GET /api/me/trials/{id}/frame?which=before|after`` the frame the agent saw, or the frame taken
+after the arm stopped, in one of the caller's own trials (the judgement shows both)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
@@ -23,10 +26,10 @@ def me(c: Participant, ctx: Ctx) -> dict:
 
 
 @router.get("/me/trials/{trial_id}/frame")
-def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx) -> Response:
-    """JPEG of the colour frame the agent pointed on in the caller's own trial ``trial_id``; the
-    trial's ``points_px`` are pixels of this image. The page shows it with the points until the
-    trial is judged (the live view has moved on by then: the arm acted).
+def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx, which: Literal["before", "after"] = "before") -> Response:
+    """JPEG of the colour frame the agent pointed on (``before``; the trial's ``points_px`` are pixels
+    of this image) or of the frame after the arm stopped (``after``) in the caller's own trial
+    ``trial_id``. The judgement shows the two side by side.
 
     404 (one message for all cases, so ids of other participants' trials are not revealed): not the
     caller's trial, or the runner no longer keeps its frame (``RosTrialRunner`` keeps the last 50
@@ -39,7 +42,7 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx) -> Response:
         raise not_found from None
     if row.get("participant_id") != c.participant["id"]:
         raise not_found
-    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"])
+    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"], which)
     if not jpeg:
         raise not_found
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from pointlab.bridge.store import StoreError
+from pointlab.bridge.store import DEFAULT_MAX_REPEATS, DEFAULT_REVEAL_FLOOR_S, StoreError
 from pointlab.bridge.study import DESIGN, invite_participant
 
 from .deps import Ctx, Db, IdPath, Operator, StorableStr
@@ -20,6 +20,8 @@ class StudyIn(BaseModel):
     trials_per_agent: int = Field(ge=1, le=100, strict=True)  # strict: "2", true and 2.0 are refused
     scene: StorableStr = Field(default="", max_length=200)
     name: StorableStr = Field(default="", max_length=200)
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=0, le=20, strict=True)
+    reveal_floor_s: float = Field(default=DEFAULT_REVEAL_FLOOR_S, ge=0, le=120, allow_inf_nan=False)
 
 
 class InviteIn(BaseModel):
@@ -40,7 +42,8 @@ def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
         raise HTTPException(422, f"unknown agents {unknown}; known: {ctx.parts.agent_names}")
     try:
         sid = db.create_study(agents=body.agents, trials_per_agent=body.trials_per_agent, scene=body.scene,
-                              name=body.name, design=DESIGN)
+                              name=body.name, design=DESIGN, max_repeats=body.max_repeats,
+                              reveal_floor_s=body.reveal_floor_s)
     except StoreError as e:
         raise HTTPException(422, str(e)) from e
     return db.study(sid)

@@ -32,6 +32,7 @@ from pointlab.benchmark.records import dumps_json, finite_json
 from .context import AppContext
 from .deps import resolve_token
 from .flow import (FlowError, check_can_start, claim_arm, judge_trial, participant_state, participant_step,
+                   prepare_block, request_block_start,
                    release_arm, run_participant_trial, submit_sus)
 
 __all__ = ["router", "parse_client_message", "ClientMessageError"]
@@ -67,9 +68,15 @@ class PingMsg(_Msg):
     type: Literal["ping"]
 
 
-ClientMessage = Annotated[InstructionMsg | JudgeMsg | SusMsg | PingMsg, Field(discriminator="type")]
+class StartBlockMsg(_Msg):
+    """The participant is ready for the next agent: reset the arm and the scene to the block's start."""
+
+    type: Literal["start_block"]
+
+
+ClientMessage = Annotated[InstructionMsg | JudgeMsg | SusMsg | PingMsg | StartBlockMsg, Field(discriminator="type")]
 _adapter = TypeAdapter(ClientMessage)
-_TYPES = ("instruction", "judge", "sus", "ping")
+_TYPES = ("instruction", "judge", "sus", "ping", "start_block")
 
 
 class ClientMessageError(ValueError):
@@ -194,6 +201,19 @@ async def participant_ws(ws: WebSocket) -> None:
         ctx.queue.join(pid)
     pusher = asyncio.create_task(_pump(ctx, conn, lambda: participant_state(ctx, p)))
 
+    async def start_block(step) -> None:
+        try:
+            await conn.send_json(await prepare_block(ctx, p, step, method="sim_reset"))
+        except FlowError as e:
+            await conn.send_json({"type": "error", "error": str(e)})
+        except Exception:
+            log.exception("preparing the block failed")
+            await conn.send_json({"type": "error", "error": "the robot could not be reset; please tell the operator"})
+        try:
+            await conn.send_json(participant_state(ctx, p))
+        except Exception:
+            log.exception("building the participant state failed")
+
     async def run_trial(step, text, claim) -> None:
         try:
             await conn.send_json({"type": "trial_started", "alias": step.alias, "instruction": text})
@@ -227,6 +247,15 @@ async def participant_ws(ws: WebSocket) -> None:
                     ctx.tasks.add(task)
                     task.add_done_callback(ctx.tasks.discard)
                     task.add_done_callback(lambda _t, c=claim: release_arm(ctx, c))
+                elif isinstance(msg, StartBlockMsg):
+                    step = request_block_start(ctx, p)
+                    if ctx.parts.scene.automatic:  # a simulator puts the scene back itself
+                        task = asyncio.create_task(start_block(step))
+                        ctx.tasks.add(task)
+                        task.add_done_callback(ctx.tasks.discard)
+                    else:  # real hardware: the operator restores the scene and confirms
+                        ctx.pending_block = (pid, step.block)
+                        await conn.send_json({"type": "waiting_for_scene", "alias": step.alias})
                 elif isinstance(msg, JudgeMsg):
                     await conn.send_json(judge_trial(ctx, p, msg.trial_id, msg.judgement))
                     await conn.send_json(participant_state(ctx, p))
@@ -272,8 +301,14 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
         holding = bool(ctx.parts.arm.holding())
     except Exception:
         holding = None
+    pending = None
+    if ctx.pending_block is not None:
+        pid, block = ctx.pending_block
+        label = next((q["label"] for q in queue if q["participant_id"] == pid), "?")
+        pending = {"participant_id": pid, "label": label, "block": block, "alias": f"Agent {block + 1}"}
     return {"type": "status", "queue": queue, "current": ctx.current.to_dict() if ctx.current else None,
             "human_requests": reqs, "stopped": ctx.stopped, "holding": holding,
+            "scene_automatic": bool(ctx.parts.scene.automatic), "pending_block": pending,
             "arm_state": finite_json(arm)}
 
 

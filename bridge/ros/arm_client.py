@@ -109,7 +109,14 @@ class ArmClient:
             e-stopped or faulted, ``robot_failure``), or ``robot_failure`` when no result came in time.
             Never raises for them.
         """
-        res = await self.run("release")
+        return await self._simple("release")
+
+    async def home(self) -> dict:
+        """Move to the home pose; returns as ``release``."""
+        return await self._simple("home")
+
+    async def _simple(self, action: str) -> dict:
+        res = await self.run(action)
         if res is None:
             return {"outcome": "robot_failure", "holding": self.holding(),
                     "error": f"the arm gave no result within {self.motion_timeout_s:.0f} s"}

@@ -1,8 +1,10 @@
-"""The recent colour frames a runner keeps: the live view's source, and the frames of each trial.
+"""The recent camera frames a runner keeps: the live view's source, and the frames of each trial
+(the one the agent saw, the one after the arm stopped) for the judgement and the automatic check.
 
-Subscribes (on the runner's node) to the colour topic and to ``frame_meta``; keeps the last
-``keep`` colour messages (about one second at 30 fps; 0.9 MB each at 640x480) and the camera's
-frame index per header stamp (counting frames when no ``frame_meta`` comes, e.g. realsense-ros).
+Subscribes (on the runner's node) to the colour topic, the aligned depth topic and ``frame_meta``;
+keeps the last ``keep`` colour and depth messages (about one second at 30 fps; 0.9 + 0.6 MB each at
+640x480) and the camera's frame index per header stamp (counting frames when no ``frame_meta``
+comes, e.g. realsense-ros).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from collections import OrderedDict, deque
 from .msgs import TOPICS, image_qos, stamp_to_ns
 from .payloads import FrameMeta, from_msg
 
-__all__ = ["ColorFrames"]
+__all__ = ["RecentFrames"]
 
 
-class ColorFrames:
-    """Recent colour ``sensor_msgs/Image`` messages by stamp.
+class RecentFrames:
+    """Recent colour and depth ``sensor_msgs/Image`` messages by stamp.
 
     Args:
         node: the rclpy node to subscribe on.
@@ -30,10 +32,13 @@ class ColorFrames:
 
         self._lock = threading.Lock()
         self._frames: deque = deque(maxlen=keep)  # (stamp_ns, msg)
+        self._depth: deque = deque(maxlen=keep)  # (stamp_ns, msg)
         self._index_by_stamp: OrderedDict[int, int] = OrderedDict()
         self.count = 0
         self.new_frame = threading.Event()  # set on every frame; a consumer clears it
+        self._arrived = threading.Condition(self._lock)
         node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2))
+        node.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(2))
         node.create_subscription(String, TOPICS["frame_meta"], self._on_meta, 50)
 
     def _on_color(self, msg) -> None:
@@ -45,7 +50,12 @@ class ColorFrames:
                 self._index_by_stamp[stamp] = self.count - 1
             while len(self._index_by_stamp) > 600:
                 self._index_by_stamp.popitem(last=False)
+            self._arrived.notify_all()
         self.new_frame.set()
+
+    def _on_depth(self, msg) -> None:
+        with self._lock:
+            self._depth.append((stamp_to_ns(msg.header.stamp), msg))
 
     def _on_meta(self, msg) -> None:
         meta = from_msg(FrameMeta, msg)
@@ -68,6 +78,17 @@ class ColorFrames:
                 if stamp == stamp_ns:
                     return msg
         return None
+
+    def depth_by_stamp(self, stamp_ns: int, max_skew_ns: int = 20_000_000):
+        """The kept depth message of ``stamp_ns`` (exact, else the nearest within ``max_skew_ns``)."""
+        with self._lock:
+            best = min(self._depth, key=lambda sm: abs(sm[0] - stamp_ns), default=None)
+        return best[1] if best is not None and abs(best[0] - stamp_ns) <= max_skew_ns else None
+
+    def wait_newer(self, count: int, timeout_s: float) -> bool:
+        """Block until more than ``count`` colour frames have arrived (``False`` on timeout)."""
+        with self._lock:
+            return self._arrived.wait_for(lambda: self.count > count, timeout_s)
 
     def index_of(self, stamp_ns: int) -> int | None:
         """The camera's frame index of ``stamp_ns``, or ``None``."""

@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 
-from .frames import ColorFrames
+from .frames import RecentFrames
 from .msgs import image_to_rgb
 
 __all__ = ["RosLiveView", "encode_jpeg"]
@@ -34,7 +34,7 @@ def encode_jpeg(rgb, quality: int = 80) -> bytes:
 
 
 class RosLiveView:
-    """``bridge.trial.LiveView`` over ``ColorFrames``.
+    """``bridge.trial.LiveView`` over ``RecentFrames``.
 
     Args:
         frames: the frames to encode.
@@ -43,7 +43,7 @@ class RosLiveView:
         idle_after_s: stop encoding this long after the last ``latest_jpeg`` call.
     """
 
-    def __init__(self, frames: ColorFrames, *, max_fps: float = 30.0, jpeg_quality: int = 80,
+    def __init__(self, frames: RecentFrames, *, max_fps: float = 30.0, jpeg_quality: int = 80,
                  idle_after_s: float = 3.0) -> None:
         self.frames, self.max_fps, self.jpeg_quality, self.idle_after_s = frames, max_fps, jpeg_quality, idle_after_s
         self._lock = threading.Lock()

@@ -8,12 +8,19 @@ One trial (PointArena sec. 3.4 / 4.1):
 3. the targeting node turns the first point into a base-frame target on the depth of that same
    frame -> ``/pointlab/target_result`` (valid, or a refusal with its code);
 4. only for a valid target, ``/pointlab/arm/command`` -> the arm node -> ``/pointlab/arm/result``;
-5. with a sim world and an ``expected`` dict, the simulator's own judgement.
+5. after a completed action the arm homes (so the camera sees the scene, not the arm), and a frame
+   taken after it stopped is kept beside the one the agent saw (the participant judges from both);
+6. the automatic outcome check (``bridge.autocheck``: the sim's physics state, or depth before and
+   after), whether the first point is on the intended object (failure attribution), and with a sim
+   world and an ``expected`` dict the simulator's own judgement.
 
 Every failure (no answer in time, agent error, refusal, robot fault, e-stop) becomes a recorded
-``robot_outcome``; ``run_trial`` does not raise for them. Trials are serialised (one arm).
+``robot_outcome``; one that makes the trial no fair test of the agent (e-stop, robot fault, agent
+or camera error, operator abort) also sets ``abort``. ``run_trial`` does not raise for them. Trials
+are serialised (one arm). ``reveal_floor_s`` holds the arm command until that many seconds after
+the request, whoever answered (blinding: a human reference is slower than a model).
 
-The runner owns one rclpy node and builds the narrow parts on it: ``ColorFrames`` (recent frames),
+The runner owns one rclpy node and builds the narrow parts on it: ``RecentFrames`` (recent frames),
 ``RosLiveView`` (JPEG live view), ``HumanRelay`` (human-reference requests), ``ArmClient`` (arm
 state, commands, stop, reset, release); ``parts()`` hands them to the web app as
 ``bridge.trial.PointActParts``.
@@ -33,14 +40,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
-from ..outcomes import Refusal, RobotErrorInfo
+import numpy as np
+
+from ..attribution import point_in_mask
+from ..autocheck import depth_check, physics_check
+from ..outcomes import Abort, Refusal, RobotErrorInfo
 from ..targeting import Target
 from ..trial import Motion, PointActParts, TrialResult
 from .arm_client import ArmClient
-from .frames import ColorFrames
+from .frames import RecentFrames
 from .human_relay import HumanRelay
 from .live_view import RosLiveView
-from .msgs import TOPICS
+from .msgs import TOPICS, image_to_depth
 from .payloads import ArmResult, PointAnswer, PointFrame, PointRequest, TargetResult, from_msg, to_msg
 from .waiters import Waiters
 
@@ -61,6 +72,7 @@ class RunnerTimeouts:
         target_s: the targeting node's result after the answer.
         motion_s: the arm's result after the command (a sequence at 0.15 m/s takes a few seconds).
         state_s: waiting for a first arm state at the start of a trial.
+        after_frame_s: waiting for a camera frame after the arm stopped.
     """
 
     answer_s: float = 180.0
@@ -68,6 +80,7 @@ class RunnerTimeouts:
     target_s: float = 10.0
     motion_s: float = 120.0
     state_s: float = 5.0
+    after_frame_s: float = 5.0
 
 
 class RosTrialRunner:
@@ -80,34 +93,41 @@ class RosTrialRunner:
         judge: ``judge(expected) -> (bool, str)`` of a sim world, or ``None`` (real robot).
         infer_expected: ``(instruction, action) -> expected | None`` of a sim world, used when a trial
             has no scripted expectation (typed in the browser).
+        intended_mask: ``expected -> (H, W) bool | None``: the intended object's mask on the current
+            frame (a sim world's segmentation), for the failure attribution; ``None``: unknown.
         human: the human reference agent (``pending()``, ``answer(request_id, u, v)``), or ``None``.
         human_agent_names: names of agents answered by a person (longer answer timeout).
         timeouts: per-stage timeouts.
         live_max_fps: upper bound of the live view's encoding rate.
         session: this session's nonce, sent in every arm command.
+        home_after: home the arm after every completed action (the "after" frame then shows the scene).
     """
 
     def __init__(self, host, agent_names: list[str], *, judge: Callable[[dict], tuple[bool, str]] | None = None,
-                 infer_expected: Callable[[str, str], dict | None] | None = None, human=None,
+                 infer_expected: Callable[[str, str], dict | None] | None = None,
+                 intended_mask: Callable[[dict], np.ndarray | None] | None = None, human=None,
                  human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
-                 live_max_fps: float = 30.0, jpeg_quality: int = 80, session: str = "") -> None:
+                 live_max_fps: float = 30.0, jpeg_quality: int = 80, session: str = "",
+                 home_after: bool = True) -> None:
         from rclpy.node import Node
         from std_msgs.msg import String
 
         self.agent_names = list(agent_names)
-        self.judge, self.infer_expected = judge, infer_expected
+        self.judge, self.infer_expected, self.intended_mask = judge, infer_expected, intended_mask
         self.human_agent_names = set(human_agent_names)
         self.timeouts = timeouts
+        self.home_after = home_after
         self._lock = threading.Lock()
         self._trial_lock = threading.Lock()  # one trial or release at a time, from any loop
         self.waiters = Waiters()
         self._armed: dict[str, str] = {}  # request_id -> action, for a trial that may still command the arm
         self._commanded: set[str] = set()  # request_ids whose command was published
-        self._request_frames: dict[str, object] = {}  # request_id -> the colour msg the agent saw
-        self._trial_jpegs: OrderedDict[str, bytes] = OrderedDict()
+        self._request_frames: dict[str, tuple] = {}  # request_id -> (colour msg, depth msg) the agent saw
+        self._trial_jpegs: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._abort: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
 
         self.node = Node("pointlab_runner", context=host.context)
-        self.frames = ColorFrames(self.node)
+        self.frames = RecentFrames(self.node)
         self.live_view = RosLiveView(self.frames, max_fps=live_max_fps, jpeg_quality=jpeg_quality)
         self.human = HumanRelay(human, jpeg_quality=jpeg_quality)
         self.arm = ArmClient(self.node, self.waiters, self._trial_lock, session=session,
@@ -119,9 +139,12 @@ class RosTrialRunner:
         sub(String, TOPICS["point_frame"], self._on_point_frame, 50)
         host.add(self.node)
 
-    def parts(self) -> PointActParts:
-        """The parts the web app uses."""
-        return PointActParts(trials=self, live_view=self.live_view, human=self.human, arm=self.arm)
+    def parts(self, scene=None) -> PointActParts:
+        """The parts the web app uses; ``scene`` is the session's ``SceneControl`` (default: manual)."""
+        from ..scene import ManualScene
+
+        return PointActParts(trials=self, live_view=self.live_view, human=self.human, arm=self.arm,
+                             scene=scene or ManualScene())
 
     def ready(self) -> bool:
         """A colour frame and an arm state have arrived (the session can run trials)."""
@@ -137,11 +160,11 @@ class RosTrialRunner:
         pf = from_msg(PointFrame, msg)
         if pf is None:
             return
-        msg = self.frames.by_stamp(pf.stamp_ns)  # kept now: the recent frames hold about a second
-        if msg is None:
+        color = self.frames.by_stamp(pf.stamp_ns)  # kept now: the recent frames hold about a second
+        if color is None:
             return
         with self._lock:
-            self._request_frames[pf.request_id] = msg
+            self._request_frames[pf.request_id] = (color, self.frames.depth_by_stamp(pf.stamp_ns))
             while len(self._request_frames) > 50:
                 self._request_frames.pop(next(iter(self._request_frames)))
 
@@ -162,9 +185,23 @@ class RosTrialRunner:
         self.waiters.deliver("target", rid, res)
 
     # -- trials ---------------------------------------------------------------------------------
-    def trial_jpeg(self, trial_id: str) -> bytes | None:
-        """JPEG of the frame the agent saw in trial ``trial_id`` (the last 50 trials), or ``None``."""
-        return self._trial_jpegs.get(trial_id)
+    def trial_jpeg(self, trial_id: str, which: str = "before") -> bytes | None:
+        """JPEG of the frame the agent saw (``before``) or of the frame after the arm stopped
+        (``after``) in trial ``trial_id`` (the last 50 trials), or ``None``."""
+        return self._trial_jpegs.get((trial_id, which))
+
+    def abort_current(self) -> bool:
+        """Abort the running trial (the operator's button); ``False`` when none runs."""
+        with self._lock:
+            pending = self._abort
+        if pending is None:
+            return False
+        loop, fut = pending
+        try:
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(True))
+        except RuntimeError:
+            return False
+        return True
 
     def _disarm(self, rid: str) -> bool:
         """From now on the target callback cannot command the arm for ``rid``; returns whether it did."""
@@ -172,19 +209,35 @@ class RosTrialRunner:
             self._armed.pop(rid, None)
             return rid in self._commanded
 
-    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None) -> TrialResult:
+    async def _wait(self, fut: asyncio.Future, timeout_s: float):
+        """``fut``'s result, ``None`` on timeout, or ``_ABORTED`` when the operator aborted first."""
+        abort = self._abort[1] if self._abort is not None else None
+        waiting = {fut} if abort is None else {fut, abort}
+        done, _ = await asyncio.wait(waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        if fut in done:
+            return fut.result()
+        return _ABORTED if abort is not None and abort in done else None
+
+    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
+                        reveal_floor_s: float = 0.0) -> TrialResult:
         """Run one trial (see the module docstring). Never raises for an agent, targeting or robot
         failure; raises ``ValueError`` only for an agent name this runner does not know."""
         if agent not in self.agent_names:
             raise ValueError(f"unknown agent {agent!r}")
         while not self._trial_lock.acquire(blocking=False):  # one trial at a time, from any loop
             await asyncio.sleep(0.01)
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._abort = (loop, loop.create_future())
         try:
-            return await self._run_trial(agent, instruction, expected)
+            return await self._run_trial(agent, instruction, expected, reveal_floor_s)
         finally:
+            with self._lock:
+                self._abort = None
             self._trial_lock.release()
 
-    async def _run_trial(self, agent: str, instruction: str, expected: dict | None) -> TrialResult:
+    async def _run_trial(self, agent: str, instruction: str, expected: dict | None,
+                         reveal_floor_s: float) -> TrialResult:
         t_start = time.monotonic()
         if not self.arm.ready():
             await asyncio.to_thread(self.arm.wait_state, self.timeouts.state_s)
@@ -192,32 +245,54 @@ class RosTrialRunner:
         if expected is None and self.infer_expected is not None:
             # a typed instruction has no script: the sim reads what it asks for before anything moves
             expected = self.infer_expected(instruction, action)
+        intended = self._intended(expected)
         rid = uuid.uuid4().hex
         res = TrialResult(trial_id=rid, agent=agent, instruction=instruction, action=action, expected=expected)
         f_answer, f_target, f_arm = (self.waiters.expect(k, rid) for k in _KINDS)
-        with self._lock:
-            self._armed[rid] = action
+        floor = max(0.0, float(reveal_floor_s))
+        if floor == 0.0:
+            with self._lock:
+                self._armed[rid] = action
         try:
             self._pub_request.publish(to_msg(PointRequest(request_id=rid, agent=agent, instruction=instruction)))
             timeout = self.timeouts.human_answer_s if agent in self.human_agent_names else self.timeouts.answer_s
-            ans: PointAnswer | None = await self.waiters.wait(f_answer, timeout)
+            ans = await self._wait(f_answer, timeout)
             t_answer = time.monotonic()
             res.timings_s["agent"] = round(t_answer - t_start, 4)
-            if ans is None:
-                res.robot_outcome, res.agent_error = "agent_failure", f"no answer within {timeout:.0f} s"
-                if self._disarm(rid):  # a target slipped in as the wait timed out: never leave it moving
+            if ans is _ABORTED or ans is None:
+                if ans is _ABORTED:
+                    res.robot_outcome, res.abort = "stopped", Abort(code="operator_abort", detail="before the answer")
+                else:
+                    res.robot_outcome, res.agent_error = "agent_failure", f"no answer within {timeout:.0f} s"
+                if self._disarm(rid):  # a target slipped in as the wait ended: never leave it moving
                     self.arm.emergency_stop()
                     res.robot_error = RobotErrorInfo(type="LateTarget", detail="a late target reached the arm "
-                                                     "after the agent timed out; emergency stop sent")
+                                                     "after the wait ended; emergency stop sent")
                 return res
             self._record_answer(res, ans)
-            tgt: TargetResult | None = await self.waiters.wait(f_target, self.timeouts.target_s)
+            res.point_on_target = self._on_target(intended, res)
+            tgt = await self._wait(f_target, self.timeouts.target_s)
             t_target = time.monotonic()
+            if tgt is _ABORTED:
+                if self._disarm(rid):
+                    self.arm.emergency_stop()
+                res.robot_outcome, res.abort = "stopped", Abort(code="operator_abort", detail="before the motion")
+                return res
             commanded = self._disarm(rid)
             res.timings_s["targeting"] = round(t_target - t_answer, 4)
             res.target = None if tgt is None else tgt.target
             if tgt is not None and ans.answered_ns:
                 res.timings_s["point_to_target"] = round((tgt.published_ns - ans.answered_ns) / 1e9, 6)
+            if not commanded and tgt is not None and tgt.target.valid and not ans.error and floor > 0:
+                # blinding: the arm moves no earlier than the floor, whoever answered
+                left = t_start + floor - time.monotonic()
+                if left > 0 and await self._wait(asyncio.ensure_future(asyncio.sleep(left)), left + 1) is _ABORTED:
+                    res.robot_outcome, res.abort = "stopped", Abort(code="operator_abort", detail="before the motion")
+                    return res
+                with self._lock:
+                    self._commanded.add(rid)
+                self.arm.command(rid, action, tgt.target.point_base_m)
+                commanded = True
             if not commanded:
                 if ans.error:
                     # the model call itself failed (network, timeout after retries): no point to act on
@@ -230,8 +305,12 @@ class RosTrialRunner:
                 else:
                     res.robot_outcome, res.refusal = "refused", tgt.target.refusal
                 return res
-            arm: ArmResult | None = await self.waiters.wait(f_arm, self.timeouts.motion_s)
+            arm = await self._wait(f_arm, self.timeouts.motion_s)
             res.timings_s["motion"] = round(time.monotonic() - t_target, 4)
+            if arm is _ABORTED:
+                self.arm.emergency_stop()
+                res.robot_outcome, res.abort = "stopped", Abort(code="operator_abort", detail="during the motion")
+                return res
             if arm is None:
                 self.arm.emergency_stop()  # an arm that does not report must not go on moving
                 res.robot_outcome = "robot_failure"
@@ -239,39 +318,110 @@ class RosTrialRunner:
                                                  f"{self.timeouts.motion_s:.0f} s; emergency stop sent")
                 return res
             self._record_arm(res, ans, arm)
+            if res.robot_outcome == "done":
+                await self._home_and_look(res)
             return res
         finally:
-            self._keep_trial_frame(res.trial_id, rid)
             self.waiters.forget(rid, _KINDS)
             with self._lock:
                 self._armed.pop(rid, None)
                 self._commanded.discard(rid)
+            self._keep_before_frame(res, rid)
+            _abort_of(res)
             await self._judge(res, expected)
             res.timings_s["total"] = round(time.monotonic() - t_start, 4)
 
+    def _intended(self, expected: dict | None) -> np.ndarray | None:
+        if expected is None or self.intended_mask is None:
+            return None
+        try:
+            return self.intended_mask(expected)
+        except Exception:  # attribution is a record; its failure must not lose the trial
+            log.exception("intended mask failed")
+            return None
+
+    @staticmethod
+    def _on_target(mask: np.ndarray | None, res: TrialResult) -> bool | None:
+        first = res.points[0] if res.points else None
+        if mask is None or first is None or not first.usable:
+            return None
+        return point_in_mask(mask, first.u_px, first.v_px)
+
+    async def _home_and_look(self, res: TrialResult) -> None:
+        """Home the arm out of the view (inside the trial: no other command can come between), then
+        keep the first frame taken after it stopped and the depth check."""
+        if self.home_after:
+            hrid = uuid.uuid4().hex
+            f_home = self.waiters.expect("arm", hrid)
+            try:
+                self.arm.command(hrid, "home")
+                home = await self._wait(f_home, self.timeouts.motion_s)
+            finally:
+                self.waiters.forget(hrid, ("arm",))
+            if home is _ABORTED or home is None or home.outcome != "done":
+                if home is _ABORTED or home is None:
+                    self.arm.emergency_stop()
+                res.robot_error = home.error if isinstance(home, ArmResult) else RobotErrorInfo(
+                    type="ArmTimeoutError", detail="homing after the action gave no result; emergency stop sent")
+                res.abort = Abort(code="operator_abort" if home is _ABORTED else "robot_fault",
+                                  detail="homing after the action did not complete")
+                return
+        count = self.frames.count
+        # two new frames: the first may have been rendered or exposed before the arm stopped
+        if not await asyncio.to_thread(self.frames.wait_newer, count + 1, self.timeouts.after_frame_s):
+            return
+        latest = self.frames.latest()
+        if latest is None:
+            return
+        stamp, color, index = latest
+        res.after_frame_index = index
+        jpeg = self.live_view.jpeg_of(color)
+        if jpeg is not None:
+            self._keep_jpeg(res.trial_id, "after", jpeg)
+        before = self._request_frames_of(res.trial_id)
+        after_depth = self.frames.depth_by_stamp(stamp)
+        if before is None or before[1] is None or after_depth is None or res.target is None or res.target.pixel is None:
+            return
+        try:
+            d0, scale = image_to_depth(before[1])
+            d1, _ = image_to_depth(after_depth)
+            res.depth_check = depth_check(res.action, res.target.pixel, d0, d1, scale)
+        except ValueError as e:
+            log.warning("depth check skipped: %s", e)
+
+    def _request_frames_of(self, rid: str):
+        with self._lock:
+            return self._request_frames.get(rid)
+
+    def _keep_jpeg(self, trial_id: str, which: str, jpeg: bytes) -> None:
+        self._trial_jpegs[(trial_id, which)] = jpeg
+        while len(self._trial_jpegs) > 100:
+            self._trial_jpegs.popitem(last=False)
+
+    def _keep_before_frame(self, res: TrialResult, rid: str) -> None:
+        with self._lock:
+            frames = self._request_frames.pop(rid, None)
+        jpeg = None if frames is None else self.live_view.jpeg_of(frames[0])
+        if jpeg is not None:
+            self._keep_jpeg(res.trial_id, "before", jpeg)
+
     async def _judge(self, res: TrialResult, expected: dict | None) -> None:
         if expected is None or self.judge is None:
+            res.auto_check = res.depth_check
             return
         try:
             ok, detail = await asyncio.to_thread(self.judge, expected)
         except Exception as e:  # the judgement is a record, not a reason to lose the trial
             log.exception("sim judgement failed")
             res.sim_detail = f"judge failed: {type(e).__name__}: {e}"
+            res.auto_check = res.depth_check
             return
         # a trial whose motion did not complete is never a success, even if the scene already
         # looked as asked (a refused "put it next to X" with it already there)
         done = res.robot_outcome == "done"
         res.sim_success = bool(ok) and done
         res.sim_detail = detail if done else f"no completed motion ({res.robot_outcome}); {detail}"
-
-    def _keep_trial_frame(self, trial_id: str, rid: str) -> None:
-        with self._lock:
-            msg = self._request_frames.pop(rid, None)
-        jpeg = None if msg is None else self.live_view.jpeg_of(msg)
-        if jpeg is not None:
-            self._trial_jpegs[trial_id] = jpeg
-            while len(self._trial_jpegs) > 50:
-                self._trial_jpegs.popitem(last=False)
+        res.auto_check = physics_check(res.sim_success, res.sim_detail)
 
     def _record_answer(self, res: TrialResult, ans: PointAnswer) -> None:
         res.raw_answer = ans.raw_answer
@@ -298,3 +448,25 @@ class RosTrialRunner:
     def close(self) -> None:
         """Stop the live-view thread (the host destroys the node)."""
         self.live_view.close()
+
+
+_ABORTED = object()  # a wait ended by the operator's abort
+_CAMERA_ERRORS = ("no_frame", "bad_frame")
+
+
+def _abort_of(res: TrialResult) -> None:
+    """Set ``abort`` (and ``outcome``) for outcomes that make a trial no test of the agent."""
+    if res.abort is None:
+        if res.robot_outcome == "stopped":
+            res.abort = Abort(code="estop", detail=str(res.robot_error) if res.robot_error else "emergency stop")
+        elif res.robot_outcome == "robot_failure":
+            res.abort = Abort(code="robot_fault", detail=str(res.robot_error) if res.robot_error else "")
+        elif res.robot_outcome == "agent_failure":
+            err = res.agent_error or ""
+            res.abort = Abort(code="camera_error" if err.startswith(_CAMERA_ERRORS) else "agent_error", detail=err)
+        elif res.robot_outcome == "refused" and res.refusal is not None and res.refusal.code in ("no_target",
+                                                                                                  "bad_command"):
+            res.abort = Abort(code="system_error", detail=str(res.refusal))
+    if res.abort is not None:
+        res.outcome = "aborted"
+        res.failure_stage = "aborted"

@@ -13,7 +13,7 @@ from pointlab.bridge.store import Store
 from pointlab.sim_mock.scripted_runner import ScriptedRunner
 from pointlab.ui.app import UiSettings, create_app
 
-from .test_api import H, OP, _invite, _study, recv
+from .test_api import H, OP, _invite, _study, recv, start_block
 
 HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError if it reaches a query
 
@@ -72,6 +72,8 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
                     if isinstance(m, str) and json.loads(m)["type"] in want:
                         return json.loads(m)
             next_json(("state",))
+            ws.send(json.dumps({"type": "start_block"}))
+            next_json(("block_started",))
             for _ in range(5):  # a double click, a held Enter key, a script
                 ws.send(json.dumps({"type": "instruction", "text": "pick up the ball"}))
             got = [next_json(("trial_started", "error")) for _ in range(5)]
@@ -92,6 +94,7 @@ def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(e
     inv = _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
         for raw in ('pick up the cube \\ud800', 'pick up \\u0000 the cube', 'pick \\u001b[31m up'):
             ws.send_text('{"type": "instruction", "text": "' + raw + '"}')
             assert "cannot be used" in recv(ws, "error")["error"], raw

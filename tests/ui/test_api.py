@@ -53,6 +53,14 @@ def recv(ws, want: str | tuple, limit: int = 400) -> dict:
     raise AssertionError(f"no {want} message")
 
 
+def start_block(ws) -> dict:
+    """Start the participant's next agent block (the sim resets the arm and the scene) and wait for it."""
+    ws.send_text(json.dumps({"type": "start_block"}))
+    got = recv(ws, ("block_started", "error"))
+    assert got["type"] == "block_started", got
+    return got
+
+
 def recv_state(ws, pred, limit: int = 400) -> dict:
     for _ in range(limit):
         s = recv(ws, "state")
@@ -72,7 +80,7 @@ def test_tokens_and_roles(env):
     assert client.post("/api/arm/stop", headers=ph).status_code == 403 and runner.stops == 0
     assert client.get("/api/me", headers=H).status_code == 403
     me = client.get("/api/me", headers=ph).json()
-    assert me["step"]["kind"] == "trial" and me["step"]["alias"] == "Agent 1" and me["action"] == "pick"
+    assert me["step"]["kind"] == "setup" and me["step"]["alias"] == "Agent 1" and me["action"] == "pick"
     assert client.get(f"/p/{inv['token']}").status_code == 200
     assert client.get("/p/not-a-token").status_code == 404
     for path in ("/ws/participant?token=nope", f"/ws/operator?token={inv['token']}", "/ws/participant"):
@@ -127,7 +135,12 @@ def test_full_participant_session_over_websocket(env):
         frame = ws.receive()
         assert frame["bytes"][:2] == b"\xff\xd8"  # a JPEG
         s = recv(ws, "state")
-        assert (s["queue_position"], s["step"]["kind"], s["step"]["alias"]) == (0, "trial", "Agent 1")
+        assert (s["queue_position"], s["step"]["kind"], s["step"]["alias"]) == (0, "setup", "Agent 1")
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick it"}))  # not before the block starts
+        assert "reset for this agent" in recv(ws, "error")["error"]
+        assert start_block(ws) == {"type": "block_started", "block": 0, "alias": "Agent 1"}
+        assert runner.scene_restores == 1 and runner.homes == 1 and runner.releases == 1
+        assert recv_state(ws, lambda s: s["step"]["kind"] == "trial")["step"]["alias"] == "Agent 1"
 
         # Block 1 = sim-oracle: a done pick at (100, 80)
         ws.send_text(json.dumps({"type": "instruction", "text": "  pick up   the red ball "}))
@@ -144,9 +157,13 @@ def test_full_participant_session_over_websocket(env):
         saved = recv(ws, ("sus_saved", "error"))
         assert saved == {"type": "sus_saved", "block": 0, "alias": "Agent 1", "score": 80.0}
 
-        # Block 2 = sim-noisy (scripted unparseable answer): refused, no motion; the action stays place
+        # Block 2 = sim-noisy (scripted unparseable answer): refused, no motion. The block starts from
+        # the reference scene: the gripper is opened, so the first action is a pick again
         s = recv_state(ws, lambda s: s["step"]["block"] == 1)
-        assert s["step"]["alias"] == "Agent 2" and s["action"] == "place"
+        assert (s["step"]["alias"], s["step"]["kind"], s["action"]) == ("Agent 2", "setup", "place")
+        start_block(ws)
+        assert recv_state(ws, lambda s: s["step"]["kind"] == "trial")["action"] == "pick"
+        assert len(store.block_starts(participant_id=inv["participant_id"])) == 2
         ws.send_text(json.dumps({"type": "instruction", "text": "put it in the bowl"}))
         res = recv(ws, "trial_result")
         assert res["outcome"] == "refused" and res["points_px"] == [] and "could not be read" in res["message"]
@@ -156,13 +173,15 @@ def test_full_participant_session_over_websocket(env):
         assert recv(ws, "sus_saved")["score"] == 0.0
 
         # Block 3 = human: the operator answers the request by clicking
+        recv_state(ws, lambda s: s["step"]["block"] == 2)
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "put it in the bowl"}))
         recv(ws, "trial_started")
         req = _answer_human(client, runner, 200.25, 60.5)
         assert req["instruction"] == "put it in the bowl" and (req["width"], req["height"]) == (320, 240)
         res = recv(ws, "trial_result")
         # integer pixels for every agent (blinding): 200.25 -> 200, 60.5 -> 61 (halves round up)
-        assert res["points_px"] == [[200, 61]] and res["action"] == "place"
+        assert res["points_px"] == [[200, 61]] and res["action"] == "pick"
         ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
         recv(ws, "judged")
         ws.send_text(json.dumps({"type": "sus", "block": 2, "responses": [3] * 10}))
@@ -262,6 +281,7 @@ def test_one_participant_commands_the_arm_at_a_time(env):
             wa.close()
             s = recv_state(wb, lambda s: s["queue_position"] == 0)
             assert s["queue_length"] == 1
+            start_block(wb)
             wb.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
             assert recv(wb, "trial_result")["alias"] == "Agent 1"
     # B's Williams row 1 starts with sim-noisy
@@ -275,6 +295,7 @@ def test_human_request_answers_are_checked(env):
     assert client.post("/api/human-requests/nope/answer", json={"u": 1, "v": 1}, headers=H).status_code == 404
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick the cube"}))
         recv(ws, "trial_started")
         for _ in range(500):
@@ -311,6 +332,7 @@ def test_emergency_stop_blocks_trials_until_reset(env):
         assert runner.calls == []
         assert client.post("/api/arm/reset", headers=H).json() == {"stopped": False} and runner.resets == 1
         recv_state(ws, lambda s: not s["stopped"])
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
         assert recv(ws, "trial_result")["outcome"] == "done"
 
@@ -321,6 +343,9 @@ def test_wrong_step_messages(env):
     inv = _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
+        ws.send_text(json.dumps({"type": "start_block"}))  # once per block only
+        assert "no agent block to start" in recv(ws, "error")["error"]
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
         res = recv(ws, "trial_result")
         ws.send_text(json.dumps({"type": "instruction", "text": "again"}))
@@ -352,7 +377,7 @@ def test_blinded_trial_copies_no_runner_text():
                              "agent_error": "Error code: 404 - model 'gpt-4o' not found"})
     assert failure == {"trial_id": 4, "alias": "Agent 2", "instruction": "pick the cup", "action": "pick",
                        "points_px": [[1, 2]], "frame_size": [640, 480], "outcome": "agent_failure",
-                       "message": "The agent did not answer.", "judgement": None}
+                       "message": "The agent did not answer.", "judgement": None, "has_after": False}
     refusal = {"code": "no_depth", "detail": "no valid depth within 5 px of gpt-4o", "stage": "depth"}
     refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None, "refusal": refusal,
                              "target": {"valid": False, "refusal": refusal}})
@@ -375,6 +400,7 @@ def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
     monkeypatch.setattr(runner, "emergency_stop", disk_full)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
         assert "could not be recorded" in recv(ws, "error")["error"]
         ws.send_text('{"type": "ping"}')
@@ -395,6 +421,7 @@ def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env)
     assert client.post("/api/arm/release", headers=ph).status_code == 403 and runner.releases == 0
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick the cube"}))
         _answer_human(client, runner, 100.0, 80.0)
         res = recv(ws, "trial_result")
@@ -404,14 +431,14 @@ def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env)
         recv(ws, "judged")
         # the cube was taken out by hand: the operator opens the gripper, the next trial is a pick
         assert client.post("/api/arm/release", headers=H).json() == {"released": True, "holding": False}
-        assert runner.releases == 1 and not runner.holding()
+        assert runner.releases == 2 and not runner.holding()  # the block start opened it once already
         assert client.get("/api/me", headers=ph).json()["action"] == "pick"
         ws.send_text(json.dumps({"type": "instruction", "text": "pick the ball"}))
         recv(ws, "trial_started")
         r = client.post("/api/arm/release", headers=H)  # the trial waits for the human click
-        assert r.status_code == 409 and "trial is running" in r.json()["detail"] and runner.releases == 1
+        assert r.status_code == 409 and "trial is running" in r.json()["detail"] and runner.releases == 2
         _answer_human(client, runner, 10.0, 10.0)
         assert recv(ws, "trial_result")["outcome"] == "done"
     client.post("/api/arm/stop", headers=H)
     r = client.post("/api/arm/release", headers=H)
-    assert r.status_code == 409 and "reset" in r.json()["detail"] and runner.releases == 1
+    assert r.status_code == 409 and "reset" in r.json()["detail"] and runner.releases == 2

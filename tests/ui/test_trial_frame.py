@@ -16,7 +16,7 @@ from pointlab.bridge.store import Store
 from pointlab.sim_mock.scripted_runner import ScriptedRunner
 from pointlab.ui.app import UiSettings, create_app
 
-from .test_api import H, OP, _invite, _study, recv
+from .test_api import H, OP, _invite, _study, recv, start_block
 
 
 @pytest.fixture
@@ -35,12 +35,19 @@ def test_frame_route_returns_only_the_callers_trial_frame(env):
     a, b = _invite(client, sid), _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={a['token']}") as ws:
         recv(ws, "state")
+        start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
         res = recv(ws, "trial_result")
+    assert res["has_after"]
     uid = store.trial(res["trial_id"])["trial_uid"]
     r = client.get(f"/api/me/trials/{res['trial_id']}/frame", headers={"Authorization": f"Bearer {a['token']}"})
     assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
     assert r.content == runner.trial_jpeg(uid) and r.content[:2] == b"\xff\xd8"
+    after = client.get(f"/api/me/trials/{res['trial_id']}/frame?which=after",
+                       headers={"Authorization": f"Bearer {a['token']}"})
+    assert after.status_code == 200 and after.content == runner.trial_jpeg(uid, "after") != r.content
+    assert client.get(f"/api/me/trials/{res['trial_id']}/frame?which=during",
+                      headers={"Authorization": f"Bearer {a['token']}"}).status_code == 422
     assert "no-store" in r.headers["cache-control"]
     # another participant, the operator, no token, an unknown trial
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame",
