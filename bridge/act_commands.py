@@ -66,10 +66,12 @@ def trials_cmd(
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
     calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
+    max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
 ) -> None:
-    """Run scripted instructions through the ROS node set without a browser; print
-    {"trials": [...], "success_rate": float} (success: the sim's judgement when known, else the
-    robot outcome "done")."""
+    """Run scripted instructions through the ROS node set without a browser; print {"trials": [...],
+    "success_rate", "successes", "judged", "aborted", "unjudged", "failure_stages"}. Each trial has
+    its outcome (judged by the automatic check: the sim's physics state, else depth), failure stage
+    and recording; aborted trials are left out of the rate and repeated."""
     from .headless import InstructionsError, demo_script, load_instructions, run_scripted_trials
 
     from pointlab.benchmark.agents_config import AgentsConfigError, load_agents_config
@@ -83,7 +85,7 @@ def trials_cmd(
         fail(f"unknown agent {agent!r}; known: {', '.join(names)}", 2)
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
     try:
-        print_json(run_scripted_trials(session, agent, script))
+        print_json(run_scripted_trials(session, agent, script, max_repeats=max_repeats))
     finally:
         session.close()
 

@@ -190,7 +190,27 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
         SessionError: a part could not start (the message says which), or another session or driver
             is on the same ROS graph; everything already started is shut down first.
         CalibrationFileError, AgentsConfigError, CameraSourceError: bad inputs, raised before any ROS work.
+
+    One session per ROS domain on this machine: the domain's lock (``ros.domain_lock``) is taken first
+    and held until ``Session.close()``; a second session on the same domain fails at once.
     """
+    from .ros.domain_lock import DomainBusy, DomainLock
+
+    try:  # first of all: a second session on this domain must never open the first one's camera or arm
+        lock = DomainLock(config.domain_id)
+    except DomainBusy as e:
+        raise SessionError(str(e)) from e
+    try:
+        session = _start(config, agents, lock)
+    except BaseException:
+        lock.release()
+        raise
+    if not session.wait_ready(config.ready_timeout_s):
+        log.warning("session not ready after %.0f s (no colour frame or no arm state yet)", config.ready_timeout_s)
+    return session
+
+
+def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     from pointlab.benchmark.agents import HumanAgent
     from pointlab.perception.camera import make_camera
     from pointlab.robot.arm import Arm, MotionConfig, make_arm
@@ -209,6 +229,7 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
     cal = _calibration(config, world, sim_camera, sim_robot, new_camera)
     session = Session(runner=None, store=None, host=None, agents={}, calibration=cal, world=world,
                       camera_spec=config.camera, robot_spec=config.robot, world_drives_scene=sim_camera and sim_robot)
+    session._closers.append(lock.release)  # released last
     try:
         if sim_robot:
             # the gripper's settle wait is simulated time too
@@ -280,8 +301,6 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
     except BaseException:
         session.close()
         raise
-    if not session.wait_ready(config.ready_timeout_s):
-        log.warning("session not ready after %.0f s (no colour frame or no arm state yet)", config.ready_timeout_s)
     return session
 
 

@@ -14,7 +14,7 @@ from pointlab.benchmark.records import dumps_json
 
 from .trial import TrialResult
 
-__all__ = ["Z_95", "wilson_interval", "agent_results", "trial_log", "trial_log_csv", "TRIAL_LOG_COLUMNS"]
+__all__ = ["Z_95", "wilson_interval", "cohens_kappa", "agent_results", "trial_log", "trial_log_csv", "TRIAL_LOG_COLUMNS"]
 
 # Two-sided 95% normal quantile, scipy.stats.norm.ppf(0.975).
 Z_95 = 1.959963984540054
@@ -44,28 +44,66 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def cohens_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' yes/no judgements (Cohen, J. 1960, "A coefficient of agreement for
+    nominal scales", Educ. Psychol. Meas. 20(1):37-46): ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the
+    observed agreement and ``p_e`` the agreement expected from each rater's own yes-rate.
+
+    Returns ``None`` with no pairs. When both raters gave one and the same answer throughout,
+    ``p_e = 1`` and kappa is 0/0, undefined; this returns 1.0 there (the agreement is total) and says
+    so in docs/trials.md, rather than a NaN the results page could not show.
+    """
+    n = len(pairs)
+    if n == 0:
+        return None
+    po = sum(a == b for a, b in pairs) / n
+    pa, pb = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    if pe >= 1.0:
+        return 1.0 if po == 1.0 else 0.0
+    return (po - pe) / (1 - pe)
+
+
 def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) -> list[dict[str, Any]]:
     """Per agent (in ``agents`` order, plus any other agent found in the rows):
 
-    ``agent``, ``n_trials`` (stored), ``n_judged``, ``n_succeeded``, ``success_rate`` (judged
-    trials only; ``None`` when none), ``ci95`` ``[low, high]`` (Wilson) or ``None``,
-    ``sim_success_rate`` (the simulator's own judgement where known), ``mean_sus``, ``n_surveys``.
+    ``agent``, ``n_trials`` (stored), ``n_aborted`` (left out of every rate: PointArena counts judged
+    trials; an aborted one was not a test of the agent), ``n_judged``, ``n_succeeded``,
+    ``success_rate`` (judged, non-aborted trials; ``None`` when none), ``ci95`` ``[low, high]``
+    (Wilson) or ``None``, ``auto_success_rate`` and ``auto_ci95`` (the automatic check, where it
+    could tell), ``agreement`` (share of trials where the participant and the automatic check agree)
+    with ``kappa`` (Cohen's) over ``n_compared`` trials, ``sim_success_rate`` (the simulator's own
+    judgement where known), ``failure_stages`` ``{stage: n}``, ``mean_sus``, ``sus`` (every score),
+    ``n_surveys``.
     """
     names = list(agents) + sorted({t["agent"] for t in trials} - set(agents))
     out = []
     for a in names:
         mine = [t for t in trials if t["agent"] == a]
-        judged = [t for t in mine if t.get("judgement") in ("succeeded", "failed")]
+        kept = [t for t in mine if t.get("outcome") != "aborted"]
+        judged = [t for t in kept if t.get("judgement") in ("succeeded", "failed")]
         k = sum(t["judgement"] == "succeeded" for t in judged)
-        sim = [t["sim_success"] for t in mine if t.get("sim_success") is not None]
+        auto = [(t.get("auto_check") or {}).get("success") for t in kept]
+        auto = [x for x in auto if x is not None]
+        pairs = [(t["judgement"] == "succeeded", bool(t["auto_check"]["success"])) for t in judged
+                 if (t.get("auto_check") or {}).get("success") is not None]
+        sim = [t["sim_success"] for t in kept if t.get("sim_success") is not None]
         sus = [s["score"] for s in surveys if s.get("agent") == a]
+        stages: dict[str, int] = {}
+        for t in mine:
+            if t.get("failure_stage"):
+                stages[t["failure_stage"]] = stages.get(t["failure_stage"], 0) + 1
         ci = wilson_interval(k, len(judged))
+        auto_ci = wilson_interval(sum(auto), len(auto))
         out.append({
-            "agent": a, "n_trials": len(mine), "n_judged": len(judged), "n_succeeded": k,
-            "success_rate": k / len(judged) if judged else None,
+            "agent": a, "n_trials": len(mine), "n_aborted": len(mine) - len(kept), "n_judged": len(judged),
+            "n_succeeded": k, "success_rate": k / len(judged) if judged else None,
             "ci95": list(ci) if ci else None,
-            "sim_success_rate": sum(sim) / len(sim) if sim else None,
-            "mean_sus": sum(sus) / len(sus) if sus else None, "n_surveys": len(sus),
+            "auto_success_rate": sum(auto) / len(auto) if auto else None, "auto_ci95": list(auto_ci) if auto_ci else None,
+            "agreement": sum(x == y for x, y in pairs) / len(pairs) if pairs else None,
+            "kappa": cohens_kappa(pairs), "n_compared": len(pairs),
+            "sim_success_rate": sum(sim) / len(sim) if sim else None, "failure_stages": stages,
+            "mean_sus": sum(sus) / len(sus) if sus else None, "sus": sus, "n_surveys": len(sus),
         })
     return out
 

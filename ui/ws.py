@@ -288,7 +288,8 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
         except Exception:
             queue.append({"participant_id": pid, "label": "?", "study_id": None, "position": i})
     try:
-        reqs = [{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}
+        action = ctx.current.action if ctx.current is not None else None  # what the click is for
+        reqs = [{**{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}, "action": action}
                 for r in ctx.parts.human.pending()]
     except Exception:
         log.exception("human.pending() failed")

@@ -229,8 +229,14 @@ class RosTrialRunner:
         loop = asyncio.get_running_loop()
         with self._lock:
             self._abort = (loop, loop.create_future())
+        t0 = time.monotonic()
         try:
-            return await self._run_trial(agent, instruction, expected, reveal_floor_s)
+            res = await self._run_trial(agent, instruction, expected, reveal_floor_s)
+            left = reveal_floor_s - (time.monotonic() - t0)
+            if left > 0 and res.outcome != "aborted":  # blinding: no result earlier than the floor either
+                await asyncio.sleep(left)
+                res.timings_s["total"] = round(time.monotonic() - t0, 4)
+            return res
         finally:
             with self._lock:
                 self._abort = None

@@ -81,3 +81,32 @@ def test_trial_log_names_participants_and_counts_blocks_from_one():
     assert [(r["participant"], r["block"]) for r in log] == [("P1", 1), (None, None)]
     header, row = list(csv.reader(io.StringIO(trial_log_csv(trials[:1], [{"id": 7, "label": "P1"}]))))[:2]
     assert row[header.index("participant")] == "P1" and row[header.index("block")] == "1"
+
+
+def test_cohens_kappa_by_hand():
+    from pointlab.bridge.study_results import cohens_kappa
+
+    # 10 trials, participant yes 6, check yes 5, agree on 4 yes + 3 no = 7: p_o = 0.7,
+    # p_e = 0.6 * 0.5 + 0.4 * 0.5 = 0.5, kappa = (0.7 - 0.5) / 0.5 = 0.4
+    pairs = [(True, True)] * 4 + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 3
+    assert cohens_kappa(pairs) == pytest.approx(0.4)
+    assert cohens_kappa([(True, False), (False, True)]) == pytest.approx(-1.0)  # p_o 0, p_e 0.5
+    assert cohens_kappa([(True, True)] * 3) == 1.0 and cohens_kappa([]) is None
+
+
+def test_aborted_trials_are_left_out_of_every_rate_and_counted():
+    def t(j, outcome, auto=None, stage=None):
+        return {"agent": "a", "judgement": j, "outcome": outcome, "sim_success": None, "failure_stage": stage,
+                "auto_check": None if auto is None else {"success": auto, "method": "depth"}}
+
+    trials = [t("succeeded", "succeeded", True), t("failed", "failed", False, "grasp"), t(None, "aborted", None, "aborted"),
+              t(None, "aborted", None, "aborted"), t("succeeded", "succeeded", False)]
+    (a,) = agent_results(["a"], trials, [])
+    assert (a["n_trials"], a["n_aborted"], a["n_judged"], a["n_succeeded"]) == (5, 2, 3, 2)
+    assert a["success_rate"] == pytest.approx(2 / 3)
+    # Wilson 2/3 does not change because two trials were aborted
+    assert a["ci95"] == pytest.approx(list(wilson_interval(2, 3)))
+    assert a["auto_success_rate"] == pytest.approx(1 / 3) and a["n_compared"] == 3
+    assert a["agreement"] == pytest.approx(2 / 3) and a["failure_stages"] == {"grasp": 1, "aborted": 2}
+    # kappa: pairs (T,T), (F,F), (T,F): p_o 2/3, p_e = 2/3 * 1/3 + 1/3 * 2/3 = 4/9 -> (2/9) / (5/9) = 0.4
+    assert a["kappa"] == pytest.approx(0.4)

@@ -451,11 +451,14 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     session = start_session(SessionConfig(camera="sim", robot=f"xarm:{emu.host}:{emu.port}", db_path=db))
     try:
         emu.inject(fault, on_register)
-        out = run_scripted_trials(session, "sim-oracle", [{"instruction": "pick up the red cube"}])
+        out = run_scripted_trials(session, "sim-oracle", [{"instruction": "pick up the red cube"}], max_repeats=0)
     finally:
         session.close()
     (trial,) = out["trials"]
-    assert trial["robot_outcome"] == "robot_failure" and out["success_rate"] == 0.0
+    # a fault is no test of the agent: aborted, left out of the rate (none judged), counted apart
+    assert trial["robot_outcome"] == "robot_failure" and trial["outcome"] == "aborted"
+    assert trial["abort"]["code"] == "robot_fault" and trial["failure_stage"] == "aborted"
+    assert out["success_rate"] is None and out["aborted"] == 1 and out["judged"] == 0
     log = emu.entries()
     i = fault_index(log)
     assert not [e for e in after(log, i) if e["name"] in MOTION_OR_TOOL]

@@ -130,6 +130,7 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
         inv = _invite(client, sid)
         with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
             recv(ws, "state")
+            start_block(ws)
             ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
             for _ in range(400):
                 m = ws.receive()

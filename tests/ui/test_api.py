@@ -306,7 +306,7 @@ def test_human_request_answers_are_checked(env):
         rid = reqs[0]["request_id"]
         status = client.get("/api/status", headers=H).json()
         assert status["human_requests"] == [{"request_id": rid, "instruction": "pick the cube", "width": 320,
-                                              "height": 240}]
+                                              "height": 240, "action": "pick"}]
         assert status["current"]["agent"] == "human" and status["current"]["alias"] == "Agent 1"
         img = client.get(f"/api/human-requests/{rid}/image", headers=H)
         assert img.headers["content-type"] == "image/jpeg" and img.content[:2] == b"\xff\xd8"

@@ -4,6 +4,8 @@ appear only as Agent 1, 2, 3 ... nothing sent to a participant's browser names a
 
 from __future__ import annotations
 
+import json
+
 import re
 import time
 
@@ -67,6 +69,8 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
         oracle = SceneOracle(world)
         picks = iter(["pick up the red cube", "pick up the yellow block", "pick up the green cube"])
         for block in range(3):
+            page.wait_for_selector("#setup-box:not(.hidden)", timeout=20000)
+            page.click("#start-block")
             page.wait_for_selector("#trial-box:not(.hidden)", timeout=20000)
             text = next(picks) if page.inner_text("#action") == "pick" else "put it in the blue bowl"
             page.fill("#instruction", text)
@@ -84,7 +88,7 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
             for i in range(1, 11):
                 page.check(f"input[name=sus{i}][value='3']")
             page.click("#sus-submit")
-            page.wait_for_function(f"document.querySelector('#sus-score').textContent.includes('Agent {block + 1}')")
+            page.wait_for_function(f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')")
         page.wait_for_selector("#done-box:not(.hidden)")
         # The participant's own JSON API, fetched from the page (so it is captured too)
         me = page.evaluate("t => fetch('/api/me', {headers: {Authorization: 'Bearer ' + t}}).then(r => r.text())",
@@ -99,6 +103,7 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
             except Exception:  # a body the browser discarded (e.g. a redirect) has nothing to read
                 continue
             bodies.append((r.url + " [headers]", repr(r.all_headers())))
+        trial_rows = live.store.trials(study_id=sid)
         ctx.close()
         op.close()
 
@@ -120,3 +125,14 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
         if found := _leaks(b, words):
             leaks[f"ws binary #{i}"] = found
     assert leaks == {}
+
+    # The message stream looks the same for every agent, the human reference included: the same
+    # fields with the same types, integer pixels (no model's native grid, no half-pixel clicks).
+    results = [json.loads(t) for t in ws_text if '"type": "trial_result"' in t or '"type":"trial_result"' in t]
+    assert [r["alias"] for r in results] == ["Agent 1", "Agent 2", "Agent 3"]
+    shapes = [{k: type(v).__name__ for k, v in r.items() if k not in ("points_px", "judgement")} for r in results]
+    assert shapes[0] == shapes[1] == shapes[2], shapes
+    for r in results:
+        assert all(isinstance(c, int) for p in r["points_px"] for c in p), r["points_px"]
+    # and no answer took effect before the study's reveal floor (default 4 s from sending)
+    assert all(t["timings_s"]["total"] >= 4.0 for t in trial_rows), [t["timings_s"] for t in trial_rows]

@@ -57,8 +57,8 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
 
         p = ctx.new_page()
         p.goto(url)
-        p.wait_for_selector("#trial-box:not(.hidden)")
-        assert "It is your turn" in p.inner_text("#queue")
+        p.wait_for_selector("#setup-box:not(.hidden)")
+        assert p.inner_text("#queue-title") == "Your turn" and "command the robot" in p.inner_text("#queue")
         # The live view runs: frames keep arriving over the websocket.
         p.wait_for_function("window.__pl.frames > 5", timeout=15000)
         f0 = p.evaluate("window.__pl.frames")
@@ -70,6 +70,10 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
         judged: dict[int, list[str]] = {0: [], 1: [], 2: []}
         picks, places = iter(PICKS * 3), iter(PLACES * 3)
         for block in range(3):
+            # every agent block starts from the same scene: the sim restores it exactly
+            p.wait_for_selector("#setup-box:not(.hidden)")
+            assert p.inner_text("#start-block") == f"Start Agent {block + 1}"
+            p.click("#start-block")
             for k in range(TRIALS_PER_AGENT):
                 p.wait_for_selector("#trial-box:not(.hidden)")
                 assert p.inner_text("#trial-title").startswith(f"Agent {block + 1}")
@@ -79,6 +83,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                 n_before = len(live.store.trials())
                 p.fill("#instruction", text)
                 p.click("#send")
+                frames_at_send = p.evaluate("window.__pl.frames")
                 if block == 2:  # the human reference: the operator clicks the oracle's pixel
                     op.wait_for_selector("#human-box:not(.hidden)", timeout=20000)
                     img = op.wait_for_selector("#human-img")
@@ -94,22 +99,28 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                     x, y = (u + 0.5) * shown_w / nat_w, (v + 0.5) * shown_h / nat_h
                     img.click(position={"x": x, "y": y})
                 p.wait_for_selector("#judge-box:not(.hidden)", timeout=30000)
+                # the live view kept running through the action, and the judgement shows the frame
+                # after the arm stopped beside the one the agent saw
+                assert p.evaluate("window.__pl.frames") > frames_at_send + 5
+                p.wait_for_function("document.querySelector('#after').naturalWidth > 0", timeout=10000)
+                assert p.inner_text("#judge-question") == "Was your instruction carried out?"
                 if block == 0 and k == 0:
                     p.screenshot(path=str(shots / "participant.png"))
                 row = live.store.trials()[n_before]
+                assert row["after_frame_index"] is not None and row["after_frame_index"] > row["frame_index"]
                 if block == 2:
                     # the stored point is the clicked pixel, within the CSS-pixel rounding of a click
                     assert row["points_px"][0] == pytest.approx(list(want_px[0]), abs=1.5)
-                status = p.inner_text("#trial-status")
-                verdict = "succeeded" if "finished its" in status else "failed"
+                # the participant judges what the after frame shows; here the sim's physics state decides
+                verdict = "succeeded" if row["sim_success"] else "failed"
                 p.click(f"#judge-{verdict}")
                 judged[block].append(verdict)
                 p.wait_for_function("document.querySelector('#judge-box').classList.contains('hidden')")
             p.wait_for_selector("#sus-box:not(.hidden)")
             assert p.inner_text("#sus-title") == f"Questionnaire about Agent {block + 1}"
             _click_sus(p, SUS[block][0])
-            p.wait_for_function(f"document.querySelector('#sus-score').textContent.includes('Agent {block + 1}')")
-            assert f"{SUS[block][1]:.1f} / 100" in p.inner_text("#sus-score")
+            p.wait_for_function(f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')")
+            assert "/ 100" not in p.inner_text("body")  # the participant's own score is not shown
         p.wait_for_selector("#done-box:not(.hidden)")
 
         order = live.store.participants(study_id)[0]["agent_order"]
@@ -126,7 +137,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
             n_ok = judged[block].count("succeeded")
             assert cells[1] == str(TRIALS_PER_AGENT) and cells[2] == str(n_ok)
             assert cells[3] == f"{round(100 * n_ok / TRIALS_PER_AGENT)}%"
-            assert cells[6] == f"{SUS[block][1]:.1f}"
+            assert cells[10] == f"{SUS[block][1]:.1f}" and cells[5] == "0"  # no aborted trial
         # Wilson 2/2: lower = (1 + z^2/4 - z*sqrt(z^2/16)) / (1 + z^2/2) = (1.96037 - .96037) / 2.92073 = 34%
         if judged[0] == ["succeeded", "succeeded"]:
             assert res.locator("#agents tr[data-agent='sim-oracle'] td.ci").inner_text() == "34% – 100%"

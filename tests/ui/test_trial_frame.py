@@ -66,7 +66,7 @@ XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chromium, tmp_path):
+def test_judgement_shows_before_with_points_beside_after_and_markup_as_text(chromium, tmp_path):
     from pointlab.sim_mock.model_server import serve_in_thread
 
     runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
@@ -82,41 +82,48 @@ def test_page_freezes_the_agents_frame_until_judged_and_shows_markup_as_text(chr
         assert inv["agent_order"] == ["sim-oracle", "human"]
         page = ctx.new_page()
         page.goto(inv["url"])
+        page.click("#start-block")
         page.wait_for_selector("#trial-box:not(.hidden)")
+        assert page.get_attribute("#instruction", "placeholder") == "e.g. pick up the red block"
         page.fill("#instruction", XSS)
         page.click("#send")
         page.wait_for_selector("#judge-box:not(.hidden)", timeout=15000)
         trial_id = op.get(f"/api/results?study_id={sid}").json()["trials"][0]["id"]
-        page.wait_for_function(f"window.__pl.frozen === {trial_id}", timeout=10000)
-        assert "the agent saw" in page.inner_text("#view-label")
-        # live frames keep arriving (the scripted camera draws a counter on each) but the view stays still
-        frames0, still0 = page.evaluate("window.__pl.frames"), page.evaluate("document.querySelector('#live').toDataURL()")
+        page.wait_for_function(f"window.__pl.judging === {trial_id}", timeout=10000)
+        page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
+        # the live view keeps moving while the judgement is on screen (the scripted camera draws a counter)
+        frames0, live0 = page.evaluate("window.__pl.frames"), page.evaluate("document.querySelector('#live').toDataURL()")
         page.wait_for_timeout(600)
         assert page.evaluate("window.__pl.frames") > frames0 + 3
-        assert page.evaluate("document.querySelector('#live').toDataURL()") == still0
-        # the agent's first point is drawn in red at (100, 80) + 0.5 on the 320x240 frame
-        r, g, b = page.evaluate("(() => { const d = document.querySelector('#live').getContext('2d')"
-                                ".getImageData(100 + 0.5 + 8, 80, 1, 1).data; return [d[0], d[1], d[2]]; })()")
-        assert r > 200 and g < 90, (r, g, b)
-        # the typed markup is shown as text
+        assert page.evaluate("document.querySelector('#live').toDataURL()") != live0
+        # the agent's first point is drawn in red at (100, 80) + 0.5 on the 320x240 "before" frame
+        page.wait_for_function("(() => { const d = document.querySelector('#before').getContext('2d')"
+                               ".getImageData(100 + 0.5 + 8, 80, 1, 1).data; return d[0] > 200 && d[1] < 90; })()",
+                               timeout=10000)
+        assert page.inner_text("#judge-question") == "Was your instruction carried out?"
+        # the typed markup is shown as text; the status of this trial does not linger into the next
         assert XSS in page.inner_text("#judge-text")
         page.click("#judge-succeeded")
         page.wait_for_selector("#sus-box:not(.hidden)")
-        page.wait_for_function("window.__pl.frozen === null")
-        assert page.inner_text("#view-label") == "Live view"
-        page.wait_for_timeout(300)
-        assert page.evaluate("document.querySelector('#live').toDataURL()") != still0
+        page.wait_for_function("window.__pl.judging === null")
         for i in range(1, 11):
             page.check(f"input[name=sus{i}][value='3']")
         page.click("#sus-submit")
+        page.wait_for_selector("#setup-box:not(.hidden)")
+        assert page.inner_text("#start-block") == "Start Agent 2"
+        page.click("#start-block")
         # block 2 = human: the operator console shows the instruction while the request is open
         page.wait_for_selector("#trial-box:not(.hidden)")
+        assert page.inner_text("#trial-status") == ""
         page.fill("#instruction", XSS)
         page.click("#send")
         opage = ctx.new_page()
         opage.goto(f"{base}/operator#token={OP}")
         opage.wait_for_selector("#human-box:not(.hidden)", timeout=15000)
         assert XSS in opage.inner_text("#human-instruction") and XSS in opage.inner_text("#current")
+        # a click is wanted: said visibly (the action in capitals, the page title) and once audibly
+        assert "PICK" in opage.inner_text("#human-title") and opage.title().startswith("CLICK to pick")
+        assert opage.evaluate("window.__pl.alerts") == 1
         req = op.get("/api/human-requests").json()[0]
         assert op.post(f"/api/human-requests/{req['request_id']}/answer", json={"u": 10, "v": 10}).status_code == 200
         page.wait_for_selector("#judge-box:not(.hidden)", timeout=15000)

@@ -1,11 +1,12 @@
-// Operator console: studies, invitations, live queue, human reference clicks, e-stop.
+// Operator console: studies, invitations, live queue, human reference clicks, stop/reset/home,
+// scene resets with the reference overlay, trial abort.
 "use strict";
 
 const token = PL.fragmentParam("token") || "";
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
-let bitmap = null, currentRequest = null;
-window.__pl = { frames: 0 };
+let bitmap = null, currentRequest = null, reference = null, referenceStudy = null, alerted = null;
+window.__pl = { frames: 0, alerts: 0, status: null };
 
 function setError(t) { $("error").textContent = t || ""; }
 async function call(method, path, body) {
@@ -23,10 +24,11 @@ async function loadStudies(selectId) {
   const studies = await call("GET", "/api/studies");
   const sel = $("study");
   sel.replaceChildren(...studies.map((s) => PL.el("option", { value: String(s.id) },
-    `#${s.id} ${s.scene || ""} (${s.agents.join(", ")}; ${s.trials_per_agent}/agent)`)));
+    `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")}; ${s.trials_per_agent}/agent)`)));
   if (selectId) sel.value = String(selectId);
   else if (studies.length) sel.value = String(studies[studies.length - 1].id);
   await loadParticipants();
+  await loadReference();
 }
 
 async function loadParticipants() {
@@ -34,27 +36,73 @@ async function loadParticipants() {
   $("results-link").href = `/results#token=${encodeURIComponent(token)}` + (sid ? `&study=${sid}` : "");
   if (!sid) { $("participants").replaceChildren(); return; }
   const ps = await call("GET", `/api/studies/${sid}/participants`);
-  $("participants").replaceChildren(...ps.map((p) => PL.el("tr", {},
-    PL.el("td", {}, p.label), PL.el("td", {}, p.agent_order.join(" → ")),
-    PL.el("td", {}, PL.el("a", { href: p.url, target: "_blank", class: "invite-link" }, PL.el("code", { class: "link" }, p.url))))));
+  $("participants").replaceChildren(...ps.map((p) => {
+    const copy = PL.el("button", { type: "button", class: "copy", title: "Copy the invite link" }, "Copy");
+    copy.addEventListener("click", async () => {
+      try { await navigator.clipboard.writeText(p.url); copy.textContent = "Copied"; }
+      catch (e) { window.prompt("Copy the invite link:", p.url); }
+      setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+    });
+    return PL.el("tr", {}, PL.el("td", {}, p.label), PL.el("td", {}, p.agent_order.join(" → ")),
+      PL.el("td", {}, PL.el("div", { class: "row" }, copy,
+        PL.el("a", { href: p.url, target: "_blank", class: "invite-link" }, PL.el("code", { class: "link" }, p.url)))));
+  }));
+}
+
+async function loadReference() {
+  const sid = $("study").value;
+  if (reference) { reference.close(); reference = null; }
+  referenceStudy = sid;
+  $("ref-state").textContent = "";
+  if (!sid) return;
+  const r = await fetch(`/api/studies/${sid}/reference.jpg`, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+  if (r.ok && referenceStudy === sid) { reference = await createImageBitmap(await r.blob()); $("ref-state").textContent = "reference captured"; }
+  else $("ref-state").textContent = "no reference yet";
+}
+
+// The live view, or the live view with the study's reference over it: "blend" at half opacity, or
+// "difference" (what moved shows bright), for putting the scene back as it was.
+function drawLive() {
+  if (!bitmap) return;
+  PL.drawFrame(canvas, bitmap);
+  const mode = $("overlay").value;
+  if (mode === "off" || !reference) return;
+  const g = canvas.getContext("2d");
+  g.save();
+  if (mode === "blend") g.globalAlpha = 0.5; else g.globalCompositeOperation = "difference";
+  g.drawImage(reference, 0, 0, canvas.width, canvas.height);
+  g.restore();
 }
 
 $("study-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const agents = [...document.querySelectorAll("#agents input:checked")].map((c) => c.value);
-  const s = await call("POST", "/api/studies", { agents, trials_per_agent: Number($("tpa").value), scene: $("scene").value });
+  const s = await call("POST", "/api/studies", {
+    agents, trials_per_agent: Number($("tpa").value), scene: $("scene").value, name: $("study-name").value,
+    max_repeats: Number($("max-repeats").value), reveal_floor_s: Number($("floor").value) });
   await loadStudies(s.id);
 });
-$("study").addEventListener("change", loadParticipants);
+$("study").addEventListener("change", () => { loadParticipants(); loadReference(); });
 $("invite").addEventListener("click", async () => {
   const sid = $("study").value;
   if (!sid) { setError("create a study first"); return; }
-  await call("POST", `/api/studies/${sid}/participants`, {});
+  await call("POST", `/api/studies/${sid}/participants`, { label: $("invite-label").value });
+  $("invite-label").value = "";
   await loadParticipants();
 });
 $("estop").addEventListener("click", () => call("POST", "/api/arm/stop"));
 $("reset").addEventListener("click", () => call("POST", "/api/arm/reset"));
+$("home").addEventListener("click", () => call("POST", "/api/arm/home").catch(() => {}));
+$("scene-reset").addEventListener("click", () => call("POST", "/api/scene/reset").catch(() => {}));
+$("abort").addEventListener("click", () => call("POST", "/api/trials/abort").catch(() => {}));
 $("release").addEventListener("click", () => call("POST", "/api/arm/release").catch(() => {}));
+$("overlay").addEventListener("change", drawLive);
+$("capture-ref").addEventListener("click", async () => {
+  const sid = $("study").value;
+  if (!sid) { setError("create a study first"); return; }
+  await call("POST", `/api/studies/${sid}/reference`);
+  await loadReference();
+});
 
 // A click on the displayed image -> original-image pixels. The displayed image spans
 // [-0.5, W - 0.5] in u (pixel centres at integers), so u = x / displayed_width * W - 0.5.
@@ -68,33 +116,64 @@ $("human-img").addEventListener("click", async (ev) => {
   const req = currentRequest;
   currentRequest = null;
   $("human-box").classList.add("hidden");
+  document.title = "Point-Act operator";
   await call("POST", `/api/human-requests/${req.request_id}/answer`, { u, v });
 });
 
+// A click is wanted: say so visibly and audibly once per request (the operator may be looking at the arm).
+function alertFor(r) {
+  if (alerted === r.request_id) return;
+  alerted = r.request_id;
+  window.__pl.alerts++;
+  document.title = `CLICK to ${r.action || "point"} · Point-Act operator`;
+  try {
+    const ac = new (window.AudioContext || window.webkitAudioContext)();
+    const o = ac.createOscillator(), g = ac.createGain();
+    o.frequency.value = 880; g.gain.value = 0.15; o.connect(g); g.connect(ac.destination);
+    o.start(); o.stop(ac.currentTime + 0.35);
+  } catch (e) {
+    // no audio device or autoplay blocked: the visible alert stands
+  }
+}
+
 async function showRequests(reqs) {
-  if (!reqs.length) { currentRequest = null; $("human-box").classList.add("hidden"); return; }
+  if (!reqs.length) { currentRequest = null; $("human-box").classList.add("hidden"); document.title = "Point-Act operator"; return; }
   if (currentRequest && reqs.some((r) => r.request_id === currentRequest.request_id)) return;
   const r = reqs[0];
   $("human-img").src = `data:image/jpeg;base64,${(await call("GET", "/api/human-requests")).find((x) => x.request_id === r.request_id)?.jpeg_b64 || ""}`;
+  $("human-title").textContent = `Human reference: click where the robot should ${(r.action || "act").toUpperCase()}`;
   $("human-instruction").textContent = `“${r.instruction}”`;
   currentRequest = r;
   $("human-box").classList.remove("hidden");
+  alertFor(r);
 }
 
 function onStatus(s) {
+  window.__pl.status = s;
   const c = s.current;
   $("current").textContent = c ? `${c.participant_label} · ${c.alias} = ${c.agent} · ${c.action}: “${c.instruction}”` : "none";
+  $("abort").disabled = !c;
   $("queue").replaceChildren(...s.queue.map((q) => PL.el("li", {}, `${q.label} (study #${q.study_id})` + (q.position === 0 ? " — in control " : " "),
     s.queue.length > 1 ? PL.el("button", { type: "button", onclick: () => call("POST", `/api/queue/${q.participant_id}/to-back`) }, "move to back") : "")));
   const a = s.arm_state || {};
-  const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((c) => (1000 * c).toFixed(0)).join(", ") + " mm" : "?";
-  $("arm").textContent = (s.stopped ? "STOPPED · " : "") + `holding: ${s.holding} · TCP ${tcp}` +
-    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
+  const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((x) => (1000 * x).toFixed(0)).join(", ") + " mm" : "?";
+  $("arm").textContent = `holding: ${s.holding} · TCP ${tcp}` + (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
   $("arm").title = JSON.stringify(s.arm_state);  // the full state on hover
+  const stopped = s.stopped || a.estopped;
+  $("stopped-banner").classList.toggle("hidden", !stopped);
+  document.body.classList.toggle("stopped", !!stopped);
+  const pb = s.pending_block;
+  $("scene-box").classList.toggle("hidden", !pb);
+  if (pb) {
+    $("scene-text").textContent = `${pb.label} is ready for ${pb.alias}. Put every object back as in the reference ` +
+      `(overlay: blend or difference), then press Reset scene.`;
+    if ($("overlay").value === "off" && reference) { $("overlay").value = "blend"; }
+  }
   showRequests(s.human_requests);
 }
 
 function connect() {
+  if (!token) { $("no-token").classList.remove("hidden"); $("conn").textContent = "no operator token"; return; }
   const ws = new WebSocket(PL.wsUrl("/ws/operator", token));
   ws.binaryType = "blob";
   ws.onopen = () => { $("conn").textContent = "connected"; };
@@ -108,10 +187,16 @@ function connect() {
     window.__pl.frames++;
     const b = await createImageBitmap(ev.data);
     if (bitmap) bitmap.close();
-    bitmap = b; PL.drawFrame(canvas, bitmap);
+    bitmap = b; drawLive();
   };
-  ws.onclose = () => { $("conn").textContent = "disconnected; reconnecting…"; setTimeout(connect, 1500); };
+  ws.onclose = (ev) => {
+    if (ev.code === 4401) {  // a wrong token: reconnecting would not help
+      $("no-token").textContent = "The operator token in this link is not valid. Open the operator link printed by pointlab act.";
+      $("no-token").classList.remove("hidden"); $("conn").textContent = "not authorised"; return;
+    }
+    $("conn").textContent = "disconnected; reconnecting…"; setTimeout(connect, 1500);
+  };
 }
 
-loadAgents().then(() => loadStudies()).catch(() => {});
+if (token) loadAgents().then(() => loadStudies()).catch(() => {});
 connect();

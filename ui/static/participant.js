@@ -1,46 +1,47 @@
-// Participant page: live view, instruction, judgement and SUS over one websocket.
+// Participant page: live view, block start, instruction, before/after judgement and SUS over one websocket.
 "use strict";
 
 const token = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
-let bitmap = null, overlay = null, state = null, ws = null, running = false;
-// The frame the agent pointed on ({trial_id, bitmap}): shown with its points, instead of the live
-// view, until the trial is judged (by then the arm has acted and the live view shows another scene).
-let frozen = null, freezing = null;
+let bitmap = null, state = null, ws = null, running = false, starting = false, notice = "";
+let judging = null;      // the trial being judged: {trial_id, points_px, frame_size, ...}
+let judgeShown = null;   // trial_id whose before/after frames are on screen
 let susBlockShown = null;
-// read by tests: frame count, JSON messages received, the trial whose frame is shown (or null)
-window.__pl = { frames: 0, messages: [], frozen: null };
+// read by tests: frame count, JSON messages received, the trial whose frames are shown (or null)
+window.__pl = { frames: 0, messages: [], judging: null };
 
 function show(id, on) { $(id).classList.toggle("hidden", !on); }
 function setError(t) { $("error").textContent = t || ""; }
-function draw() {
-  if (frozen && !(overlay && overlay.trial_id === frozen.trial_id)) { frozen.bitmap.close(); frozen = null; }
-  const still = frozen !== null;
-  PL.drawFrame(canvas, still ? frozen.bitmap : bitmap, overlay && overlay.points_px, overlay && overlay.frame_size);
-  $("view-label").textContent = still ? "The frame the agent saw, with its points (first point red)"
-    : overlay ? "Live view with the agent's points" : "Live view";
-  window.__pl.frozen = still ? frozen.trial_id : null;
+function drawLive() { PL.drawFrame(canvas, bitmap, null, null); }
+
+async function frame(trialId, which) {
+  const r = await fetch(`/api/me/trials/${encodeURIComponent(trialId)}/frame?which=${which}`,
+                        { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+  if (!r.ok) return null;
+  return await r.blob();
 }
 
-// Fetch the frame of the trial in `overlay` once; without it (not kept any more, e.g. after a server
-// restart) the points stay drawn on the live view.
-async function freeze(trial) {
-  if (!trial || (frozen && frozen.trial_id === trial.trial_id) || freezing === trial.trial_id) return;
-  freezing = trial.trial_id;
+// The judgement shows the frame the agent saw with its points beside the frame after the arm
+// stopped; the live view keeps running above it the whole time (the participant watched the action).
+async function showJudgement(trial) {
+  if (judgeShown === trial.trial_id) return;
+  judgeShown = trial.trial_id;
+  window.__pl.judging = trial.trial_id;
+  const before = $("before"), after = $("after");
+  before.getContext("2d").clearRect(0, 0, before.width, before.height);
+  after.removeAttribute("src");
   try {
-    const r = await fetch(`/api/me/trials/${encodeURIComponent(trial.trial_id)}/frame`,
-                          { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
-    if (!r.ok) return;
-    const b = await createImageBitmap(await r.blob());
-    if (!overlay || overlay.trial_id !== trial.trial_id) { b.close(); return; }  // judged meanwhile
-    if (frozen) frozen.bitmap.close();
-    frozen = { trial_id: trial.trial_id, bitmap: b };
-    draw();
+    const b = await frame(trial.trial_id, "before");
+    if (b && judgeShown === trial.trial_id) {
+      const bm = await createImageBitmap(b);
+      PL.drawFrame(before, bm, trial.points_px, trial.frame_size);
+      bm.close();
+    }
+    const a = await frame(trial.trial_id, "after");
+    if (a && judgeShown === trial.trial_id) after.src = URL.createObjectURL(a);
   } catch (e) {
-    // a failed fetch or decode leaves the live view with the points
-  } finally {
-    if (freezing === trial.trial_id) freezing = null;
+    // a frame no longer kept (a server restart): the question still stands on the live view
   }
 }
 
@@ -62,23 +63,34 @@ function render() {
   const s = state.step;
   $("progress").textContent = s.kind === "done" ? `${state.label}: finished`
     : `${state.label} · ${s.alias} (${s.block + 1} of ${s.n_blocks})` + (s.trial_number ? ` · trial ${Math.min(s.trial_number, s.trials_per_agent)} of ${s.trials_per_agent}` : "");
-  const pos = state.queue_position;
+  const pos = state.queue_position, myTurn = pos === 0;
+  $("queue-title").textContent = myTurn ? "Your turn" : "Queue";
   $("queue").textContent = s.kind === "done" ? "Finished."
-    : pos === 0 ? (state.stopped ? "The robot is stopped; the operator will reset it." : "It is your turn: you command the robot.")
-    : pos == null ? "Not in the queue." : `You are number ${pos} in the queue (${pos} ${pos === 1 ? "person" : "people"} ahead of you). Please wait.`;
-  const myTurn = pos === 0;
-  show("trial-box", s.kind === "trial" && myTurn || running);
-  $("trial-title").textContent = `${s.alias || ""} · trial ${s.trial_number || ""}`;
+    : myTurn ? "You command the robot."
+    : pos == null ? "Not in the queue." : `You are number ${pos + 1} in the queue (${pos} ${pos === 1 ? "person" : "people"} ahead of you). Please wait.`;
+  show("stopped-box", state.stopped);
+  show("setup-box", s.kind === "setup" && myTurn && !running);
+  $("setup-title").textContent = `Next: ${s.alias || "the next agent"}`;
+  $("start-block").textContent = starting ? "Resetting the robot and the scene…" : `Start ${s.alias || ""}`;
+  $("start-block").disabled = starting || state.stopped || state.arm_busy;
+  const trialDue = s.kind === "trial" && myTurn;
+  show("trial-box", trialDue || running);
+  $("trial-title").textContent = `${s.alias || ""} · trial ${s.trial_number || ""}` + (s.repeat ? " (again)" : "");
   $("action").textContent = state.action;
   $("action").className = "pill " + state.action;
+  $("instruction").placeholder = state.action === "place" ? "e.g. put it in the blue bowl" : "e.g. pick up the red block";
   $("send").disabled = running || state.arm_busy || state.stopped;
   $("instruction").disabled = running;
   if (s.kind === "judge" && state.pending_trial && !running) {
-    overlay = state.pending_trial;
-    $("judge-text").textContent = `“${overlay.instruction}” — ${overlay.message}`;
-    freeze(overlay);  // also after a reload or reconnect
+    judging = state.pending_trial;
+    $("judge-text").textContent = `“${judging.instruction}” — ${judging.message}`;
+    showJudgement(judging);  // also after a reload or reconnect
+  } else if (!running) {
+    judging = null; judgeShown = null; window.__pl.judging = null;
   }
-  show("judge-box", s.kind === "judge" && !running);
+  show("judge-box", s.kind === "judge" && !running && judging !== null);
+  show("notice-box", !!notice && s.kind !== "judge");
+  $("notice").textContent = notice;
   const susDue = s.kind === "sus";
   show("sus-box", susDue);
   if (susDue && susBlockShown !== s.block) {
@@ -87,24 +99,29 @@ function render() {
     buildSus(state.sus_items || []);
   }
   show("done-box", s.kind === "done");
-  if (s.kind !== "judge" && !running) overlay = null;  // judged (or nothing to judge): back to the live view
-  draw();
+  // the frame rate is only shown for the moving live view
+  $("fps").classList.toggle("hidden", !bitmap);
 }
 
 function onMessage(m) {
   window.__pl.messages.push(m);
   if (m.type === "state") { state = m; render(); }
-  else if (m.type === "trial_started") { running = true; overlay = null; $("trial-status").textContent = `${m.alias} is pointing…`; render(); }
+  else if (m.type === "block_started") { starting = false; notice = ""; render(); }
+  else if (m.type === "waiting_for_scene") {
+    $("start-block").textContent = "The operator is resetting the scene…"; $("start-block").disabled = true;
+  }
+  else if (m.type === "trial_started") {
+    running = true; notice = ""; $("trial-status").textContent = `${m.alias} is pointing… watch the live view.`; render();
+  }
   else if (m.type === "trial_result") {
-    running = false; overlay = m; $("trial-status").textContent = m.message; $("instruction").value = ""; draw();
-    freeze(m);
+    running = false; $("instruction").value = ""; $("trial-status").textContent = "";
+    // an aborted trial is not a question: it does not count and the slot is offered again
+    notice = m.outcome === "aborted" ? m.message : "";
+    render();
   }
-  else if (m.type === "sus_saved") {
-    $("sus-score").textContent = `Your usability score for ${m.alias}: ${PL.fmt(m.score, 1)} / 100`;
-    show("sus-score-box", true);
-  }
+  else if (m.type === "sus_saved") { notice = `Thank you: your answers about ${m.alias} are saved.`; render(); }
   else if (m.type === "judged") { setError(""); }
-  else if (m.type === "error") { running = false; setError(m.error); render(); }
+  else if (m.type === "error") { running = false; starting = false; setError(m.error); render(); }
 }
 
 function connect() {
@@ -114,19 +131,27 @@ function connect() {
     if (typeof ev.data === "string") {
       let m;
       try { m = JSON.parse(ev.data); } catch (e) { setError("The server sent a message this page cannot read."); return; }
+      if (m.type === "error" && m.fatal) { ws.onclose = null; $("queue").textContent = m.error; return; }
       onMessage(m);
       return;
     }
     window.__pl.frames++;
     const b = await createImageBitmap(ev.data);
     if (bitmap) bitmap.close();
-    bitmap = b; draw();
+    bitmap = b; drawLive();
   };
-  ws.onclose = () => { $("queue").textContent = "Disconnected; reconnecting…"; setTimeout(connect, 1500); };
+  ws.onclose = (ev) => {
+    if (ev.code === 4401) { $("queue").textContent = "This invite link is not valid. Ask the operator for a new one."; return; }
+    $("queue").textContent = "Disconnected; reconnecting…"; setTimeout(connect, 1500);
+  };
 }
 
+$("start-block").addEventListener("click", () => {
+  setError(""); starting = true; render();
+  ws.send(JSON.stringify({ type: "start_block" }));
+});
 $("instruction-form").addEventListener("submit", (ev) => {
-  ev.preventDefault(); setError("");
+  ev.preventDefault(); setError(""); $("trial-status").textContent = "";
   ws.send(JSON.stringify({ type: "instruction", text: $("instruction").value }));
 });
 for (const j of ["succeeded", "failed"]) {

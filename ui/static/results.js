@@ -1,4 +1,5 @@
-// Results page: per-agent success with Wilson 95% interval, mean SUS, trial log, CSV download.
+// Results page: per-agent success with Wilson 95% interval beside the automatic check, aborted trials
+// apart, failures by stage, SUS, the charts, the trial log with clips, CSV download.
 "use strict";
 
 const token = PL.fragmentParam("token") || "";
@@ -10,31 +11,62 @@ async function call(method, path) {
   catch (e) { $("error").textContent = e.message; throw e; }
 }
 
+async function blobUrl(path) {
+  const r = await fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+  return r.ok ? URL.createObjectURL(await r.blob()) : null;
+}
+
 async function loadStudies() {
   const studies = await call("GET", "/api/studies");
-  $("study").replaceChildren(...studies.map((s) => PL.el("option", { value: String(s.id) }, `#${s.id} ${s.scene || ""} (${s.agents.join(", ")})`)));
+  $("study").replaceChildren(...studies.map((s) => PL.el("option", { value: String(s.id) }, `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")})`)));
   const want = PL.fragmentParam("study");
   if (want && studies.some((s) => String(s.id) === want)) $("study").value = want;
   else if (studies.length) $("study").value = String(studies[studies.length - 1].id);
   await load();
 }
 
+function stages(m) { return Object.entries(m || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–"; }
+function robotText(t) {
+  const why = t.refusal ? ` (${t.refusal.code})` : t.robot_error ? ` (${t.robot_error.type})` : "";
+  return t.robot_outcome + why;
+}
+
+function clipCell(t) {
+  if (!t.recording || !t.recording.clip) return PL.el("td", {}, "–");
+  const v = PL.el("video", { controls: "", preload: "none", width: "200", class: "clip" });
+  const b = PL.el("button", { type: "button" }, "Load clip");
+  b.addEventListener("click", async () => {
+    const url = await blobUrl(`/api/trials/${t.id}/clip`);
+    if (url) { v.src = url; v.play().catch(() => {}); b.remove(); }
+  });
+  return PL.el("td", {}, b, v);
+}
+
 async function load() {
   const sid = $("study").value;
   if (!sid) return;
   const r = await call("GET", `/api/results?study_id=${sid}`);
-  $("study-label").textContent = `study #${r.study.id} · ${r.study.scene} · ${r.study.trials_per_agent} trials per agent`;
+  $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} trials per agent`;
   $("agents").replaceChildren(...r.agents.map((a) => PL.el("tr", { "data-agent": a.agent },
     PL.el("td", {}, a.agent), PL.el("td", {}, a.n_judged), PL.el("td", {}, a.n_succeeded),
     PL.el("td", { class: "rate" }, pct(a.success_rate)),
     PL.el("td", { class: "ci" }, a.ci95 ? `${pct(a.ci95[0])} – ${pct(a.ci95[1])}` : "–"),
-    PL.el("td", {}, pct(a.sim_success_rate)), PL.el("td", { class: "sus" }, PL.fmt(a.mean_sus, 1)), PL.el("td", {}, a.n_surveys))));
-  $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", {},
+    PL.el("td", { class: "aborted" }, a.n_aborted),
+    PL.el("td", { class: "auto" }, pct(a.auto_success_rate)),
+    PL.el("td", { class: "agreement" }, a.agreement === null ? "–" : `${pct(a.agreement)} (κ ${PL.fmt(a.kappa, 2)})`),
+    PL.el("td", {}, pct(a.sim_success_rate)), PL.el("td", { class: "stages" }, stages(a.failure_stages)),
+    PL.el("td", { class: "sus" }, PL.fmt(a.mean_sus, 1)), PL.el("td", {}, a.n_surveys))));
+  $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", { "data-outcome": t.outcome || "" },
     PL.el("td", {}, t.id), PL.el("td", {}, t.participant ?? t.participant_id), PL.el("td", {}, t.block ?? ""),
     PL.el("td", {}, t.agent), PL.el("td", {}, t.action), PL.el("td", {}, t.instruction),
     PL.el("td", {}, (t.points_px || []).map((p) => `(${p[0].toFixed(0)}, ${p[1].toFixed(0)})`).join(" ")),
-    PL.el("td", {}, t.robot_outcome + (t.target && t.target.reason ? ` (${t.target.reason})` : "")),
-    PL.el("td", {}, t.sim_success === null ? "–" : t.sim_success ? "yes" : "no"), PL.el("td", {}, t.judgement || "–"))));
+    PL.el("td", {}, robotText(t)), PL.el("td", {}, t.outcome || "–"), PL.el("td", {}, t.failure_stage || "–"),
+    PL.el("td", {}, t.auto_check ? (t.auto_check.success === null ? "?" : t.auto_check.success ? "yes" : "no") : "–"),
+    PL.el("td", {}, t.judgement || "–"), clipCell(t))));
+  for (const kind of ["success", "sus"]) {
+    const url = await blobUrl(`/api/results/plot.svg?study_id=${sid}&kind=${kind}`);
+    if (url) $(`plot-${kind}`).src = url;
+  }
 }
 
 $("study").addEventListener("change", load);
@@ -47,4 +79,5 @@ $("csv").addEventListener("click", async () => {
   const a = PL.el("a", { href: url, download: `study-${sid}-trials.csv` });
   document.body.append(a); a.click(); a.remove(); URL.revokeObjectURL(url);
 });
-loadStudies().catch(() => {});
+if (!token) $("error").textContent = "This page needs the operator link (…/results#token=…) from the console.";
+else loadStudies().catch(() => {});

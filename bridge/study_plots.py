@@ -1,0 +1,66 @@
+"""The results page's charts (PointArena Fig. 7): per-agent success with 95% Wilson bars, the
+participants' judgement beside the automatic check, and the SUS distribution per agent (Fig. 7b).
+
+Both are drawn with matplotlib to SVG text from ``study_results.agent_results`` rows, so the page,
+an export and a paper use the same numbers.
+"""
+
+from __future__ import annotations
+
+import io
+
+__all__ = ["success_svg", "sus_svg"]
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _figure(n_agents: int):
+    # matplotlib.figure.Figure, not pyplot: no global state, so two requests may draw at once
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(4.0, 1.6 * n_agents + 1.5), 3.2))
+    return fig, fig.subplots()
+
+
+def success_svg(rows: list[dict]) -> str:
+    """Bars of ``success_rate`` (participants) and ``auto_success_rate`` (automatic check) per agent,
+    each with its 95% Wilson interval as an error bar; aborted trials are left out (as in the rates)."""
+    import numpy as np
+
+    fig, ax = _figure(len(rows))
+    x = np.arange(len(rows))
+    for off, key, ci_key, label, color in ((-0.18, "success_rate", "ci95", "participants", "#1f6feb"),
+                                           (0.18, "auto_success_rate", "auto_ci95", "automatic check", "#8c959f")):
+        vals = [r.get(key) if r.get(key) is not None else 0.0 for r in rows]
+        lo = [v - r[ci_key][0] if r.get(ci_key) else 0.0 for v, r in zip(vals, rows)]
+        hi = [r[ci_key][1] - v if r.get(ci_key) else 0.0 for v, r in zip(vals, rows)]
+        ax.bar(x + off, vals, 0.34, yerr=[lo, hi], capsize=4, label=label, color=color)
+    ax.set_xticks(x, [f"{r['agent']}\n(n={r['n_judged']}, aborted {r['n_aborted']})" for r in rows], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate (95% Wilson)")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title("Point-Act success per agent", fontsize=10)
+    return _svg(fig)
+
+
+def sus_svg(rows: list[dict]) -> str:
+    """Each agent's SUS scores (0-100) as points over a box plot (Fig. 7b)."""
+    import numpy as np
+
+    fig, ax = _figure(len(rows))
+    data = [r.get("sus") or [] for r in rows]
+    if any(data):
+        ax.boxplot([d if d else [np.nan] for d in data], positions=range(len(rows)), widths=0.5)
+    for i, d in enumerate(data):
+        if d:
+            jitter = np.linspace(-0.08, 0.08, len(d)) if len(d) > 1 else [0.0]
+            ax.scatter(np.full(len(d), i) + jitter, d, s=14, color="#1f6feb", zorder=3)
+    ax.set_xticks(range(len(rows)), [f"{r['agent']}\n(n={len(r.get('sus') or [])})" for r in rows], fontsize=8)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("SUS score")
+    ax.set_title("System Usability Scale per agent", fontsize=10)
+    return _svg(fig)
