@@ -80,7 +80,7 @@ def mask_from_click(rgb: np.ndarray, u: float, v: float, *, box_frac: float = 0.
     half = max(4, int(box_frac * max(h, w) / 2))
     x0, y0, x1, y1 = max(0, col - half), max(0, row - half), min(w, col + half), min(h, row + half)
     mask = np.full((h, w), cv2.GC_BGD, np.uint8)
-    mask[y0:y1, x0:x1] = cv2.GC_PR_BGD
+    mask[y0:y1, x0:x1] = cv2.GC_PR_FGD
     mask[max(0, row - 2):row + 3, max(0, col - 2):col + 3] = cv2.GC_FGD
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:

@@ -442,3 +442,57 @@ def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env)
     client.post("/api/arm/stop", headers=H)
     r = client.post("/api/arm/release", headers=H)
     assert r.status_code == 409 and "reset" in r.json()["detail"] and runner.releases == 2
+
+
+def test_operator_scene_tools_reference_and_attribution_click(env):
+    client, runner, store = env
+    sid = _study(client, agents=["sim-oracle"])
+    inv = _invite(client, sid)
+    ph = {"Authorization": f"Bearer {inv['token']}"}
+    for path in ("/api/arm/home", "/api/scene/reset", "/api/trials/abort", f"/api/studies/{sid}/reference"):
+        assert client.post(path, headers=ph).status_code == 403, path
+    assert client.post("/api/trials/abort", headers=H).status_code == 409  # no trial runs
+    assert client.post("/api/arm/home", headers=H).json() == {"homed": True} and runner.homes == 1
+    # no one waits for a block: with a simulator the scene is restored exactly, the arm reset
+    assert client.post("/api/scene/reset", headers=H).json() == {"reset": True} and runner.scene_restores == 1
+    assert client.get(f"/api/studies/{sid}/reference.jpg", headers=H).status_code == 404
+    assert client.post(f"/api/studies/{sid}/reference", headers=H).status_code == 200
+    ref = client.get(f"/api/studies/{sid}/reference.jpg", headers=H)
+    assert ref.status_code == 200 and ref.content[:2] == b"\xff\xd8" and store.scene_reference(sid) == ref.content
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        start_block(ws)
+        ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
+        res = recv(ws, "trial_result")
+    # the operator clicks the intended object: the red disc the scripted camera draws at (100, 80),
+    # where sim-oracle pointed: on target; then a click on the green background: off target
+    r = client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 100, "v": 80}, headers=H).json()
+    assert r["point_on_target"] is True and 100 < r["mask_px"] < 2000
+    r = client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 250, "v": 200}, headers=H).json()
+    assert r["point_on_target"] is False
+    assert client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 999, "v": 80}, headers=H).status_code == 422
+    before = client.get(f"/api/trials/{res['trial_id']}/frame?which=before", headers=H)
+    assert before.status_code == 200 and before.content[:2] == b"\xff\xd8"
+
+
+def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
+    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, automatic_scene=False)
+    store = Store(tmp_path / "real.sqlite")
+    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    with TestClient(app) as client:
+        sid = _study(client, agents=["sim-oracle"])
+        inv = _invite(client, sid)
+        assert client.post("/api/scene/reset", headers=H).status_code == 409  # nobody waits; a person resets
+        with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+            recv(ws, "state")
+            ws.send_text(json.dumps({"type": "start_block"}))
+            assert recv(ws, "waiting_for_scene")["alias"] == "Agent 1"
+            status = client.get("/api/status", headers=H).json()
+            assert status["pending_block"]["alias"] == "Agent 1" and status["scene_automatic"] is False
+            assert client.post("/api/scene/reset", headers=H).json() == {"type": "block_started", "block": 0,
+                                                                        "alias": "Agent 1"}
+            assert runner.scene_restores == 0 and runner.homes == 1  # the operator put the scene back
+            recv_state(ws, lambda s: s["step"]["kind"] == "trial")
+        (start,) = store.block_starts(study_id=sid)
+        assert start["method"] == "operator_confirmed" and client.get("/api/status", headers=H).json()["pending_block"] is None
+    store.close()
