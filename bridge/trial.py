@@ -159,9 +159,9 @@ class LiveView(Protocol):
 
 
 class HumanRelay(Protocol):
-    def pending(self) -> list[dict]:
+    def pending(self, with_images: bool = True) -> list[dict]:
         """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width",
-        "height"}]``."""
+        "height"}]`` (``jpeg_b64`` only ``with_images``)."""
         ...
 
     def answer(self, request_id: str, u: float, v: float) -> bool:

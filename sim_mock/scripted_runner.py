@@ -159,7 +159,7 @@ class ScriptedRunner:
         self.homes += 1
         return {"outcome": "done", "error": None, "holding": self._holding}
 
-    def pending(self) -> list[dict]:
+    def pending(self, with_images: bool = True) -> list[dict]:
         return [dict(r) for r in self._requests.values()]
 
     def answer(self, request_id: str, u: float, v: float) -> bool:

@@ -290,7 +290,7 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
     try:
         action = ctx.current.action if ctx.current is not None else None  # what the click is for
         reqs = [{**{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}, "action": action}
-                for r in ctx.parts.human.pending()]
+                for r in ctx.parts.human.pending(with_images=False)]
     except Exception:
         log.exception("human.pending() failed")
         reqs = []

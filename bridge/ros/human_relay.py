@@ -24,8 +24,9 @@ class HumanRelay:
         self._lock = threading.Lock()
         self._jpegs: dict[str, str] = {}
 
-    def pending(self) -> list[dict]:
-        """``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]``, oldest first."""
+    def pending(self, with_images: bool = True) -> list[dict]:
+        """``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]``, oldest first;
+        ``with_images=False`` leaves ``jpeg_b64`` out (and encodes nothing: cheap on an event loop)."""
         if self.human is None:
             return []
         out = []
@@ -35,7 +36,7 @@ class HumanRelay:
             image = get("image_rgb") if get("image_rgb") is not None else get("image")
             with self._lock:
                 jpeg_b64 = get("jpeg_b64") or self._jpegs.get(rid)
-            if jpeg_b64 is None and image is not None:
+            if jpeg_b64 is None and image is not None and with_images:
                 jpeg_b64 = base64.b64encode(encode_jpeg(image, self.jpeg_quality)).decode("ascii")
                 with self._lock:
                     self._jpegs[rid] = jpeg_b64

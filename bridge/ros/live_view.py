@@ -85,10 +85,13 @@ class RosLiveView:
     def latest_jpeg(self) -> tuple[bytes, int] | None:
         """The newest colour frame as JPEG bytes and its frame index, or ``None`` before the first.
 
-        Non-blocking once the view runs (the first call encodes one frame itself)."""
+        Never blocks and never encodes on the caller's thread (the web app's event loop): a call
+        wakes the encoding thread, so the first call after an idle spell may return ``None`` or an
+        older frame, and the next one a frame period later the newest."""
+        idle = time.monotonic() - self._viewer_t > self.idle_after_s
         self._viewer_t = time.monotonic()
-        if self._jpeg is None:
-            self._encode_latest()
+        if idle:
+            self.frames.new_frame.set()  # encode the newest frame now rather than at the next one
         return self._jpeg
 
     def jpeg_of(self, msg, quality: int | None = None) -> bytes | None:

@@ -159,7 +159,11 @@ def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uo
     """The default agents on a replayed real frame: the operator's click is the point, the recorded
     table is the sim table (calibration "table"), and the sim arm picks there."""
     with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)) as s:
-        assert s.calibration.method == "table_fit" and s.runner.live_view.latest_jpeg() is not None
+        assert s.calibration.method == "table_fit"
+        deadline = time.monotonic() + 5  # the first call wakes the encoder; a frame follows
+        while s.runner.live_view.latest_jpeg() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
 
         async def trial():
             task = asyncio.create_task(s.runner.run_trial("human", "pick up the mug"))
