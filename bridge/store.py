@@ -141,6 +141,26 @@ class SurveyRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
+def _insert(s: Session, row: Base, message) -> int:
+    """Add ``row`` and return its id; a constraint it breaks (a repeated unique value, an unknown
+    foreign key) is a ``StoreError`` with ``message(reason)``."""
+    s.add(row)
+    try:
+        s.flush()
+    except IntegrityError as e:
+        raise StoreError(message(e.orig)) from e
+    return row.id
+
+
+def _of(q, row_cls, study_id: int | None, participant_id: int | None):
+    """``q`` restricted to one study and/or one participant (``None``: no restriction)."""
+    if study_id is not None:
+        q = q.where(row_cls.study_id == study_id)
+    if participant_id is not None:
+        q = q.where(row_cls.participant_id == participant_id)
+    return q
+
+
 def _row_dict(row: Base) -> dict[str, Any]:
     return {c.key: getattr(row, c.key) for c in row.__table__.columns}
 
@@ -296,12 +316,7 @@ class Store:
             n = self._count_participants(s, study_id)
             row = ParticipantRow(study_id=study_id, token=token, label=label or f"P{n + 1}", order_index=n,
                                  agent_order=list(agent_order), created_unix_s=time.time())
-            s.add(row)
-            try:
-                s.flush()
-            except IntegrityError as e:
-                raise StoreError("invite token already in use") from e
-            return row.id
+            return _insert(s, row, lambda why: "invite token already in use")
 
     @staticmethod
     def _count_participants(s: Session, study_id: int) -> int:
@@ -345,13 +360,8 @@ class Store:
         with self.session() as s:
             row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block,
                            created_unix_s=time.time())
-            s.add(row)
-            try:
-                s.flush()
-            except IntegrityError as e:
-                raise StoreError(f"trial {result.trial_id} cannot be stored (repeated id or unknown "
-                                 f"study/participant): {e.orig}") from e
-            return row.id
+            return _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
+                                               f"study/participant): {why}")
 
     def set_judgement(self, trial_id: int, judgement: str) -> None:
         """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``,
@@ -399,22 +409,14 @@ class Store:
         with self.session() as s:
             row = BlockStartRow(study_id=study_id, participant_id=participant_id, block=block, method=method,
                                 frame_jpeg=frame_jpeg, frame_index=frame_index, created_unix_s=time.time())
-            s.add(row)
-            try:
-                s.flush()
-            except IntegrityError as e:
-                raise StoreError(f"block {block} of participant {participant_id} cannot be started: {e.orig}") from e
-            return row.id
+            return _insert(s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: "
+                                               f"{why}")
 
     def block_starts(self, *, study_id: int | None = None, participant_id: int | None = None,
                      with_frames: bool = False) -> list[dict[str, Any]]:
         """Block starts as dicts, oldest first (``frame_jpeg`` only when ``with_frames``)."""
         with self.session() as s:
-            q = select(BlockStartRow).order_by(BlockStartRow.id)
-            if study_id is not None:
-                q = q.where(BlockStartRow.study_id == study_id)
-            if participant_id is not None:
-                q = q.where(BlockStartRow.participant_id == participant_id)
+            q = _of(select(BlockStartRow).order_by(BlockStartRow.id), BlockStartRow, study_id, participant_id)
             rows = [_row_dict(r) for r in s.scalars(q)]
         if not with_frames:
             for r in rows:
@@ -456,11 +458,7 @@ class Store:
     def trials(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
         """Trials as dicts (all ``trials`` columns), oldest first, optionally filtered."""
         with self.session() as s:
-            q = select(TrialRow).order_by(TrialRow.id)
-            if study_id is not None:
-                q = q.where(TrialRow.study_id == study_id)
-            if participant_id is not None:
-                q = q.where(TrialRow.participant_id == participant_id)
+            q = _of(select(TrialRow).order_by(TrialRow.id), TrialRow, study_id, participant_id)
             return [_row_dict(r) for r in s.scalars(q)]
 
     # -- surveys --------------------------------------------------------------------------------
@@ -476,21 +474,12 @@ class Store:
         with self.session() as s:
             row = SurveyRow(study_id=study_id, participant_id=participant_id, block=block, agent=agent,
                             responses=list(responses), score=score, created_unix_s=time.time())
-            s.add(row)
-            try:
-                s.flush()
-            except IntegrityError as e:
-                raise StoreError(f"survey cannot be stored (unknown study/participant): {e.orig}") from e
-            return row.id
+            return _insert(s, row, lambda why: f"survey cannot be stored (unknown study/participant): {why}")
 
     def surveys(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
         """Surveys as dicts (all ``surveys`` columns), oldest first, optionally filtered."""
         with self.session() as s:
-            q = select(SurveyRow).order_by(SurveyRow.id)
-            if study_id is not None:
-                q = q.where(SurveyRow.study_id == study_id)
-            if participant_id is not None:
-                q = q.where(SurveyRow.participant_id == participant_id)
+            q = _of(select(SurveyRow).order_by(SurveyRow.id), SurveyRow, study_id, participant_id)
             return [_row_dict(r) for r in s.scalars(q)]
 
 

@@ -94,14 +94,7 @@ class SceneOracle:
         names = [o.name for o in objects]
         if name not in names:
             return None
-        k = names.index(name)
-        target = objects[k]
-        accept = {k}
-        if target.is_container:
-            accept |= {i for i, o in enumerate(objects)
-                       if i != k and target.interior_contains(o.position_m[:2])
-                       and o.position_m[2] < target.position_m[2] + target.height_m}
-        return np.isin(ids, list(accept))
+        return np.isin(ids, list(_accepted_ids(objects, names.index(name))))
 
     # -- visibility -------------------------------------------------------------------------------
     def _id_map(self):
@@ -125,11 +118,7 @@ class SceneOracle:
             return uv
         k = names.index(name)
         target = objects[k]
-        accept = {k}
-        if target.is_container:  # something lying in the container is part of "in the bowl"
-            accept |= {i for i, o in enumerate(objects)
-                       if i != k and target.interior_contains(o.position_m[:2])
-                       and o.position_m[2] < target.position_m[2] + target.height_m}
+        accept = _accepted_ids(objects, k)
         mask = np.isin(ids, list(accept)).astype(np.uint8)
         # Keep clear of the silhouette: a depth camera leaves holes there, and the robust depth rule
         # then takes the nearest surface, which may be the occluder.
@@ -151,3 +140,15 @@ class SceneOracle:
             i = int(np.argmin((cols - mid[0]) ** 2 + (rows - mid[1]) ** 2))
             return np.array([float(cols[i]), float(rows[i])])
         return uv  # not visible at all: point where ground truth says it is
+
+
+def _accepted_ids(objects: list, k: int) -> set[int]:
+    """Render ids that count as object ``k``: itself, and for a container what lies in it (something
+    lying in the bowl is part of "in the bowl")."""
+    target = objects[k]
+    accept = {k}
+    if target.is_container:
+        accept |= {i for i, o in enumerate(objects)
+                   if i != k and target.interior_contains(o.position_m[:2])
+                   and o.position_m[2] < target.position_m[2] + target.height_m}
+    return accept

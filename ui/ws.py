@@ -201,33 +201,34 @@ async def participant_ws(ws: WebSocket) -> None:
         ctx.queue.join(pid)
     pusher = asyncio.create_task(_pump(ctx, conn, lambda: participant_state(ctx, p)))
 
-    async def start_block(step) -> None:
+    async def answer(work, failure: str) -> None:
+        """Send what ``work`` returns (or its FlowError, or ``failure`` for anything else), then the
+        new state; one message's failure never takes the connection down."""
         try:
-            await conn.send_json(await prepare_block(ctx, p, step, method="sim_reset"))
+            for msg in await work():
+                await conn.send_json(msg)
         except FlowError as e:
             await conn.send_json({"type": "error", "error": str(e)})
-        except Exception:
-            log.exception("preparing the block failed")
-            await conn.send_json({"type": "error", "error": "the robot could not be reset; please tell the operator"})
+        except Exception:  # e.g. the database became unwritable: tell the participant, keep serving
+            log.exception("participant request failed")
+            await conn.send_json({"type": "error", "error": failure})
         try:
             await conn.send_json(participant_state(ctx, p))
         except Exception:
             log.exception("building the participant state failed")
 
+    async def start_block(step) -> None:
+        async def work():
+            return [await prepare_block(ctx, p, step, method="sim_reset")]
+
+        await answer(work, "the robot could not be reset; please tell the operator")
+
     async def run_trial(step, text, claim) -> None:
-        try:
+        async def work():
             await conn.send_json({"type": "trial_started", "alias": step.alias, "instruction": text})
-            res = await run_participant_trial(ctx, p, step, text, claim)
-            await conn.send_json({"type": "trial_result", **res})
-        except FlowError as e:
-            await conn.send_json({"type": "error", "error": str(e)})
-        except Exception:  # e.g. the database became unwritable: tell the participant, keep serving
-            log.exception("participant trial failed")
-            await conn.send_json({"type": "error", "error": "the trial could not be recorded; please tell the operator"})
-        try:
-            await conn.send_json(participant_state(ctx, p))
-        except Exception:
-            log.exception("building the participant state failed")
+            return [{"type": "trial_result", **await run_participant_trial(ctx, p, step, text, claim)}]
+
+        await answer(work, "the trial could not be recorded; please tell the operator")
 
     try:
         while True:
