@@ -133,12 +133,14 @@ class KinematicArmBackend:
         rot_speed_rad_s / rot_acc_rad_s2: pace of the orientation change of a linear move.
         vacuum: ``True`` when the mounted tool is the Lite vacuum (``vacuum_contact`` then says
             whether the cup is sealed on a surface).
+        clock: the time source (s), ``time.monotonic`` by default; tests pass a fake one.
     """
 
     def __init__(self, kinematics=None, *, joints_rad=None, time_scale: float = 1.0, min_motion_s: float = 0.1,
                  max_joint_speed_rad_s: float = math.pi, line_step_m: float = 0.01,
                  line_step_rad: float = math.radians(5.0), max_line_points: int = 60,
-                 rot_speed_rad_s: float = 1.0, rot_acc_rad_s2: float = 2.7, vacuum: bool = False) -> None:
+                 rot_speed_rad_s: float = 1.0, rot_acc_rad_s2: float = 2.7, vacuum: bool = False,
+                 clock=time.monotonic) -> None:
         if kinematics is None:
             from .kinematics import Lite6Kinematics
 
@@ -152,6 +154,7 @@ class KinematicArmBackend:
         self.line_step_m, self.line_step_rad, self.max_line_points = line_step_m, line_step_rad, int(max_line_points)
         self.rot_speed_rad_s, self.rot_acc_rad_s2 = float(rot_speed_rad_s), float(rot_acc_rad_s2)
         self.vacuum = bool(vacuum)
+        self.clock = clock
         self.vacuum_contact = True
         self.tool_closed: bool | None = None
         seed = getattr(kinematics, "TOOL_DOWN_SEED_RAD", np.zeros(6)) if joints_rad is None else joints_rad
@@ -164,7 +167,7 @@ class KinematicArmBackend:
         m = self._motion
         if m is None:
             return
-        t = (time.monotonic() if now is None else now) - m.t0
+        t = (self.clock() if now is None else now) - m.t0
         s = trapezoid_fraction(t, *m.profile, m.duration_s)
         i = min(int(np.searchsorted(m.fracs, s, side="right")) - 1, len(m.fracs) - 2)
         a = (s - m.fracs[i]) / (m.fracs[i + 1] - m.fracs[i])
@@ -207,7 +210,7 @@ class KinematicArmBackend:
         moves = bool(np.any(np.abs(path[-1] - path[0]) > 1e-9)) or natural_s > 0
         if moves:
             dur = max(dur, self.min_motion_s)
-        self._motion = _Motion(time.monotonic(), dur, np.asarray(fracs, dtype=np.float64), np.asarray(path), profile)
+        self._motion = _Motion(self.clock(), dur, np.asarray(fracs, dtype=np.float64), np.asarray(path), profile)
         if dur <= 0:
             self._advance()
         return dur

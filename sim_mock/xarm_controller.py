@@ -13,7 +13,8 @@ What it serves (frames in ``xarm_protocol`` and ``xarm_reports``, behaviour in `
 The controller model drives an ``ArmBackend`` (``arm_backend``): ``KinematicArmBackend`` by default,
 a physics world when one is given. Every request goes to ``log`` (a list of dicts: ``register``,
 ``name``, ``params`` in protocol units, ``result``, ``duration_s`` of a motion once it starts, and
-``fault`` when one was injected). Faults: ``inject("drop" | "error" | "stall", on_register=...)``.
+``fault`` when one was injected). Faults: ``inject("drop" | "error" | "error_no_data" | "stall",
+on_register=...)``.
 """
 
 from __future__ import annotations
@@ -30,17 +31,18 @@ from .xarm_model import LITE6_VERSION, Lite6ControllerModel
 from .xarm_protocol import REG, FrameReader, Request, build_reply, decode_params
 from .xarm_reports import REPORT_PORTS, REPORT_RATES_HZ, build_report
 
-__all__ = ["XArmControllerEmulator", "Fault", "LITE6_VERSION", "DEFAULT_FAULT_CODE"]
+__all__ = ["XArmControllerEmulator", "Fault", "FAULT_KINDS", "LITE6_VERSION", "DEFAULT_FAULT_CODE"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FAULT_CODE = 31  # C31 "Collision Caused Abnormal Current": a plausible spontaneous fault
 CLOCK_PERIOD_S = 0.01    # how often the cached commands advance when nobody asks
+FAULT_KINDS = ("drop", "error", "error_no_data", "stall")
 
 
 @dataclass
 class Fault:
-    """An injected fault: ``kind`` in ``drop``, ``error``, ``stall``; fires on the next request to
+    """An injected fault: ``kind`` in ``FAULT_KINDS``; fires on the next request to
     ``on_register`` (any register when ``None``) ``count`` times; ``code`` is the controller error
     code an ``error`` fault sets."""
 
@@ -185,15 +187,17 @@ class XArmControllerEmulator:
 
         - ``drop``: close every client connection (command and reports) without answering; the arm
           goes on with what it was doing, as a real controller does when its client vanishes;
-        - ``error``: answer with the error flag and set controller error ``code`` (the arm stops);
-          nothing is executed;
+        - ``error``: set controller error ``code`` (the arm stops) and answer with the error flag
+          (the register's usual data; a motion is not executed);
+        - ``error_no_data``: the same, but the reply carries no data (the SDK's getters then raise,
+          e.g. ``IndexError`` in ``get_state``);
         - ``stall``: never answer (nor execute) that request.
 
         Raises:
             ValueError: unknown kind or register name.
         """
-        if kind not in ("drop", "error", "stall"):
-            raise ValueError(f"unknown fault {kind!r}: drop, error or stall")
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}: {', '.join(FAULT_KINDS)}")
         if isinstance(on_register, str):
             if on_register not in REG:
                 raise ValueError(f"unknown register name {on_register!r}")
@@ -371,8 +375,12 @@ class XArmControllerEmulator:
                     entry["result"] = "stalled"
                     return b""
                 self.model.fault(fault.code)
+                if fault.kind == "error_no_data":
+                    entry["result"] = "error_no_data"
+                    return build_reply(req, self.model.flags())
+                _, extra_flags, data = self.model.handle(req, params, entry)  # the register's data shape
                 entry["result"] = "error"
-                return build_reply(req, self.model.flags())
+                return build_reply(req, self.model.flags() | extra_flags, data)
             result, extra_flags, data = self.model.handle(req, params, entry)
             entry["result"] = result
             return build_reply(req, self.model.flags() | extra_flags, data)

@@ -135,6 +135,7 @@ class Lite6ControllerModel:
         self.backend, self.tool, self.version = backend, tool, version
         self.state_settle_s, self.time_scale = float(state_settle_s), float(time_scale)
         self.lock = threading.RLock()
+        self.clock = getattr(backend, "clock", time.monotonic)  # the arm's time (a physics world's own)
         self.state, self.mode = STATE_STOPPED, 0
         self.enabled_mask = self.brake_mask = 0
         self.error_code = self.warn_code = 0
@@ -183,7 +184,7 @@ class Lite6ControllerModel:
     # -- the cache -----------------------------------------------------------------------------
     def tick(self, now: float | None = None) -> None:
         """Finish the running command when it is done and start the next ones (lock held)."""
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         cur = self._current
         if cur is not None:
             done = now >= cur.until if cur.kind == "sleep" else not self.backend.moving()
@@ -291,7 +292,7 @@ class Lite6ControllerModel:
         cur = self._current
         if cur is not None:
             if cur.kind == "sleep":
-                cur.remaining_s = max(0.0, cur.until - time.monotonic())
+                cur.remaining_s = max(0.0, cur.until - self.clock())
             self.backend.stop()
             self._queue.appendleft(cur)  # resumes from where the arm stopped (the goal is kept)
             self._current = None
@@ -350,7 +351,7 @@ class Lite6ControllerModel:
             return "refused_error", 0
         if not self.enabled or self.state in (STATE_STOPPED, STATE_CONFIG) or self.mode != 0:
             return "not_ready", STATE_FLAG_NOT_READY
-        if time.monotonic() < self._ready_at:
+        if self.clock() < self._ready_at:
             return "ignored", 0  # acknowledged but dropped: sent too soon after a state change
         if self.cmd_num >= CACHE_SIZE:
             self.warn_code = CACHE_FULL_WARNING
@@ -429,7 +430,7 @@ class Lite6ControllerModel:
                 return "ok", 0, b""
             if self.state not in (STATE_MOVING,):
                 self.state = STATE_READY
-                self._ready_at = time.monotonic() + self.state_settle_s
+                self._ready_at = self.clock() + self.state_settle_s
             return "ok", 0, b""
         if value == 3:
             if self.state in (STATE_MOVING, STATE_READY):
