@@ -21,7 +21,9 @@ translation at ``speed`` or by the rotation at ``rot_speed_rad_s``, whichever ta
 
 from __future__ import annotations
 
+import logging
 import math
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -32,13 +34,16 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from .trapezoid import trapezoid_duration_s, trapezoid_fraction
 
-__all__ = ["ArmBackend", "KinematicArmBackend", "PlanningError", "KINEMATIC_ERROR", "JOINT_LIMIT_ERROR",
-           "SPEED_LIMIT_ERROR"]
+log = logging.getLogger(__name__)
+
+__all__ = ["ArmBackend", "KinematicArmBackend", "MotionLayerBackend", "PlanningError", "check_line_joint_speeds",
+           "KINEMATIC_ERROR", "JOINT_LIMIT_ERROR", "SPEED_LIMIT_ERROR", "LITE6_MAX_JOINT_SPEED_RAD_S"]
 
 # Controller error codes a planning failure becomes (the SDK's ControllerErrorCodeMap titles).
 KINEMATIC_ERROR = 21    # C21 "Kinematic Error": no joint solution along the path
 JOINT_LIMIT_ERROR = 23  # C23 "Joints Angle Exceed Limit"
 SPEED_LIMIT_ERROR = 24  # C24 "Speed Exceeds Limit": the path needs a joint faster than its limit (singularity)
+LITE6_MAX_JOINT_SPEED_RAD_S = math.pi  # Lite 6 specification: 180 deg/s
 
 
 class PlanningError(Exception):
@@ -107,6 +112,30 @@ class ArmBackend(Protocol):
         ``False``)."""
 
 
+def check_line_joint_speeds(fracs, path, profile: tuple[float, float, float], max_joint_speed_rad_s: float) -> None:
+    """Refuse a line whose joints would outrun their speed limit at the commanded pace (a branch flip
+    or a pass near a singularity shows up as a large joint step between waypoints).
+
+    Args:
+        fracs: ``(n,)`` path parameter (0..1) of the waypoints; ``path``: ``(n, 6)`` joints there, rad.
+        profile: distance, peak speed and acceleration of the axis that paces the line (m or rad).
+        max_joint_speed_rad_s: the joint speed limit.
+
+    Raises:
+        PlanningError: ``SPEED_LIMIT_ERROR`` with the joint and the speed it would need.
+    """
+    dist, speed, acc = profile
+    if dist <= 0:
+        return
+    peak_path_rate = min(speed, math.sqrt(acc * dist)) / dist  # ds/dt at the profile's top speed
+    dq_ds = np.abs(np.diff(np.asarray(path), axis=0)) / np.diff(np.asarray(fracs))[:, None]
+    need = float(np.max(dq_ds)) * peak_path_rate
+    if need > max_joint_speed_rad_s * 1.001:
+        joint = int(np.argmax(np.max(dq_ds, axis=0))) + 1
+        raise PlanningError(SPEED_LIMIT_ERROR, f"joint {joint} would need {math.degrees(need):.0f} deg/s "
+                            f"(limit {math.degrees(max_joint_speed_rad_s):.0f} deg/s) on this line")
+
+
 @dataclass
 class _Motion:
     t0: float
@@ -137,7 +166,7 @@ class KinematicArmBackend:
     """
 
     def __init__(self, kinematics=None, *, joints_rad=None, time_scale: float = 1.0, min_motion_s: float = 0.1,
-                 max_joint_speed_rad_s: float = math.pi, line_step_m: float = 0.01,
+                 max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S, line_step_m: float = 0.01,
                  line_step_rad: float = math.radians(5.0), max_line_points: int = 60,
                  rot_speed_rad_s: float = 1.0, rot_acc_rad_s2: float = 2.7, vacuum: bool = False,
                  clock=time.monotonic) -> None:
@@ -242,7 +271,7 @@ class KinematicArmBackend:
             profile = (dist, speed_m_s, acc_m_s2) if t_lin >= t_rot else (angle, self.rot_speed_rad_s,
                                                                             self.rot_acc_rad_s2)
             natural = max(t_lin, t_rot)
-            self._check_joint_speeds(fracs, path, profile, natural)
+            check_line_joint_speeds(fracs, path, profile, self.max_joint_speed_rad_s)
             return self._start(fracs, path, profile, natural)
 
     def _line_path(self, start, goal, rots, dist, angle, tool, q0) -> tuple[np.ndarray, np.ndarray]:
@@ -266,20 +295,6 @@ class KinematicArmBackend:
             path.append(q)
         return fracs, np.stack(path)
 
-    def _check_joint_speeds(self, fracs, path, profile, natural_s: float) -> None:
-        """Refuse a line whose joints would outrun their speed limit at the commanded TCP speed (a
-        branch flip or a pass near a singularity shows up as a large joint step between waypoints)."""
-        dist, speed, acc = profile
-        if dist <= 0 or natural_s <= 0:
-            return
-        peak_path_rate = min(speed, math.sqrt(acc * dist)) / dist  # ds/dt at the profile's top speed
-        dq_ds = np.abs(np.diff(path, axis=0)) / np.diff(fracs)[:, None]
-        need = float(np.max(dq_ds)) * peak_path_rate
-        if need > self.max_joint_speed_rad_s * 1.001:
-            joint = int(np.argmax(np.max(dq_ds, axis=0))) + 1
-            raise PlanningError(SPEED_LIMIT_ERROR, f"joint {joint} would need {math.degrees(need):.0f} deg/s "
-                                f"(limit {math.degrees(self.max_joint_speed_rad_s):.0f} deg/s) on this line")
-
     def stop(self) -> None:
         with self._lock:
             self._advance()
@@ -293,3 +308,153 @@ class KinematicArmBackend:
     def tool_holding(self) -> bool:
         with self._lock:
             return self.vacuum and self.tool_closed is True and self.vacuum_contact
+
+
+class MotionLayerBackend:
+    """An ``ArmBackend`` over a *blocking* motion layer: the MuJoCo Lite 6 of issue 11
+    (``sim_mock.lite6_sim.SimLite6``, ``world.lite6``), or anything with its methods:
+    ``joints_rad()``, ``commanded_pose() -> (xyz_m, rpy_deg)``, ``plan_linear(start_m, start_rpy_deg,
+    seed_rad, goal_m, goal_rpy_deg) -> (distance_m, fractions, joint path)``, ``move_linear(xyz_m,
+    rpy_deg, speed_m_s, acc_m_s2)`` and ``move_joints(joints_rad, speed_rad_s, acc_rad_s2)`` that
+    return when the arm is there, ``set_tool(closed)``, ``holding()``, ``stop()`` from another thread
+    (the motion raises) and ``clear_stop()``. Its poses are those of its own tool's TCP.
+
+    The layer's blocking calls run one at a time on a worker thread, in order (motions and tool
+    actions both step the physics, so they never overlap); ``moving()`` is true while a motion runs.
+    A linear move is planned on the caller's thread first (``plan_linear``), so that a goal with no
+    joint solution or a line too fast for the joints is refused at once, as the controller does.
+
+    The emulator's TCP (the controller's TCP offset, ``tool_T``) may differ from the layer's tool
+    (a script that sets no TCP offset moves the flange): goals are converted through the flange,
+    so the flange ends where the controller would put it; in between, the layer keeps *its* TCP on
+    a straight line, which differs from the controller's only while the orientation changes.
+
+    Args:
+        layer: the motion layer.
+        kinematics: the ``Lite6Kinematics`` of the layer's arm (flange FK/IK for the queries).
+        layer_tool_T: 4x4 flange -> the layer's TCP (e.g. 83.6 mm along z for the Lite gripper).
+        max_joint_speed_rad_s: as ``KinematicArmBackend``.
+    """
+
+    def __init__(self, layer, kinematics, layer_tool_T, *, max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S,
+                 stop_timeout_s: float = 5.0) -> None:
+        self.layer, self.kin = layer, kinematics
+        self.layer_tool_T = np.asarray(layer_tool_T, dtype=np.float64)
+        self.joint_limits_rad = np.asarray(kinematics.joint_limits_rad, dtype=np.float64).reshape(6, 2)
+        self.max_joint_speed_rad_s, self.stop_timeout_s = float(max_joint_speed_rad_s), float(stop_timeout_s)
+        self._jobs: queue.Queue = queue.Queue()
+        self._busy = threading.Event()     # a job is queued or running
+        self._motion = threading.Event()   # a motion job is running
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._tool_closed: bool | None = None
+        self._worker = threading.Thread(target=self._work, daemon=True, name="motion-layer-backend")
+        self._worker.start()
+
+    # -- the worker ------------------------------------------------------------------------------
+    def _submit(self, fn, *args, motion: bool) -> None:
+        with self._lock:
+            self._pending += 1
+            self._busy.set()
+            if motion:
+                self._motion.set()  # moving from the moment it is accepted
+        self._jobs.put((fn, args, motion))
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:  # close()
+                return
+            fn, args, motion = job
+            try:
+                fn(*args)
+            except Exception as e:  # MotionStopped after stop(), or a physics refusal: the arm holds
+                log.info("motion layer job ended: %s", e)
+            finally:
+                with self._lock:
+                    self._pending -= 1
+                    if self._pending == 0:
+                        self._busy.clear()
+                        self._motion.clear()
+
+    # -- ArmBackend ------------------------------------------------------------------------------
+    def joints_rad(self) -> np.ndarray:
+        return np.asarray(self.layer.joints_rad(), dtype=np.float64).reshape(6)
+
+    def fk(self, joints_rad) -> np.ndarray:
+        return self.kin.fk(np.asarray(joints_rad, dtype=np.float64).reshape(6), tool=None)
+
+    def ik(self, flange_T: np.ndarray, seed_rad) -> np.ndarray | None:
+        from .kinematics import matrix_to_rpy_deg
+
+        T = np.asarray(flange_T, dtype=np.float64)
+        if not np.all(np.isfinite(T)):
+            return None
+        q = self.kin.ik(T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64),
+                        tool=None)
+        return None if q is None else np.asarray(q, dtype=np.float64)
+
+    def move_joints(self, target_rad, speed_rad_s: float, acc_rad_s2: float) -> float:
+        q1 = np.asarray(target_rad, dtype=np.float64).reshape(6)
+        lo, hi = self.joint_limits_rad[:, 0], self.joint_limits_rad[:, 1]
+        if not (np.all(np.isfinite(q1)) and np.all(q1 >= lo - 1e-6) and np.all(q1 <= hi + 1e-6)):
+            raise PlanningError(JOINT_LIMIT_ERROR, f"joint target {np.degrees(q1).round(1).tolist()} deg is outside "
+                                "the limits")
+        dist = float(np.max(np.abs(q1 - self.joints_rad())))
+        self._submit(self.layer.move_joints, q1, speed_rad_s, acc_rad_s2, motion=True)
+        return trapezoid_duration_s(dist, speed_rad_s, acc_rad_s2)
+
+    def move_linear(self, tcp_goal_T: np.ndarray, tool_T: np.ndarray, speed_m_s: float, acc_m_s2: float) -> float:
+        from .kinematics import matrix_to_rpy_deg
+
+        goal = np.asarray(tcp_goal_T, dtype=np.float64) @ np.linalg.inv(np.asarray(tool_T, dtype=np.float64))
+        goal = goal @ self.layer_tool_T  # the same flange pose, as the layer's TCP
+        goal_xyz, goal_rpy = goal[:3, 3], matrix_to_rpy_deg(goal[:3, :3])
+        start_xyz, start_rpy = self.layer.commanded_pose()
+        try:
+            dist, fracs, path = self.layer.plan_linear(start_xyz, start_rpy, self.joints_rad(), goal_xyz, goal_rpy)
+        except Exception as e:  # the layer's own "no joint solution" (UnreachableTargetError)
+            raise PlanningError(KINEMATIC_ERROR, str(e)) from e
+        check_line_joint_speeds(fracs, path, (dist, speed_m_s, acc_m_s2), self.max_joint_speed_rad_s)
+        self._submit(self.layer.move_linear, goal_xyz, goal_rpy, speed_m_s, acc_m_s2, motion=True)
+        return trapezoid_duration_s(dist, speed_m_s, acc_m_s2)
+
+    def moving(self) -> bool:
+        return self._motion.is_set()
+
+    def stop(self) -> None:
+        """Halt the running job and drop the queued ones; wait until the worker is idle."""
+        while True:  # queued jobs never run
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:  # keep a close() request
+                self._jobs.put(None)
+                break
+            with self._lock:
+                self._pending -= 1
+        with self._lock:
+            if self._pending <= 0:
+                self._pending = 0
+                self._busy.clear()
+                self._motion.clear()
+        self.layer.stop()
+        deadline = time.monotonic() + self.stop_timeout_s
+        while self._busy.is_set() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.layer.clear_stop()
+
+    def set_tool(self, closed: bool | None) -> None:
+        self._tool_closed = closed
+        if closed is not None:  # None (the Lite gripper's "stop"): the fingers stay where they are
+            self._submit(self.layer.set_tool, bool(closed), motion=False)
+
+    def tool_holding(self) -> bool:
+        return self.layer.holding() is not None
+
+    def close(self) -> None:
+        """Stop what runs and end the worker thread."""
+        self.stop()
+        self._jobs.put(None)
+        self._worker.join(timeout=self.stop_timeout_s)

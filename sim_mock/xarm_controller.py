@@ -282,6 +282,9 @@ class XArmControllerEmulator:
         for t in self._threads:
             t.join(timeout=2)
         self._threads.clear()
+        close = getattr(self.backend, "close", None)  # a backend with its own threads
+        if close is not None:
+            close()
 
     def __enter__(self) -> "XArmControllerEmulator":
         return self.start()
