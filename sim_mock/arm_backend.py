@@ -145,7 +145,33 @@ class _Motion:
     profile: tuple[float, float, float]  # distance, speed, acc of the axis that paces the motion
 
 
-class KinematicArmBackend:
+class _FlangeKinematics:
+    """The backends' kinematic queries: flange FK/IK of ``self.kin`` (a ``Lite6Kinematics``) and the
+    joint-limit test against ``self.joint_limits_rad``."""
+
+    kin: object
+    joint_limits_rad: np.ndarray
+
+    def fk(self, joints_rad) -> np.ndarray:
+        return self.kin.fk(np.asarray(joints_rad, dtype=np.float64).reshape(6), tool=None)
+
+    def ik(self, flange_T: np.ndarray, seed_rad) -> np.ndarray | None:
+        from .kinematics import matrix_to_rpy_deg
+
+        T = np.asarray(flange_T, dtype=np.float64)
+        if not np.all(np.isfinite(T)):
+            return None
+        q = self.kin.ik(T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64),
+                        tool=None)
+        return None if q is None else np.asarray(q, dtype=np.float64)
+
+    def within_limits(self, joints_rad) -> bool:
+        q = np.asarray(joints_rad, dtype=np.float64).reshape(6)
+        lo, hi = self.joint_limits_rad[:, 0], self.joint_limits_rad[:, 1]
+        return bool(np.all(np.isfinite(q)) and np.all(q >= lo - 1e-6) and np.all(q <= hi + 1e-6))
+
+
+class KinematicArmBackend(_FlangeKinematics):
     """The Lite 6 as kinematics and time: no dynamics, no contact.
 
     Args:
@@ -214,24 +240,6 @@ class KinematicArmBackend:
         with self._lock:
             self._advance()
             return self._motion is not None
-
-    def fk(self, joints_rad) -> np.ndarray:
-        return self.kin.fk(np.asarray(joints_rad, dtype=np.float64).reshape(6), tool=None)
-
-    def ik(self, flange_T: np.ndarray, seed_rad) -> np.ndarray | None:
-        from .kinematics import matrix_to_rpy_deg
-
-        T = np.asarray(flange_T, dtype=np.float64)
-        if not np.all(np.isfinite(T)):
-            return None
-        q = self.kin.ik(T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64),
-                        tool=None)
-        return None if q is None else np.asarray(q, dtype=np.float64)
-
-    def within_limits(self, joints_rad) -> bool:
-        q = np.asarray(joints_rad, dtype=np.float64).reshape(6)
-        lo, hi = self.joint_limits_rad[:, 0], self.joint_limits_rad[:, 1]
-        return bool(np.all(np.isfinite(q)) and np.all(q >= lo - 1e-6) and np.all(q <= hi + 1e-6))
 
     # -- motion ----------------------------------------------------------------------------------
     def _start(self, fracs, path, profile, natural_s: float) -> float:
@@ -310,7 +318,7 @@ class KinematicArmBackend:
             return self.vacuum and self.tool_closed is True and self.vacuum_contact
 
 
-class MotionLayerBackend:
+class MotionLayerBackend(_FlangeKinematics):
     """An ``ArmBackend`` over a *blocking* motion layer: the MuJoCo Lite 6 of issue 11
     (``sim_mock.lite6_sim.SimLite6``, ``world.lite6``), or anything with its methods:
     ``joints_rad()``, ``commanded_pose() -> (xyz_m, rpy_deg)``, ``plan_linear(start_m, start_rpy_deg,
@@ -381,23 +389,9 @@ class MotionLayerBackend:
     def joints_rad(self) -> np.ndarray:
         return np.asarray(self.layer.joints_rad(), dtype=np.float64).reshape(6)
 
-    def fk(self, joints_rad) -> np.ndarray:
-        return self.kin.fk(np.asarray(joints_rad, dtype=np.float64).reshape(6), tool=None)
-
-    def ik(self, flange_T: np.ndarray, seed_rad) -> np.ndarray | None:
-        from .kinematics import matrix_to_rpy_deg
-
-        T = np.asarray(flange_T, dtype=np.float64)
-        if not np.all(np.isfinite(T)):
-            return None
-        q = self.kin.ik(T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64),
-                        tool=None)
-        return None if q is None else np.asarray(q, dtype=np.float64)
-
     def move_joints(self, target_rad, speed_rad_s: float, acc_rad_s2: float) -> float:
         q1 = np.asarray(target_rad, dtype=np.float64).reshape(6)
-        lo, hi = self.joint_limits_rad[:, 0], self.joint_limits_rad[:, 1]
-        if not (np.all(np.isfinite(q1)) and np.all(q1 >= lo - 1e-6) and np.all(q1 <= hi + 1e-6)):
+        if not self.within_limits(q1):
             raise PlanningError(JOINT_LIMIT_ERROR, f"joint target {np.degrees(q1).round(1).tolist()} deg is outside "
                                 "the limits")
         dist = float(np.max(np.abs(q1 - self.joints_rad())))

@@ -11,6 +11,7 @@ import configparser
 import ipaddress
 import os
 import sys
+import time
 
 
 def robot_ip() -> str:
@@ -34,3 +35,12 @@ def xarm_api(**kwargs):
     from xarm.wrapper import XArmAPI
 
     return XArmAPI(robot_ip(), **kwargs)
+
+
+def make_ready(arm) -> None:
+    """The bring-up of UFACTORY's examples, then 0.5 s as their 1008 waits: a motion sent right after
+    a state change may be dropped."""
+    arm.motion_enable(enable=True)
+    arm.set_mode(0)
+    arm.set_state(state=0)
+    time.sleep(0.5)

@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 import time
 
-from _connect import xarm_api
+from _connect import make_ready, xarm_api
 
 arm = xarm_api()
-arm.motion_enable(enable=True)
-arm.set_mode(0)
-arm.set_state(state=0)
-time.sleep(0.5)
+make_ready(arm)
 arm.set_position(x=250, y=0, z=150, roll=-180, pitch=0, yaw=0, speed=200, wait=True)
 arm.set_counter_reset()
 codes = []

@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 import time
 
-from _connect import xarm_api
+from _connect import make_ready, xarm_api
 
 arm = xarm_api()
-arm.motion_enable(enable=True)
-arm.set_mode(0)
-arm.set_state(state=0)
-time.sleep(0.5)
+make_ready(arm)
 out = {"home": arm.move_gohome(wait=True)}
 # J3 of a Lite 6 ranges -3.5 .. 300 deg (an xArm 6's -225 .. 11): the SDK itself refuses -60
 out["joint_out_of_range"] = arm.set_servo_angle(angle=[0, 0, -60, 0, 0, 0], speed=50, wait=True)

@@ -11,15 +11,12 @@ import json
 import sys
 import time
 
-from _connect import xarm_api
+from _connect import make_ready, xarm_api
 
 kwargs = {"report_type": sys.argv[2]} if len(sys.argv) >= 3 else {}
 arm = xarm_api(**kwargs)
 out = {"connected": arm.connected, "axis": arm.axis, "device_type": arm.device_type}
-arm.motion_enable(enable=True)
-arm.set_mode(0)
-arm.set_state(state=0)
-time.sleep(0.5)  # as UFACTORY's 1008: a motion sent right after a state change may be dropped
+make_ready(arm)
 
 out["home"] = arm.move_gohome(wait=True)
 out["home_angles"] = arm.get_servo_angle()[1][:6]
