@@ -2,14 +2,14 @@
 
 from .arm import (ARM_DRIVERS, TOOLS, Arm, ArmDriver, ArmState, MotionConfig, MotionReport, TcpPose, Tool,
                   make_arm)
-from .errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError,
+from .errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError,
                      EmergencyStopError, MotionRefusedError, ReachRefusedError, RobotError, UnreachableTargetError,
                      UnsafeTargetError)
 from .workspace import Workspace
 
 __all__ = [
     "ARM_DRIVERS", "TOOLS", "Arm", "ArmDriver", "ArmState", "MotionConfig", "MotionReport", "TcpPose", "Tool",
-    "make_arm", "ArmConnectionError", "ArmFaultError", "ArmNotConnectedError", "ArmTimeoutError",
+    "make_arm", "ArmConnectionError", "ArmFaultError", "ArmNotConnectedError", "ArmProtocolError", "ArmTimeoutError",
     "EmergencyStopError", "MotionRefusedError", "ReachRefusedError", "RobotError", "UnreachableTargetError",
     "UnsafeTargetError", "Workspace",
 ]

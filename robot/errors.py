@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = [
     "RobotError", "ArmNotConnectedError", "MotionRefusedError", "UnsafeTargetError", "ReachRefusedError",
     "UnreachableTargetError",
-    "ArmFaultError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
+    "ArmFaultError", "ArmProtocolError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
 ]
 
 
@@ -59,6 +59,11 @@ class ArmFaultError(RobotError):
         msg = f"{call} returned code {code}" + (f": {detail}" if detail else "")
         super().__init__(msg)
         self.call, self.code, self.detail = call, code, detail
+
+
+class ArmProtocolError(ArmFaultError):
+    """The SDK raised instead of returning a code (a reply it could not read, e.g. an error reply
+    without data): ``code`` is the SDK's ``API_EXCEPTION`` (-3), ``detail`` names the exception."""
 
 
 class ArmConnectionError(RobotError, ConnectionError):

@@ -24,6 +24,12 @@ Connection details that matter (read from the SDK 1.18.4 source):
   the IP we were given.
 - The SDK prints to stdout (and its loggers write there); the driver routes both to stderr so that
   ``pointlab`` commands keep stdout for their JSON.
+- The SDK can raise instead of returning a code (an ``IndexError`` when a reply carries no data):
+  every SDK call goes through ``_GuardedApi``, which turns any exception into ``ArmProtocolError``
+  (or ``ArmConnectionError`` when the session is gone).
+- A real Lite 6 goes on executing the motions it has accepted when its client disappears
+  (docs/robot.md, "Connection loss"): when the connection is lost, the driver opens a new session
+  within ``reconnect_timeout_s`` and sends the stop before it reports the ``ArmConnectionError``.
 """
 
 from __future__ import annotations
@@ -41,11 +47,11 @@ import numpy as np
 
 from .arm import TOOLS, ArmDriver, TcpPose, Tool
 from .errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, UnreachableTargetError,
-    UnsafeTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, RobotError,
+    UnreachableTargetError, UnsafeTargetError,
 )
 from .xarm_codes import (
-    CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
+    API_EXCEPTION, CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
 )
 
 __all__ = ["Lite6Config", "XArmDriver", "DEFAULT_PORT", "REPORT_PORTS", "LITE6_JOINT_LIMITS_DEG"]
@@ -83,6 +89,8 @@ class Lite6Config:
             before a sequence (``check_reachable``), mm; at most ``reach_check_max_points`` interior
             points per segment are checked besides its goal.
         reach_check_max_points: cap on the interior points checked per segment.
+        reconnect_timeout_s: after a lost connection, how long the driver keeps trying to open a new
+            session to send the stop (docs/robot.md, "Connection loss").
 
     Raises:
         ValueError: bad address, port, tool or limit.
@@ -100,6 +108,7 @@ class Lite6Config:
     vacuum_hardware_version: int = 1
     reach_check_step_mm: float = 50.0
     reach_check_max_points: int = 4
+    reconnect_timeout_s: float = 2.0
 
     def __post_init__(self) -> None:
         try:
@@ -116,7 +125,7 @@ class Lite6Config:
         if self.reach_check_max_points < 0:
             raise ValueError("xarm: reach_check_max_points must be >= 0")
         for name in ("max_acc_mm_s2", "cmd_timeout_s", "motion_timeout_s", "reach_tolerance_mm",
-                     "reach_check_step_mm"):
+                     "reach_check_step_mm", "reconnect_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"xarm: {name} must be positive")
         if self.state_settle_s < 0:
@@ -151,6 +160,37 @@ def _sdk_control_port(port: int):
             yield
         finally:
             XCONF.SocketConf.TCP_CONTROL_PORT = old
+
+
+class _GuardedApi:
+    """An ``XArmAPI`` whose methods raise typed robot errors instead of whatever the SDK raises.
+
+    The SDK mostly returns codes, but some paths raise: ``get_state`` indexes the reply and raises
+    ``IndexError`` when an error reply carries no data, ``connect`` raises a bare ``Exception``. A
+    typed error is what a trial can record and what ``Arm`` stops the arm for. Attributes that are
+    not methods (``connected``, ``axis``, ...) pass through.
+    """
+
+    def __init__(self, api) -> None:
+        self._sdk = api
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._sdk, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                return attr(*args, **kwargs)
+            except RobotError:
+                raise
+            except Exception as e:  # anything the SDK raises becomes a robot error
+                what = f"{type(e).__name__}: {e}"
+                if not self._sdk.connected:
+                    raise ArmConnectionError(f"{name}: connection to the xArm controller lost ({what})") from e
+                raise ArmProtocolError(name, API_EXCEPTION, f"the SDK raised {what}") from e
+
+        return call
 
 
 class XArmDriver(ArmDriver):
@@ -205,6 +245,17 @@ class XArmDriver(ArmDriver):
         cfg = self.config
         if self._api is not None:
             self.disconnect()
+        self._api = self._new_session()
+        api = self._api
+        log.info("connected to %s at %s:%d", api.version, cfg.ip, cfg.port)
+
+    def _new_session(self) -> _GuardedApi:
+        """A connected SDK session to a Lite 6 (no bring-up).
+
+        Raises:
+            ArmConnectionError: refused, dropped, or the controller is not a Lite 6.
+        """
+        cfg = self.config
         XArmAPI = _sdk_to_stderr()
         api = XArmAPI(cfg.ip, do_not_open=True, is_radian=False, enable_report=True, report_type="normal",
                       forbid_uds=True)
@@ -221,8 +272,7 @@ class XArmDriver(ArmDriver):
             raise ArmConnectionError(
                 f"controller at {cfg.ip}:{cfg.port} reports axis {api.axis} type {api.device_type} "
                 f"({api.version}), not a Lite 6 (axis 6, type 9)")
-        log.info("connected to %s at %s:%d", api.version, cfg.ip, cfg.port)
-        self._api = api
+        return _GuardedApi(api)
 
     def _bring_up(self) -> None:
         api, cfg = self._api, self.config
@@ -272,7 +322,7 @@ class XArmDriver(ArmDriver):
             while api.connected and time.monotonic() < deadline:
                 time.sleep(0.05)
         if code in CONNECTION_CODES or (api is not None and not api.connected):
-            raise ArmConnectionError(f"{call}: connection to the xArm controller lost (SDK code {code})")
+            raise self._connection_lost(f"{call}: connection to the xArm controller lost (SDK code {code})")
         if code in TIMEOUT_CODES:
             raise ArmTimeoutError(f"{call}: {api_code_text(code)} (SDK code {code})")
         detail = api_code_text(code)
@@ -409,17 +459,57 @@ class XArmDriver(ArmDriver):
             self._check("stop_lite6_gripper", api.stop_lite6_gripper())
 
     def emergency_stop(self) -> None:
-        """``XArmAPI.emergency_stop()`` (state 4); does not clear errors. Never raises: with the
-        connection gone there is nothing left to send."""
+        """``XArmAPI.emergency_stop()`` (state 4: the motion stops, the controller's command cache is
+        cleared); does not clear errors. When the session was lost it first opens a new one (within
+        ``reconnect_timeout_s``), because a Lite 6 that lost its client goes on moving; a driver that
+        was never connected (or was disconnected) contacts nothing. Never raises: when the controller
+        cannot be reached it logs that nothing was sent."""
         api = self._api
-        if api is None or not api.connected:
+        if api is None:  # never connected, disconnected, or the reconnect already failed
             log.warning("emergency stop: no connection to the controller, nothing sent")
+            return
+        if not api.connected:  # a session that was lost: the arm may be moving
+            self._reconnect_and_stop()
             return
         try:
             with contextlib.redirect_stdout(sys.stderr):
                 api.emergency_stop()
         except Exception:
             log.exception("xarm emergency_stop failed")
+
+    def _connection_lost(self, message: str) -> ArmConnectionError:
+        """The error to raise for a lost connection, after a new session has sent the stop."""
+        sent = self._reconnect_and_stop()
+        if sent:
+            return ArmConnectionError(f"{message}; reconnected and sent the stop")
+        return ArmConnectionError(f"{message}; could not reconnect within {self.config.reconnect_timeout_s:g} s "
+                                  "to send the stop: the arm may still be moving, use the emergency stop button")
+
+    def _reconnect_and_stop(self) -> bool:
+        """Open a new session (retrying for ``reconnect_timeout_s``) and send the stop; whether it
+        was sent. Nothing else is sent: no bring-up, so an error stays for a person to look at."""
+        old, self._api = self._api, None
+        if old is not None:
+            try:
+                old.disconnect()
+            except Exception:  # closing a dead session must not raise
+                log.debug("closing the lost session failed", exc_info=True)
+        deadline = time.monotonic() + self.config.reconnect_timeout_s
+        while True:
+            try:
+                api = self._new_session()
+                with contextlib.redirect_stdout(sys.stderr):
+                    api.set_state(4)  # one frame, at once; emergency_stop() below makes sure
+                    api.emergency_stop()
+                self._api = api
+                log.warning("connection to the controller lost: reconnected and sent the stop")
+                return True
+            except Exception as e:  # the SDK raises bare Exception; ours are typed: all mean "not yet"
+                if time.monotonic() >= deadline:
+                    log.critical("connection to the controller lost and not back within %.1f s (%s): the arm may "
+                                 "still be moving; use the emergency stop button", self.config.reconnect_timeout_s, e)
+                    return False
+                time.sleep(0.2)
 
     # -- reading -------------------------------------------------------------------------------
     def get_pose(self) -> TcpPose:

@@ -11,12 +11,13 @@ Two kinds of numbers (see docs/robot.md for the lab table):
 
 from __future__ import annotations
 
-__all__ = ["API_CODES", "CONNECTION_CODES", "TIMEOUT_CODES", "POSE_NOT_REACHED", "api_code_text",
+__all__ = ["API_CODES", "CONNECTION_CODES", "TIMEOUT_CODES", "POSE_NOT_REACHED", "API_EXCEPTION", "api_code_text",
            "controller_error_text"]
 
 # pointlab's own code: set_position returned 0 but the TCP is not at the target afterwards (the
 # controller dropped the motion, e.g. one sent too soon after a state change).
 POSE_NOT_REACHED = -100
+API_EXCEPTION = -3  # the SDK's APIState.API_EXCEPTION; pointlab also uses it when an SDK call raised
 
 API_CODES: dict[int, str] = {
     0: "success",
@@ -36,7 +37,7 @@ API_CODES: dict[int, str] = {
     100: "motion did not finish in time",
     -1: "not connected",
     -2: "not ready (motion not enabled or state not set)",
-    -3: "SDK exception (bad parameter?)",
+    API_EXCEPTION: "the SDK raised an exception (a reply it could not read, or a bad parameter)",
     -8: "target out of range (rejected by the SDK)",
     -9: "emergency stop: the arm stopped while waiting for the motion",
     POSE_NOT_REACHED: "the call succeeded but the TCP did not reach the target",

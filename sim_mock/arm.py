@@ -30,6 +30,7 @@ from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConn
                                    UnreachableTargetError)
 
 from .kinematics import rpy_deg_to_matrix
+from .trapezoid import trapezoid_duration_s, trapezoid_fraction
 from .world import SimWorld, default_world
 
 __all__ = ["SimArmDriver", "trapezoid_duration_s", "OUT_OF_RANGE_CODE", "HAS_ERROR_CODE"]
@@ -38,32 +39,6 @@ log = logging.getLogger(__name__)
 
 OUT_OF_RANGE_CODE = -8  # xarm APIState.OUT_OF_RANGE: a parameter out of range
 HAS_ERROR_CODE = 1      # xarm APIState.HAS_ERROR: the controller has an uncleared error
-
-
-def trapezoid_duration_s(distance_m: float, speed_m_s: float, acc_m_s2: float) -> float:
-    """Time (s) to travel ``distance_m`` from rest to rest with a trapezoidal (or, for short moves,
-    triangular) speed profile of peak ``speed_m_s`` and acceleration ``acc_m_s2``."""
-    d = abs(float(distance_m))
-    if d == 0.0:
-        return 0.0
-    if d >= speed_m_s ** 2 / acc_m_s2:
-        return d / speed_m_s + speed_m_s / acc_m_s2
-    return 2.0 * math.sqrt(d / acc_m_s2)
-
-
-def _trapezoid_fraction(t_s: float, distance_m: float, speed_m_s: float, acc_m_s2: float, total_s: float) -> float:
-    """Fraction (0..1) of the distance covered at time ``t_s`` of the profile above."""
-    if distance_m == 0.0 or t_s >= total_s:
-        return 1.0
-    t_acc = min(speed_m_s / acc_m_s2, total_s / 2.0)
-    v_peak = acc_m_s2 * t_acc
-    if t_s < t_acc:
-        s = 0.5 * acc_m_s2 * t_s ** 2
-    elif t_s < total_s - t_acc:
-        s = 0.5 * acc_m_s2 * t_acc ** 2 + v_peak * (t_s - t_acc)
-    else:
-        s = distance_m - 0.5 * acc_m_s2 * (total_s - t_s) ** 2
-    return min(max(s / distance_m, 0.0), 1.0)
 
 
 class SimArmDriver(ArmDriver):
@@ -215,7 +190,7 @@ class SimArmDriver(ArmDriver):
                 t = time.monotonic() - t0
                 if self._stop.is_set() or w.arm.estopped:
                     raise EmergencyStopError("emergency stop during a linear move")
-                f = 1.0 if total_s <= 0 else _trapezoid_fraction(t, dist, speed_m_s, acc_m_s2, total_s)
+                f = 1.0 if total_s <= 0 else trapezoid_fraction(t, dist, speed_m_s, acc_m_s2, total_s)
                 if f >= 1.0:
                     w.set_tcp(pose.xyz, goal_rpy, path[-1])
                     break

@@ -15,29 +15,33 @@ sim_app = sub.group("sim")
 
 @sim_app.command("xarm-controller")
 def xarm_controller_cmd(
-    port: int = typer.Option(5020, "--port", help="command port (0: any free port; 502 is privileged)"),
+    port: int = typer.Option(5020, "--port", help="command port (502, the SDK's, needs privileges; 0: any free port)"),
     host: str = typer.Option("127.0.0.1", "--host", help="loopback address to bind (127.x.y.z)"),
-    report_port: int = typer.Option(30001, "--report-port", help="report stream port (the SDK always uses 30001)"),
+    report_port: int = typer.Option(30001, "--report-port", help="normal report port (the SDK uses 30001)"),
+    rich_report_port: int = typer.Option(30002, "--rich-report-port",
+                                         help="rich report port (the SDK's default report, 30002)"),
+    real_report_port: int = typer.Option(30003, "--real-report-port", help="real-time report port (the SDK uses 30003)"),
     time_scale: float = typer.Option(1.0, "--time-scale", help="motion duration factor (1 = realistic)"),
     tool: str = typer.Option("lite_gripper", "--tool", help="mounted tool: lite_gripper or lite_vacuum"),
 ) -> None:
     """Serve a Lite 6 controller that xarm-python-sdk connects to.
 
-    Prints {"host", "port", "report_port", "robot"} (robot: the --robot spec for pointlab act) and
-    serves until interrupted. Exit 2: bad option or a port is taken.
+    Prints {"host", "port", "report_port", "report_ports", "robot"} (robot: the --robot spec for
+    pointlab act) and serves until interrupted. Exit 2: bad option or a port is taken.
     """
     from .xarm_controller import XArmControllerEmulator
 
     if time_scale <= 0:
         fail("--time-scale must be positive")
     try:
-        emu = XArmControllerEmulator(host, port, report_port, time_scale=time_scale, tool=tool)
+        emu = XArmControllerEmulator(host, port, report_port, rich_report_port=rich_report_port,
+                                     real_report_port=real_report_port, time_scale=time_scale, tool=tool)
         emu.start()
     except ValueError as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot bind {host}:{port} / {report_port}: {e}")
-    print_json({"host": emu.host, "port": emu.port, "report_port": emu.report_port,
+        fail(f"cannot bind {host}:{port} / {report_port}, {rich_report_port}, {real_report_port}: {e}")
+    print_json({"host": emu.host, "port": emu.port, "report_port": emu.report_port, "report_ports": emu.report_ports,
                 "robot": f"xarm:{emu.host}:{emu.port}"})
     try:
         threading.Event().wait()

@@ -9,14 +9,15 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import time
 
 import numpy as np
 import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmTimeoutError, ReachRefusedError,
-    UnreachableTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionRefusedError,
+    ReachRefusedError, UnreachableTargetError,
 )
 from pointlab.robot.workspace import Workspace
 from pointlab.robot.xarm import Lite6Config, XArmDriver, _within_limit_deg
@@ -272,6 +273,7 @@ def test_unreachable_pick_is_refused_without_motion_or_fault(emu, arm):
     with pytest.raises(ReachRefusedError, match=r"0\.43, 0\.0, 0\.4") as ei:
         arm.pick(list(FAR_HIGH_TARGET_M))
     assert "code 10" in str(ei.value) and isinstance(ei.value.__cause__, UnreachableTargetError)
+    assert isinstance(ei.value, MotionRefusedError)  # a refusal: nothing moved, the arm is fine
     rest = emu.entries()[brought_up:]
     assert rest and not [e for e in rest if e["name"] in MOTION_OR_TOOL]
     assert not [e for e in rest if e["name"] == "set_state"]  # no stop either: nothing was wrong
@@ -329,17 +331,34 @@ def test_the_sdk_reads_no_ik_solution_as_code_10(emu, arm):
     assert code == 0 and len(angles) == 7 and all(-180.0 < a <= 180.0 for a in angles)
 
 
-# A stalled IK query is a refusal (nothing moved, the arm is fine: issue 14, finding 6); a dropped
-# connection is a fault (the arm's state is unknown until someone looks).
-@pytest.mark.parametrize("fault, error", [("drop", ArmConnectionError), ("stall", ReachRefusedError)])
-def test_connection_problem_during_the_reach_check(emu, fault, error):
+def test_a_dropped_connection_during_the_reach_check_is_a_fault(emu):
     arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
     arm.connect()
     try:
-        emu.inject(fault, "get_ik")
-        with pytest.raises(error):
+        emu.inject("drop", "get_ik")
+        with pytest.raises(ArmConnectionError):
             arm.pick([0.25, 0.05, 0.03])
         assert not emu.entries("move_line") and not emu.entries("tgpio_w16b")
+    finally:
+        arm.disconnect()
+
+
+def test_a_stalled_reach_check_is_a_refusal_not_a_fault(emu):
+    # issue 14, finding 6: an IK query that never answers moved nothing and left the arm fine
+    arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
+    arm.connect()
+    try:
+        brought_up = len(emu.entries())
+        emu.inject("stall", "get_ik")
+        with pytest.raises(ReachRefusedError, match="did not answer") as ei:
+            arm.pick([0.25, 0.05, 0.03])
+        assert isinstance(ei.value.__cause__, ArmTimeoutError)
+        rest = emu.entries()[brought_up:]
+        assert not [e for e in rest if e["name"] in MOTION_OR_TOOL or e["name"] == "set_state"]  # no stop either
+        st = arm.state()
+        assert st.fault is None and not st.estopped and emu.error_code == 0 and emu.state == 2
+        arm.pick([0.25, 0.05, 0.03])  # no reset needed
+        assert emu.entries("move_line")[-1]["result"] == "ok"
     finally:
         arm.disconnect()
 
@@ -424,25 +443,91 @@ def test_dropped_connection_while_moving(emu):
     arm.connect()
     try:
         emu.inject("drop", "get_state")
-        with pytest.raises(ArmConnectionError):
+        with pytest.raises(ArmConnectionError, match="reconnected and sent the stop"):
             arm.pick([0.25, 0.05, 0.03])
         log = emu.entries()
         i = fault_index(log)
         assert any(e["name"] == "move_line" for e in log[:i])
-        assert after(log, i) == []  # the connection is gone: nothing more reached the controller
-        assert not arm.driver.connected
-        # the controller side saw the link die and nothing told it to stop; a reconnect recovers
-        arm.reset()
+        rest = after(log, i)
+        # a new session, then the stop and nothing else: no bring-up, no motion, no tool
+        assert {"value": 4} in [e["params"] for e in rest if e["name"] == "set_state"]
+        assert not [e for e in rest if e["name"] in MOTION_OR_TOOL | {"clean_err", "motion_en"}]
+        assert emu.state == 4 and not emu.moving
+        arm.reset()  # the operator's reset: bring-up again
         arm.driver.move_linear(TcpPose((0.25, 0.0, 0.15)), 0.1, 1.0)
         assert np.allclose(emu.pose_mm_rad[:3], [250.0, 0.0, 150.0], atol=1e-3)
     finally:
         arm.disconnect()
 
 
+@pytest.mark.slow
+def test_a_lost_connection_mid_motion_stops_the_arm_before_the_fault_is_reported():
+    # issue 14, finding 7: a Lite 6 goes on with an accepted motion when its client vanishes (the
+    # emulator does too); the driver must reconnect and stop it, not just report the loss.
+    emu = start_emulator(time_scale=1.0)
+    # 0.03 m/s: the approach from the power-on pose, about 80 mm, takes about 2.7 s
+    arm = Arm(driver_for(emu, reconnect_timeout_s=2.0), motion=MotionConfig(grip_settle_s=0.01, speed_m_s=0.03))
+    try:
+        arm.connect()
+        emu.inject("drop", "get_state")  # the first poll of the approach motion
+        with pytest.raises(ArmConnectionError, match="reconnected and sent the stop"):
+            arm.pick([0.25, 0.05, 0.03])
+        t_fault = time.monotonic()
+        log = emu.entries()
+        t_drop = log[fault_index(log)]["t"]
+        assert t_fault - t_drop < 2.0 + 1.0  # the reconnect bound + the SDK noticing the closed socket
+        assert not emu.moving  # stopped by the time the fault is reported
+        stop_mm = np.array(emu.pose_mm_rad[:3])
+        assert np.linalg.norm(stop_mm - [250.0, 50.0, 130.0]) > 10.0  # short of the waypoint: stopped, not done
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:  # and it stays where it stopped
+            assert emu.pose_mm_rad[:3] == pytest.approx(list(stop_mm), abs=1e-6)
+            time.sleep(0.1)
+    finally:
+        arm.disconnect()
+        emu.stop()
+
+
+def test_when_the_controller_cannot_be_reached_the_fault_says_to_press_the_stop_button():
+    emu = start_emulator()
+    arm = Arm(driver_for(emu, reconnect_timeout_s=0.3), motion=FAST)
+    try:
+        arm.connect()
+        emu.stop()  # the controller is gone: nothing to reconnect to
+        with pytest.raises(ArmConnectionError, match="could not reconnect within 0.3 s.*emergency stop button"):
+            arm.pick([0.25, 0.05, 0.03])
+    finally:
+        arm.disconnect()
+
+
+def test_an_sdk_exception_during_a_motion_is_a_typed_robot_error(emu):
+    # issue 14, finding 8: an error reply without data to the state poll of wait_move makes the SDK's
+    # get_state raise IndexError; it must reach the trial as a typed robot error and stop the arm.
+    arm = Arm(driver_for(emu), motion=FAST)
+    arm.connect()
+    try:
+        emu.inject("error_no_data", "get_state", code=31)
+        with pytest.raises(ArmProtocolError) as ei:
+            arm.pick([0.25, 0.05, 0.03])
+        e = ei.value
+        assert isinstance(e, ArmFaultError) and e.call == "set_position" and e.code == -3
+        assert "IndexError" in e.detail and isinstance(e.__cause__, IndexError)
+        rest = after(emu.entries(), fault_index(emu.entries()))
+        assert not [x for x in rest if x["name"] in MOTION_OR_TOOL]
+        assert {"value": 4} in [x["params"] for x in rest if x["name"] == "set_state"]
+        assert arm.state().fault.startswith("ArmProtocolError")
+    finally:
+        arm.disconnect()
+
+
 # -- a whole trial: the fault is stored as a robot failure ----------------------------------
-@pytest.mark.parametrize("fault, on_register, says", [("error", "move_line", "C31"),
-                                                      ("drop", "get_state", "connection")])
-def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says):
+@pytest.mark.parametrize("fault, on_register, says, error_type", [
+    ("error", "move_line", "C31", "ArmFaultError"),
+    ("drop", "get_state", "reconnected and sent the stop", "ArmConnectionError"),
+    ("error_no_data", "get_state", "the SDK raised IndexError", "ArmProtocolError"),  # issue 14, finding 8
+])
+def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says,
+                                                                   error_type):
     from pointlab.bridge.headless import run_scripted_trials
     from pointlab.bridge.session import SessionConfig, start_session
     from pointlab.bridge.store import Store
@@ -459,6 +544,7 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     assert trial["robot_outcome"] == "robot_failure" and trial["outcome"] == "aborted"
     assert trial["abort"]["code"] == "robot_fault" and trial["failure_stage"] == "aborted"
     assert out["success_rate"] is None and out["aborted"] == 1 and out["judged"] == 0
+    assert not emu.moving  # stopped by the driver, whatever the fault (issue 14, finding 7)
     log = emu.entries()
     i = fault_index(log)
     assert not [e for e in after(log, i) if e["name"] in MOTION_OR_TOOL]
@@ -466,5 +552,6 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     try:
         (row,) = store.trials()
         assert row["robot_outcome"] == "robot_failure" and says in row["robot_error"]["detail"]
+        assert row["robot_error"]["type"] == error_type  # typed, never the bare SDK exception
     finally:
         store.close()

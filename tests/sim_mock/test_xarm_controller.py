@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from pointlab.sim_mock.xarm_controller import XArmControllerEmulator, _profile_time_s
-from pointlab.sim_mock.xarm_protocol import FrameReader, build_normal_report
+from pointlab.sim_mock.xarm_controller import XArmControllerEmulator
+from pointlab.sim_mock.xarm_protocol import FrameReader
+from pointlab.sim_mock.xarm_reports import ReportSnapshot, build_normal_report
 
 
 def start(**kw) -> XArmControllerEmulator:
@@ -170,12 +171,6 @@ def test_linear_motion_pose_log_and_timing():
         emu.stop()
 
 
-def test_profile_times_by_hand():
-    assert _profile_time_s(100.0, 100.0, 1000.0) == pytest.approx(1.1)  # trapezoid: d >= v^2/a = 10
-    assert _profile_time_s(5.0, 100.0, 1000.0) == pytest.approx(2 * math.sqrt(0.005))  # triangle
-    assert _profile_time_s(0.0, 100.0, 1000.0) == 0.0
-
-
 def test_unreachable_target_sets_c21_and_refuses_until_cleared(client, emu):
     client.bring_up()
     time.sleep(0.12)
@@ -263,11 +258,23 @@ def test_vacuum_sensor():
         emu.stop()
 
 
-def test_unknown_register_is_logged_and_answered(emu, client):
+def test_unknown_register_is_logged_and_answered_with_warning_13(emu, client):
     state, data = client.call(200, b"\x01\x02")
-    assert data == b""
-    e = emu.entries()[-1]
+    assert data == b"" and state & 0x20  # warning: "User command control code does not exist"
+    assert client.call(15)[1] == bytes([0, 13])
+    e = emu.entries()[-2]
     assert (e["register"], e["name"], e["result"], e["params"]) == (200, "unknown_200", "unknown", {"raw": "0102"})
+    client.call(17)  # clean_war
+    assert client.call(15)[1] == bytes([0, 0])
+
+
+def test_a_register_known_but_not_modelled_is_invalid_not_a_silent_success(emu, client):
+    client.bring_up()
+    time.sleep(0.12)
+    payload = struct.pack("<16f", 300, 0, 150, math.pi, 0, 0, 300, 100, 150, math.pi, 0, 0, 100, 1000, 0, 50)
+    state, _ = client.call(27, payload)  # move_circle
+    assert state & 0x08 and not emu.moving
+    assert emu.entries("move_circle")[-1]["result"] == "unsupported"
 
 
 def test_injected_error_and_stall(emu, client):
@@ -330,10 +337,11 @@ def test_report_frame_layout(emu):
 
 
 def test_report_builder_fields():
-    frame = build_normal_report(state=2, mode=0, cmd_num=1, joints_rad=[0.1] * 6, pose_mm_rad=[250, 0, 150, 3.14, 0, 0],
-                                error_code=21, warn_code=0, enabled=True, tcp_offset_mm_rad=[0, 0, 83.6, 0, 0, 0])
+    frame = build_normal_report(ReportSnapshot(
+        state=2, mode=0, cmd_num=1, joints_rad=[0.1] * 6, pose_mm_rad=[250, 0, 150, 3.14, 0, 0], error_code=21,
+        enabled_mask=0x3F, brake_mask=0x3F, tcp_offset_mm_rad=[0, 0, 83.6, 0, 0, 0]))
     assert len(frame) == 145 and frame[4] == 2 and struct.unpack(">H", frame[5:7])[0] == 1
-    assert frame[87:91] == bytes([0xFF, 0xFF, 21, 0])
+    assert frame[87:91] == bytes([0x3F, 0x3F, 21, 0])
     assert struct.unpack("<6f", frame[91:115])[2] == pytest.approx(83.6, abs=1e-4)
     assert frame[131:133] == bytes([3, 3])
 

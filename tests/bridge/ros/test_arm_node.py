@@ -92,6 +92,21 @@ def test_bad_commands_are_refused_without_motion(arm_graph):
     assert len(node.commands_received) == len(BAD_COMMANDS)
 
 
+def test_a_target_the_reach_check_refuses_is_a_refusal_at_stage_reach(arm_graph):
+    # issue 14, finding 6: inside the envelope (r 0.43 m, approach z 0.40 m) but beyond the Lite 6's
+    # reach with the gripper pointing down: nothing moves, the arm is fine, and the result says so
+    world, node, cmd, _, _, wait, _, _ = arm_graph
+    tcp0 = world.snapshot()["_arm"]["tcp_m"]
+    cmd.publish(string_msg({"request_id": "far", "action": "pick", "target_base_m": [0.43, 0.0, 0.30]}))
+    cmd.publish(string_msg({"request_id": "near", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    far, near = wait(2)
+    assert far["request_id"] == "far" and far["outcome"] == "refused" and far["error"] is None
+    assert far["refusal"]["code"] == "unreachable" and far["refusal"]["stage"] == "reach"
+    assert "no joint solution" in far["refusal"]["detail"] and far["motion"] is None
+    assert near["outcome"] == "done"  # no reset needed after a refusal
+    assert node.motions_done == 1 and world.snapshot()["_arm"]["tcp_m"] != tcp0
+
+
 def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
     world, node, cmd, _, _, wait, joints, poses = arm_graph
     cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
