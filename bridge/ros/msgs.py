@@ -8,7 +8,10 @@ Topic conventions follow realsense-ros 4.x and REP 118 so a lab can swap our cam
 - ``sensor_msgs/CameraInfo``: ``k = [fx 0 ppx; 0 fy ppy; 0 0 1]``, ``d`` = 5 Brown-Conrady
   coefficients with ``distortion_model = "plumb_bob"``.
 
-Messages are imported lazily (inside functions) so importing this module does not need ROS.
+Messages are imported lazily (inside functions) so importing this module does not need ROS. The
+conversions from messages (``image_to_rgb``, ``image_to_depth``, ``camera_info_to_intrinsics``,
+``stamp_to_ns``) read fields only and live in ``perception.image_msgs`` (a recording's reader uses them
+too); they are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from pointlab.perception.frame import Intrinsics
+from pointlab.perception.image_msgs import (DEPTH_TOPIC_SCALE_M, REALSENSE_TOPICS, camera_info_to_intrinsics,
+                                            image_to_depth, image_to_rgb, stamp_to_ns)
 
 __all__ = [
     "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "image_to_rgb",
@@ -26,14 +31,9 @@ __all__ = [
     "to_depth_mm", "image_qos", "state_qos",
 ]
 
-# Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
-DEPTH_TOPIC_SCALE_M = 0.001
-
 # Every topic of the node set, in one place (docs/ros.md lists them with their message types).
 TOPICS = {
-    "color": "/camera/camera/color/image_raw",
-    "depth": "/camera/camera/aligned_depth_to_color/image_raw",
-    "camera_info": "/camera/camera/color/camera_info",
+    **REALSENSE_TOPICS,  # color, depth, camera_info
     "frame_meta": "/pointlab/camera/frame_meta",
     "point_request": "/pointlab/point_request",
     "point_frame": "/pointlab/point_frame",
@@ -71,11 +71,6 @@ def state_qos():
     return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def stamp_to_ns(stamp) -> int:
-    """``builtin_interfaces/Time`` -> nanoseconds (int)."""
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-
-
 def ns_to_stamp(stamp_ns: int):
     """Nanoseconds -> ``builtin_interfaces/Time``."""
     from builtin_interfaces.msg import Time
@@ -105,28 +100,6 @@ def rgb_to_image(rgb: np.ndarray, stamp_ns: int, frame_id: str):
     return _fill_image(Image(), rgb, "rgb8", stamp_ns, frame_id)
 
 
-def image_to_rgb(msg) -> np.ndarray:
-    """``sensor_msgs/Image`` (``rgb8``, ``bgr8``, ``rgba8``, ``bgra8``) -> ``(H, W, 3)`` uint8 RGB.
-
-    Raises:
-        ValueError: another encoding or a buffer that does not match ``height * step``.
-    """
-    enc = msg.encoding.lower()
-    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}.get(enc)
-    if channels is None:
-        raise ValueError(f"unsupported colour encoding {msg.encoding!r}")
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = np.frombuffer(msg.data, dtype=np.uint8)
-    if buf.size != h * step or step < w * channels:
-        raise ValueError(f"image buffer of {buf.size} bytes does not match {h} rows of {step} bytes")
-    img = buf.reshape(h, step)[:, : w * channels].reshape(h, w, channels)
-    if enc.startswith("bgr"):
-        img = img[:, :, 2::-1]
-    elif channels == 4:
-        img = img[:, :, :3]
-    return np.ascontiguousarray(img)
-
-
 def to_depth_mm(depth: np.ndarray, depth_scale_m: float) -> np.ndarray:
     """Depth in device units (``(H, W)`` uint16, ``depth_scale_m`` m/unit) -> uint16 millimetres.
 
@@ -147,36 +120,6 @@ def depth_to_image(depth_mm: np.ndarray, stamp_ns: int, frame_id: str):
     return _fill_image(Image(), depth_mm.astype("<u2", copy=False), "16UC1", stamp_ns, frame_id)
 
 
-def image_to_depth(msg) -> tuple[np.ndarray, float]:
-    """``sensor_msgs/Image`` depth -> ``((H, W) uint16, depth_scale_m)``.
-
-    ``16UC1``/``mono16`` are taken as millimetres (realsense-ros, REP 118); ``32FC1`` as metres and
-    converted to millimetres (non-finite or non-positive -> 0).
-
-    Raises:
-        ValueError: another encoding or a buffer that does not match the size.
-    """
-    enc = msg.encoding.upper()
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    if enc in ("16UC1", "MONO16"):
-        dt = np.dtype(">u2" if msg.is_bigendian else "<u2")
-    elif enc == "32FC1":
-        dt = np.dtype(">f4" if msg.is_bigendian else "<f4")
-    else:
-        raise ValueError(f"unsupported depth encoding {msg.encoding!r}")
-    buf = np.frombuffer(msg.data, dtype=np.uint8)
-    if buf.size != h * step or step < w * dt.itemsize:
-        raise ValueError(f"depth buffer of {buf.size} bytes does not match {h} rows of {step} bytes")
-    rows = buf.reshape(h, step)[:, : w * dt.itemsize]
-    d = np.ascontiguousarray(rows).view(dt).reshape(h, w)
-    if enc == "32FC1":
-        m = np.where(np.isfinite(d) & (d > 0), d, 0.0)
-        mm = np.rint(m / DEPTH_TOPIC_SCALE_M)
-        mm[mm > 65535] = 0
-        return mm.astype(np.uint16), DEPTH_TOPIC_SCALE_M
-    return d.astype(np.uint16), DEPTH_TOPIC_SCALE_M
-
-
 def intrinsics_to_camera_info(intr: Intrinsics, stamp_ns: int, frame_id: str):
     """``Intrinsics`` -> ``sensor_msgs/CameraInfo`` (plumb_bob, 5 coefficients, ``p = [K | 0]``)."""
     from sensor_msgs.msg import CameraInfo
@@ -193,13 +136,3 @@ def intrinsics_to_camera_info(intr: Intrinsics, stamp_ns: int, frame_id: str):
     return msg
 
 
-def camera_info_to_intrinsics(msg) -> Intrinsics:
-    """``sensor_msgs/CameraInfo`` -> ``Intrinsics`` (first 5 distortion coefficients, zeros if fewer).
-
-    Raises:
-        ValueError: a zero size or focal length.
-    """
-    k = list(msg.k)
-    d = [float(c) for c in list(msg.d)[:5]]
-    d += [0.0] * (5 - len(d))
-    return Intrinsics(int(msg.width), int(msg.height), float(k[0]), float(k[4]), float(k[2]), float(k[5]), tuple(d))
