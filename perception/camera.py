@@ -7,7 +7,10 @@ manager. A source is named by a spec string on the command line and in configs:
 ``sim``               the simulated tabletop of ``pointlab.sim_mock`` (rendered RGB-D; an entry point)
 ``replay:DIR``        a folder of ``NNNNNN-color.png`` / ``NNNNNN-depth.png`` + ``camera_params.json``
 ``realsense[:SERIAL]``  an Intel RealSense through pyrealsense2, depth aligned to colour
-``bag:PATH``          a RealSense ``.bag`` recording, played back not in real time
+``bag:PATH``          a recording, played back once, not in real time: a ROS 2 bag of the
+                      realsense-ros topics (a rosbag2 folder, ``.mcap``, or ``.db3``: pointlab's
+                      trial recordings, a lab's ``ros2 bag record``; ``rosbag_camera``) or a
+                      librealsense recording (``.bag``, or a ``.db3`` without those topics)
 ====================  ==============================================================
 
 Hardware SDKs are imported only inside the source that needs them.
@@ -80,7 +83,7 @@ class Camera(ABC):
 CAMERA_SOURCES: dict[str, str] = {
     "replay": "pointlab.perception.replay:ReplayCamera.from_spec",
     "realsense": "pointlab.perception.realsense:RealSenseCamera.from_spec",
-    "bag": "pointlab.perception.realsense:BagCamera.from_spec",
+    "bag": "pointlab.perception.rosbag_camera:bag_camera",
 }
 # Sources of other packages (the sim's ``sim`` and ``sim-board``, a lab's own) register under this
 # entry-point group in their pyproject.toml; they are found in every process, whatever was imported.

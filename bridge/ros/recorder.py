@@ -1,0 +1,132 @@
+"""``TrialRecorder``: records every topic of the node set, per trial, to an MCAP bag and a clip.
+
+Its own rclpy node (``pointlab_recorder``) subscribes to ``bridge.recorder.RECORDED_TOPICS`` (the
+realsense-ros colour, aligned depth and camera_info, ``/joint_states``, the TCP pose and every
+pointlab topic) with **raw** subscriptions: each callback gets the CDR bytes as they arrived and
+hands them to the ``bridge.recorder.Recorder`` engine (a dict store or a queue put), which
+decodes, thins and writes on its own thread. The node is spun by an executor of its own on a thread
+of its own, so the session's executor (the trial loop's callbacks) never waits for it. Only
+subscribers: the session's graph guard does not count it as a second session.
+
+Wiring (a session, or a test)::
+
+    recorder = TrialRecorder(host, RecordingConfig(), db_path=config.db_path)
+    recorder.begin(trial_id)                        # when the trial starts
+    rec = await recorder.end_async(trial_id)        # when it is judged: a bridge.recording.Recording
+    recorder.close()                                # before host.close()
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from pathlib import Path
+
+from ..recorder import RECORDED_TOPICS, Recorder
+from ..recording import Recording, RecordingConfig
+from .msgs import TOPICS, image_qos, state_qos
+
+__all__ = ["TrialRecorder"]
+
+log = logging.getLogger(__name__)
+
+_IMAGE_TOPICS = (TOPICS["color"], TOPICS["depth"])
+
+
+def _msg_class(ros_type: str):
+    """``"sensor_msgs/msg/Image"`` -> the rclpy message class."""
+    pkg, _, name = ros_type.split("/")
+    return getattr(importlib.import_module(f"{pkg}.msg"), name)
+
+
+class TrialRecorder:
+    """Per-trial recordings from the ROS graph of ``host``'s context.
+
+    Args:
+        host: a ``RosHost`` (only its ``context`` is used: the node has its own executor).
+        config: ``RecordingConfig`` (rates, clip settings, limits, folder).
+        db_path: the session's SQLite file; the recordings folder defaults to ``recordings/`` beside it.
+        image_depth: history depth of the image subscriptions (reliable, keep last).
+
+    Attributes:
+        root: the recordings folder (``Recording`` paths are relative to it).
+        engine: the ``bridge.recorder.Recorder`` doing the work.
+    """
+
+    def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
+                 image_depth: int = 5) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+
+        self.engine = Recorder(config.resolved_dir(db_path), config)
+        self.node = Node("pointlab_recorder", context=host.context)
+        for topic, ros_type in RECORDED_TOPICS.items():
+            if topic in _IMAGE_TOPICS:
+                qos = image_qos(image_depth)
+            elif topic == TOPICS["arm_state"]:
+                qos = state_qos()  # latched: the state before the first trial arrives too
+            else:
+                qos = 50
+            self.node.create_subscription(_msg_class(ros_type), topic, self._callback(topic), qos, raw=True)
+        self._executor = SingleThreadedExecutor(context=host.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, name="pointlab-recorder-ros", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    @property
+    def root(self) -> Path:
+        return self.engine.root
+
+    def _callback(self, topic: str):
+        offer = self.engine.offer
+
+        def on_message(cdr: bytes) -> None:
+            offer(topic, time.time_ns(), cdr)
+
+        return on_message
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            self._executor.spin()
+        except ExternalShutdownException:
+            pass
+        except Exception:  # the recorder's failure must be visible, and never reach the trial loop
+            log.exception("recorder executor stopped")
+
+    def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
+        """Start recording ``trial_id`` (``bridge.recorder.Recorder.begin``). Returns at once.
+
+        Raises:
+            ValueError: ``trial_id`` is not a usable file name, or was recorded before.
+        """
+        self.engine.begin(trial_id, request_id=request_id)
+
+    def end(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:
+        """Stop recording ``trial_id`` and return its ``Recording`` (blocks until the files are done)."""
+        return self.engine.end(trial_id, timeout_s)
+
+    async def end_async(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:
+        """``end`` from an event loop, without blocking it."""
+        return await self.engine.end_async(trial_id, timeout_s)
+
+    def close(self) -> None:
+        """End running recordings, stop the node's executor and destroy the node. Idempotent; call
+        before the host's context shuts down."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._executor.shutdown(timeout_sec=5.0)
+        except Exception:
+            log.exception("recorder executor shutdown failed")
+        self._thread.join(timeout=5.0)
+        try:
+            self.node.destroy_node()
+        except Exception:
+            log.exception("destroying the recorder node failed")
+        self.engine.close()
