@@ -2,12 +2,13 @@
 
 ROS-free: ``offer(topic, log_ns, cdr)`` takes the CDR bytes of a message as they arrived (the ROS side,
 ``bridge.ros.recorder.TrialRecorder``, feeds it from raw subscriptions; a test can feed it bytes
-made with rosbags). Everything else happens on the engine's own thread:
+serialized by rclpy without any DDS). Everything else happens on the engine's own thread:
 
 - ``offer`` never blocks and never raises: with no recording running it keeps only the latest
   message of the state topics (``LATCHED``: camera_info, joint states, TCP pose, arm state) and drops
-  the rest; with one running it queues the message, or drops it (counted) when ``max_queued``
-  messages are already waiting, so a slow disk costs frames, never trial-loop time;
+  the rest; with one running it queues the message (an image only when it is the first of its
+  stamp window), or drops it (counted) when ``max_queued`` images are already waiting, so a slow
+  disk or a busy machine costs frames, never trial-loop time;
 - ``begin(trial_id)`` starts a recording: the latest state messages are written first (their own
   reception times), then every message received until ``end``; colour and aligned depth are kept at
   ``image_fps`` by header stamp, so the frames of one capture stay together;
@@ -74,6 +75,22 @@ _DISK_CHECK_S = 1.0
 _KEEP_FINISHED = 200
 
 
+def _peek_stamp_ns(cdr: bytes) -> int | None:
+    """The header stamp of a serialized stamped message without decoding it, or ``None``.
+
+    A ROS 2 message starts with the 4-byte CDR encapsulation header (byte 1: 0 big-endian, 1
+    little-endian; OMG DDS-XTypes 7.6.3.1.2) and a message whose first field is a
+    ``std_msgs/Header`` then holds ``stamp.sec`` (int32) and ``stamp.nanosec`` (uint32). Only used to
+    skip frames early; the engine decodes every frame it keeps with rosbags."""
+    if len(cdr) < 12 or cdr[0] != 0 or cdr[1] not in (0, 1):
+        return None
+    order = "little" if cdr[1] else "big"
+    nsec = int.from_bytes(cdr[8:12], order)
+    if nsec >= 1_000_000_000:
+        return None
+    return int.from_bytes(cdr[4:8], order, signed=True) * 1_000_000_000 + nsec
+
+
 @dataclass
 class _Begin:
     trial_id: str
@@ -131,8 +148,10 @@ class Recorder:
         self._lock = threading.Lock()
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._queued = 0
+        self._queued_images = 0
         self._dropped = 0
         self._latched: dict[str, tuple[int, bytes]] = {}
+        self._offered_slots: dict[str, tuple] = {}  # topic -> stamp windows of the last image queued
         self._running: set[str] = set()  # begun, not yet finished (caller's view)
         self._finished: OrderedDict[str, Recording] = OrderedDict()
         self._image_period_ns = None if config.image_fps is None else round(1e9 / config.image_fps)
@@ -157,6 +176,10 @@ class Recorder:
         """A recording has begun and not finished."""
         return bool(self._running)
 
+    def has_state(self, topic: str) -> bool:
+        """A message of the state topic ``topic`` (one of ``LATCHED``) has been offered."""
+        return topic in self._latched
+
     def offer(self, topic: str, log_ns: int, cdr: bytes) -> None:
         """Hand over one serialized message of ``topic`` received at ``log_ns`` (ns since the
         epoch). Never blocks, never raises; see the module docstring for what is kept."""
@@ -164,12 +187,35 @@ class Recorder:
             self._latched[topic] = (log_ns, cdr)  # one dict store: atomic under the GIL
         if not self._running or topic not in RECORDED_TOPICS:
             return
+        if topic in (_COLOR, _DEPTH) and not self._wanted_image(topic, cdr):
+            return  # another frame of a window already taken: never queued, never decoded
+        image = topic in (_COLOR, _DEPTH)
         with self._lock:
-            if self._queued >= self.config.max_queued:
+            # images are bounded by max_queued (about 1.2 MB each); the small messages (answers,
+            # commands, states) by far more, so a backlog of frames never costs an arm command
+            full = (self._queued_images >= self.config.max_queued if image
+                    else self._queued >= 100 * self.config.max_queued)
+            if full:
                 self._dropped += 1
                 return
             self._queued += 1
+            self._queued_images += image
         self._q.put((topic, log_ns, cdr))
+
+    def _wanted_image(self, topic: str, cdr: bytes) -> bool:
+        """Whether an image is the first of its stamp window (``image_fps``, and ``clip.fps`` for
+        colour) among those offered: only those can be kept, so only those are queued (a 30 fps
+        camera then queues 15 images a second, not 60). The engine thread decides again per
+        recording, on the decoded message."""
+        stamp = _peek_stamp_ns(cdr)
+        if stamp is None:
+            return True  # let the engine decode it and say what is wrong
+        slots = (None if self._image_period_ns is None else stamp // self._image_period_ns,
+                 stamp // self._clip_period_ns if topic == _COLOR else None)
+        last = self._offered_slots.get(topic)
+        self._offered_slots[topic] = slots
+        return self._image_period_ns is None or last is None or any(
+            a is not None and a != b for a, b in zip(slots, last))
 
     def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
         """Start recording trial ``trial_id`` now. ``request_id``: the ``point_answer`` whose points
@@ -234,6 +280,9 @@ class Recorder:
 
     # -- engine thread --------------------------------------------------------------------------
     def _run(self) -> None:
+        import av  # noqa: F401  (imported now, not during the first trial)
+        import cv2  # noqa: F401
+
         active: dict[str, _Trial] = {}
         next_disk_check = 0.0
         while True:
@@ -249,6 +298,7 @@ class Recorder:
                 if isinstance(item, tuple):
                     with self._lock:
                         self._queued -= 1
+                        self._queued_images -= item[0] in (_COLOR, _DEPTH)
                     self._on_message(active, *item)
                 elif isinstance(item, _Begin):
                     self._on_begin(active, item)

@@ -63,8 +63,9 @@ class RecordingConfig(BaseModel):
             of the other topics is kept.
         clip: the clip's encoding (``bridge.clip.ClipSettings``).
         max_duration_s: a recording nobody ends is ended this long after it began.
-        max_queued: messages waiting for the writer thread beyond which new ones are dropped
-            (counted in ``Recording.dropped``) rather than the trial loop slowed down.
+        max_queued: images waiting for the writer thread beyond which new ones are dropped
+            (counted in ``Recording.dropped``) rather than the trial loop slowed down (other
+            messages may queue up to 100 times as many).
         min_free_mb: free space the recordings' disk must keep (the SQLite store is usually on it):
             no recording starts below it, and a running one ends (``ended_by = "disk_floor"``).
         compress: zstd-compress the MCAP's chunks (readers decompress transparently).
@@ -76,7 +77,7 @@ class RecordingConfig(BaseModel):
     image_fps: float | None = Field(5.0, gt=0, le=120)
     clip: ClipSettings = ClipSettings()
     max_duration_s: float = Field(60.0, gt=0)
-    max_queued: int = Field(64, ge=4)
+    max_queued: int = Field(32, ge=2)
     min_free_mb: float = Field(200.0, ge=0)
     compress: bool = True
 

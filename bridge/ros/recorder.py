@@ -62,6 +62,7 @@ class TrialRecorder:
 
         self.engine = Recorder(config.resolved_dir(db_path), config)
         self.node = Node("pointlab_recorder", context=host.context)
+        self._subs = {}
         for topic, ros_type in RECORDED_TOPICS.items():
             if topic in _IMAGE_TOPICS:
                 qos = image_qos(image_depth)
@@ -69,7 +70,8 @@ class TrialRecorder:
                 qos = state_qos()  # latched: the state before the first trial arrives too
             else:
                 qos = 50
-            self.node.create_subscription(_msg_class(ros_type), topic, self._callback(topic), qos, raw=True)
+            self._subs[topic] = self.node.create_subscription(_msg_class(ros_type), topic, self._callback(topic), qos,
+                                                              raw=True)
         self._executor = SingleThreadedExecutor(context=host.context)
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, name="pointlab-recorder-ros", daemon=True)
@@ -97,6 +99,19 @@ class TrialRecorder:
             pass
         except Exception:  # the recorder's failure must be visible, and never reach the trial loop
             log.exception("recorder executor stopped")
+
+    def wait_ready(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the camera's three topics have a matched publisher and a camera_info and an
+        arm state have arrived (a recording begun now has the camera from its first frame);
+        ``False`` on timeout."""
+        deadline = time.monotonic() + timeout_s
+        cams = [self._subs[TOPICS[k]] for k in ("color", "depth", "camera_info")]
+        while time.monotonic() < deadline:
+            if (all(s.get_publisher_count() > 0 for s in cams) and self.engine.has_state(TOPICS["camera_info"])
+                    and self.engine.has_state(TOPICS["arm_state"])):
+                return True
+            time.sleep(0.02)
+        return False
 
     def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
         """Start recording ``trial_id`` (``bridge.recorder.Recorder.begin``). Returns at once.

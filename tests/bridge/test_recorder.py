@@ -225,7 +225,7 @@ def test_corrupt_messages_give_an_incomplete_recording_and_no_crash(tmp_path, re
         rec.begin("t3")
         feed(rec, [(TOPICS["camera_info"], cdr.info(f.intrinsics, t0)), (TOPICS["depth"], cdr.depth(f.depth, t0)),
                    (TOPICS["color"], good),
-                   (TOPICS["color"], good[:1000]),           # truncated CDR
+                   (TOPICS["color"], cdr.color(f.color, t0 + 200_000_000)[:1000]),  # truncated CDR
                    (TOPICS["color"], serialize_message(lying)),          # decodes, but the buffer does not match
                    (TOPICS["arm_command"], b"\x00\x01\x00\x00\xff\xff"),  # garbage
                    (TOPICS["arm_command"], cdr.string({"request_id": "x", "action": "home"}))])

@@ -1,0 +1,134 @@
+"""TrialRecorder on a running sim session: real trials (sim-oracle through the OpenAI client, the
+sim arm), recorded from the ROS graph, read back with the reference MCAP reader, PyAV and the camera
+registry."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from pointlab.bridge.recorder import LATCHED
+from pointlab.bridge.recording import RecordingConfig
+from pointlab.bridge.ros.msgs import TOPICS, rgb_to_image
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
+from pointlab.bridge.ros.recorder import TrialRecorder
+from pointlab.bridge.session import SessionConfig, start_session
+from pointlab.perception import CameraSourceError, make_camera
+
+from ..test_recorder import decode_clip, is_magenta, read_mcap, stamp
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def session(ros_env):
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
+        assert s.wait_ready(20)
+        yield s
+
+
+def recorded_trial(recorder, session, trial_id: str, instruction: str):
+    recorder.begin(trial_id)
+    res = asyncio.run(session.runner.run_trial("sim-oracle", instruction))
+    return res, recorder.end(trial_id)
+
+
+def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
+    recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
+    try:
+        assert recorder.wait_ready(20)
+        deadline = time.monotonic() + 10
+        while not all(recorder.engine.has_state(t) for t in LATCHED):  # the arm's 10 Hz state topics too
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        res, r = recorded_trial(recorder, session, "pick1", "pick up the red cube")
+    finally:
+        recorder.close()
+    assert res.robot_outcome == "done", res
+    assert r.complete, r.errors
+    _, msgs = read_mcap(tmp_path / r.mcap)
+    topics = [t for t, *_ in msgs]
+    # the state the trial started from comes first (latched), then the trial's messages
+    assert set(topics[:4]) == set(LATCHED)
+    logs = [log for _t, log, _p, _m in msgs]
+    assert logs == sorted(logs)
+    colour = [m for t, _l, _p, m in msgs if t == TOPICS["color"]]
+    # kept at 5 fps by stamp: at most one frame per 200 ms window (fewer when the machine is so
+    # loaded that the camera or the recorder falls behind), in stamp order
+    windows = [stamp(m) // 200_000_000 for m in colour]
+    assert len(colour) >= 2 and windows == sorted(set(windows)), windows
+    assert len(colour) <= 5 * r.duration_s + 2
+    # the trial's own answer, command and result, in that order, with the commanded point
+    def one(topic, model):
+        found = [(log, model.model_validate_json(m.data)) for t, log, _p, m in msgs if t == TOPICS[topic]]
+        found = [(log, p) for log, p in found if p.request_id == res.trial_id]
+        assert len(found) == 1, (topic, found)
+        return found[0]
+    t_ans, ans = one("point_answer", PointAnswer)
+    t_cmd, cmd = one("arm_command", ArmCommand)
+    t_res, result = one("arm_result", ArmResult)
+    assert t_ans < t_cmd < t_res and result.outcome == "done"
+    np.testing.assert_allclose(cmd.target_base_m, res.target.point_base_m, atol=1e-12)
+    assert [list(p) for p in ans.points_px] == [list(p) for p in res.points_px]
+    assert r.messages[TOPICS["joint_states"]] > 1  # the arm's joints during the motion
+
+    # the clip: 10 fps over the recording, 640x480, the first point drawn once the answer is known
+    codec, size, frames = decode_clip(tmp_path / r.clip)
+    assert codec == "h264" and size == (640, 480) and len(frames) == r.clip_frames
+    assert 2 <= len(frames) <= 10 * r.duration_s + 2, (len(frames), r.duration_s)
+    u, v = (round(c) for c in res.points_px[0])
+    assert r.points_drawn and is_magenta(frames[-1][1][v, u])
+    assert not is_magenta(frames[0][1][v, u])  # the agent has not answered at the first frame
+
+    # playback through the camera registry: the MCAP's colour frames, in order
+    got = []
+    with make_camera(f"bag:{tmp_path / r.bag}") as cam:
+        with pytest.raises(CameraSourceError, match="end of recording"):
+            while True:
+                got.append(cam.read())
+    assert [f.stamp_ns for f in got] == [stamp(m) for m in colour]
+    for f, m in zip(got, colour):
+        np.testing.assert_array_equal(f.color, np.frombuffer(m.data, np.uint8).reshape(480, 640, 3))
+    assert got[0].depth_scale_m == 0.001 and int(np.count_nonzero(got[0].depth)) > 0
+
+
+def test_the_bag_metadata_carries_the_live_type_hashes(session, tmp_path):
+    from rosbags.rosbag2 import Reader
+
+    recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
+    try:
+        assert recorder.wait_ready(20)
+        recorder.begin("h1")
+        r = recorder.end("h1")  # every topic is registered when the bag opens
+        live = {t: recorder.node.get_publishers_info_by_topic(t)[0].topic_type_hash
+                for t in (TOPICS["color"], TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["arm_state"])}
+    finally:
+        recorder.close()
+    with Reader(tmp_path / r.bag) as reader:
+        stored = {c.topic: c.digest for c in reader.connections}
+    for topic, h in live.items():
+        assert stored[topic] == str(h), topic  # ros2 bag play on Kilted finds the types it knows
+
+
+def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_session_goes_on(session, tmp_path):
+    from sensor_msgs.msg import Image
+
+    recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
+    bad_pub = session.runner.node.create_publisher(Image, TOPICS["color"], 10)
+    try:
+        assert recorder.wait_ready(20)
+        recorder.begin("pick2")
+        # 480 rows said, 4 sent; an old stamp, so no camera frame shares its 200 ms window
+        lying = rgb_to_image(np.zeros((4, 640, 3), np.uint8), 1_000_000_000_000, "camera_color_optical_frame")
+        lying.height = 480
+        bad_pub.publish(lying)  # received after begin: in the recording
+        res = asyncio.run(session.runner.run_trial("sim-oracle", "pick up the red cube"))
+        r = recorder.end("pick2")
+    finally:
+        session.runner.node.destroy_publisher(bad_pub)
+        recorder.close()
+    assert not r.complete and any("/camera/camera/color/image_raw" in e for e in r.errors), r.errors
+    assert res.robot_outcome == "done" and r.color_frames > 0 and r.clip_frames > 0  # nothing else was lost
