@@ -1,10 +1,12 @@
-"""``pointlab act trials|node``: headless trials and single nodes (``pointlab act`` itself, the
-session with its web app, is in ``pointlab.ui.cli``).
+"""``pointlab act trials|node|export``: headless trials, single nodes and a study's export
+(``pointlab act`` itself, the session with its web app, is in ``pointlab.ui.cli``).
 
 - ``pointlab act trials --agent NAME [--instructions FILE.jsonl] --db FILE.sqlite`` runs scripted
   instructions without a browser and prints ``{"trials": [...], "success_rate": float}``;
 - ``pointlab act node camera|pointing|targeting|arm`` runs one ROS 2 node alone (a lab can use
-  realsense-ros or xarm_ros2 for the others; see docs/ros.md).
+  realsense-ros or xarm_ros2 for the others; see docs/ros.md);
+- ``pointlab act export --db FILE --study N --out DIR`` writes the study's trial CSV, SUS CSV, clips
+  and recordings into one folder (``bridge.export``; docs/recording.md).
 """
 
 from __future__ import annotations
@@ -132,3 +134,31 @@ def node_cmd(
         fail(str(e), 2)
     except RobotError as e:
         fail(str(e), 1)
+
+
+@act_app.command("export")
+def export_cmd(
+    db: Path = typer.Option(..., "--db", help="SQLite file of the study"),
+    study: int = typer.Option(..., "--study", min=1, help="study id (the operator console's study list)"),
+    out: Path = typer.Option(..., "--out", help="folder to write (new or empty)"),
+    recordings: Optional[Path] = typer.Option(None, "--recordings",
+                                              help="recordings folder (default: recordings/ beside the db)"),
+) -> None:
+    """Write one study's trial CSV, SUS CSV, clips and MCAP recordings into one folder, with an
+    export.json index; prints the index."""
+    from .export import ExportError, export_study
+    from .recording import default_recordings_dir
+    from .store import Store, StoreError
+
+    try:
+        store = Store(db, create=False)
+    except StoreError as e:
+        fail(str(e), 2)
+    try:
+        print_json(export_study(store, study, out, recordings_dir=recordings or default_recordings_dir(db)))
+    except ExportError as e:
+        fail(str(e), 2)
+    except OSError as e:
+        fail(f"writing {out} failed: {e}", 1)
+    finally:
+        store.close()

@@ -14,7 +14,8 @@ from pointlab.benchmark.records import dumps_json
 
 from .trial import TrialResult
 
-__all__ = ["Z_95", "wilson_interval", "cohens_kappa", "agent_results", "trial_log", "trial_log_csv", "TRIAL_LOG_COLUMNS"]
+__all__ = ["Z_95", "wilson_interval", "cohens_kappa", "agent_results", "trial_log", "trial_log_csv",
+           "TRIAL_LOG_COLUMNS", "SUS_COLUMNS", "sus_csv"]
 
 # Two-sided 95% normal quantile, scipy.stats.norm.ppf(0.975).
 Z_95 = 1.959963984540054
@@ -145,14 +146,37 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+def _csv_text(columns: tuple[str, ...], rows) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(columns)
+    for row in rows:
+        w.writerow([_csv_cell(row.get(c)) for c in columns])
+    return buf.getvalue()
+
+
 def trial_log_csv(trials: list[dict], participants: list[dict] = ()) -> str:
     """The trial log as CSV text (header row first; nested values as compact JSON).
 
     Text cells starting with ``= + - @``, a tab or a carriage return get a leading ``'`` so a
     spreadsheet shows them as text instead of evaluating them (CSV injection)."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(TRIAL_LOG_COLUMNS)
-    for t in trial_log(trials, participants):
-        w.writerow([_csv_cell(t.get(c)) for c in TRIAL_LOG_COLUMNS])
-    return buf.getvalue()
+    return _csv_text(TRIAL_LOG_COLUMNS, trial_log(trials, participants))
+
+
+# One row per SUS survey: the ten responses (1-5, Brooke 1996's item order) and the 0-100 score.
+SUS_COLUMNS = (("id", "study_id", "participant_id", "participant", "block", "agent")
+               + tuple(f"q{i}" for i in range(1, 11)) + ("score", "created_unix_s"))
+
+
+def sus_csv(surveys: list[dict], participants: list[dict] = ()) -> str:
+    """The SUS surveys (``Store.surveys()`` rows) as CSV text: ``participant`` is the label, ``block``
+    counts from 1 as in the trial log, ``q1``..``q10`` the responses, ``score`` the SUS score."""
+    labels = {p["id"]: p.get("label") for p in participants}
+    rows = []
+    for sv in surveys:
+        row = {c: sv.get(c) for c in SUS_COLUMNS}
+        row["participant"] = labels.get(sv.get("participant_id"))
+        row["block"] = None if sv.get("block") is None else sv["block"] + 1
+        row.update({f"q{i}": r for i, r in enumerate(sv.get("responses") or [], 1)})
+        rows.append(row)
+    return _csv_text(SUS_COLUMNS, rows)

@@ -18,7 +18,6 @@ from pointlab.bridge.recording import RecordingConfig, RecordingLayout, recordin
 from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
 from pointlab.perception import CameraSourceError, make_camera
-from pointlab.perception.replay import list_frame_ids, load_rgbd_frame
 
 from . import cdr
 
@@ -26,11 +25,6 @@ FPS = 25  # 40 ms exactly: the 5 fps (bag) and 10 fps (clip) windows hold whole 
 PERIOD_NS = 1_000_000_000 // FPS
 T0 = 1_700_000_000_000_000_000  # a whole second: windows start at captures 0, 5, 10...
 FIRST, SECOND = (200.4, 150.6), (420.0, 300.0)  # the agent's points, pixels
-
-
-@pytest.fixture(scope="module")
-def real_frames(uoc_tabletop):
-    return [load_rgbd_frame(uoc_tabletop, i) for i in list_frame_ids(uoc_tabletop)]
 
 
 @pytest.fixture(scope="module")
