@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pointlab.bridge.recording import RecordingLayout, default_recordings_dir
 from pointlab.bridge.store import Store
 from pointlab.bridge.study import ArmQueue
 from pointlab.bridge.trial import LiveView, PointActParts
@@ -28,6 +30,9 @@ class UiSettings:
         max_message_bytes: a websocket text message longer than this is refused with an error.
         max_instruction_chars: longest instruction accepted.
         public_url: base URL put in invite links (``None``: the URL the operator's request came in on).
+        recordings_dir: the trials' recordings folder (``None``: ``recordings/`` beside the store's
+            SQLite file, the recorder's default).
+        clip_url_ttl_s: how long a signed clip URL of the results page stays valid.
     """
 
     frame_rate_hz: float = 15.0
@@ -35,6 +40,8 @@ class UiSettings:
     max_message_bytes: int = 4096
     max_instruction_chars: int = 500
     public_url: str | None = None
+    recordings_dir: Path | None = None
+    clip_url_ttl_s: float = 6 * 3600.0
 
     def __post_init__(self) -> None:
         if not self.frame_rate_hz > 0:
@@ -93,6 +100,7 @@ class AppContext:
         self.store = store
         self.operator_token = operator_token
         self.settings = settings
+        self.recordings = RecordingLayout(settings.recordings_dir or default_recordings_dir(store.path))
         self.queue = ArmQueue()
         self.current: CurrentTrial | None = None
         self.stopped = False  # set by the emergency stop, cleared by reset: no trial starts meanwhile

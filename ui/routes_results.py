@@ -1,35 +1,69 @@
-"""Operator API for results: per-agent success with a 95% Wilson interval, mean SUS, trial log, CSV."""
+"""Operator API for results: per-agent success with a 95% Wilson interval, mean SUS, trial log, CSV,
+and each trial's clip.
+
+``GET /api/trials/{id}/clip`` serves a trial's MP4 (``video/mp4``, HTTP range requests, so a
+``<video>`` element plays and seeks it). A ``<video>`` cannot send an ``Authorization`` header, so
+besides the operator's bearer token the route takes a signed, expiring URL: ``/api/results`` gives
+every trial that has a clip a ``clip_url`` (``?exp=<unix s>&sig=<HMAC-SHA256>``, keyed by the
+operator token, valid ``UiSettings.clip_url_ttl_s``), and that URL works for that trial only, until
+it expires. The operator token itself never appears in a URL (access logs keep URLs).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+import hmac
+import time
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException
-from fastapi.responses import Response
+from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi.responses import FileResponse, Response
 
 from pointlab.benchmark.records import finite_json
+from pointlab.bridge.recording import recording_of
 from pointlab.bridge.store import StoreError
 from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
 
-from .deps import Db, IdQuery, Operator
+from .context import AppContext
+from .deps import Ctx, Db, IdPath, IdQuery, Operator, resolve_token
 
-__all__ = ["router"]
+__all__ = ["router", "clip_url"]
 
 router = APIRouter(prefix="/api")
 
 
+def _clip_sig(ctx: AppContext, trial_id: int, exp: int) -> str:
+    return hmac.new(ctx.operator_token.encode(), f"clip:{trial_id}:{exp}".encode(), hashlib.sha256).hexdigest()
+
+
+def clip_url(ctx: AppContext, trial_id: int, now_s: float | None = None) -> str:
+    """A signed URL of trial row ``trial_id``'s clip, valid ``clip_url_ttl_s`` from ``now_s``."""
+    exp = int((time.time() if now_s is None else now_s) + ctx.settings.clip_url_ttl_s)
+    return f"/api/trials/{trial_id}/clip?exp={exp}&sig={_clip_sig(ctx, trial_id, exp)}"
+
+
+def _clip_path(ctx: AppContext, row: dict):
+    rec = recording_of(row, ctx.recordings)
+    path = ctx.recordings.resolve(rec.clip) if rec is not None and rec.clip else None
+    return path if path is not None and path.is_file() else None
+
+
 @router.get("/results")
-def results(study_id: IdQuery, _: Operator, db: Db) -> dict:
-    """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log]}`` (see bridge.study_results)."""
+def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
+    """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log], "block_starts"}`` (see
+    bridge.study_results); each trial also has ``clip_url`` (signed, see the module docstring) or
+    ``None`` when it has no clip."""
     try:
         study = db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
     trials = db.trials(study_id=study_id)
     surveys = db.surveys(study_id=study_id)
+    log = trial_log(trials, db.participants(study_id))
+    for entry, row in zip(log, trials):
+        entry["clip_url"] = clip_url(ctx, row["id"]) if _clip_path(ctx, row) is not None else None
     return finite_json({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
-                        "trials": trial_log(trials, db.participants(study_id)),
-                        "block_starts": db.block_starts(study_id=study_id)})
+                        "trials": log, "block_starts": db.block_starts(study_id=study_id)})
 
 
 @router.get("/results/plot.svg")
@@ -56,3 +90,35 @@ def results_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
         raise HTTPException(404, str(e)) from e
     return Response(trial_log_csv(db.trials(study_id=study_id), db.participants(study_id)), media_type="text/csv",
                     headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'})
+
+
+@router.get("/trials/{trial_id}/clip")
+def trial_clip(trial_id: IdPath, request: Request, ctx: Ctx, db: Db,
+               exp: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+               sig: Annotated[str | None, Query(max_length=128)] = None) -> FileResponse:
+    """Trial row ``trial_id``'s clip as ``video/mp4`` with range support (206 for ``Range:``).
+
+    Auth: the operator's bearer token, or a signed URL from ``/api/results`` (``exp``, ``sig``).
+    401 without either, 403 for a participant, a wrong signature or an expired one, 404 when
+    the trial or its clip does not exist."""
+    h = request.headers.get("authorization", "")
+    who = resolve_token(ctx, h[7:].strip()) if h.lower().startswith("bearer ") else None
+    if who is None and sig is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "operator token or signed clip URL required",
+                            headers={"WWW-Authenticate": "Bearer"})
+    if who is not None and who.role != "operator":
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "operator token required")
+    if who is None:
+        if exp is None or not hmac.compare_digest(sig, _clip_sig(ctx, trial_id, exp)):
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "bad clip signature")
+        if exp < time.time():
+            raise HTTPException(status.HTTP_403_FORBIDDEN, "clip URL expired; reload the results")
+    try:
+        row = db.trial(trial_id)
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    path = _clip_path(ctx, row)
+    if path is None:
+        raise HTTPException(404, f"trial {trial_id} has no clip")
+    return FileResponse(path, media_type="video/mp4", filename=f"trial-{trial_id}.mp4",
+                        content_disposition_type="inline", headers={"Cache-Control": "private, max-age=3600"})
