@@ -11,13 +11,23 @@ Baseline, in the same run: ``compute_target`` called directly on a sim frame wit
 (no ROS, no JSON, no image transport). ``ratio_p50`` is the ROS loop's median over the baseline's:
 the cost of the distributed design. The live view's rate is the number of distinct JPEG frames
 ``RosTrialRunner.latest_jpeg()`` returned per second while it was polled at ``poll_hz`` during the run.
+
+Recording (issue 10): the trials run in alternating blocks of ``block`` trials, without a recorder
+and with a ``bridge.ros.recorder.TrialRecorder`` attached (its node created for the block, each
+trial recorded from before the request to after the result, then the recorder closed), so both
+halves share the machine's load of the moment; ``recording`` reports ``point_to_command_ms`` of each
+half, their ``ratio_p50``, the time ``end`` took to finish the files, and what the recordings cost
+(MB per trial and per second, scaled to a 20 s trial; dropped frames; incomplete ones).
 """
 
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import threading
 import time
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -25,8 +35,9 @@ from pointlab.benchmark.clikit import fail, print_json
 
 from .commands import sub
 
-perf_app = sub.group("perf")
 from pointlab.benchmark.perfstats import summarize
+
+perf_app = sub.group("perf")
 
 __all__ = ["measure_loop", "percentiles_ms"]
 
@@ -45,25 +56,56 @@ def _poll_live_view(runner, stop: threading.Event, poll_hz: float, seen: list) -
         stop.wait(period)
 
 
+def _recording_costs(recs: list, ends_s: list[float]) -> dict:
+    """Sizes and counts of the recordings of a run (``bridge.recording.Recording`` list)."""
+    secs = sum(r.duration_s for r in recs)
+    mcap_mb = sum(r.mcap_bytes for r in recs) / 1e6
+    clip_mb = sum(r.clip_bytes for r in recs) / 1e6
+    per_s = (lambda mb: round(mb / secs, 4)) if secs > 0 else (lambda mb: None)
+    return {
+        "recordings": len(recs), "incomplete": sum(not r.complete for r in recs),
+        "errors": sorted({e for r in recs for e in r.errors})[:5],
+        "seconds_recorded": round(secs, 2), "dropped_messages": sum(r.dropped for r in recs),
+        "color_frames_per_s": round(sum(r.color_frames for r in recs) / secs, 2) if secs else None,
+        "clip_frames_per_s": round(sum(r.clip_frames for r in recs) / secs, 2) if secs else None,
+        "mcap_mb_per_s": per_s(mcap_mb), "clip_mb_per_s": per_s(clip_mb),
+        "mcap_mb_per_20s_trial": None if not secs else round(20 * mcap_mb / secs, 2),
+        "clip_mb_per_20s_trial": None if not secs else round(20 * clip_mb / secs, 3),
+        "end_ms": percentiles_ms(ends_s),
+    }
+
+
 def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "sim-oracle", poll_hz: float = 60.0,
-                 baseline_repeats: int = 200) -> dict:
+                 baseline_repeats: int = 200, recording: bool = True, block: int = 5,
+                 recordings_dir: str | Path | None = None, recording_config=None) -> dict:
     """Run ``trials`` sim trials (the demo script, the scene reset after each pass) and measure.
+
+    Args:
+        recording: alternate blocks of ``block`` trials without and with a trial recorder (module
+            docstring); ``False``: no recorder at all.
+        recordings_dir: keep the recordings there (``None``: a temporary folder, removed after).
+        recording_config: a ``bridge.recording.RecordingConfig`` (default settings otherwise).
 
     Returns:
         ``{"point_to_command_ms", "point_to_target_ms", "baseline_targeting_ms", "ratio_p50",
-        "live_view_fps", "camera_frames_published_per_s", "trials", "done"}`` (percentile dicts as
-        ``percentiles_ms``).
+        "live_view_fps", "camera_frames_published_per_s", "trials", "done", "sim_success", "failures"}``
+        (percentile dicts as ``percentiles_ms``), plus ``"recording"`` when ``recording``.
 
     Raises:
-        ValueError: ``trials < 1``.
+        ValueError: ``trials < 1`` or ``block < 1``.
     """
     from .headless import demo_script
+    from .recording import RecordingConfig
+    from .ros.recorder import TrialRecorder
     from .session import SessionConfig, start_session
     from .targeting import compute_target
 
-    if trials < 1:
-        raise ValueError("trials must be >= 1")
+    if trials < 1 or block < 1:
+        raise ValueError("trials and block must be >= 1")
     script = demo_script("sim", "sim")
+    tmp = None if recordings_dir is not None else tempfile.TemporaryDirectory(prefix="pointlab-perf-rec-")
+    rec_config = (recording_config or RecordingConfig()).model_copy(
+        update={"dir": Path(recordings_dir if recordings_dir is not None else tmp.name)})
     session = start_session(SessionConfig(time_scale=time_scale))
     try:
         runner, world = session.runner, session.world
@@ -71,17 +113,36 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         poller = threading.Thread(target=_poll_live_view, args=(runner, stop, poll_hz, seen), daemon=True)
         frames0, t0 = session.camera_node.frames_published, time.monotonic()
         poller.start()
+        recorded_flags, recs, ends = [], [], []
 
         async def run_all():
-            out = []
-            for i in range(trials):
-                if i and i % len(script) == 0:
-                    world.reset()  # the script runs from the initial layout
-                    # the sim camera stamps a frame after rendering it, so a frame rendered from the
-                    # old layout can carry a stamp later than the reset: let one frame period pass
-                    await asyncio.sleep(0.2)
-                item = script[i % len(script)]
-                out.append(await runner.run_trial(agent, item["instruction"], expected=item["expected"]))
+            out, recorder = [], None
+            try:
+                for i in range(trials):
+                    with_rec = recording and (i // block) % 2 == 1
+                    if with_rec and recorder is None:
+                        recorder = TrialRecorder(session.host, rec_config)
+                        await asyncio.to_thread(recorder.wait_ready, 20.0)
+                    elif not with_rec and recorder is not None:
+                        await asyncio.to_thread(recorder.close)
+                        recorder = None
+                    if i and i % len(script) == 0:
+                        world.reset()  # the script runs from the initial layout
+                        # the sim camera stamps a frame after rendering it, so a frame rendered from the
+                        # old layout can carry a stamp later than the reset: let one frame period pass
+                        await asyncio.sleep(0.2)
+                    item = script[i % len(script)]
+                    if recorder is not None:
+                        recorder.begin(f"perf-{i:04d}")
+                    out.append(await runner.run_trial(agent, item["instruction"], expected=item["expected"]))
+                    recorded_flags.append(recorder is not None)
+                    if recorder is not None:
+                        t = time.perf_counter()
+                        recs.append(await recorder.end_async(f"perf-{i:04d}"))
+                        ends.append(time.perf_counter() - t)
+            finally:
+                if recorder is not None:
+                    await asyncio.to_thread(recorder.close)
             return out
 
         results = asyncio.run(run_all())
@@ -101,12 +162,17 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
             base.append(time.perf_counter() - t)
     finally:
         session.close()
+        if tmp is not None:
+            tmp.cleanup()
 
-    loop = percentiles_ms(r.timings_s["point_to_command"] for r in results if "point_to_command" in r.timings_s)
+    def p2c(rs):
+        return percentiles_ms(r.timings_s["point_to_command"] for r in rs if "point_to_command" in r.timings_s)
+
+    loop = p2c(results)
     to_target = percentiles_ms(r.timings_s["point_to_target"] for r in results if "point_to_target" in r.timings_s)
     baseline = percentiles_ms(base)
     live_s = (seen[-1][0] - seen[0][0]) if len(seen) > 1 else 0.0
-    return {
+    out = {
         "point_to_command_ms": loop,
         "point_to_target_ms": to_target,
         "baseline_targeting_ms": baseline,
@@ -120,6 +186,16 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
                       "sim_detail": r.sim_detail, "reason": (r.target or {}).get("reason") or r.robot_error}
                      for i, r in enumerate(results) if not r.sim_success][:10],
     }
+    if recording:
+        without = p2c([r for r, f in zip(results, recorded_flags) if not f])
+        with_ = p2c([r for r, f in zip(results, recorded_flags) if f])
+        out["recording"] = {
+            "block": block, "image_fps": rec_config.image_fps, "clip_fps": rec_config.clip.fps,
+            "point_to_command_ms_without": without, "point_to_command_ms_with": with_,
+            "ratio_p50": round(with_["p50"] / without["p50"], 3) if with_["n"] and without["n"] and without["p50"] else None,
+            **_recording_costs([r for r in recs if r is not None], ends),
+        }
+    return out
 
 
 @perf_app.command("loop")
@@ -127,10 +203,22 @@ def perf_loop_cmd(
     trials: int = typer.Option(40, "--trials", min=1, help="sim trials to run"),
     time_scale: float = typer.Option(0.02, "--time-scale", min=0.0, help="sim motion-time multiplier (0: instant)"),
     agent: str = typer.Option("sim-oracle", "--agent", help="agent of the default config"),
+    recording: bool = typer.Option(True, "--recording/--no-recording",
+                                   help="alternate blocks without and with the trial recorder (same run)"),
+    block: int = typer.Option(5, "--block", min=1, help="trials per block of the recording comparison"),
+    image_fps: Optional[float] = typer.Option(None, "--image-fps", min=0.1,
+                                              help="recorder: colour/depth frames per second in the MCAP"),
+    keep_recordings: Optional[Path] = typer.Option(None, "--keep-recordings",
+                                                   help="keep the recordings in this folder (default: removed)"),
 ) -> None:
     """Latency percentiles from a received point to the arm command (model call excluded) and the
-    live view's frame rate, in sim, with the in-process targeting time as the baseline."""
+    live view's frame rate, in sim, with the in-process targeting time as the baseline; with and
+    without the trial recorder attached, and what the recordings cost."""
+    from .recording import RecordingConfig
+
+    config = RecordingConfig() if image_fps is None else RecordingConfig(image_fps=image_fps)
     try:
-        print_json(measure_loop(trials, time_scale=time_scale, agent=agent))
+        print_json(measure_loop(trials, time_scale=time_scale, agent=agent, recording=recording, block=block,
+                                recordings_dir=keep_recordings, recording_config=config))
     except ValueError as e:
         fail(str(e), 2)
