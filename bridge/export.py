@@ -30,7 +30,7 @@ from pointlab.benchmark.records import dumps_json
 
 from .recording import RecordingLayout, recording_of
 from .store import Store, StoreError
-from .study_results import sus_csv, trial_log_csv
+from .study_results import sus_csv, trial_log, trial_log_csv
 
 __all__ = ["export_study", "ExportError"]
 
@@ -75,16 +75,13 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     (out / "sus.csv").write_text(sus_csv(store.surveys(study_id=study_id), participants))
 
     layout = RecordingLayout(recordings_dir)
-    labels = {p["id"]: p.get("label") for p in participants}
     items, missing_trials = [], []
-    for row in trials:
+    for row, logged in zip(trials, trial_log(trials, participants)):
         uid = row["trial_uid"]
         rec = recording_of(row, layout)
         missing: list[str] = []
-        item = {"id": row["id"], "trial_uid": uid, "agent": row.get("agent"),
-                "participant": labels.get(row.get("participant_id")),
-                "block": None if row.get("block") is None else row["block"] + 1, "judgement": row.get("judgement"),
-                "clip": None, "bag": None, "mcap": None, "complete": None if rec is None else rec.complete}
+        item = {k: logged[k] for k in ("id", "trial_uid", "agent", "participant", "block", "judgement")}
+        item.update(clip=None, bag=None, mcap=None, complete=None if rec is None else rec.complete)
         if rec is None:
             missing.append("recording")
         else:

@@ -121,10 +121,15 @@ def trial_log(trials: list[dict], participants: list[dict] = ()) -> list[dict[st
 
     ``participant`` is the participant's label (``P1``...) from ``participants`` (store rows), and
     ``block`` counts from 1 as on the pages ("Agent 1 (1 of 3)"); the store keeps it from 0."""
+    return _labelled(trials, TRIAL_LOG_COLUMNS, participants)
+
+
+def _labelled(rows: list[dict], columns: tuple[str, ...], participants) -> list[dict[str, Any]]:
+    """``rows`` restricted to ``columns``, with the participant's label and the block from 1."""
     labels = {p["id"]: p.get("label") for p in participants}
     out = []
-    for t in trials:
-        row = {c: t.get(c) for c in TRIAL_LOG_COLUMNS}
+    for t in rows:
+        row = {c: t.get(c) for c in columns}
         row["participant"] = labels.get(t.get("participant_id"))
         row["block"] = None if t.get("block") is None else t["block"] + 1
         out.append(row)
@@ -171,12 +176,7 @@ SUS_COLUMNS = (("id", "study_id", "participant_id", "participant", "block", "age
 def sus_csv(surveys: list[dict], participants: list[dict] = ()) -> str:
     """The SUS surveys (``Store.surveys()`` rows) as CSV text: ``participant`` is the label, ``block``
     counts from 1 as in the trial log, ``q1``..``q10`` the responses, ``score`` the SUS score."""
-    labels = {p["id"]: p.get("label") for p in participants}
-    rows = []
-    for sv in surveys:
-        row = {c: sv.get(c) for c in SUS_COLUMNS}
-        row["participant"] = labels.get(sv.get("participant_id"))
-        row["block"] = None if sv.get("block") is None else sv["block"] + 1
+    rows = _labelled(surveys, SUS_COLUMNS, participants)
+    for row, sv in zip(rows, surveys):
         row.update({f"q{i}": r for i, r in enumerate(sv.get("responses") or [], 1)})
-        rows.append(row)
     return _csv_text(SUS_COLUMNS, rows)

@@ -11,9 +11,22 @@ from __future__ import annotations
 import logging
 import threading
 
-__all__ = ["RosHost", "spin_alone"]
+__all__ = ["RosHost", "spin_alone", "spin_executor"]
 
 log = logging.getLogger(__name__)
+
+
+def spin_executor(executor, what: str) -> None:
+    """Spin ``executor`` until it is shut down (the body of a spinning thread); a callback's bug is
+    logged as ``what`` stopping, never silently ending the thread."""
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        executor.spin()
+    except ExternalShutdownException:
+        pass
+    except Exception:
+        log.exception("%s stopped", what)
 
 
 class RosHost:
@@ -51,14 +64,7 @@ class RosHost:
         return self
 
     def _spin(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-
-        try:
-            self.executor.spin()
-        except ExternalShutdownException:
-            pass
-        except Exception:  # a callback bug must be visible, not silently end the session's ROS side
-            log.exception("ROS executor stopped")
+        spin_executor(self.executor, "ROS executor")
 
     def close(self) -> None:
         """Stop spinning, destroy every node (last added first) and shut the context down."""

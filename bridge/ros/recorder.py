@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..recorder import RECORDED_TOPICS, Recorder
 from ..recording import Recording, RecordingConfig
+from .host import spin_executor
 from .msgs import TOPICS, image_qos, state_qos
 
 __all__ = ["TrialRecorder"]
@@ -74,7 +75,9 @@ class TrialRecorder:
                                                               raw=True)
         self._executor = SingleThreadedExecutor(context=host.context)
         self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._spin, name="pointlab-recorder-ros", daemon=True)
+        # its own executor: the session's (the trial loop's callbacks) never waits for the recorder's
+        self._thread = threading.Thread(target=spin_executor, args=(self._executor, "recorder executor"),
+                                        name="pointlab-recorder-ros", daemon=True)
         self._thread.start()
         self._closed = False
 
@@ -89,16 +92,6 @@ class TrialRecorder:
             offer(topic, time.time_ns(), cdr)
 
         return on_message
-
-    def _spin(self) -> None:
-        from rclpy.executors import ExternalShutdownException
-
-        try:
-            self._executor.spin()
-        except ExternalShutdownException:
-            pass
-        except Exception:  # the recorder's failure must be visible, and never reach the trial loop
-            log.exception("recorder executor stopped")
 
     def wait_ready(self, timeout_s: float = 10.0) -> bool:
         """Wait until the camera's three topics have a matched publisher and a camera_info and an
