@@ -174,6 +174,7 @@ def test_clip_decodes_with_the_points_drawn_after_the_answer(recorded_2s):
             assert is_magenta(img[v + 7, u]) and not is_magenta(img[v, u + 16])  # disc of 9 px, rings to 13
 
 
+@pytest.mark.slow  # two playbacks of 10 frame pairs: about 3 s on a loaded machine
 def test_the_recording_plays_back_through_the_camera_registry(recorded_2s, real_frames):
     root, r = recorded_2s
     for spec in (f"bag:{root / r.bag}", f"bag:{root / r.mcap}"):
