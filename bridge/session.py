@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pointlab.perception.extrinsics import Calibration, load_camera_to_base
 from pointlab.robot.workspace import Workspace
 
+from .recording import RecordingConfig
 from .ros.runner import RunnerTimeouts
 from .worlds import spec_kind, world_class_for
 
@@ -58,6 +59,7 @@ class Session:
     agents: dict
     calibration: Calibration
     world: Any = None  # the session's ``bridge.worlds.World`` when the camera or robot is simulated
+    recorder: Any = None  # the ``ros.recorder.TrialRecorder`` when trials are recorded
     camera_node: Any = None
     arm_node: Any = None
     pointing_node: Any = None
@@ -125,6 +127,8 @@ class SessionConfig(BaseModel):
         ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
         graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
             (``ros.graph_guard``) before the arm is connected; 0 skips the check.
+        recording: per-trial recordings (MCAP + clip beside the store, docs/recording.md); ``None``
+            records nothing. Without a ``db_path`` nothing is recorded either (no folder to put them).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -141,6 +145,7 @@ class SessionConfig(BaseModel):
     domain_id: int | None = Field(None, ge=0, le=232)
     ready_timeout_s: float = Field(15.0, ge=0, allow_inf_nan=False)
     graph_check_s: float = Field(1.0, ge=0, allow_inf_nan=False)
+    recording: RecordingConfig | None = Field(default_factory=RecordingConfig)
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -281,6 +286,12 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session._closers.append(session.runner.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
+        if config.recording is not None and config.db_path is not None:
+            from .ros.recorder import TrialRecorder
+
+            session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path)
+            session._closers.append(session.recorder.close)  # before the host goes
+            session.runner.recorder = session.recorder
         if config.graph_check_s > 0:
             from .ros.graph_guard import GraphClash, wait_for_clashes
 

@@ -382,6 +382,18 @@ class Store:
             row.judgement, row.judged_unix_s = judgement, time.time()
             row.outcome, row.failure_stage = record.outcome, record.failure_stage
 
+    def set_recording(self, trial_id: int, recording: dict[str, Any] | None) -> None:
+        """Record where trial ``trial_id``'s recording is (``bridge.recording.Recording`` as JSON values).
+
+        Raises:
+            StoreError: unknown trial.
+        """
+        with self.session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise StoreError(f"unknown trial {trial_id}")
+            row.recording = finite_json(recording)
+
     def set_point_on_target(self, trial_id: int, on_target: bool | None) -> dict[str, Any]:
         """Record whether the trial's first point was on the intended object (the operator's click on
         real frames), updating its ``failure_stage``; returns the row.

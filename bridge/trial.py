@@ -128,17 +128,22 @@ class TrialRunner(Protocol):
     agent_names: list[str]
 
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
-                        reveal_floor_s: float = 0.0) -> TrialResult:
+                        reveal_floor_s: float = 0.0, keep_recording: bool = False) -> TrialResult:
         """Ask ``agent`` to point for ``instruction`` on the latest frame, target, act, home, and take
         the frame after. Never raises for a bad answer, a refusal or a robot fault: those are
         recorded outcomes (an abort sets ``abort`` and ``outcome = "aborted"``).
 
         ``reveal_floor_s``: nothing of the answer takes effect (no arm motion) before this many
         seconds from sending the request, so response time cannot tell agents apart (blinding).
+        ``keep_recording``: the trial's recording goes on until ``end_recording`` (the judgement).
 
         Raises:
             ValueError: ``agent`` is not one of ``agent_names``.
         """
+        ...
+
+    async def end_recording(self, trial_id: str) -> dict | None:
+        """End a recording kept running; its ``bridge.recording.Recording`` as JSON values, or ``None``."""
         ...
 
     def abort_current(self) -> bool:

@@ -50,6 +50,7 @@ class ScriptedRunner:
         self._abort: asyncio.Future | None = None
         self.reveal_floors: list[float] = []
         self.aborts = 0
+        self.recordings_ended: list[str] = []
         self.automatic = automatic_scene
         self.scene_restores = 0
         self.homes = 0
@@ -70,7 +71,7 @@ class ScriptedRunner:
         return (buf.tobytes(), index) if ok else None
 
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
-                        reveal_floor_s: float = 0.0) -> TrialResult:
+                        reveal_floor_s: float = 0.0, keep_recording: bool = False) -> TrialResult:
         self.calls.append((agent, instruction))
         self.reveal_floors.append(reveal_floor_s)
         self._abort = asyncio.get_running_loop().create_future()
@@ -134,6 +135,10 @@ class ScriptedRunner:
         res.after_frame_index = after[1]
         self._trial_jpegs[(res.trial_id, "after")] = after[0]
         return res
+
+    async def end_recording(self, trial_id: str) -> dict | None:
+        self.recordings_ended.append(trial_id)
+        return None
 
     def abort_current(self) -> bool:
         if self._abort is None or self._abort.done():

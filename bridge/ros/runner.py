@@ -125,6 +125,7 @@ class RosTrialRunner:
         self._request_frames: dict[str, tuple] = {}  # request_id -> (colour msg, depth msg) the agent saw
         self._trial_jpegs: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._abort: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
+        self.recorder = None  # a ros.recorder.TrialRecorder, set by the session when trials are recorded
 
         self.node = Node("pointlab_runner", context=host.context)
         self.frames = RecentFrames(self.node)
@@ -190,6 +191,20 @@ class RosTrialRunner:
         (``after``) in trial ``trial_id`` (the last 50 trials), or ``None``."""
         return self._trial_jpegs.get((trial_id, which))
 
+    async def end_recording(self, trial_id: str) -> dict | None:
+        """End trial ``trial_id``'s recording (kept running by ``keep_recording``); its ``Recording``
+        as JSON values, or ``None`` (no recorder, nothing recorded)."""
+        if self.recorder is None:
+            return None
+        rec = await self.recorder.end_async(trial_id)
+        return None if rec is None else rec.model_dump(mode="json")
+
+    async def _end_recording(self, res: TrialResult) -> None:
+        try:
+            res.recording = await self.end_recording(res.trial_id)
+        except Exception:  # a recording is a record of the trial, never a reason to lose it
+            log.exception("ending the recording of %s failed", res.trial_id)
+
     def abort_current(self) -> bool:
         """Abort the running trial (the operator's button); ``False`` when none runs."""
         with self._lock:
@@ -219,9 +234,14 @@ class RosTrialRunner:
         return _ABORTED if abort is not None and abort in done else None
 
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
-                        reveal_floor_s: float = 0.0) -> TrialResult:
+                        reveal_floor_s: float = 0.0, keep_recording: bool = False) -> TrialResult:
         """Run one trial (see the module docstring). Never raises for an agent, targeting or robot
-        failure; raises ``ValueError`` only for an agent name this runner does not know."""
+        failure; raises ``ValueError`` only for an agent name this runner does not know.
+
+        With a recorder the trial is recorded from the request on; the recording ends with the trial,
+        or, ``keep_recording``, when ``end_recording(trial_id)`` is called (the participant's
+        judgement: the clip then runs from the instruction to the judgement), at the latest after
+        the recorder's ``max_duration_s``."""
         if agent not in self.agent_names:
             raise ValueError(f"unknown agent {agent!r}")
         while not self._trial_lock.acquire(blocking=False):  # one trial at a time, from any loop
@@ -232,6 +252,8 @@ class RosTrialRunner:
         t0 = time.monotonic()
         try:
             res = await self._run_trial(agent, instruction, expected, reveal_floor_s)
+            if not keep_recording or res.outcome == "aborted":
+                await self._end_recording(res)
             left = reveal_floor_s - (time.monotonic() - t0)
             if left > 0 and res.outcome != "aborted":  # blinding: no result earlier than the floor either
                 await asyncio.sleep(left)
@@ -253,6 +275,8 @@ class RosTrialRunner:
             expected = self.infer_expected(instruction, action)
         intended = self._intended(expected)
         rid = uuid.uuid4().hex
+        if self.recorder is not None:
+            self.recorder.begin(rid, request_id=rid)
         res = TrialResult(trial_id=rid, agent=agent, instruction=instruction, action=action, expected=expected)
         f_answer, f_target, f_arm = (self.waiters.expect(k, rid) for k in _KINDS)
         floor = max(0.0, float(reveal_floor_s))

@@ -31,15 +31,10 @@ function robotText(t) {
   return t.robot_outcome + why;
 }
 
+// The clip streams (and seeks) from its signed, expiring URL: a <video> cannot send the bearer header.
 function clipCell(t) {
-  if (!t.recording || !t.recording.clip) return PL.el("td", {}, "–");
-  const v = PL.el("video", { controls: "", preload: "none", width: "200", class: "clip" });
-  const b = PL.el("button", { type: "button" }, "Load clip");
-  b.addEventListener("click", async () => {
-    const url = await blobUrl(`/api/trials/${t.id}/clip`);
-    if (url) { v.src = url; v.play().catch(() => {}); b.remove(); }
-  });
-  return PL.el("td", {}, b, v);
+  if (!t.clip_url) return PL.el("td", {}, "–");
+  return PL.el("td", {}, PL.el("video", { controls: "", preload: "metadata", width: "200", class: "clip", src: t.clip_url }));
 }
 
 async function load() {

@@ -43,7 +43,21 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
     assert "pointing" not in out["failure_stages"] and len(homes) == 10
     for t in trials:
         assert t["auto_check"]["method"] == "physics" and t["point_on_target"] in (True, None)
-        assert t["after_frame_index"] > t["frame_index"] and "recording" in t
+        assert t["after_frame_index"] > t["frame_index"]
+        # every trial is recorded beside the store: the MCAP holds colour frames and the arm's
+        # commands in time order, and the clip has the agent's point drawn
+        rec = t["recording"]
+        assert rec["complete"] and rec["points_drawn"] and rec["color_frames"] > 0 and rec["clip_frames"] > 0
+        mcap_path, clip_path = tmp_path / "recordings" / rec["mcap"], tmp_path / "recordings" / rec["clip"]
+        assert mcap_path.read_bytes()[:8] == b"\x89MCAP0\r\n" and clip_path.stat().st_size == rec["clip_bytes"]
+        with mcap_path.open("rb") as f:
+            from mcap.reader import make_reader
+
+            seen = [(m.log_time, ch.topic) for _, ch, m in make_reader(f).iter_messages(log_time_order=True)]
+        topics = [tp for _, tp in seen]
+        assert "/camera/camera/color/image_raw" in topics and "/pointlab/arm/command" in topics
+        assert [lt for lt, _ in seen] == sorted(lt for lt, _ in seen)
+        assert topics.index("/pointlab/point_answer") < topics.index("/pointlab/arm/command")
         assert t["point_on_target"] is True or t["action"] == "place" and "near" in t["expected"]
     # pick when the gripper is empty, place when it holds something (every pick held its object)
     assert [t["action"] for t in trials] == ["pick", "place"] * 5
