@@ -188,8 +188,10 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> DecodedIma
             rgb = np.asarray(im.convert("RGB"))
     except ImageRejected:
         raise
+    except Image.DecompressionBombError as e:  # Pillow's own pixel limit fired before ours
+        raise ImageRejected(f"image has too many pixels: {str(e)[:160]}", 422, "too_many_pixels") from None
     except (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError, TypeError,
-            KeyError, Image.DecompressionBombError) as e:
+            KeyError) as e:
         # Pillow's decoders raise all of these on corrupt input (SyntaxError for broken PNG chunks)
         raise ImageRejected(f"not a readable image: {type(e).__name__}: {str(e)[:200]}", 415, "unreadable") from None
     except MemoryError:

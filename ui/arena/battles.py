@@ -87,15 +87,36 @@ def _failed(error: str) -> dict:
     return {"points_px": [], "raw_text": "", "parse_error": None, "error": error, "latency_s": None}
 
 
-async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, rgb: np.ndarray, instruction: str) -> dict:
+def model_view(rgb: np.ndarray, max_side_px: int | None) -> tuple[np.ndarray, float, float]:
+    """The image the models are sent and the scale back: ``(image, W / w, H / h)``. Blocking (resize)."""
+    h, w = rgb.shape[:2]
+    if not max_side_px or max(h, w) <= max_side_px:
+        return rgb, 1.0, 1.0
+    import cv2
+
+    s = max_side_px / max(h, w)
+    small = cv2.resize(rgb, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+    return small, w / small.shape[1], h / small.shape[0]
+
+
+def _rescale(rec: dict, sx: float, sy: float) -> dict:
+    if sx == 1.0 and sy == 1.0:
+        return rec
+    # pixel centres at integers: u_orig + 0.5 = (u_sent + 0.5) * W / w
+    return {**rec, "points_px": [[(u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5] for u, v in rec["points_px"]],
+            "sent_scale": [sx, sy]}
+
+
+async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, view: tuple, instruction: str) -> dict:
     agent = arena.agents[model]
+    rgb, sx, sy = view
     try:
         coro = agent.point(rgb, instruction)
         if arena.agent_loop is not None:
             ans = await arena.agent_loop.run(coro, arena.settings.agent_timeout_s)
         else:
             ans = await asyncio.wait_for(coro, arena.settings.agent_timeout_s)
-        rec = answer_record(ans)
+        rec = _rescale(answer_record(ans), sx, sy)
     except (asyncio.TimeoutError, TimeoutError):
         rec = _failed("timeout")
     except Exception as e:  # an agent must never take the arena down; the failure is recorded
@@ -177,8 +198,9 @@ async def create_battle(request: Request, arena: Arena, sid: Sid, instruction: A
     bid = await run_in_threadpool(lambda: arena.store.create_battle(
         session_id=sid, image_sha256=sha, image_path=str(path), image_source=source, width=w, height=h,
         instruction=instruction, model_a=a, model_b=b, sampler=s.sampler, client_addr=addr))
-    arena.pending[bid] = {"A": asyncio.create_task(_ask(arena, bid, "A", a, rgb, instruction)),
-                          "B": asyncio.create_task(_ask(arena, bid, "B", b, rgb, instruction))}
+    view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
+    arena.pending[bid] = {"A": asyncio.create_task(_ask(arena, bid, "A", a, view, instruction)),
+                          "B": asyncio.create_task(_ask(arena, bid, "B", b, view, instruction))}
     return {"battle_id": bid, "image_url": f"/api/battles/{bid}/image", "width": w, "height": h}
 
 

@@ -35,6 +35,10 @@ class ArenaSettings:
         include_flagged: count flagged sessions' votes on the leaderboard.
         few_votes: models with fewer votes than this are marked on the leaderboard instead of an interval.
         agent_timeout_s: a model answer slower than this becomes a failed answer.
+        model_image_side_px: images with a longer side are downscaled (in a worker thread) before
+            they go to the models, and the points mapped back to the original pixels; ``None``:
+            send the original. Served models downscale large images anyway, and a 4096 px
+            image would cost every model call megabytes of base64 JSON.
         elo_start, elo_k, elo_base, elo_scale: online Elo parameters (PointArena: 1000, 2, 10, 400).
         bootstrap_rounds: bootstrap rounds for the leaderboard's intervals.
         human_feedback: tell a human-baseline participant after each item whether it was correct
@@ -58,6 +62,7 @@ class ArenaSettings:
     include_flagged: bool = False
     few_votes: int = 50
     agent_timeout_s: float = 60.0
+    model_image_side_px: int | None = 1600
     elo_start: float = 1000.0
     elo_k: float = 2.0
     elo_base: float = 10.0

@@ -24,13 +24,9 @@ from PIL import Image
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from pointlab.benchmark.pointbench.dataset import DatasetError
-from pointlab.benchmark.pointbench.human import page_item, score_clicks
-from pointlab.benchmark.pointbench.run import aggregate_runs
-from pointlab.benchmark.pointbench.scoring import ItemScore, summarize
-from pointlab.benchmark.pointbench.steer import draw_reference
-
 from .battles import Arena, Sid
+
+# pointlab.benchmark.pointbench (scipy) is imported inside the routes: not on the start path
 
 __all__ = ["router", "human_summary"]
 
@@ -46,11 +42,15 @@ def _item(arena, item_id: str):
 
 @router.get("/items")
 def items(arena: Arena) -> dict:
+    from pointlab.benchmark.pointbench.human import page_item
+
     return {"feedback": arena.settings.human_feedback,
             "items": [dict(page_item(it), image_url=f"/api/human/image?item={it.id}") for it in arena.bench_items]}
 
 
 def _image_png(it) -> bytes:
+    from pointlab.benchmark.pointbench.steer import draw_reference
+
     rgb = it.load_image_rgb()
     if it.reference_points_px:
         rgb = draw_reference(rgb, it.reference_points_px)
@@ -62,6 +62,8 @@ def _image_png(it) -> bytes:
 @router.get("/image")
 async def image(item: str, arena: Arena) -> Response:
     """The item's image; a steerable item's reference point is drawn on it (people need to see it)."""
+    from pointlab.benchmark.pointbench.dataset import DatasetError
+
     it = _item(arena, item)
     try:
         data = await run_in_threadpool(_image_png, it)
@@ -78,6 +80,8 @@ class ClicksIn(BaseModel):
 @router.post("/answers")
 def answer(body: ClicksIn, arena: Arena, sid: Sid) -> dict:
     """Save (or redo) this session's answer for one item; correctness only with ``human_feedback``."""
+    from pointlab.benchmark.pointbench.human import score_clicks
+
     it = _item(arena, body.item_id)
     if len(body.points) > 100 or any(len(p) != 2 for p in body.points):
         raise HTTPException(400, "points must be at most 100 [u, v] pairs")
@@ -98,6 +102,9 @@ def mine(arena: Arena, sid: Sid) -> dict:
 
 def human_summary(rows: list[dict]) -> dict:
     """Pooled per-category summary of ``rows`` (the included answers) plus the Fig. 3 aggregate over sessions."""
+    from pointlab.benchmark.pointbench.run import aggregate_runs
+    from pointlab.benchmark.pointbench.scoring import ItemScore, summarize
+
     scores = [ItemScore(r["id"], r["category"], r["success"], r["points"], r["reason"]) for r in rows]
     out = summarize(scores)
     by_session: dict[str, list] = {}

@@ -18,8 +18,6 @@ import numpy as np
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import PlainTextResponse
 
-from pointlab.benchmark.ratings import TIE_WINNERS, RatingsInputError, compute_ratings, parse_vote
-
 from .battles import Arena
 
 __all__ = ["router", "win_matrix", "build_board"]
@@ -30,6 +28,8 @@ router = APIRouter(prefix="/api")
 def win_matrix(models: list[str], votes: list, ties: str) -> tuple[list[list[float | None]], list[list[int]]]:
     """``(win_fraction, games)``: row model's share of wins against the column model (ties excluded,
     or counted half with ``ties="half"``) and the number of those games; ``None`` where they never met."""
+    from pointlab.benchmark.ratings import TIE_WINNERS
+
     idx = {m: i for i, m in enumerate(models)}
     n = len(models)
     wins, games = np.zeros((n, n)), np.zeros((n, n), dtype=int)
@@ -58,6 +58,9 @@ def build_board(arena, ties: str) -> dict:
 
     Raises: RatingsInputError for an unknown ties rule.
     """
+    # scipy (Bradley-Terry) is imported on first use, off the start path (issue 14, #9)
+    from pointlab.benchmark.ratings import TIE_WINNERS, compute_ratings, parse_vote
+
     s = arena.settings
     votes = [parse_vote(v) for v in arena.store.votes(include_flagged=s.include_flagged)]
     kw = dict(ties=ties, k=s.elo_k, start=s.elo_start, base=s.elo_base, scale=s.elo_scale,
@@ -96,6 +99,8 @@ def leaderboard(arena: Arena, ties: str = "exclude", method: str | None = None) 
     key = ("board", ties, arena.store.vote_count())
     board = arena.cache.get(key)
     if board is None:
+        from pointlab.benchmark.ratings import RatingsInputError
+
         try:
             board = build_board(arena, ties)
         except RatingsInputError as e:

@@ -20,8 +20,6 @@ import time
 from collections import Counter
 from typing import Sequence
 
-from pointlab.benchmark.ratings import Vote, bradley_terry
-
 __all__ = ["SAMPLERS", "UNIFORM_MIX", "sample_pair", "pair_weights", "cached_votes"]
 
 SAMPLERS = ("uniform", "adaptive")
@@ -31,6 +29,8 @@ _VOTES_TTL_S = 2.0
 
 def pair_weights(models: Sequence[str], votes: Sequence[dict]) -> dict[tuple[str, str], float]:
     """Adaptive weight per unordered pair (sorted names), normalised to sum 1 (see the module docstring)."""
+    from pointlab.benchmark.ratings import Vote, bradley_terry  # scipy: imported on first use, not at start-up
+
     vs = [Vote(v["model_a"], v["model_b"], v["winner"]) for v in votes
           if v["model_a"] in models and v["model_b"] in models and v["model_a"] != v["model_b"]]
     decisive = [v for v in vs if v.winner in ("model_a", "model_b")]
