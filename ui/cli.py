@@ -176,6 +176,74 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
         Path(f.name).unlink(missing_ok=True)
 
 
+@bench_app.command("annotate")
+def bench_annotate_cmd(
+    images: Optional[Path] = typer.Option(None, "--images", help="folder of images to annotate"),
+    out: Path = typer.Option(..., "--out", help="dataset folder: verified items are written here (release layout + gt.jsonl)"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML of the models asked (default: the sim arena agents)"),
+    models: int = typer.Option(3, "--models", min=1, help="how many of the configured models answer each query (PointArena: 3)"),
+    annotator: list[str] = typer.Option([], "--annotator", help="NAME=TOKEN of one person (repeat; default: two with random tokens)"),
+    segmenter: str = typer.Option("grabcut", "--segmenter", help="grabcut | watershed | URL of a segmentation service"),
+    from_arena: Optional[str] = typer.Option(None, "--from-arena", help="arena store (path or URL) whose voted battles become candidates"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8030, "--port"),
+) -> None:
+    """Serve the Point-Bench annotation pages (PointArena sec. 3.2): query, anonymous models, the
+    at-most-one-correct filter, seeded and hand-refined masks, verification by a second person."""
+    from .serve import check_port, public_url
+
+    check_port(host, port)
+    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentsConfigError, load_agents, load_agents_config
+    from pointlab.benchmark.pointbench.annotation import AnnotationError, AnnotationStore
+    from pointlab.benchmark.pointbench.masks import HttpSegmenter
+
+    from .annotate import create_annotate_app
+    from .arena.launch import DEFAULT_ARENA_AGENTS
+
+    tokens: dict[str, str] = {}
+    for spec in annotator or ["annotator1", "annotator2"]:
+        name, _, tok = spec.partition("=")
+        tok = tok or secrets.token_urlsafe(12)
+        if not name or len(tok) < 8:
+            fail(f"--annotator {spec!r}: need NAME=TOKEN with a token of at least 8 characters")
+        tokens[tok] = name
+    stop = None
+    try:
+        store = AnnotationStore(out)
+        if images is not None:
+            store.add_folder(images)
+        if from_arena:
+            from .arena.store import ArenaStore
+            store.promote_battles(ArenaStore(from_arena).voted_battles(), copy_to=store.state / "arena_images")
+        if not store.candidates(open_only=False):
+            fail("nothing to annotate: give --images and/or --from-arena")
+        path = agents or DEFAULT_ARENA_AGENTS
+        cfgs = [a for a in load_agents_config(path).agents if a.kind == "openai"][:models]
+        if any(a.base_url == SIM_BASE_URL for a in cfgs):
+            from pointlab.benchmark.sim_models import serve_sim_models
+            sim_url, stop = serve_sim_models("arena", [])
+        else:
+            sim_url = None
+        allowed = {a.name for a in cfgs}
+        ags = {n: a for n, a in load_agents(path, sim_base_url=sim_url).items() if n in allowed}
+        seg = HttpSegmenter(segmenter) if segmenter.startswith(("http://", "https://")) else segmenter
+        web = create_annotate_app(store, ags, tokens, segmenter=seg)
+    except (AgentsConfigError, AnnotationError, ValueError) as e:
+        if stop:
+            stop()
+        fail(str(e))
+    base = public_url(host, port)
+    lines = [f"Point-Bench annotation of {len(store.candidates(open_only=False))} images -> {out} "
+             f"(models: {', '.join(ags)}; segmenter: {segmenter})"]
+    lines += [f"  {name}: {base}/#token={tok}   (verify: {base}/verify#token={tok})" for tok, name in tokens.items()]
+    lines.append("Stop with Ctrl-C. Verified items are written to the dataset as they are accepted.")
+    try:
+        serve(web, host, port, lines)
+    finally:
+        if stop:
+            stop()
+
+
 @perf_app.command("arena")
 def perf_arena_cmd(
     db: str = typer.Option(..., "--db", help="an empty arena store: SQLAlchemy URL (postgresql+psycopg://...) or SQLite path"),

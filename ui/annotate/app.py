@@ -21,7 +21,7 @@ from typing import Annotated, Any, Callable, Mapping
 
 import anyio
 import numpy as np
-from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, UploadFile
+from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
@@ -41,6 +41,33 @@ _IMAGE_LIMITS = ImageLimits(max_bytes=64 * 1024 * 1024, max_side_px=8192, max_pi
 _MASK_LIMITS = ImageLimits(max_bytes=16 * 1024 * 1024, max_side_px=8192, max_pixels=8192 * 8192, formats=("PNG",))
 
 
+def person(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
+    """The caller's name from ``Authorization: Bearer <token>`` (401 otherwise)."""
+    tokens = request.app.state.tokens
+    tok = (authorization or "").removeprefix("Bearer ").strip()
+    if tok not in tokens:
+        raise HTTPException(401, "annotator token required")
+    return tokens[tok]
+
+
+Who = Annotated[str, Depends(person)]
+
+
+class AskIn(BaseModel):
+    query: str
+
+
+class SeedIn(BaseModel):
+    u: float
+    v: float
+    box: list[int] | None = None
+
+
+class VerdictIn(BaseModel):
+    accept: bool
+    reason: str = ""
+
+
 def _load_rgb(path: str) -> np.ndarray:
     return decode_image(Path(path).read_bytes(), _IMAGE_LIMITS).rgb
 
@@ -49,11 +76,11 @@ def _overlay_png(image: str, masks: list[Path]) -> bytes:
     from PIL import Image
 
     rgb = _load_rgb(image).astype(np.float32)
-    colours = np.array([[255, 64, 64], [64, 160, 255], [255, 200, 0], [80, 220, 120], [220, 80, 255]], np.float32)
+    colours = np.array([[255, 0, 255], [0, 255, 255], [255, 255, 0], [0, 255, 0], [255, 128, 0]], np.float32)
     for k, p in enumerate(masks):
         with Image.open(p) as im:
             m = np.asarray(im.convert("L")) > 127
-        rgb[m] = 0.5 * rgb[m] + 0.5 * colours[k % len(colours)]
+        rgb[m] = 0.4 * rgb[m] + 0.6 * colours[k % len(colours)]
     buf = io.BytesIO()
     Image.fromarray(rgb.astype(np.uint8)).save(buf, format="PNG", compress_level=3)
     return buf.getvalue()
@@ -82,6 +109,7 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
         loop.close(agents)
 
     app = FastAPI(title="Point-Bench annotation", lifespan=lifespan)
+    app.state.tokens = dict(tokens)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="annotate-static")
     app.mount("/common", StaticFiles(directory=COMMON_STATIC_DIR), name="common-static")
     aliases = {f"Model {k + 1}": name for k, name in enumerate(agents)}
@@ -90,14 +118,6 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
         def serve(page: str = page) -> FileResponse:
             return FileResponse(STATIC_DIR / page)
         app.add_api_route(route, serve, methods=["GET"], include_in_schema=False)
-
-    def person(authorization: Annotated[str | None, Header()] = None) -> str:
-        tok = (authorization or "").removeprefix("Bearer ").strip()
-        if tok not in tokens:
-            raise HTTPException(401, "annotator token required")
-        return tokens[tok]
-
-    Who = Annotated[str, Depends(person)]
 
     def http(e: AnnotationError | SegmenterError | ImageRejected | ValueError) -> HTTPException:
         status = getattr(e, "status", 400)
@@ -119,9 +139,6 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
             return FileResponse(store.candidate(cid)["image"])
         except AnnotationError as e:
             raise http(e) from None
-
-    class AskIn(BaseModel):
-        query: str
 
     @app.post("/api/candidates/{cid}/ask")
     async def ask(cid: str, body: AskIn, who: Who) -> dict:
@@ -146,11 +163,6 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
         aid = await anyio.to_thread.run_sync(store.record_ask, cid, query, answers, who)
         return {"ask_id": aid, "answers": [{"alias": a["alias"], "points": a["points_px"],
                                             "failed": bool(a["error"]) or not a["points_px"]} for a in answers]}
-
-    class SeedIn(BaseModel):
-        u: float
-        v: float
-        box: list[int] | None = None
 
     @app.post("/api/candidates/{cid}/seed")
     async def seed(cid: str, body: SeedIn, who: Who) -> Response:
@@ -207,10 +219,6 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
             raise http(e) from None
         png = await anyio.to_thread.run_sync(_overlay_png, it["image"], [store.mask_path(n) for n in it["instance_masks"]])
         return Response(png, media_type="image/png")
-
-    class VerdictIn(BaseModel):
-        accept: bool
-        reason: str = ""
 
     @app.post("/api/items/{iid}/verify")
     async def verify(iid: str, body: VerdictIn, who: Who) -> dict:

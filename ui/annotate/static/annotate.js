@@ -3,7 +3,7 @@
 "use strict";
 const $ = (id) => document.getElementById(id);
 const token = PL.fragmentParam("token");
-const COLOURS = [[255, 64, 64], [64, 160, 255], [255, 200, 0], [80, 220, 120], [220, 80, 255]];
+const COLOURS = [[255, 0, 255], [0, 255, 255], [255, 255, 0], [0, 255, 0], [255, 128, 0]];  // tints that stand out on any object
 const MODEL_COLOURS = ["#ff2d55", "#ffcc00", "#00c7be", "#af52de", "#34c759"];
 const st = { cands: [], ci: 0, img: null, W: 0, H: 0, layers: [], active: 0, undo: [], tool: "seed", poly: [],
              ask: null, answers: [], ref: null, drawing: false, last: null };
@@ -24,7 +24,7 @@ function render() {
   g.drawImage(st.img, 0, 0);
   const over = g.getImageData(0, 0, st.W, st.H), d = over.data;
   st.layers.forEach((L, k) => {
-    const [r, gg, b] = COLOURS[k % COLOURS.length], a = k === st.active ? 0.5 : 0.35;
+    const [r, gg, b] = COLOURS[k % COLOURS.length], a = k === st.active ? 0.6 : 0.45;
     for (let i = 0; i < L.length; i++) if (L[i]) {
       const j = 4 * i; d[j] = d[j] * (1 - a) + r * a; d[j + 1] = d[j + 1] * (1 - a) + gg * a; d[j + 2] = d[j + 2] * (1 - a) + b * a;
     }
