@@ -68,9 +68,6 @@ def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memor
 
     @asynccontextmanager
     async def lifespan(_app):
-        # warm the ratings code (scipy) in the background once serving has started
-        import threading
-        threading.Thread(target=lambda: __import__("pointlab.benchmark.ratings"), daemon=True).start()
         yield
         ctx.agent_loop.close(ctx.agents)
 
