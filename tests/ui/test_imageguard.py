@@ -111,6 +111,7 @@ def _seeds() -> list[bytes]:
 SEEDS = _seeds()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(seed=st.sampled_from(range(len(SEEDS))), edits=st.lists(
     st.tuples(st.integers(min_value=0, max_value=10**7), st.integers(min_value=0, max_value=255)), max_size=8),

@@ -20,6 +20,9 @@ from pointlab.ui.arena.sampling import pair_weights, sample_pair
 
 from .helpers import NAME_A, NAME_B, curated, start_models
 
+# real HTTP agents against a sim model server, a few seconds each on a busy machine
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):

@@ -50,6 +50,7 @@ def test_rules_sqlite(tmp_path):
     _rules(ArenaStore(tmp_path / "a.db"))
 
 
+@pytest.mark.slow
 def test_rules_postgresql(pg_url):
     store = ArenaStore(pg_url)
     _rules(store)
@@ -83,6 +84,7 @@ def test_upgrade_of_a_previous_database_and_newer_schema_refused(tmp_path):
         ArenaStore(db)
 
 
+@pytest.mark.slow
 def test_real_photos_with_hand_masks(shared_data):
     root = shared_data / "pointing" / "robot_view_pointing"
     cur = CuratedSet.from_folder(root / "images", masks=root / "hand_masks", names=("hand", "pointing hand"))
