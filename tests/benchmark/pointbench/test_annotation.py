@@ -107,3 +107,27 @@ def test_submit_verify_export_and_promotion(demo, tmp_path):
     c = store.candidate(new[0])
     assert c["source"] == "arena:b1" and c["suggested_query"] == "Point to the orange can"
     assert c["arena"]["answers"] == {"x": [[1, 2]], "y": []} and c["arena"]["vote"] == "model_a"
+
+
+def test_http_segmenter_against_a_served_model(demo):
+    from pointlab.benchmark.pointbench.masks import HttpSegmenter
+    from pointlab.sim_mock.model_server import serve_in_thread
+    from pointlab.sim_mock.segment_server import create_segment_server, flood_mask
+
+    url, stop = serve_in_thread(create_segment_server())
+    try:
+        seg = HttpSegmenter(url.removesuffix("/v1") + "/segment")
+        rgb = np.asarray(Image.open(demo / "tabletop_0.png").convert("RGB"))
+        gt = _gt(demo, "purple_cube")
+        ys, xs = np.nonzero(gt)
+        p = (float(np.median(xs)), float(np.median(ys)))
+        m = seg(rgb, p)
+        assert m.shape == gt.shape and m.dtype == bool
+        assert np.array_equal(m, flood_mask(rgb, *p))      # what the service computed, unchanged in transit
+        assert m[int(p[1]), int(p[0])] and (m & gt).sum() / m.sum() > 0.9
+        with pytest.raises(SegmenterError):
+            seg(rgb, (-10.0, 5.0))                          # the service's 400 is a SegmenterError
+        with pytest.raises(SegmenterError):
+            HttpSegmenter("http://127.0.0.1:9/segment", timeout_s=2)(rgb, p)
+    finally:
+        stop()
