@@ -4,7 +4,9 @@
 - ``pointlab.worlds``: ``sim`` -> ``SimWorldPlugin`` (``bridge.worlds.World``), the world a
   session's sim camera and sim arm share;
 - ``pointlab.sim_model_servers``: ``dataset`` -> ``serve_dataset_models``, ``scene`` ->
-  ``serve_scene_models`` (``benchmark.sim_models``);
+  ``serve_scene_models``, ``arena`` -> ``serve_arena_models`` (``benchmark.sim_models``);
+- ``pointlab.arena_demo_sets``: ``sim`` -> ``write_arena_demo`` (``ui.arena.curated``): the demo
+  arena's images of the sim tabletop with a mask per object;
 - ``pointlab.camera_sources`` (``sim``, ``sim-board``) and ``pointlab.arm_drivers`` (``sim``) name the
   factories in ``camera.py``, ``board_camera.py`` and ``arm.py`` directly.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-__all__ = ["SimWorldPlugin", "serve_dataset_models", "serve_scene_models"]
+__all__ = ["SimWorldPlugin", "serve_dataset_models", "serve_scene_models", "serve_arena_models", "write_arena_demo"]
 
 
 def serve_dataset_models(items: Sequence[Any]) -> tuple[str, Callable[[], None]]:
@@ -31,6 +33,22 @@ def serve_scene_models(world: Any = None) -> tuple[str, Callable[[], None]]:
     from .oracle import SceneOracle
 
     return serve_in_thread(create_model_server(default_sim_models(SceneOracle(world))))
+
+
+def serve_arena_models(entries: Sequence[dict]) -> tuple[str, Callable[[], None]]:
+    """The sim model server of the four arena agents (``arena_models``), each keyed by the image it
+    is sent: ``entries`` = ``[{"image": path, "targets": [{"names": [...], "mask": path}]}]``."""
+    from .arena_models import arena_sim_models
+    from .model_server import create_model_server, serve_in_thread
+
+    return serve_in_thread(create_model_server(arena_sim_models(entries)))
+
+
+def write_arena_demo(out_dir: Any) -> Any:
+    """Render the demo arena's sim tabletop images and masks into ``out_dir``; returns the manifest path."""
+    from .arena_demo import write_demo_set
+
+    return write_demo_set(out_dir)
 
 
 class SimWorldPlugin:

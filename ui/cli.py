@@ -15,13 +15,16 @@ from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import SubApp, fail
+from pointlab.benchmark.clikit import SubApp, fail, print_json
 from pointlab.bridge.act_commands import CAL_HELP, CAMERA_HELP, ROBOT_HELP
+
+from .serve import serve
 
 __all__ = ["sub", "app"]
 
 sub = SubApp("ui")
 act_app, bench_app, pinpoint_app = sub.group("act"), sub.group("bench"), sub.group("pinpoint")
+perf_app = sub.group("perf")
 
 
 def app() -> SubApp:
@@ -56,7 +59,7 @@ def act(
     from pointlab.bridge.act_commands import start_or_fail
 
     from .app import UiSettings, create_app
-    from .serve import check_port, public_url as url_of, serve
+    from .serve import check_port, public_url as url_of
 
     if operator_token is not None and len(operator_token) < 8:
         fail("--operator-token must be at least 8 characters (it is the operator console's password)")
@@ -77,54 +80,204 @@ def act(
 
 @bench_app.command("arena")
 def bench_arena_cmd(
-    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: embedded sim agents)"),
-    db: Path = typer.Option(Path("arena.db"), "--db", help="SQLite file for battles and votes"),
-    images: Optional[Path] = typer.Option(None, "--images", help="folder of curated images"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the four sim arena agents)"),
+    db: str = typer.Option("arena.db", "--db", help="store: SQLite file or SQLAlchemy URL "
+                                                     "(postgresql+psycopg://user@host/db for several workers)"),
+    images: Optional[Path] = typer.Option(None, "--images", help="folder of curated images (default: the demo "
+                                                                 "set of sim tabletop images with masks)"),
+    masks: Optional[Path] = typer.Option(None, "--masks", help="folder of target masks matched to --images by file stem"),
+    mask_label: list[str] = typer.Option(["hand"], "--mask-label", help="name(s) an instruction uses for the masked target"),
+    demo_dir: Optional[Path] = typer.Option(None, "--demo-dir", help="where the demo set is rendered (default: next to --db)"),
     data: Optional[Path] = typer.Option(None, "--data", help="Point-Bench dataset for the human baseline page"),
     sampler: str = typer.Option("uniform", "--sampler", help="uniform | adaptive"),
+    workers: int = typer.Option(1, "--workers", min=1, help="worker processes (use a PostgreSQL --db for more than 1)"),
+    trusted_proxy: list[str] = typer.Option([], "--trusted-proxy", help="address of a reverse proxy whose X-Forwarded-For is trusted (repeat)"),
+    rate_limit: int = typer.Option(20, "--rate-limit", help="new battles per session per minute"),
+    address_rate_limit: int = typer.Option(120, "--address-rate-limit", help="new battles per client address per minute"),
+    few_votes: int = typer.Option(50, "--few-votes", help="models with fewer votes are marked instead of given an interval"),
+    human_feedback: bool = typer.Option(False, "--human-feedback", help="show correctness on the human baseline page (training only)"),
+    admin_token: Optional[str] = typer.Option(None, "--admin-token", envvar="POINTLAB_ARENA_ADMIN_TOKEN",
+                                              help="secret of the admin routes (default: random)"),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8010, "--port"),
 ) -> None:
-    """Serve Point-Battle (battle page /, /leaderboard, /human)."""
-    from .serve import check_port, public_url, serve
+    """Serve Point-Battle (battle page /, /leaderboard, /human, /human/summary)."""
+    from .serve import check_port, public_url
 
     check_port(host, port)
-    if images is not None and not images.is_dir():
-        fail(f"--images {images} is not a folder of curated images")
-    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentsConfigError, load_agents, load_agents_config
-    from pointlab.benchmark.pointbench import DatasetError, load_dataset
+    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentsConfigError, load_agents_config
+    from pointlab.benchmark.pointbench import DatasetError
 
-    from .arena import ArenaSettings, create_arena_app
+    from .arena.curated import CuratedSetError
+    from .arena.launch import DEFAULT_ARENA_AGENTS, ArenaConfig, build_app, load_curated
+    from .arena.store import ArenaError
 
+    local = "://" not in db
+    home = Path(db).resolve().parent if local else Path.cwd()
+    cfg = ArenaConfig(db=db, agents=str(agents) if agents else None, images=str(images) if images else None,
+                      masks=str(masks) if masks else None, mask_names=list(mask_label),
+                      demo_dir=str(demo_dir or home / "arena_demo"), data=str(data) if data else None,
+                      uploads_dir=str(home / "uploads"),
+                      settings={"sampler": sampler, "trusted_proxies": list(trusted_proxy), "few_votes": few_votes,
+                                "human_feedback": human_feedback, "max_battles_per_minute": rate_limit,
+                                "max_battles_per_minute_per_address": address_rate_limit},
+                      admin_token=admin_token or secrets.token_urlsafe(16))
     stop = None
     try:
-        items = load_dataset(data) if data else []
-        settings = ArenaSettings(sampler=sampler)
-        sim_url = None
-        if any(a.base_url == SIM_BASE_URL for a in load_agents_config(agents).agents):
+        curated = load_curated(cfg)
+        if any(a.base_url == SIM_BASE_URL for a in load_agents_config(agents or DEFAULT_ARENA_AGENTS).agents):
             # sim agents (a test double reached through the agents config and the sim_models
-            # registry): answer from the dataset's masks when one is given, else from a sim scene
+            # registry), each answering from the masks of the image it is sent
             from pointlab.benchmark.sim_models import SimModelsUnavailable, serve_sim_models
 
             try:
-                sim_url, stop = serve_sim_models("dataset", items) if items else serve_sim_models("scene")
+                cfg.sim_url, stop = serve_sim_models("arena", curated.sim_entries())
             except SimModelsUnavailable as e:
                 fail(str(e), 1)
-        ags = {n: a for n, a in load_agents(agents, sim_base_url=sim_url).items() if hasattr(a, "point_format")}
-        arena = create_arena_app(ags, db_path=db, curated_dir=images, settings=settings, bench_items=items)
-    except (AgentsConfigError, DatasetError, ValueError) as e:
+        arena = build_app(cfg, curated) if workers == 1 else None
+    except (AgentsConfigError, DatasetError, CuratedSetError, ArenaError, ValueError) as e:
         if stop:
             stop()
         fail(str(e))
+    base = public_url(host, port)
+    banner = [f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
+              f"images: {len(curated)} ({'demo set' if not images else images}); votes in {db} "
+              f"(export: {base}/api/votes.jsonl); workers: {workers}",
+              f"human-baseline admin: {base}/human/summary#token={cfg.admin_token}",
+              "Stop with Ctrl-C."]
     try:
-        base = public_url(host, port)
-        serve(arena, host, port, [
-            f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
-            f"agents: {', '.join(ags)}; votes in {db} (export: {base}/api/votes.jsonl)",
-            "Stop with Ctrl-C."])
+        if arena is not None:
+            serve(arena, host, port, banner, proxy_headers=False)
+        else:
+            serve_workers(cfg, host, port, workers, banner)
     finally:
         if stop:
             stop()
+
+
+def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) -> None:
+    """Run the arena of ``cfg`` in ``workers`` uvicorn worker processes (config passed as a file)."""
+    import os
+    import tempfile
+
+    import uvicorn
+
+    from .arena.launch import CONFIG_ENV
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pointlab-arena-", delete=False) as f:
+        f.write(cfg.to_json())
+    os.environ[CONFIG_ENV] = f.name
+    try:
+        for line in banner:
+            typer.echo(line)
+        uvicorn.run("pointlab.ui.arena.asgi:app_from_env", factory=True, host=host, port=port, workers=workers,
+                    log_level="warning", proxy_headers=False)
+    finally:
+        Path(f.name).unlink(missing_ok=True)
+
+
+@bench_app.command("annotate")
+def bench_annotate_cmd(
+    images: Optional[Path] = typer.Option(None, "--images", help="folder of images to annotate"),
+    out: Path = typer.Option(..., "--out", help="dataset folder: verified items are written here (release layout + gt.jsonl)"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML of the models asked (default: the sim arena agents)"),
+    models: int = typer.Option(3, "--models", min=1, help="how many of the configured models answer each query (PointArena: 3)"),
+    annotator: list[str] = typer.Option([], "--annotator", help="NAME=TOKEN of one person (repeat; default: two with random tokens)"),
+    segmenter: str = typer.Option("grabcut", "--segmenter", help="grabcut | watershed | URL of a segmentation service"),
+    from_arena: Optional[str] = typer.Option(None, "--from-arena", help="arena store (path or URL) whose voted battles become candidates"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8030, "--port"),
+) -> None:
+    """Serve the Point-Bench annotation pages (PointArena sec. 3.2): query, anonymous models, the
+    at-most-one-correct filter, seeded and hand-refined masks, verification by a second person."""
+    from .serve import check_port, public_url
+
+    check_port(host, port)
+    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentsConfigError, load_agents, load_agents_config
+    from pointlab.benchmark.pointbench.annotation import AnnotationError, AnnotationStore
+    from pointlab.benchmark.pointbench.masks import HttpSegmenter
+
+    from .annotate import create_annotate_app
+    from .arena.launch import DEFAULT_ARENA_AGENTS
+
+    tokens: dict[str, str] = {}
+    for spec in annotator or ["annotator1", "annotator2"]:
+        name, _, tok = spec.partition("=")
+        tok = tok or secrets.token_urlsafe(12)
+        if not name or len(tok) < 8:
+            fail(f"--annotator {spec!r}: need NAME=TOKEN with a token of at least 8 characters")
+        tokens[tok] = name
+    stop = None
+    try:
+        store = AnnotationStore(out)
+        if images is not None:
+            store.add_folder(images)
+        if from_arena:
+            from .arena.store import ArenaStore
+            store.promote_battles(ArenaStore(from_arena).voted_battles(), copy_to=store.state / "arena_images")
+        if not store.candidates(open_only=False):
+            fail("nothing to annotate: give --images and/or --from-arena")
+        path = agents or DEFAULT_ARENA_AGENTS
+        cfgs = [a for a in load_agents_config(path).agents if a.kind == "openai"][:models]
+        if any(a.base_url == SIM_BASE_URL for a in cfgs):
+            from pointlab.benchmark.sim_models import serve_sim_models
+            sim_url, stop = serve_sim_models("arena", [])
+        else:
+            sim_url = None
+        allowed = {a.name for a in cfgs}
+        ags = {n: a for n, a in load_agents(path, sim_base_url=sim_url).items() if n in allowed}
+        seg = HttpSegmenter(segmenter) if segmenter.startswith(("http://", "https://")) else segmenter
+        web = create_annotate_app(store, ags, tokens, segmenter=seg)
+    except (AgentsConfigError, AnnotationError, ValueError) as e:
+        if stop:
+            stop()
+        fail(str(e))
+    base = public_url(host, port)
+    lines = [f"Point-Bench annotation of {len(store.candidates(open_only=False))} images -> {out} "
+             f"(models: {', '.join(ags)}; segmenter: {segmenter})"]
+    lines += [f"  {name}: {base}/#token={tok}   (verify: {base}/verify#token={tok})" for tok, name in tokens.items()]
+    lines.append("Stop with Ctrl-C. Verified items are written to the dataset as they are accepted.")
+    try:
+        serve(web, host, port, lines)
+    finally:
+        if stop:
+            stop()
+
+
+@bench_app.command("arena-sim")
+def bench_arena_sim_cmd(
+    models: int = typer.Option(10, "--models", min=2, help="simulated models"),
+    spread: float = typer.Option(300.0, "--spread", help="Elo-scale spread of their true ratings (evenly spaced)"),
+    votes: int = typer.Option(2000, "--votes", min=50, help="votes per simulated arena"),
+    repeats: int = typer.Option(10, "--repeats", min=1, help="seeds per sampler"),
+    checkpoint: int = typer.Option(50, "--checkpoint", min=1, help="fit the ratings every N votes"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Adaptive versus uniform pair sampling on synthetic voters with known strengths: votes needed to
+    reach a Spearman rank correlation of 0.9 / 0.95 / 0.98 with the true order (docs/arena.md)."""
+    from .arena.sampling_sim import compare_samplers
+
+    print_json(compare_samplers(n_models=models, spread=spread, n_votes=votes, repeats=repeats,
+                                targets=(0.9, 0.95, 0.98), budgets=tuple(b for b in (250, 500, 1000, 2000, 4000)
+                                                                          if b <= votes),
+                                checkpoint=checkpoint, seed=seed))
+
+
+@perf_app.command("arena")
+def perf_arena_cmd(
+    db: str = typer.Option(..., "--db", help="an empty arena store: SQLAlchemy URL (postgresql+psycopg://...) or SQLite path"),
+    workers: int = typer.Option(4, "--workers", min=1),
+    voters: int = typer.Option(50, "--voters", min=1, help="concurrent simulated voters"),
+    duration_s: float = typer.Option(20.0, "--duration-s", help="how long the voters vote"),
+) -> None:
+    """Votes per second and p50/p99 of battle creation and of the vote (N workers, the four sim
+    agents), beside a bare insert into the same database; checks no vote was lost or counted twice."""
+    from .arena.perf import measure_arena_perf
+
+    try:
+        print_json(measure_arena_perf(db, workers=workers, voters=voters, duration_s=duration_s))
+    except (ValueError, RuntimeError) as e:
+        fail(str(e), 1)
 
 
 @pinpoint_app.command("study")
@@ -136,7 +289,7 @@ def pinpoint_study_cmd(
     port: int = typer.Option(8020, "--port", help="port on 127.0.0.1"),
 ) -> None:
     """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""
-    from .serve import check_port, public_url, serve
+    from .serve import check_port, public_url
     from .localization import StudyDataError, create_localization_app
 
     check_port("127.0.0.1", port)

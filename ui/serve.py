@@ -34,10 +34,13 @@ def public_url(host: str, port: int) -> str:
     return f"http://{url_host}:{port}"
 
 
-def serve(app, host: str, port: int, banner: list[str]) -> None:
-    """Print ``banner`` (one line each, stdout) and run ``app`` with uvicorn until Ctrl-C."""
+def serve(app, host: str, port: int, banner: list[str], *, proxy_headers: bool = True) -> None:
+    """Print ``banner`` (one line each, stdout) and run ``app`` with uvicorn until Ctrl-C.
+
+    ``proxy_headers=False`` turns off uvicorn's default trust of ``X-Forwarded-For`` from
+    127.0.0.1 (an app that rate-limits per client address decides itself whom to trust)."""
     import uvicorn
 
     for line in banner:
         typer.echo(line)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=proxy_headers)

@@ -1,63 +1,102 @@
-"""The Point-Battle app factory (PointArena sec. 3.3) with the human baseline page.
+"""The Point-Battle app factory (PointArena sec. 3.3) with the leaderboard and the human baseline page.
 
 ``create_arena_app(agents, db_path=...)`` returns a FastAPI app serving:
 ``/`` the battle page, ``/leaderboard`` the ratings page, ``/human`` the human-baseline clicking page,
-and the JSON API under ``/api`` (``battles``, ``leaderboard``, ``human`` routers). Nothing is read
-from the environment; several apps can run side by side.
+``/human/summary`` its per-category summary, and the JSON API under ``/api`` (``battles``,
+``leaderboard``, ``human`` routers). The pages share the Point-Act pages' stylesheet
+(``/common/style.css``). Nothing is read from the environment; several apps can run side by side.
 """
 
 from __future__ import annotations
 
 import random
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from . import battles, human, leaderboard
-from .context import ArenaContext, ArenaSettings
+from .context import AgentLoop, ArenaContext, ArenaSettings
+from .curated import CuratedSet
 from .store import ArenaStore
 
-__all__ = ["create_arena_app", "STATIC_DIR"]
+__all__ = ["create_arena_app", "STATIC_DIR", "COMMON_STATIC_DIR"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+COMMON_STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+_PAGES = (("/", "arena.html"), ("/leaderboard", "leaderboard.html"), ("/human", "human.html"),
+          ("/human/summary", "human_summary.html"))
 
 
 def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memory:",
-                     curated_dir: str | Path | None = None, uploads_dir: str | Path | None = None,
-                     settings: ArenaSettings | None = None, bench_items: Sequence = ()) -> FastAPI:
+                     curated_dir: str | Path | None = None, curated: CuratedSet | None = None,
+                     uploads_dir: str | Path | None = None, settings: ArenaSettings | None = None,
+                     bench_items: Sequence = (), admin_token: str | None = None,
+                     store: ArenaStore | None = None) -> FastAPI:
     """Build the arena app.
 
     Args:
         agents: ``{model name: agent}``; an agent has ``async point(image_rgb, instruction)`` returning
             an ``AgentAnswer`` (``pointlab.benchmark.agents``). At least two.
-        db_path: SQLite file (or ``":memory:"``).
-        curated_dir: folder of curated images offered on the page.
-        uploads_dir: where accepted uploads are stored (default: next to the database, ``uploads/``).
+        db_path: the store: a SQLAlchemy URL (``postgresql+psycopg://...``), a SQLite file path or
+            ``":memory:"`` (ignored when ``store`` is given).
+        curated_dir: folder of curated images offered on the page (its ``arena_images.json``
+            manifest when present); or ``curated``: a ``CuratedSet`` (images with target masks).
+        uploads_dir: where accepted uploads are stored (default: next to a SQLite file, else
+            ``./uploads``).
         settings: ``ArenaSettings`` (sampler, limits, Elo parameters).
         bench_items: Point-Bench items for the human baseline page.
+        admin_token: bearer token of the admin routes (excluding human-baseline sessions); none: off.
 
-    Raises: ValueError for fewer than two agents.
+    Raises: ValueError for fewer than two agents; ArenaError when the store cannot be opened.
     """
     if len(agents) < 2:
         raise ValueError("the arena needs at least two agents")
     settings = settings or ArenaSettings()
+    store = store or ArenaStore(db_path)
     if uploads_dir is None:
-        uploads_dir = (Path(db_path).parent if str(db_path) != ":memory:" else Path.cwd()) / "uploads"
-    app = FastAPI(title="Point-Battle")
-    app.state.arena = ArenaContext(store=ArenaStore(db_path), agents=dict(agents), settings=settings,
-                                   curated_dir=Path(curated_dir) if curated_dir else None,
-                                   uploads_dir=Path(uploads_dir), bench_items=list(bench_items),
-                                   rng=random.Random(settings.seed))
+        local = "://" not in str(db_path) and str(db_path) != ":memory:"
+        uploads_dir = (Path(db_path).parent if local else Path.cwd()) / "uploads"
+    if curated is None:
+        curated = CuratedSet.from_folder(curated_dir) if curated_dir else CuratedSet()
+    ctx = ArenaContext(store=store, agents=dict(agents), settings=settings, curated=curated,
+                       uploads_dir=Path(uploads_dir), bench_items=list(bench_items),
+                       rng=random.Random(settings.seed), agent_loop=AgentLoop(), admin_token=admin_token)
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        ctx.agent_loop.close(ctx.agents)
+
+    app = FastAPI(title="Point-Battle", lifespan=lifespan)
+    app.state.arena = ctx
     app.include_router(battles.router)
     app.include_router(leaderboard.router)
     app.include_router(human.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="arena-static")
+    app.mount("/common", StaticFiles(directory=COMMON_STATIC_DIR), name="common-static")
 
-    for route, page in (("/", "arena.html"), ("/leaderboard", "leaderboard.html"), ("/human", "human.html")):
+    limit = settings.max_upload_bytes + 64 * 1024
+
+    @app.middleware("http")
+    async def body_limit(request, call_next):
+        # refuse an oversized body before it is parsed and spooled (the decoder's byte limit is
+        # the exact check; this one only stops a huge body from being read at all)
+        n = request.headers.get("content-length")
+        if request.method == "POST" and n is not None and n.isdigit() and int(n) > limit:
+            return JSONResponse({"detail": f"request body is {n} bytes, limit {limit}"}, status_code=413)
+        return await call_next(request)
+
+    for route, page in _PAGES:
         def serve(page: str = page) -> FileResponse:
             return FileResponse(STATIC_DIR / page)
         app.add_api_route(route, serve, methods=["GET"], include_in_schema=False)
+
+    if settings.trusted_proxies:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     return app

@@ -3,6 +3,12 @@
 Model names never leave the server before the vote: the page sees sides "A" and "B", their points
 and whether an answer failed; raw answer text is kept in the store but not sent (a model's output
 format would give its family away). The vote response is the first message that names the models.
+
+Nothing blocking runs on the event loop: database calls go to the thread pool (``run_in_threadpool``,
+or FastAPI's own for ``def`` routes), uploads are decoded and written by ``ui.imageguard`` in worker
+threads, and model calls run on the ``AgentLoop`` thread. Several worker processes can serve one
+arena (PostgreSQL store): a battle's answers are written to the store, so a websocket or a poll
+that lands on another worker than the one that asked the models reads them from there.
 """
 
 from __future__ import annotations
@@ -12,22 +18,26 @@ import logging
 import time
 from typing import Annotated, Any
 
+import anyio
 import numpy as np
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Response, UploadFile, WebSocket
 from fastapi.responses import FileResponse
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocketDisconnect
 
+from ..imageguard import ImageRejected, decode_image_async, write_png_async
 from .context import ArenaContext
-from .images import decode_upload, load_curated, save_png
+from .curated import CuratedSetError
 from .sampling import sample_pair
 from .store import ArenaError
 
-__all__ = ["router", "SESSION_COOKIE", "get_arena", "session_id"]
+__all__ = ["router", "SESSION_COOKIE", "get_arena", "session_id", "client_addr", "answer_record", "public_answer"]
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
 SESSION_COOKIE = "arena_session"
+_MULTIPART_OVERHEAD = 64 * 1024  # form fields and boundaries beside the image
 
 
 def get_arena(request: Request) -> ArenaContext:
@@ -37,9 +47,15 @@ def get_arena(request: Request) -> ArenaContext:
 Arena = Annotated[ArenaContext, Depends(get_arena)]
 
 
+def client_addr(request: Request) -> str:
+    """The client's address: the TCP peer, or the forwarded client when the app trusts its proxy
+    (``ArenaSettings.trusted_proxies``: uvicorn's ProxyHeadersMiddleware rewrites the peer)."""
+    return request.client.host if request.client else "unknown"
+
+
 def session_id(request: Request, response: Response, arena: Arena) -> str:
     """The caller's arena session (cookie), created on first use."""
-    sid = arena.store.ensure_session(request.cookies.get(SESSION_COOKIE))
+    sid = arena.store.ensure_session(request.cookies.get(SESSION_COOKIE), client_addr(request))
     if sid != request.cookies.get(SESSION_COOKIE):
         response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict")
     return sid
@@ -48,8 +64,8 @@ def session_id(request: Request, response: Response, arena: Arena) -> str:
 Sid = Annotated[str, Depends(session_id)]
 
 
-def _http(e: ArenaError) -> HTTPException:
-    return HTTPException(e.status, str(e))
+def _http(e: ArenaError | ImageRejected | CuratedSetError) -> HTTPException:
+    return HTTPException(getattr(e, "status", 404), str(e))
 
 
 def answer_record(ans: Any) -> dict:
@@ -67,36 +83,86 @@ def public_answer(side: str, rec: dict) -> dict:
     return {"type": "answer", "side": side, "points": rec.get("points_px", []), "failed": failed}
 
 
-async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, rgb: np.ndarray, instruction: str) -> dict:
+def _failed(error: str) -> dict:
+    return {"points_px": [], "raw_text": "", "parse_error": None, "error": error, "latency_s": None}
+
+
+def model_view(rgb: np.ndarray, max_side_px: int | None) -> tuple[np.ndarray, float, float]:
+    """The image the models are sent and the scale back: ``(image, W / w, H / h)``. Blocking (resize)."""
+    h, w = rgb.shape[:2]
+    if not max_side_px or max(h, w) <= max_side_px:
+        return rgb, 1.0, 1.0
+    import cv2
+
+    s = max_side_px / max(h, w)
+    small = cv2.resize(rgb, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+    return small, w / small.shape[1], h / small.shape[0]
+
+
+def _rescale(rec: dict, sx: float, sy: float) -> dict:
+    if sx == 1.0 and sy == 1.0:
+        return rec
+    # pixel centres at integers: u_orig + 0.5 = (u_sent + 0.5) * W / w
+    return {**rec, "points_px": [[(u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5] for u, v in rec["points_px"]],
+            "sent_scale": [sx, sy]}
+
+
+async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, view: tuple, instruction: str) -> dict:
     agent = arena.agents[model]
+    rgb, sx, sy = view
     try:
-        ans = await asyncio.wait_for(agent.point(rgb, instruction), arena.settings.agent_timeout_s)
-        rec = answer_record(ans)
-    except asyncio.TimeoutError:
-        rec = {"points_px": [], "raw_text": "", "parse_error": None, "error": "timeout", "latency_s": None}
+        coro = agent.point(rgb, instruction)
+        if arena.agent_loop is not None:
+            ans = await arena.agent_loop.run(coro, arena.settings.agent_timeout_s)
+        else:
+            ans = await asyncio.wait_for(coro, arena.settings.agent_timeout_s)
+        rec = _rescale(answer_record(ans), sx, sy)
+    except (asyncio.TimeoutError, TimeoutError):
+        rec = _failed("timeout")
     except Exception as e:  # an agent must never take the arena down; the failure is recorded
         log.exception("agent %s failed", model)
-        rec = {"points_px": [], "raw_text": "", "parse_error": None, "error": f"{type(e).__name__}: {e}",
-               "latency_s": None}
-    arena.store.record_answer(battle_id, side, rec)
+        rec = _failed(f"{type(e).__name__}: {e}")
+    try:
+        await run_in_threadpool(arena.store.record_answer, battle_id, side, rec)
+    except Exception:  # the page still gets the answer; the record is lost only for this battle
+        log.exception("storing answer %s of battle %s failed", side, battle_id)
     return rec
 
 
 @router.get("/images")
 def list_images(arena: Arena) -> dict:
-    return {"images": [{"name": n, "url": f"/api/images/{n}"} for n in arena.curated_images()]}
+    return {"images": [{"name": n, "url": f"/api/images/{n}"} for n in arena.curated.images]}
 
 
 @router.get("/images/{name}")
 def get_image(name: str, arena: Arena) -> FileResponse:
-    path = arena.curated_images().get(name)  # only listed names: no path traversal
-    if path is None:
+    img = arena.curated.get(name)  # only listed names: no path traversal
+    if img is None:
         raise HTTPException(404, "unknown image")
-    return FileResponse(path)
+    return FileResponse(img.path)
+
+
+async def _check_rates(arena: ArenaContext, sid: str, addr: str, upload: bool) -> None:
+    s, since = arena.settings, time.time() - 60.0
+    checks = [({"session_id": sid}, s.max_battles_per_minute, "battles a minute per session"),
+              ({"client_addr": addr}, s.max_battles_per_minute_per_address, "battles a minute per address")]
+    if upload:
+        checks += [({"session_id": sid, "source": "upload"}, s.max_uploads_per_minute, "uploads a minute per session"),
+                   ({"client_addr": addr, "source": "upload"}, s.max_uploads_per_minute_per_address,
+                    "uploads a minute per address")]
+
+    def count_all() -> str | None:
+        for kw, limit, what in checks:
+            if arena.store.battles_since(since, **kw) >= limit:
+                return f"rate limit: at most {limit} {what}"
+        return None
+    refused = await run_in_threadpool(count_all)
+    if refused:
+        raise HTTPException(429, refused)
 
 
 @router.post("/battles")
-async def create_battle(arena: Arena, sid: Sid, instruction: Annotated[str, Form()],
+async def create_battle(request: Request, arena: Arena, sid: Sid, instruction: Annotated[str, Form()],
                         image_name: Annotated[str | None, Form()] = None,
                         upload: Annotated[UploadFile | None, File()] = None) -> dict:
     """Start a battle on a curated image (``image_name``) or an upload; both models start at once."""
@@ -104,32 +170,37 @@ async def create_battle(arena: Arena, sid: Sid, instruction: Annotated[str, Form
     instruction = instruction.strip()
     if not instruction or len(instruction) > s.max_instruction_chars:
         raise HTTPException(400, f"instruction must be 1..{s.max_instruction_chars} characters")
-    if arena.store.battles_since(sid, time.time() - 60.0) >= s.max_battles_per_minute:
-        raise HTTPException(429, f"rate limit: at most {s.max_battles_per_minute} battles a minute")
+    is_upload = upload is not None and bool(upload.filename)
+    addr = client_addr(request)
+    await _check_rates(arena, sid, addr, is_upload)
     try:
-        if upload is not None and upload.filename:
+        if is_upload:
             data = await upload.read(s.max_upload_bytes + 1)
-            rgb, sha = decode_upload(data, max_bytes=s.max_upload_bytes, formats=s.upload_formats,
-                                     max_side_px=s.max_image_side_px)
-            path, source = save_png(rgb, arena.uploads_dir / f"{sha}.png"), "upload"
+            img = await decode_image_async(data, s.image_limits)
+            rgb, sha = img.rgb, img.sha256
+            path, source = await write_png_async(rgb, arena.uploads_dir / f"{sha}.png"), "upload"
         elif image_name:
-            cpath = arena.curated_images().get(image_name)
-            if cpath is None:
+            cur = arena.curated.get(image_name)
+            if cur is None:
                 raise ArenaError("unknown curated image", 404)
-            rgb, sha = load_curated(cpath)
-            path, source = cpath, "curated"
+            rgb, sha = await anyio.to_thread.run_sync(arena.curated.rgb, image_name)
+            path, source = cur.path, "curated"
         else:
             raise ArenaError("choose a curated image or upload one", 400)
-        a, b = sample_pair(list(arena.agents), s.sampler, arena.rng,
-                           arena.store.votes() if s.sampler == "adaptive" else ())
-    except ArenaError as e:
+        votes = None
+        if s.sampler == "adaptive":
+            from .sampling import cached_votes
+            votes = await run_in_threadpool(cached_votes, arena)
+        a, b = sample_pair(list(arena.agents), s.sampler, arena.rng, votes or ())
+    except (ArenaError, ImageRejected, CuratedSetError) as e:
         raise _http(e) from None
     h, w = rgb.shape[:2]
-    bid = arena.store.create_battle(session_id=sid, image_sha256=sha, image_path=str(path), image_source=source,
-                                    width=w, height=h, instruction=instruction, model_a=a, model_b=b,
-                                    sampler=s.sampler)
-    arena.pending[bid] = {"A": asyncio.create_task(_ask(arena, bid, "A", a, rgb, instruction)),
-                          "B": asyncio.create_task(_ask(arena, bid, "B", b, rgb, instruction))}
+    bid = await run_in_threadpool(lambda: arena.store.create_battle(
+        session_id=sid, image_sha256=sha, image_path=str(path), image_source=source, width=w, height=h,
+        instruction=instruction, model_a=a, model_b=b, sampler=s.sampler, client_addr=addr))
+    view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
+    arena.pending[bid] = {"A": asyncio.create_task(_ask(arena, bid, "A", a, view, instruction)),
+                          "B": asyncio.create_task(_ask(arena, bid, "B", b, view, instruction))}
     return {"battle_id": bid, "image_url": f"/api/battles/{bid}/image", "width": w, "height": h}
 
 
@@ -163,13 +234,26 @@ def battle_state(bid: str, arena: Arena, sid: Sid) -> dict:
     return out
 
 
+async def _answers_from_store(arena: ArenaContext, bid: str, sent: set, websocket: WebSocket, created: float) -> None:
+    """Another worker asked the models: poll the store for the answers until the agent timeout."""
+    deadline = created + arena.settings.agent_timeout_s + 5.0
+    while len(sent) < 2 and time.time() < deadline:
+        rec = await run_in_threadpool(arena.store.battle, bid)
+        for side, key in (("A", "answer_a"), ("B", "answer_b")):
+            if side not in sent and rec[key] is not None:
+                await websocket.send_json(public_answer(side, rec[key]))
+                sent.add(side)
+        if len(sent) < 2:
+            await asyncio.sleep(0.05)
+
+
 @router.websocket("/battles/{bid}/ws")
 async def battle_ws(websocket: WebSocket, bid: str) -> None:
     """Push each side's answer as it arrives, then ``{"type": "ready"}``; never a model name."""
     arena: ArenaContext = websocket.app.state.arena
     sid = websocket.cookies.get(SESSION_COOKIE)
     try:
-        rec = arena.store.battle(bid)
+        rec = await run_in_threadpool(arena.store.battle, bid)
     except ArenaError:
         await websocket.close(code=4404)
         return
@@ -179,7 +263,7 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
     await websocket.accept()
     try:
         tasks = arena.pending.get(bid, {})
-        sent = set()
+        sent: set = set()
         for side, key in (("A", "answer_a"), ("B", "answer_b")):
             if rec[key] is not None:
                 await websocket.send_json(public_answer(side, rec[key]))
@@ -191,10 +275,12 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
                 side = waiting.pop(t)
                 await websocket.send_json(public_answer(side, t.result()))
                 sent.add(side)
+        if len(sent) < 2 and not tasks:
+            await _answers_from_store(arena, bid, sent, websocket, rec["created_unix_s"])
         if len(sent) < 2:  # a battle from before a restart whose answers were lost
             await websocket.send_json({"type": "error", "message": "answers unavailable"})
         else:
-            arena.store.mark_shown(bid)
+            await run_in_threadpool(arena.store.mark_shown, bid)
             arena.pending.pop(bid, None)
             await websocket.send_json({"type": "ready"})
         # keep the socket open until the page leaves; ignore whatever it sends
@@ -210,7 +296,8 @@ class VoteIn(BaseModel):
 
 @router.post("/battles/{bid}/vote")
 def vote(bid: str, body: VoteIn, arena: Arena, sid: Sid) -> dict:
-    """Cast the vote (``A``, ``B``, ``both_good``, ``both_bad``) and reveal both names."""
+    """Cast the vote (``A``, ``B``, ``both_good``, ``both_bad``) once and reveal both names; a second
+    vote is 409 and changes nothing."""
     try:
         rec = arena.store.vote(bid, sid, body.choice, flag_min_votes=arena.settings.flag_min_votes)
     except ArenaError as e:

@@ -1,16 +1,19 @@
-"""Point-Battle runtime state: settings, the store, the agents, answers in flight."""
+"""Point-Battle runtime state: settings, the store, the agents and the loop they run on, answers in flight."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..imageguard import ImageLimits
+from .curated import CuratedSet
 from .store import ArenaStore
 
-__all__ = ["ArenaSettings", "ArenaContext"]
+__all__ = ["ArenaSettings", "ArenaContext", "AgentLoop"]
 
 
 @dataclass(frozen=True)
@@ -19,33 +22,53 @@ class ArenaSettings:
 
     Attributes:
         sampler: pair sampling, ``uniform`` (PointArena) or ``adaptive`` (see ``sampling``).
-        max_upload_bytes: largest accepted upload.
-        max_image_side_px: largest accepted width or height.
-        upload_formats: PIL format names accepted for uploads.
+        max_upload_bytes, max_image_side_px, max_image_pixels, upload_formats, max_text_chunk_bytes:
+            the upload guard (``ui.imageguard.ImageLimits``).
         max_instruction_chars: longest instruction accepted.
-        max_battles_per_minute: per-session rate limit on new battles.
+        max_battles_per_minute: new battles per session (cookie) per minute (429 beyond).
+        max_battles_per_minute_per_address: new battles per client address per minute.
+        max_uploads_per_minute, max_uploads_per_minute_per_address: the same for battles on uploads.
+        trusted_proxies: addresses of reverse proxies whose ``X-Forwarded-For`` names the client
+            (uvicorn's ``ProxyHeadersMiddleware``); empty (default): the header is ignored and the
+            client address is the TCP peer.
         flag_min_votes: a session is flagged once at least this many votes all chose the same side.
         include_flagged: count flagged sessions' votes on the leaderboard.
+        few_votes: models with fewer votes than this are marked on the leaderboard instead of an interval.
         agent_timeout_s: a model answer slower than this becomes a failed answer.
+        model_image_side_px: images with a longer side are downscaled (in a worker thread) before
+            they go to the models, and the points mapped back to the original pixels; ``None``:
+            send the original. Served models downscale large images anyway, and a 4096 px
+            image would cost every model call megabytes of base64 JSON.
         elo_start, elo_k, elo_base, elo_scale: online Elo parameters (PointArena: 1000, 2, 10, 400).
         bootstrap_rounds: bootstrap rounds for the leaderboard's intervals.
+        human_feedback: tell a human-baseline participant after each item whether it was correct
+            (training sessions only; a baseline must not learn from feedback).
         seed: seed of the pair sampler (``None``: nondeterministic).
     """
 
     sampler: str = "uniform"
     max_upload_bytes: int = 8 * 1024 * 1024
     max_image_side_px: int = 4096
+    max_image_pixels: int = 4096 * 4096
     upload_formats: tuple[str, ...] = ("PNG", "JPEG", "WEBP")
+    max_text_chunk_bytes: int = 256 * 1024
     max_instruction_chars: int = 500
     max_battles_per_minute: int = 20
+    max_battles_per_minute_per_address: int = 120
+    max_uploads_per_minute: int = 10
+    max_uploads_per_minute_per_address: int = 30
+    trusted_proxies: tuple[str, ...] = ()
     flag_min_votes: int = 10
     include_flagged: bool = False
+    few_votes: int = 50
     agent_timeout_s: float = 60.0
+    model_image_side_px: int | None = 1600
     elo_start: float = 1000.0
     elo_k: float = 2.0
     elo_base: float = 10.0
     elo_scale: float = 400.0
     bootstrap_rounds: int = 100
+    human_feedback: bool = False
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -53,28 +76,70 @@ class ArenaSettings:
 
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
-        if self.max_upload_bytes < 1024 or self.max_image_side_px < 16:
-            raise ValueError("max_upload_bytes must be >= 1024 and max_image_side_px >= 16")
-        if self.max_battles_per_minute < 1 or self.flag_min_votes < 2 or not self.agent_timeout_s > 0:
-            raise ValueError("max_battles_per_minute >= 1, flag_min_votes >= 2, agent_timeout_s > 0 required")
+        if self.max_upload_bytes < 1024 or self.max_image_side_px < 16 or self.max_image_pixels < 256:
+            raise ValueError("max_upload_bytes >= 1024, max_image_side_px >= 16, max_image_pixels >= 256 required")
+        limits = (self.max_battles_per_minute, self.max_battles_per_minute_per_address, self.max_uploads_per_minute,
+                  self.max_uploads_per_minute_per_address)
+        if min(limits) < 1 or self.flag_min_votes < 2 or not self.agent_timeout_s > 0 or self.few_votes < 0:
+            raise ValueError("rate limits >= 1, flag_min_votes >= 2, agent_timeout_s > 0, few_votes >= 0 required")
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        return ImageLimits(max_bytes=self.max_upload_bytes, max_side_px=self.max_image_side_px,
+                           max_pixels=self.max_image_pixels, formats=tuple(self.upload_formats),
+                           max_text_chunk_bytes=self.max_text_chunk_bytes,
+                           max_text_total_bytes=4 * self.max_text_chunk_bytes)
+
+
+class AgentLoop:
+    """One background thread with its own event loop on which every model call runs.
+
+    An agent prepares its request synchronously (resizing and JPEG-encoding the image, parsing the
+    answer); on the serving loop that would stall every other request for the encode time of a large
+    upload. Here the serving loop only awaits a future. Clients opened by agents belong to this loop.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="arena-agents", daemon=True)
+        self._thread.start()
+
+    async def run(self, coro, timeout_s: float) -> Any:
+        """Run ``coro`` on the agents' loop with a timeout; raises what it raises (``TimeoutError``)."""
+        fut = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coro, timeout_s), self.loop)
+        return await asyncio.wrap_future(fut)
+
+    def close(self, agents: Mapping[str, Any] = {}) -> None:
+        if not self.loop.is_running():
+            return
+
+        async def _close() -> None:
+            for a in agents.values():
+                if hasattr(a, "aclose"):
+                    try:
+                        await a.aclose()
+                    except Exception:  # closing is best effort
+                        pass
+        try:
+            asyncio.run_coroutine_threadsafe(_close(), self.loop).result(timeout=5)
+        except Exception:  # a stuck client must not block shutdown
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
 
 
 @dataclass
 class ArenaContext:
-    """Everything routes share (``app.state.arena``). Used from the event loop only."""
+    """Everything routes share (``app.state.arena``)."""
 
     store: ArenaStore
     agents: Mapping[str, Any]
     settings: ArenaSettings
-    curated_dir: Path | None
+    curated: CuratedSet
     uploads_dir: Path
     bench_items: list = field(default_factory=list)  # Point-Bench items for the human baseline page
     rng: random.Random = field(default_factory=random.Random)
     pending: dict[str, dict[str, asyncio.Task]] = field(default_factory=dict)
-
-    def curated_images(self) -> dict[str, Path]:
-        """``{file name: path}`` of the curated images (png/jpg/jpeg/webp, sorted)."""
-        if self.curated_dir is None or not self.curated_dir.is_dir():
-            return {}
-        return {p.name: p for p in sorted(self.curated_dir.iterdir())
-                if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp") and p.is_file()}
+    agent_loop: AgentLoop | None = None
+    admin_token: str | None = None
+    cache: dict = field(default_factory=dict)  # leaderboard and sampler snapshots of this process

@@ -1,16 +1,27 @@
-"""The Point-Battle SQLite store: sessions, battles (the full record) and votes.
+"""The Point-Battle store on any SQLAlchemy URL: SQLite by default, PostgreSQL for several workers.
 
 PointArena sec. 3.3: two anonymous models answer the same instruction on the same image, the user
 votes "A", "B", "both good" or "both bad", names are revealed after the vote. Every battle row keeps
 the whole record: image (sha256 + stored path), instruction, both model names, both raw answers,
-parsed points, errors and latencies, when the answers were shown, the vote and when it was cast.
+parsed points, errors and latencies, when the answers were shown, the vote and when it was cast,
+and the client address that started it.
 
-Anti-abuse state lives here too: one vote per battle (a second vote is refused), no vote before both
-answers were shown, per-session timestamps for the rate limit, and a ``flagged`` mark on sessions
-whose votes always pick the same side.
+**One vote per battle, atomically** (issue 14, #2): the vote is a single conditional
+``UPDATE battles SET vote = ... WHERE id = ? AND session_id = ? AND vote IS NULL AND shown_unix_s
+IS NOT NULL RETURNING ...``. On PostgreSQL a concurrent second UPDATE waits for the first one's row
+lock and then re-checks ``vote IS NULL`` on the committed row, so it matches nothing; SQLite
+serialises writers. Exactly one caller gets the row back; the others read the row to learn why
+(404 / 403 / 409) and change nothing. The session's vote counters (for flagging one-sided
+sessions) are updated in the same transaction, so a vote is counted once or not at all.
 
-Every write opens its own session and commits before returning. Timestamps are Unix seconds
-(``*_unix_s``, float, UTC).
+Targets: ``ArenaStore("arena.db")`` (a path: SQLite in WAL mode, ``synchronous=NORMAL``),
+``ArenaStore("sqlite:///x.db")``, ``ArenaStore("postgresql+psycopg://user@host/db")``,
+``ArenaStore(":memory:")``. Schema creation takes a lock (PostgreSQL advisory lock; SQLite's
+write lock) so several workers starting at once create it once. The ``meta`` table holds the
+schema version; a database from an older pointlab is upgraded in place (columns added), one from a
+newer one is refused.
+
+Every write commits before returning. Timestamps are Unix seconds (``*_unix_s``, float, UTC).
 """
 
 from __future__ import annotations
@@ -23,13 +34,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, create_engine, event, func, select
+from sqlalchemy import (JSON, Boolean, Float, Index, Integer, String, Text, create_engine, event, func, inspect,
+                        select, text, update)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-__all__ = ["ArenaStore", "ArenaError", "VOTE_CHOICES", "BattleRow", "SessionRow"]
+__all__ = ["ArenaStore", "ArenaError", "VOTE_CHOICES", "BattleRow", "SessionRow", "SCHEMA_VERSION", "store_url"]
 
 log = logging.getLogger(__name__)
 
+SCHEMA_VERSION = 2
 # Page vote -> the ratings module's winner names (benchmark.ratings.VOTE_WINNERS).
 VOTE_CHOICES = {"A": "model_a", "B": "model_b", "both_good": "both_good", "both_bad": "both_bad"}
 
@@ -46,12 +61,22 @@ class Base(DeclarativeBase):
     pass
 
 
+class MetaRow(Base):
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 class SessionRow(Base):
     __tablename__ = "sessions"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_unix_s: Mapped[float] = mapped_column(Float)
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
     flag_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    client_addr: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    votes_n: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    votes_a: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    votes_b: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class BattleRow(Base):
@@ -59,6 +84,7 @@ class BattleRow(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(64), index=True)
     created_unix_s: Mapped[float] = mapped_column(Float)
+    client_addr: Mapped[str | None] = mapped_column(String(64), nullable=True)
     image_sha256: Mapped[str] = mapped_column(String(64))
     image_path: Mapped[str] = mapped_column(Text)
     image_source: Mapped[str] = mapped_column(String(16))  # "curated" | "upload"
@@ -74,9 +100,14 @@ class BattleRow(Base):
     vote: Mapped[str | None] = mapped_column(String(16), nullable=True)  # a VOTE_CHOICES value
     voted_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
+    __table_args__ = (Index("ix_battles_session_created", "session_id", "created_unix_s"),
+                      Index("ix_battles_addr_created", "client_addr", "created_unix_s"),
+                      Index("ix_battles_voted", "voted_unix_s"))
+
 
 class HumanClickRow(Base):
-    """One person's answer on one Point-Bench item (human baseline page)."""
+    """One person's answer on one Point-Bench item (human baseline page); a redo adds a row and the
+    latest row of a (session, item) is the answer."""
 
     __tablename__ = "human_clicks"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -89,41 +120,135 @@ class HumanClickRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
-class ArenaStore:
-    """SQLite store for Point-Battle. ``path`` is a file path or ``":memory:"``."""
+class HumanSessionRow(Base):
+    """Human-baseline sessions left out of the summary (a training run, a tester)."""
 
-    def __init__(self, path: str | Path):
-        url = "sqlite://" if str(path) == ":memory:" else f"sqlite:///{Path(path)}"
-        kw: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
-        if str(path) == ":memory:":
+    __tablename__ = "human_excluded"
+    session_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    excluded_unix_s: Mapped[float] = mapped_column(Float)
+
+
+def store_url(target: str | Path) -> str:
+    """The SQLAlchemy URL of ``target``: a URL (``dialect[+driver]://...``) as is, ``":memory:"``
+    as in-memory SQLite, anything else as a SQLite file path."""
+    s = str(target)
+    if "://" in s:
+        return s
+    if s == ":memory:":
+        return "sqlite://"
+    return f"sqlite:///{Path(s)}"
+
+
+def _make_engine(url: str, pool_size: int) -> Engine:
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        kw: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 10.0}}
+        memory = u.database in (None, "", ":memory:")
+        if memory:
             from sqlalchemy.pool import StaticPool
             kw["poolclass"] = StaticPool
-        self.engine = create_engine(url, **kw)
+        engine = create_engine(u, **kw)
 
-        @event.listens_for(self.engine, "connect")
-        def _pragmas(dbapi_conn, _):  # WAL: the leaderboard reads while battles are written
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _):
             cur = dbapi_conn.cursor()
-            if str(path) != ":memory:":
+            if not memory:
+                # WAL: the leaderboard reads while battles are written. NORMAL in WAL mode loses no
+                # committed transaction on a process crash (only on power loss of the last ones).
                 cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=5000")
+                cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=10000")
             cur.close()
+        return engine
+    if u.get_backend_name() == "postgresql" and u.drivername == "postgresql":
+        u = u.set(drivername="postgresql+psycopg")  # psycopg 3, the driver this project installs
+    return create_engine(u, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, pool_recycle=1800)
 
-        Base.metadata.create_all(self.engine)
+
+class ArenaStore:
+    """The arena store (see the module docstring).
+
+    Args:
+        target: SQLAlchemy URL, SQLite file path or ``":memory:"``.
+        pool_size: connections kept per process (PostgreSQL).
+
+    Raises:
+        ArenaError: the database cannot be opened or holds a newer schema (status 500).
+    """
+
+    def __init__(self, target: str | Path, *, pool_size: int = 10):
+        self.url = store_url(target)
+        try:
+            self.engine = _make_engine(self.url, pool_size)
+        except Exception as e:  # a malformed URL or a missing driver
+            raise ArenaError(f"cannot open the arena store {self.url!r}: {e}", 500) from None
+        self.dialect = self.engine.dialect.name
+        self._create_schema()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    # -- schema -------------------------------------------------------------------------------
+    def _create_schema(self) -> None:
+        for attempt in range(5):
+            try:
+                with self.engine.begin() as conn:
+                    if self.dialect == "postgresql":
+                        conn.execute(text("SELECT pg_advisory_xact_lock(7213401)"))  # one creator at a time
+                    Base.metadata.create_all(conn)
+                    self._upgrade(conn)
+                return
+            except (OperationalError, ProgrammingError, IntegrityError) as e:
+                # two SQLite processes racing on CREATE TABLE: the loser sees "already exists"
+                if attempt == 4:
+                    raise ArenaError(f"cannot create the arena schema in {self.url}: {e}", 500) from None
+                time.sleep(0.05 * (attempt + 1))
+
+    def _upgrade(self, conn) -> None:
+        row = conn.execute(select(MetaRow.value).where(MetaRow.key == "schema_version")).scalar()
+        version = int(row) if row is not None else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise ArenaError(f"arena store {self.url} has schema {version}, newer than this pointlab "
+                             f"({SCHEMA_VERSION})", 500)
+        if version == SCHEMA_VERSION:
+            return
+        # version 1 (no meta table): add the columns of version 2 and count the votes cast so far
+        insp = inspect(conn)
+        have = {t: {c["name"] for c in insp.get_columns(t)} for t in ("sessions", "battles")}
+        for table, cols in (("sessions", {"client_addr": "VARCHAR(64)", "votes_n": "INTEGER DEFAULT 0",
+                                          "votes_a": "INTEGER DEFAULT 0", "votes_b": "INTEGER DEFAULT 0"}),
+                            ("battles", {"client_addr": "VARCHAR(64)"})):
+            for name, ddl in cols.items():
+                if name not in have[table]:
+                    conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
+        if version is None:
+            conn.execute(text(
+                "UPDATE sessions SET "
+                "votes_n = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote IS NOT NULL), "
+                "votes_a = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_a'), "
+                "votes_b = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_b')"))
+            conn.execute(MetaRow.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
         with self._sessions() as s, s.begin():
             yield s
 
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def ping(self) -> None:
+        """One round trip to the database. Raises: DBAPIError when it is unreachable."""
+        with self.engine.connect() as c:
+            c.execute(text("SELECT 1"))
+
     # -- sessions -----------------------------------------------------------------------------
-    def ensure_session(self, session_id: str | None) -> str:
+    def ensure_session(self, session_id: str | None, client_addr: str | None = None) -> str:
         """Return ``session_id`` if known, else create a new session and return its id."""
         with self._tx() as s:
-            if session_id and s.get(SessionRow, session_id) is not None:
+            if session_id and len(session_id) <= 64 and s.get(SessionRow, session_id) is not None:
                 return session_id
             sid = uuid.uuid4().hex
-            s.add(SessionRow(id=sid, created_unix_s=time.time()))
+            s.add(SessionRow(id=sid, created_unix_s=time.time(), client_addr=client_addr, votes_n=0, votes_a=0,
+                             votes_b=0))
             return sid
 
     def session(self, session_id: str) -> dict:
@@ -131,42 +256,52 @@ class ArenaStore:
             r = s.get(SessionRow, session_id)
             if r is None:
                 raise ArenaError("unknown session", 404)
-            return {"id": r.id, "flagged": r.flagged, "flag_reason": r.flag_reason}
+            return {"id": r.id, "flagged": r.flagged, "flag_reason": r.flag_reason, "votes": r.votes_n}
 
-    def battles_since(self, session_id: str, since_unix_s: float) -> int:
-        """Number of battles this session started at or after ``since_unix_s`` (rate limit)."""
+    def battles_since(self, since_unix_s: float, *, session_id: str | None = None, client_addr: str | None = None,
+                      source: str | None = None) -> int:
+        """Battles started at or after ``since_unix_s`` by this session or this client address
+        (optionally only uploads: ``source="upload"``), for the rate limits."""
+        q = select(func.count()).select_from(BattleRow).where(BattleRow.created_unix_s >= since_unix_s)
+        if session_id is not None:
+            q = q.where(BattleRow.session_id == session_id)
+        if client_addr is not None:
+            q = q.where(BattleRow.client_addr == client_addr)
+        if source is not None:
+            q = q.where(BattleRow.image_source == source)
         with self._tx() as s:
-            return int(s.scalar(select(func.count()).select_from(BattleRow).where(
-                BattleRow.session_id == session_id, BattleRow.created_unix_s >= since_unix_s)) or 0)
+            return int(s.scalar(q) or 0)
 
     # -- battles ------------------------------------------------------------------------------
     def create_battle(self, *, session_id: str, image_sha256: str, image_path: str, image_source: str,
                       width: int, height: int, instruction: str, model_a: str, model_b: str,
-                      sampler: str) -> str:
+                      sampler: str, client_addr: str | None = None) -> str:
         bid = uuid.uuid4().hex
         with self._tx() as s:
-            s.add(BattleRow(id=bid, session_id=session_id, created_unix_s=time.time(), image_sha256=image_sha256,
-                            image_path=image_path, image_source=image_source, width=width, height=height,
-                            instruction=instruction, model_a=model_a, model_b=model_b, sampler=sampler))
+            s.add(BattleRow(id=bid, session_id=session_id, created_unix_s=time.time(), client_addr=client_addr,
+                            image_sha256=image_sha256, image_path=image_path, image_source=image_source, width=width,
+                            height=height, instruction=instruction, model_a=model_a, model_b=model_b,
+                            sampler=sampler))
         return bid
 
     def record_answer(self, battle_id: str, side: str, answer: dict) -> None:
         """Store one side's answer (``side`` ``"A"`` or ``"B"``)."""
+        col = BattleRow.answer_a if side == "A" else BattleRow.answer_b
         with self._tx() as s:
-            b = self._get(s, battle_id)
-            if side == "A":
-                b.answer_a = answer
-            else:
-                b.answer_b = answer
+            n = s.execute(update(BattleRow).where(BattleRow.id == battle_id).values({col: answer})).rowcount
+            if n == 0:
+                raise ArenaError("unknown battle", 404)
 
     def mark_shown(self, battle_id: str) -> None:
         """Record that both answers were delivered to the page (first time only)."""
         with self._tx() as s:
-            b = self._get(s, battle_id)
-            if b.answer_a is None or b.answer_b is None:
-                raise ArenaError("answers are not complete", 409)
-            if b.shown_unix_s is None:
-                b.shown_unix_s = time.time()
+            n = s.execute(update(BattleRow).where(BattleRow.id == battle_id, BattleRow.shown_unix_s.is_(None),
+                                                  BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None))
+                          .values(shown_unix_s=time.time())).rowcount
+            if n == 0:
+                b = self._get(s, battle_id)
+                if b.answer_a is None or b.answer_b is None:
+                    raise ArenaError("answers are not complete", 409)
 
     def battle(self, battle_id: str) -> dict:
         """The full battle record (includes model names: server side only)."""
@@ -174,55 +309,78 @@ class ArenaStore:
             return _battle_dict(self._get(s, battle_id))
 
     def vote(self, battle_id: str, session_id: str, choice: str, *, flag_min_votes: int = 10) -> dict:
-        """Cast the vote ``choice`` (a key of ``VOTE_CHOICES``) and return the revealed record.
+        """Cast the vote ``choice`` (a key of ``VOTE_CHOICES``) once, atomically, and return the
+        revealed record ``{"id", "model_a", "model_b", "vote", "voted_unix_s"}``.
 
         Raises:
             ArenaError: unknown battle (404), another session's battle (403), invalid choice (400),
-                answers not yet shown (409), already voted (409).
+                answers not yet shown (409), already voted (409); nothing is changed then.
         """
         if choice not in VOTE_CHOICES:
             raise ArenaError(f"vote must be one of {', '.join(VOTE_CHOICES)}", 400)
+        winner, now = VOTE_CHOICES[choice], time.time()
         with self._tx() as s:
-            b = self._get(s, battle_id)
-            if b.session_id != session_id:
-                raise ArenaError("this battle belongs to another session", 403)
-            if b.vote is not None:
-                raise ArenaError("this battle already has a vote", 409)
-            if b.shown_unix_s is None:
+            got = s.execute(
+                update(BattleRow)
+                .where(BattleRow.id == battle_id, BattleRow.session_id == session_id, BattleRow.vote.is_(None),
+                       BattleRow.shown_unix_s.is_not(None))
+                .values(vote=winner, voted_unix_s=now)
+                .returning(BattleRow.model_a, BattleRow.model_b)).first()
+            if got is None:
+                b = self._get(s, battle_id)
+                if b.session_id != session_id:
+                    raise ArenaError("this battle belongs to another session", 403)
+                if b.vote is not None:
+                    raise ArenaError("this battle already has a vote", 409)
                 raise ArenaError("both answers must be shown before voting", 409)
-            b.vote = VOTE_CHOICES[choice]
-            b.voted_unix_s = time.time()
-            out = _battle_dict(b)
-        self._update_flag(session_id, flag_min_votes)
-        return out
-
-    def _update_flag(self, session_id: str, min_votes: int) -> None:
-        """Flag a session whose last ``min_votes`` (or more) votes all picked the same side."""
-        with self._tx() as s:
-            votes = s.scalars(select(BattleRow.vote).where(BattleRow.session_id == session_id,
-                                                           BattleRow.vote.is_not(None))
-                              .order_by(BattleRow.voted_unix_s)).all()
-            row = s.get(SessionRow, session_id)
-            if row is None or len(votes) < min_votes:
-                return
-            same = set(votes) <= {"model_a"} or set(votes) <= {"model_b"}
-            if same and not row.flagged:
-                row.flagged = True
-                row.flag_reason = f"all {len(votes)} votes picked side {'A' if votes[0] == 'model_a' else 'B'}"
-                log.warning("arena session %s flagged: %s", session_id, row.flag_reason)
+            counts = s.execute(
+                update(SessionRow).where(SessionRow.id == session_id)
+                .values(votes_n=SessionRow.votes_n + 1, votes_a=SessionRow.votes_a + int(winner == "model_a"),
+                        votes_b=SessionRow.votes_b + int(winner == "model_b"))
+                .returning(SessionRow.votes_n, SessionRow.votes_a, SessionRow.votes_b, SessionRow.flagged)).first()
+            if counts is not None:
+                n, na, nb, flagged = counts
+                if not flagged and n >= flag_min_votes and (na == n or nb == n):
+                    reason = f"all {n} votes picked side {'A' if na == n else 'B'}"
+                    s.execute(update(SessionRow).where(SessionRow.id == session_id)
+                              .values(flagged=True, flag_reason=reason))
+                    log.warning("arena session %s flagged: %s", session_id, reason)
+        return {"id": battle_id, "model_a": got[0], "model_b": got[1], "vote": winner, "voted_unix_s": now}
 
     def votes(self, *, include_flagged: bool = False) -> list[dict]:
         """Votes in vote order as ``{"model_a", "model_b", "winner", "battle_id", "session_id"}``."""
+        q = (select(BattleRow.model_a, BattleRow.model_b, BattleRow.vote, BattleRow.id, BattleRow.session_id,
+                    SessionRow.flagged)
+             .join(SessionRow, SessionRow.id == BattleRow.session_id)
+             .where(BattleRow.vote.is_not(None)).order_by(BattleRow.voted_unix_s, BattleRow.id))
+        if not include_flagged:
+            q = q.where(SessionRow.flagged.is_(False))
         with self._tx() as s:
-            q = select(BattleRow, SessionRow.flagged).join(SessionRow, SessionRow.id == BattleRow.session_id) \
-                .where(BattleRow.vote.is_not(None)).order_by(BattleRow.voted_unix_s)
-            out = []
-            for b, flagged in s.execute(q).all():
-                if flagged and not include_flagged:
-                    continue
-                out.append({"model_a": b.model_a, "model_b": b.model_b, "winner": b.vote,
-                            "battle_id": b.id, "session_id": b.session_id})
-            return out
+            return [{"model_a": a, "model_b": b, "winner": w, "battle_id": i, "session_id": sid}
+                    for a, b, w, i, sid, _ in s.execute(q).all()]
+
+    def vote_count(self) -> int:
+        """Votes cast so far (flagged sessions included): a cheap change marker for caches."""
+        with self._tx() as s:
+            return int(s.scalar(select(func.count()).select_from(BattleRow).where(BattleRow.vote.is_not(None))) or 0)
+
+    def battle_counts(self) -> dict[str, int]:
+        """Battles started per model (voted or not)."""
+        out: dict[str, int] = {}
+        with self._tx() as s:
+            for col in (BattleRow.model_a, BattleRow.model_b):
+                for m, n in s.execute(select(col, func.count()).group_by(col)).all():
+                    out[m] = out.get(m, 0) + int(n)
+        return out
+
+    def voted_battles(self, *, include_flagged: bool = False) -> list[dict]:
+        """Full records of voted battles (for promotion to Point-Bench candidates), in vote order."""
+        q = (select(BattleRow).join(SessionRow, SessionRow.id == BattleRow.session_id)
+             .where(BattleRow.vote.is_not(None)).order_by(BattleRow.voted_unix_s))
+        if not include_flagged:
+            q = q.where(SessionRow.flagged.is_(False))
+        with self._tx() as s:
+            return [_battle_dict(b) for b in s.scalars(q).all()]
 
     # -- human baseline ---------------------------------------------------------------------
     def add_human_click(self, session_id: str, item_id: str, category: str, points_px: list, success: bool,
@@ -231,12 +389,29 @@ class ArenaStore:
             s.add(HumanClickRow(session_id=session_id, item_id=item_id, category=category, points_px=points_px,
                                 success=success, reason=reason, created_unix_s=time.time()))
 
-    def human_clicks(self) -> list[dict]:
-        """Every saved human answer in order: ``{session_id, id, category, points, success, reason}``."""
+    def human_clicks(self, *, latest_only: bool = True, include_excluded: bool = True) -> list[dict]:
+        """Saved human answers in order: ``{session_id, id, category, points, success, reason,
+        excluded}``; with ``latest_only`` a redone item keeps only its last answer per session."""
         with self._tx() as s:
-            return [{"session_id": r.session_id, "id": r.item_id, "category": r.category, "points": r.points_px,
-                     "success": r.success, "reason": r.reason}
-                    for r in s.scalars(select(HumanClickRow).order_by(HumanClickRow.id)).all()]
+            excluded = set(s.scalars(select(HumanSessionRow.session_id)).all())
+            rows = s.scalars(select(HumanClickRow).order_by(HumanClickRow.id)).all()
+        if latest_only:
+            last: dict[tuple[str, str], HumanClickRow] = {}
+            for r in rows:
+                last.pop((r.session_id, r.item_id), None)
+                last[(r.session_id, r.item_id)] = r
+            rows = list(last.values())
+        return [{"session_id": r.session_id, "id": r.item_id, "category": r.category, "points": r.points_px,
+                 "success": r.success, "reason": r.reason, "excluded": r.session_id in excluded}
+                for r in rows if include_excluded or r.session_id not in excluded]
+
+    def set_human_excluded(self, session_id: str, excluded: bool) -> None:
+        with self._tx() as s:
+            row = s.get(HumanSessionRow, session_id)
+            if excluded and row is None:
+                s.add(HumanSessionRow(session_id=session_id, excluded_unix_s=time.time()))
+            elif not excluded and row is not None:
+                s.delete(row)
 
     @staticmethod
     def _get(s: Session, battle_id: str) -> BattleRow:
@@ -247,8 +422,10 @@ class ArenaStore:
 
 
 def _battle_dict(b: BattleRow) -> dict:
-    return {"id": b.id, "session_id": b.session_id, "created_unix_s": b.created_unix_s,
+    return {"id": b.id, "session_id": b.session_id, "created_unix_s": b.created_unix_s, "client_addr": b.client_addr,
             "image_sha256": b.image_sha256, "image_path": b.image_path, "image_source": b.image_source,
             "width": b.width, "height": b.height, "instruction": b.instruction, "model_a": b.model_a,
             "model_b": b.model_b, "sampler": b.sampler, "answer_a": b.answer_a, "answer_b": b.answer_b,
             "shown_unix_s": b.shown_unix_s, "vote": b.vote, "voted_unix_s": b.voted_unix_s}
+
+

@@ -20,6 +20,9 @@ from pointlab.ui.arena.sampling import pair_weights, sample_pair
 
 from .helpers import NAME_A, NAME_B, curated, start_models
 
+# real HTTP agents against a sim model server, a few seconds each on a busy machine
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
@@ -89,7 +92,7 @@ def test_upload_checks(models, tmp_path, uoc_tabletop):
             (("a.gif", gif.getvalue(), "image/gif"), 415),
             (("a.png", b"not an image at all", "image/png"), 415),
             (("a.png", _png(100, 100), "image/png"), 413),        # 30 kB of noise > 20 kB
-            (("a.png", _png(250, 10), "image/png"), 400),         # side 250 > 200
+            (("a.png", _png(250, 10), "image/png"), 422),         # side 250 > 200
             (("a.png", _png(40, 30), "image/png"), 200),
         ]
         for upload, status in cases:
@@ -135,14 +138,20 @@ def test_pair_sampling():
     for p in (("a", "b"), ("a", "c"), ("b", "c")):
         n = sum(1 for x in pairs if tuple(sorted(x)) == p)
         assert 150 < n < 250
-    # adaptive, no votes: p = 0.5 everywhere -> weight 0.25 for every pair
-    assert pair_weights(["a", "b", "c"], []) == {("a", "b"): 0.25, ("a", "c"): 0.25, ("b", "c"): 0.25}
-    # a beat b 30-10: BT gives p = 0.75 -> 0.75 * 0.25 / sqrt(41); c is unseen (rating 1000, 0 games)
+    # adaptive, no votes: p = 0.5 everywhere -> equal weights, normalised to 1/3 each
+    assert pair_weights(["a", "b", "c"], []) == pytest.approx({("a", "b"): 1 / 3, ("a", "c"): 1 / 3, ("b", "c"): 1 / 3})
+    # a beat b 30-10: BT puts a and b 400 log10(3) apart, symmetric about 1000 (c unseen: 1000), so
+    # p_ab = 0.75 and p_ac = p_cb = 1 / (1 + 3 ** -0.5); raw weight p (1 - p) / sqrt(1 + games),
+    # then 90 % of the normalised raw weight plus 10 % of the uniform 1/3
     votes = [{"model_a": "a", "model_b": "b", "winner": "model_a"}] * 30 + \
             [{"model_a": "a", "model_b": "b", "winner": "model_b"}] * 10
     w = pair_weights(["a", "b", "c"], votes)
-    assert w[("a", "b")] == pytest.approx(0.1875 / 41 ** 0.5, rel=1e-3)
-    assert w[("a", "c")] < 0.25 and w[("b", "c")] < 0.25   # a is above 1000, b below
+    raw_ab, p_ac = 0.75 * 0.25 / 41 ** 0.5, 1 / (1 + 3 ** -0.5)
+    raw_ac = p_ac * (1 - p_ac)
+    total = raw_ab + 2 * raw_ac
+    assert w[("a", "b")] == pytest.approx(0.9 * raw_ab / total + 0.1 / 3, rel=1e-3)
+    assert w[("a", "c")] == pytest.approx(0.9 * raw_ac / total + 0.1 / 3, rel=1e-3)
+    assert w[("b", "c")] == pytest.approx(w[("a", "c")], rel=1e-3)
     picks = [tuple(sorted(sample_pair(["a", "b", "c"], "adaptive", rng, votes))) for _ in range(200)]
     assert picks.count(("a", "b")) < picks.count(("a", "c"))
     with pytest.raises(ValueError):
@@ -162,11 +171,46 @@ def test_human_baseline_routes(models, tmp_path, uoc_tabletop):
                           "height": 480, "points_expected": 1, "image_url": "/api/human/image?item=s1"}]
         img = np.asarray(Image.open(io.BytesIO(c.get(items[0]["image_url"]).content)).convert("RGB"))
         assert tuple(img[100, 100]) == (255, 0, 0)  # the reference point is drawn for people too
-        assert c.post("/api/human/answers", json={"item_id": "s1", "points": [[230, 380]]}).json()["success"] is True
-        assert c.post("/api/human/answers", json={"item_id": "s1", "points": [[100, 100]]}).json()["reason"] == "miss"
-        assert c.post("/api/human/answers", json={"item_id": "s1", "points": []}).json()["reason"] == "no_points"
+        # no correctness feedback by default (a baseline must not learn from it)
+        r = c.post("/api/human/answers", json={"item_id": "s1", "points": [[100, 100]]}).json()
+        assert r == {"saved": True, "item_id": "s1", "points": [[100.0, 100.0]]}
         assert c.post("/api/human/answers", json={"item_id": "x", "points": []}).status_code == 404
+        # a redo replaces the session's answer: the last one (a hit inside the mask) counts
+        c.post("/api/human/answers", json={"item_id": "s1", "points": [[230, 380]]})
         s = c.get("/api/human/summary").json()
-        assert s["categories"]["steerable"] == {"n": 3, "success": 1, "accuracy": pytest.approx(1 / 3)}
-        assert [json.loads(x)["points"] for x in c.get("/api/human/pred.jsonl").text.splitlines()] == \
-            [[[230, 380]], [[100, 100]], []]
+        assert s["categories"]["steerable"] == {"n": 1, "success": 1, "accuracy": 1.0}
+        assert c.get("/api/human/mine").json() == {"answers": {"s1": [[230.0, 380.0]]}}
+        other = TestClient(c.app)
+        other.post("/api/human/answers", json={"item_id": "s1", "points": []})
+        s = c.get("/api/human/summary").json()
+        assert s["categories"]["steerable"] == {"n": 2, "success": 1, "accuracy": 0.5} and s["sessions"] == 2
+        assert s["fig3"]["steerable"] == {"mean": 0.5, "std": pytest.approx(2 ** -0.5), "runs": 2}
+        lines = [json.loads(x) for x in c.get("/api/human/pred.jsonl").text.splitlines()]
+        assert [x["points"] for x in lines] == [[[230, 380]], []]
+        mine = c.cookies.get("arena_session")
+        assert [x["points"] for x in map(json.loads, c.get(f"/api/human/pred.jsonl?session={mine}").text.splitlines())] \
+            == [[[230, 380]]]
+
+
+def test_human_feedback_option_and_session_exclusion(models, tmp_path, uoc_tabletop):
+    mask = np.zeros((480, 640), np.uint8)
+    mask[300:440, 160:300] = 255
+    Image.fromarray(mask).save(tmp_path / "m.png")
+    item = BenchItem("s1", uoc_tabletop / "000000-color.png", "Point to the bowl.", "spatial", 640, 480, tmp_path / "m.png")
+    app = create_arena_app(models, db_path=tmp_path / "arena.db", settings=ArenaSettings(human_feedback=True),
+                           bench_items=[item], admin_token="admin-secret-1")
+    trainee, other = TestClient(app), TestClient(app)
+    with trainee:
+        r = trainee.post("/api/human/answers", json={"item_id": "s1", "points": [[100, 100]]}).json()
+        assert r["success"] is False and r["reason"] == "miss"   # training sessions get feedback
+        other.post("/api/human/answers", json={"item_id": "s1", "points": [[230, 380]]})
+        assert trainee.get("/api/human/summary").json()["categories"]["spatial"]["n"] == 2
+        assert trainee.get("/api/human/sessions").status_code == 401
+        auth = {"Authorization": "Bearer admin-secret-1"}
+        sessions = trainee.get("/api/human/sessions", headers=auth).json()["sessions"]
+        assert {s["correct"] for s in sessions} == {0, 1}
+        sid = trainee.cookies.get("arena_session")
+        assert trainee.post(f"/api/human/sessions/{sid}", json={"excluded": True}, headers=auth).status_code == 200
+        s = trainee.get("/api/human/summary").json()
+        assert s["categories"]["spatial"] == {"n": 1, "success": 1, "accuracy": 1.0}
+        assert trainee.get("/api/human/fig3.svg").text.startswith("<?xml")

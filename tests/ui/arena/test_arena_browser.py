@@ -126,14 +126,30 @@ def test_human_baseline_page_clicks_are_scored(chromium, uoc_tabletop, tmp_path)
 
         click(230, 380)              # inside the bowl box
         page.click("#submit")
-        page.wait_for_function("document.getElementById('status').textContent === 'Correct'")
+        # no correctness feedback: only "Saved."
+        page.wait_for_function("document.getElementById('status').textContent === 'Saved.'")
         page.wait_for_function("document.getElementById('query').textContent.includes('again')")
-        click(600, 50)               # far outside
+        assert "Correct" not in page.inner_text("body")
+        page.click("#submit")        # nothing clicked: asks first, stores nothing
+        assert page.is_visible("#confirm")
+        assert len(app.state.arena.store.human_clicks()) == 1
+        page.click("#confirm-yes")
+        page.wait_for_function("document.getElementById('query').textContent.startsWith('All items done')")
+        assert app.state.arena.store.human_clicks()[1]["points"] == []
+        page.click("#back")          # redo the empty answer
+        page.wait_for_function("document.getElementById('query').textContent.includes('again')")
+        click(600, 50)
         page.click("#submit")
-        page.wait_for_function("document.getElementById('status').textContent.includes('miss')")
-        assert page.inner_text("#progress") == "2 answered, 1 correct"
+        page.wait_for_function("document.getElementById('query').textContent.startsWith('All items done')")
         clicks = app.state.arena.store.human_clicks()
+        assert [c["id"] for c in clicks] == ["bowl", "bowl2"]
         assert clicks[0]["points"][0] == pytest.approx([230, 380], abs=0.6)
+        assert clicks[1]["points"][0] == pytest.approx([600, 50], abs=0.6) and clicks[1]["reason"] == "miss"
+        # the image fits the 800 px tall window with the buttons in view
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.click("#back")
+        page.wait_for_function("document.getElementById('human-canvas').width === 640")
+        assert page.locator("#submit").bounding_box()["y"] + 30 < 800
         page.close()
     finally:
         stop()

@@ -36,7 +36,11 @@ function draw(side) {
     ctx.beginPath(); ctx.arc(u + 0.5, v + 0.5, r, 0, 2 * Math.PI);
     ctx.fillStyle = COLOURS[side]; ctx.fill(); ctx.lineWidth = 2; ctx.strokeStyle = "#fff"; ctx.stroke();
   });
-  if (a.failed && !a.points.length) { ctx.fillStyle = "#b71c1c"; ctx.font = "bold 24px sans-serif"; ctx.fillText("no point", 10, 30); }
+  if (a.failed && !a.points.length) {
+    const fs = Math.max(20, Math.round(c.width / 20));
+    ctx.fillStyle = "rgba(255,255,255,.85)"; ctx.fillRect(0, 0, c.width, fs * 1.6);
+    ctx.fillStyle = "#b71c1c"; ctx.font = `bold ${fs}px sans-serif`; ctx.fillText("no point", fs / 2, fs * 1.15);
+  }
 }
 
 async function startBattle(ev) {
@@ -49,10 +53,12 @@ async function startBattle(ev) {
   const file = $("upload").files[0];
   if (file) fd.append("upload", file); else if (state.image) fd.append("image_name", state.image);
   else { status("Choose an image or upload one.", true); return; }
-  status("Asking both models...");
+  status("Asking both models…");
+  $("start").disabled = true;
   const r = await fetch("/api/battles", { method: "POST", body: fd });
-  const data = await r.json();
-  if (!r.ok) { status(data.detail || "could not start the battle", true); return; }
+  const data = await r.json().catch(() => ({}));
+  $("start").disabled = false;
+  if (!r.ok) { status(data.detail || `could not start the battle (HTTP ${r.status})`, true); return; }
   state.battle = data.battle_id;
   state.img = new Image();
   state.img.onload = () => { draw("A"); draw("B"); listen(data.battle_id); };

@@ -1,0 +1,33 @@
+"""Arena fixtures: a private PostgreSQL server (skipped with the reason when none can be started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pgcluster import PgCluster, PgUnavailable
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A running private PostgreSQL cluster (``.url``) for the whole test session."""
+    try:
+        cluster = PgCluster().start()
+    except PgUnavailable as e:
+        pytest.skip(f"PostgreSQL server unavailable: {e}")
+    yield cluster
+    cluster.stop()
+
+
+_db_counter = iter(range(10**6))
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, empty database on the test cluster: its SQLAlchemy URL."""
+    import psycopg
+
+    name = f"t{next(_db_counter)}"
+    with psycopg.connect(f"host={pg_server.sock} port={pg_server.port} user=pointlab dbname=pointlab",
+                         autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return pg_server.url.replace("/pointlab?", f"/{name}?")

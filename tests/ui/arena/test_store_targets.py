@@ -1,0 +1,95 @@
+"""The arena store on SQLite and PostgreSQL: the same rules on both, the schema upgrade of a
+database written by the previous pointlab (no meta table, no vote counters), a newer schema refused;
+the real-photo curated set with its hand masks."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from sqlalchemy import text
+
+from pointlab.ui.arena import ArenaError, ArenaStore
+from pointlab.ui.arena.curated import CuratedSet
+
+
+def _battle(store, sid, shown=True):
+    bid = store.create_battle(session_id=sid, image_sha256="0" * 64, image_path="x.png", image_source="curated",
+                              width=4, height=4, instruction="Point", model_a="m1", model_b="m2", sampler="uniform",
+                              client_addr="10.0.0.1")
+    store.record_answer(bid, "A", {"points_px": []})
+    store.record_answer(bid, "B", {"points_px": [[1, 1]]})
+    if shown:
+        store.mark_shown(bid)
+    return bid
+
+
+def _rules(store: ArenaStore) -> None:
+    sid, other = store.ensure_session(None, "10.0.0.1"), store.ensure_session(None)
+    b1, b2 = _battle(store, sid), _battle(store, sid, shown=False)
+    for bid, who, choice, status in ((b1, other, "A", 403), (b2, sid, "A", 409), (b1, sid, "C", 400),
+                                     ("nope", sid, "A", 404)):
+        with pytest.raises(ArenaError) as e:
+            store.vote(bid, who, choice)
+        assert e.value.status == status
+    assert store.vote(b1, sid, "B")["vote"] == "model_b"
+    with pytest.raises(ArenaError) as e:
+        store.vote(b1, sid, "A")
+    assert e.value.status == 409 and store.battle(b1)["vote"] == "model_b"
+    assert store.battles_since(0.0, client_addr="10.0.0.1") == 2
+    assert store.battles_since(0.0, session_id=sid, source="upload") == 0
+    for _ in range(2):
+        store.vote(_battle(store, sid), sid, "B", flag_min_votes=3)
+    s = store.session(sid)
+    assert s["votes"] == 3 and s["flagged"] and "side B" in s["flag_reason"]
+    assert store.votes() == [] and len(store.votes(include_flagged=True)) == 3
+    assert store.battle_counts() == {"m1": 4, "m2": 4}
+
+
+def test_rules_sqlite(tmp_path):
+    _rules(ArenaStore(tmp_path / "a.db"))
+
+
+@pytest.mark.slow
+def test_rules_postgresql(pg_url):
+    store = ArenaStore(pg_url)
+    _rules(store)
+    store.close()
+
+
+V1_SCHEMA = """
+CREATE TABLE sessions (id VARCHAR(64) PRIMARY KEY, created_unix_s FLOAT, flagged BOOLEAN, flag_reason TEXT);
+CREATE TABLE battles (id VARCHAR(64) PRIMARY KEY, session_id VARCHAR(64), created_unix_s FLOAT, image_sha256 VARCHAR(64),
+  image_path TEXT, image_source VARCHAR(16), width INTEGER, height INTEGER, instruction TEXT, model_a TEXT, model_b TEXT,
+  sampler VARCHAR(16), answer_a JSON, answer_b JSON, shown_unix_s FLOAT, vote VARCHAR(16), voted_unix_s FLOAT);
+CREATE TABLE human_clicks (id INTEGER PRIMARY KEY, session_id VARCHAR(64), item_id TEXT, category VARCHAR(16),
+  points_px JSON, success BOOLEAN, reason VARCHAR(32), created_unix_s FLOAT);
+INSERT INTO sessions VALUES ('s1', 1.0, 0, NULL);
+INSERT INTO battles VALUES ('b1', 's1', 1.0, 'x', 'p', 'curated', 4, 4, 'Point', 'm1', 'm2', 'uniform', '{}', '{}', 2.0, 'model_a', 3.0);
+INSERT INTO battles VALUES ('b2', 's1', 1.0, 'x', 'p', 'curated', 4, 4, 'Point', 'm1', 'm2', 'uniform', '{}', '{}', 2.0, 'both_bad', 4.0);
+"""
+
+
+def test_upgrade_of_a_previous_database_and_newer_schema_refused(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as c:
+        c.executescript(V1_SCHEMA)
+    store = ArenaStore(db)
+    s = store.session("s1")
+    assert s["votes"] == 2 and [v["winner"] for v in store.votes()] == ["model_a", "both_bad"]
+    with store.engine.begin() as c:
+        c.execute(text("UPDATE meta SET value = '99' WHERE key = 'schema_version'"))
+    store.close()
+    with pytest.raises(ArenaError, match="newer"):
+        ArenaStore(db)
+
+
+@pytest.mark.slow
+def test_real_photos_with_hand_masks(shared_data):
+    root = shared_data / "pointing" / "robot_view_pointing"
+    cur = CuratedSet.from_folder(root / "images", masks=root / "hand_masks", names=("hand", "pointing hand"))
+    assert len(cur) == 17
+    with_mask = [i for i in cur.images.values() if i.targets]
+    assert len(with_mask) == 17 and all(i.targets[0]["names"] == ("hand", "pointing hand") for i in with_mask)
+    rgb, sha = cur.rgb("frame0.jpg")
+    assert rgb.shape == (950, 700, 3) and len(sha) == 64
