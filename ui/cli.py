@@ -18,7 +18,7 @@ import typer
 from pointlab.benchmark.clikit import SubApp, fail, print_json
 from pointlab.bridge.act_commands import CAL_HELP, CAMERA_HELP, ROBOT_HELP
 
-from .serve import serve
+from .serve import KEEP_ALIVE_S, serve
 
 __all__ = ["sub", "app"]
 
@@ -171,7 +171,7 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
         for line in banner:
             typer.echo(line)
         uvicorn.run("pointlab.ui.arena.asgi:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", proxy_headers=False)
+                    log_level="warning", proxy_headers=False, timeout_keep_alive=KEEP_ALIVE_S)
     finally:
         Path(f.name).unlink(missing_ok=True)
 

@@ -12,7 +12,13 @@ import typer
 
 from pointlab.benchmark.clikit import fail
 
-__all__ = ["check_port", "serve", "public_url"]
+__all__ = ["check_port", "serve", "public_url", "KEEP_ALIVE_S"]
+
+# Idle keep-alive connections live longer on the server than on clients (browsers and proxies close
+# theirs after about 60 s), so it is the client that closes one: with uvicorn's default of 5 s a
+# client reusing a connection at the moment the server drops it gets a transport error (seen under
+# load in the arena's 50-voter test as httpx ReadError on a vote).
+KEEP_ALIVE_S = 75
 
 
 def check_port(host: str, port: int) -> None:
@@ -43,4 +49,5 @@ def serve(app, host: str, port: int, banner: list[str], *, proxy_headers: bool =
 
     for line in banner:
         typer.echo(line)
-    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=proxy_headers)
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=proxy_headers,
+                timeout_keep_alive=KEEP_ALIVE_S)

@@ -35,9 +35,11 @@ def test_second_session_on_this_machine_is_refused_at_once(ros_env):
 def test_a_session_of_another_machine_is_caught_by_the_graph_guard(ros_env, tmp_path, monkeypatch):
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as first:
         monkeypatch.setenv("POINTLAB_LOCK_DIR", str(tmp_path))  # its own lock folder: "another machine"
+        # discovery takes its time on a loaded machine: watch longer than the default 1 s (the wait
+        # ends as soon as the clash is seen)
         with pytest.raises(SessionError, match=r"ROS_DOMAIN_ID=%d.*other publisher\(s\) on /camera/camera/color/image_raw"
                            % ros_env):
-            start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02))
+            start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, graph_check_s=10.0))
         assert first.arm_node.commands_received == []
 
 
