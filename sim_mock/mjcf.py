@@ -168,7 +168,7 @@ def _gripper(link6: ET.Element, inertials: dict) -> None:
         _sub(f, "inertial", pos="0 0 0", mass="0.02", diaginertia="2e-6 2e-6 1e-6")
         # the joint moves the finger inwards (towards y = 0) for positive values
         _sub(f, "joint", name=f"finger_{side}", type="slide", axis=_f([0, -sign, 0]), range=_f([0, travel]),
-             damping="4", armature="0.01", limited="true")
+             damping="4", armature="0.01", limited="true", solreflimit="0.004 1")
         _sub(f, "geom", name=f"plate_{side}", type="box", size=_f([px / 2, py / 2, pz / 2]), rgba=_RGBA_ARM,
              material="arm", contype=2, conaffinity=1, group=GROUP_ARM, friction="0.5 0.005 0.0001")
         _sub(f, "geom", name=f"pad_{side}", type="box", size=_f([px / 2, FINGER_PAD_M / 2, pz / 2 - 0.001]),

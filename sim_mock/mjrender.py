@@ -41,13 +41,16 @@ class RenderResult:
 
     Attributes:
         color: ``(H, W, 3)`` uint8 RGB, or ``None`` (segmentation-only render).
-        depth_m: ``(H, W)`` float32 optical-axis depth in metres, 0 = nothing hit.
+        depth_m: ``(H, W)`` float32 optical-axis depth in metres, 0 = nothing hit; ``None`` when
+            not asked for.
         geom_ids: ``(H, W)`` int32 model geom id of each pixel, -1 = background; or ``None``.
+        coarse_geom_ids: the same at ``(H/s, W/s)`` for a coarse segmentation, or ``None``.
     """
 
     color: np.ndarray | None
-    depth_m: np.ndarray
+    depth_m: np.ndarray | None
     geom_ids: np.ndarray | None
+    coarse_geom_ids: np.ndarray | None = None
 
 
 class MjRenderer:
@@ -122,48 +125,73 @@ class MjRenderer:
         depth[depth >= 0.99 * zf] = 0.0  # the far plane: nothing there
         return depth.astype(np.float32)
 
-    def _render(self, qpos: np.ndarray, color: bool, segmentation: bool) -> RenderResult:
+    def _segment(self, scale: int) -> tuple[np.ndarray, np.ndarray]:
+        """Segmentation pass at 1/``scale`` of the resolution (a smaller viewport): geom ids, depth."""
+        import mujoco
+
+        w, h = self.width // scale, self.height // scale
+        rect = mujoco.MjrRect(0, 0, w, h)
+        rgb, zbuf = np.empty((h, w, 3), np.uint8), np.empty((h, w), np.float32)
+        flags = self._scene.flags
+        flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 1
+        flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 1
+        try:
+            mujoco.mjr_render(rect, self._scene, self._ctx)
+            mujoco.mjr_readPixels(rgb, zbuf, rect, self._ctx)
+        finally:
+            flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 0
+            flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 0
+        rgb = np.flipud(rgb)
+        segid = rgb[..., 0].astype(np.int32) | (rgb[..., 1].astype(np.int32) << 8) | (rgb[..., 2].astype(np.int32) << 16)
+        lut = self._segid_lut()  # segid 0 = background, else scene geom index + 1
+        return lut[np.minimum(segid, len(lut) - 1)], np.flipud(zbuf)
+
+    def _render(self, qpos: np.ndarray, color: bool, segmentation: bool, depth: bool, coarse: int) -> RenderResult:
         import mujoco
 
         self._gl.make_current()
         self._pose(qpos)
-        rgb_out = depth_out = ids = None
+        rgb_out = depth_out = ids = coarse_ids = None
         if color:
             mujoco.mjr_render(self._rect, self._scene, self._ctx)
-            mujoco.mjr_readPixels(self._rgb, self._zbuf, self._rect, self._ctx)
+            mujoco.mjr_readPixels(self._rgb, self._zbuf if depth else None, self._rect, self._ctx)
             rgb_out = np.flipud(self._rgb).copy()
-            depth_out = self._linear_depth(np.flipud(self._zbuf))
+            if depth:
+                depth_out = self._linear_depth(np.flipud(self._zbuf))
         if segmentation:
-            flags = self._scene.flags
-            flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 1
-            flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 1
-            try:
-                mujoco.mjr_render(self._rect, self._scene, self._ctx)
-                mujoco.mjr_readPixels(self._rgb, self._zbuf, self._rect, self._ctx)
-            finally:
-                flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 0
-                flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 0
-            seg = np.flipud(self._rgb).astype(np.int32)
-            segid = seg[..., 0] + (seg[..., 1] << 8) + (seg[..., 2] << 16)  # 0 = background, else index + 1
-            n = self._scene.ngeom
+            ids, zbuf = self._segment(1)
+            if depth_out is None:
+                depth_out = self._linear_depth(zbuf)
+        if coarse:
+            coarse_ids = self._segment(coarse)[0]
+        return RenderResult(rgb_out, depth_out, ids, coarse_ids)
+
+    def _segid_lut(self) -> np.ndarray:
+        """Scene geom index + 1 -> model geom id (-1: background or a decoration). The scene's geom
+        list is the same for every pose of one model, so it is built once per geom count."""
+        import mujoco
+
+        n = self._scene.ngeom
+        if getattr(self, "_lut", None) is None or len(self._lut) != n + 2:
             lut = np.full(n + 2, -1, np.int32)
             geoms = self._scene.geoms
             for i in range(n):
                 g = geoms[i]
                 if g.segid >= 0 and g.objtype == mujoco.mjtObj.mjOBJ_GEOM:
                     lut[g.segid + 1] = g.objid
-            ids = lut[np.clip(segid, 0, n + 1)]
-            if depth_out is None:
-                depth_out = self._linear_depth(np.flipud(self._zbuf))
-        return RenderResult(rgb_out, depth_out, ids)
+            self._lut = lut
+        return self._lut
 
     def _free(self) -> None:
         self._ctx.free()
         self._gl.free()
 
     # -- any thread ---------------------------------------------------------------------------------
-    def render(self, qpos, *, color: bool = True, segmentation: bool = False) -> RenderResult:
-        """Render the model posed at ``qpos`` (``(model.nq,)``): colour + depth, and/or segmentation.
+    def render(self, qpos, *, color: bool = True, segmentation: bool = False, depth: bool = True,
+               coarse_segmentation: int = 0) -> RenderResult:
+        """Render the model posed at ``qpos`` (``(model.nq,)``): colour (+ depth unless ``depth`` is
+        false), and/or a full-resolution segmentation (with its own depth), and/or a segmentation
+        at 1/``coarse_segmentation`` of the resolution (cheap: for the depth model's surface classes).
 
         Raises:
             RuntimeError: the renderer is closed. ValueError: ``qpos`` of the wrong size.
@@ -176,7 +204,7 @@ class MjRenderer:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the renderer is closed")
-            fut = self._pool.submit(self._render, q, color, segmentation)
+            fut = self._pool.submit(self._render, q, color, segmentation, depth, int(coarse_segmentation))
         return fut.result()
 
     def close(self) -> None:

@@ -6,8 +6,10 @@ holding base64 data URLs; the server decodes them to learn the image size.
 
 Models (any object with ``answer(request: ChatRequest) -> str``):
 
-- ``OracleModel(oracle, fmt, noise_px, seed)``: asks ``oracle.points(instruction, width, height)``
-  (pixels of the image as sent; e.g. ``pointlab.sim_mock.oracle.SceneOracle(world)``) and writes
+- ``OracleModel(oracle, fmt, noise_px, seed)``: asks ``oracle.points(instruction, image_rgb)``
+  with the decoded image as sent (points in its pixels; ``pointlab.sim_mock.oracle.SceneOracle(world)``
+  maps it back to the sim camera frame it shows and answers from that frame's masks,
+  ``mask_oracle.MaskOracle`` to the dataset item it is) and writes
   the points in point format ``fmt`` (``benchmark.points.format_points``), with isotropic Gaussian
   pixel noise of standard deviation ``noise_px`` per axis; ``"I cannot find it."`` when the oracle
   returns no point. The instruction is recovered from the prompt with
@@ -94,10 +96,10 @@ class Model(Protocol):
 
 
 class OracleModel:
-    """Answers from ground truth: ``oracle.points(instruction, width, height) -> [(u, v), ...]``.
+    """Answers from ground truth: ``oracle.points(instruction, image_rgb) -> [(u, v), ...]``.
 
     Args:
-        oracle: object with ``points(instruction, width, height)`` in pixels of the sent image.
+        oracle: object with ``points(instruction, image_rgb)`` in pixels of the sent image.
         fmt: point format of the answer (not ``auto``).
         noise_px: standard deviation of the Gaussian noise added to each coordinate, pixels.
         seed: seed of the noise generator (answers are reproducible in request order).
@@ -119,7 +121,7 @@ class OracleModel:
         if request.image_rgb is None:
             raise ModelInputError("the oracle model needs an image (an image_url data URL part)")
         w, h = request.width, request.height
-        pts = np.asarray(self.oracle.points(request.instruction, w, h), dtype=np.float64).reshape(-1, 2)
+        pts = np.asarray(self.oracle.points(request.instruction, request.image_rgb), dtype=np.float64).reshape(-1, 2)
         if len(pts) == 0:
             return NOT_FOUND_TEXT
         if self.noise_px > 0:
