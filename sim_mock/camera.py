@@ -29,7 +29,7 @@ from pointlab.perception.camera import Camera
 from pointlab.perception.errors import CameraSourceError
 from pointlab.perception.frame import RGBDFrame
 
-from .depth_model import BLOCK_PX, CleanView, DepthModel, to_depth_units
+from .depth_model import BLOCK_PX, DARK_LUMA, CleanView, DepthModel, albedo_luma, to_depth_units
 from .world import SimWorld, default_world
 
 __all__ = ["SimCamera", "DEPTH_SCALE_M"]
@@ -148,12 +148,14 @@ class SimCamera(Camera):
         t0 = time.perf_counter()
         r = self.world.renderer().render(capture.qpos, depth=want_depth, coarse_segmentation=BLOCK_PX)
         labels = np.where(r.coarse_geom_ids >= 0, self.world.physics.geom_label[np.maximum(r.coarse_geom_ids, 0)], -1)
-        shiny = np.isin(labels, self._shiny_labels())
-        self._view = CleanView.build(r.color, r.depth_m, shiny)
+        shiny, dark = self._surface_labels()
+        self._view = CleanView.build(r.color, r.depth_m, np.isin(labels, shiny), np.isin(labels, dark))
         self._view_key = key
         self.renders += 1
         self.render_s += time.perf_counter() - t0
         return self._view
 
-    def _shiny_labels(self) -> list[int]:
-        return [k for k, o in enumerate(self.world.scene.objects) if o.surface == "shiny"]
+    def _surface_labels(self) -> tuple[list[int], list[int]]:
+        objects = self.world.scene.objects
+        return ([k for k, o in enumerate(objects) if o.surface == "shiny"],
+                [k for k, o in enumerate(objects) if albedo_luma(o.color_rgb) < DARK_LUMA])

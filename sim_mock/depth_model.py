@@ -8,8 +8,8 @@ imager sees what the other cannot; holes where the IR pattern is absorbed or ref
   1.5 mm by default);
 - **edge holes**: 0 at depth discontinuities above ``EDGE_JUMP_M``, in a 1-2 px band plus a random
   half of a 3-4 px band (a ragged border, on both sides of the edge);
-- **dark surfaces** (colour luminance below ``DARK_LUMA``): holes with probability
-  ``DARK_DROPOUT`` in 4 x 4 px blocks (little IR comes back);
+- **dark surfaces** (objects whose albedo's luminance is below ``DARK_LUMA``: black plastic, dark
+  fabric): holes with probability ``DARK_DROPOUT`` in 4 x 4 px blocks (little IR comes back);
 - **shiny surfaces** (objects with ``surface = "shiny"``): holes with probability
   ``SHINY_DROPOUT`` in 4 x 4 px blocks, and every pixel of a specular highlight (colour within
   ``HIGHLIGHT_FRACTION`` of the object's brightest) is a hole (the pattern is mirrored away);
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-__all__ = ["DepthModel", "CleanView", "EDGE_JUMP_M", "DARK_LUMA", "DARK_DROPOUT", "SHINY_DROPOUT", "COLOR_NOISE",
+__all__ = ["DepthModel", "CleanView", "albedo_luma", "EDGE_JUMP_M", "DARK_LUMA", "DARK_DROPOUT", "SHINY_DROPOUT", "COLOR_NOISE",
            "edge_bands", "to_depth_units"]
 
 EDGE_JUMP_M = 0.02
-DARK_LUMA = 35.0
+DARK_LUMA = 60.0
 DARK_DROPOUT = 0.5
 SHINY_DROPOUT = 0.2
 HIGHLIGHT_FRACTION = 0.985
@@ -51,6 +51,12 @@ def edge_bands(depth_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     jump[:-1, :] |= dy
     wide = cv2.dilate(jump, np.ones((3, 3), np.uint8))
     return jump.astype(bool), wide.astype(bool)
+
+
+def albedo_luma(rgb) -> float:
+    """Rec. 601 luminance of an 0-255 RGB albedo."""
+    r, g, b = rgb
+    return 0.299 * r + 0.587 * g + 0.114 * b
 
 
 def to_depth_units(depth_m: np.ndarray, depth_scale_m: float) -> np.ndarray:
@@ -79,14 +85,12 @@ class CleanView:
 
     @classmethod
     def build(cls, color: np.ndarray, depth_m: np.ndarray | None, shiny_blocks: np.ndarray,
-              shiny_full: np.ndarray | None = None) -> "CleanView":
-        """From a clean render and a block mask of shiny-object pixels (``(H/4, W/4)`` bool)."""
+              dark_blocks: np.ndarray) -> "CleanView":
+        """From a clean render and block masks (``(H/4, W/4)`` bool) of shiny and of dark objects."""
         h, w = color.shape[:2]
         luma = cv2.cvtColor(color, cv2.COLOR_RGB2GRAY)
-        small = cv2.resize(luma, (w // BLOCK_PX, h // BLOCK_PX), interpolation=cv2.INTER_AREA)
-        dark = small < DARK_LUMA
-        if shiny_full is None:
-            shiny_full = _upsample(shiny_blocks, h, w)
+        dark = dark_blocks
+        shiny_full = _upsample(shiny_blocks, h, w)
         highlight = np.zeros((h, w), bool)
         if shiny_full.any():
             peak = float(luma[shiny_full].max())

@@ -144,7 +144,7 @@ def _arm(world: ET.Element, tool: str, inertials: dict) -> None:
         body = _sub(parent, "body", name=j.child, pos=_f(j.xyz_m), quat=_quat_from_rpy(j.rpy_rad), gravcomp="1")
         _inertial(body, j.child, inertials)
         _sub(body, "joint", name=j.name, type="hinge", axis=_f(j.axis), range=_f([j.lower_rad, j.upper_rad]),
-             damping="1.0", frictionloss="0.5", armature=repr(ARM_ARMATURE), limited="true")
+             damping="1.0", armature=repr(ARM_ARMATURE), limited="true")
         _link_geoms(body, stems[j.child])
         parent = body
     if tool == "lite_gripper":
@@ -219,8 +219,8 @@ def _object_volume_of_geoms(o: ObjectSpec, segments: int) -> float:
     floor = math.pi * r * r * o.floor_m
     handle = 0.0
     if o.shape == "mug":
-        t = 0.008
-        handle = 2 * (o.handle_m * t * t) + (0.5 * h) * t * t
+        t = 0.008  # the handle's bar thickness in _object: two arms and an upright grip
+        handle = 2 * (o.handle_m + t) * t * t + (0.5 * h + t) * t * t
     return wall + floor + handle
 
 

@@ -21,8 +21,9 @@ def test_cli_perf_sim_short():
     out = json.loads(r.stdout)
     cam = out["camera"]
     assert cam["size"] == [640, 480] and cam["baseline_full_render"]["frame_ms"]["n"] == 3
-    for case in ("static", "moving_object", "moving_object_and_tool"):
+    for case in ("static", "arm_moving_no_depth", "masks"):
         assert cam[case]["frame_ms"]["n"] == 3 and cam[case]["speedup_vs_baseline_p50"] > 0
         assert isinstance(cam[case]["p90_under_30fps_budget"], bool)
     assert out["ik"]["seeded_ms"]["n"] == 2
+    assert out["physics"]["placed_in_bowl"] is True and out["physics"]["real_time_factor"] > 0
     assert CliRunner().invoke(app, ["perf", "sim", "--frames", "0"]).exit_code == 2
