@@ -10,9 +10,11 @@ segmentation for frames nobody asks about.
 An image sent to a model has lost the stamp: it may be JPEG-compressed (the live view, the OpenAI
 client's data URL) and resized. ``match_image`` maps it back to a frame by a small thumbnail
 (``THUMB_SIZE``, area-averaged RGB, which averages the JPEG error and the sensor noise away) compared
-with each recorded capture's clean-render thumbnail; the nearest wins if its mean absolute
-difference is below ``MATCH_MAX_DIFF`` grey levels. Frames of one capture show the same state, so
-the nearest capture is the state the image shows; an image from elsewhere matches nothing.
+with each recorded capture's clean-render thumbnail; the nearest (mean absolute difference) wins if
+that mean is below ``MATCH_MAX_DIFF`` grey levels and no thumbnail pixel differs by more than
+``MATCH_MAX_PIXEL_DIFF`` (an object 3 cm away from where it is in every recorded state changes a few
+thumbnail pixels by ~100 levels but the mean by ~1). Frames of one capture show the same state, so
+the nearest capture is the state the image shows; an image of any other state matches nothing.
 """
 
 from __future__ import annotations
@@ -26,18 +28,28 @@ import numpy as np
 
 from .physics import ROBOT_LABEL, Capture
 
-__all__ = ["FrameLog", "FrameLabels", "HISTORY_FRAMES", "THUMB_SIZE", "MATCH_MAX_DIFF", "thumbnail"]
+__all__ = ["FrameLog", "FrameLabels", "HISTORY_FRAMES", "THUMB_SIZE", "MATCH_MAX_DIFF", "MATCH_MAX_PIXEL_DIFF",
+           "thumbnail", "thumb_difference"]
 
 HISTORY_FRAMES = 900        # 30 s at 30 fps
 HISTORY_CAPTURES = 400
 THUMB_SIZE = (64, 48)
 MATCH_MAX_DIFF = 6.0
+MATCH_MAX_PIXEL_DIFF = 30.0
 _SEG_CACHE = 24
 
 
 def thumbnail(image_rgb: np.ndarray) -> np.ndarray:
     """``(48, 64, 3)`` float32 area-average of an RGB image of any size."""
     return cv2.resize(np.ascontiguousarray(image_rgb), THUMB_SIZE, interpolation=cv2.INTER_AREA).astype(np.float32)
+
+
+def thumb_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, bool]:
+    """Mean absolute difference of two thumbnails (grey levels) and whether they show the same
+    picture by the module's rule (mean <= ``MATCH_MAX_DIFF``, every pixel <= ``MATCH_MAX_PIXEL_DIFF``)."""
+    diff = np.abs(a - b)
+    mean = float(diff.mean())
+    return mean, mean <= MATCH_MAX_DIFF and float(diff.max()) <= MATCH_MAX_PIXEL_DIFF
 
 
 @dataclass(frozen=True)
@@ -145,9 +157,9 @@ class FrameLog:
         t = thumbnail(img.astype(np.uint8, copy=False))
         with self._lock:
             items = [(c, th) for c, th in self._captures.values() if th is not None]
-        best, best_d = None, float("inf")
+        best, best_d, best_ok = None, float("inf"), False
         for cap, th in reversed(items):  # newest first: ties go to the latest state
-            d = float(np.mean(np.abs(th - t)))
+            d, ok = thumb_difference(th, t)
             if d < best_d:
-                best, best_d = cap, d
-        return (best, best_d) if best_d <= MATCH_MAX_DIFF else (None, best_d)
+                best, best_d, best_ok = cap, d, ok
+        return (best, best_d) if best_ok else (None, best_d)

@@ -5,8 +5,8 @@ A test double for the sim model server (``model_server.OracleModel`` takes any o
 items whose query the instruction contains (the longest such query wins, so a steerable
 instruction with the reference sentence appended still matches; every item when none does), the
 one whose own image is nearest to the sent image by a small area-averaged thumbnail
-(``frames.thumbnail``: robust to JPEG and resizing), and only if it is within
-``frames.MATCH_MAX_DIFF``. Two items with the same query on different images get their own
+(``frames.thumbnail``: robust to JPEG and resizing), and only if it shows the same picture by
+``frames.thumb_difference``. Two items with the same query on different images get their own
 masks' points. The answer is, per target:
 
 - ``interior`` (default): the mask pixel farthest from the mask border (OpenCV distance transform),
@@ -77,19 +77,22 @@ class MaskOracle:
 
     def item_for(self, instruction: str, image_rgb: np.ndarray) -> Any | None:
         """The item the image shows among ``candidates(instruction)``, or ``None`` (no item's image
-        within ``frames.MATCH_MAX_DIFF`` of it)."""
-        from .frames import MATCH_MAX_DIFF, thumbnail
+        is the same picture by ``frames.thumb_difference``)."""
+        from .frames import thumb_difference, thumbnail
 
         img = np.asarray(image_rgb)
         if img.ndim != 3 or img.shape[2] != 3:
             return None
         t = thumbnail(img.astype(np.uint8, copy=False))
-        best, best_d = None, float("inf")
+        best, best_d, best_ok = None, float("inf"), False
         for it in self.candidates(instruction):
-            d = float(np.mean(np.abs(self._thumb(it) - t)))
+            try:
+                d, ok = thumb_difference(self._thumb(it), t)
+            except ValueError:  # an unreadable item image (DatasetError) cannot be the one sent
+                continue
             if d < best_d:
-                best, best_d = it, d
-        return best if best_d <= MATCH_MAX_DIFF else None
+                best, best_d, best_ok = it, d, ok
+        return best if best_ok else None
 
     def _one(self, mask: np.ndarray) -> tuple[float, float] | None:
         if not mask.any():
