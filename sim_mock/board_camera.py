@@ -18,8 +18,9 @@ arm reports its pose exactly and all error comes from the image.
 
 Depth: where the board plate is in front of the scene, the depth is the plate's (plane through the
 board, ray by ray), so a depth reading on the board is right too. A board on the table lies on a
-cleared table, as a lab would calibrate: the wrist camera renders the table without the scene's
-objects, and the fixed camera's ``table`` view draws the board over any object standing on it.
+cleared table, as a lab would calibrate: connecting a ``table`` or ``wrist`` camera sets the scene's
+objects aside (``SimWorld.clear_table``; the arm must not hit them while hovering over the board),
+and the wrist camera draws the table plane alone.
 
 Spec: ``sim-board`` or ``sim-board:OPTIONS``, comma-separated options: one mount (``hand``, ``table``,
 ``wrist``), ``clean`` (no pixel noise, no depth noise), ``board=SX x SY:SQUARE_M:MARKER_M:DICT``
@@ -214,6 +215,8 @@ class BoardCamera(Camera):
 
     # -- Camera --------------------------------------------------------------------------------------
     def _connect(self) -> None:
+        if self.mount != "hand":  # the board lies on the table: a lab clears the table for it
+            self.world.clear_table()
         if self._scene is not None:
             self._scene.connect()
         self._wrist_cache = None

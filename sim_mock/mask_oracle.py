@@ -5,8 +5,8 @@ A test double for the sim model server (``model_server.OracleModel`` takes any o
 items whose query the instruction contains (the longest such query wins, so a steerable
 instruction with the reference sentence appended still matches; every item when none does), the
 one whose own image is nearest to the sent image by a small area-averaged thumbnail
-(``frames.thumbnail``: robust to JPEG and resizing), and only if it shows the same picture by
-``frames.thumb_difference``. Two items with the same query on different images get their own
+(``frames.thumbnail``: robust to JPEG, resizing and a drawn steering dot), and only if it shows
+the same picture by ``frames.thumb_difference`` (mean rule only: items are different photos). Two items with the same query on different images get their own
 masks' points. The answer is, per target:
 
 - ``interior`` (default): the mask pixel farthest from the mask border (OpenCV distance transform),
@@ -87,7 +87,8 @@ class MaskOracle:
         best, best_d, best_ok = None, float("inf"), False
         for it in self.candidates(instruction):
             try:
-                d, ok = thumb_difference(self._thumb(it), t)
+                # not strict: a steerable item's image arrives with its reference point drawn on it
+                d, ok = thumb_difference(self._thumb(it), t, strict=False)
             except ValueError:  # an unreadable item image (DatasetError) cannot be the one sent
                 continue
             if d < best_d:

@@ -40,10 +40,10 @@ log = logging.getLogger(__name__)
 
 # D435-like colour intrinsics at 640x480 (no distortion, as librealsense reports the colour stream).
 DEFAULT_INTRINSICS = Intrinsics(640, 480, 615.0, 615.0, 321.0, 239.0)
-# The camera stands in front of the table, facing the robot, about 0.8 m from the objects and
-# 40 deg down: every object is in view and so is the arm above them (participants watch it work).
-DEFAULT_CAMERA_EYE_M = (0.84, 0.0, 0.59)
-DEFAULT_CAMERA_TARGET_M = (0.21, 0.0, 0.07)
+# The camera stands in front of the table, facing the robot, 0.70 m from its target and 42 deg
+# down: every object is in view and so is the arm above them (participants watch it work).
+DEFAULT_CAMERA_EYE_M = (0.76, 0.0, 0.56)
+DEFAULT_CAMERA_TARGET_M = (0.24, 0.0, 0.09)
 HOME_TCP_M = (0.20, 0.0, 0.25)  # pointlab.robot.arm.MotionConfig().home
 NEAR_DISTANCE_M = 0.06
 FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move")
@@ -238,6 +238,16 @@ class SimWorld:
             cur = self._current(self.scene.spec(canon))
             yaw = cur.yaw_deg if yaw_deg is None else float(yaw_deg)
             self.physics.set_object_pose(canon, np.asarray(position_m, np.float64).reshape(3), math.radians(yaw))
+            self.settle()
+
+    def clear_table(self) -> None:
+        """Set every object aside, upright, in two rows along the table's sides (y = +-0.45 m,
+        outside the default workspace), as a lab clears the table to calibrate on it."""
+        with self.lock:
+            names = [o.name for o in self.scene.objects]
+            for k, name in enumerate(names):
+                side = 1.0 if k % 2 == 0 else -1.0
+                self.physics.set_object_pose(name, [0.02 + 0.15 * (k // 2), side * 0.46, self.scene.table_z_m], 0.0)
             self.settle()
 
     def settle(self, max_s: float = 1.5) -> None:
