@@ -33,7 +33,6 @@ def _click_sus(page, responses):
 
 
 def test_participant_session_and_results(chromium, tmp_path, ros_env):
-
     shots = Path(os.environ["POINTLAB_SCREENSHOTS"]) if os.environ.get("POINTLAB_SCREENSHOTS") else tmp_path
     with live_act(tmp_path / "act.sqlite", ros_env) as live:
         ctx = chromium.new_context(viewport={"width": 980, "height": 720})
