@@ -25,7 +25,9 @@ act_app, bench_app, pinpoint_app = sub.group("act"), sub.group("bench"), sub.gro
 
 
 def app() -> SubApp:
-    """This package's sub-app (its commands are defined in this module)."""
+    """This package's sub-app (its commands are defined in this module and ``perf_commands``)."""
+    from . import perf_commands  # noqa: F401 - registers ``pointlab perf loop``
+
     return sub
 
 

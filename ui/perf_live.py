@@ -1,4 +1,4 @@
-"""``pointlab perf loop --browsers N``: the live view's frame rate in N real Chromium pages at once,
+"""``pointlab perf loop --browsers N`` (``ui.perf_commands``): the live view's frame rate in N real Chromium pages at once,
 while the sim arm runs trials, and the sim physics' real-time factor.
 
 A sim session (``start_session("sim", "sim")``) serves the web app on 127.0.0.1; N participants are
@@ -27,9 +27,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 def _run_trials(runner, world, stop: threading.Event, agent: str, out: list) -> None:
-    from pointlab.sim_mock.demo import demo_script
+    from pointlab.bridge.headless import demo_script
 
-    script = demo_script()
+    script = demo_script("sim", "sim")
 
     async def loop():
         i = 0
@@ -42,6 +42,11 @@ def _run_trials(runner, world, stop: threading.Event, agent: str, out: list) -> 
             i += 1
 
     asyncio.run(loop())
+
+
+def _renders(cam) -> tuple[int, float]:
+    """(renders made, seconds spent rendering) of a camera that counts them (the sim camera)."""
+    return int(getattr(cam, "renders", 0)), float(getattr(cam, "render_s", 0.0))
 
 
 def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: float = 1.0, agent: str = "sim-oracle",
@@ -58,28 +63,30 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     """
     from playwright.sync_api import sync_playwright
 
-    from pointlab.sim_mock.model_server import serve_in_thread
-    from pointlab.ui.app import UiSettings, create_app
+    from pointlab.bridge.headless import demo_script  # noqa: F401 - the world's script, below
+    from pointlab.bridge.session import SessionConfig, start_session
+    from pointlab.bridge.study import invite_participant
 
-    from .session import start_session
-    from .study import invite_participant
+    from .app import UiSettings, create_app
+    from pointlab.benchmark.serving import serve_in_thread
 
     if browsers < 1 or not seconds > 0:
         raise ValueError("browsers must be >= 1 and seconds > 0")
     tmp = tempfile.TemporaryDirectory(prefix="pointlab-perf-live-")
-    session = start_session("sim", "sim", None, Path(tmp.name) / "perf.sqlite", time_scale=time_scale)
+    session = start_session(SessionConfig(db_path=Path(tmp.name) / "perf.sqlite", time_scale=time_scale))
     stop_server = None
     stop = threading.Event()
     trials: list = []
     try:
         token = secrets.token_urlsafe(16)
         settings = UiSettings() if frame_rate_hz is None else UiSettings(frame_rate_hz=frame_rate_hz)
-        url, stop_server = serve_in_thread(create_app(session.runner, session.store, operator_token=token,
+        url, stop_server = serve_in_thread(create_app(session.parts, session.store, operator_token=token,
                                                       settings=settings))
         base = url.removesuffix("/v1")
         study = session.store.create_study(agents=[agent], trials_per_agent=1, scene="perf")
         invites = [invite_participant(session.store, study, label=f"page {k}")[1] for k in range(browsers)]
         world, cam = session.world, session.camera_node.camera
+        stats = getattr(world, "physics_stats", None)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
             try:
@@ -94,16 +101,14 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                                           daemon=True)
                 worker.start()
                 time.sleep(min(2.0, seconds / 4))  # the first trial under way
-                ph = world.physics
                 f0 = [page.evaluate("window.__pl.frames") for page in pages]
-                pub0, rend0, rs0 = session.camera_node.frames_published, cam.renders, cam.render_s
-                steps0, sw0, sim0, t0 = ph.steps_total, ph.step_wall_s, ph.time_s, time.monotonic()
+                pub0, (rend0, rs0) = session.camera_node.frames_published, _renders(cam)
+                ph0, t0 = stats() if stats else None, time.monotonic()
                 time.sleep(seconds)
                 f1 = [page.evaluate("window.__pl.frames") for page in pages]
                 elapsed = time.monotonic() - t0
-                pub1, rend1, rs1 = session.camera_node.frames_published, cam.renders, cam.render_s
-                ph = world.physics
-                steps1, sw1, sim1 = ph.steps_total, ph.step_wall_s, ph.time_s
+                pub1, (rend1, rs1) = session.camera_node.frames_published, _renders(cam)
+                ph1 = stats() if stats else None
             finally:
                 stop.set()
                 browser.close()
@@ -115,8 +120,13 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
         session.close()
         tmp.cleanup()
     fps = [round((b - a) / elapsed, 2) for a, b in zip(f0, f1)]
-    stepped_s = (steps1 - steps0) * ph.model.opt.timestep
     renders = rend1 - rend0
+    physics = None
+    if ph0 is not None:
+        sim_s, wall_s = ph1["simulated_s"] - ph0["simulated_s"], ph1["stepping_wall_s"] - ph0["stepping_wall_s"]
+        physics = {"simulated_s": round(sim_s, 3), "stepping_wall_s": round(wall_s, 3),
+                   "real_time_factor": round(sim_s / wall_s, 1) if wall_s > 0 else None,
+                   "simulated_per_wall": round(sim_s / elapsed, 3)}
     return {
         "browsers": browsers, "seconds": round(elapsed, 2), "time_scale": time_scale,
         "push_rate_hz": settings.frame_rate_hz,
@@ -124,8 +134,6 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
         "camera_frames_published_per_s": round((pub1 - pub0) / elapsed, 2),
         "renders_per_s": round(renders / elapsed, 2),
         "render_ms_mean": round(1e3 * (rs1 - rs0) / renders, 2) if renders else None,
-        "physics": {"simulated_s": round(sim1 - sim0, 3), "stepping_wall_s": round(sw1 - sw0, 3),
-                    "real_time_factor": round(stepped_s / (sw1 - sw0), 1) if sw1 > sw0 else None,
-                    "simulated_per_wall": round((sim1 - sim0) / elapsed, 3)},
+        "physics": physics,
         "trials_run": len(trials), "trial_successes": sum(bool(t.sim_success) for t in trials),
     }
