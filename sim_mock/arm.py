@@ -28,7 +28,7 @@ from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConn
                                    UnreachableTargetError)
 
 from .lite6_sim import MotionStopped
-from .physics import trapezoid_duration_s
+from .trapezoid import trapezoid_duration_s
 from .world import SimWorld, default_world
 
 __all__ = ["SimArmDriver", "trapezoid_duration_s", "OUT_OF_RANGE_CODE", "HAS_ERROR_CODE"]

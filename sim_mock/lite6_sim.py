@@ -40,7 +40,7 @@ from pointlab.robot.errors import UnreachableTargetError
 
 from .kinematics import matrix_to_rpy_deg, rpy_deg_to_matrix
 from .mjcf import TIMESTEP_S
-from .physics import trapezoid_duration_s, trapezoid_fraction
+from .trapezoid import trapezoid_duration_s, trapezoid_fraction
 from .tools import GRIP_CLOSE_S, SUCTION_ON_S
 
 __all__ = ["SimLite6", "MotionStopped", "TICK_STEPS", "SETTLE_MAX_S", "RELEASE_SETTLE_MAX_S"]

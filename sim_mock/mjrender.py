@@ -23,6 +23,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 __all__ = ["MjRenderer", "RenderResult", "ensure_gl_backend"]
@@ -115,15 +116,15 @@ class MjRenderer:
 
     def _linear_depth(self, z: np.ndarray) -> np.ndarray:
         # MuJoCo renders with reversed z into a float buffer: undo its perspective mapping (the
-        # formula of mujoco.Renderer, in float64 for precision).
-        zf, zn = np.float64(self._zfar), np.float64(self._znear)
-        c = -(zf + zn) / (zf - zn)
-        d = -(2.0 * zf * zn) / (zf - zn)
-        c, d = -0.5 * c - 0.5, -0.5 * d
+        # formula of mujoco.Renderer). The coefficients are computed in float64; the per-pixel
+        # division in float32 keeps better than 0.01 mm at the table's 0.5-1.5 m.
+        zf, zn = float(self._zfar), float(self._znear)
+        c = -0.5 * (-(zf + zn) / (zf - zn)) - 0.5
+        d = -0.5 * (-(2.0 * zf * zn) / (zf - zn))
         with np.errstate(divide="ignore"):
-            depth = d / (z.astype(np.float64) + c)
+            depth = np.float32(d) / (z + np.float32(c))
         depth[depth >= 0.99 * zf] = 0.0  # the far plane: nothing there
-        return depth.astype(np.float32)
+        return depth
 
     def _segment(self, scale: int) -> tuple[np.ndarray, np.ndarray]:
         """Segmentation pass at 1/``scale`` of the resolution (a smaller viewport): geom ids, depth."""
@@ -155,9 +156,9 @@ class MjRenderer:
         if color:
             mujoco.mjr_render(self._rect, self._scene, self._ctx)
             mujoco.mjr_readPixels(self._rgb, self._zbuf if depth else None, self._rect, self._ctx)
-            rgb_out = np.flipud(self._rgb).copy()
+            rgb_out = cv2.flip(self._rgb, 0)  # OpenGL rows run bottom-up
             if depth:
-                depth_out = self._linear_depth(np.flipud(self._zbuf))
+                depth_out = self._linear_depth(cv2.flip(self._zbuf, 0))
         if segmentation:
             ids, zbuf = self._segment(1)
             if depth_out is None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -249,34 +248,3 @@ class Physics:
             return None, math.inf
         return self.body_object(int(gid[0])), float(d)
 
-
-def trapezoid_duration_s(distance: float, speed: float, acc: float) -> float:
-    """Time (s) to travel ``distance`` from rest to rest with a trapezoidal (or, for short moves,
-    triangular) speed profile of peak ``speed`` and acceleration ``acc`` (any consistent units:
-    m, m/s, m/s^2 or rad, rad/s, rad/s^2)."""
-    d = abs(float(distance))
-    if d == 0.0:
-        return 0.0
-    if d >= speed ** 2 / acc:
-        return d / speed + speed / acc
-    return 2.0 * math.sqrt(d / acc)
-
-
-def trapezoid_fraction(t_s: float, distance: float, speed: float, acc: float, total_s: float) -> float:
-    """Fraction (0..1) of ``distance`` covered at ``t_s`` of the profile of ``trapezoid_duration_s``."""
-    if distance == 0.0 or t_s >= total_s:
-        return 1.0
-    if t_s <= 0.0:
-        return 0.0
-    t_acc = min(speed / acc, total_s / 2.0)
-    v_peak = acc * t_acc
-    if t_s < t_acc:
-        s = 0.5 * acc * t_s ** 2
-    elif t_s < total_s - t_acc:
-        s = 0.5 * acc * t_acc ** 2 + v_peak * (t_s - t_acc)
-    else:
-        s = distance - 0.5 * acc * (total_s - t_s) ** 2
-    return min(max(s / distance, 0.0), 1.0)
-
-
-Controller = Callable[[float], None]
