@@ -8,7 +8,10 @@ noise).
 
 - **Frames are reused when nothing moved**: the clean render is cached by ``world.version``; a frame
   of an unchanged world costs only the noise (a camera keeps streaming, so each frame still gets
-  fresh noise, a new index and stamp).
+  fresh noise, a new index and stamp). While the arm is moving, at most ``moving_render_hz`` new
+  states are drawn per second (default 15, the live view's push rate) and the frames between show
+  the last one drawn (and record it, so their masks match); once a motion has ended the next frame
+  is drawn at once, so no frame stamped after a motion shows the arm before its end.
 - **Depth only when a consumer needs it**: with ``want_depth`` false (``CameraNode`` sets it from the
   depth topic's subscriber count) the depth buffer is not read back or degraded and the frame's
   depth is all zeros (no data).
@@ -49,6 +52,7 @@ class SimCamera(Camera):
         noise: add depth noise, holes, dropouts and colour noise.
         depth_noise_m: depth noise standard deviation at 0.7 m, metres.
         dropout_fraction: fraction of pixels randomly set to 0 depth.
+        moving_render_hz: most new renders per second while the arm moves (0: every frame).
 
     Attributes:
         want_depth: produce depth (default ``True``); see the module docstring.
@@ -57,7 +61,8 @@ class SimCamera(Camera):
     """
 
     def __init__(self, world: SimWorld | None = None, fps: float = 30.0, seed: int = 0, noise: bool = True,
-                 depth_noise_m: float = 0.0015, dropout_fraction: float = 0.002) -> None:
+                 depth_noise_m: float = 0.0015, dropout_fraction: float = 0.002,
+                 moving_render_hz: float = 15.0) -> None:
         super().__init__()
         if fps < 0 or depth_noise_m < 0 or not 0 <= dropout_fraction < 1:
             raise CameraSourceError("sim camera: fps and depth noise must be >= 0, dropout_fraction in [0, 1)")
@@ -65,6 +70,8 @@ class SimCamera(Camera):
         self.fps, self.seed, self.noise = float(fps), int(seed), bool(noise)
         self.depth_noise_m, self.dropout_fraction = float(depth_noise_m), float(dropout_fraction)
         self.want_depth = True
+        self.moving_render_hz = float(moving_render_hz)
+        self._last_render_t = -1e9
         self.renders = 0
         self.render_s = 0.0
         self._view: CleanView | None = None
@@ -129,6 +136,8 @@ class SimCamera(Camera):
         stamp_ns = time.time_ns()
         capture = self.world.capture()
         want_depth = bool(self.want_depth)
+        if self._throttled(capture, want_depth):
+            capture = self._view_capture  # still drawing the last state: the frame shows (and records) it
         view = self._clean_view(capture, want_depth)
         self.world.frames.record(stamp_ns, capture, view.color)
         if self.noise:
@@ -141,6 +150,12 @@ class SimCamera(Camera):
         return RGBDFrame(color=color, depth=depth, depth_scale_m=DEPTH_SCALE_M, intrinsics=self.world.intrinsics,
                          stamp_ns=stamp_ns, index=self._index)
 
+    def _throttled(self, capture, want_depth: bool) -> bool:
+        if (self._view is None or self.moving_render_hz <= 0 or not self.world.arm.moving
+                or (want_depth and self._view.depth_m is None)):
+            return False
+        return time.monotonic() - self._last_render_t < 1.0 / self.moving_render_hz
+
     def _clean_view(self, capture, want_depth: bool) -> CleanView:
         key = (capture.version, id(self.world))
         if self._view is not None and self._view_key == key and (self._view.depth_m is not None or not want_depth):
@@ -150,7 +165,7 @@ class SimCamera(Camera):
         labels = np.where(r.coarse_geom_ids >= 0, self.world.physics.geom_label[np.maximum(r.coarse_geom_ids, 0)], -1)
         shiny, dark = self._surface_labels()
         self._view = CleanView.build(r.color, r.depth_m, np.isin(labels, shiny), np.isin(labels, dark))
-        self._view_key = key
+        self._view_key, self._view_capture, self._last_render_t = key, capture, time.monotonic()
         self.renders += 1
         self.render_s += time.perf_counter() - t0
         return self._view

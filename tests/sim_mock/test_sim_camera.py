@@ -190,3 +190,34 @@ def test_fps_pacing(world):
         cam.read()
     # frame k is not available before k / fps after connect: the sixth frame (k = 5) not before 100 ms
     assert time.monotonic() - t0 >= 5 / 50
+
+
+@pytest.mark.slow
+def test_while_the_arm_moves_at_most_15_states_a_second_are_drawn_and_the_end_at_once(world):
+    import threading
+    import time
+
+    from pointlab.robot.arm import TcpPose
+    from pointlab.sim_mock.arm import SimArmDriver
+
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=1.0)
+    driver.connect()
+    cam = SimCamera(world=world, fps=0, noise=False).connect()
+    cam.read()
+    mover = threading.Thread(target=driver.move_linear, args=(TcpPose((0.20, 0.10, 0.25)), 0.1, 1.0))  # ~1.1 s
+    t0 = time.monotonic()
+    mover.start()
+    frames = []
+    while mover.is_alive():
+        frames.append(cam.read())
+    elapsed = time.monotonic() - t0
+    renders = cam.renders - 1
+    assert len(frames) > renders  # frames between renders repeat the last state drawn
+    assert renders <= 15 * elapsed + 2
+    # each frame records the state it shows: frames sharing a render share a capture
+    captures = {world.frames.capture_of(f).version for f in frames}
+    assert len(captures) <= renders + 1
+    after = cam.read()  # the motion is over: this frame shows its end
+    assert world.frames.capture_of(after).version == world.capture().version
+    world.reset()
