@@ -111,6 +111,7 @@ def test_an_image_that_is_no_frame_of_this_world_gets_no_point(cam, oracle):
     other.close()
 
 
+@pytest.mark.slow
 def test_holding_something_points_at_the_other_object(fresh, cam, oracle):
     sim_arm(fresh).pick(top_of(fresh, "red cube"))
     frame = cam.read()
@@ -124,6 +125,7 @@ def test_holding_something_points_at_the_other_object(fresh, cam, oracle):
     assert np.linalg.norm(_on(fresh, frame, u, v) - top_of(fresh, "green cube")) < 0.008
 
 
+@pytest.mark.slow
 def test_something_in_the_bowl_counts_as_the_bowl(fresh, cam, oracle):
     arm = sim_arm(fresh)
     arm.pick(top_of(fresh, "red cube"))

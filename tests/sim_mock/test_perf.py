@@ -3,6 +3,7 @@ never asserted by tests)."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pointlab.bridge.cli import app
@@ -15,6 +16,7 @@ def test_percentiles_ms_by_hand():
     assert p["p90"] == 4.6  # linear interpolation: 4 + 0.6 * (5 - 4) ms
 
 
+@pytest.mark.slow
 def test_cli_perf_sim_short():
     r = CliRunner().invoke(app, ["perf", "sim", "--frames", "3", "--ik-calls", "2"])
     assert r.exit_code == 0, r.output

@@ -39,6 +39,7 @@ def test_trapezoid_duration_by_hand():
     assert trapezoid_duration_s(0.0, 0.1, 1.0) == 0.0
 
 
+@pytest.mark.slow
 def test_pick_and_place_into_the_bowl(arm, world):
     arm.pick(_top(world, "red cube"))
     assert world.judge({"action": "pick", "object": "red cube"}) == (True, "holding red cube")
@@ -56,6 +57,7 @@ def test_pick_three_cm_off_centre_fails(arm, world):
     assert not world.judge({"action": "pick", "object": "red cube"})[0]
 
 
+@pytest.mark.slow
 def test_stacking_on_another_object_and_taking_it_off_again(arm, world):
     arm.pick(_top(world, "yellow block"))
     arm.place(_top(world, "green cube"))
@@ -138,6 +140,7 @@ def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
     assert world.object("red cube").position_m[2] == pytest.approx(0.2 - 0.025, abs=0.004)  # carried along
 
 
+@pytest.mark.slow
 def test_injected_fault_stops_the_sequence_and_needs_a_reset(arm, world):
     before = arm.driver.get_pose()
     world.inject_fault("next_move", code=31)
@@ -176,6 +179,7 @@ def test_bad_speed_is_a_fault_without_motion(arm):
         arm.driver.move_linear(TcpPose((0.2, 0.0, 0.2)), 0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_vacuum_tool_through_the_registry(world):
     world.reset()
     arm = make_arm("sim:lite_vacuum", world=world, time_scale=0.0, motion=FAST)

@@ -135,6 +135,7 @@ def test_a_dropped_cube_lands_on_what_is_under_it(fresh, where, rest_z):
     assert fresh.snapshot()["red cube"]["upright"]
 
 
+@pytest.mark.slow
 def test_reset_restores_the_scene_exactly(fresh):
     q0 = fresh.physics.qpos()
     arm = sim_arm(fresh)
@@ -147,6 +148,7 @@ def test_reset_restores_the_scene_exactly(fresh):
     assert fresh.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.20, 0.0, 0.25], abs=5e-4)
 
 
+@pytest.mark.slow
 def test_judge_pick_place_and_near_from_the_physics(fresh):
     w = fresh
     assert w.judge({"action": "pick", "object": "red cube"}) == (False, "not holding red cube (tool empty)")
@@ -190,6 +192,7 @@ def test_inject_fault_rejects_unknown_kinds(world):
         world.inject_fault("meteor")
 
 
+@pytest.mark.slow
 def test_infer_expected_reads_typed_instructions(fresh):
     w = fresh
     assert w.infer_expected("pick up the red cube", "pick") == {"action": "pick", "object": "red cube", "inferred": True}
