@@ -1,5 +1,5 @@
 """The bridge package's commands (``pointlab act trials|node``, ``calibrate``, ``calibrate-check``,
-``deproject``, ``score sus``, ``perf loop``), registered as the ``bridge`` entry point of the
+``deproject``, ``score sus``), registered as the ``bridge`` entry point of the
 ``pointlab.cli`` group (see ``pointlab.benchmark.clikit``). ``pointlab act`` itself, which also
 serves the web app, is the ``ui`` package's."""
 
@@ -14,6 +14,6 @@ sub = SubApp("bridge")
 
 def app() -> SubApp:
     """This package's sub-app with every command registered (the command modules decorate ``sub``)."""
-    from . import act_commands, calibrate_commands, deproject_commands, perf_loop, sus_commands  # noqa: F401
+    from . import act_commands, calibrate_commands, deproject_commands, sus_commands  # noqa: F401
 
     return sub

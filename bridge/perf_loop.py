@@ -1,4 +1,4 @@
-"""``pointlab perf loop``: how fast the ROS loop turns a received point into an arm command, and the
+"""``measure_loop`` (``pointlab perf loop``; the command is ``ui.perf_commands``): how fast the ROS loop turns a received point into an arm command, and the
 live view's frame rate, in sim.
 
 Measured per trial (sim-oracle over the sim model server; the model call is excluded):
@@ -27,17 +27,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Optional
-
-import typer
-
-from pointlab.benchmark.clikit import fail, print_json
-
-from .commands import sub
 
 from pointlab.benchmark.perfstats import summarize
-
-perf_app = sub.group("perf")
 
 __all__ = ["measure_loop", "percentiles_ms"]
 
@@ -182,6 +173,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         "trials": len(results),
         "done": sum(r.robot_outcome == "done" for r in results),
         "sim_success": sum(bool(r.sim_success) for r in results),
+        "physics_real_time_factor": _rtf(world),
         "failures": [{"trial": i, "instruction": r.instruction, "action": r.action, "robot_outcome": r.robot_outcome,
                       "sim_detail": r.sim_detail, "reason": (r.target or {}).get("reason") or r.robot_error}
                      for i, r in enumerate(results) if not r.sim_success][:10],
@@ -198,27 +190,8 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     return out
 
 
-@perf_app.command("loop")
-def perf_loop_cmd(
-    trials: int = typer.Option(40, "--trials", min=1, help="sim trials to run"),
-    time_scale: float = typer.Option(0.02, "--time-scale", min=0.0, help="sim motion-time multiplier (0: instant)"),
-    agent: str = typer.Option("sim-oracle", "--agent", help="agent of the default config"),
-    recording: bool = typer.Option(True, "--recording/--no-recording",
-                                   help="alternate blocks without and with the trial recorder (same run)"),
-    block: int = typer.Option(5, "--block", min=1, help="trials per block of the recording comparison"),
-    image_fps: Optional[float] = typer.Option(None, "--image-fps", min=0.1,
-                                              help="recorder: colour/depth frames per second in the MCAP"),
-    keep_recordings: Optional[Path] = typer.Option(None, "--keep-recordings",
-                                                   help="keep the recordings in this folder (default: removed)"),
-) -> None:
-    """Latency percentiles from a received point to the arm command (model call excluded) and the
-    live view's frame rate, in sim, with the in-process targeting time as the baseline; with and
-    without the trial recorder attached, and what the recordings cost."""
-    from .recording import RecordingConfig
-
-    config = RecordingConfig() if image_fps is None else RecordingConfig(image_fps=image_fps)
-    try:
-        print_json(measure_loop(trials, time_scale=time_scale, agent=agent, recording=recording, block=block,
-                                recordings_dir=keep_recordings, recording_config=config))
-    except ValueError as e:
-        fail(str(e), 2)
+def _rtf(world) -> float | None:
+    """Simulated seconds per wall second spent stepping the sim's physics (whole session), when the
+    world reports it (``physics_stats``)."""
+    stats = getattr(world, "physics_stats", None)
+    return stats()["real_time_factor"] if stats is not None else None

@@ -3,8 +3,8 @@
 A test double for a lab's curated photos (registered as ``sim`` in the ``pointlab.arena_demo_sets``
 entry-point group, looked up by ``pointlab.ui.arena.curated``). ``write_demo_set(out_dir)`` renders
 ``layouts`` arrangements of the default scene (layout 0 is the default scene; the others move the
-objects to seeded positions on the table, no two footprints overlapping) with the clean renderer,
-and writes, per layout:
+objects to seeded positions on the table, no two footprints overlapping) with the MuJoCo sim camera
+(no sensor noise) and writes, per layout:
 
 - ``tabletop_<k>.png``: the colour image, 640 x 480 RGB;
 - ``masks/tabletop_<k>__<object>.png``: the object's visible pixels, 255 = object, 0 = not (the
@@ -12,8 +12,9 @@ and writes, per layout:
 - one manifest ``arena_images.json``: ``[{"image", "targets": [{"names": [name, aliases...],
   "mask"}]}]`` with paths relative to ``out_dir``.
 
-Rendering is deterministic, so a rerun rewrites the same files; the manifest is written last (its
-presence marks a complete set).
+Rendering is deterministic (a clean camera, a fixed seed), so a rerun rewrites the same files; the
+masks are MuJoCo's segmentation of the same frame; the manifest is written last (its presence marks
+a complete set).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .render import Renderer
+from .camera import SimCamera
+from .physics import ROBOT_LABEL
 from .world import SimWorld
 
 __all__ = ["write_demo_set", "MANIFEST"]
@@ -54,21 +56,23 @@ def write_demo_set(out_dir: str | Path, layouts: int = 4, seed: int = 7) -> Path
     entries = []
     for k in range(layouts):
         world = SimWorld()
-        if k:
-            _layout(world, rng)
-        objects = list(world.objects.values())
-        renderer = Renderer(world.intrinsics, world.T_base_camera, world.scene.table_z_m, world.scene.table_color_rgb)
-        color, _, ids = renderer.render(objects, with_ids=True)
+        try:
+            if k:
+                _layout(world, rng)
+            with SimCamera(world=world, fps=0, noise=False) as cam:
+                frame = cam.read()
+            masks = world.masks(frame)
+        finally:
+            world.close()
         image = f"tabletop_{k}.png"
-        Image.fromarray(color).save(out / image)
+        Image.fromarray(frame.color).save(out / image)
         targets = []
-        for i, obj in enumerate(objects):
-            mask = ids == i
-            if not mask.any():
+        for name, mask in masks.items():
+            if name == ROBOT_LABEL or not mask.any():
                 continue
-            rel = f"masks/tabletop_{k}__{obj.name.replace(' ', '_')}.png"
+            rel = f"masks/tabletop_{k}__{name.replace(' ', '_')}.png"
             Image.fromarray(mask.astype(np.uint8) * 255).save(out / rel)
-            targets.append({"names": list(obj.names), "mask": rel})
+            targets.append({"names": list(world.scene.spec(name).names), "mask": rel})
         entries.append({"image": image, "targets": targets})
     manifest = out / MANIFEST
     manifest.write_text(json.dumps(entries, indent=1), encoding="utf-8")

@@ -1,16 +1,17 @@
 """``SimArmDriver``: the ``ArmDriver`` primitives on the simulated Lite 6 of a ``SimWorld``.
 
-What is simulated, and why it is enough to test the pick/place logic and the trial loop:
+A thin controller layer over ``world.lite6`` (``lite6_sim.SimLite6``, the MuJoCo arm): what the
+real controller adds around motion, so that the pick/place logic and the trial loop meet the same
+behaviour as on a Lite 6:
 
-- **Reach and joint limits** through real inverse kinematics (``Lite6Kinematics``, ikpy): a linear
-  move is checked at its goal and at points every ``step_m`` along the straight line (seeded from the
-  previous solution, as a controller's Cartesian interpolation would), and refused with
-  ``UnreachableTargetError`` before anything moves if any point has no solution.
-- **Motion time** from a trapezoidal speed profile (``speed_m_s``, ``acc_m_s2``), multiplied by
-  ``time_scale`` (tests use a small one). The TCP and a held object move along the line during that
-  time, so the camera sees the motion and ``emergency_stop()`` from another thread halts it midway.
-- **Grasping**: ``set_tool(True)`` holds the object the TCP is in (``SimWorld.grasp_candidate``),
-  ``set_tool(False)`` drops it straight down (``SimWorld.release``).
+- **Reach and joint limits**: a linear move is refused with ``UnreachableTargetError`` before
+  anything moves when IK fails at its goal or anywhere along the line (``check_reachable`` does the
+  same for a whole sequence without moving).
+- **Motion** with the controller's trapezoidal timing; ``time_scale`` makes simulated seconds take
+  ``time_scale`` wall seconds (tests use a small one). ``emergency_stop()`` from another thread
+  halts a move where it is.
+- **Grasping by physics**: ``set_tool(True)`` closes the fingers (or switches the vacuum on);
+  whether anything is held is what the contacts say (``SimWorld.held``).
 - **Controller faults**: an injected fault (``world.inject_fault``) or an emergency stop leaves an
   error state that refuses motion until ``connect()`` runs the bring-up again, as on the xArm.
 """
@@ -19,18 +20,15 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
-import time
 
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
 
 from pointlab.robot.arm import TOOLS, ArmDriver, TcpPose
 from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
                                    UnreachableTargetError)
 
-from .kinematics import rpy_deg_to_matrix
-from .trapezoid import trapezoid_duration_s, trapezoid_fraction
+from .lite6_sim import MotionStopped
+from .trapezoid import trapezoid_duration_s
 from .world import SimWorld, default_world
 
 __all__ = ["SimArmDriver", "trapezoid_duration_s", "OUT_OF_RANGE_CODE", "HAS_ERROR_CODE"]
@@ -46,28 +44,27 @@ class SimArmDriver(ArmDriver):
 
     Args:
         world: the world to act in (default: the process-wide ``default_world()``).
-        tool: ``lite_gripper`` or ``lite_vacuum``; the world's tool is set to it.
-        time_scale: multiplies every motion's duration (0 = instantaneous, tests use ~0.01).
+        tool: ``lite_gripper`` or ``lite_vacuum``; the world's tool is set to it (a different tool
+            rebuilds the world's model, which starts over at the initial scene).
+        time_scale: wall seconds per simulated second of motion (0 = as fast as the physics runs).
         step_m: spacing of the IK checks along a linear move, metres.
-        tick_s: how often the TCP is updated during a move (real time), seconds.
     """
 
     def __init__(self, world: SimWorld | None = None, tool: str = "lite_gripper", time_scale: float = 1.0,
-                 step_m: float = 0.02, tick_s: float = 0.02) -> None:
+                 step_m: float = 0.02, **_ignored) -> None:
         if tool not in TOOLS:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}")
-        if time_scale < 0 or step_m <= 0 or tick_s <= 0:
-            raise ValueError("time_scale must be >= 0, step_m and tick_s > 0")
+        if not (math.isfinite(time_scale) and time_scale >= 0) or step_m <= 0:
+            raise ValueError("time_scale must be >= 0 and step_m > 0")
         self.world = world or default_world()
         self.tool = TOOLS[tool]
-        self.time_scale, self.step_m, self.tick_s = float(time_scale), float(step_m), float(tick_s)
-        self._stop = threading.Event()
-        with self.world.lock:
-            if self.world.tool.name != tool:
-                # The TCP is a tool frame: keep the flange where it is and re-read the TCP from it.
-                self.world.tool = self.tool
-                T = self.world.kinematics.fk(self.world.arm.joints_rad, tool)
-                self.world.set_tcp(T[:3, 3], self.world.arm.rpy_deg, self.world.arm.joints_rad)
+        self.world.set_tool(tool)
+        self.lite6 = self.world.lite6
+        self.lite6.time_scale, self.lite6.step_m = float(time_scale), float(step_m)
+
+    @property
+    def time_scale(self) -> float:
+        return self.lite6.time_scale
 
     @classmethod
     def from_spec(cls, arg: str | None, *, world: SimWorld | None = None, tool: str = "lite_gripper",
@@ -92,7 +89,7 @@ class SimArmDriver(ArmDriver):
             w.arm.connected = True
             w.arm.error_code = 0
             w.arm.estopped = False
-        self._stop.clear()
+        self.lite6.clear_stop()
 
     def disconnect(self) -> None:
         with self.world.lock:
@@ -120,40 +117,16 @@ class SimArmDriver(ArmDriver):
         raise ArmFaultError(call, code, "injected fault")
 
     # -- motion ------------------------------------------------------------------------------------
-    def _plan(self, start_m: np.ndarray, start_rpy: np.ndarray, goal: TcpPose, seed: np.ndarray):
-        """Joint solutions along the straight line, or raise ``UnreachableTargetError``."""
-        goal_m, goal_rpy = goal.xyz, np.asarray(goal.rpy_deg, dtype=np.float64)
-        dist = float(np.linalg.norm(goal_m - start_m))
-        rots = Rotation.from_matrix(np.stack([rpy_deg_to_matrix(start_rpy), rpy_deg_to_matrix(goal_rpy)]))
-        angle_deg = float(np.degrees((rots[1] * rots[0].inv()).magnitude()))
-        n = max(1, math.ceil(dist / self.step_m), math.ceil(angle_deg / 5.0))
-        slerp = Slerp([0.0, 1.0], rots)
-        fractions = np.linspace(0.0, 1.0, n + 1)[1:]
-        kin, tool = self.world.kinematics, self.tool.name
-        path = [seed]
-        for f in fractions:
-            p = start_m + f * (goal_m - start_m)
-            rpy = goal_rpy if f == 1.0 else slerp([f]).as_euler("xyz", degrees=True)[0]
-            q = kin.ik(p, rpy, seed_rad=path[-1], tool=tool)
-            if q is None:
-                where = "goal" if f == 1.0 else f"{100 * f:.0f}% along the line"
-                raise UnreachableTargetError(
-                    f"no joint solution within the Lite 6 limits at the {where}: "
-                    f"TCP {np.round(p, 4).tolist()} m, rpy {np.round(rpy, 2).tolist()} deg")
-            path.append(q)
-        return dist, np.concatenate([[0.0], fractions]), np.array(path)
-
     def check_reachable(self, poses: list[TcpPose]) -> None:
         """IK along every straight segment from the current TCP through ``poses``, without moving.
 
         Raises:
             UnreachableTargetError: a segment leaves the joint limits (nothing moves).
         """
-        with self.world.lock:
-            start_m, start_rpy, seed = (self.world.arm.tcp_m.copy(), self.world.arm.rpy_deg.copy(),
-                                        self.world.arm.joints_rad.copy())
+        start_m, start_rpy = self.lite6.commanded_pose()
+        seed = self.lite6._commanded_joints()
         for pose in poses:
-            _, _, path = self._plan(start_m, start_rpy, pose, seed)
+            _, _, path = self.lite6.plan_linear(start_m, start_rpy, seed, pose.xyz, pose.rpy_deg)
             start_m, start_rpy, seed = pose.xyz, np.asarray(pose.rpy_deg, dtype=np.float64), path[-1]
 
     def move_linear(self, pose: TcpPose, speed_m_s: float, acc_m_s2: float) -> None:
@@ -167,8 +140,7 @@ class SimArmDriver(ArmDriver):
             ArmConnectionError: an injected connection drop.
             UnreachableTargetError: no IK solution at the goal or along the line (nothing moves).
         """
-        w = self.world
-        with w.lock:
+        with self.world.lock:
             self._require_ready("set_position")
         if not (math.isfinite(speed_m_s) and math.isfinite(acc_m_s2) and speed_m_s > 0 and acc_m_s2 > 0):
             raise ArmFaultError("set_position", OUT_OF_RANGE_CODE, f"speed {speed_m_s} m/s, acc {acc_m_s2} m/s^2")
@@ -176,88 +148,52 @@ class SimArmDriver(ArmDriver):
             raise UnreachableTargetError(f"pose is not finite: {pose}")
         self._fault("disconnect_next_move", "set_position")
         self._fault("next_move", "set_position")
-        with w.lock:
-            start_m, start_rpy, seed = w.arm.tcp_m.copy(), w.arm.rpy_deg.copy(), w.arm.joints_rad.copy()
-        dist, fracs, path = self._plan(start_m, start_rpy, pose, seed)
-        goal_rpy = np.asarray(pose.rpy_deg, dtype=np.float64)
-        total_s = trapezoid_duration_s(dist, speed_m_s, acc_m_s2) * self.time_scale
-        self._stop.clear()
-        with w.lock:
-            w.arm.moving = True
         try:
-            t0 = time.monotonic()
-            while True:
-                t = time.monotonic() - t0
-                if self._stop.is_set() or w.arm.estopped:
-                    raise EmergencyStopError("emergency stop during a linear move")
-                f = 1.0 if total_s <= 0 else trapezoid_fraction(t, dist, speed_m_s, acc_m_s2, total_s)
-                if f >= 1.0:
-                    w.set_tcp(pose.xyz, goal_rpy, path[-1])
-                    break
-                i = int(np.searchsorted(fracs, f, side="right")) - 1
-                a = (f - fracs[i]) / (fracs[i + 1] - fracs[i])
-                q = path[i] + a * (path[i + 1] - path[i])
-                # the reported orientation during the move is the goal's (all sim moves keep the tool down)
-                w.set_tcp(start_m + f * (pose.xyz - start_m), goal_rpy, q)
-                time.sleep(min(self.tick_s, max(total_s - t, 0.0)))
-        finally:
-            with w.lock:
-                w.arm.moving = False
+            self.lite6.move_linear(pose.xyz, pose.rpy_deg, speed_m_s, acc_m_s2)
+        except MotionStopped as e:
+            raise EmergencyStopError(f"emergency stop during a linear move: {e}") from None
 
     def set_tool(self, closed: bool) -> None:
-        """Close (``True``: hold the object the TCP is in, if any) or open (``False``: drop what is
-        held straight down).
+        """Close (``True``) or open (``False``) the gripper, or switch the vacuum on or off; the
+        physics decides what is held.
 
         Raises:
             ArmNotConnectedError, EmergencyStopError, ArmFaultError: as ``move_linear``.
         """
-        w = self.world
-        with w.lock:
+        with self.world.lock:
             self._require_ready("set_tool")
         self._fault("next_tool", "close_lite6_gripper" if closed else "open_lite6_gripper")
-        with w.lock:
-            if closed:
-                if w.arm.attached is None:
-                    # a suction cup touches the top face and gives a few millimetres
-                    above = 0.005 if self.tool.name == "lite_vacuum" else 0.0
-                    name = w.grasp_candidate(w.arm.tcp_m, above_top_m=above)
-                    if name is not None:
-                        w.attach(name)
-                        log.debug("grasped %s", name)
-            else:
-                w.release()
-            w.arm.tool_closed = bool(closed)
-            w.bump()
+        try:
+            self.lite6.set_tool(bool(closed))
+        except MotionStopped as e:
+            raise EmergencyStopError(f"emergency stop while the tool acted: {e}") from None
 
     def emergency_stop(self) -> None:
         """Stop now: a move in progress halts where it is; motion is refused until ``connect()``."""
-        self._stop.set()
+        self.lite6.stop()
         with self.world.lock:
             self.world.arm.estopped = True
 
     # -- state -------------------------------------------------------------------------------------
     def get_pose(self) -> TcpPose:
-        """Current TCP pose (metres, degrees).
+        """Current (measured) TCP pose (metres, degrees).
 
         Raises:
             ArmNotConnectedError: not connected.
         """
-        with self.world.lock:
-            if not self.world.arm.connected:
-                raise ArmNotConnectedError("sim arm is not connected")
-            return TcpPose.at(self.world.arm.tcp_m, tuple(float(a) for a in self.world.arm.rpy_deg))
+        if not self.world.arm.connected:
+            raise ArmNotConnectedError("sim arm is not connected")
+        p, rpy = self.lite6.tcp_pose()
+        return TcpPose.at(p, tuple(float(a) for a in rpy))
 
     def get_joints_rad(self) -> list[float] | None:
-        with self.world.lock:
-            return [float(q) for q in self.world.arm.joints_rad]
+        return [float(q) for q in self.lite6.joints_rad()]
 
     def error_code(self) -> int:
         with self.world.lock:
             return int(self.world.arm.error_code)
 
     def holding_sensor(self) -> bool | None:
-        """The vacuum gripper reports whether it holds something; the Lite gripper has no sensor."""
-        if self.tool.name != "lite_vacuum":
-            return None
+        """The vacuum gripper reports a seal (``get_vacuum_gripper``); the Lite gripper has no sensor."""
         with self.world.lock:
-            return self.world.arm.attached is not None
+            return self.world.tool_physics.holding_sensor()

@@ -37,6 +37,7 @@ from .trapezoid import trapezoid_duration_s, trapezoid_fraction
 log = logging.getLogger(__name__)
 
 __all__ = ["ArmBackend", "KinematicArmBackend", "MotionLayerBackend", "PlanningError", "check_line_joint_speeds",
+           "world_backend",
            "KINEMATIC_ERROR", "JOINT_LIMIT_ERROR", "SPEED_LIMIT_ERROR", "LITE6_MAX_JOINT_SPEED_RAD_S"]
 
 # Controller error codes a planning failure becomes (the SDK's ControllerErrorCodeMap titles).
@@ -452,3 +453,17 @@ class MotionLayerBackend(_FlangeKinematics):
         self.stop()
         self._jobs.put(None)
         self._worker.join(timeout=self.stop_timeout_s)
+
+
+def world_backend(world, time_scale: float | None = None) -> MotionLayerBackend:
+    """The emulator's backend driving a MuJoCo ``SimWorld``'s Lite 6 (``world.lite6``) with the
+    world's tool: ``XArmControllerEmulator(host, port, tool=world.tool.name,
+    backend=world_backend(world))``. ``time_scale`` (default: the layer's) sets the wall seconds per
+    simulated second of its motions."""
+    from .kinematics import LITE6_TOOL_OFFSETS_M
+
+    if time_scale is not None:
+        world.lite6.time_scale = float(time_scale)
+    tool_T = np.eye(4)
+    tool_T[2, 3] = LITE6_TOOL_OFFSETS_M[world.tool.name]
+    return MotionLayerBackend(world.lite6, world.kinematics, tool_T)

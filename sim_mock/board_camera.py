@@ -10,7 +10,7 @@ detected corners carry realistic sub-pixel noise). Three mounts:
 - ``table``: the camera is the world's fixed camera and the board lies on the table at
   ``T_base_board`` (a fixed board in a fixed camera: for checks, not for hand-eye).
 - ``wrist`` (eye-in-hand): the camera rides on the TCP at ``T_tcp_camera`` and the board lies on the
-  table at ``T_base_board``; the scene is ray-cast from the moving camera.
+  table at ``T_base_board``; the cleared table is drawn from the moving camera (a plane: flat colour, exact depth).
 
 The truth the calibration must recover: ``world.T_base_camera`` (``hand``) or ``T_tcp_camera``
 (``wrist``). The TCP pose used is the one the sim controller reports (``world.arm``), so in sim the
@@ -18,8 +18,9 @@ arm reports its pose exactly and all error comes from the image.
 
 Depth: where the board plate is in front of the scene, the depth is the plate's (plane through the
 board, ray by ray), so a depth reading on the board is right too. A board on the table lies on a
-cleared table, as a lab would calibrate: the wrist camera renders the table without the scene's
-objects, and the fixed camera's ``table`` view draws the board over any object standing on it.
+cleared table, as a lab would calibrate: connecting a ``table`` or ``wrist`` camera sets the scene's
+objects aside (``SimWorld.clear_table``; the arm must not hit them while hovering over the board),
+and the wrist camera draws the table plane alone.
 
 Spec: ``sim-board`` or ``sim-board:OPTIONS``, comma-separated options: one mount (``hand``, ``table``,
 ``wrist``), ``clean`` (no pixel noise, no depth noise), ``board=SX x SY:SQUARE_M:MARKER_M:DICT``
@@ -44,7 +45,6 @@ from pointlab.perception.handeye import CharucoBoardSpec
 
 from .camera import DEPTH_SCALE_M, SimCamera
 from .charuco_render import render_board
-from .render import Renderer
 from .world import SimWorld, default_world
 
 __all__ = ["BoardCamera", "MOUNTS", "board_mounted_at", "DEFAULT_T_TCP_BOARD", "DEFAULT_T_BASE_BOARD",
@@ -52,6 +52,30 @@ __all__ = ["BoardCamera", "MOUNTS", "board_mounted_at", "DEFAULT_T_TCP_BOARD", "
 
 MOUNTS = ("hand", "table", "wrist")
 _MARGIN_PX = 9  # render_board's white paper margin (15x15 dilation) plus its blur
+
+
+def _plane_depth(intr, normal_cam: np.ndarray, point_cam: np.ndarray) -> np.ndarray:
+    """``(H, W)`` optical z of a plane (normal and a point in the camera frame) at every pixel, by
+    ray-plane intersection: ``n . (z * ray) = n . point`` with ``ray = (x_n, y_n, 1)``; inf where
+    the ray is parallel to it."""
+    u, v = np.meshgrid(np.arange(intr.width), np.arange(intr.height))
+    n = normal_cam
+    denom = n[0] * (u - intr.ppx) / intr.fx + n[1] * (v - intr.ppy) / intr.fy + n[2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.abs(denom) > 1e-9, float(n @ point_cam) / denom, np.inf)
+
+
+def _table_view(intr, T_cam_base: RigidTransform, table_z_m: float, table_rgb) -> tuple[np.ndarray, np.ndarray]:
+    """Colour and depth (metres) of the cleared table plane seen from a camera (a wrist camera over
+    the table sees only the table top): flat table colour, 0 depth where the ray misses it."""
+    n = T_cam_base.rotation[:, 2]
+    o = T_cam_base.apply(np.array([0.0, 0.0, table_z_m]))
+    z = _plane_depth(intr, n, o)
+    hit = np.isfinite(z) & (z > 0)
+    depth = np.where(hit, z, 0.0).astype(np.float32)
+    color = np.zeros((intr.height, intr.width, 3), np.uint8)
+    color[hit] = table_rgb
+    return color, depth
 
 
 def board_mounted_at(spec: CharucoBoardSpec, centre_m, rotation: np.ndarray) -> RigidTransform:
@@ -191,6 +215,8 @@ class BoardCamera(Camera):
 
     # -- Camera --------------------------------------------------------------------------------------
     def _connect(self) -> None:
+        if self.mount != "hand":  # the board lies on the table: a lab clears the table for it
+            self.world.clear_table()
         if self._scene is not None:
             self._scene.connect()
         self._wrist_cache = None
@@ -230,8 +256,7 @@ class BoardCamera(Camera):
             if self._wrist_cache is not None and self._wrist_cache[0] == key:
                 return self._wrist_cache[1]
             T = self.T_base_camera()
-        r = Renderer(w.intrinsics, T, w.scene.table_z_m, w.scene.table_color_rgb)
-        out = r.render([])  # the table is cleared for the board (see the module docstring)
+        out = _table_view(w.intrinsics, T.inverse(), w.scene.table_z_m, w.scene.table_color_rgb)
         self._wrist_cache = (key, out)
         return out
 
@@ -245,12 +270,8 @@ class BoardCamera(Camera):
         poly = np.round(intr.project(outline)).astype(np.int32)
         plate = np.zeros(depth_m.shape, np.uint8)
         cv2.fillConvexPoly(plate, poly, 1)
-        # plate depth by ray-plane intersection: n . (z * ray) = n . origin, with ray = (x_n, y_n, 1)
         n, o = T_cam_board.rotation[:, 2], T_cam_board.translation_m
-        u, v = np.meshgrid(np.arange(intr.width), np.arange(intr.height))
-        denom = n[0] * (u - intr.ppx) / intr.fx + n[1] * (v - intr.ppy) / intr.fy + n[2]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            plate_z = np.where(np.abs(denom) > 1e-9, float(n @ o) / denom, np.inf)
+        plate_z = _plane_depth(intr, n, o)
         front = (plate > 0) & (plate_z > 0) & ((depth_m <= 0) | (plate_z < depth_m))
         if self.mount != "hand":  # a board on the table lies on a cleared table: nothing stands on it
             front = (plate > 0) & (plate_z > 0)

@@ -1,9 +1,13 @@
 """``MaskOracle``: where a perfect pointing model would point on a Point-Bench item, from its masks.
 
 A test double for the sim model server (``model_server.OracleModel`` takes any object with
-``points(instruction, width, height)``). The item is found by its query text inside the
-instruction (the longest query contained in it wins, so a steerable instruction with the reference
-sentence appended still matches); the answer is, per target:
+``points(instruction, image_rgb)``). The item is found from the **image** it was sent: among the
+items whose query the instruction contains (the longest such query wins, so a steerable
+instruction with the reference sentence appended still matches; every item when none does), the
+one whose own image is nearest to the sent image by a small area-averaged thumbnail
+(``frames.thumbnail``: robust to JPEG, resizing and a drawn steering dot), and only if it shows
+the same picture by ``frames.thumb_difference`` (mean rule only: items are different photos). Two items with the same query on different images get their own
+masks' points. The answer is, per target:
 
 - ``interior`` (default): the mask pixel farthest from the mask border (OpenCV distance transform),
   robust for non-convex masks where the centroid can fall outside;
@@ -46,16 +50,50 @@ class MaskOracle:
         self.mode = mode
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
+        self._thumbs: dict[int, np.ndarray] = {}
 
-    def item_for(self, instruction: str) -> Any | None:
-        """The item whose query is the longest one contained in ``instruction`` (case-insensitive)."""
+    def candidates(self, instruction: str) -> list[Any]:
+        """Items whose query is the longest one contained in ``instruction`` (case-insensitive);
+        every item when no query is contained."""
         text = (instruction or "").lower()
-        best = None
-        for it in self.items:
-            q = it.query.strip().lower()
-            if q and q in text and (best is None or len(q) > len(best.query.strip())):
-                best = it
-        return best
+        lengths = {id(it): len(it.query.strip()) for it in self.items
+                   if it.query.strip() and it.query.strip().lower() in text}
+        if not lengths:
+            return list(self.items)
+        longest = max(lengths.values())
+        return [it for it in self.items if lengths.get(id(it)) == longest]
+
+    def _thumb(self, item: Any) -> np.ndarray:
+        from .frames import thumbnail
+
+        key = id(item)
+        with self._lock:
+            hit = self._thumbs.get(key)
+        if hit is None:
+            hit = thumbnail(item.load_image_rgb())
+            with self._lock:
+                self._thumbs[key] = hit
+        return hit
+
+    def item_for(self, instruction: str, image_rgb: np.ndarray) -> Any | None:
+        """The item the image shows among ``candidates(instruction)``, or ``None`` (no item's image
+        is the same picture by ``frames.thumb_difference``)."""
+        from .frames import thumb_difference, thumbnail
+
+        img = np.asarray(image_rgb)
+        if img.ndim != 3 or img.shape[2] != 3:
+            return None
+        t = thumbnail(img.astype(np.uint8, copy=False))
+        best, best_d, best_ok = None, float("inf"), False
+        for it in self.candidates(instruction):
+            try:
+                # not strict: a steerable item's image arrives with its reference point drawn on it
+                d, ok = thumb_difference(self._thumb(it), t, strict=False)
+            except ValueError:  # an unreadable item image (DatasetError) cannot be the one sent
+                continue
+            if d < best_d:
+                best, best_d, best_ok = it, d, ok
+        return best if best_ok else None
 
     def _one(self, mask: np.ndarray) -> tuple[float, float] | None:
         if not mask.any():
@@ -87,11 +125,12 @@ class MaskOracle:
             masks = masks[:item.count]
         return [p for p in (self._one(m) for m in masks) if p is not None]
 
-    def points(self, instruction: str, width: int, height: int) -> list[tuple[float, float]]:
-        """Pixels ``[(u, v)]`` in a ``width`` x ``height`` image; ``[]`` when no item matches."""
-        it = self.item_for(instruction)
+    def points(self, instruction: str, image_rgb: np.ndarray) -> list[tuple[float, float]]:
+        """Pixels ``[(u, v)]`` in the sent image (any size); ``[]`` when no item matches it."""
+        it = self.item_for(instruction, image_rgb)
         if it is None:
             return []
+        height, width = np.asarray(image_rgb).shape[:2]
         sx, sy = width / it.width, height / it.height
         # scale about pixel centres: u_sent + 0.5 = (u + 0.5) * sx
         return [((u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5) for u, v in self.points_px(it)]

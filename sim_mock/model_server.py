@@ -6,8 +6,10 @@ holding base64 data URLs; the server decodes them to learn the image size.
 
 Models (any object with ``answer(request: ChatRequest) -> str``):
 
-- ``OracleModel(oracle, fmt, noise_px, seed)``: asks ``oracle.points(instruction, width, height)``
-  (pixels of the image as sent; e.g. ``pointlab.sim_mock.oracle.SceneOracle(world)``) and writes
+- ``OracleModel(oracle, fmt, noise_px, seed)``: asks ``oracle.points(instruction, image_rgb)``
+  with the decoded image as sent (points in its pixels; ``pointlab.sim_mock.oracle.SceneOracle(world)``
+  maps it back to the sim camera frame it shows and answers from that frame's masks,
+  ``mask_oracle.MaskOracle`` to the dataset item it is) and writes
   the points in point format ``fmt`` (``benchmark.points.format_points``), with isotropic Gaussian
   pixel noise of standard deviation ``noise_px`` per axis; ``"I cannot find it."`` when the oracle
   returns no point. The instruction is recovered from the prompt with
@@ -26,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import socket
 import threading
 import time
 import uuid
@@ -40,6 +41,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from pointlab.benchmark.points import POINT_FORMATS, format_points
+from pointlab.benchmark.serving import bind_socket, serve_in_thread  # noqa: F401 - part of this module's API
 from pointlab.benchmark.prompts import data_url_to_image, extract_instruction
 
 __all__ = ["ChatRequest", "Model", "OracleModel", "ScriptedModel", "ModelInputError", "create_model_server",
@@ -94,10 +96,10 @@ class Model(Protocol):
 
 
 class OracleModel:
-    """Answers from ground truth: ``oracle.points(instruction, width, height) -> [(u, v), ...]``.
+    """Answers from ground truth: ``oracle.points(instruction, image_rgb) -> [(u, v), ...]``.
 
     Args:
-        oracle: object with ``points(instruction, width, height)`` in pixels of the sent image.
+        oracle: object with ``points(instruction, image_rgb)`` in pixels of the sent image.
         fmt: point format of the answer (not ``auto``).
         noise_px: standard deviation of the Gaussian noise added to each coordinate, pixels.
         seed: seed of the noise generator (answers are reproducible in request order).
@@ -119,7 +121,7 @@ class OracleModel:
         if request.image_rgb is None:
             raise ModelInputError("the oracle model needs an image (an image_url data URL part)")
         w, h = request.width, request.height
-        pts = np.asarray(self.oracle.points(request.instruction, w, h), dtype=np.float64).reshape(-1, 2)
+        pts = np.asarray(self.oracle.points(request.instruction, request.image_rgb), dtype=np.float64).reshape(-1, 2)
         if len(pts) == 0:
             return NOT_FOUND_TEXT
         if self.noise_px > 0:
@@ -299,58 +301,3 @@ def create_model_server(models: dict[str, Model]):
         }
 
     return app
-
-
-def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A listening-ready TCP socket bound to ``host:port`` (port 0: a free port chosen by the OS).
-
-    Raises:
-        OSError: the port is taken or out of range (0-65535), or the host is not local.
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OverflowError as e:  # socket raises OverflowError, not OSError, for a port outside 0-65535
-        sock.close()
-        raise OSError(f"port must be 0-65535, got {port}") from e
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
-                    ) -> tuple[str, Callable[[], None]]:
-    """Run ``app`` with uvicorn in a daemon thread.
-
-    Returns:
-        ``(base_url, stop)``: ``base_url`` is ``http://HOST:PORT/v1`` with the actual port; ``stop()``
-        shuts the server down and joins the thread (idempotent).
-
-    Raises:
-        OSError: the port cannot be bound.
-        RuntimeError: the server did not start within ``start_timeout_s``.
-    """
-    import uvicorn
-
-    sock = bind_socket(host, port)
-    actual = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}",
-                              daemon=True)
-    thread.start()
-    deadline = time.monotonic() + start_timeout_s
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            sock.close()
-            raise RuntimeError(f"model server on {host}:{actual} did not start")
-        time.sleep(0.01)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(timeout=10.0)
-        sock.close()
-
-    return f"http://{host}:{actual}/v1", stop

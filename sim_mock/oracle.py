@@ -1,154 +1,174 @@
-"""``SceneOracle``: where a perfect pointing model would point, from the sim world's ground truth.
+"""``SceneOracle``: where a perfect pointing model would point, on the image it was sent.
 
 The sim model server answers as a model would (in a chosen point format, optionally with pixel
-noise) from these points; the rule is the one a Point-Act participant expects (PointArena sec. 3.4):
+noise) from these points. The oracle answers from the **image**: it finds the sim camera frame the
+image shows (``frames.FrameLog.match_image``: the image may be JPEG-compressed and resized on its
+way) and reads that frame's segmentation masks and clean depth (MuJoCo's segmentation pass of the
+physics state the frame shows). Two requests with the same text on different images get the
+points of their own images; an image that is no frame of this world gets no point.
 
-- find the scene objects named in the instruction (names and aliases, case-insensitive, whole words);
-- if the tool holds something, the target is the first mentioned object that is *not* held (the
-  container in "put it in the blue bowl") and the point is the centre of its interior floor (a
-  container) or of its top face (another object: "put it on the green cube");
-- otherwise the target is the first mentioned graspable object (else the first mentioned one), and
-  the point is the centre of its top face;
-- nothing named, or the point off the image: no points.
+Which object (PointArena sec. 3.4, what a Point-Act participant expects):
 
-Like a person looking at the image, the oracle points at what it can *see*: when the target's
-top-centre pixel shows something else (the held object hovering in front of it, say), it points at
-the middle of the target's visible top face instead (or of any visible part of it), at least
-6 px inside its silhouette where it can (depth holes line silhouettes). Points on an
-object resting inside a container count as the container. The visibility check renders the world's
-clean object-id map (cached until the world changes).
+- the scene objects named in the instruction (names and aliases, case-insensitive, whole words);
+- if the tool held something in that frame, the first named object that is *not* held (the
+  container in "put it in the blue bowl"); otherwise the first named graspable object (else the
+  first named one);
+- "handle" in the instruction and a mug as the target: the mug's handle;
+- nothing named, or the target not visible in the frame: no points.
+
+Which pixel, like a person looking at the picture: the middle of the target's visible top face
+(the mask pixels whose 3D point, from the frame's clean depth, lies within ``TOP_FACE_TOL_M`` of
+the highest part of the object), at least ``EDGE_MARGIN_PX`` inside the silhouette where it can
+(a depth camera leaves holes along silhouettes); for a container the middle of its visible floor,
+where anything lying in it counts as the container.
 """
 
 from __future__ import annotations
 
-import threading
-
 import cv2
 import numpy as np
 
-from .render import Renderer
+from .frames import FrameLabels
 from .world import SimWorld, default_world
 
-__all__ = ["SceneOracle"]
+__all__ = ["SceneOracle", "TOP_FACE_TOL_M", "EDGE_MARGIN_PX"]
 
-_TOP_FACE_TOL_M = 0.004
-_EDGE_MARGIN_PX = 6
+TOP_FACE_TOL_M = 0.004
+EDGE_MARGIN_PX = 6
 
 
 class SceneOracle:
-    """Ground-truth pointing on a ``SimWorld`` (thread-safe: reads the world under its lock).
+    """Ground-truth pointing on the frames of a ``SimWorld`` (thread-safe).
 
     Args:
         world: the world (default: the process-wide ``default_world()``).
-        visibility: point at the visible part of an occluded target (see module docstring); when
-            ``False`` the point is always the projected ground-truth centre.
     """
 
-    def __init__(self, world: SimWorld | None = None, visibility: bool = True) -> None:
+    def __init__(self, world: SimWorld | None = None) -> None:
         self.world = world or default_world()
-        self.visibility = visibility
-        self._lock = threading.Lock()
-        self._renderer: Renderer | None = None
-        self._cache_key = None
-        self._cache = None
 
-    def target(self, instruction: str) -> tuple[str, np.ndarray] | None:
-        """``(object name, 3D point in the base frame (m))`` the instruction asks to point at, or ``None``."""
+    def target(self, instruction: str, held: str | None = None) -> str | None:
+        """The object an instruction asks to point at, given what the tool holds, or ``None``."""
         w = self.world
         mentioned = w.scene.mentions(instruction if isinstance(instruction, str) else "")
-        with w.lock:
-            held = w.arm.attached
-            if held is not None:
-                names = [m for m in mentioned if m != held]
-            else:
-                names = [m for m in mentioned if not w.objects[m].is_container] or mentioned
-            if not names:
-                return None
-            obj = w.objects[names[0]]
-            return obj.name, obj.top_center_m
+        if held is not None:
+            names = [m for m in mentioned if m != held]
+        else:
+            names = [m for m in mentioned if not w.scene.spec(m).is_container] or mentioned
+        return names[0] if names else None
 
-    def points(self, instruction: str, width: int, height: int) -> list[tuple[float, float]]:
-        """The target as pixels ``[(u, v)]`` of an image of ``width`` x ``height`` (the camera image
-        scaled to that size), or ``[]`` when nothing matches or the point is off the image."""
-        try:
-            width, height = int(width), int(height)
-        except (TypeError, ValueError):
+    def points(self, instruction: str, image_rgb) -> list[tuple[float, float]]:
+        """The target as pixels ``[(u, v)]`` of ``image_rgb`` (``(H, W, 3)`` uint8, any size: the
+        camera image as sent), or ``[]`` when the image is no frame of this world, nothing is named,
+        or the target is not visible."""
+        img = np.asarray(image_rgb) if image_rgb is not None else None
+        if img is None or img.ndim != 3 or img.shape[2] != 3:
             return []
-        hit = self.target(instruction)
-        if hit is None or width <= 0 or height <= 0:
+        capture, _ = self.world.frames.match_image(img)
+        if capture is None:
             return []
-        native = self.world.intrinsics
-        uv = native.project(self.world.T_base_camera.inverse().apply(hit[1]))[0]
-        if not native.contains(uv[0], uv[1]):
+        labels = self.world.frames.labels_of_capture(capture)
+        uv = self.point_on_labels(instruction, labels)
+        if uv is None:
             return []
-        if self.visibility:
-            uv = self._visible_point(hit[0], uv)
-        sx, sy = width / native.width, height / native.height
-        u, v = (uv[0] + 0.5) * sx - 0.5, (uv[1] + 0.5) * sy - 0.5  # pixel centres at integers
-        return [(float(u), float(v))]
+        intr = self.world.intrinsics
+        sx, sy = img.shape[1] / intr.width, img.shape[0] / intr.height
+        return [(float((uv[0] + 0.5) * sx - 0.5), float((uv[1] + 0.5) * sy - 0.5))]  # pixel centres at integers
+
+    def points_on_frame(self, instruction: str, frame) -> list[tuple[float, float]]:
+        """As ``points`` for a frame the sim camera produced (``RGBDFrame``), in its own pixels.
+
+        Raises:
+            KeyError: not a frame of this world.
+        """
+        uv = self.point_on_labels(instruction, self.world.frames.labels(frame))
+        return [] if uv is None else [(float(uv[0]), float(uv[1]))]
 
     def mask_of(self, name: str) -> np.ndarray | None:
-        """``(H, W)`` bool: the pixels of object ``name`` on the camera image of the current scene
-        (a container's include what lies in it), or ``None`` for an unknown name."""
-        objects, _, ids = self._id_map()
-        names = [o.name for o in objects]
-        if name not in names:
+        """``(H, W)`` bool: the pixels of object ``name`` on the camera image of the current state
+        (MuJoCo's segmentation pass; a container's mask includes what lies in it), or ``None`` for
+        an unknown name."""
+        labels = self.world.frames.labels_of_capture(self.world.capture())
+        if name not in labels.names:
             return None
-        return np.isin(ids, list(_accepted_ids(objects, names.index(name))))
+        spec = self.world.scene.spec(name)
+        if spec.is_container:
+            return self._container_floor(labels, name, spec) | labels.mask(name)
+        return labels.mask(name)
 
-    # -- visibility -------------------------------------------------------------------------------
-    def _id_map(self):
-        w = self.world
-        with w.lock:
-            key = (w.version, id(w))
-            objects = list(w.objects.values())
-        with self._lock:
-            if self._cache_key == key:
-                return self._cache
-            if self._renderer is None:
-                self._renderer = Renderer(w.intrinsics, w.T_base_camera, w.scene.table_z_m, w.scene.table_color_rgb)
-            _, depth, ids = self._renderer.render(objects, with_ids=True)
-            self._cache_key, self._cache = key, (objects, depth, ids)
-            return self._cache
+    # -- the pixel ----------------------------------------------------------------------------------
+    def point_on_labels(self, instruction: str, labels: FrameLabels) -> np.ndarray | None:
+        """``(u, v)`` in the camera's native pixels on one segmentation, or ``None``."""
+        name = self.target(instruction, labels.capture.held)
+        if name is None:
+            return None
+        spec = self.world.scene.spec(name)
+        if spec.shape == "mug" and "handle" in (instruction or "").lower():
+            mask = self._part_mask(labels, name, "handle")
+            return _middle(mask, mask)
+        mask = labels.mask(name)
+        if not mask.any():
+            return None
+        rows, cols = np.nonzero(mask)
+        pts = self._base_points(labels.depth_m, rows, cols)
+        if spec.is_container:
+            region = self._container_floor(labels, name, spec)
+        else:
+            z = pts[:, 2]
+            top = z >= np.percentile(z, 98) - TOP_FACE_TOL_M
+            region = np.zeros_like(mask)
+            region[rows[top], cols[top]] = True
+        return _middle(region, mask)
 
-    def _visible_point(self, name: str, uv: np.ndarray) -> np.ndarray:
-        objects, depth, ids = self._id_map()
-        names = [o.name for o in objects]
-        if name not in names:
-            return uv
-        k = names.index(name)
-        target = objects[k]
-        accept = _accepted_ids(objects, k)
-        mask = np.isin(ids, list(accept)).astype(np.uint8)
-        # Keep clear of the silhouette: a depth camera leaves holes there, and the robust depth rule
-        # then takes the nearest surface, which may be the occluder.
-        kernel = np.ones((2 * _EDGE_MARGIN_PX + 1, 2 * _EDGE_MARGIN_PX + 1), np.uint8)
-        inner = cv2.erode(mask, kernel, borderValue=0).astype(bool)
-        col, row = int(round(uv[0])), int(round(uv[1]))
-        if inner[row, col]:
-            return uv
-        for region in (inner & (ids == k), ids == k):
-            rows, cols = np.nonzero(region)
-            if rows.size == 0:
-                continue
-            z = self._renderer.points_base_m(depth, rows, cols)[:, 2]
-            top = np.abs(z - target.top_center_m[2]) <= _TOP_FACE_TOL_M
-            if np.any(top):
-                rows, cols = rows[top], cols[top]
-            # the pixel nearest to the middle of the visible (top) region
-            mid = np.array([np.median(cols), np.median(rows)])
-            i = int(np.argmin((cols - mid[0]) ** 2 + (rows - mid[1]) ** 2))
-            return np.array([float(cols[i]), float(rows[i])])
-        return uv  # not visible at all: point where ground truth says it is
+    def _base_points(self, depth_m: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        intr = self.world.intrinsics
+        z = depth_m[rows, cols].astype(np.float64)
+        p_cam = np.stack([(cols - intr.ppx) / intr.fx * z, (rows - intr.ppy) / intr.fy * z, z], axis=1)
+        return self.world.T_base_camera.apply(p_cam)
+
+    def _container_floor(self, labels: FrameLabels, name: str, spec) -> np.ndarray:
+        """Pixels of the container's visible floor, or of anything lying on it."""
+        p, R = _pose_in(labels, self.world, name)
+        inside = labels.labels >= 0
+        rows, cols = np.nonzero(inside)
+        pts = self._base_points(labels.depth_m, rows, cols)
+        local = (pts - p) @ R
+        radius = spec.size_m[0] / 2 - spec.wall_m - 0.005
+        keep = (np.hypot(local[:, 0], local[:, 1]) <= radius) & (local[:, 2] < spec.height_m)
+        region = np.zeros(labels.labels.shape, bool)
+        region[rows[keep], cols[keep]] = True
+        return region
+
+    def _part_mask(self, labels: FrameLabels, name: str, part: str) -> np.ndarray:
+        import mujoco
+
+        m = self.world.physics.model
+        prefix = f"obj:{name}/{part}"
+        ids = [g for g in range(m.ngeom) if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or "").startswith(prefix)]
+        return np.isin(labels.geom_ids, ids) if labels.geom_ids is not None else np.zeros(labels.labels.shape, bool)
 
 
-def _accepted_ids(objects: list, k: int) -> set[int]:
-    """Render ids that count as object ``k``: itself, and for a container what lies in it (something
-    lying in the bowl is part of "in the bowl")."""
-    target = objects[k]
-    accept = {k}
-    if target.is_container:
-        accept |= {i for i, o in enumerate(objects)
-                   if i != k and target.interior_contains(o.position_m[:2])
-                   and o.position_m[2] < target.position_m[2] + target.height_m}
-    return accept
+def _pose_in(labels: FrameLabels, world: SimWorld, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pose of an object in the state a segmentation shows (from its capture's free-joint qpos)."""
+    from scipy.spatial.transform import Rotation
+
+    ph = world.physics
+    a = ph._obj_qadr[name]
+    q = labels.capture.qpos
+    w, x, y, z = q[a + 3:a + 7]
+    return np.array(q[a:a + 3]), Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def _middle(region: np.ndarray, silhouette: np.ndarray) -> np.ndarray | None:
+    """The pixel of ``region`` nearest its median, preferring pixels ``EDGE_MARGIN_PX`` inside
+    ``silhouette``."""
+    if not region.any():
+        return None
+    kernel = np.ones((2 * EDGE_MARGIN_PX + 1, 2 * EDGE_MARGIN_PX + 1), np.uint8)
+    inner = cv2.erode((silhouette | region).astype(np.uint8), kernel, borderValue=0).astype(bool) & region
+    use = inner if inner.any() else region
+    rows, cols = np.nonzero(use)
+    all_rows, all_cols = np.nonzero(region)
+    mid = np.array([np.median(all_cols), np.median(all_rows)])
+    i = int(np.argmin((cols - mid[0]) ** 2 + (rows - mid[1]) ** 2))
+    return np.array([float(cols[i]), float(rows[i])])

@@ -17,8 +17,8 @@ def perf_sim_cmd(
     ik_calls: int = typer.Option(50, "--ik-calls", help="IK solutions timed per kind"),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
-    """Sim camera frame-time percentiles (static, a moving object, object + tool) against the
-    in-run baseline of a full render per frame, and IK time percentiles."""
+    """Sim camera frame-time percentiles (static, arm moving without depth, with masks) against
+    the in-run baseline of a full render per frame, the physics real-time factor, IK times."""
     from .perf import measure_sim_perf
 
     try:

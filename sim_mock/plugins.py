@@ -110,3 +110,12 @@ class SimWorldPlugin:
 
     def reset(self) -> None:
         self.sim.reset()
+
+    def physics_stats(self) -> dict:
+        """Physics time of this world so far (beyond the ``World`` protocol, for ``pointlab perf``):
+        ``{"simulated_s", "stepping_wall_s", "real_time_factor"}`` (simulated seconds per wall second
+        spent in ``mj_step``)."""
+        ph = self.sim.physics
+        sim_s = ph.steps_total * ph.model.opt.timestep
+        return {"simulated_s": round(sim_s, 3), "stepping_wall_s": round(ph.step_wall_s, 3),
+                "real_time_factor": round(sim_s / ph.step_wall_s, 1) if ph.step_wall_s > 0 else None}

@@ -1,49 +1,77 @@
-"""The simulated tabletop: a table plane at base ``z = 0``, small objects and one container.
+"""The simulated tabletop as data: a table plane at base ``z = 0``, objects and their names.
 
-Every object is an upright primitive described by its footprint centre on its support and its size:
+A scene is a TOML file (``load_scene(path)``; the default is the packaged
+``scenes/default.toml``) that ``sim_mock.mjcf`` turns into a MuJoCo model. Every object is a free
+rigid body described by its footprint centre on the table, its size, mass and friction:
 
-- ``box``: an axis-aligned-in-its-own-yaw cuboid, ``size_m = (sx, sy, sz)``;
+- ``box``: a cuboid, ``size_m = (sx, sy, sz)``;
 - ``cylinder``: a vertical solid cylinder (a can), ``size_m = (diameter, diameter, height)``;
 - ``bowl``: an open round container: a ring wall of thickness ``wall_m`` on a floor of thickness
-  ``floor_m``, ``size_m = (outer diameter, outer diameter, height)``.
+  ``floor_m``, ``size_m = (outer diameter, outer diameter, height)``;
+- ``mug``: a bowl-like cup with a handle on its local +x side (``handle_m``: how far the handle
+  stands out from the wall).
 
-Positions are metres in the robot base frame (``link_base``: x forward, y left, z up). The layout is
-chosen so that every object is inside the default ``pointlab.robot.workspace.Workspace()``, reachable
-by the Lite 6 with the gripper pointing down, and visible to the sim camera; the objects are 3.5-5.5
-cm across so that a pointing error of ~25 px (about 3 cm on the table) misses them often.
+``surface`` is ``matte`` or ``shiny`` (the sim camera's depth drops out on shiny surfaces, as a
+RealSense does on metal). Positions are metres in the robot base frame (``link_base``: x forward,
+y left, z up); ``position_m`` is the bottom centre of the object at rest, ``yaw_deg`` its rotation
+about the vertical axis. These are the *initial* poses: ``SimWorld`` reads the current ones from
+the physics.
+
+TOML layout (every key of ``ObjectSpec`` may be given; ``mass_kg`` defaults to ``density_kg_m3``
+times the solid volume)::
+
+    name = "tabletop"
+    table_z_m = 0.0
+    [[objects]]
+    name = "red cube"
+    aliases = ["red block"]
+    shape = "box"
+    size_m = [0.04, 0.04, 0.04]
+    color_rgb = [205, 35, 35]
+    position_m = [0.30, 0.10, 0.0]
 """
 
 from __future__ import annotations
 
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
-__all__ = ["ObjectSpec", "Scene", "default_scene", "TABLE_COLOR_RGB"]
+__all__ = ["ObjectSpec", "Scene", "default_scene", "load_scene", "TABLE_COLOR_RGB", "SHAPES", "DEFAULT_SCENE_FILE"]
 
 TABLE_COLOR_RGB = (150, 146, 140)
+SHAPES = ("box", "cylinder", "bowl", "mug")
+DEFAULT_SCENE_FILE = "scenes/default.toml"
 
 
 @dataclass(frozen=True)
 class ObjectSpec:
-    """One scene object.
+    """One scene object (see the module docstring).
 
     Attributes:
         name: canonical name, lower case (``"red cube"``).
-        aliases: other names an instruction may use (``"red block"``).
-        shape: ``box``, ``cylinder`` or ``bowl``.
-        size_m: ``(sx, sy, height)`` for a box; ``(d, d, height)`` for a cylinder or bowl, metres.
+        shape: one of ``SHAPES``.
+        size_m: ``(sx, sy, height)`` for a box; ``(d, d, height)`` otherwise, metres.
         color_rgb: albedo, 0-255 RGB.
-        position_m: centre of the object's bottom face in the base frame, metres.
-        yaw_deg: rotation about the vertical axis (boxes), degrees.
-        wall_m, floor_m: wall and floor thickness of a bowl, metres.
+        position_m: bottom centre at rest in the base frame, metres.
+        aliases: other names an instruction may use (``"red block"``).
+        yaw_deg: rotation about the vertical axis, degrees.
+        wall_m, floor_m: wall and floor thickness of a bowl or mug, metres.
+        handle_m: how far a mug's handle stands out from its wall, metres.
+        mass_kg: mass; ``None`` = ``density_kg_m3`` x solid volume.
+        density_kg_m3: used when ``mass_kg`` is not given (wood ~600, ceramic ~2000).
+        friction: sliding friction coefficient against the table and the gripper pads.
+        surface: ``matte`` or ``shiny``.
     """
 
     name: str
-    shape: Literal["box", "cylinder", "bowl"]
+    shape: Literal["box", "cylinder", "bowl", "mug"]
     size_m: tuple[float, float, float]
     color_rgb: tuple[int, int, int]
     position_m: tuple[float, float, float]
@@ -51,18 +79,33 @@ class ObjectSpec:
     yaw_deg: float = 0.0
     wall_m: float = 0.006
     floor_m: float = 0.005
+    handle_m: float = 0.025
+    mass_kg: float | None = None
+    density_kg_m3: float = 600.0
+    friction: float = 0.8
+    surface: Literal["matte", "shiny"] = "matte"
+    # read by pydantic when a scene file is validated: an unknown key is an error, not ignored
+    __pydantic_config__ = {"extra": "forbid"}
 
     def __post_init__(self) -> None:
-        if self.shape not in ("box", "cylinder", "bowl"):
-            raise ValueError(f"{self.name}: unknown shape {self.shape!r}")
-        if min(self.size_m) <= 0:
-            raise ValueError(f"{self.name}: sizes must be positive metres, got {self.size_m}")
-        if self.shape == "bowl" and not (0 < self.wall_m < self.size_m[0] / 2 and 0 < self.floor_m < self.size_m[2]):
-            raise ValueError(f"{self.name}: bowl wall/floor thickness out of range")
+        if self.shape not in SHAPES:
+            raise ValueError(f"{self.name}: unknown shape {self.shape!r}; known: {', '.join(SHAPES)}")
+        if len(self.size_m) != 3 or min(self.size_m) <= 0:
+            raise ValueError(f"{self.name}: sizes must be 3 positive metres, got {self.size_m}")
+        if self.is_container or self.shape == "mug":
+            if not (0 < self.wall_m < self.size_m[0] / 2 and 0 < self.floor_m < self.size_m[2]):
+                raise ValueError(f"{self.name}: wall/floor thickness out of range")
+        if self.mass_kg is not None and not self.mass_kg > 0:
+            raise ValueError(f"{self.name}: mass_kg must be positive, got {self.mass_kg}")
+        if not (self.friction > 0 and self.density_kg_m3 > 0):
+            raise ValueError(f"{self.name}: friction and density must be positive")
+        if self.surface not in ("matte", "shiny"):
+            raise ValueError(f"{self.name}: surface must be matte or shiny, got {self.surface!r}")
 
     # -- geometry ----------------------------------------------------------------------------------
     @property
     def is_container(self) -> bool:
+        """Things are placed *into* a bowl (the mug is picked, not filled)."""
         return self.shape == "bowl"
 
     @property
@@ -71,12 +114,29 @@ class ObjectSpec:
 
     @property
     def half_width_m(self) -> float:
-        """Half of the smaller horizontal extent (the grasp width / 2), metres."""
+        """Half of the smaller horizontal extent, metres."""
         return float(min(self.size_m[0], self.size_m[1]) / 2.0)
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    @property
+    def volume_m3(self) -> float:
+        """Solid volume (walls and floor only for a bowl or mug; handle not counted), m^3."""
+        sx, sy, h = self.size_m
+        if self.shape == "box":
+            return sx * sy * h
+        r = sx / 2
+        if self.shape == "cylinder":
+            return math.pi * r * r * h
+        ri = r - self.wall_m
+        return math.pi * (r * r - ri * ri) * (h - self.floor_m) + math.pi * r * r * self.floor_m
+
+    @property
+    def mass(self) -> float:
+        """Mass in kg (given, or density x volume)."""
+        return float(self.mass_kg) if self.mass_kg is not None else self.density_kg_m3 * self.volume_m3
 
     def at(self, position_m, yaw_deg: float | None = None) -> "ObjectSpec":
         """A copy moved to ``position_m`` (bottom centre, metres)."""
@@ -89,14 +149,6 @@ class ObjectSpec:
         c, s = math.cos(math.radians(self.yaw_deg)), math.sin(math.radians(self.yaw_deg))
         return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], axis=-1)
 
-    def footprint_contains(self, xy_m, margin_m: float = 0.0) -> bool:
-        """True when the horizontal point ``xy_m`` lies over the object's outer footprint
-        (grown by ``margin_m``)."""
-        lx, ly = self.local_xy(np.asarray(xy_m, dtype=np.float64).reshape(2))
-        if self.shape == "box":
-            return bool(abs(lx) <= self.size_m[0] / 2 + margin_m and abs(ly) <= self.size_m[1] / 2 + margin_m)
-        return bool(math.hypot(lx, ly) <= self.size_m[0] / 2 + margin_m)
-
     def interior_contains(self, xy_m, margin_m: float = 0.0) -> bool:
         """True when ``xy_m`` lies over the inside of a bowl (inside the wall, shrunk by ``margin_m``)."""
         if not self.is_container:
@@ -104,37 +156,23 @@ class ObjectSpec:
         lx, ly = self.local_xy(np.asarray(xy_m, dtype=np.float64).reshape(2))
         return bool(math.hypot(lx, ly) <= self.size_m[0] / 2 - self.wall_m - margin_m)
 
-    def support_z_at(self, xy_m) -> float | None:
-        """Height (m) a thing dropped at ``xy_m`` comes to rest on, on this object; ``None`` if
-        ``xy_m`` is not over it. A bowl supports on its floor inside and on its rim over the wall."""
-        if not self.footprint_contains(xy_m):
-            return None
-        z0 = self.position_m[2]
-        if self.is_container and self.interior_contains(xy_m):
-            return z0 + self.floor_m
-        return z0 + self.height_m
-
     @property
     def top_center_m(self) -> np.ndarray:
-        """Centre of the top face (a bowl: centre of the floor's top face, what one points at to put
+        """Centre of the top face (a bowl: centre of its floor's top face, what one points at to put
         something *in* it), metres ``(3,)``."""
         x, y, z = self.position_m
         return np.array([x, y, z + (self.floor_m if self.is_container else self.height_m)])
 
-    @property
-    def center_m(self) -> np.ndarray:
-        x, y, z = self.position_m
-        return np.array([x, y, z + self.height_m / 2.0])
-
     def corners_m(self) -> np.ndarray:
-        """The 8 corners ``(8, 3)`` of the object's bounding box in the base frame, metres."""
+        """The 8 corners ``(8, 3)`` of the object's bounding box in the base frame, metres (a mug's
+        handle included)."""
         hx, hy = self.size_m[0] / 2, self.size_m[1] / 2
+        x_max = hx + (self.handle_m if self.shape == "mug" else 0.0)
         c, s = math.cos(math.radians(self.yaw_deg)), math.sin(math.radians(self.yaw_deg))
         x, y, z = self.position_m
         out = []
         for dz in (0.0, self.height_m):
-            for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-                lx, ly = sx * hx, sy * hy
+            for lx, ly in ((-hx, -hy), (x_max, -hy), (x_max, hy), (-hx, hy)):
                 out.append((x + c * lx - s * ly, y + s * lx + c * ly, z + dz))
         return np.array(out)
 
@@ -151,6 +189,7 @@ class Scene:
         objects: the objects, unique names.
         table_z_m: table top height in the base frame, metres.
         table_color_rgb: table albedo.
+        name: the scene's name.
     """
 
     objects: tuple[ObjectSpec, ...]
@@ -196,20 +235,54 @@ class Scene:
     def containers(self) -> list[ObjectSpec]:
         return [o for o in self.objects if o.is_container]
 
+    def spec(self, name: str) -> ObjectSpec:
+        """The initial spec of an object by name or alias. Raises ``KeyError``."""
+        canon = self.resolve(name)
+        for o in self.objects:
+            if o.name == canon:
+                return o
+        raise KeyError(f"no object named {name!r} in the scene")
+
+
+def load_scene(path: str | Path) -> Scene:
+    """Read a scene TOML file (format in the module docstring).
+
+    Raises:
+        ValueError: unreadable TOML, an unknown key, a missing or wrongly typed field (the message
+            names the object), or a name used twice.
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{path}: not a readable scene TOML file: {e}") from e
+    unknown = set(doc) - {"name", "table_z_m", "table_color_rgb", "objects"}
+    if unknown:
+        raise ValueError(f"{path}: unknown scene keys {sorted(unknown)}")
+    adapter = TypeAdapter(ObjectSpec)
+    objects = []
+    for i, raw in enumerate(doc.get("objects", [])):
+        where = f"{path}: objects[{i}] ({raw.get('name', '?') if isinstance(raw, dict) else '?'})"
+        try:
+            objects.append(adapter.validate_python(raw))
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise ValueError(f"{where}: {'.'.join(map(str, first['loc'])) or 'object'}: {first['msg']}") from None
+        except ValueError as e:  # __post_init__
+            raise ValueError(f"{where}: {e}") from None
+    if not objects:
+        raise ValueError(f"{path}: a scene needs at least one [[objects]] entry")
+    try:
+        return Scene(tuple(objects), table_z_m=float(doc.get("table_z_m", 0.0)),
+                     table_color_rgb=tuple(int(c) for c in doc.get("table_color_rgb", TABLE_COLOR_RGB)),
+                     name=str(doc.get("name", path.stem)))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: {e}") from None
+
 
 def default_scene() -> Scene:
-    """The default tabletop: five small objects and a blue bowl, 0.2-0.4 m in front of the base."""
-    return Scene((
-        ObjectSpec("red cube", "box", (0.04, 0.04, 0.04), (205, 35, 35), (0.30, 0.10, 0.0),
-                   aliases=("red block", "red box"), yaw_deg=15.0),
-        ObjectSpec("green cube", "box", (0.04, 0.04, 0.04), (40, 165, 65), (0.22, -0.06, 0.0),
-                   aliases=("green block", "green box"), yaw_deg=-10.0),
-        ObjectSpec("yellow block", "box", (0.045, 0.035, 0.035), (235, 200, 30), (0.36, -0.02, 0.0),
-                   aliases=("yellow cube", "yellow box", "yellow brick"), yaw_deg=30.0),
-        ObjectSpec("orange can", "cylinder", (0.05, 0.05, 0.08), (240, 120, 20), (0.24, 0.20, 0.0),
-                   aliases=("orange cylinder", "orange tin", "can")),
-        ObjectSpec("purple cube", "box", (0.035, 0.035, 0.035), (135, 60, 175), (0.36, 0.20, 0.0),
-                   aliases=("purple block", "purple box", "violet cube")),
-        ObjectSpec("blue bowl", "bowl", (0.13, 0.13, 0.05), (40, 85, 205), (0.30, -0.19, 0.0),
-                   aliases=("bowl", "blue container", "container", "blue dish"), floor_m=0.012),
-    ))
+    """The default tabletop (``scenes/default.toml``): the demo script's six objects, a smaller
+    second green cube and a mug with a handle, 0.17-0.41 m in front of the base."""
+    return load_scene(Path(str(resources.files("pointlab.sim_mock").joinpath(DEFAULT_SCENE_FILE))))

@@ -1,15 +1,16 @@
-"""The simulated world: the tabletop scene, the simulated Lite 6's state, the sim camera's pose.
+"""The simulated world: the tabletop scene on MuJoCo, the simulated Lite 6, the sim camera's pose.
 
-One ``SimWorld`` is shared by the sim camera (renders it), the sim arm driver (moves it) and the
-oracle model (reads its ground truth), which may run in different threads: every read or write of
-its state goes through ``world.lock`` (an ``RLock``). ``default_world()`` returns one process-wide
-instance so that ``make_camera("sim")`` and ``make_arm("sim")`` in one process see the same table.
+One ``SimWorld`` is shared by the sim camera (renders it), the sim arm driver or the xArm emulator
+(move it, through ``world.lite6``: ``lite6_sim.SimLite6``), the oracle model (reads the masks of
+the frames the camera produced) and the session's judge, which may run in different threads: every
+read or write of the physics goes through ``world.lock`` (an ``RLock``). ``default_world()``
+returns one process-wide instance so that ``make_camera("sim")`` and ``make_arm("sim")`` in one
+process see the same table.
 
-The physics is deliberately small: objects are upright primitives that never tip over; a closed
-gripper holds at most one object, which keeps its offset to the TCP while held (objects stacked on
-it ride along); an opened gripper drops the object straight down onto the highest surface under its
-centre (a bowl's floor or rim, another object's top, or the table). There are no collisions: the
-tool and a held object pass through other objects.
+Physics (``physics.Physics``): the arm, its tool and the objects are rigid bodies with mass and
+friction; a pick holds an object only if the fingers' contacts lift it (``tools``), a released
+object falls and comes to rest, objects collide. ``reset()`` restores the initial state exactly.
+The judgement of a trial (``judge``) is read from that state.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -26,8 +27,11 @@ from pointlab.perception.extrinsics import Calibration, RigidTransform, optical_
 from pointlab.perception.frame import Intrinsics
 from pointlab.robot.arm import TOOL_DOWN_RPY_DEG, TOOLS
 
-from .kinematics import Lite6Kinematics
+from .kinematics import Lite6Kinematics, matrix_to_rpy_deg
+from .mjcf import ModelSpec
+from .physics import Capture, Physics
 from .scene import ObjectSpec, Scene, default_scene
+from .tools import ToolPhysics
 
 __all__ = ["SimWorld", "ArmSimState", "default_world", "look_at", "DEFAULT_INTRINSICS", "DEFAULT_CAMERA_EYE_M",
            "DEFAULT_CAMERA_TARGET_M", "HOME_TCP_M", "FAULT_KINDS", "NEAR_DISTANCE_M"]
@@ -36,10 +40,10 @@ log = logging.getLogger(__name__)
 
 # D435-like colour intrinsics at 640x480 (no distortion, as librealsense reports the colour stream).
 DEFAULT_INTRINSICS = Intrinsics(640, 480, 615.0, 615.0, 321.0, 239.0)
-# The camera stands in front of the table, facing the robot, looking down at about 47 deg from
-# ~0.71 m away: the whole object area is in view and the base is near the top edge.
-DEFAULT_CAMERA_EYE_M = (0.78, 0.0, 0.52)
-DEFAULT_CAMERA_TARGET_M = (0.29, 0.0, 0.0)
+# The camera stands in front of the table, facing the robot, 0.70 m from its target and 42 deg
+# down: every object is in view and so is the arm above them (participants watch it work).
+DEFAULT_CAMERA_EYE_M = (0.76, 0.0, 0.56)
+DEFAULT_CAMERA_TARGET_M = (0.24, 0.0, 0.09)
 HOME_TCP_M = (0.20, 0.0, 0.25)  # pointlab.robot.arm.MotionConfig().home
 NEAR_DISTANCE_M = 0.06
 FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move")
@@ -57,38 +61,52 @@ def look_at(eye_m, target_m, up=(0.0, 0.0, 1.0)) -> RigidTransform:
 
 @dataclass
 class ArmSimState:
-    """What the simulated controller knows (guarded by ``SimWorld.lock``).
+    """The simulated controller's state (guarded by ``SimWorld.lock``); the pose and the tool are
+    read from the physics.
 
     Attributes:
-        joints_rad: 6 joint angles, radians.
-        tcp_m: TCP position in the base frame, metres ``(3,)``.
-        rpy_deg: TCP orientation, xArm roll/pitch/yaw degrees.
-        tool_closed: gripper closed / vacuum on.
-        attached: canonical name of the held object, or ``None``.
-        attach_offset_m: object bottom-centre minus TCP at grasp time, metres ``(3,)``.
-        riders: objects stacked on the held one, carried along: name -> offset of their bottom
-            centre from the held object's, metres.
         error_code: controller error code (0 = none).
         estopped: emergency stop engaged (motion refused until the next ``connect``).
         connected: a driver session is open.
-        moving: a linear move is in progress.
+        moving: a motion is in progress.
     """
 
-    joints_rad: np.ndarray
-    tcp_m: np.ndarray
-    rpy_deg: np.ndarray
-    tool_closed: bool = False
-    attached: str | None = None
-    attach_offset_m: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    riders: dict = field(default_factory=dict)
+    world: "SimWorld"
     error_code: int = 0
     estopped: bool = False
     connected: bool = False
     moving: bool = False
 
+    @property
+    def joints_rad(self) -> np.ndarray:
+        """Measured joints ``(6,)`` radians."""
+        with self.world.lock:
+            return self.world.physics.arm_joints()
+
+    @property
+    def tcp_m(self) -> np.ndarray:
+        """Measured TCP position ``(3,)`` metres."""
+        with self.world.lock:
+            return self.world.physics.tcp()[0]
+
+    @property
+    def rpy_deg(self) -> np.ndarray:
+        """Measured TCP orientation, xArm roll/pitch/yaw degrees ``(3,)``."""
+        with self.world.lock:
+            return matrix_to_rpy_deg(self.world.physics.tcp()[1])
+
+    @property
+    def tool_closed(self) -> bool:
+        return self.world.tool_physics.closed
+
+    @property
+    def attached(self) -> str | None:
+        """The object held by physics (``SimWorld.held``)."""
+        return self.world.held()
+
 
 class SimWorld:
-    """A tabletop scene plus the simulated arm and camera.
+    """A tabletop scene plus the simulated arm and camera, on MuJoCo.
 
     Args:
         scene: the initial layout (default: ``default_scene()``).
@@ -100,17 +118,23 @@ class SimWorld:
         home_tcp_m: where the TCP starts (tool pointing down), metres.
 
     Attributes:
-        lock: guards every mutable attribute; hold it to read a consistent state.
-        version: increases on every change of an object pose or the TCP (the camera's render cache key).
+        lock: guards the physics and every mutable attribute; hold it to read a consistent state.
+        version: increases on every change of the physics state (the camera's render cache key).
+        physics: the ``physics.Physics`` (model, data).
+        lite6: the arm's motion layer (``lite6_sim.SimLite6``), shared by the sim driver and the
+            xArm controller emulator.
+        frames: the ``frames.FrameLog`` of the camera frames produced from this world.
     """
 
     def __init__(self, scene: Scene | None = None, *, tool: str = "lite_gripper",
                  T_base_camera: RigidTransform | None = None, intrinsics: Intrinsics | None = None,
                  kinematics: Lite6Kinematics | None = None, home_tcp_m=HOME_TCP_M) -> None:
+        from .frames import FrameLog
+        from .lite6_sim import SimLite6
+
         if tool not in TOOLS:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}")
         self.scene = scene or default_scene()
-        self.tool = TOOLS[tool]
         self.T_base_camera = T_base_camera or look_at(DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M)
         self.intrinsics = intrinsics or DEFAULT_INTRINSICS
         self.kinematics = kinematics or _shared_kinematics()
@@ -118,28 +142,57 @@ class SimWorld:
         self.lock = threading.RLock()
         self.version = 0
         self._faults: dict[str, int] = {}
-        self.objects: dict[str, ObjectSpec] = {}
-        self.arm: ArmSimState
-        self.reset()
+        self.arm = ArmSimState(self)
+        self.lite6 = SimLite6(self)
+        self.frames = FrameLog(self)
+        self._renderer = None
+        self._build(tool)
 
-    # -- state -------------------------------------------------------------------------------------
-    def reset(self) -> None:
-        """Put every object back at its initial pose, the arm at home with the tool open, and clear
-        injected faults, errors and the emergency stop (the session stays connected)."""
-        q = self.kinematics.ik(self.home_tcp_m, TOOL_DOWN_RPY_DEG, tool=self.tool.name)
+    def _build(self, tool: str) -> None:
+        self.tool = TOOLS[tool]
+        q = self.kinematics.ik(self.home_tcp_m, TOOL_DOWN_RPY_DEG, tool=tool)
         if q is None:
             raise ValueError(f"home TCP {self.home_tcp_m.tolist()} m is not reachable tool-down")
         with self.lock:
-            connected = getattr(self, "arm", None) is not None and self.arm.connected
-            self.objects = {o.name: o for o in self.scene.objects}
-            self.arm = ArmSimState(joints_rad=q, tcp_m=self.home_tcp_m.copy(),
-                                   rpy_deg=np.array(TOOL_DOWN_RPY_DEG, dtype=np.float64), connected=connected)
+            self.physics = Physics(ModelSpec(self.scene, tool, self.T_base_camera, self.intrinsics), q)
+            self.tool_physics = ToolPhysics(self.physics)
+            if self._renderer is not None:
+                self._renderer.close()
+                self._renderer = None
+            self.version += 1
+
+    def set_tool(self, tool: str) -> None:
+        """Mount another end effector (rebuilds the model: the scene starts over at its initial state).
+
+        Raises:
+            ValueError: unknown tool.
+        """
+        if tool not in TOOLS:
+            raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}")
+        with self.lock:
+            if tool != self.tool.name:
+                self._build(tool)
+
+    # -- state -------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Restore the initial scene exactly (physics state, arm at home, tool open), and clear
+        injected faults, errors and the emergency stop (the session stays connected)."""
+        with self.lock:
+            self.physics.reset()
+            self.tool_physics.reset()
+            self.arm.error_code, self.arm.estopped, self.arm.moving = 0, False, False
             self._faults.clear()
+            self.lite6.clear_stop()
             self.version += 1
 
     def bump(self) -> None:
-        """Mark the world changed (call with the lock held after mutating state)."""
+        """Mark the world changed (call with the lock held after changing the physics)."""
         self.version += 1
+
+    def capture(self) -> Capture:
+        """The current state, to render now or later (``frames``, ``MjRenderer.render``)."""
+        with self.lock:
+            return Capture(self.version, self.physics.time_s, self.physics.qpos(), self.held())
 
     def _canonical(self, name: str) -> str:
         canon = self.scene.resolve(name)
@@ -147,42 +200,86 @@ class SimWorld:
             raise KeyError(f"no object named {name!r} in the scene")
         return canon
 
+    @property
+    def objects(self) -> dict[str, ObjectSpec]:
+        """Current poses as ``ObjectSpec`` copies (``position_m``: the body origin, i.e. the bottom
+        centre in the object's own frame; ``yaw_deg``: heading of its x axis)."""
+        with self.lock:
+            return {o.name: self._current(o) for o in self.scene.objects}
+
+    def _current(self, spec: ObjectSpec) -> ObjectSpec:
+        p, R = self.physics.object_pose(spec.name)
+        return spec.at(p, math.degrees(math.atan2(R[1, 0], R[0, 0])))
+
     def object(self, name: str) -> ObjectSpec:
-        """Current pose of an object by name or alias.
+        """Current pose of an object by name or alias (see ``objects``).
 
         Raises:
             KeyError: no such object.
         """
         canon = self._canonical(name)
         with self.lock:
-            return self.objects[canon]
+            return self._current(self.scene.spec(canon))
+
+    def object_rotation(self, name: str) -> np.ndarray:
+        """Current rotation ``(3, 3)`` of an object (upright = its z axis is base z)."""
+        with self.lock:
+            return self.physics.object_pose(self._canonical(name))[1]
 
     def set_object_pose(self, name: str, position_m, yaw_deg: float | None = None) -> None:
-        """Put an object (name or alias) at ``position_m`` (bottom centre, metres), e.g. to set up a
-        test or a custom scene. A held object is let go of first.
+        """Put an object (name or alias) upright at ``position_m`` (bottom centre, metres), at rest,
+        e.g. to set up a test; then let the scene settle.
 
         Raises:
             KeyError: no such object.
         """
         canon = self._canonical(name)
         with self.lock:
-            if self.arm.attached == canon:
-                self.arm.attached, self.arm.riders = None, {}
-            self.objects[canon] = self.objects[canon].at(position_m, yaw_deg)
+            cur = self._current(self.scene.spec(canon))
+            yaw = cur.yaw_deg if yaw_deg is None else float(yaw_deg)
+            self.physics.set_object_pose(canon, np.asarray(position_m, np.float64).reshape(3), math.radians(yaw))
+            self.settle()
+
+    def clear_table(self) -> None:
+        """Set every object aside, upright, in two rows along the table's sides (y = +-0.45 m,
+        outside the default workspace), as a lab clears the table to calibrate on it."""
+        with self.lock:
+            names = [o.name for o in self.scene.objects]
+            for k, name in enumerate(names):
+                side = 1.0 if k % 2 == 0 else -1.0
+                self.physics.set_object_pose(name, [0.02 + 0.15 * (k // 2), side * 0.46, self.scene.table_z_m], 0.0)
+            self.settle()
+
+    def settle(self, max_s: float = 1.5) -> None:
+        """Step the physics until everything is at rest (at most ``max_s`` simulated seconds)."""
+        with self.lock:
+            t_end = self.physics.time_s + max_s
+            while self.physics.time_s < t_end:
+                self.physics.step(10)
+                self.tool_physics.update()
+                if self.physics.at_rest():
+                    break
             self.bump()
 
+    def held(self) -> str | None:
+        """The object the tool holds by physics (``tools.ToolPhysics.held``), or ``None``."""
+        with self.lock:
+            return self.tool_physics.held()
+
     def snapshot(self) -> dict:
-        """Current object poses: ``{name: {"position_m": [x, y, z_bottom], "yaw_deg", "top_z_m",
+        """Current object poses: ``{name: {"position_m": [x, y, z], "yaw_deg", "upright": bool,
         "held": bool, "container": bool}}`` plus ``"_arm": {"tcp_m", "tool_closed", "attached"}``."""
         with self.lock:
-            out = {
-                name: {"position_m": [round(c, 6) for c in o.position_m], "yaw_deg": round(o.yaw_deg, 4),
-                       "top_z_m": round(o.position_m[2] + o.height_m, 6), "held": name == self.arm.attached,
-                       "container": o.is_container}
-                for name, o in self.objects.items()
-            }
-            out["_arm"] = {"tcp_m": [round(float(c), 6) for c in self.arm.tcp_m],
-                           "tool_closed": self.arm.tool_closed, "attached": self.arm.attached}
+            held = self.held()
+            out = {}
+            for o in self.scene.objects:
+                p, R = self.physics.object_pose(o.name)
+                out[o.name] = {"position_m": [round(float(c), 6) for c in p],
+                               "yaw_deg": round(math.degrees(math.atan2(R[1, 0], R[0, 0])), 4),
+                               "upright": bool(R[2, 2] > math.cos(math.radians(20))),
+                               "held": o.name == held, "container": o.is_container}
+            out["_arm"] = {"tcp_m": [round(float(c), 6) for c in self.physics.tcp()[0]],
+                           "tool_closed": self.tool_physics.closed, "attached": held}
         return out
 
     # -- faults (for tests) -------------------------------------------------------------------------
@@ -207,101 +304,6 @@ class SimWorld:
         with self.lock:
             return self._faults.pop(kind, None)
 
-    # -- physics -----------------------------------------------------------------------------------
-    def grasp_candidate(self, tcp_m, above_top_m: float = 0.0) -> str | None:
-        """The object a tool closing at ``tcp_m`` would hold, or ``None``.
-
-        Rule: the TCP's horizontal distance from the object's vertical axis is at most
-        ``min(0.6 * half_width + 0.01, 0.02)`` m and its height is between the object's bottom and
-        top (plus ``above_top_m``, for a suction cup that grips on touching the top). Containers are
-        not graspable. Among several, the nearest axis wins."""
-        p = np.asarray(tcp_m, dtype=np.float64).reshape(3)
-        best, best_d = None, math.inf
-        with self.lock:
-            for name, o in self.objects.items():
-                if o.is_container or name == self.arm.attached:
-                    continue
-                d = float(np.hypot(*(p[:2] - np.asarray(o.position_m[:2]))))
-                tol = min(0.6 * o.half_width_m + 0.01, 0.02)
-                z0 = o.position_m[2]
-                if d <= tol and z0 <= p[2] <= z0 + o.height_m + above_top_m and d < best_d:
-                    best, best_d = name, d
-        return best
-
-    def riders(self, name: str) -> list[str]:
-        """Objects resting (directly or through others) on top of ``name``, bottom-up."""
-        out: list[str] = []
-        with self.lock:
-            frontier = [name]
-            while frontier:
-                base = self.objects[frontier.pop(0)]
-                top_z = base.position_m[2] + base.height_m
-                for other, o in self.objects.items():
-                    if other == name or other in out or o.is_container:
-                        continue
-                    if abs(o.position_m[2] - top_z) < 1e-6 and base.footprint_contains(o.position_m[:2]):
-                        out.append(other)
-                        frontier.append(other)
-        return out
-
-    def attach(self, name: str) -> None:
-        """Hold ``name`` at its current offset from the TCP; whatever rests on it rides along."""
-        with self.lock:
-            o = self.objects[name]
-            self.arm.attached = name
-            self.arm.attach_offset_m = np.asarray(o.position_m) - self.arm.tcp_m
-            self.arm.riders = {r: np.asarray(self.objects[r].position_m) - np.asarray(o.position_m)
-                               for r in self.riders(name)}
-            self.bump()
-
-    def set_tcp(self, tcp_m, rpy_deg, joints_rad) -> None:
-        """Move the TCP (and a held object, with anything resting on it)."""
-        with self.lock:
-            self.arm.tcp_m = np.asarray(tcp_m, dtype=np.float64).reshape(3).copy()
-            self.arm.rpy_deg = np.asarray(rpy_deg, dtype=np.float64).reshape(3).copy()
-            self.arm.joints_rad = np.asarray(joints_rad, dtype=np.float64).reshape(6).copy()
-            if self.arm.attached is not None:
-                self._move_held(self.arm.tcp_m + self.arm.attach_offset_m)
-            self.bump()
-
-    def _move_held(self, position_m: np.ndarray) -> None:
-        name = self.arm.attached
-        self.objects[name] = self.objects[name].at(position_m)
-        for r, offset in self.arm.riders.items():
-            self.objects[r] = self.objects[r].at(position_m + offset)
-
-    def support_z_under(self, name: str, xy_m, ignore=()) -> float:
-        """Height (m) an object ``name`` dropped with its centre at ``xy_m`` comes to rest on: the
-        highest bowl floor/rim or object top under that point that is not above the object's
-        current bottom, else the table (objects in ``ignore`` do not count)."""
-        with self.lock:
-            bottom = self.objects[name].position_m[2]
-            best = self.scene.table_z_m
-            for other, o in self.objects.items():
-                if other == name or other in ignore:
-                    continue
-                z = o.support_z_at(xy_m)
-                if z is not None and z <= bottom + 1e-6 and z > best:
-                    best = z
-        return best
-
-    def release(self) -> str | None:
-        """Drop the held object straight down; returns its name (or ``None`` if nothing was held)."""
-        with self.lock:
-            name = self.arm.attached
-            if name is None:
-                return None
-            o = self.objects[name]
-            xy = np.asarray(o.position_m[:2])
-            riders = set(self.arm.riders)
-            z = self.support_z_under(name, xy, ignore=riders)
-            self._move_held(np.array([xy[0], xy[1], z]))
-            self.arm.attached = None
-            self.arm.riders = {}
-            self.bump()
-            log.debug("dropped %s at (%.3f, %.3f, %.3f)", name, xy[0], xy[1], z)
-            return name
-
     # -- judgement ---------------------------------------------------------------------------------
     def infer_expected(self, instruction: str, action: str) -> dict | None:
         """What a typed ``instruction`` asks of the sim, as a ``judge`` expectation, read before the
@@ -312,27 +314,29 @@ class SimWorld:
         the first mentioned container, or near the first other mentioned object.
         """
         mentioned = self.scene.mentions(instruction if isinstance(instruction, str) else "")
-        with self.lock:
-            held = self.arm.attached
-            if action == "pick":
-                names = [m for m in mentioned if not self.objects[m].is_container]
-                return {"action": "pick", "object": names[0], "inferred": True} if names else None
-            if action != "place" or held is None:
-                return None
-            others = [m for m in mentioned if m != held]
-            if not others:
-                return None
-            key = "container" if self.objects[others[0]].is_container else "near"
-            return {"action": "place", "object": held, key: others[0], "inferred": True}
+        held = self.held()
+        specs = {o.name: o for o in self.scene.objects}
+        if action == "pick":
+            names = [m for m in mentioned if not specs[m].is_container]
+            return {"action": "pick", "object": names[0], "inferred": True} if names else None
+        if action != "place" or held is None:
+            return None
+        others = [m for m in mentioned if m != held]
+        if not others:
+            return None
+        key = "container" if specs[others[0]].is_container else "near"
+        return {"action": "place", "object": held, key: others[0], "inferred": True}
 
     def judge(self, expected: dict) -> tuple[bool, str]:
-        """Did the last action do what ``expected`` says? Returns ``(success, reason)``.
+        """Did the last action do what ``expected`` says, by the physics state now? Returns
+        ``(success, reason)``.
 
-        ``expected``: ``{"action": "pick", "object": NAME}`` (the tool holds that object),
-        ``{"action": "place", "object": NAME, "container": NAME}`` (the object rests, not held,
-        with its centre over the container's interior), or ``{"action": "place", "object": NAME,
-        "near": NAME}`` (not held, centres within 6 cm horizontally). Names may be aliases.
-        Malformed input gives ``(False, "bad_expected: ...")``, never an exception.
+        ``expected``: ``{"action": "pick", "object": NAME}`` (the tool holds that object, lifted by
+        the fingers or a sealed cup: ``held``), ``{"action": "place", "object": NAME, "container":
+        NAME}`` (not held, its centre of volume inside the container's wall and below its rim), or
+        ``{"action": "place", "object": NAME, "near": NAME}`` (not held, body origins within 6 cm
+        horizontally). Names may be aliases. Malformed input gives ``(False, "bad_expected: ...")``,
+        never an exception.
         """
         if not isinstance(expected, dict):
             return False, "bad_expected: not a dict"
@@ -341,8 +345,7 @@ class SimWorld:
         if canon is None:
             return False, f"bad_expected: unknown object {obj!r}"
         with self.lock:
-            held = self.arm.attached
-            o = self.objects[canon]
+            held = self.held()
             if action == "pick":
                 if held == canon:
                     return True, f"holding {canon}"
@@ -351,18 +354,22 @@ class SimWorld:
                 return False, f"bad_expected: unknown action {action!r}"
             if held == canon:
                 return False, f"{canon} is still held"
+            p, R = self.physics.object_pose(canon)
+            spec = self.scene.spec(canon)
+            centre = p + R[:, 2] * spec.height_m / 2
             if "container" in expected:
                 cname = self.scene.resolve(str(expected["container"]))
-                if cname is None or not self.objects[cname].is_container:
+                if cname is None or not self.scene.spec(cname).is_container:
                     return False, f"bad_expected: {expected['container']!r} is not a container"
-                c = self.objects[cname]
-                inside = c.interior_contains(o.position_m[:2]) and o.position_m[2] < c.position_m[2] + c.height_m
+                c = self._current(self.scene.spec(cname))
+                inside = c.interior_contains(centre[:2]) and centre[2] < c.position_m[2] + c.height_m
                 return (True, f"{canon} is in {cname}") if inside else (False, f"{canon} is not in {cname}")
             if "near" in expected:
                 nname = self.scene.resolve(str(expected["near"]))
                 if nname is None:
                     return False, f"bad_expected: unknown object {expected['near']!r}"
-                d = float(np.hypot(*(np.asarray(o.position_m[:2]) - np.asarray(self.objects[nname].position_m[:2]))))
+                q = self.physics.object_pose(nname)[0]
+                d = float(np.hypot(*(p[:2] - q[:2])))
                 ok = d <= NEAR_DISTANCE_M
                 verdict = "within" if ok else "beyond"
                 return ok, f"{canon} is {100 * d:.1f} cm from {nname} ({verdict} {100 * NEAR_DISTANCE_M:.0f} cm)"
@@ -384,6 +391,33 @@ class SimWorld:
             T[:3, :3] = T[:3, :3] @ dR
         residuals = {"translation_noise_m": translation_noise_m, "rotation_noise_deg": rotation_noise_deg}
         return Calibration(RigidTransform(T), method="sim", residuals=residuals)
+
+    def renderer(self):
+        """The world's ``mjrender.MjRenderer`` for its camera (created on first use, shared)."""
+        from .mjcf import CAMERA_NAME
+        from .mjrender import MjRenderer
+
+        with self.lock:
+            if self._renderer is None:
+                self._renderer = MjRenderer(self.physics.model, CAMERA_NAME, self.intrinsics.width,
+                                            self.intrinsics.height)
+            return self._renderer
+
+    def masks(self, frame) -> dict[str, np.ndarray]:
+        """Per-object segmentation masks of a frame the sim camera produced (``frames.FrameLog.masks``):
+        ``{name: (H, W) bool}`` for every scene object plus ``"robot"`` for the arm.
+
+        Raises:
+            KeyError: the frame was not produced by a camera of this world (or is too old).
+        """
+        return self.frames.masks(frame)
+
+    def close(self) -> None:
+        """Free the renderer's GL context (the world stays usable; a later render makes a new one)."""
+        with self.lock:
+            if self._renderer is not None:
+                self._renderer.close()
+                self._renderer = None
 
 
 _KIN: Lite6Kinematics | None = None

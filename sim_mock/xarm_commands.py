@@ -23,6 +23,9 @@ def xarm_controller_cmd(
     real_report_port: int = typer.Option(30003, "--real-report-port", help="real-time report port (the SDK uses 30003)"),
     time_scale: float = typer.Option(1.0, "--time-scale", help="motion duration factor (1 = realistic)"),
     tool: str = typer.Option("lite_gripper", "--tool", help="mounted tool: lite_gripper or lite_vacuum"),
+    arm: str = typer.Option("kinematic", "--arm", help="the arm behind the controller: kinematic (joints and "
+                                                      "time only) or mujoco (the MuJoCo Lite 6 on the default "
+                                                      "tabletop: contacts, grasps by physics)"),
 ) -> None:
     """Serve a Lite 6 controller that xarm-python-sdk connects to.
 
@@ -33,9 +36,21 @@ def xarm_controller_cmd(
 
     if time_scale <= 0:
         fail("--time-scale must be positive")
+    if arm not in ("kinematic", "mujoco"):
+        fail(f"--arm must be kinematic or mujoco, got {arm!r}")
+    backend = None
+    if arm == "mujoco":
+        from .arm_backend import world_backend
+        from .world import SimWorld
+
+        try:
+            backend = world_backend(SimWorld(tool=tool), time_scale=time_scale)
+        except ValueError as e:
+            fail(str(e))
     try:
         emu = XArmControllerEmulator(host, port, report_port, rich_report_port=rich_report_port,
-                                     real_report_port=real_report_port, time_scale=time_scale, tool=tool)
+                                     real_report_port=real_report_port, time_scale=time_scale, tool=tool,
+                                     backend=backend)
         emu.start()
     except ValueError as e:
         fail(str(e))

@@ -28,7 +28,9 @@ perf_app = sub.group("perf")
 
 
 def app() -> SubApp:
-    """This package's sub-app (its commands are defined in this module)."""
+    """This package's sub-app (its commands are defined in this module and ``perf_commands``)."""
+    from . import perf_commands  # noqa: F401 - registers ``pointlab perf loop``
+
     return sub
 
 

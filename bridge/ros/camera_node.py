@@ -101,6 +101,8 @@ class CameraNode(Node):
         next_t = time.monotonic()
         while not self._stop.is_set():
             try:
+                if hasattr(self.camera, "want_depth"):  # a source that can skip depth nobody reads
+                    self.camera.want_depth = self._pub_depth.get_subscription_count() > 0
                 frame = self.camera.read()
             except PerceptionError as e:
                 # a bad frame or a replugged camera must not end the node: log, back off, retry

@@ -20,7 +20,8 @@ from pointlab.sim_mock.model_server import (ScriptedModel, create_model_server, 
 class StubOracle:
     """Test input: the "mug" sits at 1/4 of the width, 1/2 of the height of whatever image is sent."""
 
-    def points(self, instruction, width, height):
+    def points(self, instruction, image_rgb):
+        height, width = image_rgb.shape[:2]
         return [(0.25 * width, 0.5 * height)] if "mug" in instruction else []
 
 

@@ -135,7 +135,7 @@ def test_cli_calibrates_in_sim_and_writes_the_file(tmp_path, fresh_default_world
     assert [p["residual_mm"] for p in d["poses"]] == cal.residuals["residual_mm"]["per_pose"]
     assert d["verify"]["error_mm"]["max"] < 2.0
     # the arm is back home afterwards
-    np.testing.assert_allclose(fresh_default_world.arm.tcp_m, MotionConfig().home.xyz, atol=1e-9)
+    np.testing.assert_allclose(fresh_default_world.arm.tcp_m, MotionConfig().home.xyz, atol=1e-4)  # measured TCP
 
 
 def _write_poses(path, poses):
@@ -397,7 +397,7 @@ def test_hover_check_refuses_before_motion():
     before = w2.arm.tcp_m.copy()
     with arm, cam, pytest.raises(UnsafeTargetError, match="hover waypoint"):
         hover_check(arm, cam, w2.calibration(), settle_s=0.0)
-    np.testing.assert_array_equal(w2.arm.tcp_m, before)
+    np.testing.assert_allclose(w2.arm.tcp_m, before, atol=1e-9)  # no motion (the table was cleared meanwhile)
     eye_in_hand = replace(world.calibration(), setup="eye_in_hand")
     with pytest.raises(CalibrationInputError, match="eye_to_hand"):
         hover_check(arm, cam, eye_in_hand)

@@ -3,7 +3,8 @@
 Numbers by hand from the default scene and ``robot/arm.py``: the red cube stands on the table at
 (0.30, 0.10), 4 cm tall; a pick at its top (0.30, 0.10, 0.04) descends to 0.025 (grasp depth
 0.015 m) and lifts back to 0.14 (approach 0.10 m), so the held cube rises by 0.115 m. Opening the
-gripper there drops it straight down onto the table (z = 0) and leaves the TCP where it was."""
+gripper there drops it onto the table (z = 0, the physics lets it land within a couple of cm) and
+leaves the TCP where it was."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def sim():
 def picked(world, arm):
     arm.pick(RED_CUBE_TOP)
     assert arm.holding and world.arm.attached == "red cube"
-    assert world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.115], abs=1e-9)
+    assert world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.115], abs=0.004)
 
 
 def test_release_drops_the_held_object_without_moving_the_arm(sim):
@@ -37,8 +38,10 @@ def test_release_drops_the_held_object_without_moving_the_arm(sim):
     picked(world, arm)
     report = arm.release()
     assert world.arm.attached is None and arm.holding is False and arm.state().holding is False
-    assert world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.0], abs=1e-9)
-    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14], abs=1e-9)  # no motion
+    red = world.snapshot()["red cube"]
+    assert red["position_m"][2] == pytest.approx(0.0, abs=0.002) and red["upright"]
+    assert red["position_m"][:2] == pytest.approx([0.30, 0.10], abs=0.02)
+    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14], abs=5e-4)  # no motion
     assert report.action == "release" and report.waypoints == [] and report.tool_commands == ["open"]
     assert report.to_dict()["target_m"] == [] and arm.state().tool_closed is False
 

@@ -67,7 +67,7 @@ def test_board_seen_from_behind_is_a_plain_plate(rig):
     centre = np.array([0.28 - 0.14, 0.0, 0.17])
     p_cam = world.T_base_camera.inverse().apply(centre)
     u, v = np.rint(frame.intrinsics.project(p_cam)[0]).astype(int)
-    assert frame.depth_m()[v, u] == pytest.approx(p_cam[2], abs=0.002)
+    assert frame.depth_m()[v, u] == pytest.approx(p_cam[2], abs=0.003)  # the servos hold to ~1 mm
     assert tuple(frame.color[v, u]) == (205, 205, 200)
 
 
@@ -84,8 +84,9 @@ def test_wrist_camera_rides_on_the_tcp(rig):
     arm.move_to(TcpPose((0.23, 0.0, 0.31)))
     with make_camera("sim-board:wrist,clean", world=world, fps=0) as cam:
         T = cam.T_base_camera()
-        np.testing.assert_allclose(T.translation_m, [0.30, 0.0, 0.43], atol=1e-9)
-        np.testing.assert_allclose(T.rotation[:, 2], [0, 0, -1], atol=1e-9)  # looking down the tool
+        # the measured TCP: the MuJoCo servos hold the commanded pose to well under a millimetre
+        np.testing.assert_allclose(T.translation_m, [0.30, 0.0, 0.43], atol=1e-3)
+        np.testing.assert_allclose(T.rotation[:, 2], [0, 0, -1], atol=2e-3)  # looking down the tool
         c, normal, frame = detected_in_base(cam)
     np.testing.assert_allclose(c, [0.28, 0.0, 0.0005], atol=0.0015)
     # looking straight down, the table is perpendicular to the optical axis: depth = the camera's height

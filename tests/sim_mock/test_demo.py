@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from pointlab.perception.deproject import deproject_pixel
+import pytest
+
 from pointlab.robot.arm import Arm, MotionConfig
+from pointlab.robot.errors import RobotError
 from pointlab.sim_mock.arm import SimArmDriver
 from pointlab.sim_mock.camera import SimCamera
 from pointlab.sim_mock.demo import DEMO_SCRIPT, demo_script, write_demo_script
@@ -32,46 +34,54 @@ def test_script_shape(tmp_path):
     assert [json.loads(line) for line in lines] == demo_script()
 
 
-@pytest.mark.slow
-def test_oracle_runs_the_demo_script_through_the_real_pipeline():
+def _run_demo(noise_px: float, seed: int = 0) -> list[tuple[bool, str]]:
+    """The demo script through the real pipeline (sim camera, oracle on the JPEG'd image, pixel
+    noise as the sim-noisy agent adds it, deprojection, a calibration 3 mm / 0.2 deg off, Arm
+    pick/place on the MuJoCo arm, the physics' judgement)."""
+    import cv2
+
     world = SimWorld()
     cam = SimCamera(world=world, fps=0, seed=7).connect()
     oracle = SceneOracle(world)
     cal = world.calibration(translation_noise_m=0.003, rotation_noise_deg=0.2, seed=1)  # a real-ish calibration
     arm = Arm(SimArmDriver(world=world, time_scale=0.0), motion=MotionConfig(grip_settle_s=0.0))
     arm.connect()
+    rng = np.random.default_rng(seed)
     outcomes = []
     for item in DEMO_SCRIPT:
         frame = cam.read()
-        [(u, v)] = oracle.points(item["instruction"], frame.width, frame.height)
+        sent = cv2.imdecode(cv2.imencode(".jpg", frame.color[:, :, ::-1])[1], cv2.IMREAD_COLOR)[:, :, ::-1]
+        pts = oracle.points(item["instruction"], sent)
+        if not pts:
+            outcomes.append((False, "no point"))
+            continue
+        u, v = np.asarray(pts[0]) + rng.normal(0.0, noise_px, size=2)
         d = deproject_pixel(frame, u, v)
-        assert d.valid, (item, d.reason)
-        target = cal.camera_to_base(d.point_m)
-        (arm.pick if item["expected"]["action"] == "pick" else arm.place)(target)
+        if not d.valid:
+            outcomes.append((False, d.reason))
+            continue
+        try:
+            (arm.pick if item["expected"]["action"] == "pick" else arm.place)(cal.camera_to_base(d.point_m))
+        except RobotError as e:
+            outcomes.append((False, str(e)))
+            arm.reset()
+            continue
         outcomes.append(world.judge(item["expected"]))
+    world.close()
+    return outcomes
+
+
+@pytest.mark.slow
+def test_oracle_runs_the_demo_script_by_physics():
+    outcomes = _run_demo(0.0)
     assert sum(ok for ok, _ in outcomes) >= len(DEMO_SCRIPT) - 1, outcomes
 
 
-def test_a_25_px_noisy_pointer_misses_often():
-    """Pixel noise of sigma 25 px (the sim-noisy agent) should fail most picks: the point, taken
-    through depth and the calibration, must land within the grasp tolerance of the object."""
-    world = SimWorld()
-    frame = SimCamera(world=world, fps=0, seed=3).connect().read()
-    oracle = SceneOracle(world)
-    cal = world.calibration()
-    rng = np.random.default_rng(0)
-    tries = hits = 0
-    for o in world.scene.objects:
-        if o.is_container:
-            continue
-        [(u, v)] = oracle.points(f"pick up the {o.name}", 640, 480)
-        for du, dv in rng.normal(0.0, 25.0, size=(40, 2)):
-            tries += 1
-            d = deproject_pixel(frame, u + du, v + dv)
-            if not d.valid:
-                continue
-            p = cal.camera_to_base(d.point_m)
-            tcp = p - [0.0, 0.0, world.tool.grasp_depth_m]
-            hits += world.grasp_candidate(tcp) == o.name
-    rate = hits / tries
-    assert 0.05 < rate < 0.6, rate
+@pytest.mark.slow
+def test_a_noisy_pointer_fails_clearly_more_often():
+    """Pixel noise of sigma 28 px (the sim-noisy agent): about 3 cm on the table, so most picks miss
+    the 3-4.5 cm objects or knock them, and the places after a failed pick fail too."""
+    from pointlab.sim_mock.model_server import SIM_NOISE_PX
+
+    ok = [sum(ok for ok, _ in _run_demo(SIM_NOISE_PX, seed)) for seed in (0, 1)]
+    assert max(ok) <= len(DEMO_SCRIPT) // 2, ok

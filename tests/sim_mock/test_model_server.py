@@ -26,7 +26,8 @@ class StubOracle:
     def __init__(self):
         self.calls = []
 
-    def points(self, instruction, width, height):
+    def points(self, instruction, image_rgb):
+        height, width = image_rgb.shape[:2]
         self.calls.append((instruction, width, height))
         return [(0.25 * width, 0.5 * height)] if "mug" in instruction else []
 

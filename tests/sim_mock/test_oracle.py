@@ -1,122 +1,155 @@
-"""The ground-truth pointing oracle: which object, which pixel, visibility, threads."""
+"""The sim pointing oracle: answers from the image it was sent (the masks of the frame it shows),
+which object, which pixel, JPEG and resizing on the way, held objects, threads."""
 
 from __future__ import annotations
 
 import threading
 
+import cv2
 import numpy as np
 import pytest
 
 from pointlab.perception.deproject import deproject_pixel
 from pointlab.sim_mock.camera import SimCamera
 from pointlab.sim_mock.oracle import SceneOracle
-from pointlab.sim_mock.world import DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, SimWorld
+from pointlab.sim_mock.world import SimWorld
 
-
-@pytest.fixture(scope="module")
-def world() -> SimWorld:
-    return SimWorld()
+from .conftest import sim_arm, top_of
 
 
 @pytest.fixture
-def oracle(world) -> SceneOracle:
-    world.reset()
-    return SceneOracle(world)
+def cam(fresh):
+    c = SimCamera(world=fresh, fps=0, seed=4).connect()
+    yield c
+    c.disconnect()
 
 
-def _hand_project(p_base, width=640, height=480):
-    """Project a base-frame point by hand from the camera's eye/target and the D435-like intrinsics."""
-    eye, tgt = np.array(DEFAULT_CAMERA_EYE_M), np.array(DEFAULT_CAMERA_TARGET_M)
-    z = (tgt - eye) / np.linalg.norm(tgt - eye)
-    x = np.cross(z, [0, 0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    d = np.asarray(p_base) - eye
-    pc = np.array([d @ x, d @ y, d @ z])
-    s = width / 640
-    return ((615.0 * pc[0] / pc[2] + 321.0 + 0.5) * s - 0.5, (615.0 * pc[1] / pc[2] + 239.0 + 0.5) * s - 0.5)
+@pytest.fixture
+def oracle(fresh) -> SceneOracle:
+    return SceneOracle(fresh)
 
 
-def test_points_at_the_named_objects_top_centre(oracle):
-    # red cube: 4 cm cube at (0.30, 0.10) on the table -> top centre (0.30, 0.10, 0.04)
-    [(u, v)] = oracle.points("pick up the red cube", 640, 480)
-    assert (u, v) == pytest.approx(_hand_project([0.30, 0.10, 0.04]), abs=1e-6)
-    assert oracle.points("Pick up the RED BLOCK.", 640, 480) == [(u, v)]
-    # "from the bowl, pick up the green cube": the graspable thing is the target
-    [(u2, v2)] = oracle.points("from the bowl, pick up the green cube", 640, 480)
-    assert (u2, v2) == pytest.approx(_hand_project([0.22, -0.06, 0.04]), abs=1e-6)
+def jpeg(rgb: np.ndarray, quality: int = 75) -> np.ndarray:
+    """What the image looks like after the JPEG data URL a model client sends."""
+    ok, buf = cv2.imencode(".jpg", rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
 
 
-def test_points_scale_with_the_image_size(oracle):
-    [(u, v)] = oracle.points("the purple cube", 640, 480)
-    [(us, vs)] = oracle.points("the purple cube", 320, 240)
+def _on(world, frame, u, v):
+    """Base-frame point under pixel (u, v) of a frame, through its depth and the true calibration."""
+    d = deproject_pixel(frame, u, v)
+    assert d.valid, d.reason
+    return world.calibration().camera_to_base(d.point_m)
+
+
+def test_points_deproject_onto_the_named_objects_top_centre(fresh, cam, oracle):
+    frame = cam.read()
+    for o in fresh.scene.objects:
+        if o.shape == "mug":
+            continue  # its top is a thin rim around a hole: the point is on the rim (next test)
+        [(u, v)] = oracle.points(f"the {o.name}", jpeg(frame.color))
+        p = _on(fresh, frame, u, v)
+        # the top-face centre, from the scene file: hand-checkable. A bowl: the middle of the part
+        # of its floor the camera sees past the near wall, within 2 cm of the floor's centre
+        tol = 0.02 if o.is_container else 0.008
+        assert np.linalg.norm(p - o.top_center_m) < tol, (o.name, p, o.top_center_m)
+    assert oracle.points("Pick up the RED BLOCK.", frame.color) == oracle.points("the red cube", frame.color)
+
+
+def test_mug_rim_and_mug_handle(fresh, cam, oracle):
+    frame = cam.read()
+    masks = fresh.masks(frame)
+    [(u, v)] = oracle.points("pick up the mug", frame.color)
+    p = _on(fresh, frame, u, v)
+    mug = fresh.object("white mug")
+    assert p[2] == pytest.approx(mug.height_m, abs=0.005)  # on the rim, 8.5 cm up
+    [(uh, vh)] = oracle.points("grab the mug by its handle", frame.color)
+    assert masks["white mug"][round(vh), round(uh)]
+    ph = _on(fresh, frame, uh, vh)
+    # the handle stands out on the mug's local +x (yaw 80 deg): 3.5 + 2.5 cm from the axis
+    local = ph[:2] - np.array(mug.position_m[:2])
+    heading = np.radians(mug.yaw_deg)
+    assert local @ [np.cos(heading), np.sin(heading)] > 0.035
+
+
+def test_same_text_on_two_images_gets_each_images_point(fresh, cam, oracle):
+    """Issue 11: the oracle answers from the image, not from the query text alone."""
+    before = cam.read()
+    fresh.set_object_pose("red cube", [0.40, 0.02, 0.0])
+    after = cam.read()
+    [(u0, v0)] = oracle.points("pick up the red cube", jpeg(before.color))
+    [(u1, v1)] = oracle.points("pick up the red cube", jpeg(after.color))
+    assert np.hypot(u1 - u0, v1 - v0) > 30
+    assert np.linalg.norm(_on(fresh, after, u1, v1)[:2] - [0.40, 0.02]) < 0.008
+    assert fresh.masks(before)["red cube"][round(v0), round(u0)]  # the old frame's own masks
+    assert not fresh.masks(after)["red cube"][round(v0), round(u0)]
+
+
+def test_points_scale_with_the_image_size(fresh, cam, oracle):
+    frame = cam.read()
+    [(u, v)] = oracle.points("the purple cube", frame.color)
+    small = cv2.resize(frame.color, (320, 240), interpolation=cv2.INTER_AREA)
+    [(us, vs)] = oracle.points("the purple cube", jpeg(small))
     assert (us, vs) == pytest.approx(((u + 0.5) / 2 - 0.5, (v + 0.5) / 2 - 0.5))
-    assert (us, vs) == pytest.approx(_hand_project([0.36, 0.20, 0.035], 320, 240), abs=1e-6)
 
 
 @pytest.mark.parametrize("text", ["", "pick up the unicorn", "redcube", None, "the cube"])
-def test_nothing_named_gives_no_points(oracle, text):
-    assert oracle.points(text, 640, 480) == []
+def test_nothing_named_gives_no_points(cam, oracle, text):
+    assert oracle.points(text, cam.read().color) == []
 
 
-def test_bad_sizes_give_no_points(oracle):
-    assert oracle.points("red cube", 0, 480) == []
-    assert oracle.points("red cube", "wide", 480) == []
-
-
-def test_holding_something_points_at_the_other_object(oracle, world):
-    with world.lock:
-        world.arm.attached = "red cube"
-    bowl_floor = [0.30, -0.19, world.object("blue bowl").floor_m]
-    for text in ("put it in the blue bowl", "put the red cube in the bowl"):
-        [(u, v)] = oracle.points(text, 640, 480)
-        assert (u, v) == pytest.approx(_hand_project(bowl_floor), abs=1e-6)
-    assert oracle.points("pick up the red cube", 640, 480) == []  # the only named thing is held
-    [(u, v)] = oracle.points("put it on the green cube", 640, 480)
-    assert (u, v) == pytest.approx(_hand_project([0.22, -0.06, 0.04]), abs=1e-6)
-
-
-def test_points_deproject_onto_the_target(world, oracle):
-    cam = SimCamera(world=world, fps=0, seed=4).connect()
+def test_an_image_that_is_no_frame_of_this_world_gets_no_point(cam, oracle):
     frame = cam.read()
-    cal = world.calibration()
-    for o in world.scene.objects:
-        [(u, v)] = oracle.points(f"the {o.name}", 640, 480)
-        d = deproject_pixel(frame, u, v)
-        assert d.valid, (o.name, d.reason)
-        p = cal.camera_to_base(d.point_m)
-        assert np.linalg.norm(p - o.top_center_m) < 0.006, (o.name, p)
+    assert oracle.points("the red cube", np.full_like(frame.color, 90)) == []
+    assert oracle.points("the red cube", frame.color[:, :, 0]) == []  # not RGB
+    assert oracle.points("the red cube", None) == []
+    other = SimWorld()  # the same table, the red cube where it never was in this world
+    other.set_object_pose("red cube", [0.26, 0.03, 0.0])
+    with SimCamera(world=other, fps=0) as c:
+        elsewhere = c.read()
+    assert oracle.points("the red cube", elsewhere.color) == []
+    other.close()
 
 
-def test_occluded_centre_moves_to_the_visible_part(world, oracle):
-    # The yellow block held 10 cm above its place hides part of the green cube behind it; the
-    # oracle's point must still deproject onto the green cube's top, not onto the held block.
-    y = world.object("yellow block")
-    world.set_object_pose("yellow block", [y.position_m[0], y.position_m[1], 0.115])
-    world.attach("yellow block")
-    [(u, v)] = oracle.points("place it on the green cube", 640, 480)
-    frame = SimCamera(world=world, fps=0, seed=2).connect().read()
-    p = world.calibration().camera_to_base(deproject_pixel(frame, u, v).point_m)
-    green = world.object("green cube")
-    assert p[2] == pytest.approx(0.04, abs=0.004)
-    assert green.footprint_contains(p[:2])
-    # without visibility the ground-truth centre lands on the occluder's edge
-    blind = SceneOracle(world, visibility=False).points("place it on the green cube", 640, 480)
-    assert blind[0] != (u, v)
+@pytest.mark.slow
+def test_holding_something_points_at_the_other_object(fresh, cam, oracle):
+    sim_arm(fresh).pick(top_of(fresh, "red cube"))
+    frame = cam.read()
+    bowl = fresh.object("blue bowl")
+    for text in ("put it in the blue bowl", "put the red cube in the bowl"):
+        [(u, v)] = oracle.points(text, frame.color)
+        p = _on(fresh, frame, u, v)
+        assert np.linalg.norm(p[:2] - bowl.position_m[:2]) < 0.02 and p[2] == pytest.approx(bowl.floor_m, abs=0.004)
+    assert oracle.points("pick up the red cube", frame.color) == []  # the only named thing is held
+    [(u, v)] = oracle.points("put it on the green cube", frame.color)
+    assert np.linalg.norm(_on(fresh, frame, u, v) - top_of(fresh, "green cube")) < 0.008
 
 
-def test_thread_safe_while_the_arm_moves(world, oracle):
+@pytest.mark.slow
+def test_something_in_the_bowl_counts_as_the_bowl(fresh, cam, oracle):
+    arm = sim_arm(fresh)
+    arm.pick(top_of(fresh, "red cube"))
+    arm.place(top_of(fresh, "blue bowl"))
+    arm.pick(top_of(fresh, "yellow block"))
+    frame = cam.read()
+    [(u, v)] = oracle.points("put it in the bowl", frame.color)
+    masks = fresh.masks(frame)
+    assert masks["blue bowl"][round(v), round(u)] or masks["red cube"][round(v), round(u)]
+
+
+def test_thread_safe_while_the_arm_moves(fresh, cam, oracle):
     from pointlab.robot.arm import TcpPose
     from pointlab.sim_mock.arm import SimArmDriver
 
-    driver = SimArmDriver(world=world, time_scale=0.02)
+    driver = SimArmDriver(world=fresh, time_scale=0.02)
     driver.connect()
+    frame = cam.read()
     errors, results = [], []
 
     def ask():
         try:
-            for _ in range(10):
-                results.append(oracle.points("the orange can", 640, 480))
+            for _ in range(5):
+                results.append(oracle.points("the orange can", frame.color))
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
@@ -125,7 +158,8 @@ def test_thread_safe_while_the_arm_moves(world, oracle):
         t.start()
     for z in (0.30, 0.20, 0.30):
         driver.move_linear(TcpPose((0.25, 0.05, z)), 0.2, 1.0)
+        cam.read()
     for t in threads:
         t.join(timeout=30)
-    assert not errors and len(results) == 30
-    assert all(r == results[0] for r in results)  # the can never moved
+    assert not errors and len(results) == 15
+    assert all(r == results[0] for r in results)  # one image, one answer

@@ -3,6 +3,7 @@ never asserted by tests)."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pointlab.bridge.cli import app
@@ -15,14 +16,16 @@ def test_percentiles_ms_by_hand():
     assert p["p90"] == 4.6  # linear interpolation: 4 + 0.6 * (5 - 4) ms
 
 
+@pytest.mark.slow
 def test_cli_perf_sim_short():
     r = CliRunner().invoke(app, ["perf", "sim", "--frames", "3", "--ik-calls", "2"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     cam = out["camera"]
     assert cam["size"] == [640, 480] and cam["baseline_full_render"]["frame_ms"]["n"] == 3
-    for case in ("static", "moving_object", "moving_object_and_tool"):
+    for case in ("static", "arm_moving_no_depth", "masks"):
         assert cam[case]["frame_ms"]["n"] == 3 and cam[case]["speedup_vs_baseline_p50"] > 0
         assert isinstance(cam[case]["p90_under_30fps_budget"], bool)
     assert out["ik"]["seeded_ms"]["n"] == 2
+    assert out["physics"]["placed_in_bowl"] is True and out["physics"]["real_time_factor"] > 0
     assert CliRunner().invoke(app, ["perf", "sim", "--frames", "0"]).exit_code == 2

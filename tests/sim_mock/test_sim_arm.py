@@ -1,4 +1,5 @@
-"""The simulated Lite 6 driver under the real ``robot.Arm`` pick/place sequences."""
+"""The simulated Lite 6 (MuJoCo) under the real ``robot.Arm`` pick/place sequences: grasps by
+physics, timing, stops, faults, the vacuum's seal."""
 
 from __future__ import annotations
 
@@ -17,11 +18,6 @@ from pointlab.sim_mock.world import SimWorld
 FAST = MotionConfig(grip_settle_s=0.0)
 
 
-@pytest.fixture(scope="module")
-def world() -> SimWorld:
-    return SimWorld()
-
-
 @pytest.fixture
 def arm(world) -> Arm:
     world.reset()
@@ -36,48 +32,41 @@ def _top(world, name):
 
 
 def test_trapezoid_duration_by_hand():
-    # 0.3 m at 0.15 m/s, 1 m/s^2: cruise reached (v^2/a = 0.0225 m) -> 0.3/0.15 + 0.15/1 = 2.15 s
-    assert trapezoid_duration_s(0.3, 0.15, 1.0) == pytest.approx(2.15)
-    # 0.01 m never reaches cruise: triangle, 2 * sqrt(0.01 / 1) = 0.2 s
-    assert trapezoid_duration_s(0.01, 0.15, 1.0) == pytest.approx(0.2)
-    assert trapezoid_duration_s(0.0, 0.15, 1.0) == 0.0
+    # 0.2 m at 0.1 m/s, 1 m/s^2: cruise 0.2/0.1 = 2 s plus 0.1/1 = 0.1 s for the ramps
+    assert trapezoid_duration_s(0.2, 0.1, 1.0) == pytest.approx(2.1)
+    # 0.004 m is too short to reach 0.1 m/s (needs 0.01 m): triangle 2 sqrt(0.004/1) = 0.1265 s
+    assert trapezoid_duration_s(0.004, 0.1, 1.0) == pytest.approx(2 * np.sqrt(0.004))
+    assert trapezoid_duration_s(0.0, 0.1, 1.0) == 0.0
 
 
+@pytest.mark.slow
 def test_pick_and_place_into_the_bowl(arm, world):
     arm.pick(_top(world, "red cube"))
-    assert world.judge({"action": "pick", "object": "red cube"})[0]
-    # the cube went up with the TCP: lift is 0.10 m above the grasp point's top surface
-    assert world.object("red cube").position_m[2] == pytest.approx(0.10 + 0.015, abs=1e-6)
+    assert world.judge({"action": "pick", "object": "red cube"}) == (True, "holding red cube")
+    # lifted by the fingers: the TCP went 15 mm below the 4 cm top and then 10 cm up, to 0.14 m,
+    # and holds the cube's bottom 0.04 - 0.015 = 0.025 m below it: 0.115 m
+    assert world.object("red cube").position_m[2] == pytest.approx(0.115, abs=0.004)
     arm.place(_top(world, "blue bowl"))
-    ok, reason = world.judge({"action": "place", "object": "red cube", "container": "blue bowl"})
-    assert ok, reason
-    red, bowl = world.object("red cube"), world.object("blue bowl")
-    assert red.position_m[2] == pytest.approx(bowl.floor_m)
-    assert np.hypot(red.position_m[0] - bowl.position_m[0], red.position_m[1] - bowl.position_m[1]) < 0.005
-    st = arm.state()
-    assert st.tcp.position_m == pytest.approx(tuple(bowl.top_center_m + [0, 0, 0.10]), abs=1e-6)
-    assert len(st.joints_rad) == 6 and st.error_code == 0
+    assert world.judge({"action": "place", "object": "red cube", "container": "blue bowl"})[0]
+    # at rest on the bowl's 12 mm floor
+    assert world.object("red cube").position_m[2] == pytest.approx(0.012, abs=0.002)
 
 
 def test_pick_three_cm_off_centre_fails(arm, world):
-    target = _top(world, "red cube") + [0.03, 0.0, 0.0]
-    arm.pick(target)
-    ok, reason = world.judge({"action": "pick", "object": "red cube"})
-    assert not ok and "tool empty" in reason
-    assert world.object("red cube").position_m == (0.30, 0.10, 0.0)
+    arm.pick(_top(world, "red cube") + [0.0, 0.03, 0.0])
+    assert not world.judge({"action": "pick", "object": "red cube"})[0]
 
 
-def test_pick_one_and_a_half_cm_off_centre_holds(arm, world):
-    arm.pick(_top(world, "green cube") + [0.0, 0.015, 0.0])
-    assert world.judge({"action": "pick", "object": "green cube"})[0]
-
-
-def test_stacking_on_another_object(arm, world):
+@pytest.mark.slow
+def test_stacking_on_another_object_and_taking_it_off_again(arm, world):
     arm.pick(_top(world, "yellow block"))
     arm.place(_top(world, "green cube"))
-    y = world.object("yellow block")
-    assert y.position_m[2] == pytest.approx(0.04)  # on the 4 cm cube
-    assert world.judge({"action": "place", "object": "yellow block", "near": "green cube"})[0]
+    g, y = world.object("green cube"), world.object("yellow block")
+    assert y.position_m[2] == pytest.approx(0.04, abs=0.002)  # resting on the 4 cm cube's top
+    assert np.hypot(*(np.array(y.position_m[:2]) - g.position_m[:2])) < 0.015
+    arm.pick(_top(world, "yellow block"))
+    assert world.judge({"action": "pick", "object": "yellow block"})[0]
+    assert world.object("green cube").position_m[2] == pytest.approx(0.0, abs=5e-4)  # left on the table
 
 
 def test_unreachable_goal_is_refused_without_motion(arm, world):
@@ -103,11 +92,12 @@ def test_motion_takes_the_trapezoid_time_scaled(world):
     world.reset()
     driver = SimArmDriver(world=world, time_scale=0.1)
     driver.connect()
-    t0 = time.monotonic()
+    t_sim0, t0 = world.physics.time_s, time.monotonic()
     driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.1, 1.0)  # 0.10 m down: 0.1/0.1 + 0.1/1 = 1.1 s
-    elapsed = time.monotonic() - t0
-    assert elapsed >= 0.11 * 0.95
-    assert driver.get_pose().position_m == pytest.approx((0.20, 0.0, 0.15))
+    elapsed, sim = time.monotonic() - t0, world.physics.time_s - t_sim0
+    assert 1.1 <= sim <= 1.1 + 0.3 + 0.02  # the profile, then at most SETTLE_MAX_S to be in position
+    assert elapsed >= 0.1 * 1.1 * 0.95
+    assert driver.get_pose().position_m == pytest.approx((0.20, 0.0, 0.15), abs=5e-4)
 
 
 def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
@@ -115,9 +105,10 @@ def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
     driver = SimArmDriver(world=world, time_scale=0.0)
     driver.connect()
     x, y, _ = world.object("red cube").position_m
+    driver.move_linear(TcpPose((x, y, 0.10)), 0.5, 5.0)
     driver.move_linear(TcpPose((x, y, 0.025)), 0.5, 5.0)
     driver.set_tool(True)
-    driver.time_scale = 1.0
+    driver.lite6.time_scale = 1.0
     errors = []
 
     def lift():
@@ -133,8 +124,8 @@ def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
         assert time.monotonic() < deadline, "the held cube never rose"
         time.sleep(0.005)
     driver.emergency_stop()
-    mid_z = world.object("red cube").position_m[2]
     th.join(timeout=5)
+    mid_z = world.object("red cube").position_m[2]
     assert not th.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], EmergencyStopError)
     # it had started to rise with the TCP and stopped well short of the goal
@@ -143,18 +134,21 @@ def test_held_object_moves_during_the_motion_and_stop_halts_midway(world):
     with pytest.raises(EmergencyStopError):
         driver.move_linear(TcpPose((x, y, 0.2)), 0.1, 1.0)
     driver.connect()  # bring-up clears the stop
-    driver.time_scale = 0.0
+    driver.lite6.time_scale = 0.0
     driver.move_linear(TcpPose((x, y, 0.2)), 0.5, 5.0)
-    assert world.object("red cube").position_m[2] == pytest.approx(0.2 - 0.025)  # still held, moved along
+    assert world.held() == "red cube"
+    assert world.object("red cube").position_m[2] == pytest.approx(0.2 - 0.025, abs=0.004)  # carried along
 
 
+@pytest.mark.slow
 def test_injected_fault_stops_the_sequence_and_needs_a_reset(arm, world):
     before = arm.driver.get_pose()
     world.inject_fault("next_move", code=31)
     with pytest.raises(ArmFaultError) as ei:
         arm.pick(_top(world, "red cube"))
     assert ei.value.code == 31 and ei.value.call == "set_position"
-    assert arm.driver.get_pose() == before  # the fault came before any motion
+    # the fault came before any motion (only the tool's opening ran the physics, for 0.35 s)
+    assert arm.driver.get_pose().position_m == pytest.approx(before.position_m, abs=1e-6)
     assert arm.state().estopped is False and arm.driver.error_code() == 31
     arm.reset()
     assert arm.driver.error_code() == 0
@@ -185,18 +179,26 @@ def test_bad_speed_is_a_fault_without_motion(arm):
         arm.driver.move_linear(TcpPose((0.2, 0.0, 0.2)), 0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_vacuum_tool_through_the_registry(world):
     world.reset()
     arm = make_arm("sim:lite_vacuum", world=world, time_scale=0.0, motion=FAST)
-    assert arm.driver.tool.name == "lite_vacuum"
-    with arm:
-        assert arm.driver.holding_sensor() is False
-        arm.pick(_top(world, "purple cube"))  # grasp depth 0: the cup touches the top face
-        assert arm.driver.holding_sensor() is True and arm.holding
-        arm.place(_top(world, "blue bowl"))
-        assert world.judge({"action": "place", "object": "purple cube", "container": "blue bowl"})[0]
-    # back to the gripper for the other tests: the TCP is recomputed for the new tool frame
-    SimArmDriver(world=world, tool="lite_gripper")
+    assert arm.driver.tool.name == "lite_vacuum" and world.tool.name == "lite_vacuum"
+    try:
+        with arm:
+            assert arm.driver.holding_sensor() is False
+            arm.pick(_top(world, "purple cube"))  # grasp depth 0: the cup touches the top face
+            assert arm.driver.holding_sensor() is True and arm.holding
+            assert world.judge({"action": "pick", "object": "purple cube"})[0]
+            arm.place(_top(world, "blue bowl"))
+            assert world.judge({"action": "place", "object": "purple cube", "container": "blue bowl"})[0]
+            # the cup half over the red cube's border leaks: no seal, nothing held. The rim ring
+            # (radius 0.8 x 9 mm) reaches 12 + 7.2 = 19.2 mm from the centre, beyond the 20 mm face
+            # in part of the ring once the cube's 15 deg yaw is counted, and the ray there misses.
+            arm.pick(_top(world, "red cube") + [0.0, 0.016, 0.0])
+            assert arm.driver.holding_sensor() is False and world.held() is None
+    finally:
+        SimArmDriver(world=world, tool="lite_gripper")  # back to the gripper for the other tests
     assert world.tool.name == "lite_gripper"
 
 
@@ -209,30 +211,23 @@ def test_not_connected_is_refused(world):
         driver.get_pose()
 
 
-def test_picking_the_bottom_of_a_stack_carries_the_top(arm, world):
-    arm.pick(_top(world, "yellow block"))
-    arm.place(_top(world, "green cube"))
-    arm.pick(_top(world, "green cube") + [0.0, 0.0, 0.035])  # the stack's top is the yellow block's
-    # the TCP went to 0.075 - 0.015 = 0.06 m: inside the yellow block (0.04..0.075), so it holds that
-    assert world.judge({"action": "pick", "object": "yellow block"})[0]
-    arm.place(_top(world, "red cube"))
-    assert world.arm.attached is None and world.object("yellow block").position_m[2] == pytest.approx(0.04)
-    # now grasp the green cube itself with the yellow block back on it: both travel together
-    arm.pick(_top(world, "yellow block"))
-    arm.place(_top(world, "green cube"))
-    gx, gy, _ = world.object("green cube").position_m
-    arm.driver.move_linear(TcpPose((gx, gy, 0.025)), 0.2, 1.0)  # the sim has no collisions
-    arm.driver.set_tool(True)
-    assert world.arm.attached == "green cube"
-    arm.driver.move_linear(TcpPose((0.30, -0.19, 0.15)), 0.2, 1.0)
-    g, y = world.object("green cube"), world.object("yellow block")
-    assert y.position_m[2] == pytest.approx(g.position_m[2] + 0.04)
-    assert y.position_m[:2] == pytest.approx(g.position_m[:2], abs=0.006)
-    arm.driver.set_tool(False)
-    assert world.judge({"action": "place", "object": "green cube", "container": "blue bowl"})[0]
-    bowl = world.object("blue bowl")
-    assert world.object("green cube").position_m[2] == pytest.approx(bowl.floor_m)
-    assert world.object("yellow block").position_m[2] == pytest.approx(bowl.floor_m + 0.04)
+@pytest.mark.slow
+def test_aiming_at_an_edge_fails_more_often_than_at_the_centre(world):
+    """Issue 11: the same picks aimed at each cube's top-face centre and at a point near its edge
+    (1.6 cm off centre along the closing direction, base y): off centre, one finger comes down on
+    the cube's top instead of beside it, or closes on a corner, and the grasp slips or knocks it."""
+    arm = None
+    results = {"centre": 0, "edge": 0}
+    cubes = [o.name for o in world.scene.objects if o.shape == "box"]
+    for aim, offset in (("centre", 0.0), ("edge", 0.016)):
+        for name in cubes:
+            for sign in ((1.0,) if offset == 0 else (1.0, -1.0)):
+                world.reset()
+                arm = Arm(SimArmDriver(world=world, time_scale=0.0), motion=FAST).connect()
+                arm.pick(_top(world, name) + [0.0, sign * offset, 0.0])
+                results[aim] += world.judge({"action": "pick", "object": name})[0] / (1 if offset == 0 else 2)
+    assert results["centre"] >= len(cubes) - 1, results
+    assert results["edge"] <= results["centre"] - 2, results
 
 
 def test_sim_camera_and_arm_share_the_default_world():
@@ -262,7 +257,7 @@ def test_unreachable_pick_is_refused_before_any_motion_and_does_not_fault_the_ar
     with pytest.raises(ReachRefusedError) as ei:
         arm.pick([0.12, 0.0, 0.45])
     assert isinstance(ei.value.__cause__, UnreachableTargetError)
-    np.testing.assert_array_equal(world.arm.tcp_m, before)
+    np.testing.assert_array_equal(world.arm.tcp_m, before)  # no physics step ran
     assert arm.state().fault is None  # nothing was sent, so no reset is needed
     arm.pick([0.25, 0.0, 0.05])  # a reachable pick still runs
     with pytest.raises(UnsafeTargetError):

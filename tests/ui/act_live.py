@@ -36,3 +36,19 @@ def live_act(db_path: Path, domain_id: int, time_scale: float = 0.02) -> Iterato
         if stop is not None:
             stop()
         session.close()
+
+
+def decode_jpeg(data: bytes):
+    """JPEG bytes -> (H, W, 3) uint8 RGB."""
+    import cv2
+    import numpy as np
+
+    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
+
+
+def oracle_points_on_live_view(live: LiveAct, text: str) -> list:
+    """The sim oracle's points for ``text`` on the live view's latest frame (the image a page shows)."""
+    from pointlab.sim_mock.oracle import SceneOracle
+
+    jpeg, _ = live.session.runner.live_view.latest_jpeg()
+    return SceneOracle(live.session.world.sim).points(text, decode_jpeg(jpeg))

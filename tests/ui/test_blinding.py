@@ -4,15 +4,15 @@ appear only as Agent 1, 2, 3 ... nothing sent to a participant's browser names a
 
 from __future__ import annotations
 
+import base64
 import json
-
 import re
 import time
 
 import httpx
 import pytest
 
-from .act_live import live_act
+from .act_live import decode_jpeg, live_act
 
 pytestmark = [pytest.mark.browser, pytest.mark.ros, pytest.mark.slow]
 
@@ -80,7 +80,7 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
                 while not (reqs := op.get("/api/human-requests").json()):
                     assert time.monotonic() < deadline, "no human request"
                     time.sleep(0.05)
-                u, v = oracle.points(text, reqs[0]["width"], reqs[0]["height"])[0]
+                u, v = oracle.points(text, decode_jpeg(base64.b64decode(reqs[0]["jpeg_b64"])))[0]
                 assert op.post(f"/api/human-requests/{reqs[0]['request_id']}/answer", json={"u": u, "v": v}).status_code == 200
             page.wait_for_selector("#judge-box:not(.hidden)", timeout=30000)
             page.click("#judge-failed" if block == 1 else "#judge-succeeded")

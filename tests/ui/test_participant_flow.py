@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .act_live import live_act
+from .act_live import live_act, oracle_points_on_live_view
 
 pytestmark = [pytest.mark.browser, pytest.mark.ros, pytest.mark.slow]
 
@@ -33,11 +33,8 @@ def _click_sus(page, responses):
 
 
 def test_participant_session_and_results(chromium, tmp_path, ros_env):
-    from pointlab.sim_mock.oracle import SceneOracle
-
     shots = Path(os.environ["POINTLAB_SCREENSHOTS"]) if os.environ.get("POINTLAB_SCREENSHOTS") else tmp_path
     with live_act(tmp_path / "act.sqlite", ros_env) as live:
-        oracle = SceneOracle(live.session.world.sim)
         ctx = chromium.new_context(viewport={"width": 980, "height": 720})
         op = ctx.new_page()
         op.goto(f"{live.base_url}/operator#token={live.operator_token}")
@@ -79,7 +76,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                 assert p.inner_text("#trial-title").startswith(f"Agent {block + 1}")
                 action = p.inner_text("#action")
                 text = next(picks) if action == "pick" else next(places)
-                want_px = oracle.points(text, live.session.world.sim.intrinsics.width, live.session.world.sim.intrinsics.height)
+                want_px = oracle_points_on_live_view(live, text)
                 n_before = len(live.store.trials())
                 p.fill("#instruction", text)
                 p.click("#send")

@@ -34,14 +34,20 @@ def test_steer_modes():
         apply_steer(rgb, "q", [(1, 1)], "shout")
 
 
-def _item(tmp_path, name, mask, category="spatial", query="q", count=None):
+def _item(tmp_path, name, mask, category="spatial", query="q", count=None, image=None):
     h, w = mask.shape
-    img = tmp_path / "img.png"
-    if not img.exists():
+    img = tmp_path / (f"{name}-img.png" if image is not None else "img.png")
+    if image is not None:
+        Image.fromarray(image).save(img)
+    elif not img.exists():
         Image.fromarray(np.zeros((h, w, 3), np.uint8)).save(img)
     mp = tmp_path / f"{name}.png"
     Image.fromarray(mask.astype(np.uint8) * 255).save(mp)
     return BenchItem(name, img, query, category, w, h, mp, count=count)
+
+
+def _black(h, w):
+    return np.zeros((h, w, 3), np.uint8)
 
 
 def test_mask_oracle_interior_vs_centroid_on_a_ring(tmp_path):
@@ -49,15 +55,17 @@ def test_mask_oracle_interior_vs_centroid_on_a_ring(tmp_path):
     r = np.hypot(xx - 50, yy - 50)
     ring = (r >= 30) & (r <= 45)   # centroid (50, 50) is in the hole
     it = _item(tmp_path, "ring", ring, query="Point to the ring.")
-    (u, v), = MaskOracle([it], "interior").points("Point to the ring.", 101, 101)
+    (u, v), = MaskOracle([it], "interior").points("Point to the ring.", _black(101, 101))
     assert ring[round(v), round(u)]
     assert 36 <= np.hypot(u - 50, v - 50) <= 39  # the middle of the band (radius 37.5)
-    (u, v), = MaskOracle([it], "centroid").points("Point to the ring.", 101, 101)
+    (u, v), = MaskOracle([it], "centroid").points("Point to the ring.", _black(101, 101))
     assert (u, v) == pytest.approx((50.0, 50.0)) and not ring[50, 50]
     # scaled to the sent image about pixel centres: (u + .5) * 2 - .5
-    (u2, v2), = MaskOracle([it], "centroid").points("Point to the ring.", 202, 202)
+    (u2, v2), = MaskOracle([it], "centroid").points("Point to the ring.", _black(202, 202))
     assert (u2, v2) == pytest.approx((100.5, 100.5))
-    assert MaskOracle([it]).points("Point to the moon.", 101, 101) == []
+    # no query matches: the image alone finds the item; an image that is no item's: nothing
+    assert MaskOracle([it], "centroid").points("Point to the moon.", _black(101, 101)) == [(50.0, 50.0)]
+    assert MaskOracle([it]).points("Point to the ring.", np.full((101, 101, 3), 200, np.uint8)) == []
 
 
 def test_mask_oracle_counting_components_and_longest_query(tmp_path):
@@ -68,9 +76,32 @@ def test_mask_oracle_counting_components_and_longest_query(tmp_path):
     a = _item(tmp_path, "a", m, "counting", "Point to the boxes", count=2)
     b = _item(tmp_path, "b", m, "spatial", "Point to the boxes on the right")
     o = MaskOracle([a, b])
-    pts = o.points("Point to the boxes", 100, 40)
+    pts = o.points("Point to the boxes", _black(40, 100))
     assert len(pts) == 2 and m[round(pts[0][1]), round(pts[0][0])] and 60 <= pts[0][0] < 76 and 5 <= pts[1][0] < 15
-    assert o.item_for("Point to the boxes on the right, please") is b
+    assert o.item_for("Point to the boxes on the right, please", _black(40, 100)) is b
+
+
+def test_mask_oracle_same_query_on_two_images_answers_from_each_image(tmp_path):
+    """Issue 11: two items with one query on different images get different points, each inside
+    its own item's mask, also after JPEG compression and resizing on the way."""
+    import cv2
+
+    h, w = 60, 80
+    left, right = np.zeros((h, w), bool), np.zeros((h, w), bool)
+    left[20:40, 5:25] = True
+    right[20:40, 55:75] = True
+    img_l, img_r = np.full((h, w, 3), 40, np.uint8), np.full((h, w, 3), 40, np.uint8)
+    img_l[left], img_r[right] = (220, 30, 30), (220, 30, 30)  # a red cup, left or right
+    a = _item(tmp_path, "l", left, query="Point to the red cup.", image=img_l)
+    b = _item(tmp_path, "r", right, query="Point to the red cup.", image=img_r)
+    o = MaskOracle([a, b], "centroid")
+    jpeg = lambda im: cv2.imdecode(cv2.imencode(".jpg", im[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 60])[1], 1)[:, :, ::-1]  # noqa: E731
+    (ul, vl), = o.points("Point to the red cup.", jpeg(img_l))
+    (ur, vr), = o.points("Point to the red cup.", jpeg(img_r))
+    assert (ul, vl) == pytest.approx((14.5, 29.5)) and (ur, vr) == pytest.approx((64.5, 29.5))
+    big = cv2.resize(img_r, (160, 120), interpolation=cv2.INTER_NEAREST)
+    (u2, v2), = o.points("Point to the red cup.", big)
+    assert (u2, v2) == pytest.approx(((64.5 + 0.5) * 2 - 0.5, (29.5 + 0.5) * 2 - 0.5))
 
 
 def test_aggregate_runs_by_hand():

@@ -209,8 +209,9 @@ def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stoppe
     assert rel["motion"]["action"] == "release" and rel["motion"]["waypoints"] == []
     assert rel["motion"]["tool_commands"] == ["open"] and rel["motions_done"] == 2
     # dropped straight down from the lift height onto the table; the arm stayed at the lift pose
-    assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"] == pytest.approx([0.30, 0.10, 0.0])
-    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14])
+    assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"][2] == pytest.approx(0.0, abs=0.002)
+    assert world.snapshot()["red cube"]["position_m"][:2] == pytest.approx([0.30, 0.10], abs=0.02)  # fell, by physics
+    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.30, 0.10, 0.14], abs=5e-4)
     # stopped: a release is refused like a motion and the held cube stays held
     cmd.publish(string_msg({"request_id": "p2", "action": "pick", "target_base_m": [0.30, 0.10, 0.04]}))
     assert wait(4)[3]["holding"] is True and world.arm.attached == "red cube"

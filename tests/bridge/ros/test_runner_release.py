@@ -22,8 +22,9 @@ def test_release_after_a_pick_and_refused_when_stopped(ros_env):
         out = asyncio.run(s.runner.arm.release())
         assert out == {"outcome": "done", "error": None, "holding": False}
         snap = s.world.sim.snapshot()
-        assert snap["_arm"]["attached"] is None and snap["_arm"]["tcp_m"] == tcp  # opened, did not move
-        assert snap["red cube"]["position_m"][2] == pytest.approx(0.0)  # fell onto the table
+        assert snap["_arm"]["attached"] is None  # opened
+        assert snap["_arm"]["tcp_m"] == pytest.approx(tcp, abs=5e-4)  # did not move (the servos hold)
+        assert snap["red cube"]["position_m"][2] == pytest.approx(0.0, abs=0.002)  # fell onto the table
         # the belief is cleared, so the next trial picks again (the green cube, still on the table)
         again = run("pick up the green cube")
         assert again.action == "pick" and again.robot_outcome == "done"
