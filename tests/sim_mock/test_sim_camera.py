@@ -215,8 +215,9 @@ def test_while_the_arm_moves_at_most_15_states_a_second_are_drawn_and_the_end_at
     renders = cam.renders - 1
     assert len(frames) > renders  # frames between renders repeat the last state drawn
     assert renders <= 15 * elapsed + 2
-    # each frame records the state it shows: frames sharing a render share a capture
-    captures = {world.frames.capture_of(f).version for f in frames}
+    # each frame records the state it shows: frames sharing a render share a capture (the world keeps
+    # the last 900 frames' captures; a loop at fps=0 may read more than that in the 1.1 s)
+    captures = {world.frames.capture_of(f).version for f in frames[-800:]}
     assert len(captures) <= renders + 1
     after = cam.read()  # the motion is over: this frame shows its end
     assert world.frames.capture_of(after).version == world.capture().version
