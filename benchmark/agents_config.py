@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 SIM_BASE_URL = "sim"
 DEFAULT_AGENTS_FILE = "default_agents.toml"
 
-PointFormat = Literal["molmo", "molmo2", "gemini", "qwen", "robopoint", "xy_pixels", "auto"]
+PointFormat = Literal["molmo", "molmo2", "gemini", "grid1000", "qwen", "robopoint", "xy_pixels", "auto"]
 PromptStyle = Literal["default", "two_shot", "cot", "unparsed"]
 assert set(PointFormat.__args__) == set(POINT_FORMATS) and set(PromptStyle.__args__) == set(PROMPT_STYLES)
 
