@@ -19,6 +19,7 @@ name           what the model writes                                            
                prompt: "integers between 0 and 999 ... scaled to a 1000x1000 grid")
 ``qwen``       JSON ``[{"point_2d": [x, y], "label": ..}]`` (also ``bbox_2d`` -> centre) or  the resized
                Qwen's XML ``<points x1="" y1="" alt="">..</points>``                       image
+``qwen3``      Qwen3-VL / Qwen2-VL: the same JSON, x first, on a 0-1000 grid               0-1000
 ``robopoint``  ``[(x, y), ...]``                                                           0-1
 ``xy_pixels``  ``[x, y]``, ``[[x, y], ...]``, ``{"point": [x, y]}``, ``{"x": x, "y": y}``,    pixels
                or a list of those objects
@@ -67,9 +68,9 @@ __all__ = ["POINT_FORMATS", "AREA_FRAME_FORMATS", "PointEntry", "ParsedPoints", 
            "smart_resize", "qwen_model_size", "inside_image", "MAX_ANSWER_CHARS", "QWEN_FACTOR", "QWEN_MIN_PIXELS",
            "QWEN_MAX_PIXELS", "QWEN_PROCESSOR_CLASS_MAX_PIXELS"]
 
-POINT_FORMATS = ("molmo", "molmo2", "gemini", "grid1000", "qwen", "robopoint", "xy_pixels", "auto")
+POINT_FORMATS = ("molmo", "molmo2", "gemini", "grid1000", "qwen", "qwen3", "robopoint", "xy_pixels", "auto")
 #: formats whose frame spans the image area [0, W) (module docstring); ``xy_pixels`` names pixel centres.
-AREA_FRAME_FORMATS = frozenset({"molmo", "molmo2", "gemini", "grid1000", "qwen", "robopoint"})
+AREA_FRAME_FORMATS = frozenset({"molmo", "molmo2", "gemini", "grid1000", "qwen", "qwen3", "robopoint"})
 
 # Qwen2.5-VL: patch_size 14 x merge_size 2 = factor 28. The limits a served model uses are the
 # checkpoint's preprocessor_config.json (Qwen/Qwen2.5-VL-*-Instruct: min_pixels 3136, max_pixels
@@ -508,6 +509,7 @@ _READERS: dict[str, tuple[Callable[[str], list], tuple[float, float] | None, boo
     "grid1000": (_tuple_raw, (1000.0, 1000.0), True, "no [(x, y), ...] answer"),
     "robopoint": (_tuple_raw, (1.0, 1.0), True, "no [(x, y), ...] answer"),
     "qwen": (_qwen_raw, None, True, 'no {"point_2d": [x, y]} answer'),
+    "qwen3": (_qwen_raw, (1000.0, 1000.0), True, 'no {"point_2d": [x, y]} answer'),
     "xy_pixels": (_xy_raw, None, False, "no [x, y] answer"),
 }
 
@@ -620,7 +622,7 @@ def format_points(points_px: Any, fmt: str, width: int, height: int, *,
                   qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> str:
     """Write original-image pixel points as a model of format ``fmt`` would (inverse of ``parse_points``).
 
-    Precision: Molmo 1 decimal of a percent, Molmo 2, Gemini and grid1000 integers on 0-1000 (at
+    Precision: Molmo 1 decimal of a percent, Molmo 2, Gemini, grid1000 and qwen3 integers on 0-1000 (at
     most 999, so a point inside the image stays inside), Qwen integer resized pixels, RoboPoint 3
     decimals, ``xy_pixels`` 1 decimal; ``parse_points`` of the result gives the points back within
     that rounding. Empty ``points_px`` gives ``"There are none."``.
@@ -652,7 +654,7 @@ def format_points(points_px: Any, fmt: str, width: int, height: int, *,
             return f'<point x="{xs[0]:.1f}" y="{ys[0]:.1f}" alt="{_esc(label)}">{_esc(label)}</point>'
         attrs = " ".join(f'x{i + 1}="{x:.1f}" y{i + 1}="{y:.1f}"' for i, (x, y) in enumerate(zip(xs, ys)))
         return f'<points {attrs} alt="{_esc(label)}">{_esc(label)}</points>'
-    if fmt in ("molmo2", "gemini", "grid1000"):
+    if fmt in ("molmo2", "gemini", "grid1000", "qwen3"):
         # nearest per-mille boundary, at most 999 so a point inside the image stays inside
         xs = np.clip(np.rint(fx * 1000.0), 0, 999).astype(int)
         ys = np.clip(np.rint(fy * 1000.0), 0, 999).astype(int)
@@ -661,6 +663,8 @@ def format_points(points_px: Any, fmt: str, width: int, height: int, *,
             return f'<points coords="1 {trip}">{_esc(label)}</points>'
         if fmt == "gemini":
             return json.dumps([{"point": [int(y), int(x)], "label": label} for x, y in zip(xs, ys)])
+        if fmt == "qwen3":
+            return json.dumps([{"point_2d": [int(x), int(y)], "label": label} for x, y in zip(xs, ys)])
         return "[" + ", ".join(f"({x}, {y})" for x, y in zip(xs, ys)) + "]"
     if fmt == "robopoint":
         return "[" + ", ".join(f"({x:.3f}, {y:.3f})" for x, y in zip(fx, fy)) + "]"

@@ -49,6 +49,9 @@ _TEMPLATES = {
                  "where each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
                  "coordinates should be integers between 0 and 999, representing the pixel locations scaled to a "
                  "1000x1000 grid."),
+    "qwen3": ("{instruction}\nLocate the answer to the instruction above with points and output its point "
+              'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}], with x and y normalized '
+              "to the range [0, 1000]."),
     "robopoint": ("{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
                   "where each tuple contains the x and y coordinates of a point satisfying the conditions above. "
                   "The coordinates should be between 0 and 1, indicating the normalized pixel locations of the "

@@ -155,7 +155,7 @@ _SIM = '[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\n
 
 @pytest.mark.parametrize("extra, needle", [
     ("timeout_s = inf\n", "timeout_s"),      # an agent that never times out
-    ("backoff_s = inf\n", "backoff_s"),      # a retry that sleeps for ever
+    ("backoff_s = 0.5\n", "backoff_s"),      # retries are the client's: the key is gone, a typo-style error
     ("timeout_s = nan\n", "timeout_s"),
     ("qwen_min_pixels = 2000000\nqwen_max_pixels = 1000000\n", "qwen_min_pixels"),
 ])
@@ -235,14 +235,14 @@ def test_not_found_is_a_parse_error_not_a_call_error(server):
 
 def test_server_error_is_recorded_after_retries(server):
     agent = OpenAIAgent("t", base_url=server, model="failing", point_format="xy_pixels", max_retries=2,
-                        backoff_s=0.01, timeout_s=5)
+                        timeout_s=5)
     ans = run(_point(agent))
     assert ans.error.startswith("HTTP 500") and "boom" in ans.error
     assert ans.attempts == 3 and ans.points_px.shape == (0, 2) and not ans.ok
 
 
 def test_transient_failures_are_retried(server):
-    agent = OpenAIAgent("t", base_url=server, model="flaky", point_format="xy_pixels", max_retries=2, backoff_s=0.01)
+    agent = OpenAIAgent("t", base_url=server, model="flaky", point_format="xy_pixels", max_retries=2)
     ans = run(_point(agent))
     assert ans.error is None and ans.attempts == 3 and ans.points_px.tolist() == [[10.0, 20.0]]
 
@@ -255,7 +255,7 @@ def test_timeout_is_recorded(server):
 
 
 def test_unknown_model_is_not_retried(server):
-    agent = OpenAIAgent("t", base_url=server, model="nope", point_format="xy_pixels", max_retries=3, backoff_s=0.01)
+    agent = OpenAIAgent("t", base_url=server, model="nope", point_format="xy_pixels", max_retries=3)
     ans = run(_point(agent))
     assert ans.error.startswith("HTTP 404") and ans.attempts == 1
 
@@ -267,7 +267,7 @@ def test_connection_refused_is_recorded():
     port = sock.getsockname()[1]
     try:
         agent = OpenAIAgent("t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo",
-                            max_retries=1, backoff_s=0.01, timeout_s=2)
+                            max_retries=1, timeout_s=2)
         ans = run(_point(agent))
     finally:
         sock.close()

@@ -201,8 +201,8 @@ def test_caller_errors_raise():
 # Rounding of each written form, in pixels of a 640x480 image: Molmo 0.05 % -> 0.32 px; 0-1000
 # integers -> 0.5/1000*640 = 0.32 px; RoboPoint 0.0005*640 = 0.32 px; xy_pixels 0.05 px;
 # Qwen integer resized pixels -> 0.5 * 640/644 < 0.5 px.
-ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "grid1000": 0.33, "robopoint": 0.33, "xy_pixels": 0.051,
-            "qwen": 0.5}
+ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "grid1000": 0.33, "qwen3": 0.33, "robopoint": 0.33,
+            "xy_pixels": 0.051, "qwen": 0.5}
 
 
 @pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])

@@ -100,7 +100,7 @@ def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
                             for q, (a, _) in tt.SCRIPTED.items()))
     out = json.loads(cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(pred),
                          cwd=tmp_path).stdout)
-    assert {i["id"]: i["success"] for i in out["items"]} == {by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()}
+    assert {i["id"]: i["metadata"]["success"] for i in out["items"]} == {by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()}
     assert {c: v["accuracy"] for c, v in out["summary"]["categories"].items()} == tt.EXPECTED
     assert out["summary"]["average"] == pytest.approx(tt.EXPECTED_AVERAGE)
     bad = cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(tmp_path / "none.jsonl"),
