@@ -162,7 +162,7 @@ RULES: tuple[Rule, ...] = (
          "number of points = count and every point in the union mask; with instance masks each instance "
          "covered one-to-one",
          "sec. 3.1: \"Each target region M_j is covered by at least one predicted point\"",
-         _T + "pointbench/test_scoring.py::test_counting_with_instance_masks_needs_one_to_one_cover"),
+         _T + "pointbench/test_rules.py::test_counting_reference_uses_the_union_mask"),
     Rule("pointbench.mask_channels", "Point-Bench", "mask pixel is a target",
          "np.array(mask) > 127 (grey), any channel > 127 (RGB, RGBA: alpha counts; 1-bit masks never)",
          "grey > 127; any colour channel > 127 (alpha ignored); 1-bit masks by their bit",
@@ -182,8 +182,9 @@ RULES: tuple[Rule, ...] = (
          _T + "pointbench/test_rules.py::test_reference_readers"),
     # ------------------------------------------------------------------ VSI-Bench / ReVSI (lmms-eval)
     Rule("vsi.mra_boundary", "VSI-Bench / ReVSI", "MRA: relative error on a tolerance",
-         "|p - g| / g <= 1 - linspace(.5, .95, 10) in floats (1 - 0.9 = 0.0999..98: gt 10, pred 9 misses)",
-         "counts when within 1e-9 of the tolerance (gt 10, pred 9 hits at theta 0.9)",
+         "|p - g| / g <= 1 - np.linspace(.5, .95, 10) in floats: 1 - 0.8 is 0.19999999999999984, so gt 5, pred 6 "
+         "(error 0.2) fails theta 0.8 (MRA 0.6)",
+         "an error within 1e-9 of a tolerance counts (gt 5, pred 6: MRA 0.7; gt 10, pred 9: 0.9 under both)",
          "ReVSI sec. 6: \"MRA treats predictions as correct when relative error falls within a dynamic threshold\"",
          _T + "video/test_rules.py::test_mra_float_boundary"),
     Rule("vsi.zero_ground_truth", "VSI-Bench / ReVSI", "numeric ground truth 0 (dummy-video counts)",
@@ -191,6 +192,11 @@ RULES: tuple[Rule, ...] = (
          "exact match: 1 when the prediction is 0",
          "ReVSI sec. 5: dummy videos \"retaining deterministic ground-truth answers such as zero for object counting\"",
          _T + "video/test_rules.py::test_zero_ground_truth"),
+    Rule("vsi.negative_gt", "VSI-Bench / ReVSI", "MRA of a negative numeric ground truth",
+         "|p - g| / g is negative, below every tolerance: MRA 1 whatever the prediction",
+         "|p - g| / |g| (a relative error is never negative)",
+         "ReVSI sec. 6: MRA \"penalizes large deviations while rewarding relatively close predictions\"",
+         _T + "video/test_rules.py::test_negative_ground_truth"),
     Rule("vsi.extraction", "VSI-Bench / ReVSI", "answer extraction",
          "VSI-Bench: MC first space-separated token, lower-case equal; numbers: first number or number words. "
          "ReVSI: first token, float() for numbers",
