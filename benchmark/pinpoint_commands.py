@@ -53,15 +53,17 @@ def score_localization_cmd(
     pred: Path = typer.Option(..., "--pred", help='responses JSONL, {"id", "frame_index", "x", "y"[, "elapsed_s"]}'),
 ) -> None:
     """Human localization score of PinpointQA App. D (wrong frame 0, else max(0, 1 - (d/0.12)^2))."""
-    from .pinpoint.localization import LocalizationRecordError, score_localization
-    from .records import RecordError
-    from .records import read_jsonl
+    from .pinpoint.localization import LocalizationRecordError
+    from .records import RecordError, read_jsonl, read_jsonl_lenient
+    from .scorers import get_scorer
 
     try:
-        result = score_localization(read_jsonl(gt), read_jsonl(pred))
+        responses, unreadable = read_jsonl_lenient(pred)   # one bad response line never stops the run
+        report = get_scorer("localization")(read_jsonl(gt), [r for _, r in responses])
     except (RecordError, LocalizationRecordError) as e:
         fail(str(e))
-    print_json(result)
+    report.summary["unreadable_prediction_lines"] = unreadable
+    print_json(report.to_dict())
 
 
 @pinpoint_app.command("generate")

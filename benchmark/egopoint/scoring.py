@@ -88,7 +88,10 @@ def validate_oq_verdict(obj: dict) -> dict:
     raw = obj.get("score")
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise ValueError(f"verdict score must be a number, got {raw!r}")
-    x = float(raw)
+    try:
+        x = float(raw)
+    except OverflowError:
+        raise ValueError("verdict score is a number too large for a float") from None
     if not math.isfinite(x) or not -1e-9 <= x <= 1 + 1e-9:
         raise ValueError(f"verdict score {x} is outside 0..1")
     snapped = round(round(x / _STEP) * _STEP, 1)
