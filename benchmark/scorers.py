@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["RULE_SETS", "DEFAULT_RULES", "check_rules", "ItemScore", "ScoreReport", "Scorer", "register_scorer",
-           "get_scorer", "scorer_names", "Rule", "RULES", "rules_for"]
+           "get_scorer", "scorer_names", "Rule", "RULES", "rules_for", "rules_table_markdown"]
 
 RULE_SETS = ("reference", "pointlab")
 DEFAULT_RULES = "pointlab"
@@ -132,12 +132,34 @@ class Rule:
         return self.reference != self.pointlab
 
 
+def rules_table_markdown() -> str:
+    """The rules table of docs/scoring.md, from ``RULES`` (a test keeps the two equal)."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| benchmark | rule | `--rules reference` | `--rules pointlab` | the paper's sentence (pointlab's reason) | test |",
+             "|---|---|---|---|---|---|"]
+    for r in RULES:
+        test = r.test.split("::")[-1]
+        paper = r.paper or ("(same value under both)" if not r.differs else "")
+        lines.append(f"| {r.benchmark} | {cell(r.rule)} | {cell(r.reference)} | {cell(r.pointlab)} | {cell(paper)} | "
+                     f"`{test}` |")
+    return "\n".join(lines) + "\n"
+
+
 def rules_for(benchmark: str) -> list[Rule]:
     """The rules of one benchmark (``pointbench``, ``vsi``, ``pinpoint``, ``egopoint``)."""
     return [r for r in RULES if r.key.split(".")[0] == benchmark]
 
 
 _T = "tests/benchmark/"
+_VSI_EXTRACTION = ("VSI-Bench: multiple choice by the first space-separated token (trailing '.' removed), case-"
+                   "insensitive; numbers by extract_number (first digit run or number words). ReVSI: the first "
+                   "token of the stripped answer, float() for numbers")
+_PP_SSP = ("the released DEFAULT_OBJECT_SYNONYMS / DEFAULT_SURFACE_SYNONYMS / relation aliases; parse_json_maybe; "
+           "the assignment with the lexicographically highest (object, relation, distance) credit")
+_EGO_EXTRACTION = ("playground parse_ground_truth / extract_answer: true/false substrings, then yes/no words; "
+                   "'Answer/Option/Choice X', 'X.' / 'X)', \\boxed{X}, the last lone capital; else the raw text")
 RULES: tuple[Rule, ...] = (
     # ------------------------------------------------------------------ Point-Bench (PointArena model_evaluator.py)
     Rule("pointbench.area_frames", "Point-Bench", "normalised answer (Gemini, Molmo, RoboPoint, grid) -> pixel",
@@ -153,8 +175,9 @@ RULES: tuple[Rule, ...] = (
          "sec. 3.1: \"A predicted point (x_i, y_i) is considered correct if it lies within the spatial support of "
          "some mask M_j\"; a point left of the image lies in no mask",
          _T + "pointbench/test_rules.py::test_fractional_pixel_answers"),
-    Rule("pointbench.first_point", "Point-Bench", "non-counting items", "the first point only",
-         "the first point only; an invalid first point (NaN, overflow) fails, the next one is never used",
+    Rule("pointbench.first_point", "Point-Bench", "non-counting items",
+         "the first point only: an invalid first point (NaN, overflow, outside) fails, the next one is never used",
+         "the first point only: an invalid first point (NaN, overflow, outside) fails, the next one is never used",
          "sec. 4.1: \"if multiple were returned, only the first point was evaluated\"",
          _T + "pointbench/test_rules.py::test_invalid_first_point_fails_under_pointlab"),
     Rule("pointbench.counting", "Point-Bench", "counting items",
@@ -197,11 +220,8 @@ RULES: tuple[Rule, ...] = (
          "|p - g| / |g| (a relative error is never negative)",
          "ReVSI sec. 6: MRA \"penalizes large deviations while rewarding relatively close predictions\"",
          _T + "video/test_rules.py::test_negative_ground_truth"),
-    Rule("vsi.extraction", "VSI-Bench / ReVSI", "answer extraction",
-         "VSI-Bench: MC first space-separated token, lower-case equal; numbers: first number or number words. "
-         "ReVSI: first token, float() for numbers",
-         "the same (the papers are silent); pointlab's lenient reading is reported beside it",
-         "", _T + "video/test_rules.py::test_reference_extraction"),
+    Rule("vsi.extraction", "VSI-Bench / ReVSI", "answer extraction (pointlab's lenient reading is reported beside it)",
+         _VSI_EXTRACTION, _VSI_EXTRACTION, "", _T + "video/test_rules.py::test_reference_extraction"),
     # ------------------------------------------------------------------ PinpointQA (rainchowz/PinpointQA eval.py)
     Rule("pinpoint.tpv_nri_extraction", "PinpointQA", "TPV / NRI extraction",
          "first \\byes|no\\b; NRI letters A-D by five patterns", "the same, with the letters of all options given",
@@ -236,9 +256,8 @@ RULES: tuple[Rule, ...] = (
          "left out (only ids in both files are scored)", "scores 0 (missing_prediction)",
          "sec. 4.2: \"An output from which no valid label or option can be extracted receives a score of zero\"; "
          "\"Micro is the mean over all QA pairs\"", _T + "pinpoint/test_rules.py::test_missing_prediction"),
-    Rule("pinpoint.ssp_maps", "PinpointQA", "SSP synonym and relation maps",
-         "the evaluator's DEFAULT_OBJECT_SYNONYMS / DEFAULT_SURFACE_SYNONYMS / normalize_relation maps",
-         "the same maps", "", _T + "pinpoint/test_rules.py::test_reference_maps"),
+    Rule("pinpoint.ssp_maps", "PinpointQA", "SSP synonym and relation maps, JSON recovery, slot alignment",
+         _PP_SSP, _PP_SSP, "", _T + "pinpoint/test_rules.py::test_reference_maps"),
     # ------------------------------------------------------------------ EgoPoint-Bench (playground/eval_qwen3vl.py)
     Rule("egopoint.options", "EgoPoint-Bench", "single-choice letters", "A-D only (an E answer never matches)",
          "the letters of the options given", "sec. 4.2: \"we adopt exact matches for the TF and SCQ tasks\"",
@@ -247,8 +266,6 @@ RULES: tuple[Rule, ...] = (
          "LLM judge 0..1 in steps of 0.2", "sec. 4.2: \"GPT-4o ... scores the model predictions against "
          "ground-truth answers on a scale of 0 to 1 (with an increment of 0.2)\"",
          _T + "egopoint/test_rules.py::test_open_ended_under_both_rule_sets"),
-    Rule("egopoint.extraction", "EgoPoint-Bench", "TF / SCQ extraction",
-         "playground extract_answer (true/false substrings, then yes/no words; Answer/Option X, X., \\boxed{X}, "
-         "last lone A-D)", "the same (the paper is silent); pointlab's lenient reading is reported beside it",
-         "", _T + "egopoint/test_rules.py::test_reference_extraction"),
+    Rule("egopoint.extraction", "EgoPoint-Bench", "TF / SCQ extraction (pointlab's lenient reading reported beside)",
+         _EGO_EXTRACTION, _EGO_EXTRACTION, "", _T + "egopoint/test_rules.py::test_reference_extraction"),
 )
