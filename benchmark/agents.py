@@ -83,7 +83,7 @@ class AgentAnswer:
     @property
     def first(self) -> PointEntry:
         """The first point the model wrote (``PointEntry``; ``valid`` False with the reason when it is not a
-        usable point, when the call failed, or when the answer held no point)."""
+        point, when the call failed, or when the answer held no point; ``usable`` False outside the image)."""
         if self.entries:
             return self.entries[0]
         return PointEntry(None, None, False, self.error or self.parse_error or "no point")

@@ -43,11 +43,11 @@ Conventions (docs/models.md "Pixel conventions"):
 - **Pixel frames** (``xy_pixels``): a value names a pixel centre, ``u = x`` (with ``model_size``,
   centre to centre: ``u = (x + 0.5) * W / w_sent - 0.5``).
 - Every number the model wrote is kept as an **entry** in the model's order (``ParsedPoints.entries``):
-  a finite point inside the image is valid; a number that overflows a float, a non-finite value, or
-  a point outside the image is an invalid entry with its reason. ``points_px`` holds the finite
-  entries (outside-the-image points included, as the scorer and targeting refuse them); ``first``
-  answers "is the first point valid, and if not why" (PointArena sec. 4.1: the first point is the
-  answer).
+  two finite numbers are a valid entry (``inside`` when within the image area, else its reason says
+  ``outside_image: ...``); a number that overflows a float or a non-finite value is an invalid entry
+  with its reason. ``points_px`` holds the valid entries (outside-the-image points included, as the
+  scorer and targeting refuse them); ``first`` answers "is the first point valid, and if not why"
+  (PointArena sec. 4.1: the first point is the answer).
 - Reasoning text around the answer is tolerated: code fences are preferred, then JSON values found
   anywhere in the text; when several JSON answers appear the last one wins (a chain-of-thought
   answer comes after its reasoning), except that several bare ``[x, y]`` pairs are all kept.
@@ -106,18 +106,28 @@ class PointEntry:
     Attributes:
         u_px, v_px: original-image pixels (float), or ``None`` where the model's number was not a
             finite float (overflow, NaN, infinity).
-        valid: a finite point inside the image (``inside_image``).
-        reason: ``None`` when valid; else ``"number too large for a float"``,
-            ``"non-finite coordinate"``, or ``"outside_image: ..."`` (with the frame it was read in).
+        valid: the model wrote a point: two finite numbers (the same meaning as
+            ``bridge.outcomes.PointEntry.valid``).
+        reason: why it is not valid (``"number too large for a float"``, ``"non-finite coordinate"``); for a
+            valid point outside the image, ``"outside_image: ..."`` (with the frame it was read in, and for
+            Qwen the resize assumed); ``None`` for a valid point inside the image.
+        inside: a valid point inside the image area (``inside_image``): what a robot or a mask can use.
     """
 
     u_px: float | None
     v_px: float | None
     valid: bool
     reason: str | None = None
+    inside: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """Valid and inside the image: the point can be acted on or scored against a mask."""
+        return self.valid and self.inside
 
     def to_dict(self) -> dict:
-        return {"u_px": self.u_px, "v_px": self.v_px, "valid": self.valid, "reason": self.reason}
+        return {"u_px": self.u_px, "v_px": self.v_px, "valid": self.valid, "reason": self.reason,
+                "inside": self.inside}
 
 
 @dataclass(frozen=True)
@@ -143,15 +153,16 @@ class ParsedPoints:
     def first(self) -> PointEntry:
         """The model's first point (PointArena sec. 4.1: the answer of a non-counting item), or, when it
         wrote none, an invalid entry whose reason is the parse failure. ``first.valid`` is False for a
-        non-finite, overflowing or outside-the-image first point, whatever follows it."""
+        non-finite or overflowing first point, whatever follows it; ``first.usable`` also needs it inside
+        the image (``first.reason`` then says ``outside_image: ...``)."""
         if self.entries:
             return self.entries[0]
         return PointEntry(None, None, False, self.reason or "unparseable: no point")
 
     @property
     def valid_points_px(self) -> np.ndarray:
-        """``(K, 2)`` float64 of the valid entries only (finite and inside the image), in order."""
-        good = [(e.u_px, e.v_px) for e in self.entries if e.valid]
+        """``(K, 2)`` float64 of the usable entries only (finite and inside the image), in order."""
+        good = [(e.u_px, e.v_px) for e in self.entries if e.usable]
         return np.asarray(good, dtype=np.float64).reshape(-1, 2)
 
     def to_dict(self) -> dict:
@@ -487,10 +498,11 @@ def _finish(raw: list[tuple[float, float]], fmt: str, width: int, height: int, f
         if not (math.isfinite(u) and math.isfinite(v)):  # 1e308 * 2: finite model numbers, infinite pixels
             entries.append(PointEntry(None, None, False, REASON_NON_FINITE))
         elif inside_image(u, v, width, height):
-            entries.append(PointEntry(u, v, True, None))
+            entries.append(PointEntry(u, v, True, None, True))
         else:
             where = f"({x:g}, {y:g}) in a {fw:g}x{fh:g} frame" if (fw, fh) != (width, height) else f"({x:g}, {y:g})"
-            entries.append(PointEntry(u, v, False, f"outside_image: {where} is outside the {width}x{height} image"))
+            entries.append(PointEntry(u, v, True, f"outside_image: {where} is outside the {width}x{height} image",
+                                      False))
     finite = [(e.u_px, e.v_px) for e in entries if e.u_px is not None]
     if not finite:
         if entries:
@@ -545,7 +557,7 @@ def _flag_qwen_resize(parsed: ParsedPoints, frame: tuple[float, float], qwen_pix
     with other ``min_pixels``/``max_pixels`` sees another frame, and its correct points land outside."""
     note = (f" under the assumed Qwen2.5-VL resize to {frame[0]:g}x{frame[1]:g} (min_pixels={qwen_pixels[0]}, "
             f"max_pixels={qwen_pixels[1]}; set qwen_min_pixels/qwen_max_pixels to the served checkpoint's)")
-    entries = tuple(PointEntry(e.u_px, e.v_px, e.valid, e.reason + note)
+    entries = tuple(PointEntry(e.u_px, e.v_px, e.valid, e.reason + note, e.inside)
                     if e.reason and e.reason.startswith("outside_image") else e for e in parsed.entries)
     return ParsedPoints(parsed.points_px, parsed.ok, parsed.format, parsed.reason, entries)
 

@@ -141,16 +141,17 @@ def score_points(points_px: Sequence[Sequence[float]] | np.ndarray, category: st
 
 
 def pixel_entries(points_px: Sequence[Sequence[float]] | np.ndarray, width: int, height: int) -> list[PointEntry]:
-    """``PointEntry`` per pixel point ``(u, v)`` (finite and inside the image, or the reason it is not)."""
+    """``PointEntry`` per pixel point ``(u, v)`` (finite, and whether inside the image, as ``parse_points``)."""
     out = []
     for p in np.asarray(points_px, dtype=np.float64).reshape(-1, 2):
         u, v = float(p[0]), float(p[1])
         if not (math.isfinite(u) and math.isfinite(v)):
             out.append(PointEntry(None, None, False, "non-finite coordinate"))
         elif inside_image(u, v, width, height):
-            out.append(PointEntry(u, v, True, None))
+            out.append(PointEntry(u, v, True, None, True))
         else:
-            out.append(PointEntry(u, v, False, f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image"))
+            out.append(PointEntry(u, v, True, f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image",
+                                  False))
     return out
 
 

@@ -37,7 +37,7 @@ def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
 def test_molmo_value_above_100_is_returned_as_parsed():
     p, xy = pts('<point x="150" y="-10">x</point>', "molmo")
     assert xy == [[959.5, -48.5]]
-    assert not p.first.valid and p.first.reason.startswith("outside_image")
+    assert p.first.valid and not p.first.usable and p.first.reason.startswith("outside_image")
 
 
 # ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
@@ -74,7 +74,7 @@ def test_gemini_multiple_points_keep_order():
     p, xy = pts('[{"point": [0, 0], "label": "a"}, {"point": [1000, 1000], "label": "b"}]', "gemini")
     assert xy == [[-0.5, -0.5], [639.5, 479.5]]
     # 0 is the image's left edge (column 0, inside); 1000 its right edge (outside: column 640)
-    assert [e.valid for e in p.entries] == [True, False]
+    assert [(e.valid, e.inside) for e in p.entries] == [(True, True), (True, False)]
 
 
 # ---------------------------------------------------------------- Qwen2.5-VL (resized pixels)
@@ -301,7 +301,7 @@ def test_fenced_json_forms_after_the_fence_fix(text):
 def test_gemini_999_is_the_last_column_not_outside():
     # 999/1000 of 320 px = 319.68 from the left edge: column floor(319.68) = 319, inside the image
     p = parse_points('[{"point": [500, 999]}]', "gemini", 320, 240)
-    assert p.first.valid and p.first.u_px == pytest.approx(319.18)
+    assert p.first.usable and p.first.u_px == pytest.approx(319.18)
     assert np.floor(p.first.u_px + 0.5) == 319
 
 
@@ -314,15 +314,15 @@ def test_molmo_31_1_percent_is_column_99():
 def test_grid1000_is_lmms_evals_point_bench_answer():
     p = parse_points("[(250, 500), (999, 0)]", "grid1000", 640, 480)
     assert p.points_px.tolist() == [[159.5, 239.5], [638.86, -0.5]]  # 0.25*640 - .5; 0.999*640 - .5
-    assert [e.valid for e in p.entries] == [True, True]
+    assert [e.usable for e in p.entries] == [True, True]
 
 
 # ---------------------------------------------------------------- entries: what the model said, in order (issue 14 #4, #5)
 
 def test_entries_keep_invalid_points_in_the_models_order():
     p = parse_points("[[NaN, NaN], [452, 148], [700, 10]]", "xy_pixels", 640, 480)
-    assert [(e.valid, e.reason and e.reason.split(":")[0]) for e in p.entries] == [
-        (False, "non-finite coordinate"), (True, None), (False, "outside_image")]
+    assert [(e.valid, e.inside, e.reason and e.reason.split(":")[0]) for e in p.entries] == [
+        (False, False, "non-finite coordinate"), (True, True, None), (True, False, "outside_image")]
     assert not p.first.valid and p.first.reason == "non-finite coordinate"
     assert p.points_px.tolist() == [[452.0, 148.0], [700.0, 10.0]]  # the finite points, as before
     assert p.valid_points_px.tolist() == [[452.0, 148.0]]
@@ -349,7 +349,7 @@ def test_qwen_point_outside_the_assumed_resize_names_the_resize():
     # a served checkpoint resizing 1920x1080 to 1932x1092 answers [1780, 1062]; a client that assumed the
     # processor class default (1316x728) maps it to (2596, 1575): outside, and the reason says why
     p = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080, qwen_max_pixels=QWEN_PROCESSOR_CLASS_MAX_PIXELS)
-    assert not p.first.valid and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
+    assert not p.first.usable and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
     # with the checkpoint's limits (the default) the same answer is inside: 1780*1920/1932 - 0.5 = 1768.4
     q = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080)
-    assert q.first.valid and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
+    assert q.first.usable and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
