@@ -56,7 +56,8 @@ class AgentAnswer:
         attempts: number of requests made (1 + retries of the one model client).
         status: HTTP status of a failed call (``None`` otherwise).
         entries: every point the model wrote, in its order, invalid ones with their reason
-            (``points.PointEntry``); ``first`` is the answer's first point.
+            (``points.PointEntry``); ``None`` when the agent reports none (a caller then derives them from
+            ``points_px``); ``first`` is the answer's first point.
         sent_size: ``(width, height)`` of the image as sent (after ``max_image_side_px``).
         prompt: the text of the final user turn sent (the instruction in the format's template).
     """
@@ -71,7 +72,7 @@ class AgentAnswer:
     prompt_style: str = ""
     attempts: int = 0
     status: int | None = None
-    entries: list[PointEntry] = field(default_factory=list)
+    entries: list[PointEntry] | None = None
     sent_size: tuple[int, int] | None = None
     prompt: str = ""
 
@@ -93,7 +94,7 @@ class AgentAnswer:
         return {"points": [[float(u), float(v)] for u, v in self.points_px], "raw_text": self.raw_text,
                 "parse_error": self.parse_error, "latency_s": round(self.latency_s, 6), "error": self.error,
                 "model": self.model, "point_format": self.point_format, "prompt_style": self.prompt_style,
-                "attempts": self.attempts, "status": self.status, "entries": [e.to_dict() for e in self.entries],
+                "attempts": self.attempts, "status": self.status, "entries": [e.to_dict() for e in self.entries or []],
                 "sent_size": list(self.sent_size) if self.sent_size else None, "prompt": self.prompt}
 
 

@@ -85,10 +85,12 @@ def parse_json_maybe(text: Any) -> Any:
             return json.loads(attempt)
         except (ValueError, RecursionError):
             pass
-    m = re.search(r"\{.*\}", raw, flags=re.DOTALL)
-    if m:
+    # the released re.search(r"\{.*\}", raw, re.DOTALL): the first "{" to the last "}" (found by index: the
+    # regex rescans to the end from every "{" when no "}" follows, quadratic on '{"a":' * 20000)
+    first, last = raw.find("{"), raw.rfind("}")
+    if first != -1 and last > first:
         try:
-            return json.loads(m.group(0))
+            return json.loads(raw[first:last + 1])
         except (ValueError, RecursionError):
             return None
     return None

@@ -92,6 +92,7 @@ def test_mask_oracle_run_scores_every_category_fully(dataset, tmp_path):
         assert res["aggregate"][cat]["mean"] == 1.0, cat
 
 
+@pytest.mark.slow
 def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     gt = [json.loads(x) for x in (dataset / "gt.jsonl").read_text().splitlines()]
     by_query = {g["query"]: g["id"] for g in gt}

@@ -126,6 +126,7 @@ def test_table_and_chart_with_human(tmp_path):
     assert Image.open(png).size[0] > 500 and "Human" in svg.read_text()
 
 
+@pytest.mark.slow  # the openai client's own backoff between the two retries of the 500 (0.5 s, 1 s)
 def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path):
     m = np.zeros((20, 20), bool)
     m[5:15, 5:15] = True
