@@ -58,13 +58,9 @@ class RecordError(ValueError):
     """A JSONL file cannot be read, or a record in it is malformed; the message names the line."""
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, record)`` for every non-blank line of ``path``; ``where`` is ``"file:line"`` for the
-    caller's own messages about that record.
-
-    Raises:
-        RecordError: the file is missing or unreadable, or a line is not a JSON object.
-    """
+def _decoded_lines(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
+    """``(where, record, problem)`` per non-blank line: the record, or ``None`` and why the line is not a
+    JSON object. Raises ``RecordError`` when the file cannot be read."""
     p = Path(path)
     try:
         # utf-8-sig: a byte-order mark (Windows editors, Excel exports) is dropped, not a JSON error
@@ -77,10 +73,25 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
             rec = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:
-            raise RecordError(f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})") from e
+            yield f"{p}:{n}", None, f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})"
+            continue
         if not isinstance(rec, dict):
-            raise RecordError(f"{p}:{n}: expected a JSON object, got {type(rec).__name__}")
-        yield f"{p}:{n}", rec
+            yield f"{p}:{n}", None, f"{p}:{n}: expected a JSON object, got {type(rec).__name__}"
+            continue
+        yield f"{p}:{n}", rec, None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` for every non-blank line of ``path``; ``where`` is ``"file:line"`` for the
+    caller's own messages about that record.
+
+    Raises:
+        RecordError: the file is missing or unreadable, or a line is not a JSON object.
+    """
+    for where, rec, problem in _decoded_lines(path):
+        if problem is not None:
+            raise RecordError(problem)
+        yield where, rec
 
 
 def read_jsonl_lenient(path: str | Path) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
@@ -91,25 +102,13 @@ def read_jsonl_lenient(path: str | Path) -> tuple[list[tuple[str, dict[str, Any]
     Raises:
         RecordError: the file itself is missing or unreadable.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"cannot read {p}: {e}") from e
     good: list[tuple[str, dict[str, Any]]] = []
     bad: list[str] = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            bad.append(f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})")
-            continue
-        if not isinstance(rec, dict):
-            bad.append(f"{p}:{n}: expected a JSON object, got {type(rec).__name__}")
-            continue
-        good.append((f"{p}:{n}", rec))
+    for where, rec, problem in _decoded_lines(path):
+        if problem is not None:
+            bad.append(problem)
+        else:
+            good.append((where, rec))
     return good, bad
 
 

@@ -113,6 +113,21 @@ def _gemini(content: str, width: int, height: int, category: str) -> list:
         return []
 
 
+def _json_items(raw: Any, keys: tuple[str, ...]) -> list:
+    """The readers' JSON fallback: ``[x, y]`` pairs and objects holding a pair under the first of ``keys``
+    they have (the released if/elif chains), as ``{"point": [float, float]}``. Raises as ``float()`` does."""
+    points = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, list) and len(item) == 2:
+            points.append({"point": [float(item[0]), float(item[1])]})
+        elif isinstance(item, dict):
+            key = next((k for k in keys if k in item), None)
+            value = item.get(key) if key else None
+            if isinstance(value, list) and len(value) == 2:
+                points.append({"point": [float(value[0]), float(value[1])]})
+    return points
+
+
 def _qwen(content: str, width: int, height: int, category: str) -> list:
     """call_qwen: XML <points>, attribute-like pairs, then JSON forms; raw pixels (no resize mapping)."""
     try:
@@ -133,21 +148,7 @@ def _qwen(content: str, width: int, height: int, category: str) -> list:
         if found:
             return _first_if_not_counting([{"point": [float(x), float(y)]} for x, y in found], category)
         try:
-            raw = json.loads(span)
-            points = []
-            if isinstance(raw, list):
-                for item in raw:
-                    if isinstance(item, dict) and "point_2d" in item:
-                        if isinstance(item["point_2d"], list) and len(item["point_2d"]) == 2:
-                            x, y = item["point_2d"]
-                            points.append({"point": [float(x), float(y)]})
-                    elif isinstance(item, list) and len(item) == 2:
-                        x, y = item
-                        points.append({"point": [float(x), float(y)]})
-                    elif isinstance(item, dict) and "point" in item:
-                        if isinstance(item["point"], list) and len(item["point"]) == 2:
-                            x, y = item["point"]
-                            points.append({"point": [float(x), float(y)]})
+            points = _json_items(json.loads(span), ("point_2d", "point"))
             if points:
                 return _first_if_not_counting(points, category)
         except Exception:
@@ -182,17 +183,7 @@ def _molmo(content: str, width: int, height: int, category: str) -> list:
         if pairs:
             return _first_if_not_counting([{"point": [float(x), float(y)]} for x, y in pairs], category)
         try:
-            raw = json.loads(span)
-            points = []
-            if isinstance(raw, list):
-                for item in raw:
-                    if isinstance(item, list) and len(item) == 2:
-                        x, y = item
-                        points.append({"point": [float(x), float(y)]})
-                    elif isinstance(item, dict) and "point" in item:
-                        if isinstance(item["point"], list) and len(item["point"]) == 2:
-                            x, y = item["point"]
-                            points.append({"point": [float(x), float(y)]})
+            points = _json_items(json.loads(span), ("point",))
             if points:
                 return _first_if_not_counting(points, category)
             nums = re.findall(r"\d+\.?\d*", span)
