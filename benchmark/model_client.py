@@ -131,6 +131,14 @@ class Completion:
 _attempts: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("pointlab_model_attempts", default=None)
 
 
+def _reset(token: contextvars.Token) -> None:
+    # a coroutine closed unfinished (its loop gone) runs its finally in another context
+    try:
+        _attempts.reset(token)
+    except ValueError:
+        pass
+
+
 class _Policy:
     """The retry policy and attempt count on top of openai's client (two of its documented hooks:
     ``_should_retry`` decides a status retry, ``_prepare_request`` sees every request sent)."""
@@ -253,7 +261,7 @@ class ModelClient:
         except Exception as e:
             return self._failure(e, box[0], t0)
         finally:
-            _attempts.reset(token)
+            _reset(token)
 
     def complete(self, messages: list[dict]) -> Completion:
         """The synchronous ``acomplete`` (judges run in plain threads)."""
@@ -266,7 +274,7 @@ class ModelClient:
         except Exception as e:
             return self._failure(e, box[0], t0)
         finally:
-            _attempts.reset(token)
+            _reset(token)
 
     def _result(self, resp: Any, attempts: int, t0: float) -> Completion:
         latency = time.perf_counter() - t0
