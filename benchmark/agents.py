@@ -1,9 +1,10 @@
 """Agents: something that takes an image and an instruction and points (PointArena sec. 3.4, 4.1).
 
 - ``OpenAIAgent``: any OpenAI-compatible chat model (a vendor API, vLLM, our sim_mock server) through
-  the real ``openai.AsyncOpenAI`` client: prompt built for its point format and prompt style, greedy
-  decoding (temperature 0), per-request timeout, retries with exponential backoff on transient
-  failures, the raw text kept, points parsed into original-image pixels.
+  the one model client (``model_client.ModelClient`` over the real ``openai`` client): prompt built
+  for its point format and prompt style, greedy decoding (temperature 0) unless configured otherwise,
+  per-request timeout, the client's own retry policy, the raw text kept, points parsed into
+  original-image pixels with every entry the model wrote.
 - ``HumanAgent``: the human reference of Point-Act; ``point()`` opens a pending request that an
   operator answers by clicking (``answer(request_id, u, v)``, callable from any thread).
 
@@ -21,15 +22,15 @@ import os
 import threading
 import time
 import uuid
-import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 
-from .points import parse_points, qwen_model_size, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
-from .prompts import build_messages, check_format_and_style
+from .model_client import ModelClient, RequestParams
+from .points import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, ParsedPoints, PointEntry, parse_points, qwen_model_size
+from .prompts import build_messages, build_prompt, check_format_and_style
 
 __all__ = ["AgentAnswer", "Agent", "OpenAIAgent", "HumanAgent", "HumanRequest"]
 
@@ -52,7 +53,13 @@ class AgentAnswer:
         error: why the call failed (timeout, HTTP error, missing key, bad image...), else ``None``.
         model: the model id (``"human"`` for the human reference).
         point_format, prompt_style: how the answer was asked for and parsed.
-        attempts: number of requests made.
+        attempts: number of requests made (1 + retries of the one model client).
+        status: HTTP status of a failed call (``None`` otherwise).
+        entries: every point the model wrote, in its order, invalid ones with their reason
+            (``points.PointEntry``); ``None`` when the agent reports none (a caller then derives them from
+            ``points_px``); ``first`` is the answer's first point.
+        sent_size: ``(width, height)`` of the image as sent (after ``max_image_side_px``).
+        prompt: the text of the final user turn sent (the instruction in the format's template).
     """
 
     points_px: np.ndarray = field(default_factory=_no_points)
@@ -64,18 +71,31 @@ class AgentAnswer:
     point_format: str = ""
     prompt_style: str = ""
     attempts: int = 0
+    status: int | None = None
+    entries: list[PointEntry] | None = None
+    sent_size: tuple[int, int] | None = None
+    prompt: str = ""
 
     @property
     def ok(self) -> bool:
         """At least one point and no error."""
         return self.error is None and self.parse_error is None and len(self.points_px) > 0
 
+    @property
+    def first(self) -> PointEntry:
+        """The first point the model wrote (``PointEntry``; ``valid`` False with the reason when it is not a
+        point, when the call failed, or when the answer held no point; ``usable`` False outside the image)."""
+        if self.entries:
+            return self.entries[0]
+        return PointEntry(None, None, False, self.error or self.parse_error or "no point")
+
     def to_dict(self) -> dict:
         """JSON-ready record (the raw text is kept for re-scoring)."""
         return {"points": [[float(u), float(v)] for u, v in self.points_px], "raw_text": self.raw_text,
                 "parse_error": self.parse_error, "latency_s": round(self.latency_s, 6), "error": self.error,
                 "model": self.model, "point_format": self.point_format, "prompt_style": self.prompt_style,
-                "attempts": self.attempts}
+                "attempts": self.attempts, "status": self.status, "entries": [e.to_dict() for e in self.entries or []],
+                "sent_size": list(self.sent_size) if self.sent_size else None, "prompt": self.prompt}
 
 
 def _check_image(image_rgb: np.ndarray) -> str | None:
@@ -105,7 +125,7 @@ class Agent(ABC):
 
 
 class OpenAIAgent(Agent):
-    """An OpenAI-compatible chat model.
+    """An OpenAI-compatible chat model, called through the one ``ModelClient``.
 
     Args:
         name: agent name (config).
@@ -114,56 +134,61 @@ class OpenAIAgent(Agent):
         api_key_env: environment variable holding the key; ``""`` means no key needed.
         point_format: one of ``POINT_FORMATS`` (parse rule and answer instruction).
         prompt_style: one of ``PROMPT_STYLES`` (PointArena Table 1).
-        temperature: sampling temperature (0: greedy, PointArena's setting).
+        temperature: sampling temperature (0: greedy, PointArena's setting); ``None`` omits it.
         timeout_s: per-request timeout, seconds.
-        max_retries: extra attempts after a transient failure (connection, timeout, 408/409/429/5xx).
-        backoff_s: first retry delay; doubles each retry.
-        max_tokens: answer length cap.
+        max_retries: retries after a retryable failure (timeouts, connection errors, 408, 429, 5xx; never
+            another 4xx), by the ``openai`` client's own backoff (``model_client``).
+        max_tokens, max_completion_tokens, reasoning_effort, extra_body: passed through
+            (``model_client.RequestParams``; reasoning-model rules applied by model family).
         max_image_side_px: downscale larger images to this longest side before sending (absolute
             coordinates are then mapped back from the sent size); ``None`` sends the original.
         image_encoding: ``jpeg`` (quality 90) or ``png``.
-        qwen_min_pixels, qwen_max_pixels: the Qwen2.5-VL processor limits of the served model.
+        qwen_min_pixels, qwen_max_pixels: the Qwen2.5-VL processor limits of the served checkpoint.
 
     Raises:
         ValueError: unknown point format or prompt style, or bad numeric settings.
     """
 
     def __init__(self, name: str, *, base_url: str, model: str, api_key_env: str = "", point_format: str = "xy_pixels",
-                 prompt_style: str = "default", temperature: float = 0.0, timeout_s: float = 60.0,
-                 max_retries: int = 2, backoff_s: float = 0.5, max_tokens: int = 1024,
+                 prompt_style: str = "default", temperature: float | None = 0.0, timeout_s: float = 60.0,
+                 max_retries: int = 2, max_tokens: int | None = 1024, max_completion_tokens: int | None = None,
+                 reasoning_effort: str | None = None, extra_body: dict | None = None,
                  max_image_side_px: int | None = None, image_encoding: str = "jpeg",
                  qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> None:
         super().__init__(name)
         check_format_and_style(point_format, prompt_style)
-        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or temperature < 0:
-            raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0, temperature >= 0")
+        if timeout_s <= 0 or max_retries < 0 or (temperature is not None and temperature < 0):
+            raise ValueError("need timeout_s > 0, max_retries >= 0, temperature >= 0")
         self.base_url, self.model = base_url, model
         self.api_key_env = api_key_env
         self.point_format, self.prompt_style = point_format, prompt_style
-        self.temperature, self.timeout_s = float(temperature), float(timeout_s)
-        self.max_retries, self.backoff_s, self.max_tokens = int(max_retries), float(backoff_s), int(max_tokens)
+        self.temperature = None if temperature is None else float(temperature)
+        self.timeout_s, self.max_retries = float(timeout_s), int(max_retries)
+        self.params = RequestParams(temperature=self.temperature, max_tokens=max_tokens,
+                                    max_completion_tokens=max_completion_tokens, reasoning_effort=reasoning_effort,
+                                    extra_body=dict(extra_body or {}))
         self.max_image_side_px = max_image_side_px
         self.image_encoding = image_encoding
         self.qwen_min_pixels, self.qwen_max_pixels = qwen_min_pixels, qwen_max_pixels
-        # One client per event loop: httpx pools belong to the loop that created them. Weak keys:
-        # a finished loop (asyncio.run per call) drops its client instead of handing it to a new loop.
-        self._clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._model_client: ModelClient | None = None
 
     def _api_key(self) -> str | None:
         if not self.api_key_env:
             return "EMPTY"  # the client insists on a string; servers that need no key ignore it
         return os.environ.get(self.api_key_env) or None
 
-    def _client(self, key: str):
-        import openai
+    def client(self, key: str | None = None) -> ModelClient:
+        """The agent's ``ModelClient`` (made on first use with the key from ``api_key_env``)."""
+        if self._model_client is None:
+            self._model_client = ModelClient(base_url=self.base_url, model=self.model,
+                                             api_key=key or self._api_key() or "EMPTY", timeout_s=self.timeout_s,
+                                             max_retries=self.max_retries, params=self.params)
+        return self._model_client
 
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # Retries are ours (logged, counted, with backoff); the client's own are disabled.
-            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout_s, max_retries=0)
-            self._clients[loop] = client
-        return client
+    def describe(self) -> dict:
+        """The request settings a run records (``ModelClient.describe`` plus format and prompt style)."""
+        return {**self.client().describe(), "point_format": self.point_format, "prompt_style": self.prompt_style,
+                "qwen_min_pixels": self.qwen_min_pixels, "qwen_max_pixels": self.qwen_max_pixels}
 
     def _sent_image(self, image_rgb: np.ndarray) -> np.ndarray:
         h, w = image_rgb.shape[:2]
@@ -173,13 +198,21 @@ class OpenAIAgent(Agent):
         s = side / max(h, w)
         return cv2.resize(image_rgb, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
 
-    def _model_size(self, sent_w: int, sent_h: int) -> tuple[int, int] | None:
+    def model_size(self, sent_w: int, sent_h: int) -> tuple[int, int] | None:
+        """The frame absolute coordinates refer to for an image sent at ``sent_w x sent_h``: Qwen's
+        resize of it under the agent's limits, else the sent size (``None`` when Qwen refuses it)."""
         if self.point_format == "qwen" or self.point_format == "auto":
             try:
                 return qwen_model_size(sent_w, sent_h, min_pixels=self.qwen_min_pixels, max_pixels=self.qwen_max_pixels)
             except ValueError:
                 return None
         return (sent_w, sent_h)
+
+    def parse(self, text: str, width: int, height: int, sent_size: tuple[int, int] | None = None) -> ParsedPoints:
+        """Parse an answer of this agent for a ``width x height`` original sent at ``sent_size``."""
+        sw, sh = sent_size or (width, height)
+        return parse_points(text, self.point_format, width, height, model_size=self.model_size(sw, sh),
+                            qwen_min_pixels=self.qwen_min_pixels, qwen_max_pixels=self.qwen_max_pixels)
 
     async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
         t0 = time.perf_counter()
@@ -196,93 +229,27 @@ class OpenAIAgent(Agent):
             sh, sw = sent.shape[:2]
             messages = build_messages(instruction, sent, self.point_format, self.prompt_style, width=sw, height=sh,
                                       encoding=self.image_encoding)
+            prompt = build_prompt(instruction, self.point_format, self.prompt_style, width=sw, height=sh)
         except Exception as e:  # a bad image or setting must not crash the caller
             return AgentAnswer(error=f"prompt: {e}", latency_s=time.perf_counter() - t0, **base)
-        text, error, attempts = await self._call(messages, key)
+        done = await self.client(key).acomplete(messages)
         latency = time.perf_counter() - t0
-        if error is not None:
-            return AgentAnswer(raw_text=text or "", error=error, latency_s=latency, attempts=attempts, **base)
+        base.update(attempts=done.attempts, status=done.status, sent_size=(sw, sh), prompt=prompt)
+        if done.error is not None:
+            return AgentAnswer(raw_text=done.text or "", error=done.error, latency_s=latency, **base)
+        text = done.text or ""
         try:
-            parsed = parse_points(text, self.point_format, width, height, model_size=self._model_size(sw, sh))
+            parsed = self.parse(text, width, height, (sw, sh))
         except Exception as e:  # parse_points does not raise on model text; keep point()'s contract anyway
             log.exception("agent %s: parsing %r failed", self.name, text[:200])
             return AgentAnswer(raw_text=text, parse_error=f"unparseable: parser failed: {e}", latency_s=latency,
-                               attempts=attempts, **base)
+                               **base)
         return AgentAnswer(points_px=parsed.points_px, raw_text=text, parse_error=parsed.reason, latency_s=latency,
-                           attempts=attempts, **base)
-
-    async def _call(self, messages: list[dict], key: str) -> tuple[str | None, str | None, int]:
-        """One chat completion with retries: ``(text, error, attempts)``."""
-        import openai
-
-        transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-                     asyncio.TimeoutError)
-        attempts, error = 0, None
-        for attempt in range(self.max_retries + 1):
-            attempts += 1
-            try:
-                client = self._client(key)
-                # wait_for backs up the client's own timeout (a stalled stream, a slow TLS handshake).
-                resp = await asyncio.wait_for(
-                    client.chat.completions.create(model=self.model, messages=messages, temperature=self.temperature,
-                                                   max_tokens=self.max_tokens),
-                    timeout=self.timeout_s + 1.0)
-                if not hasattr(resp, "choices"):  # a 200 whose body is not JSON comes back as a str
-                    return None, f"malformed response: not a chat completion ({_short(str(resp), 80)})", attempts
-                choice = resp.choices[0] if resp.choices else None
-                content = choice.message.content if choice is not None and choice.message is not None else None
-                if content is None:
-                    return None, "empty response: no message content", attempts
-                text = _content_text(content)
-                if text is None:  # the client does not check the type: a number or an object got through
-                    return None, f"malformed response: message content is {type(content).__name__}", attempts
-                return text, None, attempts
-            except openai.APITimeoutError as e:
-                error = f"timeout after {self.timeout_s:g} s: {e}"
-                retry = True
-            except openai.APIStatusError as e:
-                error = f"HTTP {e.status_code}: {_short(e.message)}"
-                retry = e.status_code in (408, 409, 429) or e.status_code >= 500
-            except transient as e:
-                error = f"{type(e).__name__}: {_short(str(e)) or 'timeout'}"
-                if isinstance(e, asyncio.TimeoutError):
-                    error = f"timeout after {self.timeout_s:g} s"
-                retry = True
-            except Exception as e:  # malformed response, client bug: record, do not retry
-                return None, f"{type(e).__name__}: {_short(str(e))}", attempts
-            if not retry or attempt == self.max_retries:
-                break
-            delay = self.backoff_s * (2 ** attempt)
-            log.warning("agent %s: attempt %d failed (%s); retrying in %.2f s", self.name, attempts, error, delay)
-            await asyncio.sleep(delay)
-        return None, error, attempts
+                           entries=list(parsed.entries), **base)
 
     async def aclose(self) -> None:
-        clients = list(self._clients.values())
-        self._clients = weakref.WeakKeyDictionary()
-        for c in clients:
-            try:
-                await c.close()  # type: ignore[attr-defined]
-            except Exception:  # a client of a closed loop: nothing left to release
-                pass
-
-
-def _content_text(content) -> str | None:
-    """The answer text of a message ``content``: a string, or the joined text of a list of
-    ``{"type": "text", "text": ...}`` parts (some OpenAI-compatible servers answer in parts);
-    ``None`` for anything else."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
-        if texts and all(isinstance(t, str) for t in texts):
-            return "".join(texts)
-    return None
-
-
-def _short(s: str, n: int = 300) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= n else s[: n - 3] + "..."
+        if self._model_client is not None:
+            await self._model_client.aclose()
 
 
 @dataclass
@@ -401,5 +368,7 @@ class HumanAgent(Agent):
             with self._lock:
                 self._pending.pop(req.request_id, None)
         pts = np.array([[u, v]], dtype=np.float64)
+        # the click is a pixel centre of the image shown (xy_pixels), parsed like any answer
+        entry = parse_points(f"[{u!r}, {v!r}]", "xy_pixels", req.width, req.height).first
         return AgentAnswer(points_px=pts, raw_text=f"[{u:.1f}, {v:.1f}]", latency_s=time.perf_counter() - t0,
-                           attempts=1, **base)
+                           attempts=1, entries=[entry], sent_size=(req.width, req.height), **base)

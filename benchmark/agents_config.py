@@ -10,13 +10,17 @@ Format (see ``default_agents.toml`` and docs/models.md)::
     api_key_env = "OPENAI_API_KEY"         # env var holding the key; "" = no key needed
     point_format = "xy_pixels"             # molmo, molmo2, gemini, qwen, robopoint, xy_pixels, auto
     prompt_style = "default"               # default, two_shot, cot, unparsed (PointArena Table 1)
-    temperature = 0                        # greedy
+    temperature = 0                        # greedy; "omit" leaves it out of the request
     timeout_s = 60
-    max_retries = 2
+    max_retries = 2                        # the openai client's retries: 408, 429, 5xx, timeouts
 
-Optional keys for ``openai``: ``max_tokens``, ``backoff_s``, ``max_image_side_px``,
-``image_encoding`` (jpeg/png), ``qwen_min_pixels``, ``qwen_max_pixels``. A ``human`` agent takes
-``name``, ``kind`` and ``timeout_s`` only. Unknown keys are errors (a typo must not be ignored).
+Optional keys for ``openai``, passed through to the request (``model_client``): ``max_tokens``
+(default 1024, ``"omit"``), ``max_completion_tokens``, ``reasoning_effort``, ``extra_body`` (a table
+merged into the JSON body); and ``max_image_side_px``, ``image_encoding`` (jpeg/png),
+``qwen_min_pixels``, ``qwen_max_pixels`` (the served checkpoint's processor limits; default the
+released Qwen2.5-VL checkpoints' 3136 / 12845056). OpenAI reasoning models (o-series, gpt-5) get
+``max_completion_tokens`` for ``max_tokens`` and no temperature, by model family. A ``human`` agent
+takes ``name``, ``kind`` and ``timeout_s`` only. Unknown keys are errors (a typo must not be ignored).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import os
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -42,7 +46,7 @@ log = logging.getLogger(__name__)
 SIM_BASE_URL = "sim"
 DEFAULT_AGENTS_FILE = "default_agents.toml"
 
-PointFormat = Literal["molmo", "molmo2", "gemini", "qwen", "robopoint", "xy_pixels", "auto"]
+PointFormat = Literal["molmo", "molmo2", "gemini", "grid1000", "qwen", "qwen3", "robopoint", "xy_pixels", "auto"]
 PromptStyle = Literal["default", "two_shot", "cot", "unparsed"]
 assert set(PointFormat.__args__) == set(POINT_FORMATS) and set(PromptStyle.__args__) == set(PROMPT_STYLES)
 
@@ -64,15 +68,23 @@ class AgentConfig(BaseModel):
     api_key_env: str = ""
     point_format: PointFormat = "xy_pixels"
     prompt_style: PromptStyle = "default"
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    temperature: float | None = Field(0.0, ge=0.0, le=2.0)
     timeout_s: float = Field(60.0, gt=0.0)
     max_retries: int = Field(2, ge=0, le=10)
-    backoff_s: float = Field(0.5, ge=0.0)
-    max_tokens: int = Field(1024, ge=1)
+    max_tokens: int | None = Field(1024, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
     max_image_side_px: int | None = Field(None, ge=28)
     image_encoding: Literal["jpeg", "png"] = "jpeg"
     qwen_min_pixels: int = Field(QWEN_MIN_PIXELS, ge=1)
     qwen_max_pixels: int = Field(QWEN_MAX_PIXELS, ge=1)
+
+    @field_validator("temperature", "max_tokens", mode="before")
+    @classmethod
+    def _omit(cls, v: Any) -> Any:
+        # TOML has no null: "omit" leaves the parameter out of the request (the server's default)
+        return None if v == "omit" else v
 
     @field_validator("base_url")
     @classmethod
@@ -166,8 +178,9 @@ def build_agent(cfg: AgentConfig, *, sim_base_url: str | None = None) -> Agent:
         log.warning("agent %s: environment variable %s is not set; its calls will fail", cfg.name, cfg.api_key_env)
     return OpenAIAgent(cfg.name, base_url=base_url, model=cfg.model, api_key_env=cfg.api_key_env,
                        point_format=cfg.point_format, prompt_style=cfg.prompt_style, temperature=cfg.temperature,
-                       timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
-                       max_tokens=cfg.max_tokens, max_image_side_px=cfg.max_image_side_px,
+                       timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, max_tokens=cfg.max_tokens,
+                       max_completion_tokens=cfg.max_completion_tokens, reasoning_effort=cfg.reasoning_effort,
+                       extra_body=cfg.extra_body, max_image_side_px=cfg.max_image_side_px,
                        image_encoding=cfg.image_encoding, qwen_min_pixels=cfg.qwen_min_pixels,
                        qwen_max_pixels=cfg.qwen_max_pixels)
 

@@ -17,11 +17,12 @@ import json
 import logging
 import os
 import re
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-__all__ = ["recover_json_object", "JudgeVerdict", "LLMJudge", "JudgeValidationError"]
+from .model_client import ModelClient, RequestParams
+
+__all__ = ["recover_json_object", "JudgeVerdict", "LLMJudge", "JudgeValidationError", "JudgeCallError"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,14 @@ def _loads_object(s: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+class JudgeCallError(RuntimeError):
+    """The judge could not be reached or answered with an error status (after the client's retries)."""
+
+    def __init__(self, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
 class JudgeValidationError(ValueError):
     """Raised by a ``validate`` function when a recovered JSON object is not a usable verdict."""
 
@@ -103,8 +112,8 @@ class JudgeVerdict:
         result: what ``validate`` returned (the task's corrected verdict), else ``parsed``.
         error: why ``ok`` is False (``"judge call failed: ..."``, ``"no JSON object in the judge
             answer"``, or the validation message), else None.
-        attempts: calls made (transport errors are retried); latency_s: wall time of all attempts.
-        temperature: the sampling temperature sent (0 by default).
+        attempts: requests made (the model client's retries included); latency_s: wall time.
+        temperature: the sampling temperature asked for (0 by default; ``None``: omitted).
     """
 
     ok: bool
@@ -117,7 +126,7 @@ class JudgeVerdict:
     error: str | None
     attempts: int
     latency_s: float
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -125,59 +134,57 @@ class JudgeVerdict:
 
 
 class LLMJudge:
-    """A judge model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+    """A judge model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint, called through the one
+    ``model_client.ModelClient`` (its retry policy: 408, 429, 5xx and timeouts, never another 4xx).
 
     Args:
-        model: model name sent in the request.
+        model: model name sent in the request (recorded with every verdict).
         base_url: server URL ending in ``/v1`` (None: ``$OPENAI_BASE_URL`` or OpenAI).
         api_key: key (None: ``$OPENAI_API_KEY``, or the placeholder ``"unused"`` so that local
             servers which ignore keys work without one).
-        temperature: 0 (App. B.1); max_tokens: answer budget.
-        max_retries: extra attempts after a transport / server error (not after a bad answer:
-            at temperature 0 the same prompt gives the same answer).
+        temperature: 0 (App. B.1); ``None`` omits it (reasoning models: by family, see ``model_client``).
+        max_tokens: answer budget.
+        max_retries: retries after a transport / server error (not after a bad answer: at temperature 0
+            the same prompt gives the same answer).
         timeout_s: per-request timeout.
-        client: an ``openai.OpenAI`` instance to use instead of building one.
+        response_format: passed through (e.g. a ``json_schema`` the released evaluator asks for).
+        extra_body, reasoning_effort: passed through.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float = 0.0, max_tokens: int = 1024, max_retries: int = 2,
-                 timeout_s: float = 120.0, retry_wait_s: float = 1.0, client: Any = None) -> None:
+                 temperature: float | None = 0.0, max_tokens: int | None = 1024, max_retries: int = 2,
+                 timeout_s: float = 120.0, response_format: dict | None = None, extra_body: dict | None = None,
+                 reasoning_effort: str | None = None) -> None:
         if not model:
             raise ValueError("judge model name is empty")
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens)
+        self.temperature = None if temperature is None else float(temperature)
+        self.max_tokens = max_tokens
         self.max_retries = int(max_retries)
-        self.retry_wait_s = float(retry_wait_s)
-        if client is None:
-            from openai import OpenAI
+        body = dict(extra_body or {})
+        if response_format is not None:
+            body["response_format"] = response_format
+        self.client = ModelClient(base_url=self.base_url, model=model,
+                                  api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unused",
+                                  timeout_s=timeout_s, max_retries=self.max_retries,
+                                  params=RequestParams(temperature=self.temperature, max_tokens=max_tokens,
+                                                       reasoning_effort=reasoning_effort, extra_body=body))
 
-            client = OpenAI(base_url=self.base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unused",
-                            timeout=timeout_s, max_retries=0)
-        self._client = client
+    def describe(self) -> dict:
+        """What every verdict records about the judge: model, server, request parameters as sent."""
+        return self.client.describe()
 
     def ask(self, prompt: str) -> tuple[str, int, float]:
         """Send ``prompt``; return ``(answer_text, attempts, latency_s)``.
 
         Raises:
-            RuntimeError: every attempt failed (the last error chained).
+            RuntimeError: the call failed after the client's retries (``"judge call failed: ..."``).
         """
-        t0 = time.perf_counter()
-        last: Exception | None = None
-        for attempt in range(1, self.max_retries + 2):
-            try:
-                resp = self._client.chat.completions.create(
-                    model=self.model, temperature=self.temperature, max_tokens=self.max_tokens,
-                    messages=[{"role": "user", "content": prompt}])
-                content = resp.choices[0].message.content if resp.choices else None
-                return (content or ""), attempt, time.perf_counter() - t0
-            except Exception as e:  # openai raises a family of transport/status errors
-                last = e
-                log.warning("judge %s attempt %d failed: %s", self.model, attempt, e)
-                if attempt <= self.max_retries:
-                    time.sleep(self.retry_wait_s * attempt)
-        raise RuntimeError(f"judge call failed: {last}") from last
+        done = self.client.complete([{"role": "user", "content": prompt}])
+        if done.error is not None:
+            raise JudgeCallError(f"judge call failed: {done.error}", attempts=done.attempts)
+        return done.text or "", done.attempts, done.latency_s
 
     def judge(self, prompt: str, validate: Callable[[dict], dict] | None = None) -> JudgeVerdict:
         """Ask the judge and recover its JSON verdict; never raises on the judge's behaviour.
@@ -191,9 +198,9 @@ class LLMJudge:
         base = dict(model=self.model, base_url=self.base_url, prompt=prompt, temperature=self.temperature)
         try:
             text, attempts, latency_s = self.ask(prompt)
-        except RuntimeError as e:
+        except JudgeCallError as e:
             return JudgeVerdict(ok=False, raw_text="", parsed=None, result=None, error=str(e),
-                                attempts=self.max_retries + 1, latency_s=0.0, **base)
+                                attempts=e.attempts, latency_s=0.0, **base)
         parsed = recover_json_object(text)
         if parsed is None:
             return JudgeVerdict(ok=False, raw_text=text, parsed=None, result=None,
@@ -203,7 +210,7 @@ class LLMJudge:
         if validate is not None:
             try:
                 result = validate(dict(parsed))
-            except (JudgeValidationError, ValueError, KeyError, TypeError) as e:
+            except (JudgeValidationError, ValueError, KeyError, TypeError, ArithmeticError) as e:
                 return JudgeVerdict(ok=False, raw_text=text, parsed=parsed, result=None,
                                     error=f"invalid verdict: {e}", attempts=attempts, latency_s=latency_s, **base)
         return JudgeVerdict(ok=True, raw_text=text, parsed=parsed, result=result, error=None,

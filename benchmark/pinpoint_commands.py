@@ -18,24 +18,33 @@ perf_app, pinpoint_app, score_app = sub.group("perf"), sub.group("pinpoint"), su
 
 @score_app.command("pinpoint")
 def score_pinpoint_cmd(
-    gt: Path = typer.Option(..., "--gt", help="ground-truth JSONL with the released fields (id, scene_id, task, answer, ...)"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL, one {"id", "prediction"} per line'),
-    judge: Optional[str] = typer.Option(None, "--judge", help="FSD judge model name (OpenAI-compatible); omit to leave FSD unscored"),
+    gt: Path = typer.Option(..., "--gt", help="ground truth: the released test.jsonl, or a gt_dir of <scene>.json with qa_pairs"),
+    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or the released pred_dir of <scene>.json'),
+    rules: str = typer.Option("pointlab", "--rules", help="reference (the authors' released evaluator, item for item) | pointlab (default; docs/scoring.md)"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="FSD judge model (OpenAI-compatible; the authors used gpt-5.4); omit to leave FSD unscored"),
     judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1 (default $OPENAI_BASE_URL)"),
+    lmms_results: Optional[Path] = typer.Option(None, "--lmms-results", help="also write Micro / Macro per task in lmms-eval's results form"),
 ) -> None:
-    """Score PinpointQA predictions: {"items": [{id, task, score, parts, ...}], "summary": {Micro/Macro per task}}."""
-    from .judge import LLMJudge
-    from .pinpoint.scoring import PinpointScoreError, score_pinpoint
-    from .records import RecordError
-    from .records import predictions_by_id, read_jsonl
+    """Score PinpointQA predictions: {"items": [{id, value, parsed, reason, metadata}], "summary": {Micro/Macro per task}}."""
+    from .lmms import results_form, write_results
+    from .pinpoint.fsd import fsd_judge
+    from .pinpoint.scoring import PinpointScoreError, load_ground_truth, load_predictions
+    from .scorers import check_rules, get_scorer
 
     try:
-        gt_recs, preds = read_jsonl(gt), predictions_by_id(read_jsonl(pred))
-        j = LLMJudge(judge, base_url=judge_base_url) if judge else None
-        result = score_pinpoint(gt_recs, preds, j)
-    except (RecordError, PinpointScoreError) as e:
+        check_rules(rules)
+        gt_recs, preds = load_ground_truth(gt), load_predictions(pred)
+        j = fsd_judge(judge, base_url=judge_base_url) if judge else None
+        report = get_scorer("pinpoint")(gt_recs, preds, rules=rules, judge=j)
+    except (PinpointScoreError, ValueError) as e:
         fail(str(e))
-    print_json(result)
+    if lmms_results is not None:
+        t = report.summary["tasks"]
+        metrics = {f"{task}_{kind}": t[task][kind] for task in t for kind in ("micro", "macro")}
+        metrics.update({"avg_micro": report.summary["avg_micro"], "avg_macro": report.summary["avg_macro"]})
+        write_results(lmms_results, [results_form("pinpointqa", metrics, n=report.summary["n_items"], rules=rules,
+                                                  scorer="pinpoint")])
+    print_json(report.to_dict())
 
 
 @score_app.command("localization")
@@ -44,15 +53,17 @@ def score_localization_cmd(
     pred: Path = typer.Option(..., "--pred", help='responses JSONL, {"id", "frame_index", "x", "y"[, "elapsed_s"]}'),
 ) -> None:
     """Human localization score of PinpointQA App. D (wrong frame 0, else max(0, 1 - (d/0.12)^2))."""
-    from .pinpoint.localization import LocalizationRecordError, score_localization
-    from .records import RecordError
-    from .records import read_jsonl
+    from .pinpoint.localization import LocalizationRecordError
+    from .records import RecordError, read_jsonl, read_jsonl_lenient
+    from .scorers import get_scorer
 
     try:
-        result = score_localization(read_jsonl(gt), read_jsonl(pred))
+        responses, unreadable = read_jsonl_lenient(pred)   # one bad response line never stops the run
+        report = get_scorer("localization")(read_jsonl(gt), [r for _, r in responses])
     except (RecordError, LocalizationRecordError) as e:
         fail(str(e))
-    print_json(result)
+    report.summary["unreadable_prediction_lines"] = unreadable
+    print_json(report.to_dict())
 
 
 @pinpoint_app.command("generate")

@@ -15,19 +15,60 @@ from .clikit import fail, print_json
 app, bench_app, perf_app, score_app = sub.root, sub.group("bench"), sub.group("perf"), sub.group("score")
 
 
+RULES_HELP = "reference (the authors' released evaluator, item for item) | pointlab (default; docs/scoring.md)"
+
+
+def _lmms_point_predictions(path: Path, items, fmt: str | None):
+    """An lmms-eval pointbench sample log as PRED: each sample's doc matched to an item by data.json row
+    (``question_id``) when the items are a release, else by image basename and query."""
+    from pointlab.benchmark.lmms import read_samples_log, sample_text
+    from pointlab.benchmark.pointbench import Prediction
+    from pointlab.benchmark.records import Predictions
+
+    samples, bad = read_samples_log(path)
+    fmt = fmt or ("qwen3" if "pointbench_json" in path.name else "grid1000")
+    by_name = {(Path(str(getattr(it.image, "name", it.image))).name, it.query.strip()): it.id for it in items}
+    out = Predictions()
+    out.unreadable.extend(bad)
+    for where, rec in samples:
+        doc = rec["doc"]
+        qid = doc.get("question_id", rec.get("doc_id"))
+        iid = by_name.get((str(doc.get("image_filename", "")), str(doc.get("user_input", "")).strip()))
+        if iid is None and isinstance(qid, int) and 0 <= qid < len(items):
+            iid = items[qid].id
+        if iid is None:
+            out.unreadable.append(f"{where}: no item for image {doc.get('image_filename')!r}")
+            continue
+        out[iid] = Prediction(iid, prediction=sample_text(rec) or "", format=fmt)
+    return out
+
+
 @score_app.command("pointing")
 def score_pointing_cmd(
-    gt: Path = typer.Option(..., "--gt", help="GT JSONL {id, image, width, height, category, mask, instance_masks?, count?}"),
-    pred: Path = typer.Option(..., "--pred", help="PRED JSONL {id, prediction, format} or {id, points}"),
+    gt: Path = typer.Option(..., "--gt", help="data.json (release: folders or the Hugging Face zips), a release folder, or GT JSONL"),
+    pred: Path = typer.Option(..., "--pred", help="PRED JSONL {id, prediction, format} / {id, points}, a run_<k>.jsonl, or an lmms-eval samples log"),
+    rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
+    lmms_format: Optional[str] = typer.Option(None, "--lmms-format", help="point format of an lmms-eval log (default grid1000; qwen3 for pointbench_json)"),
+    lmms_results: Optional[Path] = typer.Option(None, "--lmms-results", help="also write the scores in lmms-eval's results form here"),
 ) -> None:
-    """Score predictions against masks (PointArena sec. 3.1, 4.1). Prints {"items", "summary"}."""
-    from pointlab.benchmark.pointbench import DatasetError, load_gt_jsonl, load_pred_jsonl, score_predictions
+    """Score predictions against masks (PointArena sec. 3.1, 4.1) from their raw text. Prints {"items", "summary"}."""
+    from pointlab.benchmark.lmms import is_samples_log, results_form, write_results
+    from pointlab.benchmark.pointbench import DatasetError, load_dataset, load_pred_jsonl
+    from pointlab.benchmark.records import RecordError, read_jsonl_lenient
+    from pointlab.benchmark.scorers import check_rules, get_scorer
 
     try:
-        items, preds = load_gt_jsonl(gt), load_pred_jsonl(pred)
-    except DatasetError as e:
+        check_rules(rules)
+        items = load_dataset(gt)
+        head, _ = read_jsonl_lenient(pred)
+        preds = _lmms_point_predictions(pred, items, lmms_format) if is_samples_log(head[:1]) else load_pred_jsonl(pred)
+    except (DatasetError, RecordError, ValueError) as e:
         fail(str(e))
-    print_json(score_predictions(items, preds))
+    report = get_scorer("pointing")(items, preds, rules=rules)
+    if lmms_results is not None:
+        write_results(lmms_results, [results_form("pointbench", report.summary["lmms_eval"], n=len(items), rules=rules,
+                                                  scorer="pointing")])
+    print_json(report.to_dict())
 
 
 @bench_app.command("build-dataset")
@@ -52,24 +93,25 @@ def build_dataset_cmd(
 
 @bench_app.command("pointing")
 def bench_pointing_cmd(
-    data: Path = typer.Option(..., "--data", help="dataset: release folder (data.json), GT JSONL, or folder with gt.jsonl"),
+    data: Path = typer.Option(..., "--data", help="dataset: release folder or data.json (folders or zips), GT JSONL, or folder with gt.jsonl"),
     model: str = typer.Option(..., "--model", help="agent name in the agents config"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the embedded sim agents)"),
     runs: int = typer.Option(3, "--runs", min=1, help="independent runs (PointArena: 3)"),
     prompt_style: Optional[str] = typer.Option(None, "--prompt-style", help="default | two_shot | cot | unparsed (Table 1); default: the agent's"),
     steer: str = typer.Option("describe", "--steer", help="steerable reference: describe | draw | both | none"),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="requests in flight"),
-    retries: int = typer.Option(2, "--retries", min=0, help="extra attempts for an answer that failed with an error"),
-    backoff_s: float = typer.Option(0.5, "--backoff-s", min=0.0, help="first retry delay (doubles)"),
+    max_error_rate: float = typer.Option(0.1, "--max-error-rate", min=0.0, max=1.0, help="stop (exit 1) once more than this share of the answers asked for failed"),
+    rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
     out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: pointbench_runs/<model>-<style>-<steer>)"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run a model over Point-Bench (greedy, cached, resumable); prints mean/std per category and
-    writes results.json, results.md and fig3.png/svg in the run folder."""
+    writes results.json, lmms_results.json, results.md and fig3.png/svg in the run folder."""
     from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentConfig, AgentsConfigError, build_agent, load_agents_config
+    from pointlab.benchmark.lmms import results_form, write_results
     from pointlab.benchmark.pointbench import DatasetError, load_dataset
     from pointlab.benchmark.pointbench.report import plot_fig3, results_table
-    from pointlab.benchmark.pointbench.run import RunOptions, run_pointing
+    from pointlab.benchmark.pointbench.run import ErrorRateExceeded, RunOptions, run_pointing
 
     try:
         items = load_dataset(data)
@@ -79,12 +121,12 @@ def bench_pointing_cmd(
         cfg = cfgs[model]
         if cfg.kind != "openai":
             fail(f"agent {model!r} is kind {cfg.kind!r}; benchmark runs need a model agent")
-        upd = {"temperature": 0.0}  # greedy decoding (PointArena sec. 4.1)
+        upd = {"temperature": 0.0}  # greedy decoding (PointArena sec. 4.1); reasoning models: omitted by family
         if prompt_style:
             upd["prompt_style"] = prompt_style
         cfg = AgentConfig.model_validate({**cfg.model_dump(), **upd})
-        opts = RunOptions(runs=runs, concurrency=concurrency, retries=retries, backoff_s=backoff_s,
-                          steer_mode=steer, progress=progress)
+        opts = RunOptions(runs=runs, concurrency=concurrency, steer_mode=steer, progress=progress,
+                          max_error_rate=max_error_rate, rules=rules)
     except (DatasetError, AgentsConfigError, ValueError) as e:
         fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     stop = None
@@ -103,6 +145,8 @@ def bench_pointing_cmd(
         out_dir = out or Path("pointbench_runs") / f"{model}-{cfg.prompt_style}-{steer}"
         res = run_pointing(items, agent, out_dir, options=opts,
                            record={"dataset": str(Path(data).resolve()), "agent": cfg.model_dump(exclude={"api_key_env"})})
+    except ErrorRateExceeded as e:
+        fail(str(e), 1)
     except ValueError as e:
         fail(str(e))
     finally:
@@ -111,6 +155,10 @@ def bench_pointing_cmd(
     table = results_table({model: res["aggregate"]})
     (out_dir / "results.md").write_text(table, encoding="utf-8")
     charts = plot_fig3({model: res["aggregate"]}, out_dir / "fig3", title=f"Point-Bench: {model} ({cfg.prompt_style})")
+    agg = res["aggregate"]
+    write_results(out_dir / "lmms_results.json", [results_form(
+        "pointbench", {"pointbench_binary_acc": agg.get("overall", {}).get("mean")}, n=len(items), rules=rules,
+        scorer="pointing")])
     res["table"] = table
     res["charts"] = [str(p) for p in charts]
     print_json(res)

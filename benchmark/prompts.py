@@ -33,7 +33,8 @@ PROMPT_STYLES = ("default", "two_shot", "cot", "unparsed")
 JPEG_QUALITY = 90
 
 # The format's own answer instruction; ``{instruction}``, ``{width}``, ``{height}`` are filled in.
-# Gemini: Google's Robotics-ER pointing prompt; RoboPoint: the suffix of its released prompts;
+# Gemini: Google's Robotics-ER pointing prompt; RoboPoint: the suffix of its released prompts; grid1000:
+# lmms-eval's Point-Bench suffix (prompt_suffix_type "0_999");
 # Qwen2.5-VL: the cookbook's "output its point coordinates in JSON format"; xy_pixels: PointArena's
 # standard [x, y] pixel format with the image size.
 _TEMPLATES = {
@@ -44,6 +45,13 @@ _TEMPLATES = {
                "The points are in [y, x] format normalized to 0-1000."),
     "qwen": ("{instruction}\nLocate the answer to the instruction above with points and output its point "
              'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}].'),
+    "grid1000": ("{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
+                 "where each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
+                 "coordinates should be integers between 0 and 999, representing the pixel locations scaled to a "
+                 "1000x1000 grid."),
+    "qwen3": ("{instruction}\nLocate the answer to the instruction above with points and output its point "
+              'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}], with x and y normalized '
+              "to the range [0, 1000]."),
     "robopoint": ("{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
                   "where each tuple contains the x and y coordinates of a point satisfying the conditions above. "
                   "The coordinates should be between 0 and 1, indicating the normalized pixel locations of the "

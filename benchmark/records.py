@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecordError", "finite_json", "dumps_json", "iter_jsonl", "read_jsonl", "write_jsonl",
-           "predictions_by_id", "by_unique_id"]
+__all__ = ["RecordError", "finite_json", "dumps_json", "iter_jsonl", "read_jsonl", "read_jsonl_lenient", "write_jsonl",
+           "predictions_by_id", "by_unique_id", "Predictions", "read_predictions", "predictions_from_records"]
 
 
 def finite_json(obj: Any) -> Any:
@@ -58,13 +58,9 @@ class RecordError(ValueError):
     """A JSONL file cannot be read, or a record in it is malformed; the message names the line."""
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, record)`` for every non-blank line of ``path``; ``where`` is ``"file:line"`` for the
-    caller's own messages about that record.
-
-    Raises:
-        RecordError: the file is missing or unreadable, or a line is not a JSON object.
-    """
+def _decoded_lines(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
+    """``(where, record, problem)`` per non-blank line: the record, or ``None`` and why the line is not a
+    JSON object. Raises ``RecordError`` when the file cannot be read."""
     p = Path(path)
     try:
         # utf-8-sig: a byte-order mark (Windows editors, Excel exports) is dropped, not a JSON error
@@ -77,10 +73,88 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         try:
             rec = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as e:
-            raise RecordError(f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})") from e
+            yield f"{p}:{n}", None, f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})"
+            continue
         if not isinstance(rec, dict):
-            raise RecordError(f"{p}:{n}: expected a JSON object, got {type(rec).__name__}")
-        yield f"{p}:{n}", rec
+            yield f"{p}:{n}", None, f"{p}:{n}: expected a JSON object, got {type(rec).__name__}"
+            continue
+        yield f"{p}:{n}", rec, None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` for every non-blank line of ``path``; ``where`` is ``"file:line"`` for the
+    caller's own messages about that record.
+
+    Raises:
+        RecordError: the file is missing or unreadable, or a line is not a JSON object.
+    """
+    for where, rec, problem in _decoded_lines(path):
+        if problem is not None:
+            raise RecordError(problem)
+        yield where, rec
+
+
+def read_jsonl_lenient(path: str | Path) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Every readable line of ``path`` as ``(where, record)``, and a problem message (naming ``file:line``)
+    for each line that is not a JSON object: a prediction file with one bad line still scores every other
+    line (the bad line's item scores 0 as missing).
+
+    Raises:
+        RecordError: the file itself is missing or unreadable.
+    """
+    good: list[tuple[str, dict[str, Any]]] = []
+    bad: list[str] = []
+    for where, rec, problem in _decoded_lines(path):
+        if problem is not None:
+            bad.append(problem)
+        else:
+            good.append((where, rec))
+    return good, bad
+
+
+class Predictions(dict):
+    """``{id: prediction}`` read from a prediction file, with the lines that could not be used:
+    ``problems`` maps an id to why its prediction is unusable (a repeated id: which of two answers
+    counts is a guess, so neither does), ``unreadable`` lists lines with no usable id."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.problems: dict[str, str] = {}
+        self.unreadable: list[str] = []
+
+    def summary(self) -> dict[str, Any]:
+        return {"prediction_problems": dict(self.problems), "unreadable_prediction_lines": list(self.unreadable)}
+
+
+def read_predictions(path: str | Path, field: str = "prediction") -> Predictions:
+    """Prediction records ``{"id", field}`` of a JSONL file as ``Predictions`` (never fails on one line).
+
+    Raises:
+        RecordError: the file itself is missing or unreadable.
+    """
+    good, bad = read_jsonl_lenient(path)
+    return predictions_from_records(good, field, bad)
+
+
+def predictions_from_records(records: Iterable[tuple[str, dict[str, Any]]], field: str = "prediction",
+                             unreadable: Iterable[str] = ()) -> Predictions:
+    """``Predictions`` from ``(where, record)`` pairs (see ``read_predictions``)."""
+    out = Predictions()
+    out.unreadable.extend(unreadable)
+    seen: dict[str, str] = {}
+    for where, rec in records:
+        if "id" not in rec or field not in rec:
+            out.unreadable.append(f"{where}: needs 'id' and '{field}', got keys {sorted(rec)[:8]}")
+            continue
+        key = str(rec["id"])
+        if key in seen:
+            out.problems[key] = f"duplicate prediction id ({seen[key]} and {where}): neither is scored"
+            out.pop(key, None)
+            continue
+        seen[key] = where
+        if key not in out.problems:
+            out[key] = rec[field]
+    return out
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

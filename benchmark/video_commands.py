@@ -16,21 +16,58 @@ from .clikit import fail, print_json
 perf_app, score_app, video_app = sub.group("perf"), sub.group("score"), sub.group("video")
 
 
+RULES_HELP = "reference (the authors' released evaluator, item for item) | pointlab (default; docs/scoring.md)"
+
+
+def _gt_and_predictions(gt: Path | None, pred: Path):
+    """Ground truth (JSONL, a JSON array, or the docs of an lmms-eval samples log) and predictions
+    (``{"id", "prediction"}`` JSONL or an lmms-eval samples log); one bad prediction line never stops a run."""
+    from .lmms import is_samples_log, load_json_or_jsonl, samples_ground_truth, samples_predictions
+    from .records import RecordError, predictions_from_records
+
+    pred_recs, bad = load_json_or_jsonl(pred)
+    from_log = is_samples_log(pred_recs[:1])
+    if gt is None:
+        if not from_log:
+            raise RecordError("--gt is needed unless --pred is an lmms-eval samples log (its docs hold the ground truth)")
+        gt_recs = samples_ground_truth(pred_recs)
+    else:
+        good, gt_bad = load_json_or_jsonl(gt)
+        if gt_bad:
+            raise RecordError(gt_bad[0])
+        gt_recs = samples_ground_truth(good) if is_samples_log(good[:1]) else [r for _, r in good]
+        if not from_log and any(isinstance(r.get("id"), type(None)) for r in gt_recs):
+            # released arrays without ids: the position is the id
+            gt_recs = [dict(r, id=r.get("id", i)) for i, r in enumerate(gt_recs)]
+    preds = samples_predictions(pred_recs, unreadable=bad) if from_log else predictions_from_records(pred_recs, unreadable=bad)
+    return gt_recs, preds
+
+
 @score_app.command("vsi")
 def score_vsi_cmd(
-    gt: Path = typer.Option(..., "--gt", help="ground-truth JSONL (id, question_type, options, ground_truth, ...)"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL, one {"id", "prediction"} per line'),
+    gt: Path | None = typer.Option(None, "--gt", help="ground truth: JSONL, a JSON array (VSI-Bench, ReVSI), or an lmms-eval samples log"),
+    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or an lmms-eval samples log'),
+    rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
+    lmms_results: Path | None = typer.Option(None, "--lmms-results", help="also write the scores in lmms-eval's results form here"),
 ) -> None:
-    """Score VSI-Bench / ReVSI predictions: {"items": [{id, question_type, score, ...}], "summary": {...}}."""
+    """Score VSI-Bench / ReVSI predictions: {"items": [{id, value, parsed, reason, metadata}], "summary": {...}}."""
+    from .lmms import results_form, write_results
+    from .records import RecordError
+    from .scorers import check_rules, get_scorer
     from .video.errors import VideoBenchError
-    from .records import RecordError, predictions_by_id, read_jsonl
-    from .video.scoring import score_vsi
+    from .video.scoring import lmms_results as vsi_lmms
 
     try:
-        result = score_vsi(read_jsonl(gt), predictions_by_id(read_jsonl(pred)))
-    except (VideoBenchError, RecordError) as e:
+        check_rules(rules)
+        gt_recs, preds = _gt_and_predictions(gt, pred)
+        report = get_scorer("vsi")(gt_recs, preds, rules=rules)
+    except (VideoBenchError, RecordError, ValueError) as e:
         fail(str(e))
-    print_json(result)
+    if lmms_results is not None:
+        summary = {**report.summary, "rules": rules}
+        write_results(lmms_results, [results_form(task, m, n=report.summary["n_questions"], rules=rules, scorer="vsi")
+                                     for task, m in vsi_lmms(summary)])
+    print_json(report.to_dict())
 
 
 @video_app.command("frames")
@@ -67,40 +104,67 @@ def video_frames_cmd(
     print_json(out)
 
 
+def _egopoint_inputs(gt: Path, pred: Path):
+    """EgoPoint ground truth (JSONL or the released JSON array) and predictions (JSONL, or the playground's
+    results file with ``details``)."""
+    from .egopoint.scoring import release_predictions, release_records
+    from .lmms import load_json_or_jsonl
+    from .records import Predictions, RecordError, predictions_from_records
+
+    good, bad = load_json_or_jsonl(gt)
+    if bad:
+        raise RecordError(bad[0])
+    gt_recs = release_records([r for _, r in good])
+    text = pred.read_text(encoding="utf-8-sig") if pred.is_file() else ""
+    if text.lstrip().startswith("{") and '"details"' in text[:2_000_000]:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and "details" in doc:
+            out = Predictions(release_predictions(doc))
+            return gt_recs, out
+    recs, bad = load_json_or_jsonl(pred)
+    return gt_recs, predictions_from_records(recs, unreadable=bad)
+
+
 @score_app.command("egopoint")
 def score_egopoint_cmd(
-    gt: Path = typer.Option(..., "--gt", help="EgoPoint ground-truth JSONL (id, question_type, dimension, deixis, answer, ...)"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL, one {"id", "prediction"} per line'),
-    judge: str | None = typer.Option(None, "--judge", help="open-ended judge model (OpenAI-compatible); omit to use stored verdicts only"),
+    gt: Path = typer.Option(..., "--gt", help="EgoPoint ground truth: the released JSON array (pure_real_test.json) or JSONL"),
+    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or the playground results file (details)'),
+    rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
+    judge: str | None = typer.Option(None, "--judge", help="open-ended judge model (OpenAI-compatible; the paper used GPT-4o); omit to use stored verdicts only"),
     judge_base_url: str | None = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1"),
     verdicts: Path | None = typer.Option(None, "--verdicts", help="JSONL of stored judge verdicts: read, and new ones appended"),
 ) -> None:
-    """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2; tables per
+    """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2 (pointlab); tables per
     dimension, deixis level, question type and domain with the random baseline."""
 
-    from .egopoint.scoring import score_egopoint
+    from .records import RecordError, read_jsonl
+    from .scorers import check_rules, get_scorer
     from .video.errors import VideoBenchError
-    from .records import RecordError, predictions_by_id, read_jsonl
 
     try:
+        check_rules(rules)
         stored = {str(r["id"]): r for r in read_jsonl(verdicts) if "id" in r} if verdicts and verdicts.exists() else {}
         j = None
-        if judge:
+        if judge and rules == "pointlab":
             from .judge import LLMJudge
 
             j = LLMJudge(judge, base_url=judge_base_url)
+        gt_recs, preds = _egopoint_inputs(gt, pred)
         sink = verdicts.open("a", encoding="utf-8") if verdicts and j else None
         try:
-            result = score_egopoint(read_jsonl(gt), predictions_by_id(read_jsonl(pred)), judge=j, verdicts=stored,
-                                    on_verdict=(lambda r: sink.write(json.dumps(r) + "\n")) if sink else None)
+            report = get_scorer("egopoint")(gt_recs, preds, rules=rules, judge=j, verdicts=stored,
+                                            on_verdict=(lambda r: sink.write(json.dumps(r) + "\n")) if sink else None)
         finally:
             if sink:
                 sink.close()
-    except (VideoBenchError, RecordError) as e:
+    except (VideoBenchError, RecordError, ValueError) as e:
         fail(str(e))
     except OSError as e:
         fail(f"cannot write verdicts: {e}", 1)
-    print_json(result)
+    print_json(report.to_dict())
 
 
 @video_app.command("generate")

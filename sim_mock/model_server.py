@@ -16,11 +16,18 @@ Models (any object with ``answer(request: ChatRequest) -> str``):
   ``benchmark.prompts.extract_instruction``.
 - ``ScriptedModel(path)``: replays answers from a JSONL file: lines ``{"answer": "..."}`` are used
   in order, one per request; lines ``{"match": "substring", "answer": "..."}`` answer any request
-  whose message text contains the substring (checked first, in file order, never used up).
+  whose message text contains the substring (checked first, in file order, never used up). A line
+  ``{"status": 429, "message": "...", "headers": {"retry-after-ms": "1"}}`` (with or without
+  ``match``) answers with that HTTP status instead, to play a rate limit, an outage or a 400.
+- ``OpenAIReasoningRules(model)``: answers like ``model`` but refuses, as OpenAI's o-series and gpt-5
+  do, a request carrying ``max_tokens`` or a ``temperature`` other than 1 (HTTP 400 with OpenAI's
+  wording).
 
 Errors use the OpenAI error body ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad
 request (no messages, a broken data URL, an oracle model without an image), 404 for an unknown
-model, 500 when a model fails (e.g. a script is used up).
+model, 500 when a model fails (e.g. a script is used up), or the status a model raises
+(``ModelStatusError``). Every request is logged in ``app.state.requests`` as ``(model, status)``, so
+a test counts the requests an answer cost.
 """
 
 from __future__ import annotations
@@ -44,8 +51,9 @@ from pointlab.benchmark.points import POINT_FORMATS, format_points
 from pointlab.benchmark.serving import bind_socket, serve_in_thread  # noqa: F401 - part of this module's API
 from pointlab.benchmark.prompts import data_url_to_image, extract_instruction
 
-__all__ = ["ChatRequest", "Model", "OracleModel", "ScriptedModel", "ModelInputError", "create_model_server",
-           "serve_in_thread", "default_sim_models", "SIM_NOISE_PX", "NOT_FOUND_TEXT"]
+__all__ = ["ChatRequest", "Model", "OracleModel", "ScriptedModel", "OpenAIReasoningRules", "ModelInputError",
+           "ModelStatusError", "create_model_server", "serve_in_thread", "default_sim_models", "SIM_NOISE_PX",
+           "NOT_FOUND_TEXT"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +67,14 @@ class ModelInputError(ValueError):
     """The request cannot be answered by this model (HTTP 400)."""
 
 
+class ModelStatusError(Exception):
+    """A model's answer is an HTTP error: ``status``, OpenAI-style ``message``, extra response ``headers``."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, param: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers, self.param = int(status), message, dict(headers or {}), param
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """What a model sees of one chat completion request.
@@ -70,7 +86,9 @@ class ChatRequest:
         all_text: the text of every turn joined by newlines (for scripted matching).
         instruction: ``extract_instruction(prompt_text)``.
         image_rgb: ``(H, W, 3)`` uint8 RGB of the last image sent, or ``None``.
-        temperature, max_tokens: as requested (``None`` when absent).
+        temperature, max_tokens: as requested (``None`` when absent; ``max_tokens`` falls back to
+            ``max_completion_tokens``).
+        body: the whole request body (every parameter as sent).
     """
 
     model: str
@@ -81,6 +99,7 @@ class ChatRequest:
     image_rgb: np.ndarray | None
     temperature: float | None = None
     max_tokens: int | None = None
+    body: dict | None = None
 
     @property
     def width(self) -> int | None:
@@ -146,14 +165,22 @@ class ScriptedModel:
         self._matched: list[tuple[str, str]] = []
         self._queue: list[str] = []
         for where, row in iter_jsonl(self.path):  # RecordError is a ValueError
-            if not isinstance(row.get("answer"), str):
-                raise ValueError(f'{where}: need an object with a string "answer"')
+            if "status" in row:
+                st, hdr = row["status"], row.get("headers") or {}
+                if not (isinstance(st, int) and 400 <= st <= 599) or not isinstance(hdr, dict):
+                    raise ValueError(f'{where}: "status" must be an HTTP error status 400-599 and "headers" an object')
+                ans: Any = ModelStatusError(st, str(row.get("message") or f"scripted HTTP {st}"),
+                                            {str(k): str(v) for k, v in hdr.items()})
+            elif isinstance(row.get("answer"), str):
+                ans = row["answer"]
+            else:
+                raise ValueError(f'{where}: need an object with a string "answer" or an HTTP "status"')
             if "match" in row:
                 if not isinstance(row["match"], str) or not row["match"]:
                     raise ValueError(f'{where}: "match" must be a non-empty string')
-                self._matched.append((row["match"], row["answer"]))
+                self._matched.append((row["match"], ans))
             else:
-                self._queue.append(row["answer"])
+                self._queue.append(ans)
         self._next = 0
         self._lock = threading.Lock()
 
@@ -165,13 +192,37 @@ class ScriptedModel:
     def answer(self, request: ChatRequest) -> str:
         for sub, ans in self._matched:
             if sub in request.all_text:
-                return ans
+                return self._give(ans)
         with self._lock:
             if self._next >= len(self._queue):
                 raise RuntimeError(f"scripted model {self.path.name}: script used up (no match and no answers left)")
             ans = self._queue[self._next]
             self._next += 1
+        return self._give(ans)
+
+    @staticmethod
+    def _give(ans: Any) -> str:
+        if isinstance(ans, ModelStatusError):
+            raise ans
         return ans
+
+
+class OpenAIReasoningRules:
+    """Plays an OpenAI reasoning model's parameter rules in front of ``model`` (module docstring)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def answer(self, request: ChatRequest) -> str:
+        body = request.body or {}
+        if "max_tokens" in body:
+            raise ModelStatusError(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                        "Use 'max_completion_tokens' instead.", param="max_tokens")
+        t = body.get("temperature")
+        if t is not None and t != 1:
+            raise ModelStatusError(400, f"Unsupported value: 'temperature' does not support {t} with this model. "
+                                        "Only the default (1) value is supported.", param="temperature")
+        return self.model.answer(request)
 
 
 def default_sim_models(oracle: Any, *, noise_px: float = SIM_NOISE_PX, seed: int = 0) -> dict[str, Model]:
@@ -191,9 +242,14 @@ def default_sim_models(oracle: Any, *, noise_px: float = SIM_NOISE_PX, seed: int
 # ------------------------------------------------------------------------------------------------
 # HTTP
 
-def _error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None):
-    return JSONResponse(status_code=status, content={"error": {"message": message, "type": type_, "param": param,
-                                                               "code": code}})
+def _error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
+           headers: dict[str, str] | None = None):
+    return JSONResponse(status_code=status, headers=headers,
+                        content={"error": {"message": message, "type": type_, "param": param, "code": code}})
+
+
+_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error",
+                429: "rate_limit_error"}
 
 
 def _parts(content: Any) -> tuple[list[str], list[str]]:
@@ -241,7 +297,8 @@ def _to_request(body: dict) -> ChatRequest:
     return ChatRequest(model=model, messages=messages, prompt_text=prompt_text, all_text="\n".join(all_texts),
                        instruction=extract_instruction(prompt_text), image_rgb=image,
                        temperature=_opt(body.get("temperature"), float),
-                       max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int))
+                       max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int),
+                       body={k: v for k, v in body.items() if k != "messages"})
 
 
 def _opt(v: Any, cast: Callable) -> Any:
@@ -255,6 +312,7 @@ def create_model_server(models: dict[str, Model]):
     """FastAPI app serving ``models`` by id (see module docstring)."""
     app = FastAPI(title="pointlab sim model server")
     app.state.models = dict(models)
+    app.state.requests = []  # (model, HTTP status) of every chat completion request, in arrival order
     created = int(time.time())
 
     @app.get("/v1/models")
@@ -264,6 +322,12 @@ def create_model_server(models: dict[str, Model]):
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
+        response = await _chat(request)
+        model = getattr(request.state, "model", None)
+        app.state.requests.append((model, response.status_code if isinstance(response, JSONResponse) else 200))
+        return response
+
+    async def _chat(request: Request):
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
@@ -274,6 +338,7 @@ def create_model_server(models: dict[str, Model]):
             req = _to_request(body)
         except ModelInputError as e:
             return _error(400, str(e), "invalid_request_error")
+        request.state.model = req.model
         model = app.state.models.get(req.model)
         if model is None:
             return _error(404, f"The model `{req.model}` does not exist (served: {', '.join(app.state.models)})",
@@ -282,6 +347,9 @@ def create_model_server(models: dict[str, Model]):
             text = await run_in_threadpool(model.answer, req)
         except ModelInputError as e:
             return _error(400, str(e), "invalid_request_error")
+        except ModelStatusError as e:
+            kind = _ERROR_TYPES.get(e.status, "server_error" if e.status >= 500 else "invalid_request_error")
+            return _error(e.status, e.message, kind, param=e.param, headers=e.headers)
         except Exception as e:  # a failing model is a server error, reported like a real API's
             log.warning("model %s failed: %s", req.model, e)
             return _error(500, f"model {req.model} failed: {e}", "server_error")

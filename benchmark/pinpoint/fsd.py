@@ -1,27 +1,31 @@
 """FSD (Fine-Grained Spatial Description) scoring through an LLM judge (PinpointQA sec. 4.2, App. B.1).
 
-The judge (any OpenAI-compatible model, temperature 0) receives the target label, the ground-truth
-description and the prediction, and returns JSON with five dimension scores -- main location and
-supporting surface 0-3, key reference objects 0-2, spatial relations 0-2, numeric distances 0-2,
-clarity 0-1 -- a total, a one-sentence explanation and error tags. The evaluator then:
+The judge prompt is the authors' released rubric, verbatim (``fsd_judge_prompt.txt``: rainchowz/PinpointQA
+``eval_prompt.txt`` at 8ae288a, MIT, licence in ``LICENSE.pinpointqa_prompt``), filled by plain
+replacement of ``{target}``, ``{ground_truth}`` and ``{model_output}``; the request asks for the released
+JSON schema (``response_format`` ``json_schema``, ``FSD_JSON_SCHEMA``). The judge model is whatever the
+caller names (the authors used ``gpt-5.4``: ``REFERENCE_JUDGE_MODEL``) and is recorded with every verdict,
+with the prompt, the raw answer and the request as sent.
 
-1. replaces a total that differs from the sum of the five dimensions by that sum (App. B.1);
-2. caps the total at 2 when main location and reference objects are both 0 (App. B.1);
-3. divides by 10.
-
-Dimension scores must be integers (or integral numbers) within their ranges; anything else makes
-the verdict invalid (a recorded failure, not a guess). The prompt, judge model, raw answer and the
-correction flags are stored with every item.
+The evaluator then, under both rule sets: reads ``total_score`` (required) and ``dimension_scores``
+(``int()`` of each, a missing one 0), replaces a total that differs from the sum of the five by that sum
+(App. B.1), refuses error tags outside the eight allowed, and divides by 10. Under ``--rules pointlab``
+additionally (docs/scoring.md): the total is capped at 2 when main location and reference objects are
+both 0 (App. B.1: "the total score cannot exceed 2"; the released code leaves it to the judge), and a
+dimension outside its range or not an integral number makes the verdict invalid (the released code takes
+``int()`` of anything, so main_location 5 gives a score above 1).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 
 from ..judge import JudgeValidationError, JudgeVerdict, LLMJudge
 
-__all__ = ["FSD_DIMENSIONS", "FSD_ERROR_TAGS", "FSD_PROMPT_TEMPLATE", "FSD_PROMPT_VERSION", "FSDJudgeResult",
-           "build_fsd_prompt", "correct_fsd_verdict", "judge_fsd"]
+__all__ = ["FSD_DIMENSIONS", "FSD_ERROR_TAGS", "FSD_PROMPT_VERSION", "FSD_JSON_SCHEMA", "REFERENCE_JUDGE_MODEL",
+           "FSDJudgeResult", "fsd_prompt_template", "build_fsd_prompt", "correct_fsd_verdict", "judge_fsd",
+           "fsd_judge"]
 
 #: dimension -> maximum points (App. B.1: 3 / 2 / 2 / 2 / 1, total 10).
 FSD_DIMENSIONS = {"main_location": 3, "reference_objects": 2, "spatial_relations": 2, "distance_cm": 2,
@@ -32,52 +36,48 @@ FSD_ERROR_TAGS = ("wrong_main_location", "wrong_support_surface", "missing_key_r
                   "unclear_expression", "hallucinated_reference")
 #: the total may not exceed this when main_location and reference_objects are both 0.
 FSD_CAP_WITHOUT_ANCHOR = 2
+#: the released prompt, by its source commit.
+FSD_PROMPT_VERSION = "pinpointqa-eval_prompt@8ae288a"
+#: the judge model of the paper and the released evaluator (``TASK3_JUDGE_MODEL``).
+REFERENCE_JUDGE_MODEL = "gpt-5.4"
 
-FSD_PROMPT_VERSION = "pointlab-fsd-v1"
-FSD_PROMPT_TEMPLATE = """You are grading how well a model's answer locates a small object in an indoor scene.
-Compare the model answer with the ground-truth description only. Judge only what the ground truth
-supports; do not reward extra references because they sound plausible, and do not reward length.
+#: the released ``TASK3_JSON_SCHEMA`` (the structured output the judge is asked for).
+FSD_JSON_SCHEMA = {
+    "name": "task3_judge_result", "strict": True,
+    "schema": {
+        "type": "object",
+        "properties": {
+            "total_score": {"type": "integer", "minimum": 0, "maximum": 10},
+            "dimension_scores": {
+                "type": "object",
+                "properties": {name: {"type": "integer", "minimum": 0, "maximum": top}
+                               for name, top in FSD_DIMENSIONS.items()},
+                "required": list(FSD_DIMENSIONS), "additionalProperties": False},
+            "error_tags": {"type": "array", "items": {"type": "string", "enum": sorted(FSD_ERROR_TAGS)}},
+            "explanation": {"type": "string"}},
+        "required": ["total_score", "dimension_scores", "error_tags", "explanation"],
+        "additionalProperties": False},
+}
 
-Target object: {target}
 
-Ground-truth description:
-{ground_truth}
+def fsd_prompt_template() -> str:
+    """The released judge prompt, verbatim."""
+    return resources.files("pointlab.benchmark.pinpoint").joinpath("fsd_judge_prompt.txt").read_text(encoding="utf-8")
 
-Model answer:
-{prediction}
 
-Relations used by the ground truth: on, under, above, below, side_above ("to the side of and
-above"), side_below ("to the side of and below"), next_to, near, attached_to. "On" and "attached
-to" usually name the supporting surface or anchor. "Near" is weaker than any directional relation.
+def build_fsd_prompt(target: str, ground_truth: str, prediction: str) -> str:
+    """The judge prompt for one item: the released template with its three placeholders replaced (plain
+    replacement, as the released ``_build_prompt``; braces in the texts are safe)."""
+    return (fsd_prompt_template().replace("{target}", target).replace("{ground_truth}", ground_truth)
+            .replace("{model_output}", prediction))
 
-Score five dimensions (integers):
-A. main_location (0-3): 3 = supporting surface / main location correct and placement matches;
-   2 = supporting surface or anchor correct but important details missing; 1 = only a broad related
-   area; 0 = wrong surface or wrong region.
-B. reference_objects (0-2): 2 = at least two correct ground-truth references used to localize;
-   1 = exactly one; 0 = none, or only unsupported / generic references.
-C. spatial_relations (0-2): 2 = the important relations are correct; 1 = one important relation
-   correct, others weaker or partly wrong; 0 = wrong, missing, or replaced by vague proximity
-   where the ground truth gives a direction. A reversed direction is a serious error.
-D. distance_cm (0-2): 2 = usable numeric distances (cm, or metres convertible to cm) tied to the
-   right references and roughly consistent with the ground truth; 1 = at least one usable distance
-   tied to a correct reference but inaccurate or incomplete; 0 = none, vague ("very close"),
-   without unit, or tied to the wrong reference. Tolerance grows with distance: about 5 cm up to
-   10 cm, 10 cm from 10 to 30 cm, 15 cm above 30 cm.
-E. clarity (0-1): 1 = understandable; 0 = confusing or malformed. Clarity never compensates for
-   localization errors.
 
-total_score = A + B + C + D + E. If A = 0 and B = 0 the total must not exceed 2; an answer with
-almost no usable localization information should not exceed 2 either.
-
-Allowed error_tags: wrong_main_location, wrong_support_surface, missing_key_reference,
-wrong_spatial_relation, missing_numeric_distance, wrong_numeric_distance, unclear_expression,
-hallucinated_reference.
-
-Return only this JSON object:
-{{"total_score": 0, "dimension_scores": {{"main_location": 0, "reference_objects": 0,
-"spatial_relations": 0, "distance_cm": 0, "clarity": 0}}, "error_tags": [],
-"explanation": "one sentence"}}"""
+def fsd_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, max_retries: int = 2,
+              timeout_s: float = 120.0) -> LLMJudge:
+    """An ``LLMJudge`` set up as the released evaluator's: temperature 0, the released JSON schema."""
+    return LLMJudge(model, base_url=base_url, api_key=api_key, temperature=0.0, max_tokens=None,
+                    max_retries=max_retries, timeout_s=timeout_s,
+                    response_format={"type": "json_schema", "json_schema": FSD_JSON_SCHEMA})
 
 
 @dataclass
@@ -85,13 +85,12 @@ class FSDJudgeResult:
     """One judged FSD item.
 
     Attributes:
-        score: corrected total / 10 in [0, 1], or None when the judge failed.
+        score: corrected total / 10, or None when the judge failed.
         parts: the five dimension scores (empty when failed).
-        total: the corrected total (0-10) or None; judge_total: the total the judge wrote.
+        total: the corrected total or None; judge_total: the total the judge wrote.
         total_corrected: the judge's total disagreed with its parts and was replaced.
-        capped: the cap of 2 was applied.
-        error_tags, explanation: as the judge gave them (unknown tags dropped, listed in
-            ``unknown_tags``).
+        capped: the cap of 2 was applied (pointlab rules).
+        error_tags, explanation: as the judge gave them.
         verdict: the stored judge call (prompt, model, raw answer); reason: ``ok`` or the failure.
     """
 
@@ -102,29 +101,30 @@ class FSDJudgeResult:
     total_corrected: bool
     capped: bool
     error_tags: list
-    unknown_tags: list
     explanation: str
     reason: str
     verdict: JudgeVerdict
+    rules: str = "pointlab"
 
     def to_dict(self) -> dict:
         return {"score": self.score, "parts": self.parts, "total": self.total, "judge_total": self.judge_total,
                 "total_corrected": self.total_corrected, "capped": self.capped, "error_tags": self.error_tags,
-                "unknown_tags": self.unknown_tags, "explanation": self.explanation, "reason": self.reason,
+                "explanation": self.explanation, "reason": self.reason,
                 "judge": {"model": self.verdict.model, "base_url": self.verdict.base_url,
                           "temperature": self.verdict.temperature, "prompt_version": FSD_PROMPT_VERSION,
                           "prompt": self.verdict.prompt, "raw_verdict": self.verdict.raw_text,
-                          "attempts": self.verdict.attempts, "error": self.verdict.error}}
+                          "attempts": self.verdict.attempts, "error": self.verdict.error,
+                          "request": self.verdict.extra.get("request")}}
 
 
-def build_fsd_prompt(target: str, ground_truth: str, prediction: str) -> str:
-    """The judge prompt for one item (plain substitution; braces in the texts are safe)."""
-    return FSD_PROMPT_TEMPLATE.format(target=target.strip(), ground_truth=ground_truth.strip(),
-                                      prediction=(prediction or "").strip() or "(empty answer)")
-
-
-def _int_score(value: object, name: str, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+def _as_int(value: object, name: str, maximum: int, rules: str) -> int:
+    if rules == "reference":
+        try:
+            return int(value)  # the released code: int() of whatever the judge wrote
+        except (TypeError, ValueError, OverflowError) as e:
+            raise JudgeValidationError(f"{name} is not a number: {value!r}") from e
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")) \
+            or value != int(value):
         raise JudgeValidationError(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if not 0 <= v <= maximum:
@@ -132,41 +132,49 @@ def _int_score(value: object, name: str, maximum: int) -> int:
     return v
 
 
-def correct_fsd_verdict(obj: dict) -> dict:
-    """Apply App. B.1's evaluator rules to a judge's JSON verdict.
+def correct_fsd_verdict(obj: dict, rules: str = "pointlab") -> dict:
+    """Apply App. B.1's evaluator rules to a judge's JSON verdict (module docstring).
 
-    Returns ``{"parts", "total", "judge_total", "total_corrected", "capped", "error_tags",
-    "unknown_tags", "explanation"}``.
+    Returns ``{"parts", "total", "judge_total", "total_corrected", "capped", "error_tags", "explanation"}``.
     Raises:
-        JudgeValidationError: missing ``dimension_scores``, or a dimension not an integer in range.
+        JudgeValidationError: no ``total_score``, ``dimension_scores`` not an object, an error tag outside
+            the allowed eight, a dimension that is not a number (pointlab: not an integer in its range).
     """
-    dims = obj.get("dimension_scores")
-    if not isinstance(dims, dict):
-        raise JudgeValidationError("dimension_scores missing or not an object")
-    parts = {name: _int_score(dims.get(name), name, top) for name, top in FSD_DIMENSIONS.items()}
-    total = sum(parts.values())
+    if "total_score" not in obj:
+        raise JudgeValidationError("the judge did not return total_score")
     judge_total = obj.get("total_score")
-    corrected = not (isinstance(judge_total, (int, float)) and not isinstance(judge_total, bool)
-                     and float(judge_total) == float(total))
+    try:
+        int(judge_total)  # the released code: int(parsed["total_score"])
+    except (TypeError, ValueError, OverflowError) as e:
+        raise JudgeValidationError(f"total_score is not a number: {judge_total!r}") from e
+    dims = obj.get("dimension_scores", {})
+    if not isinstance(dims, dict):
+        raise JudgeValidationError(f"dimension_scores is not an object: {dims!r}")
+    parts = {name: _as_int(dims.get(name, 0), name, top, rules) for name, top in FSD_DIMENSIONS.items()}
+    total = sum(parts.values())
+    corrected = int(judge_total) != total
+    tags = obj.get("error_tags", [])
+    if not isinstance(tags, list) or any(t not in FSD_ERROR_TAGS for t in tags):
+        raise JudgeValidationError(f"unsupported error tags: {tags!r}")
     capped = False
-    if parts["main_location"] == 0 and parts["reference_objects"] == 0 and total > FSD_CAP_WITHOUT_ANCHOR:
+    if rules == "pointlab" and parts["main_location"] == 0 and parts["reference_objects"] == 0 \
+            and total > FSD_CAP_WITHOUT_ANCHOR:
         total, capped = FSD_CAP_WITHOUT_ANCHOR, True
-    tags = obj.get("error_tags") if isinstance(obj.get("error_tags"), list) else []
-    known = [t for t in tags if t in FSD_ERROR_TAGS]
-    unknown = [t for t in tags if t not in FSD_ERROR_TAGS]
     explanation = obj.get("explanation") if isinstance(obj.get("explanation"), str) else ""
     return {"parts": parts, "total": total, "judge_total": judge_total, "total_corrected": corrected,
-            "capped": capped, "error_tags": known, "unknown_tags": unknown, "explanation": explanation}
+            "capped": capped, "error_tags": list(tags), "explanation": explanation}
 
 
-def judge_fsd(judge: LLMJudge, target: str, ground_truth: str, prediction: str) -> FSDJudgeResult:
+def judge_fsd(judge: LLMJudge, target: str, ground_truth: str, prediction: str, *, rules: str = "pointlab") -> FSDJudgeResult:
     """Judge one FSD prediction; a failed or invalid verdict gives ``score=None`` and the reason."""
-    verdict = judge.judge(build_fsd_prompt(target, ground_truth, prediction), validate=correct_fsd_verdict)
+    verdict = judge.judge(build_fsd_prompt(target, ground_truth, prediction),
+                          validate=lambda obj: correct_fsd_verdict(obj, rules))
+    verdict.extra["request"] = judge.describe()
     if not verdict.ok or verdict.result is None:
         return FSDJudgeResult(score=None, parts={}, total=None, judge_total=None, total_corrected=False,
-                              capped=False, error_tags=[], unknown_tags=[], explanation="",
-                              reason=f"judge_failed: {verdict.error}", verdict=verdict)
+                              capped=False, error_tags=[], explanation="", reason=f"judge_failed: {verdict.error}",
+                              verdict=verdict, rules=rules)
     r = verdict.result
     return FSDJudgeResult(score=r["total"] / 10.0, parts=r["parts"], total=r["total"], judge_total=r["judge_total"],
                           total_corrected=r["total_corrected"], capped=r["capped"], error_tags=r["error_tags"],
-                          unknown_tags=r["unknown_tags"], explanation=r["explanation"], reason="ok", verdict=verdict)
+                          explanation=r["explanation"], reason="ok", verdict=verdict, rules=rules)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from ..scorers import ItemScore, ScoreReport, register_scorer
+
 __all__ = ["LOCALIZATION_RADIUS", "LocalizationRecordError", "localization_score", "score_localization"]
 
 #: r of App. D.2, in normalized image coordinates.
@@ -39,20 +41,27 @@ def _read(rec: dict, source: str) -> tuple[int, float, float]:
     a coordinate that is not finite or outside [0, 1]; _InvalidResponse for such a coordinate in a
     response, which scores 0 instead of aborting the whole run.
     """
+    def bad(msg: str):
+        # one response line never stops the run: it scores 0 with the reason; bad ground truth is an input error
+        if source == "response":
+            raise _InvalidResponse(msg)
+        raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {msg}")
+
     try:
         frame, x, y = rec["frame_index"], rec["x"], rec["y"]
     except KeyError as e:
-        raise LocalizationRecordError(f"{source} {rec.get('id')!r}: missing {e.args[0]!r}") from e
+        bad(f"missing {e.args[0]!r}")
     if isinstance(frame, bool) or not isinstance(frame, int) or frame < 0:
-        raise LocalizationRecordError(f"{source} {rec.get('id')!r}: frame_index must be an integer >= 0, got {frame!r}")
+        bad(f"frame_index must be an integer >= 0, got {str(frame)[:40]!r}")
     for name, v in (("x", x), ("y", y)):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {name} must be a number, got {v!r}")
-        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
-            msg = f"{name} must be a finite number in [0, 1] (normalized), got {v!r}"
-            if source == "response":
-                raise _InvalidResponse(msg)
-            raise LocalizationRecordError(f"{source} {rec.get('id')!r}: {msg}")
+            bad(f"{name} must be a number, got {str(v)[:40]!r}")
+        try:
+            fv = float(v)
+        except OverflowError:
+            bad(f"{name} is a number too large for a float")
+        if not (math.isfinite(fv) and 0.0 <= fv <= 1.0):
+            bad(f"{name} must be a finite number in [0, 1] (normalized), got {fv!r}")
     return frame, float(x), float(y)
 
 
@@ -66,15 +75,19 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
     responses carry it. A response whose ``x`` or ``y`` is not finite or outside [0, 1] scores 0
     (``invalid_response``, with a ``detail``; not a right frame) and the run goes on.
 
+    A response that cannot be used (missing key, bad frame, a non-number or overflowing x/y, a repeated
+    id) scores 0 the same way.
+
     Raises:
-        LocalizationRecordError: a record is malformed (missing key, bad frame, non-number x/y, a
-        ground-truth x/y not finite or outside [0, 1]) or an id repeats.
+        LocalizationRecordError: a ground-truth record is malformed (missing key, bad frame, non-number
+        x/y, x/y not finite or outside [0, 1]) or a ground-truth id repeats.
     """
     responses: dict[str, dict] = {}
+    duplicated: set[str] = set()
     for rec in pred:
         rid = str(rec.get("id"))
         if rid in responses:
-            raise LocalizationRecordError(f"duplicate response id {rid!r}")
+            duplicated.add(rid)  # which of two responses counts is a guess: neither does
         responses[rid] = rec
     items, seen = [], set()
     for rec in gt:
@@ -88,6 +101,8 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
                           "reason": "missing_response"})
             continue
         try:
+            if rid in duplicated:
+                raise _InvalidResponse(f"duplicate response id {rid!r}")
             f, x, y = _read(responses[rid], "response")
         except _InvalidResponse as e:
             items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
@@ -110,3 +125,12 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
                "invalid_responses": sum(it["reason"] == "invalid_response" for it in items),
                "n_unknown_responses": len(set(responses) - seen), "radius": radius}
     return {"items": items, "summary": summary}
+
+
+@register_scorer("localization", "PinpointQA App. D.2: human localization (right frame, 1 - (d / 0.12)^2)")
+def score_localization_contract(gt: list[dict], pred: list[dict], *, rules: str = "pointlab") -> ScoreReport:
+    """The registered localization scorer (one rule set: the released study has no scorer to follow)."""
+    out = score_localization(gt, pred)
+    items = [ItemScore(id=it["id"], value=it["score"], parsed=None, reason=it["reason"],
+                       metadata={k: v for k, v in it.items() if k not in {"id", "score", "reason"}}) for it in out["items"]]
+    return ScoreReport(scorer="localization", rules=rules, items=items, summary=out["summary"])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -31,7 +32,9 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["CATEGORIES", "CATEGORY_ALIASES", "MASK_THRESHOLD", "BenchItem", "Prediction", "DatasetError",
+from .release import FileRef, ReleaseFiles, file_key, open_binary
+
+__all__ = ["CATEGORIES", "CATEGORY_ALIASES", "MASK_THRESHOLD", "MASK_RULES", "BenchItem", "Prediction", "DatasetError",
            "normalise_category", "load_mask", "load_release", "load_gt_jsonl", "write_gt_jsonl",
            "load_dataset", "load_pred_jsonl", "item_to_gt_dict"]
 
@@ -84,28 +87,29 @@ class BenchItem:
     count: int | None = None
     reference_points_px: list[tuple[float, float]] = field(default_factory=list)
 
-    def target_mask(self) -> np.ndarray:
-        """Union target mask ``(H, W)`` bool (the union of instance masks when no mask file).
+    def target_mask(self, rule: str = "pointlab") -> np.ndarray:
+        """Union target mask ``(H, W)`` bool (the union of instance masks when no mask file), read under
+        mask rule ``rule`` (``MASK_RULES``).
 
         Raises: DatasetError (missing / unreadable mask, size different from the image).
         """
         if self.mask is not None:
-            return load_mask(self.mask, self.width, self.height)
+            return load_mask(self.mask, self.width, self.height, rule=rule)
         if not self.instance_masks:
             raise DatasetError(f"item {self.id}: no mask and no instance masks")
         out = np.zeros((self.height, self.width), dtype=bool)
-        for m in self.load_instance_masks():
+        for m in self.load_instance_masks(rule):
             out |= m
         return out
 
-    def load_instance_masks(self) -> list[np.ndarray]:
+    def load_instance_masks(self, rule: str = "pointlab") -> list[np.ndarray]:
         """Instance masks, each ``(H, W)`` bool. Raises: DatasetError."""
-        return [load_mask(p, self.width, self.height) for p in self.instance_masks]
+        return [load_mask(p, self.width, self.height, rule=rule) for p in self.instance_masks]
 
     def load_image_rgb(self) -> np.ndarray:
         """The image as ``(H, W, 3)`` uint8 RGB. Raises: DatasetError."""
         try:
-            with Image.open(self.image) as im:
+            with open_binary(self.image) as fh, Image.open(fh) as im:
                 return np.asarray(im.convert("RGB"))
         except (OSError, UnidentifiedImageError) as e:
             raise DatasetError(f"item {self.id}: cannot read image {self.image}: {e}") from e
@@ -113,45 +117,81 @@ class BenchItem:
 
 @dataclass(frozen=True)
 class Prediction:
-    """One PRED line: raw text + format, or points already in pixels."""
+    """One PRED line: raw text + format, or points already in pixels.
+
+    Attributes:
+        error: the model call failed (run files): scored as ``model_error``.
+        problem: the line is unusable (a repeated id, points that are not numbers): scored 0 with it.
+        sent_size: ``(width, height)`` of the image as the model saw it (run files), for absolute formats.
+        qwen_pixels: ``(min_pixels, max_pixels)`` of the served Qwen checkpoint (run files).
+    """
 
     id: str
     prediction: str | None = None
     format: str | None = None
     points_px: tuple[tuple[float, float], ...] | None = None
-    error: str | None = None  # the model call failed (run files): scored as ``model_error``
+    error: str | None = None
+    problem: str | None = None
+    sent_size: tuple[int, int] | None = None
+    qwen_pixels: tuple[int, int] | None = None
+
+
+#: how a mask image becomes target pixels: ``pointlab`` (grey > 127, any colour channel > 127 with
+#: alpha ignored, 1-bit masks by their bit), ``pointarena`` (model_evaluator.py's ``np.array(mask) > 127``,
+#: any channel of 3-D arrays, alpha included), ``lmms-eval`` (``convert("L") > 127``); docs/scoring.md.
+MASK_RULES = ("pointlab", "pointarena", "lmms-eval")
+
+
+def _pointlab_mask(im: Image.Image) -> np.ndarray:
+    if im.mode == "1":
+        return np.array(im, dtype=bool)
+    a = np.array(im)
+    if im.mode in ("LA", "PA", "RGBA", "La", "RGBa"):
+        a = a[..., :-1]  # the alpha channel says nothing about targets
+    return a > MASK_THRESHOLD if a.ndim == 2 else np.any(a > MASK_THRESHOLD, axis=2)
 
 
 @lru_cache(maxsize=256)
-def _load_mask_cached(path: str, mtime_ns: int) -> np.ndarray:
-    with Image.open(path) as im:
-        a = np.asarray(im.convert("L"))
-    m = a > MASK_THRESHOLD
+def _load_mask_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any = None) -> np.ndarray:
+    from .reference import lmms_mask, pointarena_mask
+
+    with open_binary(ref if ref is not None else Path(key)) as fh:
+        if rule == "pointarena":
+            m = pointarena_mask(fh)
+        elif rule == "lmms-eval":
+            m = lmms_mask(fh)
+        else:
+            with Image.open(fh) as im:
+                m = _pointlab_mask(im)
+    m = np.ascontiguousarray(m, dtype=bool)
     m.setflags(write=False)
     return m
 
 
-def load_mask(path: str | Path, width: int | None = None, height: int | None = None) -> np.ndarray:
-    """Read a mask image as ``(H, W)`` bool, ``True`` where the grey value is above 127.
+def load_mask(path: str | Path, width: int | None = None, height: int | None = None, *,
+              rule: str = "pointlab") -> np.ndarray:
+    """Read a mask image as ``(H, W)`` bool target pixels under ``rule`` (``MASK_RULES``; pointlab: grey
+    value above 127, or any colour channel above 127 with alpha ignored, 1-bit masks by their bit).
 
-    Cached by path and modification time (runs score the same masks many times); the array is
+    Cached by path, modification time and rule (runs score the same masks many times); the array is
     read-only.
 
     Raises: DatasetError (missing, unreadable, or not ``height x width`` when those are given).
     """
-    p = Path(path)
+    p = path if isinstance(path, zipfile.Path) else Path(path)
     try:
-        m = _load_mask_cached(str(p), p.stat().st_mtime_ns)
-    except (OSError, UnidentifiedImageError) as e:
+        key, mtime = file_key(p)
+        m = _load_mask_cached(key, mtime, rule, p if isinstance(p, zipfile.Path) else None)
+    except (OSError, UnidentifiedImageError, ValueError) as e:
         raise DatasetError(f"cannot read mask {p}: {e}") from e
     if width is not None and height is not None and m.shape != (height, width):
         raise DatasetError(f"mask {p} is {m.shape[1]}x{m.shape[0]}, image is {width}x{height}")
     return m
 
 
-def _image_size(path: Path) -> tuple[int, int]:
+def _image_size(path: FileRef) -> tuple[int, int]:
     try:
-        with Image.open(path) as im:
+        with open_binary(path) as fh, Image.open(fh) as im:
             return im.size
     except (OSError, UnidentifiedImageError) as e:
         raise DatasetError(f"cannot read image {path}: {e}") from e
@@ -181,21 +221,25 @@ def _pixmo_points(root: Path) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
-def load_release(root: str | Path) -> list[BenchItem]:
-    """Load the release layout (see module docstring). Item ids are ``<category>/<image stem>``
-    (suffixed ``#n`` when an image carries several queries).
+def load_release(root: str | Path, data_file: str | Path | None = None) -> list[BenchItem]:
+    """Load the release layout (see module docstring), or the Hugging Face release (``data.json`` beside
+    ``selected_images.zip`` / ``selected_masks.zip``): every file is found by its basename, in the
+    folders or the zips (``release.ReleaseFiles``, as lmms-eval does). Item ids are
+    ``<category>/<image stem>`` (suffixed ``#n`` when an image carries several queries), in data.json order.
 
     Raises: DatasetError (missing data.json / image / mask, unknown category, bad entry).
     """
     root = Path(root)
+    data = Path(data_file) if data_file is not None else root / "data.json"
     try:
-        entries = json.loads((root / "data.json").read_text(encoding="utf-8"))
+        entries = json.loads(data.read_text(encoding="utf-8-sig"))
     except OSError as e:
-        raise DatasetError(f"cannot read {root / 'data.json'}: {e.strerror or e}") from e
+        raise DatasetError(f"cannot read {data}: {e.strerror or e}") from e
     except json.JSONDecodeError as e:
-        raise DatasetError(f"{root / 'data.json'}: invalid JSON ({e.msg})") from e
+        raise DatasetError(f"{data}: invalid JSON ({e.msg})") from e
     if not isinstance(entries, list):
-        raise DatasetError(f"{root / 'data.json'}: expected a list of entries")
+        raise DatasetError(f"{data}: expected a list of entries")
+    files = ReleaseFiles(root)
     pixmo = _pixmo_points(root)
     items, seen = [], set()
     for n, e in enumerate(entries):
@@ -207,17 +251,19 @@ def load_release(root: str | Path) -> list[BenchItem]:
         except KeyError as k:
             raise DatasetError(f"{where}: missing key {k.args[0]!r}") from None
         cat = normalise_category(raw_cat)
-        img = root / "images" / str(raw_cat) / fname
-        if not img.exists():
-            img = root / "images" / cat / fname
-        if not img.exists():
-            raise DatasetError(f"{where}: image {img} not found")
+        img = files.find(str(fname), root / "images" / str(raw_cat) / str(fname), root / "images" / cat / str(fname))
+        if img is None:
+            raise DatasetError(f"{where}: image {fname!r} not found under {root} (folders or zips)")
         w, h = _image_size(img)
-        mask = root / "masks" / e["mask_filename"] if e.get("mask_filename") else None
-        inst = [root / "masks" / f for f in e.get("instance_mask_filenames") or []]
-        for p in ([mask] if mask else []) + inst:
-            if not p.exists():
-                raise DatasetError(f"{where}: mask {p} not found")
+
+        def _mask(name: Any) -> FileRef:
+            ref = files.find(str(name), root / "masks" / str(name))
+            if ref is None:
+                raise DatasetError(f"{where}: mask {name!r} not found under {root} (folders or zips)")
+            return ref
+
+        mask = _mask(e["mask_filename"]) if e.get("mask_filename") else None
+        inst = [_mask(f) for f in e.get("instance_mask_filenames") or []]
         if mask is None and not inst:
             raise DatasetError(f"{where}: no mask_filename or instance_mask_filenames")
         refs = _points_list(e.get("reference_points_px"), where)
@@ -230,9 +276,13 @@ def load_release(root: str | Path) -> list[BenchItem]:
             iid = f"{base}#{k}"
         seen.add(iid)
         count = e.get("count")
-        items.append(BenchItem(iid, img.resolve(), str(query), cat, w, h, mask.resolve() if mask else None,
-                               [p.resolve() for p in inst], int(count) if count is not None else None, refs))
+        items.append(BenchItem(iid, _resolved(img), str(query), cat, w, h, _resolved(mask) if mask else None,
+                               [_resolved(p) for p in inst], int(count) if count is not None else None, refs))
     return items
+
+
+def _resolved(ref: FileRef) -> FileRef:
+    return ref if isinstance(ref, zipfile.Path) else Path(ref).resolve()
 
 
 def _records(p: Path):
@@ -303,12 +353,25 @@ def write_gt_jsonl(items: list[BenchItem], path: str | Path) -> Path:
     return p
 
 
+def _is_json_array(p: Path) -> bool:
+    """The file starts with ``[`` (a release data.json), not a JSONL object per line."""
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False
+    return head.startswith(b"[")
+
+
 def load_dataset(path: str | Path) -> list[BenchItem]:
-    """A release folder (``data.json``), a GT JSONL file, or a folder holding ``gt.jsonl``.
+    """A release folder (``data.json``, with image/mask folders or the Hugging Face zips), a ``data.json``
+    file itself, a GT JSONL file, or a folder holding ``gt.jsonl``.
 
     Raises: DatasetError when none of these is found.
     """
     p = Path(path)
+    if p.is_file() and _is_json_array(p):
+        return load_release(p.parent, p)  # data.json given directly (score pointing --gt data.json)
     if p.is_file():
         return load_gt_jsonl(p)
     if (p / "data.json").exists():
@@ -318,38 +381,84 @@ def load_dataset(path: str | Path) -> list[BenchItem]:
     raise DatasetError(f"{p}: no data.json, gt.jsonl, or GT JSONL file")
 
 
+def _coord(c: Any) -> float:
+    """A pixel coordinate of a PRED line: a number (NaN, infinity and an integer too large for a float are
+    kept as non-finite values, scored as invalid points); anything else raises ``TypeError``."""
+    if isinstance(c, bool) or not isinstance(c, (int, float)):
+        raise TypeError(f"not a number: {c!r}")
+    try:
+        return float(c)
+    except OverflowError:
+        return math.inf
+
+
+def _pixel_points(v: Any) -> tuple[tuple[float, float], ...]:
+    """``[[u, v], ...]`` of numbers. Raises TypeError / IndexError for anything else."""
+    return tuple((_coord(q[0]), _coord(q[1])) for q in v)
+
+
+def _run_qwen_pixels(path: Path) -> tuple[int, int] | None:
+    """The Qwen limits a run folder's ``run.json`` records for its agent (``None`` when absent)."""
+    meta = path.parent / "run.json"
+    try:
+        agent = json.loads(meta.read_text(encoding="utf-8")).get("agent") or {}
+        lo, hi = agent.get("qwen_min_pixels"), agent.get("qwen_max_pixels")
+        return (int(lo), int(hi)) if lo and hi else None
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
 def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
-    """PRED JSONL -> ``{id: Prediction}``.
+    """PRED JSONL -> ``{id: Prediction}``; one bad line never stops the scoring of the others.
 
-    ``points`` that are not ``[[u, v], ...]`` of finite numbers (``NaN``, ``Infinity``, text) become a
-    ``format="invalid_points"`` prediction, scored as ``unparseable``.
+    Lines: ``{id, prediction, format}``, ``{id, points}`` or a run record ``{id, raw_text, point_format,
+    error, sent_size?}`` (the run folder's ``run.json`` gives the agent's Qwen limits). ``points`` that are
+    not ``[[u, v], ...]`` of numbers (text, a missing coordinate) and a repeated id become a ``Prediction``
+    with ``problem`` set (scored 0 with it); non-finite numbers (``NaN``, ``Infinity``, an integer too large
+    for a float) are kept and score as invalid points. Lines that are not
+    JSON or carry no id are skipped and listed in the returned mapping's ``unreadable``.
 
-    Raises: DatasetError naming the line (invalid JSON, no id, an id already seen, neither
-    prediction nor points).
+    Raises: DatasetError when the file cannot be read at all.
     """
-    out = {}
-    for where, d in _records(Path(path)):
+    from ..records import Predictions, RecordError, read_jsonl_lenient
+
+    p = Path(path)
+    try:
+        good, bad = read_jsonl_lenient(p)
+    except RecordError as e:
+        raise DatasetError(str(e)) from e
+    out = Predictions()
+    out.unreadable.extend(bad)
+    where_of: dict[str, str] = {}
+    qwen = _run_qwen_pixels(p)
+    for where, d in good:
         if "id" not in d:
-            raise DatasetError(f"{where}: expected an object with an id")
+            out.unreadable.append(f"{where}: expected an object with an id")
+            continue
         iid = str(d["id"])
-        if iid in out:
-            # two answers for one item: which one counts is a guess, so refuse (as score vsi does)
-            raise DatasetError(f"{where}: duplicate id {iid!r}")
+        if iid in where_of:
+            # two answers for one item: which one counts is a guess, so neither does
+            msg = f"duplicate id {iid!r} ({where_of[iid]} and {where})"
+            out.problems[iid] = msg
+            out[iid] = Prediction(iid, problem=msg)
+            continue
+        where_of[iid] = where
         if d.get("points") is not None:
             try:
-                pts = tuple((float(q[0]), float(q[1])) for q in d["points"])
-                if not all(math.isfinite(c) for q in pts for c in q):
-                    raise ValueError("non-finite point coordinate")
-            except (TypeError, ValueError, IndexError):
-                # malformed points are a recorded failure at scoring time, not a crash
-                out[iid] = Prediction(iid, prediction=json.dumps(d["points"]), format="invalid_points")
-                continue
-            out[iid] = Prediction(iid, points_px=pts)
+                out[iid] = Prediction(iid, points_px=_pixel_points(d["points"]))
+            except (TypeError, ValueError, IndexError, OverflowError, KeyError):
+                out[iid] = Prediction(iid, problem="points must be [[u, v], ...] of numbers")
         elif "raw_text" in d:  # a run record of pointlab bench pointing
+            size = d.get("sent_size")
+            try:
+                sent = (int(size[0]), int(size[1])) if size else None
+            except (TypeError, ValueError, IndexError, OverflowError):
+                sent = None
             out[iid] = Prediction(iid, prediction=str(d.get("raw_text") or ""),
-                                  format=str(d.get("point_format") or "auto"), error=d.get("error") or None)
+                                  format=str(d.get("point_format") or "auto"), error=d.get("error") or None,
+                                  sent_size=sent, qwen_pixels=qwen)
         elif "prediction" in d:
             out[iid] = Prediction(iid, prediction=str(d["prediction"] or ""), format=str(d.get("format") or "auto"))
         else:
-            raise DatasetError(f"{where}: needs 'prediction' (+ 'format'), 'points' or 'raw_text'")
+            out[iid] = Prediction(iid, problem="needs 'prediction' (+ 'format'), 'points' or 'raw_text'")
     return out

@@ -4,81 +4,96 @@ PointArena sec. 4.1: every model answers every item three times (means and stand
 over runs), zero-shot, greedy where the API allows it. Here:
 
 - ``concurrency`` requests in flight at most (``asyncio.Semaphore``);
-- an answer with a transport error (after the agent's own retries) is retried ``retries`` more
-  times with exponential backoff (``backoff_s``, doubling); the last error is recorded;
-- every answer (raw text, parsed points, parse error, error, latency, attempts) is appended to
-  ``<out>/run_<k>.jsonl`` as soon as it arrives, so a crashed or interrupted run resumes: a rerun
-  skips items whose answer is already there without an error;
-- ``run.json`` records what produced the answers (model, point format, prompt style, steer mode,
-  temperature, dataset) - a run is data and ``pointlab score pointing`` can re-score any run file;
+- retries are the one model client's (``model_client``: 408, 429, 5xx and timeouts, never another
+  4xx); nothing retries on top of it, so an answer costs at most ``max_retries + 1`` requests;
+- a run stops as soon as its failed answers exceed ``max_error_rate`` of the answers it set out to get
+  (it can no longer end below the threshold): ``ErrorRateExceeded`` names the server's most frequent
+  error (a 400 on every request is reported as that 400, not as a 0 % score);
+- every answer (``runs.AnswerRecord``: raw text, prompt, parser, entries, error with its HTTP status,
+  latency, attempts) is appended to ``<out>/run_<k>.jsonl`` as soon as it arrives, so a crashed or
+  interrupted run resumes: a rerun skips items whose answer is already there without an error;
+- ``run.json`` (``runs.RunRecord``) records what produced the answers, and every run is scored from the
+  raw text under the chosen rule set, so ``pointlab score pointing`` re-scores any run file;
 - a tqdm progress bar on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from .dataset import BenchItem, DatasetError
-from .scoring import score_item, summarize
+from ..runs import RUN_RECORD_VERSION, AnswerRecord, RunRecord, append_answer, read_answers, write_run_record
+from ..runs import read_run_record, RunRecordError
+from .dataset import BenchItem, DatasetError, Prediction
+from .scoring import score_prediction, summarize
 from .steer import STEER_MODES, apply_steer
 
-__all__ = ["RUN_RECORD_VERSION", "RunOptions", "run_pointing", "read_run_answers", "answers_to_scores",
-           "aggregate_runs"]
+__all__ = ["RUN_RECORD_VERSION", "RunOptions", "ErrorRateExceeded", "run_pointing", "read_run_answers",
+           "answers_to_scores", "aggregate_runs"]
 
 log = logging.getLogger(__name__)
-RUN_RECORD_VERSION = 1
+
+
+class ErrorRateExceeded(RuntimeError):
+    """A run stopped because its failed answers passed the threshold.
+
+    Attributes:
+        errors, answered, planned: failed answers, answers received, answers the run set out to get.
+        top_error: the most frequent error message (the server's).
+    """
+
+    def __init__(self, errors: int, answered: int, planned: int, threshold: float, top_error: str) -> None:
+        self.errors, self.answered, self.planned, self.threshold, self.top_error = errors, answered, planned, threshold, top_error
+        super().__init__(f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
+                         f"more than {threshold:.0%} of the {planned} asked); the server said: {top_error}")
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Options of a run (see module docstring). ``runs`` >= 1, ``concurrency`` >= 1."""
+    """Options of a run (see module docstring). ``runs`` >= 1, ``concurrency`` >= 1,
+    ``0 <= max_error_rate <= 1``; ``rules`` the rule set the runs are scored with."""
 
     runs: int = 3
     concurrency: int = 4
-    retries: int = 2
-    backoff_s: float = 0.5
     steer_mode: str = "describe"
     progress: bool = True
+    max_error_rate: float = 0.1
+    rules: str = "pointlab"
 
     def __post_init__(self) -> None:
-        if self.runs < 1 or self.concurrency < 1 or self.retries < 0 or self.backoff_s < 0:
-            raise ValueError("need runs >= 1, concurrency >= 1, retries >= 0, backoff_s >= 0")
+        if self.runs < 1 or self.concurrency < 1 or not 0.0 <= self.max_error_rate <= 1.0:
+            raise ValueError("need runs >= 1, concurrency >= 1, 0 <= max_error_rate <= 1")
         if self.steer_mode not in STEER_MODES:
             raise ValueError(f"steer mode must be one of {', '.join(STEER_MODES)}")
+        from ..scorers import check_rules
+
+        check_rules(self.rules)
 
 
-def _answer_dict(item: BenchItem, run: int, ans: Any, attempts: int) -> dict:
+def _answer_record(item: BenchItem, run: int, instruction: str, ans: Any) -> AnswerRecord:
     pts = np.asarray(getattr(ans, "points_px", np.zeros((0, 2))), dtype=float).reshape(-1, 2)
-    return {"id": item.id, "run": run, "raw_text": getattr(ans, "raw_text", "") or "",
-            "points_px": pts.tolist(), "parse_error": getattr(ans, "parse_error", None),
-            "error": getattr(ans, "error", None), "latency_s": getattr(ans, "latency_s", None),
-            "attempts": attempts + int(getattr(ans, "attempts", 0) or 0),
-            "point_format": getattr(ans, "point_format", ""), "prompt_style": getattr(ans, "prompt_style", "")}
+    entries = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in (getattr(ans, "entries", None) or [])]
+    sent = getattr(ans, "sent_size", None)
+    return AnswerRecord(id=item.id, run=run, raw_text=getattr(ans, "raw_text", "") or "",
+                        prompt=getattr(ans, "prompt", "") or "", instruction=instruction,
+                        point_format=getattr(ans, "point_format", "") or "",
+                        prompt_style=getattr(ans, "prompt_style", "") or "", image_size=[item.width, item.height],
+                        sent_size=list(sent) if sent else None, points_px=pts.tolist(), entries=entries,
+                        parse_error=getattr(ans, "parse_error", None), error=getattr(ans, "error", None),
+                        status=getattr(ans, "status", None), latency_s=getattr(ans, "latency_s", None),
+                        attempts=int(getattr(ans, "attempts", 0) or 0))
 
 
 def read_run_answers(path: str | Path) -> dict[str, dict]:
-    """Answers of one run file by item id (a later line wins; a torn last line is ignored)."""
-    out: dict[str, dict] = {}
-    p = Path(path)
-    if not p.exists():
-        return out
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a crash: that item is asked again
-        if isinstance(d, dict) and "id" in d:
-            out[str(d["id"])] = d
-    return out
+    """Answers of one run file by item id, as dicts (a later line wins; a torn last line is ignored)."""
+    return {k: v.model_dump() for k, v in read_answers(path).items()}
 
 
 class _ImageCache:
@@ -114,22 +129,14 @@ class _ImageCache:
         return apply_steer(rgb, item.query, item.reference_points_px, self.steer_mode)
 
 
-async def _ask(agent: Any, item: BenchItem, run: int, images: _ImageCache, opts: RunOptions,
-               sem: asyncio.Semaphore) -> dict:
+async def _ask(agent: Any, item: BenchItem, run: int, images: _ImageCache, sem: asyncio.Semaphore) -> AnswerRecord:
     async with sem:
         try:
             rgb, instruction = await images.get(item)
         except DatasetError as e:
-            return {"id": item.id, "run": run, "raw_text": "", "points_px": [], "parse_error": None,
-                    "error": f"dataset: {e}", "latency_s": None, "attempts": 0}
-        ans, extra = None, 0
-        for attempt in range(opts.retries + 1):
-            ans = await agent.point(rgb, instruction)  # Agent.point never raises
-            if not getattr(ans, "error", None) or attempt == opts.retries:
-                break
-            extra += 1
-            await asyncio.sleep(opts.backoff_s * (2 ** attempt))
-        return _answer_dict(item, run, ans, extra)
+            return AnswerRecord(id=item.id, run=run, error=f"dataset: {e}", image_size=[item.width, item.height])
+        ans = await agent.point(rgb, instruction)  # Agent.point never raises; its client retries
+        return _answer_record(item, run, instruction, ans)
 
 
 async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts: RunOptions) -> dict:
@@ -137,29 +144,40 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
 
     sem = asyncio.Semaphore(opts.concurrency)
     images = _ImageCache(opts.steer_mode, max_items=2 * opts.concurrency + 4)
-    done = {run: read_run_answers(out_dir / f"run_{run}.jsonl") for run in range(1, opts.runs + 1)}
+    done = {run: read_answers(out_dir / f"run_{run}.jsonl") for run in range(1, opts.runs + 1)}
     todo, cached = [], 0
     for it in items:  # item-major: the runs of one item share its decoded image
         for run in range(1, opts.runs + 1):
-            if it.id in done[run] and not done[run][it.id].get("error"):
+            if it.id in done[run] and not done[run][it.id].error:
                 cached += 1
             else:
                 todo.append((it, run))
     files = {run: (out_dir / f"run_{run}.jsonl").open("a", encoding="utf-8") for run in range(1, opts.runs + 1)}
-    errors = 0
+    # the run can no longer end below the threshold once this many answers failed
+    allowed = int(opts.max_error_rate * len(todo) + 1e-9)
+    errors, answered = 0, 0
+    messages: Counter = Counter()
+    tasks: list[asyncio.Future] = []
     try:
         with tqdm(total=len(todo), desc=f"{getattr(agent, 'name', 'agent')}", unit="item", disable=not opts.progress,
                   leave=False) as bar:
             # tasks created in queue order start (and take the semaphore) in that order
-            tasks = [asyncio.ensure_future(_ask(agent, it, run, images, opts, sem)) for it, run in todo]
+            tasks = [asyncio.ensure_future(_ask(agent, it, run, images, sem)) for it, run in todo]
             for fut in asyncio.as_completed(tasks):
                 rec = await fut
-                errors += bool(rec.get("error"))
-                f = files[rec["run"]]
-                f.write(json.dumps(rec) + "\n")
-                f.flush()
+                answered += 1
+                if rec.error:
+                    errors += 1
+                    messages[rec.error] += 1
+                append_answer(files[rec.run], rec)
                 bar.update(1)
+                if errors > allowed:
+                    raise ErrorRateExceeded(errors, answered, len(todo), opts.max_error_rate,
+                                            messages.most_common(1)[0][0])
     finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for f in files.values():
             f.close()
         if hasattr(agent, "aclose"):
@@ -167,20 +185,19 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     return {"asked": len(todo), "cached": cached, "errors": errors}
 
 
-def answers_to_scores(items: Sequence[BenchItem], answers: dict[str, dict]) -> list:
-    """Score one run's answers (``read_run_answers``) against the items."""
+def answers_to_scores(items: Sequence[BenchItem], answers: dict[str, AnswerRecord | dict], *, rules: str = "pointlab",
+                      qwen_pixels: tuple[int, int] | None = None) -> list:
+    """Score one run's answers against the items from their RAW TEXT (never the stored points), under ``rules``."""
     scores = []
     for it in items:
         a = answers.get(it.id)
         if a is None:
-            scores.append(score_item(it, None, failure="no_prediction"))
-        elif a.get("error"):
-            scores.append(score_item(it, None, failure="model_error", detail=a["error"]))
-        elif not a.get("points_px"):
-            scores.append(score_item(it, None, failure="unparseable" if a.get("parse_error") else "no_points",
-                                     detail=a.get("parse_error")))
-        else:
-            scores.append(score_item(it, a["points_px"]))
+            scores.append(score_prediction(it, None, rules=rules))
+            continue
+        a = a if isinstance(a, AnswerRecord) else AnswerRecord.model_validate(a)
+        pred = Prediction(it.id, prediction=a.raw_text, format=a.point_format or "auto", error=a.error or None,
+                          sent_size=tuple(a.sent_size) if a.sent_size else None, qwen_pixels=qwen_pixels)
+        scores.append(score_prediction(it, pred, rules=rules))
     return scores
 
 
@@ -208,39 +225,58 @@ def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *,
 
     Args:
         items: the dataset.
-        agent: an object with ``async point(image_rgb, instruction) -> AgentAnswer``.
+        agent: an object with ``async point(image_rgb, instruction) -> AgentAnswer`` (and, for model
+            agents, ``describe()``: the request settings recorded in ``run.json``).
         out_dir: run folder (created); holds ``run.json``, ``run_<k>.jsonl``, ``results.json``.
         options: ``RunOptions``.
         record: extra fields for ``run.json`` (model config, dataset path, ...).
 
-    Returns: ``{"model", "runs": [summary per run], "aggregate": aggregate_runs(...), "asked", "cached",
-    "errors", "out_dir"}`` (also written to ``results.json``).
-    Raises: ValueError for a run folder holding another model's or setting's answers.
+    Returns: ``{"model", "rules", "runs": [summary per run], "aggregate": aggregate_runs(...), "asked",
+    "cached", "errors", "out_dir"}`` (also written to ``results.json``).
+    Raises: ValueError for a run folder holding another model's or setting's answers;
+        ``ErrorRateExceeded`` when the run stopped on errors (its answers are kept, ``run.json`` says why).
     """
     opts = options or RunOptions()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"version": RUN_RECORD_VERSION, "model": getattr(agent, "name", "agent"),
-            "point_format": getattr(agent, "point_format", None), "prompt_style": getattr(agent, "prompt_style", None),
-            "temperature": getattr(agent, "temperature", None), "steer_mode": opts.steer_mode,
-            "items": len(items), **(record or {})}
+    extra = dict(record or {})
+    agent_cfg = extra.pop("agent", {})
+    describe = getattr(agent, "describe", None)
+    meta = RunRecord(model=getattr(agent, "name", "agent"), point_format=getattr(agent, "point_format", None),
+                     prompt_style=getattr(agent, "prompt_style", None), temperature=getattr(agent, "temperature", None),
+                     steer_mode=opts.steer_mode, items=len(items), agent=agent_cfg,
+                     request=describe() if callable(describe) else {}, rules=opts.rules,
+                     max_error_rate=opts.max_error_rate, dataset=extra.pop("dataset", None), **extra)
     meta_path = out / "run.json"
     if meta_path.exists():
-        old = json.loads(meta_path.read_text(encoding="utf-8"))
+        try:
+            old = read_run_record(meta_path)
+        except RunRecordError as e:
+            raise ValueError(str(e)) from e
         keys = ("model", "point_format", "prompt_style", "steer_mode")
-        if any(old.get(k) != meta.get(k) for k in keys):
-            raise ValueError(f"{out} holds answers of another setting ({ {k: old.get(k) for k in keys} }); "
+        if any(getattr(old, k) != getattr(meta, k) for k in keys):
+            raise ValueError(f"{out} holds answers of another setting ({ {k: getattr(old, k) for k in keys} }); "
                              "use another --out")
-    meta["updated_unix_s"] = time.time()
-    meta_path.write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    stats = asyncio.run(_run_async(items, agent, out, opts)) if items else {"asked": 0, "cached": 0, "errors": 0}
+    meta.updated_unix_s = time.time()
+    write_run_record(meta_path, meta)
+    try:
+        stats = asyncio.run(_run_async(items, agent, out, opts)) if items else {"asked": 0, "cached": 0, "errors": 0}
+    except ErrorRateExceeded as e:
+        meta.stopped = str(e)
+        write_run_record(meta_path, meta)
+        raise
+    qwen = (agent_cfg.get("qwen_min_pixels"), agent_cfg.get("qwen_max_pixels"))
+    qwen = qwen if all(qwen) else None
     summaries, per_item = [], []
     for run in range(1, opts.runs + 1):
-        scores = answers_to_scores(items, read_run_answers(out / f"run_{run}.jsonl"))
+        scores = answers_to_scores(items, read_answers(out / f"run_{run}.jsonl"), rules=opts.rules, qwen_pixels=qwen)
         summaries.append(summarize(scores))
         per_item.append([s.to_dict() for s in scores])
-    result = {"model": meta["model"], "prompt_style": meta["prompt_style"], "steer_mode": opts.steer_mode,
-              "runs": summaries, "aggregate": aggregate_runs(summaries), **stats, "out_dir": str(out)}
-    (out / "results.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    (out / "items.json").write_text(json.dumps(per_item), encoding="utf-8")
+    result = {"model": meta.model, "prompt_style": meta.prompt_style, "steer_mode": opts.steer_mode, "rules": opts.rules,
+              "runs": summaries, "aggregate": aggregate_runs(summaries), **stats, "out_dir": str(out),
+              "request_notes": meta.request.get("request_notes", [])}
+    from ..records import dumps_json
+
+    (out / "results.json").write_text(dumps_json(result, indent=2), encoding="utf-8")
+    (out / "items.json").write_text(dumps_json(per_item), encoding="utf-8")
     return result

@@ -1,6 +1,6 @@
-"""Point-Bench scoring: a prediction's points against an item's target masks.
+"""Point-Bench scoring: a prediction's points against an item's target masks, under a rule set.
 
-PointArena sec. 3.1 and 4.1:
+``--rules pointlab`` (the default), PointArena sec. 3.1 and 4.1:
 - non-counting: only the FIRST predicted point is evaluated (the model's highest-confidence answer);
   success when it lies inside the target mask;
 - counting: the number of points equals the target count ``K*`` and every point lies inside a
@@ -15,6 +15,11 @@ pixel column ``c`` covers ``[c - 0.5, c + 0.5)``; a point is inside the image wh
 
 Per category accuracy and the unweighted mean of the categories present (the paper's "Average"
 over the five categories).
+
+``--rules reference``: PointArena's released ``model_evaluator.py`` item for item
+(``pointbench.reference``: its answer readers, ``int()`` pixels, its mask reading); the differences are
+the ``pointbench.*`` rows of ``scorers.RULES`` (docs/scoring.md). Answers are always re-read from their
+raw text, so a parser or rule change reaches every saved run.
 """
 
 from __future__ import annotations
@@ -26,15 +31,18 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..points import POINT_FORMATS, parse_points
+from ..points import POINT_FORMATS, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, PointEntry, inside_image, parse_points, qwen_model_size
+from ..scorers import ItemScore as ContractItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
+from .reference import pixel_points_answer, ref_score, reference_answer
 
-__all__ = ["REASONS", "ItemScore", "pixel_index", "score_points", "score_item", "score_prediction",
-           "score_predictions", "summarize"]
+__all__ = ["REASONS", "ItemScore", "pixel_index", "score_points", "score_entries", "score_item", "score_prediction",
+           "score_predictions", "summarize", "pixel_entries"]
 
 # Every reason an item can carry. Success: "hit" (non-counting) or "all_targets" (counting).
 REASONS = ("hit", "all_targets", "miss", "outside_image", "no_points", "unparseable", "count_mismatch",
-           "point_outside_targets", "instance_uncovered", "model_error", "no_prediction", "bad_ground_truth")
+           "point_outside_targets", "instance_uncovered", "model_error", "no_prediction", "bad_ground_truth",
+           "invalid_prediction")
 
 
 @dataclass
@@ -47,12 +55,25 @@ class ItemScore:
     points: list[list[float]] = field(default_factory=list)
     reason: str = ""
     detail: str | None = None
+    rules: str = "pointlab"
+    reader: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        if d["detail"] is None:
-            del d["detail"]
+        for k in ("detail", "reader"):
+            if d[k] is None:
+                del d[k]
         return d
+
+    def to_contract(self) -> ContractItemScore:
+        """The item as the shared score contract (``scorers.ItemScore``)."""
+        meta = {"category": self.category, "success": self.success}
+        if self.detail is not None:
+            meta["detail"] = self.detail
+        if self.reader is not None:
+            meta["reader"] = self.reader
+        return ContractItemScore(id=self.id, value=1.0 if self.success else 0.0, parsed=self.points, reason=self.reason,
+                                 metadata=meta)
 
 
 def pixel_index(u: float, v: float, width: int, height: int) -> tuple[int, int] | None:
@@ -119,60 +140,153 @@ def score_points(points_px: Sequence[Sequence[float]] | np.ndarray, category: st
     return True, "all_targets", used
 
 
+def pixel_entries(points_px: Sequence[Sequence[float]] | np.ndarray, width: int, height: int) -> list[PointEntry]:
+    """``PointEntry`` per pixel point ``(u, v)`` (finite, and whether inside the image, as ``parse_points``)."""
+    out = []
+    for p in np.asarray(points_px, dtype=np.float64).reshape(-1, 2):
+        u, v = float(p[0]), float(p[1])
+        if not (math.isfinite(u) and math.isfinite(v)):
+            out.append(PointEntry(None, None, False, "non-finite coordinate"))
+        elif inside_image(u, v, width, height):
+            out.append(PointEntry(u, v, True, None, True))
+        else:
+            out.append(PointEntry(u, v, True, f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image",
+                                  False))
+    return out
+
+
+def score_entries(entries: Sequence[PointEntry], category: str, mask: np.ndarray | None, *,
+                  instance_masks: Sequence[np.ndarray] = (), count: int | None = None) -> tuple[bool, str, list, str | None]:
+    """pointlab rules over the model's entries, in its order: ``(success, reason, points_used, detail)``.
+
+    Non-counting: the FIRST entry is the answer; a non-finite or overflowing first point fails
+    (``unparseable``) however good the next one is (PointArena sec. 4.1). Counting: every entry must be a
+    finite point, then ``score_points``.
+    """
+    if not entries:
+        return False, "no_points", [], None
+    if category != "counting":
+        first = entries[0]
+        if first.u_px is None:
+            return False, "unparseable", [], f"first point: {first.reason}"
+        ok, reason, used = score_points([[first.u_px, first.v_px]], category, mask, instance_masks=instance_masks,
+                                        count=count)
+        return ok, reason, used, None
+    bad = [e for e in entries if e.u_px is None]
+    finite = [[e.u_px, e.v_px] for e in entries if e.u_px is not None]
+    if bad:
+        return False, "unparseable", finite, bad[0].reason
+    ok, reason, used = score_points(finite, category, mask, instance_masks=instance_masks, count=count)
+    return ok, reason, used, None
+
+
 def score_item(item: BenchItem, points_px: Sequence[Sequence[float]] | np.ndarray | None, *,
-               failure: str | None = None, detail: str | None = None) -> ItemScore:
-    """Score one item given its pixel points, or record ``failure`` (e.g. ``unparseable``,
-    ``model_error``, ``no_prediction``) when there are no usable points. Never raises: an unreadable
-    mask becomes ``bad_ground_truth``; a non-finite coordinate makes the item ``unparseable``."""
+               failure: str | None = None, detail: str | None = None, entries: Sequence[PointEntry] | None = None
+               ) -> ItemScore:
+    """Score one item under the pointlab rules given its pixel points (or the parser's ``entries``), or
+    record ``failure`` (e.g. ``unparseable``, ``model_error``, ``no_prediction``) when there are no usable
+    points. Never raises: an unreadable mask becomes ``bad_ground_truth``; a non-finite coordinate makes
+    the item ``unparseable``."""
     if failure is not None:
         pts = [] if points_px is None else np.asarray(points_px, dtype=float).reshape(-1, 2).tolist()
         if not np.isfinite(pts).all():
             pts = []  # the record must stay strict JSON
         return ItemScore(item.id, item.category, False, pts, failure, detail)
-    if points_px is not None and not np.isfinite(np.asarray(points_px, dtype=float)).all():
-        # a NaN / infinite coordinate is not a point: the whole answer is invalid (and would put
-        # NaN into the results JSON)
-        return ItemScore(item.id, item.category, False, [], "unparseable", "non-finite point coordinate")
+    if entries is None:
+        entries = pixel_entries(points_px if points_px is not None else [], item.width, item.height)
     try:
         inst = item.load_instance_masks()
         mask = item.target_mask() if item.mask is not None or inst else None
-        ok, reason, used = score_points(points_px if points_px is not None else [], item.category, mask,
-                                        instance_masks=inst, count=item.count)
+        ok, reason, used, why = score_entries(entries, item.category, mask, instance_masks=inst, count=item.count)
     except DatasetError as e:
         return ItemScore(item.id, item.category, False, [], "bad_ground_truth", str(e))
-    return ItemScore(item.id, item.category, ok, used, reason, detail)
+    return ItemScore(item.id, item.category, ok, used, reason, detail if why is None else why)
 
 
-def score_prediction(item: BenchItem, pred: Prediction | None) -> ItemScore:
-    """Score one PRED record: pixel points directly, or raw text parsed with ``parse_points`` in the
-    record's format (``auto`` allowed). Missing prediction -> ``no_prediction``; unknown format or
-    unparseable text -> ``unparseable`` with the parser's reason in ``detail``. Never raises."""
+def _model_size(pred: Prediction, fmt: str, item: BenchItem, qwen: tuple[int, int]) -> tuple[int, int] | None:
+    """The frame absolute coordinates refer to: the sent image (run records) through Qwen's resize."""
+    if pred.sent_size is None or tuple(pred.sent_size) == (item.width, item.height):
+        return None
+    if fmt in ("qwen", "auto"):
+        try:
+            return qwen_model_size(*pred.sent_size, min_pixels=qwen[0], max_pixels=qwen[1])
+        except ValueError:
+            return None
+    return tuple(pred.sent_size)
+
+
+def _score_reference(item: BenchItem, pred: Prediction, fmt: str | None) -> ItemScore | None:
+    """``--rules reference`` for one prediction with points or raw text; ``None`` when the released
+    evaluators have no reader for ``fmt`` (pointlab's is used then)."""
+    if pred.points_px is not None:
+        ans = pixel_points_answer(pred.points_px)
+    else:
+        ans = reference_answer(pred.prediction or "", fmt or "", item.width, item.height, item.category)
+        if ans is None:
+            return None
+    try:
+        mask = item.target_mask(rule="lmms-eval" if ans.evaluator == "lmms-eval" else "pointarena")
+    except DatasetError as e:
+        return ItemScore(item.id, item.category, False, [], "bad_ground_truth", str(e), rules="reference")
+    ok, reason, used, detail = ref_score(ans, item.category, mask, item.count)
+    return ItemScore(item.id, item.category, ok, used, reason, detail, rules="reference",
+                     reader=f"{ans.evaluator}:{ans.reader}")
+
+
+def score_prediction(item: BenchItem, pred: Prediction | None, *, rules: str = "pointlab",
+                     qwen_pixels: tuple[int, int] | None = None) -> ItemScore:
+    """Score one PRED record under ``rules``: pixel points directly, or raw text read by the rule set's
+    reader in the record's format (``auto`` allowed under pointlab). Missing prediction ->
+    ``no_prediction``; an unusable line -> ``invalid_prediction``; unknown format or unparseable text ->
+    ``unparseable`` with the parser's reason in ``detail``. Never raises.
+
+    Args:
+        qwen_pixels: ``(min_pixels, max_pixels)`` of the served Qwen checkpoint (default the record's, else
+            the released checkpoints').
+    """
+    check_rules(rules)
+    out = _score_prediction(item, pred, rules, qwen_pixels)
+    out.rules = rules
+    return out
+
+
+def _score_prediction(item: BenchItem, pred: Prediction | None, rules: str, qwen_pixels) -> ItemScore:
     if pred is None:
         return score_item(item, None, failure="no_prediction")
+    if pred.problem:
+        return score_item(item, None, failure="invalid_prediction", detail=pred.problem)
     if pred.error:
         return score_item(item, None, failure="model_error", detail=pred.error)
+    fmt = pred.format or "auto"
+    if pred.points_px is None and fmt not in POINT_FORMATS:
+        return score_item(item, None, failure="unparseable", detail=f"unknown point format {fmt!r}")
+    if rules == "reference":
+        ref = _score_reference(item, pred, fmt)
+        if ref is not None:
+            return ref
     if pred.points_px is not None:
         return score_item(item, pred.points_px)
-    fmt = pred.format or "auto"
-    if fmt == "invalid_points":  # set by load_pred_jsonl for points that are not finite [[u, v], ...]
-        return score_item(item, None, failure="unparseable",
-                          detail="points must be [[u, v], ...] of finite numbers")
-    if fmt not in POINT_FORMATS:
-        return score_item(item, None, failure="unparseable", detail=f"unknown point format {fmt!r}")
-    parsed = parse_points(pred.prediction or "", fmt, item.width, item.height)
-    if not parsed.ok:
+    qwen = qwen_pixels or pred.qwen_pixels or (QWEN_MIN_PIXELS, QWEN_MAX_PIXELS)
+    parsed = parse_points(pred.prediction or "", fmt, item.width, item.height,
+                          model_size=_model_size(pred, fmt, item, qwen), qwen_min_pixels=qwen[0],
+                          qwen_max_pixels=qwen[1])
+    if not parsed.entries:
         return score_item(item, None, failure="unparseable", detail=parsed.reason)
-    return score_item(item, parsed.points_px)
+    out = score_item(item, None, entries=parsed.entries)
+    out.reader = "pointlab:parse_points"
+    return out
 
 
-def score_predictions(items: Sequence[BenchItem], preds: dict[str, Prediction]) -> dict:
+def score_predictions(items: Sequence[BenchItem], preds: dict[str, Prediction], *, rules: str = "pointlab") -> dict:
     """``{"items": [ItemScore dicts], "summary": summarize(...)}`` over every GT item (a GT item
     without a prediction fails with ``no_prediction``; predictions for unknown ids are counted in
-    ``summary["unknown_prediction_ids"]``)."""
-    scores = [score_prediction(it, preds.get(it.id)) for it in items]
+    ``summary["unknown_prediction_ids"]``); the summary names ``rules``."""
+    scores = [score_prediction(it, preds.get(it.id), rules=rules) for it in items]
     summary = summarize(scores)
     known = {it.id for it in items}
+    summary["rules"] = rules
     summary["unknown_prediction_ids"] = sorted(set(preds) - known)
+    summary["unreadable_prediction_lines"] = list(getattr(preds, "unreadable", []))
     return {"items": [s.to_dict() for s in scores], "summary": summary}
 
 
@@ -192,3 +306,46 @@ def summarize(scores: Iterable[ItemScore]) -> dict:
             "average": float(np.mean(present)) if present else None,
             "overall": (sum(v["success"] for v in cats.values()) / n_all) if n_all else None,
             "n": n_all}
+
+
+def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dict[str, float]:
+    """The numbers lmms-eval's ``pointbench`` task reports: ``pointbench_binary_acc`` (mean item success)
+    and ``pointbench_acc`` (mean over items of the fraction of scored points that hit the target)."""
+    if not scores:
+        return {"pointbench_binary_acc": 0.0, "pointbench_acc": 0.0}
+    fracs = []
+    for it, s in zip(items, scores):
+        pts = [p for p in s.points if isinstance(p, (list, tuple)) and len(p) == 2]
+        if not pts or not s.success and s.reason in ("unparseable", "no_points", "model_error", "no_prediction",
+                                                     "invalid_prediction", "bad_ground_truth"):
+            fracs.append(0.0)
+            continue
+        fracs.append(1.0 if s.success else _hit_fraction(it, s))
+    return {"pointbench_binary_acc": float(np.mean([s.success for s in scores])),
+            "pointbench_acc": float(np.mean(fracs))}
+
+
+def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
+    try:
+        mask = item.target_mask()
+    except DatasetError:
+        return 0.0
+    hits = []
+    for p in s.points:
+        try:
+            ix = pixel_index(float(p[0]), float(p[1]), item.width, item.height)
+        except (TypeError, ValueError, KeyError, IndexError):
+            ix = None
+        hits.append(bool(ix is not None and mask[ix]))
+    return float(np.mean(hits)) if hits else 0.0
+
+
+@register_scorer("pointing", "Point-Bench (PointArena sec. 3.1, 4.1): points against target masks")
+def score_pointing(items: Sequence[BenchItem], preds: dict[str, Prediction], *, rules: str = "pointlab") -> ScoreReport:
+    """The registered Point-Bench scorer: the contract form of ``score_predictions``."""
+    scores = [score_prediction(it, preds.get(it.id), rules=rules) for it in items]
+    summary = summarize(scores)
+    summary["unknown_prediction_ids"] = sorted(set(preds) - {it.id for it in items})
+    summary["unreadable_prediction_lines"] = list(getattr(preds, "unreadable", []))
+    summary["lmms_eval"] = lmms_metrics(items, scores)
+    return ScoreReport(scorer="pointing", rules=rules, items=[s.to_contract() for s in scores], summary=summary)

@@ -22,7 +22,8 @@ class StubOracle:
 
     def points(self, instruction, image_rgb):
         height, width = image_rgb.shape[:2]
-        return [(0.25 * width, 0.5 * height)] if "mug" in instruction else []
+        # the pixel centre whose area position is exactly (25 %, 50 %): exact in every area frame
+        return [(0.25 * width - 0.5, 0.5 * height - 0.5)] if "mug" in instruction else []
 
 
 class Failing:
@@ -118,10 +119,10 @@ def test_default_sim_agents_point_through_the_server(server):
     exact = run(_point(agents["sim-oracle"]))
     assert exact.error is None and exact.parse_error is None and exact.ok
     assert exact.model == "sim-oracle" and exact.raw_text.startswith("<point ")
-    assert np.allclose(exact.points_px, [[160.0, 240.0]])  # 0.25*640, 0.5*480
+    assert np.allclose(exact.points_px, [[159.5, 239.5]])  # 0.25*640 - 0.5, 0.5*480 - 0.5
     noisy = run(_point(agents["sim-noisy"]))
     assert noisy.ok and noisy.raw_text.startswith('[{"point": [')
-    assert noisy.points_px.shape == (1, 2) and not np.allclose(noisy.points_px, [[160.0, 240.0]])
+    assert noisy.points_px.shape == (1, 2) and not np.allclose(noisy.points_px, [[159.5, 239.5]])
 
 
 def test_sim_base_url_is_required_for_sim_agents():
@@ -154,7 +155,7 @@ _SIM = '[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\n
 
 @pytest.mark.parametrize("extra, needle", [
     ("timeout_s = inf\n", "timeout_s"),      # an agent that never times out
-    ("backoff_s = inf\n", "backoff_s"),      # a retry that sleeps for ever
+    ("backoff_s = 0.5\n", "backoff_s"),      # retries are the client's: the key is gone, a typo-style error
     ("timeout_s = nan\n", "timeout_s"),
     ("qwen_min_pixels = 2000000\nqwen_max_pixels = 1000000\n", "qwen_min_pixels"),
 ])
@@ -180,31 +181,33 @@ def _agent(url, model, fmt, style="default", **kw):
 
 @pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])
 def test_every_format_round_trips_through_the_server(server, fmt):
-    # (160, 240) on 640x480 is exact in every format: 25 %/50 %; 250/500 of 1000; RoboPoint 0.25/0.5;
-    # Qwen sees 644x476 (480/28 = 17.1 -> 476, 640/28 = 22.9 -> 644): 160*644/640 = 161 -> 160 back.
+    # (159.5, 239.5) on 640x480 is the area position (160, 240), exact in every format: 25 %/50 %; 250/500 of
+    # 1000; RoboPoint 0.25/0.5; Qwen sees 644x476 (480/28 = 17.1 -> 476, 640/28 = 22.9 -> 644):
+    # 160*644/640 = 161 -> 161*640/644 - 0.5 = 159.5 back; xy_pixels writes the centre itself.
     ans = run(_point(_agent(server, f"oracle-{fmt}", fmt)))
     assert ans.ok and ans.point_format == fmt
-    assert np.allclose(ans.points_px, [[160.0, 240.0]], atol=1e-9)
+    assert np.allclose(ans.points_px, [[159.5, 239.5]], atol=1e-9)
 
 
 @pytest.mark.parametrize("style", PROMPT_STYLES)
 def test_every_prompt_style_reaches_the_oracle(server, style):
     ans = run(_point(_agent(server, "oracle-gemini", "gemini", style)))
-    assert ans.ok and ans.prompt_style == style and np.allclose(ans.points_px, [[160.0, 240.0]])
+    assert ans.ok and ans.prompt_style == style and np.allclose(ans.points_px, [[159.5, 239.5]])
 
 
 def test_auto_agent_with_unparsed_prompt(server):
     ans = run(_point(_agent(server, "oracle-molmo2", "auto", "unparsed")))
-    assert ans.ok and np.allclose(ans.points_px, [[160.0, 240.0]])
+    assert ans.ok and np.allclose(ans.points_px, [[159.5, 239.5]])
 
 
 def test_downscaled_image_maps_back_to_original_pixels(server):
     big = np.zeros((960, 1280, 3), np.uint8)
     agent = _agent(server, "oracle-xy_pixels", "xy_pixels", max_image_side_px=640)
     ans = run(_point(agent, image=big))
-    # sent as 640x480, answered [160.0, 240.0] there -> (320, 480) in the 1280x960 original
-    assert ans.raw_text == "[160.0, 240.0]"
-    assert np.allclose(ans.points_px, [[320.0, 480.0]])
+    # sent as 640x480, answered the pixel centre [159.5, 239.5] there -> centre to centre
+    # ((159.5 + 0.5) * 2 - 0.5, (239.5 + 0.5) * 2 - 0.5) = (319.5, 479.5) in the 1280x960 original
+    assert ans.raw_text == "[159.5, 239.5]"
+    assert np.allclose(ans.points_px, [[319.5, 479.5]])
 
 
 def test_requests_are_greedy_and_carry_the_image(server):
@@ -232,14 +235,14 @@ def test_not_found_is_a_parse_error_not_a_call_error(server):
 
 def test_server_error_is_recorded_after_retries(server):
     agent = OpenAIAgent("t", base_url=server, model="failing", point_format="xy_pixels", max_retries=2,
-                        backoff_s=0.01, timeout_s=5)
+                        timeout_s=5)
     ans = run(_point(agent))
     assert ans.error.startswith("HTTP 500") and "boom" in ans.error
     assert ans.attempts == 3 and ans.points_px.shape == (0, 2) and not ans.ok
 
 
 def test_transient_failures_are_retried(server):
-    agent = OpenAIAgent("t", base_url=server, model="flaky", point_format="xy_pixels", max_retries=2, backoff_s=0.01)
+    agent = OpenAIAgent("t", base_url=server, model="flaky", point_format="xy_pixels", max_retries=2)
     ans = run(_point(agent))
     assert ans.error is None and ans.attempts == 3 and ans.points_px.tolist() == [[10.0, 20.0]]
 
@@ -252,7 +255,7 @@ def test_timeout_is_recorded(server):
 
 
 def test_unknown_model_is_not_retried(server):
-    agent = OpenAIAgent("t", base_url=server, model="nope", point_format="xy_pixels", max_retries=3, backoff_s=0.01)
+    agent = OpenAIAgent("t", base_url=server, model="nope", point_format="xy_pixels", max_retries=3)
     ans = run(_point(agent))
     assert ans.error.startswith("HTTP 404") and ans.attempts == 1
 
@@ -264,7 +267,7 @@ def test_connection_refused_is_recorded():
     port = sock.getsockname()[1]
     try:
         agent = OpenAIAgent("t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo",
-                            max_retries=1, backoff_s=0.01, timeout_s=2)
+                            max_retries=1, timeout_s=2)
         ans = run(_point(agent))
     finally:
         sock.close()

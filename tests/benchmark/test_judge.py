@@ -29,8 +29,7 @@ def test_unreachable_judge_is_a_recorded_failure():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    judge = LLMJudge("judge-model", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, retry_wait_s=0.0,
-                     timeout_s=2.0)
+    judge = LLMJudge("judge-model", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, timeout_s=2.0)
     v = judge.judge("score this")
     assert not v.ok and v.error.startswith("judge call failed")
     assert v.attempts == 2 and v.prompt == "score this" and v.model == "judge-model" and v.temperature == 0.0

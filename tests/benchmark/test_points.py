@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pointlab.benchmark.points import (POINT_FORMATS, format_points, parse_points, qwen_model_size,
-                                       smart_resize)
+from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, format_points, parse_points,
+                                       qwen_model_size, smart_resize)
 
 W, H = 640, 480
 
@@ -21,7 +21,9 @@ def pts(text, fmt, w=W, h=H, **kw):
 def test_molmo_single_point_percent():
     p, xy = pts('<point x="50" y="25" alt="mug">mug</point>', "molmo")
     assert p.ok and p.format == "molmo" and p.reason is None
-    assert xy == [[320.0, 120.0]]  # 0.50*640, 0.25*480
+    # area frame: 50 % of 640 is the position 320 from the left edge = pixel centre 319.5 (column 319 or 320's
+    # shared border); 25 % of 480 = 120 -> 119.5
+    assert xy == [[319.5, 119.5]]
 
 
 def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
@@ -29,12 +31,13 @@ def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
             'alt="cups">cups</points> shows a total of 3.')
     p, xy = pts(text, "molmo")
     assert p.ok
-    assert np.allclose(xy, [[64.0, 48.0], [393.6, 193.92], [640.0, 480.0]])  # 0.615*640, 0.404*480
+    assert np.allclose(xy, [[63.5, 47.5], [393.1, 193.42], [639.5, 479.5]])  # 0.615*640 - 0.5, 0.404*480 - 0.5
 
 
 def test_molmo_value_above_100_is_returned_as_parsed():
-    _, xy = pts('<point x="150" y="-10">x</point>', "molmo")
-    assert xy == [[960.0, -48.0]]
+    p, xy = pts('<point x="150" y="-10">x</point>', "molmo")
+    assert xy == [[959.5, -48.5]]
+    assert p.first.valid and not p.first.usable and p.first.reason.startswith("outside_image")
 
 
 # ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
@@ -43,14 +46,14 @@ def test_molmo2_coords_triplets():
     text = 'Counting the <points coords="1 1 073 160 2 173 600" alt="boats">the boats</points> shows 2.'
     p, xy = pts(text, "molmo2")
     assert p.ok and p.format == "molmo2"
-    assert np.allclose(xy, [[0.073 * 640, 0.160 * 480], [0.173 * 640, 0.600 * 480]])  # (46.72, 76.8), (110.72, 288)
+    assert np.allclose(xy, [[46.22, 76.3], [110.22, 287.5]])  # 0.073*640 - 0.5, 0.160*480 - 0.5, ...
 
 
 def test_molmo2_multi_group_and_auto_detection():
     text = '<points coords="1 1 500 500;2 1 250 750">x</points>'
     p, xy = pts(text, "auto")
     assert p.format == "molmo2"
-    assert np.allclose(xy, [[320.0, 240.0], [160.0, 360.0]])
+    assert np.allclose(xy, [[319.5, 239.5], [159.5, 359.5]])
 
 
 # ---------------------------------------------------------------- Gemini ([y, x] on 0-1000)
@@ -58,18 +61,20 @@ def test_molmo2_multi_group_and_auto_detection():
 def test_gemini_y_first_in_code_fence():
     text = 'Here you go:\n```json\n[{"point": [500, 250], "label": "cup"}]\n```\nDone.'
     p, xy = pts(text, "gemini")
-    assert p.ok and xy == [[160.0, 240.0]]  # u = 0.25*640, v = 0.5*480
+    assert p.ok and xy == [[159.5, 239.5]]  # u = 0.25*640 - 0.5, v = 0.5*480 - 0.5
 
 
 def test_gemini_box_2d_counts_as_centre():
     # ymin 100, xmin 200, ymax 300, xmax 400 -> centre y 200, x 300 -> u 0.3*640, v 0.2*480
     _, xy = pts('[{"box_2d": [100, 200, 300, 400], "label": "box"}]', "gemini")
-    assert np.allclose(xy, [[192.0, 96.0]])
+    assert np.allclose(xy, [[191.5, 95.5]])
 
 
 def test_gemini_multiple_points_keep_order():
-    _, xy = pts('[{"point": [0, 0], "label": "a"}, {"point": [1000, 1000], "label": "b"}]', "gemini")
-    assert xy == [[0.0, 0.0], [640.0, 480.0]]
+    p, xy = pts('[{"point": [0, 0], "label": "a"}, {"point": [1000, 1000], "label": "b"}]', "gemini")
+    assert xy == [[-0.5, -0.5], [639.5, 479.5]]
+    # 0 is the image's left edge (column 0, inside); 1000 its right edge (outside: column 640)
+    assert [(e.valid, e.inside) for e in p.entries] == [(True, True), (True, False)]
 
 
 # ---------------------------------------------------------------- Qwen2.5-VL (resized pixels)
@@ -79,9 +84,11 @@ def test_smart_resize_by_hand():
     # 728*1288 = 937,664 <= 1,003,520 (28*28*1280), so no further scaling.
     assert smart_resize(720, 1280) == (728, 1288)
     assert qwen_model_size(1280, 720) == (1288, 728)
-    # 1920x1080: rounded 1092x1932 = 2,109,744 > max; beta = sqrt(2,073,600/1,003,520) = 1.43747;
-    # 1080/1.43747/28 = 26.83 -> 26*28 = 728; 1920/1.43747/28 = 47.70 -> 47*28 = 1316.
-    assert smart_resize(1080, 1920) == (728, 1316)
+    # 1920x1080 under the processor class's max 1,003,520: rounded 1092x1932 = 2,109,744 > max;
+    # beta = sqrt(2,073,600/1,003,520) = 1.43747; 1080/1.43747/28 = 26.83 -> 728; 1920/1.43747/28 = 47.70 -> 1316.
+    assert smart_resize(1080, 1920, max_pixels=QWEN_PROCESSOR_CLASS_MAX_PIXELS) == (728, 1316)
+    # under the released checkpoints' max 12,845,056 (the default): 1092x1932 is below it, kept
+    assert smart_resize(1080, 1920) == (1092, 1932)
     # 40x40: rounds to 28x28 = 784 < 3136; beta = sqrt(3136/1600) = 1.4; ceil(56/28)*28 = 56.
     assert smart_resize(40, 40) == (56, 56)
     with pytest.raises(ValueError):
@@ -89,26 +96,27 @@ def test_smart_resize_by_hand():
 
 
 def test_qwen_point_2d_rescaled_from_resized_image():
-    # 1280x720 is seen as 1288x728: x 644 -> 644*1280/1288 = 640.0; y 364 -> 364*720/728 = 360.0
+    # 1280x720 is seen as 1288x728: x 644 -> 644*1280/1288 = 640.0 from the left edge -> 639.5;
+    # y 364 -> 364*720/728 = 360.0 -> 359.5
     p, xy = pts('```json\n[{"point_2d": [644, 364], "label": "cup"}]\n```', "qwen", 1280, 720)
-    assert p.ok and np.allclose(xy, [[640.0, 360.0]])
+    assert p.ok and np.allclose(xy, [[639.5, 359.5]])
 
 
 def test_qwen_explicit_model_size_and_xml_form():
     _, xy = pts('<points x1="100" y1="50" alt="a">a</points>', "qwen", 640, 480, model_size=(320, 240))
-    assert xy == [[200.0, 100.0]]
+    assert xy == [[199.5, 99.5]]  # 100*2 - 0.5, 50*2 - 0.5
 
 
 def test_qwen_bbox_2d_centre():
     _, xy = pts('[{"bbox_2d": [10, 20, 30, 40], "label": "x"}]', "qwen", 640, 480, model_size=(640, 480))
-    assert xy == [[20.0, 30.0]]
+    assert xy == [[19.5, 29.5]]
 
 
 # ---------------------------------------------------------------- RoboPoint (0-1) and xy_pixels
 
 def test_robopoint_tuples():
     p, xy = pts("The free space is at [(0.5, 0.25), (0.1, 0.9)].", "robopoint")
-    assert p.ok and np.allclose(xy, [[320.0, 120.0], [64.0, 432.0]])
+    assert p.ok and np.allclose(xy, [[319.5, 119.5], [63.5, 431.5]])
 
 
 def test_xy_pixels_forms():
@@ -122,12 +130,13 @@ def test_xy_pixels_forms():
 
 def test_brackets_inside_json_strings_do_not_confuse_the_scan():
     text = 'Answer: [{"point": [500, 250], "label": "a ] odd [ label with \\" quote"}] ok'
-    assert pts(text, "gemini")[1] == [[160.0, 240.0]]
+    assert pts(text, "gemini")[1] == [[159.5, 239.5]]
 
 
 def test_xy_pixels_model_size_rescales():
-    # image sent downscaled to 320x240; the model's [160, 60] is (320, 120) in the 640x480 original
-    assert pts("[160, 60]", "xy_pixels", model_size=(320, 240))[1] == [[320.0, 120.0]]
+    # image sent downscaled to 320x240; the model's pixel centre [160, 60] is centre to centre
+    # ((160 + 0.5) * 2 - 0.5, (60 + 0.5) * 2 - 0.5) = (320.5, 120.5) in the 640x480 original
+    assert pts("[160, 60]", "xy_pixels", model_size=(320, 240))[1] == [[320.5, 120.5]]
 
 
 def test_chain_of_thought_last_answer_wins():
@@ -148,7 +157,7 @@ def test_auto_never_guesses_between_gemini_and_xy_pixels():
 def test_auto_reads_self_identifying_forms():
     assert parse_points('<point x="50" y="50">a</point>', "auto", W, H).format == "molmo"
     p = parse_points('[{"point_2d": [644, 364]}]', "auto", 1280, 720)
-    assert p.format == "qwen" and np.allclose(p.points_px, [[640.0, 360.0]])
+    assert p.format == "qwen" and np.allclose(p.points_px, [[639.5, 359.5]])
     assert parse_points("no idea", "auto", W, H).reason.startswith("unparseable: no self-identifying")
 
 
@@ -192,7 +201,8 @@ def test_caller_errors_raise():
 # Rounding of each written form, in pixels of a 640x480 image: Molmo 0.05 % -> 0.32 px; 0-1000
 # integers -> 0.5/1000*640 = 0.32 px; RoboPoint 0.0005*640 = 0.32 px; xy_pixels 0.05 px;
 # Qwen integer resized pixels -> 0.5 * 640/644 < 0.5 px.
-ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "robopoint": 0.33, "xy_pixels": 0.051, "qwen": 0.5}
+ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "grid1000": 0.33, "qwen3": 0.33, "robopoint": 0.33,
+            "xy_pixels": 0.051, "qwen": 0.5}
 
 
 @pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])
@@ -208,11 +218,16 @@ def test_round_trip_every_format(fmt):
 
 
 def test_written_forms_by_hand():
-    assert format_points([[320, 120]], "molmo", W, H, label="mug") == '<point x="50.0" y="25.0" alt="mug">mug</point>'
-    assert format_points([[320, 120]], "molmo2", W, H, label="mug") == '<points coords="1 1 500 250">mug</points>'
-    assert format_points([[160, 240]], "gemini", W, H, label="mug") == '[{"point": [500, 250], "label": "mug"}]'
-    assert format_points([[320, 120]], "robopoint", W, H) == "[(0.500, 0.250)]"
-    assert format_points([[640, 360]], "qwen", 1280, 720, label="c") == '```json\n[{"point_2d": [644, 364], "label": "c"}]\n```'
+    # pixel centre (320, 120) is the area position (320.5, 120.5): 50.078 %, 25.104 % -> 50.1, 25.1
+    assert format_points([[320, 120]], "molmo", W, H, label="mug") == '<point x="50.1" y="25.1" alt="mug">mug</point>'
+    assert format_points([[320, 120]], "molmo2", W, H, label="mug") == '<points coords="1 1 501 251">mug</points>'
+    # (160.5/640, 240.5/480) = (0.25078, 0.50104) -> x 251, y 501 on 0-1000, y first
+    assert format_points([[160, 240]], "gemini", W, H, label="mug") == '[{"point": [501, 251], "label": "mug"}]'
+    assert format_points([[160, 240]], "grid1000", W, H) == "[(251, 501)]"
+    assert format_points([[639, 479]], "grid1000", W, H) == "[(999, 999)]"  # 999.2 -> 999, never 1000
+    assert format_points([[320, 120]], "robopoint", W, H) == "[(0.501, 0.251)]"
+    # 1280x720 -> 1288x728: 640.5/1280*1288 = 644.503 -> 645; 360.5/720*728 = 364.506 -> 365
+    assert format_points([[640, 360]], "qwen", 1280, 720, label="c") == '```json\n[{"point_2d": [645, 365], "label": "c"}]\n```'
     assert format_points([], "gemini", W, H) == "There are none."
 
 
@@ -225,9 +240,10 @@ def test_qwen_answer_on_an_image_qwen_cannot_resize_is_a_recorded_failure(fmt):
     r = parse_points('{"point_2d": [5, 5]}', fmt, 20, 20)
     assert not r.ok and r.points_px.shape == (0, 2) and r.format == "qwen"
     assert r.reason.startswith("unparseable:") and "20x20" in r.reason
-    # with the model size given, the same answer parses: 5 px of a 28x28 frame on a 20x20 image
+    # with the model size given, the same answer parses: (14, 7) of a 28x28 frame on a 20x20 image is
+    # the position (10, 5) from the corner, pixel centre (9.5, 4.5)
     ok = parse_points('{"point_2d": [14, 7]}', fmt, 20, 20, model_size=(28, 28))
-    assert ok.ok and ok.points_px.tolist() == [[10.0, 5.0]]
+    assert ok.ok and ok.points_px.tolist() == [[9.5, 4.5]]
 
 
 @pytest.mark.parametrize("text,fmt", [
@@ -262,14 +278,14 @@ def test_adversarial_answers_are_linear_not_quadratic():
 def test_tuples_inside_the_last_list_still_win():
     text = "I considered [(0.1, 0.1)] first, then [see (0.9, 0.9)] and finally [(0.5, 0.25), (0.75, 0.5)]"
     r = parse_points(text, "robopoint", W, H)
-    assert r.points_px.tolist() == [[320.0, 120.0], [480.0, 240.0]]
+    assert r.points_px.tolist() == [[319.5, 119.5], [479.5, 239.5]]
 
 
 @pytest.mark.parametrize("fmt", ["molmo", "auto"])
 def test_molmo_tag_cut_off_by_the_token_limit_still_has_its_point(fmt):
     # the maintainers' extract_points needs only x="" y=""; 61.5 % of 640 = 393.6, 40.4 % of 480 = 193.92
     r = parse_points('<point x="61.5" y="40.4" alt="mu', fmt, W, H)
-    assert r.ok and r.format == "molmo" and np.allclose(r.points_px, [[393.6, 193.92]])
+    assert r.ok and r.format == "molmo" and np.allclose(r.points_px, [[393.1, 193.42]])
     # a value cut in half is not read: y="5 could have been 55
     assert not parse_points('<point x="50" y="5', fmt, W, H).ok
 
@@ -277,4 +293,63 @@ def test_molmo_tag_cut_off_by_the_token_limit_still_has_its_point(fmt):
 @pytest.mark.parametrize("text", ['```json\n[{"point": [500, 250]}]\n```', '``` json [{"point": [500, 250]}]```',
                                   '```[{"point": [500, 250]}]```', 'Reasoning [{"point": [1, 1]}]\n```JSON\n[{"point": [500, 250]}]```'])
 def test_fenced_json_forms_after_the_fence_fix(text):
-    assert parse_points(text, "gemini", W, H).points_px.tolist() == [[160.0, 240.0]]  # x 250/1000*640, y 500/1000*480
+    assert parse_points(text, "gemini", W, H).points_px.tolist() == [[159.5, 239.5]]  # x 250/1000*640 - 0.5, y 500/1000*480 - 0.5
+
+
+# ---------------------------------------------------------------- the image-area convention (issue 12)
+
+def test_gemini_999_is_the_last_column_not_outside():
+    # 999/1000 of 320 px = 319.68 from the left edge: column floor(319.68) = 319, inside the image
+    p = parse_points('[{"point": [500, 999]}]', "gemini", 320, 240)
+    assert p.first.usable and p.first.u_px == pytest.approx(319.18)
+    assert np.floor(p.first.u_px + 0.5) == 319
+
+
+def test_molmo_31_1_percent_is_column_99():
+    # 31.1 % of 320 px = 99.52 from the left edge: column 99 (the old corner mapping put it at 100)
+    p = parse_points('<point x="31.1" y="50">a</point>', "molmo", 320, 240)
+    assert np.floor(p.first.u_px + 0.5) == 99
+
+
+def test_grid1000_is_lmms_evals_point_bench_answer():
+    p = parse_points("[(250, 500), (999, 0)]", "grid1000", 640, 480)
+    assert p.points_px.tolist() == [[159.5, 239.5], [638.86, -0.5]]  # 0.25*640 - .5; 0.999*640 - .5
+    assert [e.usable for e in p.entries] == [True, True]
+
+
+# ---------------------------------------------------------------- entries: what the model said, in order (issue 14 #4, #5)
+
+def test_entries_keep_invalid_points_in_the_models_order():
+    p = parse_points("[[NaN, NaN], [452, 148], [700, 10]]", "xy_pixels", 640, 480)
+    assert [(e.valid, e.inside, e.reason and e.reason.split(":")[0]) for e in p.entries] == [
+        (False, False, "non-finite coordinate"), (True, True, None), (True, False, "outside_image")]
+    assert not p.first.valid and p.first.reason == "non-finite coordinate"
+    assert p.points_px.tolist() == [[452.0, 148.0], [700.0, 10.0]]  # the finite points, as before
+    assert p.valid_points_px.tolist() == [[452.0, 148.0]]
+
+
+@pytest.mark.parametrize("fmt,template", [
+    ("xy_pixels", "[{n}, 3]"), ("gemini", '[{{"point": [{n}, 3]}}]'), ("qwen", '[{{"point_2d": [{n}, 3]}}]'),
+    ("auto", '{{"point_2d": [{n}, 3]}}'), ("gemini", '[{{"box_2d": [{n}, 3, 5, 6]}}]'),
+    ("molmo", '<point x="{n}" y="3">a</point>'), ("robopoint", "[({n}, 0.5)]"),
+])
+def test_a_number_too_large_for_a_float_is_an_invalid_entry_not_an_overflow_error(fmt, template):
+    # float(10**400) raises OverflowError; json.loads gives such an int without complaint
+    p = parse_points(template.format(n="1" + "0" * 400), fmt, 640, 480)
+    assert not p.ok and p.points_px.shape == (0, 2)
+    assert not p.first.valid and p.first.reason == "number too large for a float"
+
+
+def test_first_of_an_unparseable_answer_carries_the_parse_failure():
+    p = parse_points("I cannot see it.", "xy_pixels", 640, 480)
+    assert p.entries == () and not p.first.valid and p.first.reason.startswith("unparseable: no [x, y] answer")
+
+
+def test_qwen_point_outside_the_assumed_resize_names_the_resize():
+    # a served checkpoint resizing 1920x1080 to 1932x1092 answers [1780, 1062]; a client that assumed the
+    # processor class default (1316x728) maps it to (2596, 1575): outside, and the reason says why
+    p = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080, qwen_max_pixels=QWEN_PROCESSOR_CLASS_MAX_PIXELS)
+    assert not p.first.usable and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
+    # with the checkpoint's limits (the default) the same answer is inside: 1780*1920/1932 - 0.5 = 1768.4
+    q = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080)
+    assert q.first.usable and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)

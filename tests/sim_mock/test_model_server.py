@@ -29,7 +29,7 @@ class StubOracle:
     def points(self, instruction, image_rgb):
         height, width = image_rgb.shape[:2]
         self.calls.append((instruction, width, height))
-        return [(0.25 * width, 0.5 * height)] if "mug" in instruction else []
+        return [(0.25 * width - 0.5, 0.5 * height - 0.5)] if "mug" in instruction else []
 
 
 class EchoSize:
@@ -84,7 +84,8 @@ def test_oracle_answers_in_its_format(server):
     client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
     msgs = build_messages("the mug", image(480, 640), "molmo", "default", width=640, height=480)
     text = client.chat.completions.create(model="sim-oracle", messages=msgs).choices[0].message.content
-    assert text.startswith('<point x="25.0" y="50.0"')  # 160/640 = 25 %, 240/480 = 50 %
+    # pixel centre (159.5, 239.5) = area position 160/640 = 25 %, 240/480 = 50 %
+    assert text.startswith('<point x="25.0" y="50.0"')
     assert oracle.calls[-1] == ("the mug", 640, 480)
     msgs = build_messages("the banana", image(480, 640), "molmo", "default", width=640, height=480)
     assert client.chat.completions.create(model="sim-oracle", messages=msgs).choices[0].message.content == NOT_FOUND_TEXT
@@ -197,7 +198,7 @@ def _request(w=640, h=480, instruction="the mug"):
 def test_noise_statistics_make_small_objects_missed_often():
     model = OracleModel(StubOracle(), "xy_pixels", noise_px=SIM_NOISE_PX, seed=3)
     req = _request()
-    errs = np.array([parse_points(model.answer(req), "xy_pixels", 640, 480).points_px[0] - (160.0, 240.0)
+    errs = np.array([parse_points(model.answer(req), "xy_pixels", 640, 480).points_px[0] - (159.5, 239.5)
                      for _ in range(4000)])
     assert abs(errs.std(axis=0) - SIM_NOISE_PX).max() < 0.05 * SIM_NOISE_PX
     assert np.abs(errs.mean(axis=0)).max() < 2.0

@@ -43,14 +43,15 @@ def test_tables_by_hand(judge_server):
     new = []
     out = score_egopoint(GT, PRED, judge=LLMJudge("judge", base_url=judge_server, max_retries=0), on_verdict=new.append)
     items = {it["id"]: it for it in out["items"]}
-    assert [items[k]["score"] for k in "1234567"] == [1.0, 1.0, 0.0, 1.0, 0.0, 0.8, 0.0]
+    # the released extraction: "The answer is (C)" -> the last lone capital, C
+    assert [items[k]["score"] for k in "1234567"] == [1.0, 1.0, 1.0, 1.0, 0.0, 0.8, 0.0]
     assert [items[k]["score_lenient"] for k in "1234567"] == [1.0, 1.0, 1.0, 1.0, 0.0, 0.8, 0.0]
     assert items["7"]["reason"] == "missing prediction" and items["6"]["reason"] == "judged"
     s = out["summary"]
-    assert s["overall"]["score"] == pytest.approx(3.8 / 7)
+    assert s["overall"]["score"] == pytest.approx(4.8 / 7)
     assert s["overall"]["score_lenient"] == pytest.approx(4.8 / 7)
     assert s["overall"]["random"] == pytest.approx((0.5 + 0.5 + 0.25 + 0.2 + 0.25) / 5)
-    assert s["dimension"]["BP"] == pytest.approx({"n": 3, "n_scored": 3, "score": 1 / 3, "score_lenient": 2 / 3,
+    assert s["dimension"]["BP"] == pytest.approx({"n": 3, "n_scored": 3, "score": 2 / 3, "score_lenient": 2 / 3,
                                                   "random": 0.375})
     assert list(s["dimension"]) == ["BP", "FS", "SC", "OCR", "AR"]
     assert s["deixis"]["L1"]["score"] == pytest.approx(2 / 3)
@@ -158,7 +159,7 @@ def test_cli_score_egopoint(tmp_path, judge_server):
     r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(gt), "--pred", str(pred), "--judge", "judge",
                                  "--judge-base-url", judge_server, "--verdicts", str(ver)])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["summary"]["overall"]["score"] == pytest.approx(3.8 / 7)
+    assert json.loads(r.stdout)["summary"]["overall"]["score"] == pytest.approx(4.8 / 7)
     assert [json.loads(x)["score"] for x in ver.read_text().splitlines()] == [0.8]
     r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(gt), "--pred", str(pred), "--verdicts", str(ver)])
     assert json.loads(r.stdout)["summary"]["stored_verdicts_used"] == 1

@@ -55,8 +55,16 @@ def test_cli(tmp_path):
     r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["items"][0]["score"] == pytest.approx(0.75) and doc["summary"]["accuracy"] == pytest.approx(75.0)
+    assert doc["items"][0]["value"] == pytest.approx(0.75) and doc["summary"]["accuracy"] == pytest.approx(75.0)
+    # one unusable response line scores 0 with its reason; the run goes on (issue 14)
+    big = "1" + "0" * 400
     pred.write_text(json.dumps({"id": "a", "frame_index": "one", "x": 0.5, "y": 0.5}) + "\n")
+    r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["items"][0]["reason"] == "invalid_response"
+    pred.write_text(f'{{"id": "a", "frame_index": 1, "x": {big}, "y": 0.5}}\n')
+    r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0 and "too large" in json.loads(r.stdout)["items"][0]["metadata"]["detail"]
+    gt.write_text(json.dumps({"id": "a", "frame_index": "one", "x": 0.5, "y": 0.5}) + "\n")   # bad ground truth: exit 2
     r = CliRunner().invoke(app, ["score", "localization", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 2 and "frame_index" in r.output
 

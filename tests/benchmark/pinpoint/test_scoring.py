@@ -34,8 +34,8 @@ PREDS = {
     "t1": "<think>I saw a mouse near the keyboard.</think> Yes, it appears.",   # yes -> 1
     "t2": "Yes.",                                                              # wrong -> 0
     "t3": "I am not sure.",                                                    # unparseable -> 0
-    "n1": "**B**",                                                             # 1
-    "n2": "The nearest reference is the monitor.",                             # option text -> C -> 1
+    "n1": "B) office chair",                                                   # 1
+    "n2": "The nearest reference is the monitor.",                             # no letter -> 0 (released reading)
     "p1": SSP_GT,                                                              # 1.0
     "p2": json.dumps({"support_surface": "desk", "references": []}),           # 0
     "f1": "On the table.",
@@ -46,19 +46,21 @@ PREDS = {
 def test_closed_tasks_micro_macro_and_averages():
     out = score_pinpoint(gt_items(), PREDS, judge=None)
     s = {it["id"]: it for it in out["items"]}
-    assert [s[k]["score"] for k in ("t1", "t2", "t3", "n1", "n2", "p1", "p2")] == [1, 0, 0, 1, 1, 1, 0]
+    assert [s[k]["score"] for k in ("t1", "t2", "t3", "n1", "n2", "p1", "p2")] == [1, 0, 0, 1, 0, 1, 0]
     assert s["t3"]["reason"] == "unparseable" and s["t2"]["parts"] == {"expected": "no", "extracted": "yes"}
     assert s["n2"]["task"] == "NRI"  # from question_type alone
     assert s["f1"]["score"] is None and s["f1"]["reason"] == "no_judge"
     t = out["summary"]["tasks"]
     # TPV: s1 {1, 0}, s2 {0} -> Micro 1/3, Macro (0.5 + 0) / 2
     assert t["TPV"]["micro"] == pytest.approx(1 / 3) and t["TPV"]["macro"] == pytest.approx(0.25)
-    assert t["NRI"]["micro"] == 1.0 and t["NRI"]["macro"] == 1.0
+    # TPV micro 1/3 rounded to 6 decimals as the released summary; NRI: s1 {1}, s2 {0}
+    assert t["TPV"]["micro"] == round(1 / 3, 6)
+    assert t["NRI"]["micro"] == 0.5 and t["NRI"]["macro"] == 0.5
     assert t["SSP"]["micro"] == pytest.approx(0.5) and t["SSP"]["macro"] == pytest.approx(0.5)
     assert t["FSD"]["micro"] is None and t["FSD"]["n_unscored"] == 1
     assert out["summary"]["tasks_in_average"] == ["TPV", "NRI", "SSP"]
-    assert out["summary"]["avg_micro"] == pytest.approx((1 / 3 + 1 + 0.5) / 3)
-    assert out["summary"]["avg_macro"] == pytest.approx((0.25 + 1 + 0.5) / 3)
+    assert out["summary"]["avg_micro"] == pytest.approx((round(1 / 3, 6) + 0.5 + 0.5) / 3)
+    assert out["summary"]["avg_macro"] == pytest.approx((0.25 + 0.5 + 0.5) / 3)
     assert out["summary"]["n_unknown_predictions"] == 1
 
 
@@ -87,10 +89,10 @@ def test_cli_prints_one_json_document(tmp_path):
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert set(doc) == {"items", "summary"} and len(doc["items"]) == 8
-    assert doc["summary"]["tasks"]["NRI"]["micro"] == 1.0
-    pred.write_text("{broken\n")
+    assert doc["summary"]["tasks"]["NRI"]["micro"] == 0.5 and doc["summary"]["rules"] == "pointlab"
+    pred.write_text("{broken\n")   # one bad line: listed, its items score as missing
     r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])
-    assert r.exit_code == 2 and "not JSON" in r.output
+    assert r.exit_code == 0 and "not JSON" in json.loads(r.stdout)["summary"]["unreadable_prediction_lines"][0]
 
 
 def test_generated_questions_round_trip_through_the_scorer():
@@ -104,10 +106,11 @@ def test_generated_questions_round_trip_through_the_scorer():
     t = out["summary"]["tasks"]
     assert t["TPV"]["micro"] == 1.0 and t["NRI"]["micro"] == 1.0 and t["SSP"]["micro"] == 1.0
     assert t["TPV"]["n"] == 6 and t["NRI"]["n"] >= 1 and t["SSP"]["n"] >= 1
-    # answering with the option text instead of the letter also counts (lenient extraction)
+    # the option text instead of the letter is no label (the released reading, sec. 4.2 "extract the
+    # predicted option letter")
     nri = next(r for r in records if r["task"] == "NRI")
     text = next(c[3:] for c in nri["choices"] if c[0] == nri["answer"])
-    assert score_pinpoint([nri], {nri["id"]: f"The {text}."})["items"][0]["score"] == 1.0
+    assert score_pinpoint([nri], {nri["id"]: f"The {text}."})["items"][0]["score"] == 0.0
 
 
 def test_cli_deeply_nested_ssp_answer_scores_zero(tmp_path):
@@ -119,4 +122,4 @@ def test_cli_deeply_nested_ssp_answer_scores_zero(tmp_path):
     r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["items"][0]["score"] == 0.0 and doc["items"][0]["reason"] == "unparseable"
+    assert doc["items"][0]["value"] == 0.0 and doc["items"][0]["reason"] == "unparseable"

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pointlab.benchmark.pinpoint.normalize import normalize_label, normalize_relation, singularize
+from pointlab.benchmark.pinpoint.normalize import normalize_label, normalize_relation, normalize_surface, singularize
 from pointlab.benchmark.pinpoint.ssp import SSPGroundTruthError, distance_credit, relation_credit, score_ssp
 
 GT = json.dumps({"target": "mouse", "support_surface": "table", "references": [
@@ -56,7 +56,8 @@ def test_primary_surface_is_an_alias():
 # ---------------------------------------------------------------- normalization
 
 def test_label_normalization_rules():
-    assert normalize_label("Table_Top") == "table"                  # case, underscore, synonym
+    assert normalize_surface("Table_Top") == "table"                # case, underscore, the surface synonym map
+    assert normalize_label("Table_Top") == "table top"              # the object map has no table top
     assert normalize_label('"Night-Stand"') == "nightstand"         # quotes, hyphen, synonym
     assert normalize_label("Keyboard (black, wireless)") == "keyboard"  # parenthetical
     assert normalize_label("  coffee    mugs ") == "coffee mug"     # spaces, singular of the last word
@@ -176,7 +177,8 @@ def test_unmatched_slot_earns_zero():
     p = pred(refs=[{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0}])
     r = score_ssp(GT, p)
     assert r.score == pytest.approx(0.4 + 0.1 + 0.1 + 0.1)
-    assert r.slots[1]["pred"] is None
+    (headphone,) = [s for s in r.slots if s["gt"]["object"] == "headphone"]
+    assert headphone["pred"] is None
 
 
 # ---------------------------------------------------------------- malformed fields
@@ -208,7 +210,7 @@ def test_malformed_ground_truth_raises():
     with pytest.raises(SSPGroundTruthError):
         score_ssp("not json", pred())
     with pytest.raises(SSPGroundTruthError):
-        score_ssp(json.dumps({"target": "x"}), pred())
+        score_ssp("[1, 2]", pred())   # JSON, but not an object
 
 
 @pytest.mark.timeout(60)

@@ -92,6 +92,7 @@ def test_mask_oracle_run_scores_every_category_fully(dataset, tmp_path):
         assert res["aggregate"][cat]["mean"] == 1.0, cat
 
 
+@pytest.mark.slow
 def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     gt = [json.loads(x) for x in (dataset / "gt.jsonl").read_text().splitlines()]
     by_query = {g["query"]: g["id"] for g in gt}
@@ -100,7 +101,7 @@ def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
                             for q, (a, _) in tt.SCRIPTED.items()))
     out = json.loads(cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(pred),
                          cwd=tmp_path).stdout)
-    assert {i["id"]: i["success"] for i in out["items"]} == {by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()}
+    assert {i["id"]: i["metadata"]["success"] for i in out["items"]} == {by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()}
     assert {c: v["accuracy"] for c, v in out["summary"]["categories"].items()} == tt.EXPECTED
     assert out["summary"]["average"] == pytest.approx(tt.EXPECTED_AVERAGE)
     bad = cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(tmp_path / "none.jsonl"),

@@ -62,3 +62,75 @@ def test_bench_pointing_argument_errors(tmp_path):
 def test_bench_arena_argument_errors(tmp_path):
     r = CliRunner().invoke(app, ["bench", "arena", "--sampler", "greedy", "--db", str(tmp_path / "a.db")])
     assert r.exit_code == 2 and "sampler must be one of" in r.output
+
+
+def test_bench_run_against_a_server_answering_400_stops_within_the_threshold(tmp_path):
+    """Must show (issue 12): every request is a 400 (an OpenAI reasoning model refusing max_tokens); the run
+    exits non-zero naming the server's error, after no more failed answers than the threshold allows."""
+    from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
+
+    Image.fromarray(np.zeros((20, 20, 3), np.uint8)).save(tmp_path / "i.png")
+    m = np.zeros((20, 20), np.uint8)
+    m[5:15, 5:15] = 255
+    Image.fromarray(m).save(tmp_path / "m.png")
+    gt = tmp_path / "gt.jsonl"
+    gt.write_text("".join(json.dumps({"id": f"s{k}", "image": "i.png", "width": 20, "height": 20, "category": "spatial",
+                                      "mask": "m.png", "query": f"Point to thing {k}."}) + "\n" for k in range(30)))
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps({"match": "Point", "status": 400, "message": "Unsupported parameter: 'max_tokens' is "
+                                  "not supported with this model. Use 'max_completion_tokens' instead."}) + "\n")
+    server = create_model_server({"refuser": ScriptedModel(script)})
+    url, stop = serve_in_thread(server)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(f'[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "{url}"\nmodel = "refuser"\n'
+                      'point_format = "xy_pixels"\nimage_encoding = "png"\n')
+    try:
+        r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(gt), "--model", "r", "--agents", str(agents),
+                                     "--runs", "1", "--concurrency", "1", "--no-progress", "--out", str(tmp_path / "run")])
+    finally:
+        stop()
+    assert r.exit_code == 1, r.output
+    assert "HTTP 400: Unsupported parameter: 'max_tokens'" in r.output and "run stopped" in r.output
+    # 30 answers at 10 %: 3 failures are allowed, the 4th stops the run; each 400 cost one request (no retry)
+    assert len(server.state.requests) == 4
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["stopped"].startswith("run stopped: 4 of 4 answers failed")
+
+
+def test_score_pointing_reads_the_hugging_face_release_layout(tmp_path):
+    """Must show (issue 12): ``pointlab score pointing --gt data.json`` on the release as Hugging Face ships
+    it (data.json + selected_images.zip + selected_masks.zip, files found by basename)."""
+    import io
+    import zipfile
+
+    def png(a):
+        buf = io.BytesIO()
+        Image.fromarray(a).save(buf, format="PNG")
+        return buf.getvalue()
+
+    mask = np.zeros((10, 40), np.uint8)
+    mask[:, :20] = 255   # columns 0..19 of a 40-px image
+    with zipfile.ZipFile(tmp_path / "selected_images.zip", "w") as z:
+        z.writestr("selected_images/spatial/a.jpg", png(np.zeros((10, 40, 3), np.uint8)))
+        z.writestr("selected_images/counting/b.png", png(np.zeros((10, 40, 3), np.uint8)))
+    with zipfile.ZipFile(tmp_path / "selected_masks.zip", "w") as z:
+        z.writestr("masks/a_mask.png", png(mask))
+        z.writestr("masks/b_mask.png", png(mask))
+    (tmp_path / "data.json").write_text(json.dumps([
+        {"image_filename": "a.jpg", "mask_filename": "a_mask.png", "user_input": "left half", "category": "spatial"},
+        {"image_filename": "b.png", "mask_filename": "b_mask.png", "user_input": "two", "category": "counting",
+         "count": 2}]))
+    pred = tmp_path / "pred.jsonl"
+    # Gemini [y, x] = [500, 499]: 499/1000*40 = 19.96 -> column 19 (inside); counting: two points inside
+    pred.write_text(json.dumps({"id": "spatial/a", "prediction": '[{"point": [500, 499]}]', "format": "gemini"}) + "\n"
+                    + json.dumps({"id": "counting/b", "points": [[3, 3], [10, 5]]}) + "\n")
+    for rules in ("pointlab", "reference"):
+        r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(tmp_path / "data.json"), "--pred", str(pred),
+                                     "--rules", rules, "--lmms-results", str(tmp_path / f"lmms_{rules}.json")])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert doc["summary"]["rules"] == rules and doc["summary"]["overall"] == 1.0
+        assert [i["reason"] for i in doc["items"]] == ["hit", "all_targets"]
+        lm = json.loads((tmp_path / f"lmms_{rules}.json").read_text())
+        assert lm["results"]["pointbench"]["pointbench_binary_acc,none"] == 1.0
+        assert lm["config"]["pointlab"]["rules"] == rules

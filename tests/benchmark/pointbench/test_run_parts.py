@@ -126,22 +126,29 @@ def test_table_and_chart_with_human(tmp_path):
     assert Image.open(png).size[0] > 500 and "Human" in svg.read_text()
 
 
-def test_errors_are_retried_recorded_and_asked_again(tmp_path):
+@pytest.mark.slow  # the openai client's own backoff between the two retries of the 500 (0.5 s, 1 s)
+def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path):
     m = np.zeros((20, 20), bool)
     m[5:15, 5:15] = True
     items = [_item(tmp_path, f"i{k}", m, query=f"Point to thing {k}.") for k in range(2)]
     script = tmp_path / "s.jsonl"
     script.write_text(json.dumps({"answer": "[10, 10]"}) + "\n")  # one answer, then HTTP 500
-    url, stop = serve_in_thread(create_model_server({"one-shot": ScriptedModel(script)}))
+    app = create_model_server({"one-shot": ScriptedModel(script)})
+    url, stop = serve_in_thread(app)
     try:
         agent = build_agent(AgentConfig(name="one-shot", kind="openai", base_url=url, model="one-shot",
-                                        point_format="xy_pixels", max_retries=0, image_encoding="png"))
-        opts = RunOptions(runs=1, concurrency=1, retries=2, backoff_s=0.0, progress=False)
+                                        point_format="xy_pixels", max_retries=2, image_encoding="png"))
+        opts = RunOptions(runs=1, concurrency=1, progress=False, max_error_rate=1.0)
         res = run_pointing(items, agent, tmp_path / "run", options=opts)
         assert (res["asked"], res["errors"]) == (2, 1)
         recs = [json.loads(x) for x in (tmp_path / "run" / "run_1.jsonl").read_text().splitlines()]
         failed = [r for r in recs if r["error"]]
+        # the client's own retries only (1 + 2), no loop on top: 1 + 3 requests in all
         assert len(failed) == 1 and failed[0]["attempts"] == 3 and "HTTP 500" in failed[0]["error"]
+        assert failed[0]["status"] == 500 and len(app.state.requests) == 4
+        ok = [r for r in recs if not r["error"]][0]
+        assert ok["version"] == 2 and ok["raw_text"] == "[10, 10]" and "Point to thing" in ok["prompt"]
+        assert ok["parser"].endswith("parse_points") and ok["entries"][0]["valid"] is True
         assert res["runs"][0]["categories"]["spatial"] == {"n": 2, "success": 1, "accuracy": 0.5}
         again = run_pointing(items, agent, tmp_path / "run", options=opts)
         assert (again["asked"], again["cached"]) == (1, 1)   # only the failed item is asked again
@@ -149,6 +156,19 @@ def test_errors_are_retried_recorded_and_asked_again(tmp_path):
             run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=1, steer_mode="draw", progress=False))
     finally:
         stop()
+
+
+def test_saved_runs_are_rescored_from_raw_text_not_stored_points(tmp_path):
+    from pointlab.benchmark.pointbench.run import answers_to_scores
+
+    m = np.zeros((20, 20), bool)
+    m[:, :10] = True  # columns 0..9
+    it = _item(tmp_path, "r", m)
+    # a record written by an older parser: its stored point (10.0, 5.0) is column 10, a miss; its raw text,
+    # read again, is 49.9 % of 20 px = 9.98 from the left edge: column 9, a hit
+    rec = {"id": "r", "raw_text": '<point x="49.9" y="25">a</point>', "point_format": "molmo", "points_px": [[10.0, 5.0]]}
+    (score,) = answers_to_scores([it], {"r": rec})
+    assert score.success and score.reason == "hit"
 
 
 def test_concurrency_is_bounded(tmp_path):

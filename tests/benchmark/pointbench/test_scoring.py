@@ -188,14 +188,19 @@ def test_run_records_are_predictions(tmp_path):
     assert (s.reason, s.detail) == ("model_error", "HTTP 500: boom")
 
 
-@pytest.mark.parametrize("points", [((float("nan"), 1.0),), ((60.0, 40.0), (float("inf"), 40.0))])
-def test_non_finite_points_are_an_invalid_prediction(tmp_path, points):
+@pytest.mark.parametrize("points, spatial", [(((float("nan"), 1.0),), "unparseable"),
+                                             (((60.0, 40.0), (float("inf"), 40.0)), "hit")])
+def test_non_finite_points_are_invalid_points(tmp_path, points, spatial):
     import json
 
-    for cat, inst, count in (("spatial", (), None), ("counting", (INST_A, INST_B), 2)):
+    # non-counting: the first point is the answer (a NaN first point fails, a NaN second point is never
+    # looked at); counting: every point must be a finite point
+    for cat, inst, count, expected in (("spatial", (), None, spatial), ("counting", (INST_A, INST_B), 2, "unparseable")):
         s = score_prediction(_item(tmp_path, cat, UNION if inst else TARGET, count, inst),
                              Prediction("i1", points_px=points))
-        assert (s.success, s.reason) == (False, "unparseable") and "finite" in s.detail
+        assert (s.success, s.reason) == (expected == "hit", expected)
+        if expected == "unparseable":
+            assert "finite" in s.detail
         json.dumps(s.to_dict(), allow_nan=False)   # raises on NaN / Infinity
 
 
@@ -215,7 +220,14 @@ def test_cli_nan_point_fails_the_item_and_output_is_strict_json(tmp_path):
     assert r.exit_code == 0, r.output
     assert "NaN" not in r.stdout
     doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-finite {c} in output"))
-    assert doc["items"][0]["success"] is False and doc["items"][0]["reason"] == "unparseable"
-    pred.write_text('{"id":"1","points":[[60,40]]}\n{"id":"1","points":[[0,0]]}\n')
+    assert doc["items"][0]["value"] == 0.0 and doc["items"][0]["reason"] == "unparseable"
+    assert doc["summary"]["rules"] == "pointlab"
+    # one bad line never stops the run: a repeated id scores 0 with its reason, a line that is not JSON is
+    # listed, the other items score
+    pred.write_text('{"id":"1","points":[[60,40]]}\n{"id":"1","points":[[0,0]]}\nnot json\n')
     r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
-    assert r.exit_code == 2 and "duplicate id '1'" in r.output and r.stdout == ""
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["items"][0]["value"] == 0.0 and doc["items"][0]["reason"] == "invalid_prediction"
+    assert "duplicate id '1'" in doc["items"][0]["metadata"]["detail"]
+    assert len(doc["summary"]["unreadable_prediction_lines"]) == 1

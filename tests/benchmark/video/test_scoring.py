@@ -1,5 +1,6 @@
-"""VSI / ReVSI scoring: exact match on letters, MRA on numbers, strict and lenient parsers, tables
-with the direction sub-types averaged into one task. Expected values are worked out by hand."""
+"""VSI / ReVSI scoring: exact match on letters, MRA on numbers, the released extraction and pointlab's lenient
+reading beside it, tables with the direction sub-types averaged into one task. Expected values are worked
+out by hand (lmms-eval vsibench: the first space-separated token, ``extract_number``)."""
 
 import json
 
@@ -19,8 +20,11 @@ def q(qid, qtype, gt, budget=32, options=None):
 
 
 def test_multiple_choice_item():
+    # the released extraction: the first space-separated token with trailing "." removed, case-insensitive
+    s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "B. sofa")
+    assert (s.score, s.score_lenient, s.answer, s.reason) == (1.0, 1.0, "B", "ok")
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "**B**")
-    assert (s.score, s.score_lenient, s.answer_strict, s.reason) == (1.0, 1.0, "B", "ok")
+    assert (s.score, s.score_lenient, s.answer) == (0.0, 1.0, "**B**")   # "**b**" != "b"; lenient reads it
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "I think it is the sofa.")
     assert (s.score, s.score_lenient) == (0.0, 1.0)       # only the lenient parser reads option text
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "C")
@@ -29,11 +33,12 @@ def test_multiple_choice_item():
 
 def test_numeric_items_with_units_and_words():
     s = score_vsi_item(q("2", "object_size_estimation", "120"), "1.2 m")
-    assert (s.score, s.score_lenient) == (0.0, 1.0)        # strict reads 1.2 (vs 120 cm); lenient converts
+    assert (s.score, s.score_lenient) == (0.0, 1.0)        # the released code reads 1.2 (vs 120 cm); lenient converts
     s = score_vsi_item(q("3", "object_counting", "5"), "three")
-    assert (s.score, s.score_lenient) == (0.0, pytest.approx(0.2))   # |3-5|/5 = 0.4 -> 2 of 10
+    # extract_number reads number words: 3; |3-5|/5 = 0.4 is within 0.50, 0.45, 0.40 -> 0.3
+    assert (s.score, s.score_lenient) == (pytest.approx(0.3), pytest.approx(0.3))
     s = score_vsi_item(q("4", "object_counting", "0"), "0")
-    assert s.score == 1.0
+    assert s.score == 1.0                                   # pointlab: gt 0 by exact match
     s = score_vsi_item(q("5", "object_abs_distance", "2.0"), None)
     assert (s.score, s.reason) == (0.0, "missing prediction")
     s = score_vsi_item(q("6", "object_abs_distance", "2.0"), "far away")
@@ -58,7 +63,7 @@ def test_more_than_ten_options_are_lettered_not_a_crash():
     # 12 bare options are A..L (a fixed "ABCDEFGHIJ" used to raise IndexError at the 11th)
     opts = [f"object {i}" for i in range(12)]
     s = score_vsi_item(q("10", "object_rel_distance", "K", options=opts), "K")
-    assert (s.score, s.score_lenient, s.answer_strict) == (1.0, 1.0, "K")
+    assert (s.score, s.score_lenient, s.answer) == (1.0, 1.0, "K")
     s = score_vsi_item(q("10", "object_rel_distance", "K", options=opts), "L")
     assert (s.score, s.score_lenient) == (0.0, 0.0)
     with pytest.raises(RecordError, match="27 options"):
@@ -92,14 +97,14 @@ def test_tables_average_direction_subtypes():
           q("h1", "object_rel_direction_hard", "C", options=OPTS), q("c1", "object_counting", "5", budget=16)]
     pred = {"e1": "A", "e2": "B", "h1": "C", "c1": "3", "zz": "A"}
     out = score_vsi(gt, pred)
-    strict = out["summary"]["strict"]
+    summary = out["summary"]
     # direction: mean of sub-type means (easy 0.5, hard 1.0) = 0.75, not the pooled 2/3
-    assert strict["tasks"]["object_rel_direction"]["score"] == pytest.approx(0.75)
-    assert strict["tasks"]["object_counting"]["score"] == pytest.approx(0.2)
-    assert strict["overall"] == pytest.approx((0.75 + 0.2) / 2)
-    assert strict["budgets"]["32"]["overall"] == pytest.approx(0.75)
-    assert strict["budgets"]["16"]["overall"] == pytest.approx(0.2)
-    assert out["summary"]["unknown_prediction_ids"] == ["zz"]
+    assert summary["tasks"]["object_rel_direction"]["score"] == pytest.approx(0.75)
+    assert summary["tasks"]["object_counting"]["score"] == pytest.approx(0.3)   # 3 for 5: error 0.4
+    assert summary["overall"] == pytest.approx((0.75 + 0.3) / 2)
+    assert summary["budgets"]["32"]["overall"] == pytest.approx(0.75)
+    assert summary["budgets"]["16"]["overall"] == pytest.approx(0.3)
+    assert summary["unknown_prediction_ids"] == ["zz"] and summary["rules"] == "pointlab"
     assert [it["id"] for it in out["items"]] == ["e1", "e2", "h1", "c1"]
 
 
@@ -108,13 +113,16 @@ def test_cli_score_vsi(tmp_path):
     pred = tmp_path / "pred.jsonl"
     gt.write_text("\n".join(json.dumps(r) for r in [q("a", "object_counting", "4"),
                                                     q("b", "object_rel_distance", "D", options=OPTS)]) + "\n")
-    pred.write_text(json.dumps({"id": "a", "prediction": "<think>two tables, two chairs</think> 4"}) + "\n"
-                    + json.dumps({"id": "b", "prediction": "D) stove"}) + "\n")
+    pred.write_text(json.dumps({"id": "a", "prediction": "4 objects"}) + "\n"
+                    + json.dumps({"id": "b", "prediction": "D. stove"}) + "\n")
     r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert [it["score"] for it in out["items"]] == [1.0, 1.0]
-    assert out["summary"]["strict"]["overall"] == 1.0
-    pred.write_text("{not json\n")
+    assert [it["value"] for it in out["items"]] == [1.0, 1.0]
+    assert out["summary"]["overall"] == 1.0 and out["summary"]["scorer"] == "vsi"
+    # a line that is not JSON is listed, not fatal: its item scores 0 as a missing prediction
+    pred.write_text("{not json\n" + json.dumps({"id": "b", "prediction": "D"}) + "\n")
     r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
-    assert r.exit_code == 2 and "pred.jsonl:1" in r.stderr
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["items"][0]["reason"] == "missing prediction" and "pred.jsonl:1" in out["summary"]["unreadable_prediction_lines"][0]

@@ -1,0 +1,128 @@
+"""Run records: what a benchmark run asked, what the model answered, and how it was read, as versioned
+pydantic models with public read and write functions (STYLE.md: "runs are data").
+
+- ``RunRecord`` (``run.json``): the model and its request settings as sent (``ModelClient.describe``:
+  parameters, reasoning-model notes), point format, prompt style, steer mode, dataset, the parser
+  and the rule set the run was scored with, the error-rate threshold and why a run stopped.
+- ``AnswerRecord`` (one line of ``run_<k>.jsonl``): the raw text, the prompt text sent, the
+  instruction, the parser and format, image and sent sizes, the parsed entries (for inspection) and
+  the error of a failed call, with its HTTP status and the requests it cost.
+
+``pointlab score pointing`` re-scores a run from ``raw_text`` with the parser named in the record, so a
+parser or rule fix reaches every saved run; the stored points are never the source of a score.
+Version 1 records (before ``version`` was written) read as version 2 with the new fields empty.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .records import dumps_json
+
+__all__ = ["RUN_RECORD_VERSION", "RunRecord", "AnswerRecord", "read_run_record", "write_run_record",
+           "read_answers", "append_answer", "RunRecordError"]
+
+RUN_RECORD_VERSION = 2
+PARSER = "pointlab.benchmark.points.parse_points"
+
+
+class RunRecordError(ValueError):
+    """A run folder's ``run.json`` is missing, unreadable or not a run record."""
+
+
+class AnswerRecord(BaseModel):
+    """One answer of one run (a line of ``run_<k>.jsonl``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = RUN_RECORD_VERSION
+    id: str
+    run: int = 1
+    raw_text: str = ""
+    prompt: str = ""
+    instruction: str = ""
+    point_format: str = ""
+    prompt_style: str = ""
+    parser: str = PARSER
+    image_size: list[int] | None = None
+    sent_size: list[int] | None = None
+    points_px: list[list[float]] = Field(default_factory=list)
+    entries: list[dict[str, Any]] = Field(default_factory=list)
+    parse_error: str | None = None
+    error: str | None = None
+    status: int | None = None
+    latency_s: float | None = None
+    attempts: int = 0
+
+
+class RunRecord(BaseModel):
+    """``run.json`` of a run folder."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: int = RUN_RECORD_VERSION
+    benchmark: str = "pointbench"
+    model: str
+    point_format: str | None = None
+    prompt_style: str | None = None
+    temperature: float | None = None
+    steer_mode: str | None = None
+    items: int = 0
+    dataset: str | None = None
+    agent: dict[str, Any] = Field(default_factory=dict)
+    request: dict[str, Any] = Field(default_factory=dict)
+    parser: str = PARSER
+    rules: str = "pointlab"
+    max_error_rate: float | None = None
+    stopped: str | None = None
+    updated_unix_s: float | None = None
+
+
+def read_run_record(path: str | Path) -> RunRecord:
+    """``run.json`` (a file or its folder) as a ``RunRecord``.
+
+    Raises:
+        RunRecordError: missing, not JSON, or not a run record.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "run.json"
+    try:
+        return RunRecord.model_validate(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError, ValidationError) as e:
+        raise RunRecordError(f"{p}: not a readable run record ({type(e).__name__}: {str(e).splitlines()[0]})") from e
+
+
+def write_run_record(path: str | Path, record: RunRecord) -> Path:
+    """Write ``record`` to ``path`` (a file or its folder); returns the file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "run.json"
+    p.write_text(dumps_json(record.model_dump(), indent=2), encoding="utf-8")
+    return p
+
+
+def read_answers(path: str | Path) -> dict[str, AnswerRecord]:
+    """The answers of one run file by item id (a later line wins; a torn or unreadable line is skipped,
+    so an interrupted run resumes and asks that item again)."""
+    out: dict[str, AnswerRecord] = {}
+    p = Path(path)
+    if not p.exists():
+        return out
+    for line in p.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = AnswerRecord.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError, RecursionError):
+            continue  # a line cut by a crash: that item is asked again
+        out[rec.id] = rec
+    return out
+
+
+def append_answer(fh, record: AnswerRecord) -> None:
+    """Append one answer line to an open run file and flush it (a crash loses at most that line)."""
+    fh.write(dumps_json(record.model_dump(), compact=True) + "\n")
+    fh.flush()
