@@ -32,6 +32,9 @@ from .curated import CuratedSetError
 from .sampling import sample_pair
 from .store import ArenaError
 
+# polling the store for answers another worker is collecting (_answers_from_store): first pause, longest
+POLL_FIRST_S, POLL_MAX_S = 0.05, 0.4
+
 __all__ = ["router", "SESSION_COOKIE", "get_arena", "session_id", "client_addr", "answer_record", "public_answer"]
 
 log = logging.getLogger(__name__)
@@ -235,16 +238,25 @@ def battle_state(bid: str, arena: Arena, sid: Sid) -> dict:
 
 
 async def _answers_from_store(arena: ArenaContext, bid: str, sent: set, websocket: WebSocket, created: float) -> None:
-    """Another worker asked the models: poll the store for the answers until the agent timeout."""
+    """Another worker asked the models: poll the store for the answers until the agent timeout.
+
+    Why this shape: with N workers a page's websocket lands on another worker than the battle's
+    (N-1)/N of the time, and 50 pages polling full records every 50 ms saturated 2 cores (measured with
+    ``pointlab perf arena``, docs/arena.md). So the poll asks two booleans, backs off from 50 ms to
+    POLL_MAX_S, and reads the full record only when an answer has arrived."""
     deadline = created + arena.settings.agent_timeout_s + 5.0
+    pause = POLL_FIRST_S
     while len(sent) < 2 and time.time() < deadline:
-        rec = await run_in_threadpool(arena.store.battle, bid)
-        for side, key in (("A", "answer_a"), ("B", "answer_b")):
-            if side not in sent and rec[key] is not None:
-                await websocket.send_json(public_answer(side, rec[key]))
-                sent.add(side)
+        stored = await run_in_threadpool(arena.store.answers_stored, bid)
+        if any(have and side not in sent for side, have in zip("AB", stored)):
+            rec = await run_in_threadpool(arena.store.battle, bid)
+            for side, key in (("A", "answer_a"), ("B", "answer_b")):
+                if side not in sent and rec[key] is not None:
+                    await websocket.send_json(public_answer(side, rec[key]))
+                    sent.add(side)
         if len(sent) < 2:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
+            pause = min(POLL_MAX_S, pause * 1.5)
 
 
 @router.websocket("/battles/{bid}/ws")

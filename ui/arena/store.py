@@ -303,6 +303,18 @@ class ArenaStore:
                 if b.answer_a is None or b.answer_b is None:
                     raise ArenaError("answers are not complete", 409)
 
+    def answers_stored(self, battle_id: str) -> tuple[bool, bool]:
+        """``(answer A stored, answer B stored)``: two booleans from one indexed read, the cheap question
+        a worker that did not ask the models polls before it reads the full record.
+
+        Raises: ArenaError(404) for an unknown battle."""
+        with self._tx() as s:
+            got = s.execute(select(BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None))
+                            .where(BattleRow.id == battle_id)).first()
+        if got is None:
+            raise ArenaError("unknown battle", 404)
+        return bool(got[0]), bool(got[1])
+
     def battle(self, battle_id: str) -> dict:
         """The full battle record (includes model names: server side only)."""
         with self._tx() as s:

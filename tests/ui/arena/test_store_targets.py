@@ -46,14 +46,31 @@ def _rules(store: ArenaStore) -> None:
     assert store.battle_counts() == {"m1": 4, "m2": 4}
 
 
+def _answers_stored(store: ArenaStore) -> None:
+    """What a worker that did not ask the models polls: which answers are stored."""
+    sid = store.ensure_session(None)
+    b1 = _battle(store, sid)
+    b3 = store.create_battle(session_id=sid, image_sha256="0" * 64, image_path="x.png", image_source="curated",
+                             width=4, height=4, instruction="Point", model_a="m1", model_b="m2", sampler="uniform",
+                             client_addr="10.0.0.2")
+    assert store.answers_stored(b3) == (False, False)
+    store.record_answer(b3, "B", {"points_px": []})   # an empty answer is an answer
+    assert store.answers_stored(b3) == (False, True) and store.answers_stored(b1) == (True, True)
+    with pytest.raises(ArenaError) as e:
+        store.answers_stored("nope")
+    assert e.value.status == 404
+
+
 def test_rules_sqlite(tmp_path):
     _rules(ArenaStore(tmp_path / "a.db"))
+    _answers_stored(ArenaStore(tmp_path / "b.db"))
 
 
 @pytest.mark.slow
 def test_rules_postgresql(pg_url):
     store = ArenaStore(pg_url)
     _rules(store)
+    _answers_stored(store)
     store.close()
 
 
