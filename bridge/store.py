@@ -373,9 +373,7 @@ class Store:
         if judgement not in JUDGEMENTS:
             raise StoreError(f"judgement must be one of {JUDGEMENTS}, got {judgement!r}")
         with self.session() as s:
-            row = s.get(TrialRow, trial_id)
-            if row is None:
-                raise StoreError(f"unknown trial {trial_id}")
+            row = _trial_row(s, trial_id)
             if row.outcome == "aborted":
                 raise StoreError(f"trial {trial_id} was aborted: it is not judged")
             record = settle(trial_result(_row_dict(row)), judgement == "succeeded")
@@ -389,9 +387,7 @@ class Store:
             StoreError: unknown trial.
         """
         with self.session() as s:
-            row = s.get(TrialRow, trial_id)
-            if row is None:
-                raise StoreError(f"unknown trial {trial_id}")
+            row = _trial_row(s, trial_id)
             row.recording = finite_json(recording)
 
     def set_point_on_target(self, trial_id: int, on_target: bool | None) -> dict[str, Any]:
@@ -402,9 +398,7 @@ class Store:
             StoreError: unknown trial.
         """
         with self.session() as s:
-            row = s.get(TrialRow, trial_id)
-            if row is None:
-                raise StoreError(f"unknown trial {trial_id}")
+            row = _trial_row(s, trial_id)
             row.point_on_target = on_target
             record = settle(trial_result(_row_dict(row)), None)
             row.failure_stage = record.failure_stage
@@ -462,9 +456,7 @@ class Store:
 
     def trial(self, trial_id: int) -> dict[str, Any]:
         with self.session() as s:
-            row = s.get(TrialRow, trial_id)
-            if row is None:
-                raise StoreError(f"unknown trial {trial_id}")
+            row = _trial_row(s, trial_id)
             return _row_dict(row)
 
     def trials(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
@@ -500,3 +492,11 @@ def trial_result(row: dict[str, Any]) -> TrialResult:
     data = {k: v for k, v in row.items() if k in TrialResult.model_fields or k == "trial_uid"}
     data["trial_id"] = data.pop("trial_uid")
     return TrialResult.model_validate(data)
+
+
+def _trial_row(s, trial_id: int) -> TrialRow:
+    """The trial's row in session ``s``. Raises: StoreError for an unknown trial."""
+    row = s.get(TrialRow, trial_id)
+    if row is None:
+        raise StoreError(f"unknown trial {trial_id}")
+    return row
