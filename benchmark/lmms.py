@@ -127,7 +127,7 @@ def load_json_or_jsonl(path: str | Path) -> tuple[list[tuple[str, dict]], list[s
     if text.lstrip().startswith("["):
         try:
             arr = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as e:
+        except (ValueError, RecursionError) as e:
             raise RecordError(f"{p}: not a JSON array ({getattr(e, 'msg', e)})") from e
         good = [(f"{p}[{i}]", r) for i, r in enumerate(arr) if isinstance(r, dict)]
         bad = [f"{p}[{i}]: expected an object" for i, r in enumerate(arr) if not isinstance(r, dict)]

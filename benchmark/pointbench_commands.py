@@ -64,6 +64,16 @@ def score_pointing_cmd(
         preds = _lmms_point_predictions(pred, items, lmms_format) if is_samples_log(head[:1]) else load_pred_jsonl(pred)
     except (DatasetError, RecordError, ValueError) as e:
         fail(str(e))
+    if not items:
+        fail(f"{gt}: no ground-truth items")
+    # a mask that cannot be read or has the wrong size is a ground-truth error (exit 2), not a model
+    # failure that lowers the accuracy: every item's masks are read before scoring (they are cached)
+    for it in items:
+        try:
+            it.target_mask()
+            it.load_instance_masks()
+        except DatasetError as e:
+            fail(f"{it.id}: {e}")
     report = get_scorer("pointing")(items, preds, rules=rules)
     if lmms_results is not None:
         write_results(lmms_results, [results_form("pointbench", report.summary["lmms_eval"], n=len(items), rules=rules,

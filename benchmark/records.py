@@ -58,6 +58,18 @@ class RecordError(ValueError):
     """A JSONL file cannot be read, or a record in it is malformed; the message names the line."""
 
 
+def json_error_text(e: BaseException) -> str:
+    """A short reason for a failed ``json.loads``: the decoder's message, "nested too deeply" for a
+    ``RecursionError``, or the first line of another ``ValueError`` (e.g. an integer over Python's
+    4300-digit limit)."""
+    if isinstance(e, json.JSONDecodeError):
+        return e.msg
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:120]
+
+
 def _decoded_lines(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
     """``(where, record, problem)`` per non-blank line: the record, or ``None`` and why the line is not a
     JSON object. Raises ``RecordError`` when the file cannot be read."""
@@ -67,13 +79,15 @@ def _decoded_lines(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Non
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"cannot read {p}: {e}") from e
-    for n, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends records at "\n" only (jsonlines.org): str.splitlines() would also split inside a
+    # string holding U+2028, U+0085 or a form feed, which dumps_json writes unescaped (ensure_ascii=False)
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            yield f"{p}:{n}", None, f"{p}:{n}: not JSON ({getattr(e, 'msg', 'nested too deeply')})"
+        except (ValueError, RecursionError) as e:  # ValueError: JSONDecodeError, and ints over 4300 digits
+            yield f"{p}:{n}", None, f"{p}:{n}: not JSON ({json_error_text(e)})"
             continue
         if not isinstance(rec, dict):
             yield f"{p}:{n}", None, f"{p}:{n}: expected a JSON object, got {type(rec).__name__}"

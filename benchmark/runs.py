@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from .records import dumps_json
 
@@ -93,7 +93,7 @@ def read_run_record(path: str | Path) -> RunRecord:
         p = p / "run.json"
     try:
         return RunRecord.model_validate(json.loads(p.read_text(encoding="utf-8")))
-    except (OSError, json.JSONDecodeError, ValidationError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValidationError is a ValueError
         raise RunRecordError(f"{p}: not a readable run record ({type(e).__name__}: {str(e).splitlines()[0]})") from e
 
 
@@ -113,10 +113,10 @@ def read_answers(path: str | Path) -> dict[str, AnswerRecord]:
     p = Path(path)
     if not p.exists():
         return out
-    for line in p.read_text(encoding="utf-8").splitlines():
+    for line in p.read_text(encoding="utf-8").split("\n"):  # JSON Lines: "\n" only (records._decoded_lines)
         try:
             rec = AnswerRecord.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError, RecursionError):
+        except (ValueError, RecursionError):  # ValidationError is a ValueError
             continue  # a line cut by a crash: that item is asked again
         out[rec.id] = rec
     return out

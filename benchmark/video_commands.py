@@ -109,7 +109,7 @@ def _egopoint_inputs(gt: Path, pred: Path):
     results file with ``details``)."""
     from .egopoint.scoring import release_predictions, release_records
     from .lmms import load_json_or_jsonl
-    from .records import Predictions, RecordError, predictions_from_records
+    from .records import RecordError, predictions_from_records
 
     good, bad = load_json_or_jsonl(gt)
     if bad:
@@ -119,10 +119,10 @@ def _egopoint_inputs(gt: Path, pred: Path):
     if text.lstrip().startswith("{") and '"details"' in text[:2_000_000]:
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             doc = None
         if isinstance(doc, dict) and "details" in doc:
-            out = Predictions(release_predictions(doc))
+            out = predictions_from_records(release_predictions(doc))
             return gt_recs, out
     recs, bad = load_json_or_jsonl(pred)
     return gt_recs, predictions_from_records(recs, unreadable=bad)

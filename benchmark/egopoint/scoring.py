@@ -353,12 +353,15 @@ def release_records(entries: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def release_predictions(results: Mapping[str, Any]) -> dict[str, Any]:
-    """The playground's results file (``{"details": [{... "model_output"}]}``) as ``{position: output}``."""
+def release_predictions(results: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The playground's results file (``{"details": [{... "model_output"}]}``) as ``(where, {"id",
+    "prediction"})`` records for ``records.predictions_from_records`` (so a repeated id scores 0 as in
+    any prediction file); an entry's id is its ``id`` or, without one, its position."""
     details = results.get("details")
     if not isinstance(details, list):
         raise RecordError("an EgoPoint results file needs a 'details' list")
-    return {str(d.get("id", i)): d.get("model_output") for i, d in enumerate(details) if isinstance(d, dict)}
+    return [(f"details[{i}]", {"id": str(d.get("id", i)), "prediction": d.get("model_output")})
+            for i, d in enumerate(details) if isinstance(d, dict)]
 
 
 def _cell(items: list[EgoItemScore]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ normalized coordinates and r = 0.12, s = max(0, 1 - (d / r)^2). Accuracy = 100 *
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..scorers import ItemScore, ScoreReport, register_scorer
 
@@ -114,9 +115,8 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
                       "reason": "ok" if correct else "wrong_frame"})
     n = len(items)
     dists = [it["distance"] for it in items if it["distance"] is not None]
-    elapsed = [float(r["elapsed_s"]) for r in responses.values()
-               if isinstance(r.get("elapsed_s"), (int, float)) and math.isfinite(r["elapsed_s"])
-               and str(r.get("id")) in seen]
+    elapsed = [t for t in (_seconds(r.get("elapsed_s")) for r in responses.values() if str(r.get("id")) in seen)
+               if t is not None]
     summary = {"accuracy": 100.0 * sum(it["score"] for it in items) / n if n else None,
                "frame_accuracy": sum(it["frame_correct"] for it in items) / n if n else None,
                "mean_distance": sum(dists) / len(dists) if dists else None,
@@ -134,3 +134,15 @@ def score_localization_contract(gt: list[dict], pred: list[dict], *, rules: str 
     items = [ItemScore(id=it["id"], value=it["score"], parsed=None, reason=it["reason"],
                        metadata={k: v for k, v in it.items() if k not in {"id", "score", "reason"}}) for it in out["items"]]
     return ScoreReport(scorer="localization", rules=rules, items=items, summary=out["summary"])
+
+
+def _seconds(v: Any) -> float | None:
+    """A response's ``elapsed_s`` as a finite float, or ``None`` (missing, text, a bool, non-finite, or
+    an integer too large for a float: math.isfinite would raise OverflowError on it)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None

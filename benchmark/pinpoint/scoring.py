@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judge import LLMJudge
+from ..records import json_error_text
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .fsd import FSD_PROMPT_VERSION, judge_fsd
 from .normalize import normalize_label
@@ -322,8 +323,8 @@ def load_ground_truth(path: str | Path) -> list[dict]:
         for f in _scene_files(p):
             try:
                 data = json.loads(f.read_text(encoding="utf-8-sig"))
-            except (OSError, ValueError) as e:
-                raise PinpointScoreError(f"{f}: not a readable scene file ({e})") from e
+            except (OSError, ValueError, RecursionError) as e:
+                raise PinpointScoreError(f"{f}: not a readable scene file ({json_error_text(e)})") from e
             pairs = data.get("qa_pairs") if isinstance(data, dict) else None
             if not isinstance(pairs, list):
                 raise PinpointScoreError(f"{f}: no 'qa_pairs' list")
@@ -368,8 +369,8 @@ def load_predictions(path: str | Path):
             pairs = data["qa_pairs"]
             if not isinstance(pairs, list):
                 raise TypeError("qa_pairs is not a list")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            out.unreadable.append(f"{f}: {type(e).__name__}: {e}")
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+            out.unreadable.append(f"{f}: {type(e).__name__}: {json_error_text(e)}")
             continue
         for k, q in enumerate(pairs):
             if not isinstance(q, dict) or "id" not in q:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from ..records import json_error_text
 from .release import FileRef, ReleaseFiles, file_key, open_binary
 
 __all__ = ["CATEGORIES", "CATEGORY_ALIASES", "MASK_THRESHOLD", "MASK_RULES", "BenchItem", "Prediction", "DatasetError",
@@ -111,7 +112,7 @@ class BenchItem:
         try:
             with open_binary(self.image) as fh, Image.open(fh) as im:
                 return np.asarray(im.convert("RGB"))
-        except (OSError, UnidentifiedImageError) as e:
+        except (OSError, UnidentifiedImageError, zipfile.BadZipFile) as e:  # BadZipFile: a bad CRC on read
             raise DatasetError(f"item {self.id}: cannot read image {self.image}: {e}") from e
 
 
@@ -182,7 +183,7 @@ def load_mask(path: str | Path, width: int | None = None, height: int | None = N
     try:
         key, mtime = file_key(p)
         m = _load_mask_cached(key, mtime, rule, p if isinstance(p, zipfile.Path) else None)
-    except (OSError, UnidentifiedImageError, ValueError) as e:
+    except (OSError, UnidentifiedImageError, ValueError, zipfile.BadZipFile) as e:
         raise DatasetError(f"cannot read mask {p}: {e}") from e
     if width is not None and height is not None and m.shape != (height, width):
         raise DatasetError(f"mask {p} is {m.shape[1]}x{m.shape[0]}, image is {width}x{height}")
@@ -193,7 +194,7 @@ def _image_size(path: FileRef) -> tuple[int, int]:
     try:
         with open_binary(path) as fh, Image.open(fh) as im:
             return im.size
-    except (OSError, UnidentifiedImageError) as e:
+    except (OSError, UnidentifiedImageError, zipfile.BadZipFile) as e:  # BadZipFile: a bad CRC on read
         raise DatasetError(f"cannot read image {path}: {e}") from e
 
 
@@ -235,8 +236,8 @@ def load_release(root: str | Path, data_file: str | Path | None = None) -> list[
         entries = json.loads(data.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise DatasetError(f"cannot read {data}: {e.strerror or e}") from e
-    except json.JSONDecodeError as e:
-        raise DatasetError(f"{data}: invalid JSON ({e.msg})") from e
+    except (ValueError, RecursionError) as e:
+        raise DatasetError(f"{data}: invalid JSON ({json_error_text(e)})") from e
     if not isinstance(entries, list):
         raise DatasetError(f"{data}: expected a list of entries")
     files = ReleaseFiles(root)
@@ -302,9 +303,11 @@ def load_gt_jsonl(path: str | Path) -> list[BenchItem]:
     for where, d in _records(p):
         try:
             iid = str(d["id"])
-            w, h = int(d["width"]), int(d["height"])
+            w, h = _positive_int(d["width"], "width", where), _positive_int(d["height"], "height", where)
             cat = normalise_category(d["category"])
-            image = (p.parent / d["image"]).resolve()
+            image = (p.parent / _path_text(d["image"], "image", where)).resolve()
+        except DatasetError:
+            raise
         except KeyError as k:
             raise DatasetError(f"{where}: missing key {k.args[0]!r}") from None
         except (TypeError, ValueError) as e:
@@ -312,15 +315,43 @@ def load_gt_jsonl(path: str | Path) -> list[BenchItem]:
         if iid in seen:
             raise DatasetError(f"{where}: duplicate id {iid!r}")
         seen.add(iid)
-        mask = (p.parent / d["mask"]).resolve() if d.get("mask") else None
-        inst = [(p.parent / m).resolve() for m in d.get("instance_masks") or []]
+        mask = _mask_file(p.parent, d["mask"], "mask", where) if d.get("mask") else None
+        inst_names = d.get("instance_masks") or []
+        if not isinstance(inst_names, list):
+            raise DatasetError(f"{where}: instance_masks must be a list of file names")
+        inst = [_mask_file(p.parent, m, "instance_masks", where) for m in inst_names]
         if mask is None and not inst:
             raise DatasetError(f"{where}: no mask and no instance_masks")
         count = d.get("count")
         items.append(BenchItem(iid, image, str(d.get("query", "")), cat, w, h, mask, inst,
-                               int(count) if count is not None else None,
+                               _positive_int(count, "count", where) if count is not None else None,
                                _points_list(d.get("reference_points_px"), where)))
     return items
+
+
+def _positive_int(value: Any, name: str, where: str) -> int:
+    """A ground-truth size or count: a JSON integer (or a float with an integer value) >= 1.
+    Raises: DatasetError naming the field (a bool, 320.9, 0, -1, 1e400, text)."""
+    ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    if not ok or value < 1:
+        raise DatasetError(f"{where}: {name} must be a positive integer, got {value!r}"[:200])
+    return int(value)
+
+
+def _path_text(value: Any, name: str, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise DatasetError(f"{where}: {name} must be a file name (a string), got {type(value).__name__}")
+    return value
+
+
+def _mask_file(base: Path, value: Any, name: str, where: str) -> Path:
+    """A mask path of a ground-truth line, checked to be a file at load time (a missing mask is a
+    ground-truth error, exit 2, not a model failure). Raises: DatasetError."""
+    path = (base / _path_text(value, name, where)).resolve()
+    if not path.is_file():
+        raise DatasetError(f"{where}: {name} {value!r} is not a file ({path})")
+    return path
 
 
 def _rel(path: Path, base: Path) -> str:

@@ -314,6 +314,21 @@ def ref_score(answer: RefAnswer, category: str, mask: np.ndarray, count: int | N
     return True, ("all_targets" if category == "counting" else "hit"), used, None
 
 
+def point_pixel(point: Any, width: int, height: int, evaluator: str) -> tuple[int, int] | None:
+    """The mask pixel ``(x, y)`` the released ``evaluator`` ("pointarena" or "lmms-eval") tests for one
+    point as ``ref_score`` holds it, or ``None`` when it tests none (outside the image, or where it raises):
+    for per-point fractions (``scoring.lmms_metrics``) under ``--rules reference``."""
+    if evaluator == "lmms-eval":
+        if not isinstance(point, (list, tuple)) or len(point) != 2:
+            return None
+        x, y = point
+        return (int(x), int(y)) if 0 <= x < width and 0 <= y < height else None
+    try:
+        return _pa_pixel(point, width, height)
+    except _Raise:
+        return None
+
+
 def _jsonable(p: Any) -> Any:
     try:
         json.dumps(p, allow_nan=False)

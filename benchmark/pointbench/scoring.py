@@ -34,7 +34,7 @@ from scipy.optimize import linear_sum_assignment
 from ..points import POINT_FORMATS, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, PointEntry, inside_image, parse_points, qwen_model_size
 from ..scorers import ItemScore as ContractItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
-from .reference import pixel_points_answer, ref_score, reference_answer
+from .reference import pixel_points_answer, point_pixel, ref_score, reference_answer
 
 __all__ = ["REASONS", "ItemScore", "pixel_index", "score_points", "score_entries", "score_item", "score_prediction",
            "score_predictions", "summarize", "pixel_entries"]
@@ -315,7 +315,7 @@ def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dic
         return {"pointbench_binary_acc": 0.0, "pointbench_acc": 0.0}
     fracs = []
     for it, s in zip(items, scores):
-        pts = [p for p in s.points if isinstance(p, (list, tuple)) and len(p) == 2]
+        pts = [p for p in s.points if (isinstance(p, (list, tuple)) and len(p) == 2) or isinstance(p, dict)]
         if not pts or not s.success and s.reason in ("unparseable", "no_points", "model_error", "no_prediction",
                                                      "invalid_prediction", "bad_ground_truth"):
             fracs.append(0.0)
@@ -326,16 +326,23 @@ def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dic
 
 
 def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
+    # under --rules reference, the mask and the pixel the released evaluator tests (int() of
+    # {"point": [x, y]} for PointArena, lmms-eval's rounded integers); under pointlab, the pixel-area convention
+    evaluator = (s.reader or "").split(":")[0] if s.rules == "reference" else None
     try:
-        mask = item.target_mask()
+        mask = item.target_mask(rule=evaluator if evaluator in ("pointarena", "lmms-eval") else "pointlab")
     except DatasetError:
         return 0.0
     hits = []
     for p in s.points:
-        try:
-            ix = pixel_index(float(p[0]), float(p[1]), item.width, item.height)
-        except (TypeError, ValueError, KeyError, IndexError):
-            ix = None
+        if evaluator in ("pointarena", "lmms-eval"):
+            px = point_pixel(p, item.width, item.height, evaluator)
+            ix = None if px is None else (px[1], px[0])
+        else:
+            try:
+                ix = pixel_index(float(p[0]), float(p[1]), item.width, item.height)
+            except (TypeError, ValueError, KeyError, IndexError, OverflowError):
+                ix = None
         hits.append(bool(ix is not None and mask[ix]))
     return float(np.mean(hits)) if hits else 0.0
 

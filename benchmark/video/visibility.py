@@ -75,7 +75,7 @@ class VisibilityTable:
         p = Path(path)
         try:
             data = json.loads(p.read_text(encoding="utf-8-sig"))  # -sig: a BOM is not an error
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (OSError, ValueError, RecursionError) as e:
             raise RecordError(f"{p}: cannot read visibility table ({e})") from e
         return cls.from_dict(data, str(p))
 

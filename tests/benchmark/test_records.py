@@ -2,7 +2,7 @@
 
 import pytest
 
-from pointlab.benchmark.records import RecordError, predictions_by_id, read_jsonl
+from pointlab.benchmark.records import RecordError, predictions_by_id, read_jsonl, read_jsonl_lenient, write_jsonl
 
 
 def test_bom_and_crlf_are_read(tmp_path):
@@ -26,3 +26,36 @@ def test_malformed_files_name_the_problem(tmp_path, data, needle):
 def test_a_directory_is_a_record_error(tmp_path):
     with pytest.raises(RecordError, match="cannot read"):
         read_jsonl(tmp_path)
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\u0085"])  # (control characters are escaped)
+def test_a_line_separator_inside_a_string_stays_in_its_record(tmp_path, sep):
+    """JSON Lines ends a record at "\\n" only: str.splitlines() also breaks on U+2028, U+2029 and
+    U+0085, which json.dumps(ensure_ascii=False) (our writer) leaves unescaped inside strings."""
+    p = tmp_path / "p.jsonl"
+    recs = [{"id": "a", "prediction": f"left{sep}right"}, {"id": "b", "prediction": "2"}]
+    assert write_jsonl(p, recs) == 2
+    assert sep in p.read_text(encoding="utf-8")  # written raw, the case that split records before
+    assert read_jsonl(p) == recs
+    good, bad = read_jsonl_lenient(p)
+    assert [r for _, r in good] == recs and bad == []
+
+
+def test_an_integer_over_the_digit_limit_is_one_unreadable_line(tmp_path):
+    """json.loads raises a plain ValueError (not JSONDecodeError) on an integer over Python's
+    4300-digit limit: that line is unreadable, the others are read."""
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "a", "prediction": "1"}\n{"id": "b", "prediction": ' + "9" * 5000 + '}\n'
+                 '{"id": "c", "prediction": "3"}\n')
+    good, bad = read_jsonl_lenient(p)
+    assert [r["id"] for _, r in good] == ["a", "c"]
+    assert len(bad) == 1 and bad[0].startswith(f"{p}:2: not JSON (Exceeds the limit")
+    with pytest.raises(RecordError, match=r"p.jsonl:2: not JSON"):
+        read_jsonl(p)
+
+
+def test_deep_nesting_is_one_unreadable_line(tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "a", "prediction": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"id": "b", "prediction": "2"}\n')
+    good, bad = read_jsonl_lenient(p)
+    assert [r["id"] for _, r in good] == ["b"] and bad == [f"{p}:1: not JSON (nested too deeply)"]

@@ -69,3 +69,16 @@ def test_release_file_and_playground_results_through_the_cli(tmp_path):
     pl = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(tmp_path / "pure_real_test.json"),
                                   "--pred", str(tmp_path / "results.json")])
     assert [i["value"] for i in json.loads(pl.stdout)["items"]] == [1.0, 1.0, 1.0, None]
+
+
+def test_a_repeated_id_in_a_results_file_scores_zero(tmp_path):
+    """As in any prediction file: two details entries with one id -> neither counts (which of two
+    answers is the model's is a guess); the last one used to win silently."""
+    (tmp_path / "gt.json").write_text(json.dumps(RELEASE))
+    details = [dict(RELEASE[0], id=0, model_output="True"), dict(RELEASE[0], id=0, model_output="False")]
+    (tmp_path / "results.json").write_text(json.dumps({"summary": {}, "details": details}))
+    r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(tmp_path / "gt.json"),
+                                 "--pred", str(tmp_path / "results.json")])
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.stdout)["items"][0]
+    assert first["value"] == 0.0 and "duplicate prediction id (details[0] and details[1])" in first["reason"]

@@ -112,3 +112,14 @@ def test_cli_nan_response_does_not_abort(tmp_path):
     doc = json.loads(r.stdout)
     assert [it["reason"] for it in doc["items"]] == ["invalid_response", "invalid_response"]
     assert doc["summary"]["accuracy"] == 0.0 and doc["summary"]["mean_distance"] is None
+
+
+def test_unusable_elapsed_times_are_left_out_of_the_mean():
+    gt = [{"id": "a", "frame_index": 1, "x": 0.5, "y": 0.5}, {"id": "b", "frame_index": 1, "x": 0.5, "y": 0.5},
+          {"id": "c", "frame_index": 1, "x": 0.5, "y": 0.5}]
+    pred = [{"id": "a", "frame_index": 1, "x": 0.5, "y": 0.5, "elapsed_s": 10 ** 400},   # too large for a float
+            {"id": "b", "frame_index": 1, "x": 0.5, "y": 0.5, "elapsed_s": True},
+            {"id": "c", "frame_index": 1, "x": 0.5, "y": 0.5, "elapsed_s": 12}]
+    out = score_localization(gt, pred)
+    assert [it["score"] for it in out["items"]] == [1.0, 1.0, 1.0]
+    assert out["summary"]["mean_elapsed_s"] == 12

@@ -134,3 +134,22 @@ def test_score_pointing_reads_the_hugging_face_release_layout(tmp_path):
         lm = json.loads((tmp_path / f"lmms_{rules}.json").read_text())
         assert lm["results"]["pointbench"]["pointbench_binary_acc,none"] == 1.0
         assert lm["config"]["pointlab"]["rules"] == rules
+
+
+def test_score_pointing_refuses_unusable_ground_truth_masks(tmp_path):
+    """A mask of the wrong size, a file that is no image, an empty ground truth: exit 2 naming it,
+    before any item is scored (they used to score as model failures with exit 0)."""
+    Image.new("RGB", (320, 240)).save(tmp_path / "i.png")
+    Image.new("L", (100, 100), 255).save(tmp_path / "small.png")
+    (tmp_path / "text.png").write_text("not an image")
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text('{"id": "a", "points": [[10, 10]]}\n')
+    for mask, needle in (("small.png", "is 100x100, image is 320x240"), ("text.png", "cannot read mask")):
+        gt = tmp_path / "gt.jsonl"
+        gt.write_text(json.dumps({"id": "a", "image": "i.png", "width": 320, "height": 240, "category": "spatial",
+                                  "mask": mask}) + "\n")
+        r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
+        assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
+    (tmp_path / "empty.jsonl").write_text("")
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(tmp_path / "empty.jsonl"), "--pred", str(pred)])
+    assert r.exit_code == 2 and "no ground-truth items" in r.output

@@ -4,6 +4,7 @@ the instance-mask form, GT / PRED JSONL, and the dataset builder's checks."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -88,6 +89,7 @@ def test_release_errors(release, entry, msg):
 def test_gt_and_pred_errors(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     p = tmp_path / "gt.jsonl"
+    (tmp_path / "m.png").write_bytes(b"")  # present: masks are checked to be files at load time
     p.write_text('{"id": "x", "image": "i.png", "width": 4, "height": 4, "category": "spatial", "mask": "m.png"}\n{oops\n')
     with pytest.raises(DatasetError, match=r"gt.jsonl:2: not JSON"):
         load_gt_jsonl(p)
@@ -166,3 +168,35 @@ def test_pred_duplicate_ids_and_non_finite_points(tmp_path):
     preds = load_pred_jsonl(q)
     assert np.isnan(preds["a"].points_px[0][0]) and preds["b"].points_px[0][1] == -np.inf
     assert preds["c"].points_px[0][0] == np.inf
+
+
+@pytest.mark.parametrize("fields, msg", [
+    ({"width": True}, "width must be a positive integer, got True"),
+    ({"width": 320.9}, "width must be a positive integer, got 320.9"),
+    ({"height": 0}, "height must be a positive integer, got 0"),
+    ({"width": -320}, "width must be a positive integer, got -320"),
+    ({"width": "320"}, "width must be a positive integer"),
+    ({"count": -1}, "count must be a positive integer, got -1"),
+    ({"mask": 7}, "mask must be a file name"),
+    ({"mask": "nope.png"}, "mask 'nope.png' is not a file"),
+    ({"mask": "."}, "mask '.' is not a file"),
+    ({"mask": None, "instance_masks": "m.png"}, "instance_masks must be a list"),
+])
+def test_malformed_ground_truth_fields_are_refused(tmp_path, fields, msg):
+    """A size, count or mask a scorer cannot use is a ground-truth error naming the line, not a
+    per-item model failure (docs/scoring.md: malformed ground truth exits 2)."""
+    (tmp_path / "m.png").write_bytes(b"")
+    rec = {"id": "x", "image": "i.png", "width": 4, "height": 4, "category": "spatial", "mask": "m.png", **fields}
+    p = tmp_path / "gt.jsonl"
+    p.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(DatasetError, match=re.escape(f"gt.jsonl:1: {msg}")):
+        load_gt_jsonl(p)
+
+
+def test_an_integer_valued_float_size_is_read(tmp_path):
+    (tmp_path / "m.png").write_bytes(b"")
+    p = tmp_path / "gt.jsonl"
+    p.write_text(json.dumps({"id": "x", "image": "i.png", "width": 320.0, "height": 240, "category": "spatial",
+                             "mask": "m.png", "count": 2.0}) + "\n")
+    (item,) = load_gt_jsonl(p)
+    assert (item.width, item.height, item.count) == (320, 240, 2)

@@ -146,3 +146,27 @@ def test_counting_reference_uses_the_union_mask(tmp_path):
     it = _item(tmp_path, a | b, "counting", count=2, inst=(a, b))
     # two points on instance A: the union-mask rule of the released code passes, pointlab's one-to-one cover fails
     assert both(it, points=((20.0, 20.0), (25.0, 25.0))) == {"reference": "all_targets", "pointlab": "instance_uncovered"}
+
+
+def test_lmms_metrics_under_both_rule_sets(tmp_path):
+    """lmms-eval's pointbench_acc is the mean per item of the fraction of points in the target; it is
+    never below pointbench_binary_acc. Under the reference rules the points are PointArena's
+    {"point": [x, y]} objects (they were all dropped: pointbench_acc 0.0 with every item a hit)."""
+    from pointlab.benchmark.pointbench.scoring import lmms_metrics
+
+    hit = _item(tmp_path, cols(0, 99), name="h")
+    two = _item(tmp_path, cols(0, 99), category="counting", count=2, name="c")
+    # item h: (50.7, 10) -> column 50 (int) / 51 (nearest centre): inside columns 0-99 under both.
+    # item c: (10, 10) inside, (200, 10) outside: fails, half its points in the mask.
+    for rules in ("reference", "pointlab"):
+        scores = [score_prediction(hit, Prediction("h", points_px=((50.7, 10.0),)), rules=rules),
+                  score_prediction(two, Prediction("c", points_px=((10.0, 10.0), (200.0, 10.0))), rules=rules)]
+        assert [s.success for s in scores] == [True, False]
+        assert lmms_metrics([hit, two], scores) == {"pointbench_binary_acc": 0.5, "pointbench_acc": 0.75}, rules
+    # 99.7: column 99 under PointArena's int() (inside), 100 under pointlab (outside): the fractions differ
+    edge = _item(tmp_path, cols(0, 99), category="counting", count=2, name="e")
+    pts = ((99.7, 10.0), (300.0, 10.0))
+    ref = score_prediction(edge, Prediction("e", points_px=pts), rules="reference")
+    lab = score_prediction(edge, Prediction("e", points_px=pts), rules="pointlab")
+    assert lmms_metrics([edge], [ref])["pointbench_acc"] == 0.5
+    assert lmms_metrics([edge], [lab])["pointbench_acc"] == 0.0
