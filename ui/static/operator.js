@@ -156,7 +156,7 @@ function onStatus(s) {
   $("queue").replaceChildren(...s.queue.map((q) => PL.el("li", {}, `${q.label} (study #${q.study_id})` + (q.position === 0 ? " — in control " : " "),
     s.queue.length > 1 ? PL.el("button", { type: "button", onclick: () => call("POST", `/api/queue/${q.participant_id}/to-back`) }, "move to back") : "")));
   const a = s.arm_state || {};
-  const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((x) => (1000 * x).toFixed(0)).join(", ") + " mm" : "?";
+  const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((x) => (1000 * x).toFixed(0).replace(/^-0$/, "0")).join(", ") + " mm" : "?";
   $("arm").textContent = `holding: ${s.holding} · TCP ${tcp}` + (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
   $("arm").title = JSON.stringify(s.arm_state);  // the full state on hover
   const stopped = s.stopped || a.estopped;

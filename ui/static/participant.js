@@ -171,5 +171,5 @@ $("sus-form").addEventListener("submit", (ev) => {
   setError("");
   ws.send(JSON.stringify({ type: "sus", block: state.step.block, responses }));
 });
-setInterval(() => { const f = window.__pl.frames; setTimeout(() => { $("fps").textContent = `live view: ${window.__pl.frames - f} frames/s`; }, 1000); }, 2000);
+setInterval(() => { const f = window.__pl.frames; setTimeout(() => { $("fps").textContent = ` · ${window.__pl.frames - f} frames/s`; }, 1000); }, 2000);
 connect();

@@ -41,7 +41,7 @@ async function load() {
   const sid = $("study").value;
   if (!sid) return;
   const r = await call("GET", `/api/results?study_id=${sid}`);
-  $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} trials per agent`;
+  $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} trial${r.study.trials_per_agent === 1 ? "" : "s"} per agent`;
   $("agents").replaceChildren(...r.agents.map((a) => PL.el("tr", { "data-agent": a.agent },
     PL.el("td", {}, a.agent), PL.el("td", {}, a.n_judged), PL.el("td", {}, a.n_succeeded),
     PL.el("td", { class: "rate" }, pct(a.success_rate)),
