@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .records import Predictions, RecordError, dumps_json, read_jsonl_lenient
+from .records import Predictions, RecordError, dumps_json, json_error_text, read_jsonl_lenient
 
 __all__ = ["is_samples_log", "sample_text", "read_samples_log", "samples_predictions", "samples_ground_truth",
            "results_form", "write_results"]
@@ -128,7 +128,7 @@ def load_json_or_jsonl(path: str | Path) -> tuple[list[tuple[str, dict]], list[s
         try:
             arr = json.loads(text)
         except (ValueError, RecursionError) as e:
-            raise RecordError(f"{p}: not a JSON array ({getattr(e, 'msg', e)})") from e
+            raise RecordError(f"{p}: not a JSON array ({json_error_text(e)})") from e
         good = [(f"{p}[{i}]", r) for i, r in enumerate(arr) if isinstance(r, dict)]
         bad = [f"{p}[{i}]: expected an object" for i, r in enumerate(arr) if not isinstance(r, dict)]
         return good, bad

@@ -163,7 +163,8 @@ def bench_pointing_cmd(
         if stop is not None:
             stop()
     table = results_table({model: res["aggregate"]})
-    (out_dir / "results.md").write_text(table, encoding="utf-8")
+    # the rule set is part of the number (docs/scoring.md): a table without it cannot be compared
+    (out_dir / "results.md").write_text(f"Scored under `--rules {rules}` (docs/scoring.md).\n\n{table}", encoding="utf-8")
     charts = plot_fig3({model: res["aggregate"]}, out_dir / "fig3", title=f"Point-Bench: {model} ({cfg.prompt_style})")
     agg = res["aggregate"]
     write_results(out_dir / "lmms_results.json", [results_form(

@@ -50,9 +50,10 @@ def cohens_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     nominal scales", Educ. Psychol. Meas. 20(1):37-46): ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the
     observed agreement and ``p_e`` the agreement expected from each rater's own yes-rate.
 
-    Returns ``None`` with no pairs. When both raters gave one and the same answer throughout,
-    ``p_e = 1`` and kappa is 0/0, undefined; this returns 1.0 there (the agreement is total) and says
-    so in docs/trials.md, rather than a NaN the results page could not show.
+    Returns ``None`` with no pairs, and ``None`` when both raters gave one and the same answer
+    throughout: ``p_e = 1`` and kappa is 0/0, undefined (a single trial, or every trial a success by
+    both; the agreement percentage beside it still says 100 %). It used to be reported as 1.0, which
+    read as strong agreement from one trial.
     """
     n = len(pairs)
     if n == 0:
@@ -61,7 +62,7 @@ def cohens_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     pa, pb = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
     pe = pa * pb + (1 - pa) * (1 - pb)
     if pe >= 1.0:
-        return 1.0 if po == 1.0 else 0.0
+        return None
     return (po - pe) / (1 - pe)
 
 

@@ -95,6 +95,13 @@ def capture_reference(study_id: IdPath, _: Operator, ctx: Ctx) -> dict:
     return {"study_id": study_id, "frame_index": frame[1]}
 
 
+@router.get("/studies/{study_id}/reference")
+def reference_state(study_id: IdPath, _: Operator, ctx: Ctx) -> dict:
+    """``{"study_id", "captured"}``: whether the study has a reference scene (the console asks this
+    before it loads ``reference.jpg``, so a study without one is not a failed request)."""
+    return {"study_id": study_id, "captured": ctx.store.scene_reference(study_id) is not None}
+
+
 @router.get("/studies/{study_id}/reference.jpg")
 def reference(study_id: IdPath, _: Operator, ctx: Ctx) -> Response:
     """The study's reference scene; 404 when none was captured."""

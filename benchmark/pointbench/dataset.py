@@ -440,7 +440,8 @@ def _run_qwen_pixels(path: Path) -> tuple[int, int] | None:
 
 
 def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
-    """PRED JSONL -> ``{id: Prediction}``; one bad line never stops the scoring of the others.
+    """PRED JSONL (or a JSON array of the same records) -> ``{id: Prediction}``; one bad line never stops
+    the scoring of the others.
 
     Lines: ``{id, prediction, format}``, ``{id, points}`` or a run record ``{id, raw_text, point_format,
     error, sent_size?}`` (the run folder's ``run.json`` gives the agent's Qwen limits). ``points`` that are
@@ -451,11 +452,12 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
 
     Raises: DatasetError when the file cannot be read at all.
     """
-    from ..records import Predictions, RecordError, read_jsonl_lenient
+    from ..lmms import load_json_or_jsonl
+    from ..records import Predictions, RecordError
 
     p = Path(path)
     try:
-        good, bad = read_jsonl_lenient(p)
+        good, bad = load_json_or_jsonl(p)  # JSONL, or a JSON array of the same records
     except RecordError as e:
         raise DatasetError(str(e)) from e
     out = Predictions()

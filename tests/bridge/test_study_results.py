@@ -91,7 +91,9 @@ def test_cohens_kappa_by_hand():
     pairs = [(True, True)] * 4 + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 3
     assert cohens_kappa(pairs) == pytest.approx(0.4)
     assert cohens_kappa([(True, False), (False, True)]) == pytest.approx(-1.0)  # p_o 0, p_e 0.5
-    assert cohens_kappa([(True, True)] * 3) == 1.0 and cohens_kappa([]) is None
+    # p_o = p_e = 1: 0/0, undefined (one trial, or one answer throughout)
+    assert cohens_kappa([(True, True)] * 3) is None and cohens_kappa([(False, False)]) is None
+    assert cohens_kappa([]) is None
 
 
 def test_aborted_trials_are_left_out_of_every_rate_and_counted():

@@ -456,9 +456,11 @@ def test_operator_scene_tools_reference_and_attribution_click(env):
     # no one waits for a block: with a simulator the scene is restored exactly, the arm reset
     assert client.post("/api/scene/reset", headers=H).json() == {"reset": True} and runner.scene_restores == 1
     assert client.get(f"/api/studies/{sid}/reference.jpg", headers=H).status_code == 404
+    assert client.get(f"/api/studies/{sid}/reference", headers=H).json() == {"study_id": sid, "captured": False}
     assert client.post(f"/api/studies/{sid}/reference", headers=H).status_code == 200
     ref = client.get(f"/api/studies/{sid}/reference.jpg", headers=H)
     assert ref.status_code == 200 and ref.content[:2] == b"\xff\xd8" and store.scene_reference(sid) == ref.content
+    assert client.get(f"/api/studies/{sid}/reference", headers=H).json()["captured"] is True
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
         start_block(ws)

@@ -35,11 +35,15 @@ const PL = {
       // Canvas x of pixel centre u is u + 0.5 (pixel centres at integers, canvas edges at 0).
       const x = (p[0] + 0.5) * sx, y = (p[1] + 0.5) * sy;
       const r = Math.max(6, canvas.width / 60);
-      g.lineWidth = Math.max(2, r / 3);
-      g.strokeStyle = i === 0 ? "#ff2d55" : "#ffcc00";
-      g.beginPath(); g.arc(x, y, r, 0, 2 * Math.PI); g.stroke();
-      g.beginPath(); g.moveTo(x - 2 * r, y); g.lineTo(x - r / 2, y); g.moveTo(x + r / 2, y); g.lineTo(x + 2 * r, y);
-      g.moveTo(x, y - 2 * r); g.lineTo(x, y - r / 2); g.moveTo(x, y + r / 2); g.lineTo(x, y + 2 * r); g.stroke();
+      const w = Math.max(2, r / 3);
+      const marker = () => {
+        g.beginPath(); g.arc(x, y, r, 0, 2 * Math.PI); g.stroke();
+        g.beginPath(); g.moveTo(x - 2 * r, y); g.lineTo(x - r / 2, y); g.moveTo(x + r / 2, y); g.lineTo(x + 2 * r, y);
+        g.moveTo(x, y - 2 * r); g.lineTo(x, y - r / 2); g.moveTo(x, y + r / 2); g.lineTo(x, y + 2 * r); g.stroke();
+      };
+      // a white halo under the colour: a red marker on a red block stays visible
+      g.lineWidth = w + 4; g.strokeStyle = "#fff"; marker();
+      g.lineWidth = w; g.strokeStyle = i === 0 ? "#ff2d55" : "#ffcc00"; marker();
     });
   },
   el(tag, attrs, ...children) {

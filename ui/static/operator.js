@@ -55,8 +55,11 @@ async function loadReference() {
   referenceStudy = sid;
   $("ref-state").textContent = "";
   if (!sid) return;
-  const r = await fetch(`/api/studies/${sid}/reference.jpg`, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
-  if (r.ok && referenceStudy === sid) { reference = await createImageBitmap(await r.blob()); $("ref-state").textContent = "reference captured"; }
+  const auth = { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" };
+  const state = await fetch(`/api/studies/${sid}/reference`, auth);
+  const captured = state.ok && (await state.json()).captured;
+  const r = captured ? await fetch(`/api/studies/${sid}/reference.jpg`, auth) : null;
+  if (r && r.ok && referenceStudy === sid) { reference = await createImageBitmap(await r.blob()); $("ref-state").textContent = "reference captured"; }
   else $("ref-state").textContent = "no reference yet";
 }
 

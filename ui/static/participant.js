@@ -89,6 +89,8 @@ function render() {
     judging = null; judgeShown = null; window.__pl.judging = null;
   }
   show("judge-box", s.kind === "judge" && !running && judging !== null);
+  // judging: the before/after pair gets half the page instead of the narrow side column
+  document.body.classList.toggle("judging", s.kind === "judge" && !running && judging !== null);
   show("notice-box", !!notice && s.kind !== "judge");
   $("notice").textContent = notice;
   const susDue = s.kind === "sus";

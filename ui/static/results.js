@@ -48,7 +48,7 @@ async function load() {
     PL.el("td", { class: "ci" }, a.ci95 ? `${pct(a.ci95[0])} – ${pct(a.ci95[1])}` : "–"),
     PL.el("td", { class: "aborted" }, a.n_aborted),
     PL.el("td", { class: "auto" }, pct(a.auto_success_rate)),
-    PL.el("td", { class: "agreement" }, a.agreement === null ? "–" : `${pct(a.agreement)} (κ ${PL.fmt(a.kappa, 2)})`),
+    PL.el("td", { class: "agreement" }, a.agreement === null ? "–" : `${pct(a.agreement)} (κ ${a.kappa === null ? "undefined" : PL.fmt(a.kappa, 2)})`),
     PL.el("td", {}, pct(a.sim_success_rate)), PL.el("td", { class: "stages" }, stages(a.failure_stages)),
     PL.el("td", { class: "sus" }, PL.fmt(a.mean_sus, 1)), PL.el("td", {}, a.n_surveys))));
   $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", { "data-outcome": t.outcome || "" },

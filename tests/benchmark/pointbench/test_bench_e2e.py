@@ -90,6 +90,7 @@ def test_mask_oracle_run_scores_every_category_fully(dataset, tmp_path):
     assert res["errors"] == 0
     for cat in tt.EXPECTED:
         assert res["aggregate"][cat]["mean"] == 1.0, cat
+    assert (tmp_path / "oracle" / "results.md").read_text().startswith("Scored under `--rules pointlab`")
 
 
 @pytest.mark.slow

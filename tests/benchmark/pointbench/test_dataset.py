@@ -200,3 +200,13 @@ def test_an_integer_valued_float_size_is_read(tmp_path):
                              "mask": "m.png", "count": 2.0}) + "\n")
     (item,) = load_gt_jsonl(p)
     assert (item.width, item.height, item.count) == (320, 240, 2)
+
+
+def test_predictions_as_a_json_array(tmp_path):
+    """A JSON array of prediction records reads as the same records in JSONL (as for vsi / egopoint)."""
+    q = tmp_path / "pred.json"
+    q.write_text(json.dumps([{"id": "a", "points": [[1, 2]]}, {"id": "b", "prediction": "[3, 4]", "format": "xy_pixels"},
+                             7]))
+    preds = load_pred_jsonl(q)
+    assert sorted(preds) == ["a", "b"] and preds["a"].points_px == ((1.0, 2.0),)
+    assert preds["b"].prediction == "[3, 4]" and preds.unreadable == [f"{q}[2]: expected an object"]

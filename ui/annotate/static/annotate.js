@@ -126,7 +126,8 @@ function load() {
   $("keep").classList.add("hidden");
   const c = cand();
   if (!c) { $("progress").textContent = "no images left to annotate"; st.img = null; canvas.width = 1; return; }
-  $("progress").textContent = `image ${st.ci + 1} of ${st.cands.length}`;
+  // the list holds the images still to annotate (a submitted one leaves it), so say "left"
+  $("progress").textContent = `image ${st.ci + 1} of ${st.cands.length} left to annotate`;
   $("query").value = c.suggested_query || ""; st.ask = null; st.answers = []; st.ref = null; st.poly = []; st.undo = [];
   $("models").innerHTML = "";
   const img = new Image();
