@@ -72,3 +72,10 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error to stderr and exit with ``code`` (2: bad input, 1: runtime failure)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def require_items(items, source) -> None:
+    """Exit 2 when a ground truth holds no item: an empty file or folder is a mistake (a wrong path, an
+    unfinished export), not a benchmark whose score is "n = 0"."""
+    if not len(items):
+        fail(f"{source}: no ground-truth items")

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json
+from .clikit import fail, print_json, require_items
 
 perf_app, pinpoint_app, score_app = sub.group("perf"), sub.group("pinpoint"), sub.group("score")
 
@@ -34,6 +34,7 @@ def score_pinpoint_cmd(
     try:
         check_rules(rules)
         gt_recs, preds = load_ground_truth(gt), load_predictions(pred)
+        require_items(gt_recs, gt)
         j = fsd_judge(judge, base_url=judge_base_url) if judge else None
         report = get_scorer("pinpoint")(gt_recs, preds, rules=rules, judge=j)
     except (PinpointScoreError, ValueError) as e:
@@ -59,7 +60,9 @@ def score_localization_cmd(
 
     try:
         responses, unreadable = read_jsonl_lenient(pred)   # one bad response line never stops the run
-        report = get_scorer("localization")(read_jsonl(gt), [r for _, r in responses])
+        gt_recs = read_jsonl(gt)
+        require_items(gt_recs, gt)
+        report = get_scorer("localization")(gt_recs, [r for _, r in responses])
     except (RecordError, LocalizationRecordError) as e:
         fail(str(e))
     report.summary["unreadable_prediction_lines"] = unreadable

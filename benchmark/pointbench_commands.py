@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json
+from .clikit import fail, print_json, require_items
 
 app, bench_app, perf_app, score_app = sub.root, sub.group("bench"), sub.group("perf"), sub.group("score")
 
@@ -64,8 +64,7 @@ def score_pointing_cmd(
         preds = _lmms_point_predictions(pred, items, lmms_format) if is_samples_log(head[:1]) else load_pred_jsonl(pred)
     except (DatasetError, RecordError, ValueError) as e:
         fail(str(e))
-    if not items:
-        fail(f"{gt}: no ground-truth items")
+    require_items(items, gt)
     # a mask that cannot be read or has the wrong size is a ground-truth error (exit 2), not a model
     # failure that lowers the accuracy: every item's masks are read before scoring (they are cached)
     for it in items:

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json
+from .clikit import fail, print_json, require_items
 
 perf_app, score_app, video_app = sub.group("perf"), sub.group("score"), sub.group("video")
 
@@ -60,6 +60,7 @@ def score_vsi_cmd(
     try:
         check_rules(rules)
         gt_recs, preds = _gt_and_predictions(gt, pred)
+        require_items(gt_recs, gt or pred)
         report = get_scorer("vsi")(gt_recs, preds, rules=rules)
     except (VideoBenchError, RecordError, ValueError) as e:
         fail(str(e))
@@ -153,6 +154,7 @@ def score_egopoint_cmd(
 
             j = LLMJudge(judge, base_url=judge_base_url)
         gt_recs, preds = _egopoint_inputs(gt, pred)
+        require_items(gt_recs, gt)
         sink = verdicts.open("a", encoding="utf-8") if verdicts and j else None
         try:
             report = get_scorer("egopoint")(gt_recs, preds, rules=rules, judge=j, verdicts=stored,

@@ -59,3 +59,17 @@ def test_deep_nesting_is_one_unreadable_line(tmp_path):
     p.write_text('{"id": "a", "prediction": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"id": "b", "prediction": "2"}\n')
     good, bad = read_jsonl_lenient(p)
     assert [r["id"] for _, r in good] == ["b"] and bad == [f"{p}:1: not JSON (nested too deeply)"]
+
+
+@pytest.mark.parametrize("scorer", ["vsi", "pinpoint", "egopoint", "localization", "pointing"])
+def test_an_empty_ground_truth_is_a_one_line_error(tmp_path, scorer):
+    """An empty ground truth is a wrong path or an unfinished export, not a score of n = 0: exit 2."""
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    gt, pred = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl"
+    gt.write_text("\n")
+    pred.write_text('{"id": "a", "prediction": "1"}\n')
+    r = CliRunner().invoke(app, ["score", scorer, "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and "no ground-truth items" in r.output
