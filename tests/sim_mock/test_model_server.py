@@ -242,6 +242,7 @@ def test_port_out_of_range_is_an_oserror():
             bind_socket("127.0.0.1", port)
 
 
+@pytest.mark.slow  # two cold CLI processes: 2-5 s
 @pytest.mark.parametrize("args, needle", [
     (["--port", "70000"], "port must be 0-65535"),
     (["--port", "0", "--noise-px", "nan"], "--noise-px must be a finite number"),

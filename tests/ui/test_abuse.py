@@ -86,6 +86,7 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
     store.close()
 
 
+@pytest.mark.slow  # a sim session over websockets: 1.5-3 s
 def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(env):
     # A lone UTF-16 surrogate is valid JSON ("\ud800") but not UTF-8: the trial used to run (the arm
     # could move) and then fail to be stored. A NUL or other control character is refused as well.
