@@ -42,9 +42,10 @@ def success_svg(rows: list[dict]) -> str:
     ax.set_xticks(x, [f"{r['agent']}\n(n={r['n_judged']}, aborted {r['n_aborted']})" for r in rows], fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success rate (95% Wilson)")
-    # above the axes, not inside: a bar at 100 % would sit under a legend in the plot area
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2, frameon=False)
-    ax.set_title("Point-Act success per agent", fontsize=10, loc="left")
+    # under the axes, not inside: a bar at 100 % would sit under a legend in the plot area (and
+    # above them it would meet the title on a one-agent figure)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
+    ax.set_title("Point-Act success per agent", fontsize=10)
     return _svg(fig)
 
 
