@@ -80,7 +80,7 @@ def _decoded_lines(path: str | Path) -> Iterator[tuple[str, dict[str, Any] | Non
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"cannot read {p}: {e}") from e
     # JSON Lines ends records at "\n" only (jsonlines.org): str.splitlines() would also split inside a
-    # string holding U+2028, U+0085 or a form feed, which dumps_json writes unescaped (ensure_ascii=False)
+    # string holding U+2028, U+2029 or U+0085, which dumps_json writes unescaped (ensure_ascii=False)
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue

@@ -208,12 +208,10 @@ def _ring(body: ET.Element, name: str, o: ObjectSpec, rgba: str, material: str, 
 
 def _object_volume_of_geoms(o: ObjectSpec, segments: int) -> float:
     """Volume of the geoms ``_object`` makes (to give them the density that yields ``o.mass``)."""
-    sx, sy, h = o.size_m
-    if o.shape == "box":
-        return sx * sy * h
+    if o.shape in ("box", "cylinder"):
+        return o.volume_m3  # one geom that is the solid itself
+    sx, _, h = o.size_m
     r = sx / 2
-    if o.shape == "cylinder":
-        return math.pi * r * r * h
     half_len = r * math.tan(math.pi / segments) * 1.02
     wall = segments * o.wall_m * 2 * half_len * (h - o.floor_m)
     floor = math.pi * r * r * o.floor_m

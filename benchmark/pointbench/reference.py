@@ -289,9 +289,10 @@ def ref_score(answer: RefAnswer, category: str, mask: np.ndarray, count: int | N
         for p in check:
             if p is None:
                 return False, "unparseable", used, "a coordinate lmms-eval cannot round (infinite)"
-            x, y = p
-            if not (0 <= x < width and 0 <= y < height):
+            pix = _lmms_pixel(p, width, height)
+            if pix is None:
                 return False, "outside_image", used, None
+            x, y = pix
             if not mask[y, x]:
                 return False, ("point_outside_targets" if category == "counting" else "miss"), used, None
         if category == "counting" and len(points) != expected:
@@ -319,14 +320,18 @@ def point_pixel(point: Any, width: int, height: int, evaluator: str) -> tuple[in
     point as ``ref_score`` holds it, or ``None`` when it tests none (outside the image, or where it raises):
     for per-point fractions (``scoring.lmms_metrics``) under ``--rules reference``."""
     if evaluator == "lmms-eval":
-        if not isinstance(point, (list, tuple)) or len(point) != 2:
-            return None
-        x, y = point
-        return (int(x), int(y)) if 0 <= x < width and 0 <= y < height else None
+        ok = isinstance(point, (list, tuple)) and len(point) == 2
+        return _lmms_pixel(point, width, height) if ok else None
     try:
         return _pa_pixel(point, width, height)
     except _Raise:
         return None
+
+
+def _lmms_pixel(point: Any, width: int, height: int) -> tuple[int, int] | None:
+    """lmms-eval's pixel of one of its (already rounded) integer points, or ``None`` outside the image."""
+    x, y = point
+    return (int(x), int(y)) if 0 <= x < width and 0 <= y < height else None
 
 
 def _jsonable(p: Any) -> Any:

@@ -329,13 +329,15 @@ def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
     # under --rules reference, the mask and the pixel the released evaluator tests (int() of
     # {"point": [x, y]} for PointArena, lmms-eval's rounded integers); under pointlab, the pixel-area convention
     evaluator = (s.reader or "").split(":")[0] if s.rules == "reference" else None
+    if evaluator not in ("pointarena", "lmms-eval"):
+        evaluator = None  # pointlab's reader (no released one for this format): pointlab's rule
     try:
-        mask = item.target_mask(rule=evaluator if evaluator in ("pointarena", "lmms-eval") else "pointlab")
+        mask = item.target_mask(rule=evaluator or "pointlab")
     except DatasetError:
         return 0.0
     hits = []
     for p in s.points:
-        if evaluator in ("pointarena", "lmms-eval"):
+        if evaluator:
             px = point_pixel(p, item.width, item.height, evaluator)
             ix = None if px is None else (px[1], px[0])
         else:
