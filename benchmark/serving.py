@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Callable
 
-__all__ = ["bind_socket", "serve_in_thread"]
+__all__ = ["bind_socket", "serve_in_thread", "WS_PER_MESSAGE_DEFLATE"]
 
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -31,6 +31,12 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+# Websocket permessage-deflate off: what our websockets carry in bulk is the live view's JPEG, which
+# deflate cannot shrink, and compressing it costs each page's share of the server's CPU and the
+# browser's inflate (measured by ``pointlab perf loop --browsers 5``, docs/simulation.md).
+WS_PER_MESSAGE_DEFLATE = False
+
+
 def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
                     ) -> tuple[str, Callable[[], None]]:
     """Run ``app`` with uvicorn in a daemon thread.
@@ -47,7 +53,8 @@ def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeou
 
     sock = bind_socket(host, port)
     actual = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                                           ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}",
                               daemon=True)
     thread.start()

@@ -11,6 +11,7 @@ import socket
 import typer
 
 from pointlab.benchmark.clikit import fail
+from pointlab.benchmark.serving import WS_PER_MESSAGE_DEFLATE
 
 __all__ = ["check_port", "serve", "public_url", "KEEP_ALIVE_S"]
 
@@ -50,4 +51,4 @@ def serve(app, host: str, port: int, banner: list[str], *, proxy_headers: bool =
     for line in banner:
         typer.echo(line)
     uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=proxy_headers,
-                timeout_keep_alive=KEEP_ALIVE_S)
+                timeout_keep_alive=KEEP_ALIVE_S, ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE)

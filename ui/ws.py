@@ -2,7 +2,7 @@
 
 ``/ws/participant?token=INVITE`` (participant):
     server -> client: binary messages are JPEG frames of the live colour view (``live_view.latest_jpeg()``,
-    pushed at ``UiSettings.frame_rate_hz`` when the frame index changes); text messages are JSON with
+    each new frame pushed as soon as it is encoded, at most ``UiSettings.frame_rate_hz`` a second); text messages are JSON with
     ``type`` in ``state``, ``trial_started``, ``trial_result``, ``judged``, ``sus_saved``, ``pong``, ``error``.
     client -> server (JSON text): ``{"type": "instruction", "text"}``, ``{"type": "judge", "trial_id",
     "judgement"}``, ``{"type": "sus", "block", "responses": [10 ints]}``, ``{"type": "ping"}``.
@@ -154,38 +154,40 @@ async def _open(ws: WebSocket, role: str, refusal: str):
 
 
 async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
-    """Push new frames at the frame rate and ``status()`` when it changed (or every status interval)."""
+    """Push each new frame as soon as it is encoded, at most ``frame_rate_hz`` a second, and
+    ``status()`` every status interval when it changed."""
     loop = asyncio.get_running_loop()
     frame_dt = 1.0 / ctx.settings.frame_rate_hz
     last_index = None
-    last_status_t = -1e9
     last_status = None
-    next_t = loop.time()
-    while True:
-        t0 = loop.time()
-        f = ctx.frames.get()
-        if f is not None and f[1] != last_index:
-            last_index = f[1]
-            if not await conn.send_bytes(f[0]):
-                return
-        if t0 - last_status_t >= ctx.settings.status_interval_s:
-            last_status_t = t0
-            try:
-                s = status()
-            except Exception:
-                log.exception("building the status message failed")
-                s = None
-            if s is not None and s != last_status:
-                last_status = s
-                if not await conn.send_json(s):
+    next_status_t = next_frame_t = loop.time()
+    async with ctx.frames.watching():
+        while True:
+            now = loop.time()
+            f = ctx.frames.fresh(last_index) if now >= next_frame_t else None
+            if f is not None:
+                last_index = f[1]
+                if not await conn.send_bytes(f[0]):
                     return
-        # Absolute ticks: a late wake-up (a loaded machine) is made up on the next tick instead of
-        # stretching every period; more than a frame behind, start afresh rather than burst.
-        next_t += frame_dt
-        now = loop.time()
-        if next_t < now - frame_dt:
-            next_t = now
-        await asyncio.sleep(max(0.0, next_t - now))
+                # Absolute periods: a frame sent late lets the next one go at once, so a late wake-up
+                # (a loaded machine) costs no rate; more than a period behind, start afresh (no burst).
+                next_frame_t = max(next_frame_t + frame_dt, loop.time() - frame_dt)
+            if now >= next_status_t:
+                next_status_t = now + ctx.settings.status_interval_s
+                try:
+                    s = status()
+                except Exception:
+                    log.exception("building the status message failed")
+                    s = None
+                if s is not None and s != last_status:
+                    last_status = s
+                    if not await conn.send_json(s):
+                        return
+            now = loop.time()
+            if now < next_frame_t:  # this page had its frame of the period
+                await asyncio.sleep(max(0.0, min(next_frame_t, next_status_t) - now))
+            else:
+                await ctx.frames.newer_than(last_index, next_status_t - now)
 
 
 @router.websocket("/ws/participant")

@@ -38,13 +38,13 @@ import time
 import numpy as np
 from pydantic import ValidationError
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
 from scipy.spatial.transform import Rotation
 
 from pointlab.robot.arm import Arm
 from pointlab.robot.errors import EmergencyStopError, ReachRefusedError, RobotError, UnsafeTargetError
 
 from ..outcomes import Refusal, RobotErrorInfo
+from .lean_node import LeanNode
 from .msgs import TOPICS, ns_to_stamp, state_qos
 from .payloads import ArmCommand, ArmResult, ArmStateMsg, to_msg
 
@@ -62,7 +62,7 @@ def robot_error_info(e: BaseException) -> RobotErrorInfo:
     return RobotErrorInfo(type=type(e).__name__, detail=str(e), code=code if isinstance(code, int) else None)
 
 
-class ArmNode(Node):
+class ArmNode(LeanNode):
     """Serialises pick/place commands onto ``arm`` and publishes its state.
 
     Args:

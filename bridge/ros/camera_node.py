@@ -23,13 +23,13 @@ import logging
 import threading
 import time
 
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from pointlab.perception.camera import Camera
 from pointlab.perception.errors import PerceptionError
 
+from .lean_node import LeanNode
 from .msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
 from .payloads import FrameMeta, to_msg
 
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 IMAGE_PUB_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
-class CameraNode(Node):
+class CameraNode(LeanNode):
     """Reads ``camera`` in its own thread and publishes every frame.
 
     Args:

@@ -30,6 +30,8 @@ class RecentFrames:
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
 
+        from .lean_node import camera_events
+
         self._lock = threading.Lock()
         self._frames: deque = deque(maxlen=keep)  # (stamp_ns, msg)
         self._depth: deque = deque(maxlen=keep)  # (stamp_ns, msg)
@@ -37,8 +39,8 @@ class RecentFrames:
         self.count = 0
         self.new_frame = threading.Event()  # set on every frame; a consumer clears it
         self._arrived = threading.Condition(self._lock)
-        node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2))
-        node.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(2))
+        node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=camera_events())
+        node.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(2), event_callbacks=camera_events())
         node.create_subscription(String, TOPICS["frame_meta"], self._on_meta, 50)
 
     def _on_color(self, msg) -> None:

@@ -24,10 +24,10 @@ import threading
 import time
 from typing import Any
 
-from rclpy.node import Node
 
 from ..outcomes import PointEntry
 from ..targeting import entries_from_points
+from .lean_node import LeanNode, camera_events
 from .msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
 from .payloads import PointAnswer, PointFrame, PointRequest, from_msg, to_msg
 
@@ -36,7 +36,7 @@ __all__ = ["PointingNode", "main"]
 log = logging.getLogger(__name__)
 
 
-class PointingNode(Node):
+class PointingNode(LeanNode):
     """Calls ``agents[name].point(image_rgb, instruction)`` for each request.
 
     Args:
@@ -66,7 +66,7 @@ class PointingNode(Node):
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
-        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2))
+        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=camera_events())
         self.create_subscription(String, TOPICS["point_request"], self._on_request, 50)
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="pointlab-agents", daemon=True)

@@ -59,10 +59,11 @@ class TrialRecorder:
     def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
                  image_depth: int = 5) -> None:
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
+
+        from .lean_node import LeanNode
 
         self.engine = Recorder(config.resolved_dir(db_path), config)
-        self.node = Node("pointlab_recorder", context=host.context)
+        self.node = LeanNode("pointlab_recorder", context=host.context)
         self._subs = {}
         for topic, ros_type in RECORDED_TOPICS.items():
             if topic in _IMAGE_TOPICS:

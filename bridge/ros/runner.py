@@ -109,7 +109,7 @@ class RosTrialRunner:
                  human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
                  live_max_fps: float = 30.0, jpeg_quality: int = 80, session: str = "",
                  home_after: bool = True) -> None:
-        from rclpy.node import Node
+        from .lean_node import LeanNode
         from std_msgs.msg import String
 
         self.agent_names = list(agent_names)
@@ -127,7 +127,7 @@ class RosTrialRunner:
         self._abort: tuple[asyncio.AbstractEventLoop, asyncio.Future] | None = None
         self.recorder = None  # a ros.recorder.TrialRecorder, set by the session when trials are recorded
 
-        self.node = Node("pointlab_runner", context=host.context)
+        self.node = LeanNode("pointlab_runner", context=host.context)
         self.frames = RecentFrames(self.node)
         self.live_view = RosLiveView(self.frames, max_fps=live_max_fps, jpeg_quality=jpeg_quality)
         self.human = HumanRelay(human, jpeg_quality=jpeg_quality)

@@ -27,7 +27,6 @@ import time
 from collections import OrderedDict
 
 import numpy as np
-from rclpy.node import Node
 
 from pointlab.perception.deproject import DepthRule
 from pointlab.perception.extrinsics import Calibration
@@ -36,6 +35,7 @@ from pointlab.robot.workspace import Workspace
 
 from ..outcomes import PointEntry
 from ..targeting import Target, compute_target, first_point
+from .lean_node import LeanNode, camera_events
 from .msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns
 from .payloads import PointAnswer, PointFrame, TargetResult, from_msg, to_msg
 
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 _NO_COLOR = np.zeros((1, 1, 3), dtype=np.uint8)
 
 
-class TargetingNode(Node):
+class TargetingNode(LeanNode):
     """Wraps ``compute_target`` over ROS topics.
 
     Args:
@@ -74,8 +74,9 @@ class TargetingNode(Node):
         self._wanted: dict[str, tuple[int, float]] = {}  # pins whose depth has not arrived yet
         self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
         self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
-        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5))
-        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, image_qos(5))
+        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5), event_callbacks=camera_events())
+        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, image_qos(5),
+                                 event_callbacks=camera_events())
         self.create_subscription(String, TOPICS["point_frame"], self._on_point_frame, 50)
         self.create_subscription(String, TOPICS["point_answer"], self._on_answer, 50)
 

@@ -89,8 +89,13 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 got.append(cam.read())
-    assert [f.stamp_ns for f in got] == [stamp(m) for m in colour]
-    for f, m in zip(got, colour):
+    # a colour frame plays back when the bag has its aligned depth (within 20 ms, the reader's rule);
+    # under load the recorder's reliable keep-last queue can lose one of a capture's two images
+    depth_stamps = [stamp(m) for t, _l, _p, m in msgs if t == TOPICS["depth"]]
+    paired = [m for m in colour if any(abs(stamp(m) - d) <= 20_000_000 for d in depth_stamps)]
+    assert len(paired) >= len(colour) - 1 and paired, (len(paired), len(colour))
+    assert [f.stamp_ns for f in got] == [stamp(m) for m in paired]
+    for f, m in zip(got, paired):
         np.testing.assert_array_equal(f.color, np.frombuffer(m.data, np.uint8).reshape(480, 640, 3))
     assert got[0].depth_scale_m == 0.001 and int(np.count_nonzero(got[0].depth)) > 0
 
