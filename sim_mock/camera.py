@@ -9,7 +9,7 @@ noise).
 - **Frames are reused when nothing moved**: the clean render is cached by ``world.version``; a frame
   of an unchanged world costs only the noise (a camera keeps streaming, so each frame still gets
   fresh noise, a new index and stamp). While the arm is moving, at most ``moving_render_hz`` new
-  states are drawn per second (default 15, the live view's push rate) and the frames between show
+  states are drawn per second (default 15; the live view sends up to 20 frames/s) and the frames between show
   the last one drawn (and record it, so their masks match); once a motion has ended the next frame
   is drawn at once, so no frame stamped after a motion shows the arm before its end.
 - **Depth only when a consumer needs it**: with ``want_depth`` false (``CameraNode`` sets it from the
