@@ -8,7 +8,7 @@ several subscribers, the arm state at 10 Hz), so with about 35 entities these ha
 share of the session's GIL time: `pointlab perf loop --browsers 5` went from 24-26 to 28-29 camera
 frames/s published and the pages from 12.4-13.6 to 12.7-14.1 frames/s with them off (docs/ros.md,
 "Executor cost"). They stay on where a lab's own driver plugs in: the subscriptions to the camera's
-topics (``CAMERA_EVENTS``), where realsense-ros with another QoS must be reported.
+topics (``camera_events()``), where realsense-ros with another QoS must be reported.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ import threading
 import time
 from typing import Any
 
-
 from ..outcomes import PointEntry
 from ..targeting import entries_from_points
 from .lean_node import LeanNode, camera_events
