@@ -277,8 +277,11 @@ def load_release(root: str | Path, data_file: str | Path | None = None) -> list[
             iid = f"{base}#{k}"
         seen.add(iid)
         count = e.get("count")
+        if isinstance(count, str) and count.strip().isdecimal():  # digit text: what bare int() read before
+            count = int(count)
         items.append(BenchItem(iid, _resolved(img), str(query), cat, w, h, _resolved(mask) if mask else None,
-                               [_resolved(p) for p in inst], int(count) if count is not None else None, refs))
+                               [_resolved(p) for p in inst],
+                               _positive_int(count, "count", where) if count is not None else None, refs))
     return items
 
 

@@ -86,6 +86,21 @@ def test_release_errors(release, entry, msg):
         load_release(release)
 
 
+@pytest.mark.parametrize("count, expect", [(2, 2), (2.0, 2), ("2", 2), (" 3 ", 3), ("three", "count must be"),
+                                           ("\u00b2", "count must be"), (0, "count must be"),
+                                           (True, "count must be"), (2.5, "count must be"), ([2], "count must be")])
+def test_release_count_is_a_positive_integer(release, count, expect):
+    # data.json's count used to go through a bare int(): "three" raised a ValueError traceback, True
+    # and 2.5 became counts of 1 and 2; now the same check as the GT JSONL's (digit text still reads)
+    (release / "data.json").write_text(json.dumps([{"image_filename": "c.png", "instance_mask_filenames": ["c1.png"],
+                                                    "user_input": "all", "category": "counting", "count": count}]))
+    if isinstance(expect, int):
+        assert load_release(release)[0].count == expect
+    else:
+        with pytest.raises(DatasetError, match=r"data.json\[0\]: count must be a positive integer"):
+            load_release(release)
+
+
 def test_gt_and_pred_errors(tmp_path):
     (tmp_path / "empty_dir").mkdir()
     p = tmp_path / "gt.jsonl"
