@@ -33,6 +33,7 @@ class UiSettings:
             as soon as it is encoded, up to this rate; the camera gives 30). Above the 15 frames/s
             the live view must reach (issue 11), so that a page's share is not cut by its cap.
         status_interval_s: how often queue/step state is re-checked and pushed when changed.
+        ws_send_timeout_s: a websocket that takes no message for this long is given up (``ui.ws``).
         max_message_bytes: a websocket text message longer than this is refused with an error.
         max_instruction_chars: longest instruction accepted.
         public_url: base URL put in invite links (``None``: the URL the operator's request came in on).
@@ -43,6 +44,7 @@ class UiSettings:
 
     frame_rate_hz: float = 20.0
     status_interval_s: float = 0.5
+    ws_send_timeout_s: float = 10.0
     max_message_bytes: int = 4096
     max_instruction_chars: int = 500
     public_url: str | None = None
@@ -54,6 +56,8 @@ class UiSettings:
             raise ValueError(f"frame_rate_hz must be > 0, got {self.frame_rate_hz}")
         if not self.status_interval_s > 0:
             raise ValueError(f"status_interval_s must be > 0, got {self.status_interval_s}")
+        if not self.ws_send_timeout_s > 0:
+            raise ValueError(f"ws_send_timeout_s must be > 0, got {self.ws_send_timeout_s}")
         if self.max_message_bytes < 64 or self.max_instruction_chars < 1:
             raise ValueError("max_message_bytes must be >= 64 and max_instruction_chars >= 1")
 

@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 router = APIRouter()
 
 CLOSE_BAD_TOKEN = 4401
+# A client that takes no message for UiSettings.ws_send_timeout_s is given up: nothing more is sent to
+# it and a close with CLOSE_TOO_SLOW is tried (a page that gets it reconnects). Its pump would
+# otherwise wait in a send forever and keep the live view's poller and JPEG encoder running for
+# nobody (a socket that is open but never read is not dropped by the websocket pings).
+CLOSE_TOO_SLOW = 4408
 
 
 class _Msg(BaseModel):
@@ -115,8 +120,10 @@ def parse_client_message(raw: dict, max_bytes: int, allowed: tuple[str, ...] = _
 class _Conn:
     """One websocket with serialised sends (pusher task and receiver share it)."""
 
-    def __init__(self, ws: WebSocket) -> None:
+    def __init__(self, ws: WebSocket, send_timeout_s: float) -> None:
         self.ws = ws
+        self.send_timeout_s = send_timeout_s
+        self.dead = False  # a send timed out: nothing more is sent
         self._lock = asyncio.Lock()
 
     async def send_json(self, obj: dict) -> bool:
@@ -126,15 +133,21 @@ class _Conn:
         return await self._send(data=data)
 
     async def _send(self, text: str | None = None, data: bytes | None = None) -> bool:
-        if self.ws.application_state != WebSocketState.CONNECTED:
+        if self.dead or self.ws.application_state != WebSocketState.CONNECTED:
             return False
         async with self._lock:
             try:
-                if text is not None:
-                    await self.ws.send_text(text)
-                else:
-                    await self.ws.send_bytes(data)
+                send = self.ws.send_text(text) if text is not None else self.ws.send_bytes(data)
+                await asyncio.wait_for(send, self.send_timeout_s)
                 return True
+            except asyncio.TimeoutError:
+                log.warning("giving up a websocket that took no message for %.0f s", self.send_timeout_s)
+                self.dead = True
+                try:  # the close frame waits behind the unread ones too: try, briefly
+                    await asyncio.wait_for(self.ws.close(code=CLOSE_TOO_SLOW), 1.0)
+                except (asyncio.TimeoutError, WebSocketDisconnect, RuntimeError, OSError):
+                    pass
+                return False
             except (WebSocketDisconnect, RuntimeError, OSError):
                 return False
 
@@ -150,7 +163,7 @@ async def _open(ws: WebSocket, role: str, refusal: str):
         await ws.send_text(dumps_json({"type": "error", "error": refusal}))
         await ws.close(code=CLOSE_BAD_TOKEN)
         return None
-    return ctx, c, _Conn(ws)
+    return ctx, c, _Conn(ws, ctx.settings.ws_send_timeout_s)
 
 
 async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:

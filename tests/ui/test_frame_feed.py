@@ -117,3 +117,53 @@ def test_one_page_gets_at_most_frame_rate_hz_frames_a_second(tmp_path):
     # at least a third of it even on a loaded machine
     assert frames <= 10 * elapsed + 1, (frames, elapsed)
     assert frames >= 5, frames
+
+
+class StalledSocket:
+    """A websocket whose client never reads: every send (and the close frame) waits forever."""
+
+    def __init__(self) -> None:
+        from starlette.websockets import WebSocketState
+
+        self.application_state = WebSocketState.CONNECTED
+        self.close_code = None
+
+    async def send_bytes(self, data):
+        await asyncio.Event().wait()
+
+    async def send_text(self, text):
+        await asyncio.Event().wait()
+
+    async def close(self, code=1000):
+        self.close_code = code
+        await asyncio.Event().wait()
+
+
+def test_a_client_that_never_reads_is_given_up_and_stops_the_poller():
+    # a pump stuck in a send used to keep counting as a watcher: the encoder ran for nobody
+    from types import SimpleNamespace
+
+    from pointlab.ui.ws import CLOSE_TOO_SLOW, _Conn, _pump
+
+    view = CountingView()
+    view.index = 1
+    feed = FrameFeed(view, poll_s=0.01)
+    ctx = SimpleNamespace(settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05, ws_send_timeout_s=0.3),
+                          frames=feed)
+    ws = StalledSocket()
+    conn = _Conn(ws, ctx.settings.ws_send_timeout_s)
+
+    async def main():
+        t0 = time.monotonic()
+        await asyncio.wait_for(_pump(ctx, conn, lambda: {"type": "state"}), 5.0)  # returns: it gave up
+        gave_up_after = time.monotonic() - t0
+        await asyncio.sleep(0.05)
+        calls = view.calls
+        await asyncio.sleep(0.3)
+        return gave_up_after, view.calls - calls, await conn.send_json({"type": "state"})
+
+    gave_up_after, polls_after, sent_after = asyncio.run(main())
+    # the send timeout (0.3 s) plus the one-second try at a close frame
+    assert 0.29 <= gave_up_after < 3.0, gave_up_after
+    assert conn.dead and ws.close_code == CLOSE_TOO_SLOW
+    assert polls_after == 0 and sent_after is False

@@ -139,8 +139,10 @@ function connect() {
     }
     window.__pl.frames++;
     const b = await createImageBitmap(ev.data);
+    const first = !bitmap;
     if (bitmap) bitmap.close();
     bitmap = b; drawLive();
+    if (first) $("fps").classList.remove("hidden");  // the state may have been drawn before this frame
   };
   ws.onclose = (ev) => {
     if (ev.code === 4401) { $("queue").textContent = "This invite link is not valid. Ask the operator for a new one."; return; }
