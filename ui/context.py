@@ -99,16 +99,17 @@ class FrameFeed:
         self._poll_s = poll_s
         self._value: tuple[bytes, int] | None = None
         self._watchers = 0
-        self._changed: asyncio.Condition | None = None
+        self._changed = asyncio.Condition()
         self._task: asyncio.Task | None = None
 
     @contextlib.asynccontextmanager
     async def watching(self):
         """Keep the poller running while the ``async with`` body runs."""
-        if self._changed is None:
-            self._changed = asyncio.Condition()
         self._watchers += 1
         if self._task is None or self._task.done():
+            # A new poller, maybe on another loop than the last one (an app served by a test client,
+            # then by uvicorn): nobody waits on the old condition, and it may belong to the old loop.
+            self._changed = asyncio.Condition()
             self._take(self._read())  # a page that just connected has its first frame at once
             self._task = asyncio.get_running_loop().create_task(self._poll())
         try:

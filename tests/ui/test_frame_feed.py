@@ -167,3 +167,24 @@ def test_a_client_that_never_reads_is_given_up_and_stops_the_poller():
     assert 0.29 <= gave_up_after < 3.0, gave_up_after
     assert conn.dead and ws.close_code == CLOSE_TOO_SLOW
     assert polls_after == 0 and sent_after is False
+
+
+def test_one_feed_serves_one_event_loop_after_another():
+    # an app can be served by one loop and later by another (a test client, then a real server):
+    # the feed's wake-up must belong to the loop that is watching now
+    view = CountingView()
+    feed = FrameFeed(view, poll_s=0.01)
+
+    async def watch(index):
+        async with feed.watching():
+            async def later():
+                await asyncio.sleep(0.05)
+                view.index = index
+            task = asyncio.create_task(later())
+            got = await feed.newer_than(index - 1, 2.0)
+            await task
+            return got
+
+    view.index = 0
+    assert asyncio.run(watch(1)) == (b"jpeg1", 1)
+    assert asyncio.run(watch(2)) == (b"jpeg2", 2)
