@@ -279,10 +279,13 @@ async def participant_ws(ws: WebSocket) -> None:
                     task.add_done_callback(ctx.tasks.discard)
                     await conn.send_json(participant_state(ctx, p))
                 elif isinstance(msg, SusMsg):
-                    await conn.send_json(submit_sus(ctx, p, msg.block, msg.responses))
+                    saved = submit_sus(ctx, p, msg.block, msg.responses)
+                    # leave the queue before the next await: the pump must never push a "done" state
+                    # that still has a queue position
                     if participant_step(ctx, p).kind == "done" and queued:
                         ctx.queue.leave(pid, all_connections=True)
                         queued = False
+                    await conn.send_json(saved)
                     await conn.send_json(participant_state(ctx, p))
             except (ClientMessageError, FlowError) as e:
                 await conn.send_json({"type": "error", "error": str(e)})
