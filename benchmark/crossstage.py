@@ -98,7 +98,7 @@ def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:
 
     Accepted: a Point-Bench run folder or its ``results.json`` (``model`` + ``aggregate.average.mean``);
     ``pointlab ratings`` output (``{model: {"rating": ...}}``); Point-Act per-agent results
-    (``bridge.study_results.agent_results``: a list, or ``{"agents": [...]}``, of
+    (``bridge.study.results.agent_results``: a list, or ``{"agents": [...]}``, of
     ``{"agent", "success_rate"}``; agents without judged trials are skipped); a plain
     ``{model: number}`` JSON.
 

@@ -107,7 +107,7 @@ class PointEntry:
         u_px, v_px: original-image pixels (float), or ``None`` where the model's number was not a
             finite float (overflow, NaN, infinity).
         valid: the model wrote a point: two finite numbers (the same meaning as
-            ``bridge.outcomes.PointEntry.valid``).
+            ``bridge.trials.outcomes.PointEntry.valid``).
         reason: why it is not valid (``"number too large for a float"``, ``"non-finite coordinate"``); for a
             valid point outside the image, ``"outside_image: ..."`` (with the frame it was read in, and for
             Qwen the resize assumed); ``None`` for a valid point inside the image.

@@ -48,7 +48,7 @@ def _poll_live_view(runner, stop: threading.Event, poll_hz: float, seen: list) -
 
 
 def _recording_costs(recs: list, ends_s: list[float]) -> dict:
-    """Sizes and counts of the recordings of a run (``bridge.recording.Recording`` list)."""
+    """Sizes and counts of the recordings of a run (``bridge.recording.layout.Recording`` list)."""
     secs = sum(r.duration_s for r in recs)
     mcap_mb = sum(r.mcap_bytes for r in recs) / 1e6
     clip_mb = sum(r.clip_bytes for r in recs) / 1e6
@@ -75,7 +75,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         recording: alternate blocks of ``block`` trials without and with a trial recorder (module
             docstring); ``False``: no recorder at all.
         recordings_dir: keep the recordings there (``None``: a temporary folder, removed after).
-        recording_config: a ``bridge.recording.RecordingConfig`` (default settings otherwise).
+        recording_config: a ``bridge.recording.layout.RecordingConfig`` (default settings otherwise).
 
     Returns:
         ``{"point_to_command_ms", "point_to_target_ms", "baseline_targeting_ms", "ratio_p50",
@@ -85,11 +85,11 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     Raises:
         ValueError: ``trials < 1`` or ``block < 1``.
     """
-    from .headless import demo_script
-    from .recording import RecordingConfig
-    from .ros.recorder import TrialRecorder
-    from .session import SessionConfig, start_session
-    from .targeting import compute_target
+    from pointlab.bridge.trials.headless import demo_script
+    from pointlab.bridge.recording.layout import RecordingConfig
+    from pointlab.bridge.ros.recorder import TrialRecorder
+    from pointlab.bridge.session import SessionConfig, start_session
+    from pointlab.bridge.trials.targeting import compute_target
 
     if trials < 1 or block < 1:
         raise ValueError("trials and block must be >= 1")

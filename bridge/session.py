@@ -8,10 +8,10 @@ What it starts, in order, from one ``SessionConfig``:
    agents (``benchmark.agents_config.load_agents``);
 3. one rclpy context with a ``MultiThreadedExecutor`` in a background thread (``ros.host.RosHost``),
    and in it the camera, targeting, pointing and arm nodes and the ``RosTrialRunner``'s node;
-4. the SQLite store (``bridge.store.Store``) when ``db_path`` is given.
+4. the SQLite store (``bridge.study.store.Store``) when ``db_path`` is given.
 
 Calibration: an explicit file or ``Calibration`` always wins. ``calibration="table"`` fits a
-stand-in from the camera's first frame (``bridge.table_calibration``: the recorded table becomes the
+stand-in from the camera's first frame (``bridge.calibration.table``: the recorded table becomes the
 sim table, z = 0); it is the default for a recording (``replay:``/``bag:``) driven with a simulated
 arm, since the sim camera's pose does not match a real recording (on uoc_tabletop frame 000003, 17
 of a 16x12 grid of pixels become valid targets with the sim pose and 38 with the table fit; the
@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pointlab.perception.extrinsics import Calibration, load_camera_to_base
 from pointlab.robot.workspace import Workspace
 
-from .recording import RecordingConfig
-from .ros.runner import RunnerTimeouts
-from .worlds import spec_kind, world_class_for
+from pointlab.bridge.recording.layout import RecordingConfig
+from pointlab.bridge.ros.runner import RunnerTimeouts
+from pointlab.bridge.worlds import spec_kind, world_class_for
 
 __all__ = ["Session", "SessionConfig", "start_session", "SessionError"]
 
@@ -73,9 +73,9 @@ class Session:
 
     @property
     def parts(self):
-        """The running system as the web app uses it (``bridge.trial.PointActParts``): a simulated
+        """The running system as the web app uses it (``bridge.trials.record.PointActParts``): a simulated
         camera and arm restore the scene themselves, real hardware needs the operator."""
-        from .scene import ManualScene, WorldScene
+        from pointlab.bridge.trials.scene import ManualScene, WorldScene
 
         sim = self.world is not None and self.world_drives_scene
         return self.runner.parts(WorldScene(self.world) if sim else ManualScene())
@@ -161,7 +161,7 @@ def _calibration(config: SessionConfig, world, sim_camera: bool, sim_robot: bool
     if isinstance(calibration, Calibration):
         return calibration
     if calibration == "table":
-        from .table_calibration import fit_table_calibration
+        from pointlab.bridge.calibration.table import fit_table_calibration
 
         try:
             with make_probe() as probe:
@@ -199,7 +199,7 @@ def start_session(config: SessionConfig = SessionConfig(), *, agents: dict | Non
     One session per ROS domain on this machine: the domain's lock (``ros.domain_lock``) is taken first
     and held until ``Session.close()``; a second session on the same domain fails at once.
     """
-    from .ros.domain_lock import DomainBusy, DomainLock
+    from pointlab.bridge.ros.domain_lock import DomainBusy, DomainLock
 
     try:  # first of all: a second session on this domain must never open the first one's camera or arm
         lock = DomainLock(config.domain_id)
@@ -220,7 +220,7 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     from pointlab.perception.camera import make_camera
     from pointlab.robot.arm import Arm, MotionConfig, make_arm
 
-    from .ros.runner import RosTrialRunner
+    from pointlab.bridge.ros.runner import RosTrialRunner
 
     world_cls = world_class_for(config.camera, config.robot)
     world = world_cls() if world_cls is not None else None
@@ -257,16 +257,16 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session.agents = agents
 
         if config.db_path is not None:
-            from .store import Store
+            from pointlab.bridge.study.store import Store
 
             session.store = Store(config.db_path)
             session._closers.append(session.store.close)
 
-        from .ros.arm_node import ArmNode
-        from .ros.camera_node import CameraNode
-        from .ros.host import RosHost
-        from .ros.pointing_node import PointingNode
-        from .ros.targeting_node import TargetingNode
+        from pointlab.bridge.ros.arm_node import ArmNode
+        from pointlab.bridge.ros.camera_node import CameraNode
+        from pointlab.bridge.ros.host import RosHost
+        from pointlab.bridge.ros.pointing_node import PointingNode
+        from pointlab.bridge.ros.targeting_node import TargetingNode
 
         host = RosHost(domain_id=config.domain_id)
         session.host = host
@@ -287,13 +287,13 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
         if config.recording is not None and config.db_path is not None:
-            from .ros.recorder import TrialRecorder
+            from pointlab.bridge.ros.recorder import TrialRecorder
 
             session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path)
             session._closers.append(session.recorder.close)  # before the host goes
             session.runner.recorder = session.recorder
         if config.graph_check_s > 0:
-            from .ros.graph_guard import GraphClash, wait_for_clashes
+            from pointlab.bridge.ros.graph_guard import GraphClash, wait_for_clashes
 
             try:  # before the arm is connected: a second session must never reach the first one's robot
                 wait_for_clashes(host.nodes, config.graph_check_s)

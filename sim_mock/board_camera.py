@@ -165,7 +165,7 @@ class BoardCamera(Camera):
         Raises:
             CameraSourceError: an unknown option, two mounts, or a malformed board.
         """
-        from pointlab.bridge.calibrate import parse_board_spec
+        from pointlab.bridge.calibration.procedure import parse_board_spec
 
         mounts, opts = [], [o.strip() for o in (arg or "").split(",") if o.strip()]
         for o in opts:

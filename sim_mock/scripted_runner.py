@@ -1,4 +1,4 @@
-"""A scripted Point-Act system (every part of :class:`pointlab.bridge.trial.PointActParts` in one
+"""A scripted Point-Act system (every part of :class:`pointlab.bridge.trials.record.PointActParts` in one
 object) as a test double for the web app's unit tests.
 
 No ROS, no arm: a synthetic 320x240 colour view (a frame counter drawn on it), agents whose
@@ -16,9 +16,9 @@ import uuid
 import cv2
 import numpy as np
 
-from pointlab.bridge.outcomes import Abort, Refusal
-from pointlab.bridge.targeting import Target, entries_from_points, first_point
-from pointlab.bridge.trial import PointActParts, TrialResult
+from pointlab.bridge.trials.outcomes import Abort, Refusal
+from pointlab.bridge.trials.targeting import Target, entries_from_points, first_point
+from pointlab.bridge.trials.record import PointActParts, TrialResult
 
 __all__ = ["ScriptedRunner"]
 

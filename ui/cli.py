@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from pointlab.benchmark.clikit import SubApp, fail, print_json
-from pointlab.bridge.act_commands import CAL_HELP, CAMERA_HELP, ROBOT_HELP
+from pointlab.bridge.commands.act import CAL_HELP, CAMERA_HELP, ROBOT_HELP
 
 from .serve import KEEP_ALIVE_S, serve
 
@@ -58,7 +58,7 @@ def act(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from pointlab.bridge.act_commands import start_or_fail
+    from pointlab.bridge.commands.act import start_or_fail
 
     from .app import UiSettings, create_app
     from .serve import check_port, public_url as url_of

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pointlab.bridge.recording import RecordingLayout, default_recordings_dir
-from pointlab.bridge.store import Store
-from pointlab.bridge.study import ArmQueue
-from pointlab.bridge.trial import LiveView, PointActParts
+from pointlab.bridge.recording.layout import RecordingLayout, default_recordings_dir
+from pointlab.bridge.study.store import Store
+from pointlab.bridge.study.design import ArmQueue
+from pointlab.bridge.trials.record import LiveView, PointActParts
 
 __all__ = ["UiSettings", "AppContext", "CurrentTrial", "FrameFeed", "FRAME_POLL_S"]
 
@@ -90,7 +90,7 @@ class FrameFeed:
     (``RosLiveView.idle_after_s``). Used from the event loop only.
 
     Args:
-        live_view: the session's ``bridge.trial.LiveView``.
+        live_view: the session's ``bridge.trials.record.LiveView``.
         poll_s: seconds between polls (a frame waits at most this long after it was encoded).
     """
 

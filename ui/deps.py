@@ -4,7 +4,7 @@ Callers authenticate with a bearer token (``Authorization: Bearer <token>``): th
 given to ``create_app`` makes the caller the operator; a participant's invite token makes it that
 participant. Websockets pass the token as ``?token=`` (browsers cannot set headers on them).
 
-The database dependency hands out the :class:`~pointlab.bridge.store.Store` rather than a
+The database dependency hands out the :class:`~pointlab.bridge.study.store.Store` rather than a
 request-scoped SQLAlchemy session: every store method commits its own short session so a crash
 loses nothing already written (issue 2), which a session spanning a long request (a trial takes
 seconds) would not give.
@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from pydantic import AfterValidator
 
-from pointlab.bridge.store import Store, text_problem
+from pointlab.bridge.study.store import Store, text_problem
 
 from .context import AppContext
 
@@ -95,7 +95,7 @@ IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
 IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]
 
 
-unusable_text = text_problem  # why a text cannot be stored, or None (bridge.store.text_problem)
+unusable_text = text_problem  # why a text cannot be stored, or None (bridge.study.store.text_problem)
 
 
 def _storable(text: str) -> str:

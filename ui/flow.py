@@ -14,9 +14,9 @@ import logging
 import math
 from typing import Any
 
-from pointlab.bridge.store import JUDGEMENTS, StoreError
-from pointlab.bridge.study import Step, alias, next_step
-from pointlab.bridge.sus import SUS_ITEMS, SusError
+from pointlab.bridge.study.store import JUDGEMENTS, StoreError
+from pointlab.bridge.study.design import Step, alias, next_step
+from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
 from .context import AppContext, CurrentTrial
 from .deps import unusable_text
@@ -27,7 +27,7 @@ __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial"
 
 log = logging.getLogger(__name__)
 
-# Fixed texts per robot outcome (bridge.outcomes.ROBOT_OUTCOMES); no runner text reaches a participant.
+# Fixed texts per robot outcome (bridge.trials.outcomes.ROBOT_OUTCOMES); no runner text reaches a participant.
 # Neutral: "finished its motion" says the arm stopped, not that the instruction was carried out.
 OUTCOME_MESSAGES = {
     "done": "The robot finished its {action} motion. Compare the two pictures.",
@@ -36,7 +36,7 @@ OUTCOME_MESSAGES = {
     "agent_failure": "The agent did not answer.",
     "stopped": "The robot was stopped by the operator.",
 }
-# Refusal codes of bridge.outcomes, in plain words (a refusal is not a fault: nothing moved).
+# Refusal codes of bridge.trials.outcomes, in plain words (a refusal is not a fault: nothing moved).
 REFUSAL_WORDS = {
     "no_point": "the agent gave no point",
     "invalid_point": "the agent's first point is not a valid position",
@@ -62,7 +62,7 @@ def current_action(ctx: AppContext) -> str:
         return "pick"
 
 
-# Why an aborted trial did not count, in plain words (bridge.outcomes.AbortCode); it is offered again.
+# Why an aborted trial did not count, in plain words (bridge.trials.outcomes.AbortCode); it is offered again.
 ABORT_WORDS = {
     "estop": "the robot was stopped",
     "operator_abort": "the operator stopped the trial",

@@ -49,7 +49,7 @@ def perf_loop_cmd(
                                          agent=agent))
             return
         from pointlab.bridge.perf_loop import measure_loop
-        from pointlab.bridge.recording import RecordingConfig
+        from pointlab.bridge.recording.layout import RecordingConfig
 
         config = RecordingConfig() if image_fps is None else RecordingConfig(image_fps=image_fps)
         print_json(measure_loop(trials, time_scale=0.02 if time_scale is None else time_scale, agent=agent,

@@ -27,7 +27,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 def _run_trials(runner, world, stop: threading.Event, agent: str, out: list) -> None:
-    from pointlab.bridge.headless import demo_script
+    from pointlab.bridge.trials.headless import demo_script
 
     script = demo_script("sim", "sim")
 
@@ -63,9 +63,9 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     """
     from playwright.sync_api import sync_playwright
 
-    from pointlab.bridge.headless import demo_script  # noqa: F401 - the world's script, below
+    from pointlab.bridge.trials.headless import demo_script  # noqa: F401 - the world's script, below
     from pointlab.bridge.session import SessionConfig, start_session
-    from pointlab.bridge.study import invite_participant
+    from pointlab.bridge.study.design import invite_participant
 
     from .app import UiSettings, create_app
     from pointlab.benchmark.serving import serve_in_thread

@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 
-from pointlab.bridge.store import StoreError
+from pointlab.bridge.study.store import StoreError
 
 from .deps import Ctx, IdPath, Participant
 from .flow import participant_state

@@ -20,9 +20,9 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import FileResponse, Response
 
 from pointlab.benchmark.records import finite_json
-from pointlab.bridge.recording import recording_of
-from pointlab.bridge.store import StoreError
-from pointlab.bridge.study_results import agent_results, trial_log, trial_log_csv
+from pointlab.bridge.recording.layout import recording_of
+from pointlab.bridge.study.store import StoreError
+from pointlab.bridge.study.results import agent_results, trial_log, trial_log_csv
 
 from .context import AppContext
 from .deps import Ctx, Db, IdPath, IdQuery, Operator, resolve_token
@@ -51,7 +51,7 @@ def _clip_path(ctx: AppContext, row: dict):
 @router.get("/results")
 def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log], "block_starts"}`` (see
-    bridge.study_results); each trial also has ``clip_url`` (signed, see the module docstring) or
+    bridge.study.results); each trial also has ``clip_url`` (signed, see the module docstring) or
     ``None`` when it has no clip."""
     try:
         study = db.study(study_id)
@@ -70,7 +70,7 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
 def results_plot(study_id: IdQuery, _: Operator, db: Db, kind: Literal["success", "sus"] = "success") -> Response:
     """The study's chart as SVG: ``success`` (per agent, participants and the automatic check with 95%
     Wilson bars) or ``sus`` (the SUS distribution per agent)."""
-    from pointlab.bridge.study_plots import success_svg, sus_svg
+    from pointlab.bridge.study.plots import success_svg, sus_svg
 
     try:
         study = db.study(study_id)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from pointlab.bridge.store import StoreError
+from pointlab.bridge.study.store import StoreError
 
 from .deps import Ctx, IdPath, Operator
 from .flow import FlowError, participant_step, prepare_block
@@ -133,13 +133,13 @@ class ClickIn(BaseModel):
 @router.post("/trials/{trial_id}/intended")
 def intended_object(trial_id: IdPath, body: ClickIn, _: Operator, ctx: Ctx) -> dict:
     """The operator clicks the object the instruction meant on the trial's ``before`` frame (real
-    frames: no segmentation): a mask is grown from the click (``bridge.attribution.mask_from_click``)
+    frames: no segmentation): a mask is grown from the click (``bridge.trials.attribution.mask_from_click``)
     and the trial records whether the agent's first point was on it, which sets its failure stage.
     422 for a click off the image, 404 when the frame is no longer kept."""
     import cv2
     import numpy as np
 
-    from pointlab.bridge.attribution import mask_from_click, point_in_mask
+    from pointlab.bridge.trials.attribution import mask_from_click, point_in_mask
 
     try:
         row = ctx.store.trial(trial_id)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from pointlab.bridge.store import DEFAULT_MAX_REPEATS, DEFAULT_REVEAL_FLOOR_S, StoreError
-from pointlab.bridge.study import DESIGN, invite_participant
+from pointlab.bridge.study.store import DEFAULT_MAX_REPEATS, DEFAULT_REVEAL_FLOOR_S, StoreError
+from pointlab.bridge.study.design import DESIGN, invite_participant
 
 from .deps import Ctx, Db, IdPath, Operator, StorableStr
 

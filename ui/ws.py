@@ -66,7 +66,7 @@ class JudgeMsg(_Msg):
 class SusMsg(_Msg):
     type: Literal["sus"]
     block: int
-    responses: list[Any]  # checked by bridge.sus.validate_responses (rejects true, 2.0, "3")
+    responses: list[Any]  # checked by bridge.study.sus.validate_responses (rejects true, 2.0, "3")
 
 
 class PingMsg(_Msg):

@@ -13,15 +13,15 @@ import uuid
 
 from pointlab.benchmark.records import finite_json
 
-from .msgs import TOPICS, state_qos
-from .payloads import ArmCommand, ArmResult, ArmStateMsg, from_msg, to_msg
-from .waiters import Waiters
+from pointlab.bridge.ros.msgs import TOPICS, state_qos
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, ArmStateMsg, from_msg, to_msg
+from pointlab.bridge.ros.waiters import Waiters
 
 __all__ = ["ArmClient"]
 
 
 class ArmClient:
-    """``bridge.trial.ArmControl`` over the arm node's topics.
+    """``bridge.trials.record.ArmControl`` over the arm node's topics.
 
     Args:
         node: the runner's rclpy node.

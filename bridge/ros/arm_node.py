@@ -43,10 +43,10 @@ from scipy.spatial.transform import Rotation
 from pointlab.robot.arm import Arm
 from pointlab.robot.errors import EmergencyStopError, ReachRefusedError, RobotError, UnsafeTargetError
 
-from ..outcomes import Refusal, RobotErrorInfo
-from .lean_node import LeanNode
-from .msgs import TOPICS, ns_to_stamp, state_qos
-from .payloads import ArmCommand, ArmResult, ArmStateMsg, to_msg
+from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
+from pointlab.bridge.ros.lean_node import LeanNode
+from pointlab.bridge.ros.msgs import TOPICS, ns_to_stamp, state_qos
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, ArmStateMsg, to_msg
 
 __all__ = ["ArmNode", "JOINT_NAMES", "main", "robot_error_info"]
 
@@ -285,7 +285,7 @@ def _validate(raw: dict) -> tuple[ArmCommand | None, str]:
 
 def main(robot_spec: str = "sim") -> None:
     """Run the arm node alone (``pointlab act node arm --robot SPEC``) until Ctrl-C."""
-    from .host import spin_alone
+    from pointlab.bridge.ros.host import spin_alone
 
     from pointlab.robot.arm import make_arm
 

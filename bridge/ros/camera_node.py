@@ -29,9 +29,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from pointlab.perception.camera import Camera
 from pointlab.perception.errors import PerceptionError
 
-from .lean_node import LeanNode
-from .msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
-from .payloads import FrameMeta, to_msg
+from pointlab.bridge.ros.lean_node import LeanNode
+from pointlab.bridge.ros.msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
+from pointlab.bridge.ros.payloads import FrameMeta, to_msg
 
 __all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
 
@@ -146,7 +146,7 @@ def _string_type():
 
 def main(camera_spec: str = "sim", max_fps: float = 30.0) -> None:
     """Run the camera node alone until Ctrl-C (``pointlab act node camera --camera SPEC``)."""
-    from .host import spin_alone
+    from pointlab.bridge.ros.host import spin_alone
 
     from pointlab.perception.camera import make_camera
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict, deque
 
-from .msgs import TOPICS, image_qos, stamp_to_ns
-from .payloads import FrameMeta, from_msg
+from pointlab.bridge.ros.msgs import TOPICS, image_qos, stamp_to_ns
+from pointlab.bridge.ros.payloads import FrameMeta, from_msg
 
 __all__ = ["RecentFrames"]
 
@@ -30,7 +30,7 @@ class RecentFrames:
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
 
-        from .lean_node import camera_events
+        from pointlab.bridge.ros.lean_node import camera_events
 
         self._lock = threading.Lock()
         self._frames: deque = deque(maxlen=keep)  # (stamp_ns, msg)

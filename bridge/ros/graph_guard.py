@@ -18,7 +18,7 @@ import os
 import time
 from collections import Counter
 
-from .msgs import TOPICS
+from pointlab.bridge.ros.msgs import TOPICS
 
 __all__ = ["GraphClash", "find_clashes", "wait_for_clashes"]
 

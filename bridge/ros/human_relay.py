@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import threading
 
-from .live_view import encode_jpeg
+from pointlab.bridge.ros.live_view import encode_jpeg
 
 __all__ = ["HumanRelay"]
 
 
 class HumanRelay:
-    """``bridge.trial.HumanRelay`` over a human agent (``pending()``, ``answer(request_id, u, v)``),
+    """``bridge.trials.record.HumanRelay`` over a human agent (``pending()``, ``answer(request_id, u, v)``),
     or over nothing (no human reference in this session: no requests, every answer refused)."""
 
     def __init__(self, human=None, *, jpeg_quality: int = 80) -> None:

@@ -11,8 +11,8 @@ import logging
 import threading
 import time
 
-from .frames import RecentFrames
-from .msgs import image_to_rgb
+from pointlab.bridge.ros.frames import RecentFrames
+from pointlab.bridge.ros.msgs import image_to_rgb
 
 __all__ = ["RosLiveView", "encode_jpeg"]
 
@@ -34,7 +34,7 @@ def encode_jpeg(rgb, quality: int = 80) -> bytes:
 
 
 class RosLiveView:
-    """``bridge.trial.LiveView`` over ``RecentFrames``.
+    """``bridge.trials.record.LiveView`` over ``RecentFrames``.
 
     Args:
         frames: the frames to encode.

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pointlab.benchmark.records import dumps_json
 
-from ..outcomes import PointEntry, Refusal, RobotErrorInfo, RobotOutcome
-from ..targeting import Target
+from pointlab.bridge.trials.outcomes import PointEntry, Refusal, RobotErrorInfo, RobotOutcome
+from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["Payload", "PointRequest", "PointFrame", "PointAnswer", "TargetResult", "ArmCommand", "ArmResult",
            "ArmStateMsg", "FrameMeta", "ArmAction", "to_msg", "from_msg"]

@@ -24,11 +24,11 @@ import threading
 import time
 from typing import Any
 
-from ..outcomes import PointEntry
-from ..targeting import entries_from_points
-from .lean_node import LeanNode, camera_events
-from .msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
-from .payloads import PointAnswer, PointFrame, PointRequest, from_msg, to_msg
+from pointlab.bridge.trials.outcomes import PointEntry
+from pointlab.bridge.trials.targeting import entries_from_points
+from pointlab.bridge.ros.lean_node import LeanNode, camera_events
+from pointlab.bridge.ros.msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
+from pointlab.bridge.ros.payloads import PointAnswer, PointFrame, PointRequest, from_msg, to_msg
 
 __all__ = ["PointingNode", "main"]
 
@@ -136,7 +136,7 @@ class PointingNode(LeanNode):
                                  width=image.shape[1], height=image.shape[0], latency_s=time.monotonic() - t0)
             return
         # every point as the model gave it, invalid ones included: the first point is the point,
-        # and a NaN first point must refuse the trial, not promote the second (bridge.targeting)
+        # and a NaN first point must refuse the trial, not promote the second (bridge.trials.targeting)
         entries = getattr(ans, "entries", None)
         if entries is None:
             entries = entries_from_points(getattr(ans, "points_px", None))
@@ -177,7 +177,7 @@ def _request_id_of(data: str) -> str:
 
 def main(agents_config: str | None = None) -> None:
     """Run the pointing node alone (``pointlab act node pointing --agents FILE``) until Ctrl-C."""
-    from .host import spin_alone
+    from pointlab.bridge.ros.host import spin_alone
     from pointlab.benchmark.agents_config import load_agents
 
     agents = load_agents(agents_config)

@@ -1,9 +1,9 @@
 """``TrialRecorder``: records every topic of the node set, per trial, to an MCAP bag and a clip.
 
-Its own rclpy node (``pointlab_recorder``) subscribes to ``bridge.recorder.RECORDED_TOPICS`` (the
+Its own rclpy node (``pointlab_recorder``) subscribes to ``bridge.recording.recorder.RECORDED_TOPICS`` (the
 realsense-ros colour, aligned depth and camera_info, ``/joint_states``, the TCP pose and every
 pointlab topic) with **raw** subscriptions: each callback gets the CDR bytes as they arrived and
-hands them to the ``bridge.recorder.Recorder`` engine (a dict store or a queue put), which
+hands them to the ``bridge.recording.recorder.Recorder`` engine (a dict store or a queue put), which
 decodes, thins and writes on its own thread. The node is spun by an executor of its own on a thread
 of its own, so the session's executor (the trial loop's callbacks) never waits for it. Only
 subscribers: the session's graph guard does not count it as a second session.
@@ -12,7 +12,7 @@ Wiring (a session, or a test)::
 
     recorder = TrialRecorder(host, RecordingConfig(), db_path=config.db_path)
     recorder.begin(trial_id)                        # when the trial starts
-    rec = await recorder.end_async(trial_id)        # when it is judged: a bridge.recording.Recording
+    rec = await recorder.end_async(trial_id)        # when it is judged: a bridge.recording.layout.Recording
     recorder.close()                                # before host.close()
 """
 
@@ -24,10 +24,10 @@ import threading
 import time
 from pathlib import Path
 
-from ..recorder import RECORDED_TOPICS, Recorder
-from ..recording import Recording, RecordingConfig
-from .host import spin_executor
-from .msgs import TOPICS, image_qos, state_qos
+from pointlab.bridge.recording.recorder import RECORDED_TOPICS, Recorder
+from pointlab.bridge.recording.layout import Recording, RecordingConfig
+from pointlab.bridge.ros.host import spin_executor
+from pointlab.bridge.ros.msgs import TOPICS, image_qos, state_qos
 
 __all__ = ["TrialRecorder"]
 
@@ -53,14 +53,14 @@ class TrialRecorder:
 
     Attributes:
         root: the recordings folder (``Recording`` paths are relative to it).
-        engine: the ``bridge.recorder.Recorder`` doing the work.
+        engine: the ``bridge.recording.recorder.Recorder`` doing the work.
     """
 
     def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
                  image_depth: int = 5) -> None:
         from rclpy.executors import SingleThreadedExecutor
 
-        from .lean_node import LeanNode
+        from pointlab.bridge.ros.lean_node import LeanNode
 
         self.engine = Recorder(config.resolved_dir(db_path), config)
         self.node = LeanNode("pointlab_recorder", context=host.context)
@@ -108,7 +108,7 @@ class TrialRecorder:
         return False
 
     def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
-        """Start recording ``trial_id`` (``bridge.recorder.Recorder.begin``). Returns at once.
+        """Start recording ``trial_id`` (``bridge.recording.recorder.Recorder.begin``). Returns at once.
 
         Raises:
             ValueError: ``trial_id`` is not a usable file name, or was recorded before.

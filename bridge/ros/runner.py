@@ -10,7 +10,7 @@ One trial (PointArena sec. 3.4 / 4.1):
 4. only for a valid target, ``/pointlab/arm/command`` -> the arm node -> ``/pointlab/arm/result``;
 5. after a completed action the arm homes (so the camera sees the scene, not the arm), and a frame
    taken after it stopped is kept beside the one the agent saw (the participant judges from both);
-6. the automatic outcome check (``bridge.autocheck``: the sim's physics state, or depth before and
+6. the automatic outcome check (``bridge.trials.autocheck``: the sim's physics state, or depth before and
    after), whether the first point is on the intended object (failure attribution), and with a sim
    world and an ``expected`` dict the simulator's own judgement.
 
@@ -23,7 +23,7 @@ the request, whoever answered (blinding: a human reference is slower than a mode
 The runner owns one rclpy node and builds the narrow parts on it: ``RecentFrames`` (recent frames),
 ``RosLiveView`` (JPEG live view), ``HumanRelay`` (human-reference requests), ``ArmClient`` (arm
 state, commands, stop, reset, release); ``parts()`` hands them to the web app as
-``bridge.trial.PointActParts``.
+``bridge.trials.record.PointActParts``.
 
 Threading: ROS callbacks run on the executor's threads; awaited messages resolve futures of the
 caller's loop (``Waiters``), so ``run_trial`` may be awaited from any event loop.
@@ -42,18 +42,18 @@ from typing import Callable
 
 import numpy as np
 
-from ..attribution import point_in_mask
-from ..autocheck import depth_check, physics_check
-from ..outcomes import Abort, Refusal, RobotErrorInfo
-from ..targeting import Target
-from ..trial import Motion, PointActParts, TrialResult
-from .arm_client import ArmClient
-from .frames import RecentFrames
-from .human_relay import HumanRelay
-from .live_view import RosLiveView
-from .msgs import TOPICS, image_to_depth
-from .payloads import ArmResult, PointAnswer, PointFrame, PointRequest, TargetResult, from_msg, to_msg
-from .waiters import Waiters
+from pointlab.bridge.trials.attribution import point_in_mask
+from pointlab.bridge.trials.autocheck import depth_check, physics_check
+from pointlab.bridge.trials.outcomes import Abort, Refusal, RobotErrorInfo
+from pointlab.bridge.trials.targeting import Target
+from pointlab.bridge.trials.record import Motion, PointActParts, TrialResult
+from pointlab.bridge.ros.arm_client import ArmClient
+from pointlab.bridge.ros.frames import RecentFrames
+from pointlab.bridge.ros.human_relay import HumanRelay
+from pointlab.bridge.ros.live_view import RosLiveView
+from pointlab.bridge.ros.msgs import TOPICS, image_to_depth
+from pointlab.bridge.ros.payloads import ArmResult, PointAnswer, PointFrame, PointRequest, TargetResult, from_msg, to_msg
+from pointlab.bridge.ros.waiters import Waiters
 
 __all__ = ["RosTrialRunner", "RunnerTimeouts"]
 
@@ -84,7 +84,7 @@ class RunnerTimeouts:
 
 
 class RosTrialRunner:
-    """``bridge.trial.TrialRunner`` over the node set's topics.
+    """``bridge.trials.record.TrialRunner`` over the node set's topics.
 
     Args:
         host: the ``RosHost`` whose executor spins this runner's node (the nodes themselves may live
@@ -109,7 +109,7 @@ class RosTrialRunner:
                  human_agent_names=(), timeouts: RunnerTimeouts = RunnerTimeouts(),
                  live_max_fps: float = 30.0, jpeg_quality: int = 80, session: str = "",
                  home_after: bool = True) -> None:
-        from .lean_node import LeanNode
+        from pointlab.bridge.ros.lean_node import LeanNode
         from std_msgs.msg import String
 
         self.agent_names = list(agent_names)
@@ -142,7 +142,7 @@ class RosTrialRunner:
 
     def parts(self, scene=None) -> PointActParts:
         """The parts the web app uses; ``scene`` is the session's ``SceneControl`` (default: manual)."""
-        from ..scene import ManualScene
+        from pointlab.bridge.trials.scene import ManualScene
 
         return PointActParts(trials=self, live_view=self.live_view, human=self.human, arm=self.arm,
                              scene=scene or ManualScene())

@@ -11,10 +11,10 @@ Topics:
 - out ``/pointlab/target`` (``geometry_msgs/PointStamped`` in the calibration's parent frame,
   ``link_base``, stamped with the frame's stamp) for valid targets only;
 - out ``/pointlab/target_result`` (``payloads.TargetResult``: ``target`` is a
-  ``bridge.targeting.Target``, a refusal carries ``valid: false`` and its ``refusal`` code and
+  ``bridge.trials.targeting.Target``, a refusal carries ``valid: false`` and its ``refusal`` code and
   detail; an answer with an ``error`` is refused ``no_point``).
 
-The rule itself is ``bridge.targeting.compute_target`` (first point only, robust depth, calibration,
+The rule itself is ``bridge.trials.targeting.compute_target`` (first point only, robust depth, calibration,
 workspace envelope). The depth of the same frame is found by exact stamp, else the nearest stamp
 within ``max_stamp_skew_s`` (realsense-ros may stamp aligned depth a little apart from colour); no
 such frame is the refusal ``no_depth``.
@@ -33,11 +33,11 @@ from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.workspace import Workspace
 
-from ..outcomes import PointEntry
-from ..targeting import Target, compute_target, first_point
-from .lean_node import LeanNode, camera_events
-from .msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns
-from .payloads import PointAnswer, PointFrame, TargetResult, from_msg, to_msg
+from pointlab.bridge.trials.outcomes import PointEntry
+from pointlab.bridge.trials.targeting import Target, compute_target, first_point
+from pointlab.bridge.ros.lean_node import LeanNode, camera_events
+from pointlab.bridge.ros.msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns
+from pointlab.bridge.ros.payloads import PointAnswer, PointFrame, TargetResult, from_msg, to_msg
 
 __all__ = ["TargetingNode", "main"]
 
@@ -168,7 +168,7 @@ class TargetingNode(LeanNode):
 
 def main(calibration_file: str) -> None:
     """Run the targeting node alone (``pointlab act node targeting --calibration FILE``) until Ctrl-C."""
-    from .host import spin_alone
+    from pointlab.bridge.ros.host import spin_alone
     from pointlab.perception.extrinsics import load_camera_to_base
 
     cal = load_camera_to_base(calibration_file)

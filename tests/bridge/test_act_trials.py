@@ -60,7 +60,7 @@ def test_bad_inputs_exit_2(ros_env, tmp_path):
 
 def test_demo_script_is_the_default():
     # without --instructions the sim scene's own script runs: >= 10 pick-or-place items naming its objects
-    from pointlab.bridge.headless import demo_script
+    from pointlab.bridge.trials.headless import demo_script
     from pointlab.sim_mock.scene import default_scene
 
     script = demo_script()
@@ -74,7 +74,7 @@ def test_demo_script_is_the_default():
 def test_instructions_that_cannot_be_stored_are_bad_input(tmp_path):
     # A lone surrogate is valid JSON but not UTF-8: the trial would run (and could move the arm), then
     # saving it would raise UnicodeEncodeError and end the whole run. Refused when the file is read.
-    from pointlab.bridge.headless import InstructionsError, load_instructions
+    from pointlab.bridge.trials.headless import InstructionsError, load_instructions
 
     for n, bad in enumerate(('"pick up the red cube \\ud800"', '"pick up\\u0000 the red cube"')):
         f = tmp_path / f"bad{n}.jsonl"

@@ -528,9 +528,9 @@ def test_an_sdk_exception_during_a_motion_is_a_typed_robot_error(emu):
 ])
 def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says,
                                                                    error_type):
-    from pointlab.bridge.headless import run_scripted_trials
+    from pointlab.bridge.trials.headless import run_scripted_trials
     from pointlab.bridge.session import SessionConfig, start_session
-    from pointlab.bridge.store import Store
+    from pointlab.bridge.study.store import Store
 
     db = tmp_path / "trials.sqlite"
     session = start_session(SessionConfig(camera="sim", robot=f"xarm:{emu.host}:{emu.port}", db_path=db))

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from pointlab.bridge.clip import ClipWriter
-from pointlab.bridge.recording import Recording, RecordingLayout, default_recordings_dir
-from pointlab.bridge.store import Store
-from pointlab.bridge.trial import TrialResult
+from pointlab.bridge.recording.clip import ClipWriter
+from pointlab.bridge.recording.layout import Recording, RecordingLayout, default_recordings_dir
+from pointlab.bridge.study.store import Store
+from pointlab.bridge.trials.record import TrialResult
 from pointlab.sim_mock.scripted_runner import ScriptedRunner
 from pointlab.ui.app import UiSettings, create_app
 from pointlab.ui.routes_results import clip_url

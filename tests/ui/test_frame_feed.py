@@ -9,7 +9,7 @@ import time
 
 from fastapi.testclient import TestClient
 
-from pointlab.bridge.store import Store
+from pointlab.bridge.study.store import Store
 from pointlab.sim_mock.scripted_runner import ScriptedRunner
 from pointlab.ui.app import UiSettings, create_app
 from pointlab.ui.context import FrameFeed

@@ -46,7 +46,7 @@ async function showJudgement(trial) {
 }
 
 function buildSus(items) {
-  // the ten SUS statements (Brooke 1996) come from the server, which scores them (bridge/sus.py)
+  // the ten SUS statements (Brooke 1996) come from the server, which scores them (bridge/study/sus.py)
   const box = $("sus-items");
   box.replaceChildren();
   items.forEach((text, i) => {

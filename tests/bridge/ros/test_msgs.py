@@ -70,7 +70,7 @@ def test_camera_info_round_trip():
 def test_payloads_round_trip_and_invalid_ones_are_dropped():
     from std_msgs.msg import String
 
-    from pointlab.bridge.outcomes import Refusal
+    from pointlab.bridge.trials.outcomes import Refusal
     from pointlab.bridge.ros.payloads import ArmResult, PointRequest, from_msg, to_msg
 
     req = PointRequest(request_id="r1", agent="sim-oracle", instruction="pick up the red cube")

@@ -3,7 +3,7 @@ script's objects in sim, and every kind of refusal reaches no arm.
 
 The refusal test runs on a real frame (uoc_tabletop 000003, replay camera) with a hand-made
 calibration and a scripted OpenAI-compatible model, so each answer is a chosen pixel whose depth
-values were worked out by hand in tests/bridge/test_targeting.py.
+values were worked out by hand in tests/bridge/trials/test_targeting.py.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ import time
 import numpy as np
 import pytest
 
-from pointlab.bridge.headless import run_scripted_trials
+from pointlab.bridge.trials.headless import run_scripted_trials
 from pointlab.bridge.session import SessionConfig, start_session
 from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
 from pointlab.sim_mock.demo import demo_script
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-# p_base = (x_c + 0.13, -y_c, 0.80 - z_c), as in tests/bridge/test_targeting.py
+# p_base = (x_c + 0.13, -y_c, 0.80 - z_c), as in tests/bridge/trials/test_targeting.py
 T_TEST = np.array([[1.0, 0.0, 0.0, 0.13], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, -1.0, 0.80], [0.0, 0.0, 0.0, 1.0]])
 
 

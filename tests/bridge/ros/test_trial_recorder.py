@@ -10,15 +10,15 @@ import time
 import numpy as np
 import pytest
 
-from pointlab.bridge.recorder import LATCHED
-from pointlab.bridge.recording import RecordingConfig
+from pointlab.bridge.recording.recorder import LATCHED
+from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.ros.msgs import TOPICS, rgb_to_image
 from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
 from pointlab.bridge.ros.recorder import TrialRecorder
 from pointlab.bridge.session import SessionConfig, start_session
 from pointlab.perception import CameraSourceError, make_camera
 
-from ..test_recorder import decode_clip, is_magenta, read_mcap, stamp
+from tests.bridge.recording.test_recorder import decode_clip, is_magenta, read_mcap, stamp
 
 pytestmark = pytest.mark.slow
 

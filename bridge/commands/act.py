@@ -1,0 +1,164 @@
+"""``pointlab act trials|node|export``: headless trials, single nodes and a study's export
+(``pointlab act`` itself, the session with its web app, is in ``pointlab.ui.cli``).
+
+- ``pointlab act trials --agent NAME [--instructions FILE.jsonl] --db FILE.sqlite`` runs scripted
+  instructions without a browser and prints ``{"trials": [...], "success_rate": float}``;
+- ``pointlab act node camera|pointing|targeting|arm`` runs one ROS 2 node alone (a lab can use
+  realsense-ros or xarm_ros2 for the others; see docs/ros.md);
+- ``pointlab act export --db FILE --study N --out DIR`` writes the study's trial CSV, SUS CSV, clips
+  and recordings into one folder (``bridge.study.export``; docs/recording.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pointlab.benchmark.clikit import fail, print_json
+
+from pointlab.bridge.commands import sub
+
+act_app = sub.group("act")
+
+log = logging.getLogger(__name__)
+
+CAMERA_HELP = "camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop) or realsense[:SERIAL]"
+ROBOT_HELP = "robot: sim or xarm:IP[:PORT]"
+CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table becomes the sim table); default: "
+             "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")
+
+
+def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
+                  time_scale: float):
+    """``start_session`` for a command: bad input exits 2, a part that does not start exits 1."""
+    from pydantic import ValidationError
+
+    from pointlab.benchmark.agents_config import AgentsConfigError
+    from pointlab.perception.errors import PerceptionError
+
+    from pointlab.bridge.session import SessionConfig, SessionError, start_session
+
+    try:
+        config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
+                               calibration=calibration, time_scale=time_scale)
+    except ValidationError as e:
+        first = e.errors()[0]
+        fail(f"{'.'.join(str(x) for x in first['loc']) or 'session'}: {first['msg']}", 2)
+    try:
+        return start_session(config)
+    except (AgentsConfigError, PerceptionError, ValueError) as e:
+        fail(str(e), 2)
+    except SessionError as e:
+        fail(str(e), 1)
+
+
+@act_app.command("trials")
+def trials_cmd(
+    agent: str = typer.Option(..., "--agent", help="agent name from the agents config, e.g. sim-oracle"),
+    camera: str = typer.Option("sim", "--camera", help=CAMERA_HELP),
+    robot: str = typer.Option("sim", "--robot", help=ROBOT_HELP),
+    instructions: Optional[Path] = typer.Option(None, "--instructions",
+                                                help='JSONL of {"instruction", "expected"?} (default: the sim demo script)'),
+    db: Path = typer.Option(..., "--db", help="SQLite file the trials are saved in"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
+    calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
+    max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
+) -> None:
+    """Run scripted instructions through the ROS node set without a browser; print {"trials": [...],
+    "success_rate", "successes", "judged", "aborted", "unjudged", "failure_stages"}. Each trial has
+    its outcome (judged by the automatic check: the sim's physics state, else depth), failure stage
+    and recording; aborted trials are left out of the rate and repeated."""
+    from pointlab.bridge.trials.headless import InstructionsError, demo_script, load_instructions, run_scripted_trials
+
+    from pointlab.benchmark.agents_config import AgentsConfigError, load_agents_config
+
+    try:
+        script = load_instructions(instructions) if instructions is not None else demo_script(camera, robot)
+        names = [a.name for a in load_agents_config(agents).agents]
+    except (InstructionsError, AgentsConfigError) as e:
+        fail(str(e), 2)
+    if agent not in names:  # checked before anything starts
+        fail(f"unknown agent {agent!r}; known: {', '.join(names)}", 2)
+    session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
+    try:
+        print_json(run_scripted_trials(session, agent, script, max_repeats=max_repeats))
+    finally:
+        session.close()
+
+
+class NodeKind(str, Enum):
+    camera = "camera"
+    pointing = "pointing"
+    targeting = "targeting"
+    arm = "arm"
+
+
+@act_app.command("node")
+def node_cmd(
+    which: NodeKind = typer.Argument(..., help="camera, pointing, targeting or arm"),
+    camera: str = typer.Option("sim", "--camera", help=CAMERA_HELP + " (camera node)"),
+    robot: str = typer.Option("sim", "--robot", help=ROBOT_HELP + " (arm node)"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (pointing node; no sim agents alone)"),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="calibration file (targeting node; required)"),
+    fps: float = typer.Option(30.0, "--fps", help="camera node: upper bound of the frame rate"),
+) -> None:
+    """Run one ROS 2 node alone until Ctrl-C (the others may be realsense-ros, xarm_ros2 or ours).
+
+    In simulation each process has its own sim world: run the whole set with `pointlab act` instead."""
+    from pointlab.benchmark.agents_config import AgentsConfigError
+    from pointlab.perception.errors import PerceptionError
+    from pointlab.robot.errors import RobotError
+
+    try:
+        if which is NodeKind.camera:
+            from pointlab.bridge.ros.camera_node import main
+            main(camera, fps)
+        elif which is NodeKind.pointing:
+            from pointlab.bridge.ros.pointing_node import main
+            main(str(agents) if agents else None)
+        elif which is NodeKind.targeting:
+            if calibration is None:
+                fail("the targeting node needs --calibration FILE", 2)
+            from pointlab.bridge.ros.targeting_node import main
+            main(str(calibration))
+        else:
+            from pointlab.bridge.ros.arm_node import main
+            main(robot)
+    except (AgentsConfigError, PerceptionError, ValueError) as e:
+        fail(str(e), 2)
+    except RobotError as e:
+        fail(str(e), 1)
+
+
+@act_app.command("export")
+def export_cmd(
+    db: Path = typer.Option(..., "--db", help="SQLite file of the study"),
+    study: int = typer.Option(..., "--study", min=1, help="study id (the operator console's study list)"),
+    out: Path = typer.Option(..., "--out", help="folder to write (new or empty)"),
+    recordings: Optional[Path] = typer.Option(None, "--recordings",
+                                              help="recordings folder (default: recordings/ beside the db)"),
+) -> None:
+    """Write one study's trial CSV, SUS CSV, clips and MCAP recordings into one folder, with an
+    export.json index; prints the index."""
+    from pointlab.bridge.study.export import ExportError, export_study
+    from pointlab.bridge.recording.layout import default_recordings_dir
+    from pointlab.bridge.study.store import Store, StoreError
+
+    try:
+        store = Store(db, create=False)
+    except StoreError as e:
+        fail(str(e), 2)
+    try:
+        print_json(export_study(store, study, out, recordings_dir=recordings or default_recordings_dir(db)))
+    except ExportError as e:
+        fail(str(e), 2)
+    except OSError as e:
+        fail(f"writing {out} failed: {e}", 1)
+    finally:
+        store.close()

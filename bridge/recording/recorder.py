@@ -1,0 +1,503 @@
+"""The trial recorder's engine: serialized ROS 2 messages in, one MCAP bag and one clip per trial out.
+
+ROS-free: ``offer(topic, log_ns, cdr)`` takes the CDR bytes of a message as they arrived (the ROS side,
+``bridge.ros.recorder.TrialRecorder``, feeds it from raw subscriptions; a test can feed it bytes
+serialized by rclpy without any DDS). Everything else happens on the engine's own thread:
+
+- ``offer`` never blocks and never raises: with no recording running it keeps only the latest
+  message of the state topics (``LATCHED``: camera_info, joint states, TCP pose, arm state) and drops
+  the rest; with one running it queues the message (an image only when it is the first of its
+  stamp window), or drops it (counted) when ``max_queued`` images are already waiting, so a slow
+  disk or a busy machine costs frames, never trial-loop time;
+- ``begin(trial_id)`` starts a recording: the latest state messages are written first (their own
+  reception times), then every message received until ``end``; colour and aligned depth are kept at
+  ``image_fps`` by header stamp, so the frames of one capture stay together;
+- ``end(trial_id)`` waits for the engine to finish the files and returns the typed ``Recording``
+  (``end_async`` from an event loop). A recording nobody ends stops after ``max_duration_s``;
+- a message that does not decode (corrupt CDR) or an image whose buffer does not match its size is
+  not written; it is logged and makes the recording ``complete = False``. A write that fails (disk
+  full) stops that output, removes its partial file and is recorded; below ``min_free_mb`` of free
+  space no recording starts and a running one ends. Nothing here raises into the trial loop.
+
+The clip (``bridge.recording.clip``) gets colour frames at ``clip.fps``; once the trial's answer
+(``point_answer`` with the recording's request id, or the first answer when none was given) has
+been received, its points are drawn on every later frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import queue
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_to_ns
+
+from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
+from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
+from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.ros.payloads import PointAnswer
+from pointlab.bridge.recording.trial_bag import BagError, TrialBag, typestore
+
+__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED"]
+
+log = logging.getLogger(__name__)
+
+_IMAGE = "sensor_msgs/msg/Image"
+_STRING = "std_msgs/msg/String"
+_EMPTY = "std_msgs/msg/Empty"
+
+# Every topic of the node set (docs/ros.md) -> its ROS type. The realsense-ros names come first.
+RECORDED_TOPICS: dict[str, str] = {
+    TOPICS["color"]: _IMAGE,
+    TOPICS["depth"]: _IMAGE,
+    TOPICS["camera_info"]: "sensor_msgs/msg/CameraInfo",
+    TOPICS["joint_states"]: "sensor_msgs/msg/JointState",
+    TOPICS["tcp_pose"]: "geometry_msgs/msg/PoseStamped",
+    TOPICS["target"]: "geometry_msgs/msg/PointStamped",
+    **{TOPICS[k]: _STRING for k in ("frame_meta", "point_request", "point_frame", "point_answer", "target_result",
+                                    "arm_command", "arm_result", "arm_state")},
+    TOPICS["arm_estop"]: _EMPTY,
+    TOPICS["arm_reset"]: _EMPTY,
+}
+# State topics whose latest message opens every recording (a trial starts from a known state).
+LATCHED = (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"], TOPICS["arm_state"])
+_COLOR, _DEPTH, _ANSWER = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"]
+_DISK_CHECK_S = 1.0
+_KEEP_FINISHED = 200
+
+
+def _peek_stamp_ns(cdr: bytes) -> int | None:
+    """The header stamp of a serialized stamped message without decoding it, or ``None``.
+
+    A ROS 2 message starts with the 4-byte CDR encapsulation header (byte 1: 0 big-endian, 1
+    little-endian; OMG DDS-XTypes 7.6.3.1.2) and a message whose first field is a
+    ``std_msgs/Header`` then holds ``stamp.sec`` (int32) and ``stamp.nanosec`` (uint32). Only used to
+    skip frames early; the engine decodes every frame it keeps with rosbags."""
+    if len(cdr) < 12 or cdr[0] != 0 or cdr[1] not in (0, 1):
+        return None
+    order = "little" if cdr[1] else "big"
+    nsec = int.from_bytes(cdr[8:12], order)
+    if nsec >= 1_000_000_000:
+        return None
+    return int.from_bytes(cdr[4:8], order, signed=True) * 1_000_000_000 + nsec
+
+
+@dataclass
+class _Begin:
+    trial_id: str
+    request_id: str | None
+    begin_ns: int
+    latched: list[tuple[str, int, bytes]]
+    dropped_before: int
+
+
+@dataclass
+class _End:
+    trial_id: str
+    end_ns: int
+    done: concurrent.futures.Future
+
+
+_STOP = object()
+
+
+@dataclass
+class _Trial:
+    """One running recording (engine thread only)."""
+
+    trial_id: str
+    request_id: str | None
+    begin_ns: int
+    dropped_before: int
+    bag: TrialBag | None = None
+    clip: ClipWriter | None = None
+    errors: list[str] = field(default_factory=list)
+    bad: dict[str, int] = field(default_factory=dict)
+    image_slot: dict[str, int] = field(default_factory=dict)
+    clip_slot: int = -1
+    points: list | None = None
+    first_is_target: bool = True
+    answer_width: int | None = None
+    waiters: list[concurrent.futures.Future] = field(default_factory=list)
+
+    def fail(self, what: str) -> None:
+        log.warning("recording %s: %s", self.trial_id, what)
+        self.errors.append(what)
+
+
+class Recorder:
+    """The engine (see the module docstring). Thread-safe; start it once, ``close()`` it once.
+
+    Args:
+        root: the recordings folder (created when the first recording begins).
+        config: rates, clip settings, limits (``RecordingConfig``).
+    """
+
+    def __init__(self, root: str | Path, config: RecordingConfig = RecordingConfig()) -> None:
+        self.layout = RecordingLayout(root)
+        self.config = config
+        self._lock = threading.Lock()
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._queued = 0
+        self._queued_images = 0
+        self._dropped = 0
+        self._latched: dict[str, tuple[int, bytes]] = {}
+        self._offered_slots: dict[str, tuple] = {}  # topic -> stamp windows of the last image queued
+        self._running: set[str] = set()  # begun, not yet finished (caller's view)
+        self._finished: OrderedDict[str, Recording] = OrderedDict()
+        self._image_period_ns = None if config.image_fps is None else round(1e9 / config.image_fps)
+        self._clip_period_ns = round(1e9 / config.clip.fps)
+        self._closed = False
+        typestore()  # built here, not on the first message
+        self._thread = threading.Thread(target=self._run, name="pointlab-recorder", daemon=True)
+        self._thread.start()
+
+    # -- any thread -----------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for the engine's thread."""
+        return self._queued
+
+    @property
+    def recording_now(self) -> bool:
+        """A recording has begun and not finished."""
+        return bool(self._running)
+
+    def has_state(self, topic: str) -> bool:
+        """A message of the state topic ``topic`` (one of ``LATCHED``) has been offered."""
+        return topic in self._latched
+
+    def offer(self, topic: str, log_ns: int, cdr: bytes) -> None:
+        """Hand over one serialized message of ``topic`` received at ``log_ns`` (ns since the
+        epoch). Never blocks, never raises; see the module docstring for what is kept."""
+        if topic in LATCHED:
+            self._latched[topic] = (log_ns, cdr)  # one dict store: atomic under the GIL
+        if not self._running or topic not in RECORDED_TOPICS:
+            return
+        if topic in (_COLOR, _DEPTH) and not self._wanted_image(topic, cdr):
+            return  # another frame of a window already taken: never queued, never decoded
+        image = topic in (_COLOR, _DEPTH)
+        with self._lock:
+            # images are bounded by max_queued (about 1.2 MB each); the small messages (answers,
+            # commands, states) by far more, so a backlog of frames never costs an arm command
+            full = (self._queued_images >= self.config.max_queued if image
+                    else self._queued >= 100 * self.config.max_queued)
+            if full:
+                self._dropped += 1
+                return
+            self._queued += 1
+            self._queued_images += image
+        self._q.put((topic, log_ns, cdr))
+
+    def _wanted_image(self, topic: str, cdr: bytes) -> bool:
+        """Whether an image is the first of its stamp window (``image_fps``, and ``clip.fps`` for
+        colour) among those offered: only those can be kept, so only those are queued (a 30 fps
+        camera then queues 15 images a second, not 60). The engine thread decides again per
+        recording, on the decoded message."""
+        stamp = _peek_stamp_ns(cdr)
+        if stamp is None:
+            return True  # let the engine decode it and say what is wrong
+        slots = (None if self._image_period_ns is None else stamp // self._image_period_ns,
+                 stamp // self._clip_period_ns if topic == _COLOR else None)
+        last = self._offered_slots.get(topic)
+        self._offered_slots[topic] = slots
+        return self._image_period_ns is None or last is None or any(
+            a is not None and a != b for a, b in zip(slots, last))
+
+    def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
+        """Start recording trial ``trial_id`` now. ``request_id``: the ``point_answer`` whose points
+        are drawn (``None``: the first answer received during the recording; trials are serialised).
+        The files are opened on the engine's thread; a failure there (folder not writable, disk
+        below the floor) becomes an incomplete ``Recording``, returned by ``end``.
+
+        Raises:
+            ValueError: ``trial_id`` is not a usable file name, or was begun before in this recorder.
+            RuntimeError: the recorder is closed.
+        """
+        check_trial_id(trial_id)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the recorder is closed")
+            if trial_id in self._running or trial_id in self._finished:
+                raise ValueError(f"trial {trial_id!r} was already recorded")
+            self._running.add(trial_id)
+            dropped = self._dropped
+        latched = sorted(((t, ns, cdr) for t, (ns, cdr) in list(self._latched.items())), key=lambda x: x[1])
+        self._q.put(_Begin(trial_id, request_id, time.time_ns(), latched, dropped))
+
+    def end(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:
+        """Stop recording ``trial_id`` (messages received from now on are not in it), wait for its
+        files to be finished and return its ``Recording``; ``None`` for a trial never begun. A
+        recording that already stopped (``max_duration_s``, disk floor) is returned as it ended.
+        Blocks for the time the engine needs to catch up and finish the files (typically 10-100
+        ms; at most ``timeout_s``, after which an incomplete ``Recording`` says so)."""
+        with self._lock:
+            if trial_id in self._finished:
+                return self._finished[trial_id]
+            if trial_id not in self._running:
+                return None
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        end_ns = time.time_ns()
+        self._q.put(_End(trial_id, end_ns, done))
+        try:
+            return done.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            log.error("recording %s was not finished within %.0f s", trial_id, timeout_s)
+            return Recording(trial_id=trial_id, started_unix_ns=end_ns, ended_by="failed",
+                             errors=[f"the recorder did not finish the files within {timeout_s:.0f} s"])
+
+    async def end_async(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:
+        """``end`` without blocking the event loop (it waits on a worker thread)."""
+        return await asyncio.to_thread(self.end, trial_id, timeout_s)
+
+    def recording(self, trial_id: str) -> Recording | None:
+        """The ``Recording`` of a finished trial (the last 200), else ``None``."""
+        return self._finished.get(trial_id)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """End every running recording (``ended_by = "close"``) and stop the thread. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._q.put(_STOP)
+        self._thread.join(timeout=timeout_s)
+        if self._thread.is_alive():
+            log.error("the recorder thread did not stop within %.0f s", timeout_s)
+
+    # -- engine thread --------------------------------------------------------------------------
+    def _run(self) -> None:
+        import av  # noqa: F401  (imported now, not during the first trial)
+        import cv2  # noqa: F401
+
+        active: dict[str, _Trial] = {}
+        next_disk_check = 0.0
+        while True:
+            try:
+                item = self._q.get(timeout=0.25)
+            except queue.Empty:
+                item = None
+            try:
+                if item is _STOP:
+                    for t in list(active.values()):
+                        self._finish(active, t, "close", time.time_ns())
+                    return
+                if isinstance(item, tuple):
+                    with self._lock:
+                        self._queued -= 1
+                        self._queued_images -= item[0] in (_COLOR, _DEPTH)
+                    self._on_message(active, *item)
+                elif isinstance(item, _Begin):
+                    self._on_begin(active, item)
+                elif isinstance(item, _End):
+                    self._on_end(active, item)
+                now_ns = time.time_ns()
+                for t in [t for t in active.values() if now_ns - t.begin_ns >= self.config.max_duration_s * 1e9]:
+                    self._finish(active, t, "max_duration", t.begin_ns + int(self.config.max_duration_s * 1e9))
+                if active and time.monotonic() >= next_disk_check:
+                    next_disk_check = time.monotonic() + _DISK_CHECK_S
+                    low = self._below_floor()
+                    if low:
+                        for t in list(active.values()):
+                            t.fail(low)
+                            self._finish(active, t, "disk_floor", now_ns)
+            except Exception:  # a bug here must cost a recording, never the thread (nor the trial)
+                log.exception("recorder: handling %r failed", type(item).__name__)
+                for t in list(active.values()):
+                    t.errors.append("internal error in the recorder (see the log)")
+
+    def _below_floor(self) -> str | None:
+        floor = self.config.min_free_mb * 1e6
+        if floor <= 0:
+            return None
+        try:
+            free = shutil.disk_usage(self.layout.root).free
+        except OSError:
+            return None  # the folder itself failing shows up when writing
+        return f"free disk space {free / 1e6:.0f} MB is below the floor of {self.config.min_free_mb:.0f} MB" \
+            if free < floor else None
+
+    def _on_begin(self, active: dict[str, _Trial], b: _Begin) -> None:
+        t = _Trial(b.trial_id, b.request_id, b.begin_ns, b.dropped_before)
+        active[t.trial_id] = t
+        try:
+            self.layout.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            t.fail(f"recordings folder {self.layout.root} cannot be made: {e}")
+            self._finish(active, t, "failed", b.begin_ns)
+            return
+        low = self._below_floor()
+        if low:
+            t.fail(low)
+            self._finish(active, t, "disk_floor", b.begin_ns)
+            return
+        try:
+            t.bag = TrialBag(self.layout.bag(t.trial_id), RECORDED_TOPICS, compress=self.config.compress)
+        except BagError as e:
+            t.fail(str(e))
+        t.clip = ClipWriter(self.layout.clip(t.trial_id), self.config.clip)
+        for topic, log_ns, cdr in b.latched:
+            self._message_to(t, topic, log_ns, cdr, self._decode(topic, cdr))
+
+    def _on_end(self, active: dict[str, _Trial], e: _End) -> None:
+        t = active.get(e.trial_id)
+        if t is None:  # finished meanwhile (max duration, disk floor)
+            e.done.set_result(self._finished.get(e.trial_id))
+            return
+        t.waiters.append(e.done)
+        self._finish(active, t, "end", e.end_ns)
+
+    @staticmethod
+    def _decode(topic: str, cdr: bytes):
+        """The deserialized message, or the exception that says why it is not one."""
+        try:
+            return typestore().deserialize_cdr(cdr, RECORDED_TOPICS[topic])
+        except Exception as e:  # rosbags raises SerdeError, struct.error, IndexError... on bad bytes
+            return e
+
+    def _on_message(self, active: dict[str, _Trial], topic: str, log_ns: int, cdr: bytes) -> None:
+        mine = [t for t in active.values() if t.begin_ns <= log_ns]
+        if not mine:
+            return
+        msg = self._decode(topic, cdr)
+        for t in mine:
+            self._message_to(t, topic, log_ns, cdr, msg)
+
+    def _bad(self, t: _Trial, topic: str, why: str) -> None:
+        n = t.bad[topic] = t.bad.get(topic, 0) + 1
+        if n == 1:
+            log.warning("recording %s: a message on %s is not valid and is not written: %s", t.trial_id, topic, why)
+
+    def _message_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
+        if isinstance(msg, Exception):
+            self._bad(t, topic, f"{type(msg).__name__}: {msg}")
+            return
+        if topic in (_COLOR, _DEPTH):
+            self._image_to(t, topic, log_ns, cdr, msg)
+            return
+        if topic == _ANSWER and t.points is None:
+            self._answer_to(t, msg)
+        self._bag_write(t, topic, log_ns, cdr)
+
+    def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
+        stamp = stamp_to_ns(msg.header.stamp)
+        keep = self._image_period_ns is None or stamp // self._image_period_ns != t.image_slot.get(topic)
+        to_clip = topic == _COLOR and t.clip is not None and stamp // self._clip_period_ns != t.clip_slot
+        if not (keep or to_clip):
+            return
+        try:
+            pixels = image_to_rgb(msg) if topic == _COLOR else image_to_depth(msg)[0]
+        except (ValueError, TypeError) as e:
+            self._bad(t, topic, str(e))
+            return
+        if keep:
+            if self._image_period_ns is not None:
+                t.image_slot[topic] = stamp // self._image_period_ns
+            self._bag_write(t, topic, log_ns, cdr)
+        if to_clip:
+            t.clip_slot = stamp // self._clip_period_ns
+            self._clip_add(t, pixels, stamp)
+
+    def _answer_to(self, t: _Trial, msg) -> None:
+        try:
+            ans = PointAnswer.model_validate_json(msg.data)
+        except ValidationError:
+            return  # not an answer of ours; written to the bag all the same
+        if t.request_id is not None and ans.request_id != t.request_id:
+            return
+        t.points = [tuple(p) for p in ans.points_px]
+        t.first_is_target = bool(ans.points[0].usable) if ans.points else bool(t.points)
+        t.answer_width = ans.width
+
+    def _bag_write(self, t: _Trial, topic: str, log_ns: int, cdr: bytes) -> None:
+        if t.bag is None:
+            return
+        try:
+            t.bag.write(topic, log_ns, cdr)
+        except BagError as e:
+            t.fail(f"{e}; the partial bag was removed")
+            t.bag.abort()
+            t.bag = None
+
+    def _clip_add(self, t: _Trial, rgb, stamp_ns: int) -> None:
+        if t.points:
+            # points are pixels of the frame the agent saw; drawn on this frame before the clip scales it
+            scale = rgb.shape[1] / t.answer_width if t.answer_width else 1.0
+            rgb = draw_points(rgb, t.points, first_is_target=t.first_is_target, scale=scale)
+        try:
+            t.clip.add(rgb, stamp_ns)
+        except ClipError as e:
+            t.fail(f"{e}; the partial clip was removed")
+            self._drop_clip(t)
+
+    def _drop_clip(self, t: _Trial) -> None:
+        t.clip = None
+        try:
+            self.layout.clip(t.trial_id).unlink(missing_ok=True)
+        except OSError:
+            log.debug("removing a failed clip", exc_info=True)
+
+    def _finish(self, active: dict[str, _Trial], t: _Trial, ended_by: EndedBy, end_ns: int) -> None:
+        active.pop(t.trial_id, None)
+        rec = Recording(trial_id=t.trial_id, started_unix_ns=t.begin_ns,
+                        duration_s=round(max(0, end_ns - t.begin_ns) / 1e9, 3), ended_by=ended_by)
+        if t.bag is not None:
+            try:
+                rec.mcap_bytes = t.bag.close()
+                rec.bag, rec.mcap = self.layout.relative(t.bag.folder), self.layout.relative(t.bag.mcap_path)
+                rec.messages = {k: v for k, v in t.bag.counts.items() if v}
+                rec.color_frames, rec.depth_frames = t.bag.counts[_COLOR], t.bag.counts[_DEPTH]
+            except BagError as e:
+                t.fail(f"{e}; the partial bag was removed")
+                t.bag.abort()
+        if t.clip is not None:
+            try:
+                n = t.clip.close()
+                if n:
+                    path = self.layout.clip(t.trial_id)
+                    rec.clip, rec.clip_frames, rec.clip_bytes = self.layout.relative(path), n, path.stat().st_size
+            except (ClipError, OSError) as e:
+                t.fail(f"{e}; the partial clip was removed")
+                self._drop_clip(t)
+        for topic, n in t.bad.items():
+            t.errors.append(f"{n} message(s) on {topic} could not be decoded and were not written")
+        if ended_by == "max_duration":
+            t.errors.append(f"nobody ended the recording within {self.config.max_duration_s:g} s")
+        elif ended_by == "close":
+            t.errors.append("the recorder was closed during the recording")
+        if rec.clip is None and t.clip is not None:
+            t.errors.append("no colour frame was received")
+        with self._lock:
+            rec.dropped = self._dropped - t.dropped_before
+        rec.points_drawn = bool(t.points) and rec.clip is not None
+        rec.errors = list(t.errors)
+        rec.complete = not rec.errors and rec.mcap is not None and ended_by == "end"
+        if rec.mcap is not None or rec.clip is not None:
+            try:
+                self.layout.save(rec)
+            except OSError as e:
+                log.warning("recording %s: its record could not be written beside the files: %s", t.trial_id, e)
+        with self._lock:
+            self._finished[t.trial_id] = rec
+            while len(self._finished) > _KEEP_FINISHED:
+                self._finished.popitem(last=False)
+            self._running.discard(t.trial_id)
+        for w in t.waiters:
+            if not w.done():
+                w.set_result(rec)
+        log.info("recording %s ended (%s): %.1f s, %d colour frames, %d clip frames, %.1f MB bag, %.2f MB clip%s",
+                 t.trial_id, ended_by, rec.duration_s, rec.color_frames, rec.clip_frames, rec.mcap_bytes / 1e6,
+                 rec.clip_bytes / 1e6, "" if rec.complete else f", incomplete: {'; '.join(rec.errors) or ended_by}")

@@ -1,0 +1,106 @@
+"""``export_study``: one study's data in one folder, for a paper's supplementary material or a reviewer.
+
+``DIR/`` after ``pointlab act export --db FILE --study N --out DIR``:
+
+=========================  =================================================================
+``trials.csv``             the trial log (``study_results.trial_log_csv``: every stored field)
+``sus.csv``                the SUS surveys (``study_results.sus_csv``: q1..q10 and the score)
+``clips/<trial_uid>.mp4``  each trial's clip (H.264, the agent's points drawn)
+``recordings/<trial_uid>/``  each trial's rosbag2 folder (``metadata.yaml`` + MCAP), beside its
+                           ``recordings/<trial_uid>.json`` record; ``--camera bag:recordings/<uid>``
+                           plays one back, ``ros2 bag play recordings/<uid>`` too
+``export.json``            what was exported: the study, and per trial its row id, uid, agent,
+                           participant, block, judgement, files and whether its recording is
+                           complete; the trials whose files are missing, and why
+=========================  =================================================================
+
+The trials' recordings are found with ``bridge.recording.layout.recording_of`` (the row's ``recording``
+column, else the record beside the files). Paths stored in a row are data: one that leaves the
+recordings folder is never followed.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pointlab.benchmark.records import dumps_json
+
+from pointlab.bridge.recording.layout import RecordingLayout, recording_of
+from pointlab.bridge.study.store import Store, StoreError
+from pointlab.bridge.study.results import sus_csv, trial_log, trial_log_csv
+
+__all__ = ["export_study", "ExportError"]
+
+log = logging.getLogger(__name__)
+
+
+class ExportError(ValueError):
+    """The study does not exist or the output folder is not empty."""
+
+
+def _copy(src: Path | None, dst: Path, missing: list[str], what: str) -> str | None:
+    if src is None or not src.exists():
+        missing.append(what)
+        return None
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst)
+    else:
+        shutil.copy2(src, dst)
+    return dst.as_posix()
+
+
+def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir: str | Path) -> dict[str, Any]:
+    """Write study ``study_id`` of ``store`` into ``out`` (module docstring); returns ``export.json``'s
+    content (paths relative to ``out``).
+
+    Raises:
+        ExportError: unknown study, or ``out`` exists and is not an empty folder.
+        OSError: the output cannot be written (a missing recording is reported, not raised).
+    """
+    try:
+        study = store.study(study_id)
+    except StoreError as e:
+        raise ExportError(str(e)) from e
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} exists and is not an empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    trials = store.trials(study_id=study_id)
+    participants = store.participants(study_id)
+    (out / "trials.csv").write_text(trial_log_csv(trials, participants))
+    (out / "sus.csv").write_text(sus_csv(store.surveys(study_id=study_id), participants))
+
+    layout = RecordingLayout(recordings_dir)
+    items, missing_trials = [], []
+    for row, logged in zip(trials, trial_log(trials, participants)):
+        uid = row["trial_uid"]
+        rec = recording_of(row, layout)
+        missing: list[str] = []
+        item = {k: logged[k] for k in ("id", "trial_uid", "agent", "participant", "block", "judgement")}
+        item.update(clip=None, bag=None, mcap=None, complete=None if rec is None else rec.complete)
+        if rec is None:
+            missing.append("recording")
+        else:
+            src = layout.resolve(rec.clip) if rec.clip else None
+            if _copy(src, out / "clips" / f"{uid}.mp4", missing, "clip"):
+                item["clip"] = f"clips/{uid}.mp4"
+            src = layout.resolve(rec.bag) if rec.bag else None
+            if _copy(src, out / "recordings" / uid, missing, "bag"):
+                item["bag"] = f"recordings/{uid}"
+                item["mcap"] = f"recordings/{uid}/{Path(rec.mcap).name}" if rec.mcap else None
+            (out / "recordings").mkdir(exist_ok=True)
+            (out / "recordings" / f"{uid}.json").write_text(rec.model_dump_json(indent=1))
+        if missing:
+            missing_trials.append({"id": row["id"], "trial_uid": uid, "missing": missing})
+        items.append(item)
+    manifest = {"study": study, "n_trials": len(trials), "n_clips": sum(bool(i["clip"]) for i in items),
+                "n_recordings": sum(bool(i["bag"]) for i in items), "trials": items, "missing": missing_trials,
+                "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv"}}
+    (out / "export.json").write_text(dumps_json(manifest, indent=1))
+    if missing_trials:
+        log.warning("export of study %d: %d trial(s) without all their files", study_id, len(missing_trials))
+    return manifest

@@ -1,0 +1,502 @@
+"""The Point-Act SQLite store: studies, participants, trials and SUS surveys.
+
+Every write opens its own session and commits before returning, so a crash (or a killed server)
+loses nothing that was already saved or judged (issue 2: "a crash loses nothing already judged").
+The database runs in WAL mode so the results page can read while a trial is being written.
+
+Tables (SQLAlchemy 2.x ORM, one class each below): ``studies``, ``participants`` (invite token,
+agent order = the Latin-square row), ``trials`` (derived from :class:`~pointlab.bridge.trials.record.TrialResult`
+by ``bridge.study.trial_table``: every field a column, nested ones as JSON, plus study / participant /
+block / judgement / timestamps), ``surveys`` (the ten SUS responses and their 0-100 score),
+``meta`` (schema version; an older file is migrated in place when opened, see ``trial_table``).
+
+Timestamps are Unix seconds (``*_unix_s``, float, UTC).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine,
+                        event, func, select)
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from pointlab.benchmark.records import finite_json
+
+from pointlab.bridge.trials.attribution import settle
+from pointlab.bridge.study.sus import sus_score
+from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.study.trial_table import SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
+
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem", "trial_result"]
+
+log = logging.getLogger(__name__)
+
+JUDGEMENTS = ("succeeded", "failed")
+DEFAULT_MAX_REPEATS = 2  # an aborted trial's slot is offered again at most this many times
+DEFAULT_REVEAL_FLOOR_S = 4.0  # no agent's answer takes effect earlier than this after sending (blinding)
+
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` (an instruction, a label) cannot be stored, or ``None`` when it can.
+
+    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
+    string) cannot take it, so a trial with it would run and then fail to be saved. Control
+    characters other than tab/newline (NUL, terminal escapes) are refused too.
+    """
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            return "it contains an invalid character (a lone UTF-16 surrogate)"
+        if cat == "Cc" and ch not in "\t\n\r":
+            return f"it contains the control character U+{ord(ch):04X}"
+    return None
+
+
+class StoreError(Exception):
+    """The database cannot be opened or used (missing, corrupt, wrong schema), or an unknown id / bad value."""
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class StudyRow(Base):
+    __tablename__ = "studies"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(Text, default="")
+    scene: Mapped[str] = mapped_column(Text, default="")
+    agents: Mapped[list] = mapped_column(JSON)  # agent config names, in the study's canonical order
+    trials_per_agent: Mapped[int] = mapped_column(Integer)
+    design: Mapped[str] = mapped_column(Text, default="")  # how agent orders are balanced (docs)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    max_repeats: Mapped[int] = mapped_column(Integer, default=DEFAULT_MAX_REPEATS)  # aborted slots re-offered
+    reveal_floor_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_FLOOR_S)  # blinding floor
+
+
+class BlockStartRow(Base):
+    """The start of one participant's agent block: how the scene was reset and the starting frame."""
+
+    __tablename__ = "block_starts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), index=True)
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), index=True)
+    block: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(32))  # sim_reset | operator_confirmed
+    frame_jpeg: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    frame_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    __table_args__ = (UniqueConstraint("participant_id", "block"),)
+
+
+class SceneReferenceRow(Base):
+    """The reference photo of a study's starting scene (real hardware: the operator matches it)."""
+
+    __tablename__ = "scene_references"
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), primary_key=True)
+    frame_jpeg: Mapped[bytes] = mapped_column(LargeBinary)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+class ParticipantRow(Base):
+    __tablename__ = "participants"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), index=True)
+    token: Mapped[str] = mapped_column(String(128), unique=True, index=True)
+    label: Mapped[str] = mapped_column(Text, default="")
+    order_index: Mapped[int] = mapped_column(Integer)  # 0-based index of the participant in the study
+    agent_order: Mapped[list] = mapped_column(JSON)  # agent config names: block 0 is "Agent 1", ...
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+# Derived from TrialResult's fields (bridge.study.trial_table): the record is written down once.
+TrialRow = type("TrialRow", (Base,), trial_table_attrs())
+
+
+class SurveyRow(Base):
+    __tablename__ = "surveys"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int | None] = mapped_column(ForeignKey("studies.id"), index=True, nullable=True)
+    participant_id: Mapped[int | None] = mapped_column(ForeignKey("participants.id"), index=True, nullable=True)
+    block: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    agent: Mapped[str | None] = mapped_column(Text, nullable=True)
+    responses: Mapped[list] = mapped_column(JSON)
+    score: Mapped[float] = mapped_column(Float)
+    created_unix_s: Mapped[float] = mapped_column(Float)
+
+
+def _insert(s: Session, row: Base, message) -> int:
+    """Add ``row`` and return its id; a constraint it breaks (a repeated unique value, an unknown
+    foreign key) is a ``StoreError`` with ``message(reason)``."""
+    s.add(row)
+    try:
+        s.flush()
+    except IntegrityError as e:
+        raise StoreError(message(e.orig)) from e
+    return row.id
+
+
+def _of(q, row_cls, study_id: int | None, participant_id: int | None):
+    """``q`` restricted to one study and/or one participant (``None``: no restriction)."""
+    if study_id is not None:
+        q = q.where(row_cls.study_id == study_id)
+    if participant_id is not None:
+        q = q.where(row_cls.participant_id == participant_id)
+    return q
+
+
+def _row_dict(row: Base) -> dict[str, Any]:
+    return {c.key: getattr(row, c.key) for c in row.__table__.columns}
+
+
+def _sqlite_pragmas(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL: readers (results page) never block the writer; synchronous=FULL: a committed trial
+    # survives a power cut, not only a process crash.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+class Store:
+    """The SQLite store of one Point-Act deployment.
+
+    Args:
+        path: the ``.sqlite`` file. Created with its schema when absent (``create=True``).
+        create: when False, a missing file raises instead of being created (readers, ``pointlab`` reports).
+
+    Raises:
+        StoreError: the parent folder does not exist, the file is missing (``create=False``), the
+            file is not an SQLite database (corrupt, truncated, another format), or it was written
+            by another schema version.
+
+    Thread-safe for the web app's use: each method uses its own short session and connection.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"database {self.path} does not exist")
+            if not self.path.parent.is_dir():
+                raise StoreError(f"cannot create database {self.path}: folder {self.path.parent} does not exist")
+        elif self.path.is_dir():
+            raise StoreError(f"database path {self.path} is a folder, not a file")
+        self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
+        event.listen(self._engine, "connect", _sqlite_pragmas)
+        try:
+            with self._engine.connect() as conn:
+                ok = conn.exec_driver_sql("PRAGMA quick_check").scalar()
+            if ok != "ok":
+                raise StoreError(f"database {self.path} is corrupt: quick_check says {ok!r}")
+            Base.metadata.create_all(self._engine)
+            self._check_version()
+        except (DatabaseError, OperationalError) as e:
+            self._engine.dispose()
+            raise StoreError(f"database {self.path} cannot be opened as a pointlab SQLite store "
+                             f"(corrupt or not SQLite?): {e.orig if hasattr(e, 'orig') else e}") from e
+        except StoreError:
+            self._engine.dispose()
+            raise
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _check_version(self) -> None:
+        with Session(self._engine) as s:
+            row = s.get(Meta, "schema_version")
+            if row is None:
+                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                s.commit()
+            elif row.value != str(SCHEMA_VERSION):
+                try:
+                    version = int(row.value)
+                    migrate(s.connection(), version)
+                except (ValueError, MigrationError) as e:
+                    raise StoreError(f"database {self.path} has schema version {row.value}, "
+                                     f"this pointlab writes version {SCHEMA_VERSION} ({e})") from e
+                row.value = str(SCHEMA_VERSION)
+                s.commit()
+                log.info("database %s migrated from schema version %d to %d", self.path, version, SCHEMA_VERSION)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A SQLAlchemy session committed on normal exit and rolled back on an exception."""
+        s = self._sessions()
+        try:
+            yield s
+            s.commit()
+        except Exception:
+            s.rollback()
+            raise
+        finally:
+            s.close()
+
+    def close(self) -> None:
+        """Release the connections (the file stays consistent; committed data is on disk)."""
+        self._engine.dispose()
+
+    # -- studies and participants ---------------------------------------------------------------
+    def create_study(self, *, agents: Sequence[str], trials_per_agent: int, scene: str = "",
+                     name: str = "", design: str = "", max_repeats: int = DEFAULT_MAX_REPEATS,
+                     reveal_floor_s: float = DEFAULT_REVEAL_FLOOR_S) -> int:
+        """Insert a study and return its id.
+
+        Args:
+            max_repeats: how many times an aborted trial's slot is offered again, per block.
+            reveal_floor_s: seconds from sending before any agent's answer takes effect (blinding).
+
+        Raises:
+            StoreError: no agents, a repeated agent, ``trials_per_agent < 1``, ``max_repeats < 0`` or a
+                ``reveal_floor_s`` that is not a finite number in [0, 120].
+        """
+        agents = [str(a) for a in agents]
+        if not agents:
+            raise StoreError("a study needs at least one agent")
+        if len(set(agents)) != len(agents):
+            raise StoreError(f"agents repeat: {agents}")
+        if int(trials_per_agent) < 1:
+            raise StoreError(f"trials_per_agent must be >= 1, got {trials_per_agent}")
+        if int(max_repeats) < 0:
+            raise StoreError(f"max_repeats must be >= 0, got {max_repeats}")
+        if not (isinstance(reveal_floor_s, (int, float)) and math.isfinite(reveal_floor_s) and 0 <= reveal_floor_s <= 120):
+            raise StoreError(f"reveal_floor_s must be a number of seconds in [0, 120], got {reveal_floor_s!r}")
+        with self.session() as s:
+            row = StudyRow(name=name, scene=scene, agents=agents, trials_per_agent=int(trials_per_agent),
+                           design=design, created_unix_s=time.time(), max_repeats=int(max_repeats),
+                           reveal_floor_s=float(reveal_floor_s))
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def study(self, study_id: int) -> dict[str, Any]:
+        """The study as a dict (columns of ``studies``). Raises StoreError when unknown."""
+        with self.session() as s:
+            row = s.get(StudyRow, study_id)
+            if row is None:
+                raise StoreError(f"unknown study {study_id}")
+            return _row_dict(row)
+
+    def studies(self) -> list[dict[str, Any]]:
+        with self.session() as s:
+            return [_row_dict(r) for r in s.scalars(select(StudyRow).order_by(StudyRow.id))]
+
+    def add_participant(self, study_id: int, *, token: str, agent_order: Sequence[str], label: str = "") -> int:
+        """Insert a participant of ``study_id`` with its invite ``token`` and agent order; returns its id.
+
+        ``order_index`` is the number of participants the study had before (0 for the first).
+
+        Raises:
+            StoreError: unknown study, a token already used, or an order that is not a permutation
+                of the study's agents.
+        """
+        with self.session() as s:
+            study = s.get(StudyRow, study_id)
+            if study is None:
+                raise StoreError(f"unknown study {study_id}")
+            if sorted(agent_order) != sorted(study.agents):
+                raise StoreError(f"agent order {list(agent_order)} is not a permutation of {study.agents}")
+            n = self._count_participants(s, study_id)
+            row = ParticipantRow(study_id=study_id, token=token, label=label or f"P{n + 1}", order_index=n,
+                                 agent_order=list(agent_order), created_unix_s=time.time())
+            return _insert(s, row, lambda why: "invite token already in use")
+
+    @staticmethod
+    def _count_participants(s: Session, study_id: int) -> int:
+        return s.scalar(select(func.count(ParticipantRow.id)).where(ParticipantRow.study_id == study_id)) or 0
+
+    def participant_count(self, study_id: int) -> int:
+        """How many participants ``study_id`` has (0 for an unknown study)."""
+        with self.session() as s:
+            return self._count_participants(s, study_id)
+
+    def participant(self, participant_id: int) -> dict[str, Any]:
+        with self.session() as s:
+            row = s.get(ParticipantRow, participant_id)
+            if row is None:
+                raise StoreError(f"unknown participant {participant_id}")
+            return _row_dict(row)
+
+    def participant_by_token(self, token: str) -> dict[str, Any] | None:
+        """The participant holding invite ``token``, or ``None``."""
+        with self.session() as s:
+            row = s.scalars(select(ParticipantRow).where(ParticipantRow.token == token)).first()
+            return None if row is None else _row_dict(row)
+
+    def participants(self, study_id: int | None = None) -> list[dict[str, Any]]:
+        with self.session() as s:
+            q = select(ParticipantRow).order_by(ParticipantRow.id)
+            if study_id is not None:
+                q = q.where(ParticipantRow.study_id == study_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
+    # -- trials ---------------------------------------------------------------------------------
+    def save_trial(self, result: TrialResult, *, study_id: int | None = None, participant_id: int | None = None,
+                   block: int | None = None) -> int:
+        """Store every field of ``result`` (committed on return) and return the row id.
+
+        Raises:
+            StoreError: the trial id was stored before, or the study/participant does not exist.
+        """
+        data = finite_json(result)  # JSON values of every field (strict: a NaN point is null)
+        data["trial_uid"] = data.pop("trial_id")
+        with self.session() as s:
+            row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block,
+                           created_unix_s=time.time())
+            return _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
+                                               f"study/participant): {why}")
+
+    def set_judgement(self, trial_id: int, judgement: str) -> None:
+        """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``,
+        and with it the trial's ``outcome`` and ``failure_stage`` (``bridge.trials.attribution.settle``).
+
+        Raises:
+            StoreError: unknown trial, an aborted trial (not judged), or a judgement not in ``JUDGEMENTS``.
+        """
+        if judgement not in JUDGEMENTS:
+            raise StoreError(f"judgement must be one of {JUDGEMENTS}, got {judgement!r}")
+        with self.session() as s:
+            row = _trial_row(s, trial_id)
+            if row.outcome == "aborted":
+                raise StoreError(f"trial {trial_id} was aborted: it is not judged")
+            record = settle(trial_result(_row_dict(row)), judgement == "succeeded")
+            row.judgement, row.judged_unix_s = judgement, time.time()
+            row.outcome, row.failure_stage = record.outcome, record.failure_stage
+
+    def set_recording(self, trial_id: int, recording: dict[str, Any] | None) -> None:
+        """Record where trial ``trial_id``'s recording is (``bridge.recording.layout.Recording`` as JSON values).
+
+        Raises:
+            StoreError: unknown trial.
+        """
+        with self.session() as s:
+            row = _trial_row(s, trial_id)
+            row.recording = finite_json(recording)
+
+    def set_point_on_target(self, trial_id: int, on_target: bool | None) -> dict[str, Any]:
+        """Record whether the trial's first point was on the intended object (the operator's click on
+        real frames), updating its ``failure_stage``; returns the row.
+
+        Raises:
+            StoreError: unknown trial.
+        """
+        with self.session() as s:
+            row = _trial_row(s, trial_id)
+            row.point_on_target = on_target
+            record = settle(trial_result(_row_dict(row)), None)
+            row.failure_stage = record.failure_stage
+            return _row_dict(row)
+
+    # -- block starts and scene references -------------------------------------------------------
+    def save_block_start(self, *, study_id: int, participant_id: int, block: int, method: str,
+                         frame_jpeg: bytes | None, frame_index: int | None) -> int:
+        """Record the start of a participant's block (scene reset ``method`` and the starting frame).
+
+        Raises:
+            StoreError: the block was started before, or an unknown study/participant.
+        """
+        with self.session() as s:
+            row = BlockStartRow(study_id=study_id, participant_id=participant_id, block=block, method=method,
+                                frame_jpeg=frame_jpeg, frame_index=frame_index, created_unix_s=time.time())
+            return _insert(s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: "
+                                               f"{why}")
+
+    def block_starts(self, *, study_id: int | None = None, participant_id: int | None = None,
+                     with_frames: bool = False) -> list[dict[str, Any]]:
+        """Block starts as dicts, oldest first (``frame_jpeg`` only when ``with_frames``)."""
+        with self.session() as s:
+            q = _of(select(BlockStartRow).order_by(BlockStartRow.id), BlockStartRow, study_id, participant_id)
+            rows = [_row_dict(r) for r in s.scalars(q)]
+        if not with_frames:
+            for r in rows:
+                r.pop("frame_jpeg", None)
+        return rows
+
+    def set_scene_reference(self, study_id: int, frame_jpeg: bytes) -> None:
+        """Keep ``frame_jpeg`` as the study's reference scene (replacing an earlier one).
+
+        Raises:
+            StoreError: unknown study.
+        """
+        with self.session() as s:
+            if s.get(StudyRow, study_id) is None:
+                raise StoreError(f"unknown study {study_id}")
+            row = s.get(SceneReferenceRow, study_id)
+            if row is None:
+                s.add(SceneReferenceRow(study_id=study_id, frame_jpeg=frame_jpeg, created_unix_s=time.time()))
+            else:
+                row.frame_jpeg, row.created_unix_s = frame_jpeg, time.time()
+
+    def scene_reference(self, study_id: int) -> bytes | None:
+        """The study's reference scene JPEG, or ``None``."""
+        with self.session() as s:
+            row = s.get(SceneReferenceRow, study_id)
+            return None if row is None else row.frame_jpeg
+
+    def trial_result(self, trial_id: int) -> TrialResult:
+        """Trial row ``trial_id`` as the typed record. Raises StoreError when unknown."""
+        return trial_result(self.trial(trial_id))
+
+    def trial(self, trial_id: int) -> dict[str, Any]:
+        with self.session() as s:
+            row = _trial_row(s, trial_id)
+            return _row_dict(row)
+
+    def trials(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
+        """Trials as dicts (all ``trials`` columns), oldest first, optionally filtered."""
+        with self.session() as s:
+            q = _of(select(TrialRow).order_by(TrialRow.id), TrialRow, study_id, participant_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
+    # -- surveys --------------------------------------------------------------------------------
+    def save_survey(self, responses: Sequence[int], *, study_id: int | None = None,
+                    participant_id: int | None = None, block: int | None = None, agent: str | None = None) -> int:
+        """Store ten SUS responses with their 0-100 score (:func:`pointlab.bridge.study.sus.sus_score`); returns the row id.
+
+        Raises:
+            pointlab.bridge.study.sus.SusError: the responses are not ten integers 1-5 (nothing stored).
+            StoreError: unknown study or participant.
+        """
+        score = sus_score(responses)
+        with self.session() as s:
+            row = SurveyRow(study_id=study_id, participant_id=participant_id, block=block, agent=agent,
+                            responses=list(responses), score=score, created_unix_s=time.time())
+            return _insert(s, row, lambda why: f"survey cannot be stored (unknown study/participant): {why}")
+
+    def surveys(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
+        """Surveys as dicts (all ``surveys`` columns), oldest first, optionally filtered."""
+        with self.session() as s:
+            q = _of(select(SurveyRow).order_by(SurveyRow.id), SurveyRow, study_id, participant_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
+
+def trial_result(row: dict[str, Any]) -> TrialResult:
+    """A ``trials`` row (``Store.trials()`` item) as the typed record (store-only columns dropped)."""
+    data = {k: v for k, v in row.items() if k in TrialResult.model_fields or k == "trial_uid"}
+    data["trial_id"] = data.pop("trial_uid")
+    return TrialResult.model_validate(data)
+
+
+def _trial_row(s, trial_id: int) -> TrialRow:
+    """The trial's row in session ``s``. Raises: StoreError for an unknown trial."""
+    row = s.get(TrialRow, trial_id)
+    if row is None:
+        raise StoreError(f"unknown trial {trial_id}")
+    return row

