@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, computed_field
 
 __all__ = ["RefusalCode", "RefusalStage", "Refusal", "REFUSAL_STAGES", "RobotOutcome", "ROBOT_OUTCOMES",
-           "RobotErrorInfo", "PointEntry", "TrialOutcome", "AbortCode", "Abort", "FailureStage", "FAILURE_STAGES",
+           "RobotErrorInfo", "PointEntry", "TrialOutcome", "AbortCode", "ABORT_CODES", "Abort", "FailureStage", "FAILURE_STAGES",
            "AutoCheck"]
 
 RefusalCode = Literal["no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable",
@@ -41,9 +41,11 @@ REFUSAL_STAGES: dict[str, str] = {
 }
 
 # done: the motion sequence completed; refused: nothing was sent to the arm (see ``Refusal``);
+# halted: the operator's abort stopped the sequence in a controlled way (no fault, no e-stop);
 # robot_failure: the arm faulted, lost its connection or timed out, and was stopped;
-# stopped: emergency stop; agent_failure: the model gave no answer (network, timeout after retries).
-RobotOutcome = Literal["done", "refused", "robot_failure", "stopped", "agent_failure"]
+# stopped: emergency stop; agent_failure: the agent or the camera gave no answer;
+# not_moved: the trial ended before the arm was asked anything (an abort before the motion).
+RobotOutcome = Literal["done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved"]
 ROBOT_OUTCOMES: tuple[str, ...] = RobotOutcome.__args__
 
 
@@ -100,9 +102,19 @@ class PointEntry(BaseModel):
 # -- how a trial ends (docs/trials.md) ------------------------------------------------------------
 # succeeded / failed: judged (by the participant, or by the sim or the automatic check in headless
 # runs); aborted: the trial could not be a fair test of the agent (left out of success rates and
-# offered again): an emergency stop, a robot fault, the agent or the camera failing, the operator.
+# offered again). Why (docs/trials.md "Aborts"):
+#   operator_abort  the operator's *Abort trial* (a controlled stop, never an e-stop)
+#   estop           an emergency stop (the console's button, or the arm reported one)
+#   robot_fault     the arm faulted or lost its connection
+#   agent_error     the agent's call failed (network, HTTP error, its own timeout after retries)
+#   camera_error    the pointing node had no usable frame to show the agent
+#   timeout         a stage of the pipeline gave no result in time (answer, target, motion, halt)
+#   no_storage      the store or the recordings folder fell below the study's free-space floor
+#   system_error    the system refused its own command (a malformed arm command)
 TrialOutcome = Literal["succeeded", "failed", "aborted"]
-AbortCode = Literal["estop", "robot_fault", "agent_error", "camera_error", "operator_abort", "system_error"]
+AbortCode = Literal["operator_abort", "estop", "robot_fault", "agent_error", "camera_error", "timeout",
+                    "no_storage", "system_error"]
+ABORT_CODES: tuple[str, ...] = AbortCode.__args__
 
 # Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution
 # failed): the first point outside the intended object (pointing), no point at all (no_point), no
