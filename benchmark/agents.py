@@ -316,6 +316,15 @@ class HumanAgent(Agent):
             return False
         if not (math.isfinite(uv[0]) and math.isfinite(uv[1])):  # a NaN click would be an "ok" answer
             return False
+        return self._resolve(request_id, uv)
+
+    def decline(self, request_id: str) -> bool:
+        """Answer request ``request_id`` with no point (the operator cannot find what is asked): its
+        ``point()`` returns an answer without points, which a trial refuses as ``no_point``, exactly as
+        a model's answer that holds no point. ``False`` when the request is not open."""
+        return self._resolve(request_id, None)
+
+    def _resolve(self, request_id: str, value: tuple[float, float] | None) -> bool:
         with self._lock:
             entry = self._pending.pop(request_id, None)
         if entry is None:
@@ -324,7 +333,7 @@ class HumanAgent(Agent):
 
         def _set() -> None:
             if not fut.done():
-                fut.set_result(uv)
+                fut.set_result(value)
 
         try:
             loop.call_soon_threadsafe(_set)
@@ -355,7 +364,7 @@ class HumanAgent(Agent):
         with self._lock:
             self._pending[req.request_id] = (req, fut, loop)
         try:
-            u, v = await asyncio.wait_for(fut, timeout=self.timeout_s)
+            clicked = await asyncio.wait_for(fut, timeout=self.timeout_s)
         except asyncio.TimeoutError:
             return AgentAnswer(error=f"timeout: no human answer within {self.timeout_s:g} s",
                                latency_s=time.perf_counter() - t0, attempts=1, **base)
@@ -367,6 +376,10 @@ class HumanAgent(Agent):
         finally:
             with self._lock:
                 self._pending.pop(req.request_id, None)
+        if clicked is None:  # declined: no point, as a model that names none
+            return AgentAnswer(raw_text="", latency_s=time.perf_counter() - t0, attempts=1, entries=[],
+                               sent_size=(req.width, req.height), **base)
+        u, v = clicked
         pts = np.array([[u, v]], dtype=np.float64)
         # the click is a pixel centre of the image shown (xy_pixels), parsed like any answer
         entry = parse_points(f"[{u!r}, {v!r}]", "xy_pixels", req.width, req.height).first

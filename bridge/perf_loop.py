@@ -4,7 +4,7 @@ live view's frame rate, in sim.
 Measured per trial (sim-oracle over the sim model server; the model call is excluded):
 
 - ``point_to_command``: wall time from the pointing node publishing the answer to the arm node
-  receiving the command (answer -> targeting node -> target result -> runner -> command);
+  receiving the command (answer -> targeting node -> target result -> station -> command);
 - ``point_to_target``: the targeting node's share of it.
 
 Baseline, in the same run: ``compute_target`` called directly on a sim frame with the same points
@@ -38,10 +38,10 @@ def percentiles_ms(values_s) -> dict:
     return summarize(values_s, ("n", "p50", "p90", "p99", "mean"), scale=1e3, digits=3)
 
 
-def _poll_live_view(runner, stop: threading.Event, poll_hz: float, seen: list) -> None:
+def _poll_live_view(camera, stop: threading.Event, poll_hz: float, seen: list) -> None:
     period = 1.0 / poll_hz
     while not stop.is_set():
-        got = runner.live_view.latest_jpeg()
+        got = camera.latest_jpeg()
         if got is not None and (not seen or seen[-1][1] != got[1]):
             seen.append((time.monotonic(), got[1]))
         stop.wait(period)
@@ -89,6 +89,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     from pointlab.bridge.recording.layout import RecordingConfig
     from pointlab.bridge.ros.recorder import TrialRecorder
     from pointlab.bridge.session import SessionConfig, start_session
+    from pointlab.bridge.trials.headless import HEADLESS_SETTINGS
     from pointlab.bridge.trials.targeting import compute_target
 
     if trials < 1 or block < 1:
@@ -99,9 +100,9 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         update={"dir": Path(recordings_dir if recordings_dir is not None else tmp.name)})
     session = start_session(SessionConfig(time_scale=time_scale))
     try:
-        runner, world = session.runner, session.world
+        station, world = session.station, session.world
         stop, seen = threading.Event(), []
-        poller = threading.Thread(target=_poll_live_view, args=(runner, stop, poll_hz, seen), daemon=True)
+        poller = threading.Thread(target=_poll_live_view, args=(station.ports.camera, stop, poll_hz, seen), daemon=True)
         frames0, t0 = session.camera_node.frames_published, time.monotonic()
         poller.start()
         recorded_flags, recs, ends = [], [], []
@@ -118,14 +119,16 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
                         await asyncio.to_thread(recorder.close)
                         recorder = None
                     if i and i % len(script) == 0:
-                        world.reset()  # the script runs from the initial layout
+                        await station.reset_block()  # the script runs from the initial layout
                         # the sim camera stamps a frame after rendering it, so a frame rendered from the
                         # old layout can carry a stamp later than the reset: let one frame period pass
                         await asyncio.sleep(0.2)
                     item = script[i % len(script)]
                     if recorder is not None:
                         recorder.begin(f"perf-{i:04d}")
-                    out.append(await runner.run_trial(agent, item["instruction"], expected=item["expected"]))
+                    ran = await station.run_trial(agent, item["instruction"], expected=item["expected"],
+                                                  settings=HEADLESS_SETTINGS, auto_judge=True)
+                    out.append(ran.result)
                     recorded_flags.append(recorder is not None)
                     if recorder is not None:
                         t = time.perf_counter()
@@ -175,7 +178,8 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         "sim_success": sum(bool(r.sim_success) for r in results),
         "physics_real_time_factor": _rtf(world),
         "failures": [{"trial": i, "instruction": r.instruction, "action": r.action, "robot_outcome": r.robot_outcome,
-                      "sim_detail": r.sim_detail, "reason": (r.target or {}).get("reason") or r.robot_error}
+                      "sim_detail": r.sim_detail,
+                      "reason": str(r.refusal or r.abort or r.robot_error or "") or None}
                      for i, r in enumerate(results) if not r.sim_success][:10],
     }
     if recording:

@@ -7,8 +7,12 @@ What it starts, in order, from one ``SessionConfig``:
 2. that world's sim model server when the agents config has ``base_url = "sim"`` agents, and the
    agents (``benchmark.agents_config.load_agents``);
 3. one rclpy context with a ``MultiThreadedExecutor`` in a background thread (``ros.host.RosHost``),
-   and in it the camera, targeting, pointing and arm nodes and the ``RosTrialRunner``'s node;
-4. the SQLite store (``bridge.study.store.Store``) when ``db_path`` is given.
+   and in it the camera, targeting, pointing and arm nodes and the trial ports' node
+   (``ros.trial_ports.RosTrialPorts``);
+4. the SQLite store (``bridge.study.store.Store``) when ``db_path`` is given;
+5. the station (``bridge.trials.station.Station``): the trial machine over those ports, the scene
+   port of the world (``bridge.trials.scene``), the free-space port (``bridge.trials.storage``), the
+   recorder and the store.
 
 Calibration: an explicit file or ``Calibration`` always wins. ``calibration="table"`` fits a
 stand-in from the camera's first frame (``bridge.calibration.table``: the recorded table becomes the
@@ -37,7 +41,7 @@ from pointlab.perception.extrinsics import Calibration, load_camera_to_base
 from pointlab.robot.workspace import Workspace
 
 from pointlab.bridge.recording.layout import RecordingConfig
-from pointlab.bridge.ros.runner import RunnerTimeouts
+from pointlab.bridge.trials.machine import TrialRules
 from pointlab.bridge.worlds import spec_kind, world_class_for
 
 __all__ = ["Session", "SessionConfig", "start_session", "SessionError"]
@@ -53,7 +57,8 @@ class SessionError(RuntimeError):
 class Session:
     """A running Point-Act system. Attributes are the live parts (``None`` when not used)."""
 
-    runner: Any
+    station: Any
+    ports: Any  # the ``ros.trial_ports.RosTrialPorts``
     store: Any
     host: Any
     agents: dict
@@ -73,18 +78,16 @@ class Session:
 
     @property
     def parts(self):
-        """The running system as the web app uses it (``bridge.trials.record.PointActParts``): a simulated
-        camera and arm restore the scene themselves, real hardware needs the operator."""
-        from pointlab.bridge.trials.scene import ManualScene, WorldScene
+        """The running system as the web app uses it (``bridge.trials.station.PointActParts``)."""
+        from pointlab.bridge.trials.station import PointActParts
 
-        sim = self.world is not None and self.world_drives_scene
-        return self.runner.parts(WorldScene(self.world) if sim else ManualScene())
+        return PointActParts(self.station, self.ports.human)
 
     def wait_ready(self, timeout_s: float = 10.0) -> bool:
-        """Wait until the runner has a colour frame and an arm state; ``False`` on timeout."""
+        """Wait until a colour frame and an arm state have arrived; ``False`` on timeout."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.runner.ready():
+            if self.ports.ready():
                 return True
             time.sleep(0.02)
         return False
@@ -122,7 +125,8 @@ class SessionConfig(BaseModel):
         time_scale: the sim arm's motion-time multiplier (tests: ~0.02; ignored for a real arm).
         workspace: the envelope, shared by targeting and the arm.
         camera_fps: upper bound of the camera node's rate, frames per second.
-        timeouts: per-stage timeouts of the runner.
+        timeouts: per-stage timeouts of the trial machine (``bridge.trials.machine.TrialRules``).
+        seed: seeds the station's reveal-time draws (``None``: from the OS).
         domain_id: ROS domain id (``None``: ``ROS_DOMAIN_ID`` of the environment).
         ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
         graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
@@ -141,7 +145,8 @@ class SessionConfig(BaseModel):
     time_scale: float = Field(1.0, ge=0, allow_inf_nan=False)
     workspace: Workspace = Field(default_factory=Workspace)
     camera_fps: float = Field(30.0, gt=0, allow_inf_nan=False)
-    timeouts: RunnerTimeouts = Field(default_factory=RunnerTimeouts)
+    timeouts: TrialRules = Field(default_factory=TrialRules)
+    seed: int | None = None
     domain_id: int | None = Field(None, ge=0, le=232)
     ready_timeout_s: float = Field(15.0, ge=0, allow_inf_nan=False)
     graph_check_s: float = Field(1.0, ge=0, allow_inf_nan=False)
@@ -220,7 +225,6 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     from pointlab.perception.camera import make_camera
     from pointlab.robot.arm import Arm, MotionConfig, make_arm
 
-    from pointlab.bridge.ros.runner import RosTrialRunner
 
     world_cls = world_class_for(config.camera, config.robot)
     world = world_cls() if world_cls is not None else None
@@ -232,7 +236,7 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
 
     cam = new_camera()  # a bad camera spec is a CameraSourceError before anything else
     cal = _calibration(config, world, sim_camera, sim_robot, new_camera)
-    session = Session(runner=None, store=None, host=None, agents={}, calibration=cal, world=world,
+    session = Session(station=None, ports=None, store=None, host=None, agents={}, calibration=cal, world=world,
                       camera_spec=config.camera, robot_spec=config.robot, world_drives_scene=sim_camera and sim_robot)
     session._closers.append(lock.release)  # released last
     try:
@@ -278,20 +282,21 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         nonce = secrets.token_hex(8)  # the arm node takes commands from this session's runner only
         session.arm_node = host.add(ArmNode(arm, context=ctx, session=nonce))
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
-        session.runner = RosTrialRunner(host, list(agents), judge=world.judge if sim_robot else None,
-                                        infer_expected=world.infer_expected if sim_robot and sim_camera else None,
-                                        intended_mask=world.intended_mask if sim_robot and sim_camera else None,
-                                        human=agents[humans[0]] if humans else None, human_agent_names=humans,
-                                        timeouts=config.timeouts, session=nonce)
-        session._closers.append(session.runner.close)
+        from pointlab.bridge.ros.trial_ports import RosRecorderPort, RosTrialPorts
+
+        session.ports = RosTrialPorts(host, session=nonce, human=agents[humans[0]] if humans else None,
+                                      human_agent_names=humans)
+        session._closers.append(session.ports.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
+        recorder = None
         if config.recording is not None and config.db_path is not None:
             from pointlab.bridge.ros.recorder import TrialRecorder
 
             session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path)
             session._closers.append(session.recorder.close)  # before the host goes
-            session.runner.recorder = session.recorder
+            recorder = RosRecorderPort(session.recorder)
+        session.station = _station(config, session, world if sim_robot else None, sim_camera, humans, recorder)
         if config.graph_check_s > 0:
             from pointlab.bridge.ros.graph_guard import GraphClash, wait_for_clashes
 
@@ -313,6 +318,27 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session.close()
         raise
     return session
+
+
+def _station(config: SessionConfig, session: Session, world, sim_camera: bool, humans: list[str], recorder):
+    """The station of a session: the trial machine over the session's ports."""
+    from pointlab.bridge.recording.layout import default_recordings_dir
+    from pointlab.bridge.trials.ports import Ports
+    from pointlab.bridge.trials.scene import ManualScene, WorldScene
+    from pointlab.bridge.trials.station import Station
+    from pointlab.bridge.trials.storage import DiskStorage
+
+    scene = WorldScene(world, reads_frames=sim_camera) if world is not None else ManualScene()
+    where = () if config.db_path is None else (config.db_path, default_recordings_dir(config.db_path))
+    store = None
+    if session.store is not None:
+        from pointlab.bridge.study.trial_store import StudyStorePort
+
+        store = StudyStorePort(session.store)
+    p = session.ports
+    ports = Ports(agent=p.pointing, targeting=p.pointing, arm=p.arm, camera=p.camera, storage=DiskStorage(*where),
+                  scene=scene, recorder=recorder, store=store)
+    return Station(ports, list(session.agents), human_agents=humans, rules=config.timeouts, seed=config.seed)
 
 
 def _close_agents(pointing_node, agents: dict) -> None:

@@ -70,6 +70,10 @@ class World(Protocol):
         """Restore the starting scene exactly (objects, arm home, tool open)."""
         ...
 
+    def held(self) -> str | None:
+        """The object the arm's tool holds by physics now, or ``None`` (the belief's evidence)."""
+        ...
+
 
 def spec_kind(spec: str) -> str:
     """The type of a camera or robot spec: the text before the first ``:``."""

@@ -111,6 +111,9 @@ class SimWorldPlugin:
     def reset(self) -> None:
         self.sim.reset()
 
+    def held(self) -> str | None:
+        return self.sim.held()
+
     def physics_stats(self) -> dict:
         """Physics time of this world so far (beyond the ``World`` protocol, for ``pointlab perf``):
         ``{"simulated_s", "stepping_wall_s", "real_time_factor"}`` (simulated seconds per wall second

@@ -17,7 +17,7 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
 from pointlab.bridge.study.store import Store
-from pointlab.bridge.trials.record import PointActParts
+from pointlab.bridge.trials.station import PointActParts
 
 from . import routes_arm, routes_pages, routes_participant, routes_results, routes_scene, routes_studies, ws
 from .context import AppContext, UiSettings
@@ -29,7 +29,7 @@ def create_app(parts: PointActParts, store: Store, *, operator_token: str, setti
     """Build the app.
 
     Args:
-        parts: the running system (:class:`pointlab.bridge.trials.record.PointActParts`; ``Session.parts``).
+        parts: the running system (:class:`pointlab.bridge.trials.station.PointActParts`; ``Session.parts``).
         store: the study database.
         operator_token: the secret of the operator console (>= 8 characters).
         settings: frame rate, message limits, public URL for invite links (defaults: ``UiSettings()``).

@@ -1,4 +1,4 @@
-"""The web app's runtime state: the runner, the store, the arm queue, the trial in progress.
+"""The web app's runtime state: the station, the store, the arm queue, the trial in progress.
 
 One :class:`AppContext` per app (``app.state.ctx``), built by :func:`pointlab.ui.app.create_app`;
 nothing here is global, so tests can run several apps side by side.
@@ -16,7 +16,8 @@ from typing import Any
 from pointlab.bridge.recording.layout import RecordingLayout, default_recordings_dir
 from pointlab.bridge.study.store import Store
 from pointlab.bridge.study.design import ArmQueue
-from pointlab.bridge.trials.record import LiveView, PointActParts
+from pointlab.bridge.trials.ports import CameraPort
+from pointlab.bridge.trials.station import PointActParts
 
 __all__ = ["UiSettings", "AppContext", "CurrentTrial", "FrameFeed", "FRAME_POLL_S"]
 
@@ -90,11 +91,11 @@ class FrameFeed:
     (``RosLiveView.idle_after_s``). Used from the event loop only.
 
     Args:
-        live_view: the session's ``bridge.trials.record.LiveView``.
+        live_view: the station's camera port (``latest_jpeg``).
         poll_s: seconds between polls (a frame waits at most this long after it was encoded).
     """
 
-    def __init__(self, live_view: LiveView, poll_s: float) -> None:
+    def __init__(self, live_view: CameraPort, poll_s: float) -> None:
         self._live_view = live_view
         self._poll_s = poll_s
         self._value: tuple[bytes, int] | None = None
@@ -155,7 +156,10 @@ class FrameFeed:
 
 
 class AppContext:
-    """Everything the routes and websockets share. Used from the event loop only."""
+    """Everything the routes and websockets share. Used from the event loop only.
+
+    The trial rules (who may move the arm, the stop, the belief) are the station's
+    (``parts.station``); the app keeps only who is in the queue and whose trial runs (``current``)."""
 
     def __init__(self, parts: PointActParts, store: Store, operator_token: str, settings: UiSettings) -> None:
         if not operator_token or len(operator_token) < 8:
@@ -167,9 +171,21 @@ class AppContext:
         self.recordings = RecordingLayout(settings.recordings_dir or default_recordings_dir(store.path))
         self.queue = ArmQueue()
         self.current: CurrentTrial | None = None
-        self.stopped = False  # set by the emergency stop, cleared by reset: no trial starts meanwhile
         # (participant id, block) waiting for the operator's "scene reset" (real hardware only)
         self.pending_block: tuple[int, int] | None = None
         self.frames = FrameFeed(parts.live_view, FRAME_POLL_S)
-        self.arm_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task] = set()  # running trials (kept referenced until done)
+
+    @property
+    def station(self):
+        """The station (``bridge.trials.station.Station``): trials, the arm, the stop, the belief."""
+        return self.parts.station
+
+    @property
+    def stopped(self) -> bool:
+        """The emergency stop is engaged (no trial starts until the operator resets the arm)."""
+        return self.parts.station.stopped
+
+    def busy(self) -> bool:
+        """A trial, a block reset or an arm action is running or claimed."""
+        return self.current is not None or self.parts.station.busy

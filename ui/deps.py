@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, HTTPException, Path, Query, Request, status
 from pydantic import AfterValidator
 
-from pointlab.bridge.study.store import Store, text_problem
+from pointlab.bridge.study.store import Store
+from pointlab.bridge.trials.record import text_problem
 
 from .context import AppContext
 
@@ -95,7 +96,7 @@ IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
 IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]
 
 
-unusable_text = text_problem  # why a text cannot be stored, or None (bridge.study.store.text_problem)
+unusable_text = text_problem  # why a text cannot be stored, or None (bridge.trials.record.text_problem)
 
 
 def _storable(text: str) -> str:

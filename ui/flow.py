@@ -14,9 +14,11 @@ import logging
 import math
 from typing import Any
 
+from pointlab.bridge.study.design import Step, alias, next_step, trial_settings
 from pointlab.bridge.study.store import JUDGEMENTS, StoreError
-from pointlab.bridge.study.design import Step, alias, next_step
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
+from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.station import StationBusy
 
 from .context import AppContext, CurrentTrial
 from .deps import unusable_text
@@ -29,12 +31,15 @@ log = logging.getLogger(__name__)
 
 # Fixed texts per robot outcome (bridge.trials.outcomes.ROBOT_OUTCOMES); no runner text reaches a participant.
 # Neutral: "finished its motion" says the arm stopped, not that the instruction was carried out.
+# The outcomes that only aborted trials have (halted, stopped, not_moved, ...) are told by ABORT_WORDS.
 OUTCOME_MESSAGES = {
     "done": "The robot finished its {action} motion. Compare the two pictures.",
     "refused": "The robot did not move: {refusal}.",
     "robot_failure": "The robot reported a fault and stopped.",
     "agent_failure": "The agent did not answer.",
     "stopped": "The robot was stopped by the operator.",
+    "halted": "The robot was stopped by the operator.",
+    "not_moved": "The robot did not move.",
 }
 # Refusal codes of bridge.trials.outcomes, in plain words (a refusal is not a fault: nothing moved).
 REFUSAL_WORDS = {
@@ -54,23 +59,23 @@ class FlowError(Exception):
 
 
 def current_action(ctx: AppContext) -> str:
-    """``place`` when the gripper holds something, else ``pick`` (PointArena sec. 3.4)."""
-    try:
-        return "place" if ctx.parts.arm.holding() else "pick"
-    except Exception:  # a state read failing must not break the page; a pick is the safe label
-        log.exception("arm.holding() failed")
-        return "pick"
+    """``place`` when the arm's belief says it holds something, else ``pick`` (PointArena sec. 3.4)."""
+    return ctx.station.next_action()
 
 
-# Why an aborted trial did not count, in plain words (bridge.trials.outcomes.AbortCode); it is offered again.
+# Why an aborted trial did not count, in plain words (bridge.trials.outcomes.AbortCode).
 ABORT_WORDS = {
-    "estop": "the robot was stopped",
+    "estop": "the robot was stopped with the emergency stop",
     "operator_abort": "the operator stopped the trial",
     "robot_fault": "the robot reported a fault",
     "agent_error": "the agent did not answer",
     "camera_error": "the camera gave no picture",
-    "system_error": "the system did not respond in time",
+    "timeout": "a part of the system did not respond in time",
+    "no_storage": "there is no room left to record the trial",
+    "system_error": "the system did not respond correctly",
 }
+AGAIN = {True: "The same trial is offered again.",
+         False: "This agent's repeats are used up, so the trial is not offered again."}
 
 
 def participant_step(ctx: AppContext, participant: dict) -> Step:
@@ -83,16 +88,17 @@ def participant_step(ctx: AppContext, participant: dict) -> Step:
                      max_repeats=study.get("max_repeats", 2))
 
 
-def blinded_trial(row: dict) -> dict[str, Any]:
-    """A stored trial as a participant may see it."""
+def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
+    """A stored trial as a participant may see it. ``offered_again``: an aborted trial's slot is offered
+    again (the block has repeats left), which the message says."""
     outcome = row["robot_outcome"] if row["robot_outcome"] in OUTCOME_MESSAGES else "robot_failure"
+    # an answer that could not be read holds no point: told exactly as any answer without a point,
+    # which the human reference's console can give too (its "No point" button), so it singles out no model
     refusal = (row.get("refusal") or {}).get("code") or "no_point"
     aborted = row.get("outcome") == "aborted"
     if aborted:
         why = ABORT_WORDS.get((row.get("abort") or {}).get("code"), "the trial could not be completed")
-        message = f"This trial does not count: {why}. You will be asked to try again."
-    elif outcome == "refused" and row.get("parse_error"):
-        message = "The robot did not move: the agent's answer could not be read."
+        message = f"This trial does not count: {why}. {AGAIN[bool(offered_again)]}"
     else:
         message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
                                                    refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
@@ -102,7 +108,8 @@ def blinded_trial(row: dict) -> dict[str, Any]:
     points = [[int(math.floor(u + 0.5)), int(math.floor(v + 0.5))] for u, v in (row.get("points_px") or [])
               if isinstance(u, (int, float)) and isinstance(v, (int, float)) and math.isfinite(u) and math.isfinite(v)]
     size = row.get("frame_size")
-    return {"trial_id": row["id"], "alias": alias(row["block"]) if row.get("block") is not None else None,
+    return {"trial_id": row["id"], "number": row.get("number"),
+            "alias": alias(row["block"]) if row.get("block") is not None else None,
             "instruction": row["instruction"], "action": row["action"], "points_px": points,
             "frame_size": [int(x) for x in size] if size else None,
             "outcome": "aborted" if aborted else outcome, "message": message,
@@ -148,8 +155,10 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
     if step.kind != "trial":
         raise FlowError({"judge": "judge the last trial first", "sus": "fill in the questionnaire first",
                          "setup": "wait until the robot and the scene are reset for this agent"}[step.kind])
-    if ctx.current is not None or ctx.arm_lock.locked():
+    if ctx.current is not None:
         raise FlowError("the robot is busy")
+    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"]))):
+        raise FlowError(problem)  # stopped, busy, not ready, or too little room to store the trial
     return step, text
 
 
@@ -182,25 +191,25 @@ async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, 
     elif ctx.current is not claim:
         raise FlowError("the robot is busy")
     try:
-        if ctx.arm_lock.locked():
-            raise FlowError("the robot is busy")
-        async with ctx.arm_lock:
-            floor = float(ctx.store.study(participant["study_id"]).get("reveal_floor_s") or 0.0)
-            try:
-                # the recording goes on until the participant has judged (the clip shows what they saw)
-                result = await ctx.parts.trials.run_trial(claim.agent, text, reveal_floor_s=floor, keep_recording=True)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # the runner promises not to raise; if it does, say so without details
-                log.exception("run_trial crashed for agent %s", claim.agent)
-                raise FlowError("the trial could not run; please tell the operator") from e
-            finally:
-                release_arm(ctx, claim)
-            trial_id = ctx.store.save_trial(result, study_id=participant["study_id"],
-                                            participant_id=participant["id"], block=step.block)
+        settings = trial_settings(ctx.store.study(participant["study_id"]))
+        slot = Slot(participant["study_id"], participant["id"], step.block)
+        try:
+            # the recording goes on until the participant has judged (the clip shows what they saw);
+            # the station stores the trial in its slot before it returns
+            ran = await ctx.station.run_trial(claim.agent, text, slot=slot, settings=settings, keep_recording=True)
+        except asyncio.CancelledError:
+            raise
+        except StationBusy as e:
+            raise FlowError(str(e)) from e
+        except Exception as e:  # the station does not raise for trial failures; a crash is told without details
+            log.exception("run_trial crashed for agent %s", claim.agent)
+            raise FlowError("the trial could not run; please tell the operator") from e
     finally:
         release_arm(ctx, claim)
-    return blinded_trial(ctx.store.trial(trial_id))
+    if ran.stored_id is None:
+        raise FlowError("the trial could not be stored; please tell the operator")
+    again = ran.result.outcome == "aborted" and participant_step(ctx, participant).repeat
+    return blinded_trial(ctx.store.trial(ran.stored_id), offered_again=again)
 
 
 # -- block setup: the starting scene of each agent block ---------------------------------------------
@@ -213,7 +222,7 @@ def request_block_start(ctx: AppContext, participant: dict) -> Step:
     _check_turn(ctx, participant)
     if ctx.stopped:
         raise FlowError("the robot is stopped; wait for the operator to reset it")
-    if ctx.current is not None or ctx.arm_lock.locked():
+    if ctx.busy():
         raise FlowError("the robot is busy")
     return step
 
@@ -225,21 +234,17 @@ async def prepare_block(ctx: AppContext, participant: dict, step: Step, *, metho
     fresh camera frame. Raises FlowError when the arm cannot be reset (nothing is stored then)."""
     claim = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block, step.alias,
                          participant["agent_order"][step.block], "(resetting the scene)", "reset")
-    if ctx.current is not None or ctx.arm_lock.locked():
+    if ctx.busy():
         raise FlowError("the robot is busy")
     ctx.current = claim
     try:
-        async with ctx.arm_lock:
-            for do in (ctx.parts.arm.release, ctx.parts.arm.home):
-                res = await do()
-                if res.get("outcome") != "done":
-                    raise FlowError("the robot could not be reset for the next agent; please tell the operator")
-            if ctx.parts.scene.automatic:
-                await asyncio.to_thread(ctx.parts.scene.restore)
-            frame = await _fresh_frame(ctx)
-            ctx.store.save_block_start(study_id=participant["study_id"], participant_id=participant["id"],
-                                       block=step.block, method=method, frame_jpeg=frame[0] if frame else None,
-                                       frame_index=frame[1] if frame else None)
+        res = await ctx.station.reset_block()
+        if res.get("outcome") != "done":
+            raise FlowError("the robot could not be reset for the next agent; please tell the operator")
+        frame = await _fresh_frame(ctx)
+        ctx.store.save_block_start(study_id=participant["study_id"], participant_id=participant["id"],
+                                   block=step.block, method=method, frame_jpeg=frame[0] if frame else None,
+                                   frame_index=frame[1] if frame else None)
     finally:
         release_arm(ctx, claim)
     return {"type": "block_started", "block": step.block, "alias": step.alias}
@@ -265,7 +270,7 @@ async def end_trial_recording(ctx: AppContext, trial_id: int) -> None:
     recording is a record of the trial, not a reason to fail the judgement)."""
     try:
         row = ctx.store.trial(trial_id)
-        rec = await ctx.parts.trials.end_recording(row["trial_uid"])
+        rec = await ctx.station.end_recording(row["trial_uid"])
         if rec is not None:
             ctx.store.set_recording(trial_id, rec)
     except Exception:

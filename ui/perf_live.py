@@ -3,7 +3,7 @@ while the sim arm runs trials, and the sim physics' real-time factor.
 
 A sim session (``start_session("sim", "sim")``) serves the web app on 127.0.0.1; N participants are
 invited to one study and N pages of Debian's Chromium (Playwright) open their invite links. While
-the demo script runs through the runner (the arm moving at ``time_scale``), each page counts the
+the demo script runs through the station (the arm moving at ``time_scale``), each page counts the
 binary (JPEG) websocket messages it receives (``window.__pl.frames`` of ``participant.js``). The
 result per page is frames received per second over the measurement window; the server side adds
 the camera node's published frames per second, the sim camera's renders (distinct states drawn)
@@ -26,8 +26,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
-def _run_trials(runner, world, stop: threading.Event, agent: str, out: list) -> None:
-    from pointlab.bridge.trials.headless import demo_script
+def _run_trials(station, stop: threading.Event, agent: str, out: list) -> None:
+    from pointlab.bridge.trials.headless import HEADLESS_SETTINGS, demo_script
 
     script = demo_script("sim", "sim")
 
@@ -35,10 +35,12 @@ def _run_trials(runner, world, stop: threading.Event, agent: str, out: list) -> 
         i = 0
         while not stop.is_set():
             if i and i % len(script) == 0:
-                world.reset()
+                await station.reset_block()
                 await asyncio.sleep(0.2)
             item = script[i % len(script)]
-            out.append(await runner.run_trial(agent, item["instruction"], expected=item["expected"]))
+            ran = await station.run_trial(agent, item["instruction"], expected=item["expected"],
+                                          settings=HEADLESS_SETTINGS, auto_judge=True)
+            out.append(ran.result)
             i += 1
 
     asyncio.run(loop())
@@ -97,7 +99,7 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                     pages.append(page)
                 for page in pages:
                     page.wait_for_function("window.__pl && window.__pl.frames > 0", timeout=30_000)
-                worker = threading.Thread(target=_run_trials, args=(session.runner, world, stop, agent, trials),
+                worker = threading.Thread(target=_run_trials, args=(session.station, stop, agent, trials),
                                           daemon=True)
                 worker.start()
                 time.sleep(min(2.0, seconds / 4))  # the first trial under way

@@ -42,26 +42,25 @@ def queue_to_back(participant_id: IdPath, _: Operator, ctx: Ctx) -> dict:
 
 @router.post("/arm/stop")
 def emergency_stop(_: Operator, ctx: Ctx) -> dict:
-    """Emergency stop: the runner stops the arm; no trial starts until ``/api/arm/reset``."""
-    ctx.stopped = True  # first: even if the runner call fails, no new trial starts
+    """Emergency stop: the station stops the arm at once and ends a running trial ``aborted``
+    (``estop``); no trial starts until ``/api/arm/reset``."""
     try:
-        ctx.parts.arm.emergency_stop()
+        ctx.station.emergency_stop()  # marks the station stopped first: even if the arm call fails
     except Exception as e:
-        log.exception("arm.emergency_stop failed")
+        log.exception("emergency stop failed")
         raise HTTPException(500, f"emergency stop failed: {e}; use the arm's hardware stop") from e
     return {"stopped": True}
 
 
 @router.post("/arm/reset")
 def reset(_: Operator, ctx: Ctx) -> dict:
-    """Reset the arm (clear the stop, home) and allow trials again."""
+    """Reset the arm (leave the stop; the arm's bring-up runs again) and allow trials again."""
     try:
-        ctx.parts.arm.reset()
+        ctx.station.reset()
     except Exception as e:
-        log.exception("arm.reset failed")
+        log.exception("arm reset failed")
         raise HTTPException(500, f"reset failed: {e}") from e
-    ctx.stopped = False
-    return {"stopped": False}
+    return {"stopped": ctx.stopped}
 
 
 @router.post("/arm/release")
@@ -72,14 +71,13 @@ async def release(_: Operator, ctx: Ctx) -> dict:
     wait for it (it holds the arm lock)."""
     if ctx.stopped:
         raise HTTPException(409, "the arm is stopped; reset it first")
-    if ctx.current is not None or ctx.arm_lock.locked():
+    if ctx.busy():
         raise HTTPException(409, "a trial is running; open the gripper after it")
-    async with ctx.arm_lock:
-        try:
-            res = await ctx.parts.arm.release()
-        except Exception as e:
-            log.exception("arm.release failed")
-            raise HTTPException(500, f"opening the gripper failed: {e}") from e
+    try:
+        res = await ctx.station.release()
+    except Exception as e:
+        log.exception("arm release failed")
+        raise HTTPException(500, f"opening the gripper failed: {e}") from e
     if res.get("outcome") != "done":
         code = 409 if res.get("outcome") == "stopped" else 500
         raise HTTPException(code, f"the gripper was not opened ({res.get('outcome')}): {res.get('error')}")
@@ -99,6 +97,15 @@ def human_request_image(request_id: str, _: Operator, ctx: Ctx) -> Response:
         if r["request_id"] == request_id:
             return Response(base64.b64decode(r["jpeg_b64"]), media_type="image/jpeg")
     raise HTTPException(404, "no such open request")
+
+
+@router.post("/human-requests/{request_id}/decline")
+def decline(request_id: str, _: Operator, ctx: Ctx) -> dict:
+    """The human reference gives no point (cannot find what is asked): the trial is refused
+    ``no_point``, told to the participant exactly as a model's answer without a point. 404 unknown."""
+    if not ctx.parts.human.decline(request_id):
+        raise HTTPException(404, "no such open request")
+    return {"request_id": request_id, "declined": True}
 
 
 @router.post("/human-requests/{request_id}/answer")

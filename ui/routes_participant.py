@@ -32,8 +32,8 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx, which: Literal["befo
     ``trial_id``. The judgement shows the two side by side.
 
     404 (one message for all cases, so ids of other participants' trials are not revealed): not the
-    caller's trial, or the runner no longer keeps its frame (``RosTrialRunner`` keeps the last 50
-    trials in memory, so not after a restart; the page then draws the points on the live view).
+    caller's trial, or the trial has no such frame (the store keeps both frames of every trial that
+    got as far as pointing, refusals included; an abort before the answer has none).
     """
     not_found = HTTPException(404, "no frame for this trial")
     try:
@@ -42,7 +42,7 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx, which: Literal["befo
         raise not_found from None
     if row.get("participant_id") != c.participant["id"]:
         raise not_found
-    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"], which)
+    jpeg = ctx.station.trial_jpeg(row["trial_uid"], which)
     if not jpeg:
         raise not_found
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

@@ -22,7 +22,7 @@ from fastapi.responses import FileResponse, Response
 from pointlab.benchmark.records import finite_json
 from pointlab.bridge.recording.layout import recording_of
 from pointlab.bridge.study.store import StoreError
-from pointlab.bridge.study.results import agent_results, trial_log, trial_log_csv
+from pointlab.bridge.study.results import agent_results, study_blocks, trial_log, trial_log_csv
 
 from .context import AppContext
 from .deps import Ctx, Db, IdPath, IdQuery, Operator, resolve_token
@@ -50,20 +50,24 @@ def _clip_path(ctx: AppContext, row: dict):
 
 @router.get("/results")
 def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
-    """``{"study", "agents": [per-agent results], "surveys", "trials": [trial log], "block_starts"}`` (see
-    bridge.study.results); each trial also has ``clip_url`` (signed, see the module docstring) or
-    ``None`` when it has no clip."""
+    """``{"study", "agents": [per-agent results], "blocks": [every participant's block, ``short``
+    flagged], "surveys", "trials": [trial log], "block_starts"}`` (see bridge.study.results), all
+    counted from one read of the study's trials; each trial also has ``clip_url`` (signed, see the
+    module docstring) or ``None`` when it has no clip."""
     try:
         study = db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
     trials = db.trials(study_id=study_id)
     surveys = db.surveys(study_id=study_id)
-    log = trial_log(trials, db.participants(study_id))
+    participants = db.participants(study_id)
+    log = trial_log(trials, participants)
     for entry, row in zip(log, trials):
         entry["clip_url"] = clip_url(ctx, row["id"]) if _clip_path(ctx, row) is not None else None
-    return finite_json({"study": study, "agents": agent_results(study["agents"], trials, surveys), "surveys": surveys,
-                        "trials": log, "block_starts": db.block_starts(study_id=study_id)})
+    blocks = study_blocks(study, trials, participants)
+    return finite_json({"study": study, "agents": agent_results(study["agents"], trials, surveys, blocks),
+                        "blocks": blocks, "surveys": surveys, "trials": log,
+                        "block_starts": db.block_starts(study_id=study_id)})
 
 
 @router.get("/results/plot.svg")

@@ -25,15 +25,16 @@ _JPEG = {"media_type": "image/jpeg", "headers": {"Cache-Control": "no-store"}}
 def _idle(ctx) -> None:
     if ctx.stopped:
         raise HTTPException(409, "the arm is stopped; reset it first")
-    if ctx.current is not None or ctx.arm_lock.locked():
+    if ctx.busy():
         raise HTTPException(409, "a trial is running; wait for it or abort it")
 
 
 @router.post("/trials/abort")
 def abort_trial(_: Operator, ctx: Ctx) -> dict:
     """Abort the running trial: it ends ``aborted`` (``operator_abort``), is not asked of the
-    participant, and its slot is offered again; a commanded arm is stopped. 409 when none runs."""
-    if ctx.current is None or not ctx.parts.trials.abort_current():
+    participant, and its slot is offered again; a motion is stopped in a controlled way (no fault,
+    no e-stop), a pick's gripper opened and the arm homed. 409 when none runs."""
+    if not ctx.station.abort_current():
         raise HTTPException(409, "no trial is running")
     return {"aborted": True}
 
@@ -42,8 +43,7 @@ def abort_trial(_: Operator, ctx: Ctx) -> dict:
 async def home(_: Operator, ctx: Ctx) -> dict:
     """Move the arm to its home pose. 409 while stopped or while a trial runs."""
     _idle(ctx)
-    async with ctx.arm_lock:
-        res = await ctx.parts.arm.home()
+    res = await ctx.station.home()
     if res.get("outcome") != "done":
         raise HTTPException(409 if res.get("outcome") == "stopped" else 500,
                             f"the arm did not home ({res.get('outcome')}): {res.get('error')}")
@@ -66,19 +66,16 @@ async def scene_reset(_: Operator, ctx: Ctx) -> dict:
             raise HTTPException(409, "that participant no longer waits for a scene reset")
         try:
             return await prepare_block(ctx, participant, step,
-                                       method="sim_reset" if ctx.parts.scene.automatic else "operator_confirmed")
+                                       method="sim_reset" if ctx.parts.scene_automatic else "operator_confirmed")
         except FlowError as e:
             ctx.pending_block = (pid, block)  # still waiting: the operator may try again
             raise HTTPException(409, str(e)) from e
-    if not ctx.parts.scene.automatic:
+    if not ctx.parts.scene_automatic:
         raise HTTPException(409, "no participant waits for a scene reset (on real hardware you put the scene back "
                                  "yourself; the console confirms it when a block starts)")
-    async with ctx.arm_lock:
-        for do in (ctx.parts.arm.release, ctx.parts.arm.home):
-            res = await do()
-            if res.get("outcome") != "done":
-                raise HTTPException(409, f"the arm could not be reset ({res.get('outcome')}): {res.get('error')}")
-        ctx.parts.scene.restore()
+    res = await ctx.station.reset_block()
+    if res.get("outcome") != "done":
+        raise HTTPException(409, f"the arm could not be reset ({res.get('outcome')}): {res.get('error')}")
     return {"reset": True}
 
 
@@ -119,7 +116,7 @@ def operator_trial_frame(trial_id: IdPath, _: Operator, ctx: Ctx,
         row = ctx.store.trial(trial_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
-    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"], which)
+    jpeg = ctx.station.trial_jpeg(row["trial_uid"], which)
     if not jpeg:
         raise HTTPException(404, "this trial's frame is no longer kept")
     return Response(jpeg, **_JPEG)
@@ -145,7 +142,7 @@ def intended_object(trial_id: IdPath, body: ClickIn, _: Operator, ctx: Ctx) -> d
         row = ctx.store.trial(trial_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
-    jpeg = ctx.parts.trials.trial_jpeg(row["trial_uid"], "before")
+    jpeg = ctx.station.trial_jpeg(row["trial_uid"], "before")
     if not jpeg:
         raise HTTPException(404, "this trial's frame is no longer kept")
     bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from pointlab.bridge.study.store import DEFAULT_MAX_REPEATS, DEFAULT_REVEAL_FLOOR_S, StoreError
+from pointlab.bridge.study.store import (DEFAULT_MAX_REPEATS, DEFAULT_MIN_FREE_MB, DEFAULT_REVEAL_HIGH_S,
+                                        DEFAULT_REVEAL_LOW_S, StoreError)
 from pointlab.bridge.study.design import DESIGN, invite_participant
 
 from .deps import Ctx, Db, IdPath, Operator, StorableStr
@@ -16,12 +17,18 @@ router = APIRouter(prefix="/api")
 
 
 class StudyIn(BaseModel):
+    # an unknown field is refused (422), not ignored: a setting a client meant to set (an old
+    # ``reveal_floor_s``, a typo) must not silently fall back to a default
+    model_config = ConfigDict(extra="forbid")
+
     agents: list[str] = Field(min_length=1)
     trials_per_agent: int = Field(ge=1, le=100, strict=True)  # strict: "2", true and 2.0 are refused
     scene: StorableStr = Field(default="", max_length=200)
     name: StorableStr = Field(default="", max_length=200)
     max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=0, le=20, strict=True)
-    reveal_floor_s: float = Field(default=DEFAULT_REVEAL_FLOOR_S, ge=0, le=120, allow_inf_nan=False)
+    reveal_low_s: float = Field(default=DEFAULT_REVEAL_LOW_S, ge=0, le=300, allow_inf_nan=False)
+    reveal_high_s: float = Field(default=DEFAULT_REVEAL_HIGH_S, ge=0, le=300, allow_inf_nan=False)
+    min_free_mb: int = Field(default=DEFAULT_MIN_FREE_MB, ge=0, le=10**7, strict=True)
 
 
 class InviteIn(BaseModel):
@@ -43,7 +50,8 @@ def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
     try:
         sid = db.create_study(agents=body.agents, trials_per_agent=body.trials_per_agent, scene=body.scene,
                               name=body.name, design=DESIGN, max_repeats=body.max_repeats,
-                              reveal_floor_s=body.reveal_floor_s)
+                              reveal_low_s=body.reveal_low_s, reveal_high_s=body.reveal_high_s,
+                              min_free_mb=body.min_free_mb)
     except StoreError as e:
         raise HTTPException(422, str(e)) from e
     return db.study(sid)

@@ -265,7 +265,7 @@ async def participant_ws(ws: WebSocket) -> None:
                     task.add_done_callback(lambda _t, c=claim: release_arm(ctx, c))
                 elif isinstance(msg, StartBlockMsg):
                     step = request_block_start(ctx, p)
-                    if ctx.parts.scene.automatic:  # a simulator puts the scene back itself
+                    if ctx.parts.scene_automatic:  # a simulator puts the scene back itself
                         task = asyncio.create_task(start_block(step))
                         ctx.tasks.add(task)
                         task.add_done_callback(ctx.tasks.discard)
@@ -316,22 +316,17 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
     except Exception:
         log.exception("human.pending() failed")
         reqs = []
-    try:
-        arm = ctx.parts.arm.state()
-    except Exception as e:
-        arm = {"error": str(e)}
-    try:
-        holding = bool(ctx.parts.arm.holding())
-    except Exception:
-        holding = None
+    arm = ctx.station.state()  # the arm's latched state, the belief, stopped, busy (never raises)
+    free = ctx.station.free_bytes()
     pending = None
     if ctx.pending_block is not None:
         pid, block = ctx.pending_block
         label = next((q["label"] for q in queue if q["participant_id"] == pid), "?")
         pending = {"participant_id": pid, "label": label, "block": block, "alias": f"Agent {block + 1}"}
     return {"type": "status", "queue": queue, "current": ctx.current.to_dict() if ctx.current else None,
-            "human_requests": reqs, "stopped": ctx.stopped, "holding": holding,
-            "scene_automatic": bool(ctx.parts.scene.automatic), "pending_block": pending,
+            "human_requests": reqs, "stopped": ctx.stopped, "holding": ctx.station.belief.holding,
+            "belief": ctx.station.belief.to_dict(), "free_mb": None if free is None else round(free / 1e6),
+            "scene_automatic": ctx.parts.scene_automatic, "pending_block": pending,
             "arm_state": finite_json(arm)}
 
 

@@ -70,10 +70,12 @@ def trials_cmd(
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
     max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
 ) -> None:
-    """Run scripted instructions through the ROS node set without a browser; print {"trials": [...],
-    "success_rate", "successes", "judged", "aborted", "unjudged", "failure_stages"}. Each trial has
-    its outcome (judged by the automatic check: the sim's physics state, else depth), failure stage
-    and recording; aborted trials are left out of the rate and repeated."""
+    """Run scripted instructions through the ROS node set without a browser; one progress line per
+    trial on stderr, then print {"trials": [...], "success_rate", "successes", "judged", "aborted",
+    "unjudged", "failure_stages", "skipped"}. Each trial has its outcome (judged by the automatic
+    check: the sim's physics state, else depth; a refusal is a failure), failure stage and recording;
+    aborted trials are left out of the rate and repeated; a scripted place after a pick that held
+    nothing is skipped as not applicable (docs/trials.md)."""
     from pointlab.bridge.trials.headless import InstructionsError, demo_script, load_instructions, run_scripted_trials
 
     from pointlab.benchmark.agents_config import AgentsConfigError, load_agents_config
@@ -85,11 +87,35 @@ def trials_cmd(
         fail(str(e), 2)
     if agent not in names:  # checked before anything starts
         fail(f"unknown agent {agent!r}; known: {', '.join(names)}", 2)
+    from pointlab.bridge.trials.station import StationBusy
+
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
     try:
-        print_json(run_scripted_trials(session, agent, script, max_repeats=max_repeats))
+        print_json(run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
+                                       progress=_print_progress))
+    except StationBusy as e:
+        fail(f"the trials stopped: {e}", 1)
     finally:
         session.close()
+
+
+def _print_progress(p: dict) -> None:
+    """One line on stderr per trial or skipped line: where the run is and the rate so far."""
+    import sys
+
+    where = f"line {p['line']}/{p['of']}"
+    if p["event"] == "skipped":
+        line = f"{where}  {p['agent']}  skipped: {p['reason']}"
+    else:
+        if p["outcome"] == "aborted":
+            what = f"aborted ({p['abort']}), repeated"
+        else:
+            what = p["outcome"] or "not judged"
+            if p.get("failure_stage"):
+                what += f" ({p['failure_stage']})"
+        rate = f"{p['successes']}/{p['judged']} so far" if p["judged"] else "none judged yet"
+        line = f"{where}  {p['agent']}  {p['action']}: {what}  [{rate}]"
+    print(line, file=sys.stderr, flush=True)
 
 
 class NodeKind(str, Enum):

@@ -16,7 +16,7 @@ __all__ = ["HumanRelay"]
 
 
 class HumanRelay:
-    """``bridge.trials.record.HumanRelay`` over a human agent (``pending()``, ``answer(request_id, u, v)``),
+    """``bridge.trials.ports.HumanRelayPort`` over a human agent (``pending()``, ``answer(request_id, u, v)``),
     or over nothing (no human reference in this session: no requests, every answer refused)."""
 
     def __init__(self, human=None, *, jpeg_quality: int = 80) -> None:
@@ -53,3 +53,7 @@ class HumanRelay:
     def answer(self, request_id: str, u: float, v: float) -> bool:
         """The operator clicked ``(u, v)`` (original-image pixels); ``False`` for an unknown request."""
         return False if self.human is None else bool(self.human.answer(request_id, u, v))
+
+    def decline(self, request_id: str) -> bool:
+        """The operator gives no point (``HumanAgent.decline``); ``False`` for an unknown request."""
+        return False if self.human is None else bool(self.human.decline(request_id))

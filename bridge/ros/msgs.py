@@ -45,6 +45,7 @@ TOPICS = {
     "arm_state": "/pointlab/arm/state",
     "arm_estop": "/pointlab/arm/estop",
     "arm_reset": "/pointlab/arm/reset",
+    "arm_halt": "/pointlab/arm/halt",
     "joint_states": "/joint_states",
     "tcp_pose": "/pointlab/arm/tcp_pose",
 }

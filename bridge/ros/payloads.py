@@ -69,6 +69,9 @@ class PointAnswer(Payload):
         points_px: the valid points, original-image pixels ``[[u, v], ...]``.
         parse_error: why the raw answer could not be parsed, or ``None``.
         error: why the agent gave no answer (network, HTTP error, timeout; may name the model).
+        error_kind: whose failure ``error`` is: ``agent`` (the model call), ``camera`` (no usable frame
+            to show the agent) or ``request`` (a malformed request, an unknown agent). A publisher that
+            sends none (an older pointing node) is read as ``agent``.
         stamp_ns: header stamp of the frame the agent saw; ``width``/``height`` its size in pixels.
         latency_s: the model call's wall time; ``answered_ns`` wall time of publication.
     """
@@ -79,6 +82,7 @@ class PointAnswer(Payload):
     points_px: list[tuple[float, float]] = Field(default_factory=list)
     parse_error: str | None = None
     error: str | None = None
+    error_kind: Literal["agent", "camera", "request"] | None = None
     stamp_ns: int | None = None
     width: int | None = None
     height: int | None = None

@@ -82,11 +82,11 @@ class PointingNode(LeanNode):
         if req is None:
             rid = _request_id_of(msg.data)
             if rid:  # say so to the waiting runner rather than let it time out
-                self._publish_answer(rid, error="bad_request: need request_id, agent, instruction")
+                self._publish_answer(rid, error="bad_request: need request_id, agent, instruction", error_kind="request")
             return
         agent = self.agents.get(req.agent)
         if agent is None:
-            self._publish_answer(req.request_id, error="unknown_agent")  # the name stays out of the answer
+            self._publish_answer(req.request_id, error="unknown_agent", error_kind="request")  # the name stays out of the answer
             return
         # the frame is fetched on the agents' loop thread so waiting for it never blocks this
         # executor callback
@@ -118,21 +118,22 @@ class PointingNode(LeanNode):
     async def _answer(self, rid: str, agent, instruction: str, requested: tuple[float, int]) -> None:
         msg = await asyncio.to_thread(self._take_frame, requested)
         if msg is None:
-            self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s")
+            self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s",
+                                 error_kind="camera")
             return
         stamp_ns = stamp_to_ns(msg.header.stamp)
         self._pub_frame.publish(to_msg(PointFrame(request_id=rid, stamp_ns=stamp_ns)))
         try:
             image = image_to_rgb(msg)
         except ValueError as e:
-            self._publish_answer(rid, error=f"bad_frame: {e}", stamp_ns=stamp_ns)
+            self._publish_answer(rid, error=f"bad_frame: {e}", error_kind="camera", stamp_ns=stamp_ns)
             return
         t0 = time.monotonic()
         try:
             ans = await agent.point(image, instruction)
         except Exception as e:  # agents should not raise; one that does is an agent failure
             log.exception("agent raised")
-            self._publish_answer(rid, error=f"agent_error: {type(e).__name__}: {e}", stamp_ns=stamp_ns,
+            self._publish_answer(rid, error=f"agent_error: {type(e).__name__}: {e}", error_kind="agent", stamp_ns=stamp_ns,
                                  width=image.shape[1], height=image.shape[0], latency_s=time.monotonic() - t0)
             return
         # every point as the model gave it, invalid ones included: the first point is the point,
@@ -143,18 +144,21 @@ class PointingNode(LeanNode):
         else:
             entries = [PointEntry.model_validate(e, from_attributes=True) for e in entries]
         latency = getattr(ans, "latency_s", None)
+        error = getattr(ans, "error", None)
         self._publish_answer(
             rid, raw_answer=getattr(ans, "raw_text", "") or "", points=entries,
-            parse_error=getattr(ans, "parse_error", None), error=getattr(ans, "error", None), stamp_ns=stamp_ns,
+            parse_error=getattr(ans, "parse_error", None), error=error, error_kind="agent" if error else None,
+            stamp_ns=stamp_ns,
             width=image.shape[1], height=image.shape[0],
             latency_s=float(latency) if latency is not None else time.monotonic() - t0)
 
     def _publish_answer(self, rid: str, *, raw_answer: str = "", points=(), parse_error=None, error=None,
-                        stamp_ns: int | None = None, width: int | None = None, height: int | None = None,
-                        latency_s: float | None = None) -> None:
+                        error_kind: str | None = None, stamp_ns: int | None = None, width: int | None = None,
+                        height: int | None = None, latency_s: float | None = None) -> None:
         self._pub_answer.publish(to_msg(PointAnswer(
             request_id=rid, raw_answer=raw_answer, points=list(points),
             points_px=[(e.u_px, e.v_px) for e in points if e.usable], parse_error=parse_error, error=error,
+            error_kind=error_kind,
             stamp_ns=stamp_ns, width=width, height=height, latency_s=latency_s, answered_ns=time.time_ns())))
 
     def destroy_node(self) -> None:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = ["DESIGN", "williams_design", "agent_order", "alias", "Step", "next_step", "ArmQueue",
-           "new_invite_token", "invite_participant"]
+           "new_invite_token", "invite_participant", "BlockProgress", "block_progress", "trial_settings"]
 
 DESIGN = "williams"
 
@@ -91,6 +91,61 @@ class Step:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class BlockProgress:
+    """Where one participant's agent block stands: the one count every page shows.
+
+    Attributes:
+        kept: trials that count (not aborted): judged, or waiting for the judgement.
+        judged: kept trials with an outcome (the participant's judgement, or a refusal: ``failed``).
+        succeeded: judged trials that succeeded.
+        aborted: aborted trials (left out of every rate).
+        slots_used: slots done: the kept trials, and the aborts past the repeat cap (each uses up its slot).
+        short: the block has used all its slots with fewer kept trials than ``trials_per_agent``
+            (repeats ran out): flagged in the results and the export.
+        pending: the id of a kept trial still waiting for the participant's judgement, or ``None``.
+        last_aborted: the block's latest trial was aborted (its slot is being offered again).
+    """
+
+    kept: int = 0
+    judged: int = 0
+    succeeded: int = 0
+    aborted: int = 0
+    slots_used: int = 0
+    short: bool = False
+    pending: int | None = None
+    last_aborted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def block_progress(trials: Iterable[dict], *, trials_per_agent: int, max_repeats: int) -> BlockProgress:
+    """The progress of one block from its stored trial rows (``id``, ``outcome``, ``judgement``, oldest
+    first): an aborted trial's slot is offered again until the block has used ``max_repeats`` repeats,
+    after which an abort uses up its slot (docs/trials.md, "Aborts")."""
+    mine = list(trials)
+    aborted = [t for t in mine if t.get("outcome") == "aborted"]
+    kept = [t for t in mine if t.get("outcome") != "aborted"]
+    judged = [t for t in kept if t.get("outcome") in ("succeeded", "failed")]
+    pending = next((t["id"] for t in kept if t.get("judgement") is None), None)
+    used = len(kept) + max(0, len(aborted) - max_repeats)
+    return BlockProgress(kept=len(kept), judged=len(judged), succeeded=sum(t["outcome"] == "succeeded" for t in judged),
+                         aborted=len(aborted), slots_used=used, short=used >= trials_per_agent and len(kept) < trials_per_agent,
+                         pending=pending, last_aborted=bool(mine) and mine[-1].get("outcome") == "aborted")
+
+
+def trial_settings(study: dict):
+    """The ``bridge.trials.station.TrialSettings`` a study's trials run under (its reveal range and
+    free-space floor; ``study`` is a ``Store.study`` row)."""
+    from pointlab.bridge.trials.station import TrialSettings
+    from pointlab.bridge.trials.timing import RevealRule
+
+    floor_mb = study.get("min_free_mb")
+    return TrialSettings(reveal=RevealRule(float(study["reveal_low_s"]), float(study["reveal_high_s"])),
+                         min_free_bytes=None if floor_mb is None else int(floor_mb) * 1_000_000)
+
+
 def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], surveyed_blocks: Iterable[int],
               started_blocks: Iterable[int] | None = None, max_repeats: int = 2) -> Step:
     """The participant's next step, derived only from what is stored (so a restart resumes).
@@ -113,18 +168,15 @@ def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], s
     started = None if started_blocks is None else set(started_blocks)
     common = {"trials_per_agent": trials_per_agent, "n_blocks": n_blocks}
     for b in range(n_blocks):
-        mine = [t for t in trials if t.get("block") == b]
-        aborted = [t for t in mine if t.get("outcome") == "aborted"]
-        kept = [t for t in mine if t.get("outcome") != "aborted"]
-        unjudged = [t for t in kept if t.get("judgement") is None]
-        used = len(kept) + max(0, len(aborted) - max_repeats)  # slots done: judged ones, and aborts past the cap
-        if unjudged:
-            return Step("judge", b, alias(b), len(kept), unjudged[0]["id"], **common)
-        if used < trials_per_agent:
+        p = block_progress([t for t in trials if t.get("block") == b], trials_per_agent=trials_per_agent,
+                           max_repeats=max_repeats)
+        if p.pending is not None:
+            return Step("judge", b, alias(b), p.kept, p.pending, **common)
+        if p.slots_used < trials_per_agent:
             if started is not None and b not in started:
-                return Step("setup", b, alias(b), used + 1, None, **common)
-            repeat = bool(aborted) and mine[-1].get("outcome") == "aborted" and len(aborted) <= max_repeats
-            return Step("trial", b, alias(b), used + 1, None, repeat=repeat, **common)
+                return Step("setup", b, alias(b), p.slots_used + 1, None, **common)
+            repeat = p.last_aborted and p.aborted <= max_repeats
+            return Step("trial", b, alias(b), p.slots_used + 1, None, repeat=repeat, **common)
         if b not in surveyed:
             return Step("sus", b, alias(b), None, None, **common)
     return Step("done", **common)

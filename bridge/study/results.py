@@ -12,10 +12,12 @@ from typing import Any
 
 from pointlab.benchmark.records import dumps_json
 
+from pointlab.bridge.study.design import alias, block_progress
 from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.trials.timing import late
 
 __all__ = ["Z_95", "wilson_interval", "cohens_kappa", "agent_results", "trial_log", "trial_log_csv",
-           "TRIAL_LOG_COLUMNS", "SUS_COLUMNS", "sus_csv"]
+           "TRIAL_LOG_COLUMNS", "SUS_COLUMNS", "sus_csv", "study_blocks", "BLOCK_COLUMNS", "blocks_csv"]
 
 # Two-sided 95% normal quantile, scipy.stats.norm.ppf(0.975).
 Z_95 = 1.959963984540054
@@ -66,29 +68,34 @@ def cohens_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return (po - pe) / (1 - pe)
 
 
-def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) -> list[dict[str, Any]]:
+def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
+                  blocks: list[dict] | None = None) -> list[dict[str, Any]]:
     """Per agent (in ``agents`` order, plus any other agent found in the rows):
 
     ``agent``, ``n_trials`` (stored), ``n_aborted`` (left out of every rate: PointArena counts judged
-    trials; an aborted one was not a test of the agent), ``n_judged``, ``n_succeeded``,
-    ``success_rate`` (judged, non-aborted trials; ``None`` when none), ``ci95`` ``[low, high]``
+    trials; an aborted one was not a test of the agent), ``n_judged`` (trials with an outcome: judged
+    by the participant, a refusal, or headless the automatic check), ``n_succeeded``,
+    ``success_rate`` (over exactly the ``n_judged`` trials; ``None`` when none), ``ci95`` ``[low, high]``
     (Wilson) or ``None``, ``auto_success_rate`` and ``auto_ci95`` (the automatic check, where it
     could tell), ``agreement`` (share of trials where the participant and the automatic check agree)
     with ``kappa`` (Cohen's) over ``n_compared`` trials, ``sim_success_rate`` (the simulator's own
-    judgement where known), ``failure_stages`` ``{stage: n}``, ``mean_sus``, ``sus`` (every score),
-    ``n_surveys``.
+    judgement where known), ``failure_stages`` ``{stage: n}``, ``late_share`` (share of this agent's
+    answers that came after their drawn reveal time, ``bridge.trials.timing``; operator only: a
+    high share can unblind), ``n_short_blocks`` (blocks of ``blocks``, ``study_blocks`` rows, that
+    ended short of their trials), ``mean_sus``, ``sus`` (every score), ``n_surveys``.
     """
     names = list(agents) + sorted({t["agent"] for t in trials} - set(agents))
     out = []
     for a in names:
         mine = [t for t in trials if t["agent"] == a]
         kept = [t for t in mine if t.get("outcome") != "aborted"]
-        judged = [t for t in kept if t.get("judgement") in ("succeeded", "failed")]
-        k = sum(t["judgement"] == "succeeded" for t in judged)
+        judged = [t for t in kept if t.get("outcome") in ("succeeded", "failed")]
+        k = sum(t["outcome"] == "succeeded" for t in judged)
         auto = [(t.get("auto_check") or {}).get("success") for t in kept]
         auto = [x for x in auto if x is not None]
-        pairs = [(t["judgement"] == "succeeded", bool(t["auto_check"]["success"])) for t in judged
-                 if (t.get("auto_check") or {}).get("success") is not None]
+        pairs = [(t["judgement"] == "succeeded", bool(t["auto_check"]["success"])) for t in kept
+                 if t.get("judgement") in ("succeeded", "failed") and (t.get("auto_check") or {}).get("success") is not None]
+        lates = [x for x in (late(t.get("timings_s") or {}) for t in mine) if x is not None]
         sim = [t["sim_success"] for t in kept if t.get("sim_success") is not None]
         sus = [s["score"] for s in surveys if s.get("agent") == a]
         stages: dict[str, int] = {}
@@ -105,14 +112,43 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict]) ->
             "agreement": sum(x == y for x, y in pairs) / len(pairs) if pairs else None,
             "kappa": cohens_kappa(pairs), "n_compared": len(pairs),
             "sim_success_rate": sum(sim) / len(sim) if sim else None, "failure_stages": stages,
+            "late_share": sum(lates) / len(lates) if lates else None,
+            "n_short_blocks": sum(1 for b in blocks or () if b["agent"] == a and b["short"]),
             "mean_sus": sum(sus) / len(sus) if sus else None, "sus": sus, "n_surveys": len(sus),
         })
     return out
 
 
+# One row per participant and agent block: the same counts the participant's page shows (one rule,
+# ``study.design.block_progress``), with ``short`` when repeats ran out before the block's trials.
+BLOCK_COLUMNS = ("participant_id", "participant", "block", "alias", "agent", "kept", "judged", "succeeded", "aborted",
+                 "slots_used", "trials_per_agent", "short")
+
+
+def study_blocks(study: dict, trials: list[dict], participants: list[dict]) -> list[dict[str, Any]]:
+    """Every participant's blocks (``BLOCK_COLUMNS``; ``block`` counts from 1 as on the pages), from
+    the study's trial rows (``Store.trials(study_id=...)``: one query for every counter)."""
+    out = []
+    for p in participants:
+        mine = [t for t in trials if t.get("participant_id") == p["id"]]
+        for b, agent in enumerate(p["agent_order"]):
+            prog = block_progress([t for t in mine if t.get("block") == b], trials_per_agent=study["trials_per_agent"],
+                                  max_repeats=study.get("max_repeats", 2))
+            out.append({"participant_id": p["id"], "participant": p.get("label"), "block": b + 1, "alias": alias(b),
+                        "agent": agent, "kept": prog.kept, "judged": prog.judged, "succeeded": prog.succeeded,
+                        "aborted": prog.aborted, "slots_used": prog.slots_used,
+                        "trials_per_agent": study["trials_per_agent"], "short": prog.short})
+    return out
+
+
+def blocks_csv(blocks: list[dict]) -> str:
+    """``study_blocks`` rows as CSV text (header first)."""
+    return _csv_text(BLOCK_COLUMNS, blocks)
+
+
 # The store's own columns around every field of TrialResult (the record is written down once: a field
 # added there is a column of the log and the CSV too); ``participant`` is the label, not the id.
-TRIAL_LOG_COLUMNS = (("id", "trial_uid", "study_id", "participant_id", "participant", "block")
+TRIAL_LOG_COLUMNS = (("id", "trial_uid", "study_id", "number", "participant_id", "participant", "block")
                      + tuple(f for f in TrialResult.model_fields if f != "trial_id")
                      + ("judgement", "created_unix_s", "judged_unix_s"))
 

@@ -1,4 +1,4 @@
-"""The Point-Act SQLite store: studies, participants, trials and SUS surveys.
+"""The Point-Act SQLite store: studies, participants, trials (with their two frames) and SUS surveys.
 
 Every write opens its own session and commits before returning, so a crash (or a killed server)
 loses nothing that was already saved or judged (issue 2: "a crash loses nothing already judged").
@@ -7,7 +7,9 @@ The database runs in WAL mode so the results page can read while a trial is bein
 Tables (SQLAlchemy 2.x ORM, one class each below): ``studies``, ``participants`` (invite token,
 agent order = the Latin-square row), ``trials`` (derived from :class:`~pointlab.bridge.trials.record.TrialResult`
 by ``bridge.study.trial_table``: every field a column, nested ones as JSON, plus study / participant /
-block / judgement / timestamps), ``surveys`` (the ten SUS responses and their 0-100 score),
+block / the trial's number in its study / judgement / timestamps), ``trial_frames`` (the JPEG the
+agent saw and the one after the arm stopped, for every trial that has them), ``surveys`` (the ten SUS
+responses and their 0-100 score),
 ``meta`` (schema version; an older file is migrated in place when opened, see ``trial_table``).
 
 Timestamps are Unix seconds (``*_unix_s``, float, UTC).
@@ -19,7 +21,6 @@ import logging
 import math
 import sqlite3
 import time
-import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,33 +35,20 @@ from pointlab.benchmark.records import finite_json
 
 from pointlab.bridge.trials.attribution import settle
 from pointlab.bridge.study.sus import sus_score
+from pointlab.bridge.trials.timing import DEFAULT_REVEAL, RevealRule
 from pointlab.bridge.trials.record import TrialResult
-from pointlab.bridge.study.trial_table import SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
+from pointlab.bridge.study.trial_table import DEFAULT_MIN_FREE_MB, SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
 
-__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "text_problem", "trial_result"]
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "trial_result"]
 
 log = logging.getLogger(__name__)
 
 JUDGEMENTS = ("succeeded", "failed")
 DEFAULT_MAX_REPEATS = 2  # an aborted trial's slot is offered again at most this many times
-DEFAULT_REVEAL_FLOOR_S = 4.0  # no agent's answer takes effect earlier than this after sending (blinding)
+DEFAULT_REVEAL_LOW_S = DEFAULT_REVEAL.low_s  # reveal times are drawn from [low, high] s (bridge.trials.timing)
+DEFAULT_REVEAL_HIGH_S = DEFAULT_REVEAL.high_s
+FRAME_KINDS = ("before", "after")
 
-
-
-def text_problem(text: str) -> str | None:
-    """Why ``text`` (an instruction, a label) cannot be stored, or ``None`` when it can.
-
-    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
-    string) cannot take it, so a trial with it would run and then fail to be saved. Control
-    characters other than tab/newline (NUL, terminal escapes) are refused too.
-    """
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if cat == "Cs":
-            return "it contains an invalid character (a lone UTF-16 surrogate)"
-        if cat == "Cc" and ch not in "\t\n\r":
-            return f"it contains the control character U+{ord(ch):04X}"
-    return None
 
 
 class StoreError(Exception):
@@ -87,7 +75,9 @@ class StudyRow(Base):
     design: Mapped[str] = mapped_column(Text, default="")  # how agent orders are balanced (docs)
     created_unix_s: Mapped[float] = mapped_column(Float)
     max_repeats: Mapped[int] = mapped_column(Integer, default=DEFAULT_MAX_REPEATS)  # aborted slots re-offered
-    reveal_floor_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_FLOOR_S)  # blinding floor
+    reveal_low_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_LOW_S)  # blinding: reveal times
+    reveal_high_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_HIGH_S)
+    min_free_mb: Mapped[int] = mapped_column(Integer, default=DEFAULT_MIN_FREE_MB)  # storage floor before motion
 
 
 class BlockStartRow(Base):
@@ -127,6 +117,17 @@ class ParticipantRow(Base):
 
 # Derived from TrialResult's fields (bridge.study.trial_table): the record is written down once.
 TrialRow = type("TrialRow", (Base,), trial_table_attrs())
+
+
+class TrialFrameRow(Base):
+    """One of a trial's two frames (``before``: what the agent saw; ``after``: after the arm stopped)."""
+
+    __tablename__ = "trial_frames"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
+    which: Mapped[str] = mapped_column(String(8))
+    jpeg: Mapped[bytes] = mapped_column(LargeBinary)
+    __table_args__ = (UniqueConstraint("trial_id", "which"),)
 
 
 class SurveyRow(Base):
@@ -256,16 +257,21 @@ class Store:
     # -- studies and participants ---------------------------------------------------------------
     def create_study(self, *, agents: Sequence[str], trials_per_agent: int, scene: str = "",
                      name: str = "", design: str = "", max_repeats: int = DEFAULT_MAX_REPEATS,
-                     reveal_floor_s: float = DEFAULT_REVEAL_FLOOR_S) -> int:
+                     reveal_low_s: float = DEFAULT_REVEAL_LOW_S, reveal_high_s: float = DEFAULT_REVEAL_HIGH_S,
+                     min_free_mb: int = DEFAULT_MIN_FREE_MB) -> int:
         """Insert a study and return its id.
 
         Args:
             max_repeats: how many times an aborted trial's slot is offered again, per block.
-            reveal_floor_s: seconds from sending before any agent's answer takes effect (blinding).
+            reveal_low_s, reveal_high_s: every trial's reveal time is drawn uniformly from this range of
+                seconds after sending (``bridge.trials.timing``; blinding).
+            min_free_mb: no trial starts and no motion is sent with less free space than this, in
+                megabytes (10^6 bytes), where the store and the recordings are.
 
         Raises:
-            StoreError: no agents, a repeated agent, ``trials_per_agent < 1``, ``max_repeats < 0`` or a
-                ``reveal_floor_s`` that is not a finite number in [0, 120].
+            StoreError: no agents, a repeated agent, ``trials_per_agent < 1``, ``max_repeats < 0``,
+                reveal bounds that are not finite numbers in [0, 300] with low <= high, or a negative
+                ``min_free_mb``.
         """
         agents = [str(a) for a in agents]
         if not agents:
@@ -276,12 +282,17 @@ class Store:
             raise StoreError(f"trials_per_agent must be >= 1, got {trials_per_agent}")
         if int(max_repeats) < 0:
             raise StoreError(f"max_repeats must be >= 0, got {max_repeats}")
-        if not (isinstance(reveal_floor_s, (int, float)) and math.isfinite(reveal_floor_s) and 0 <= reveal_floor_s <= 120):
-            raise StoreError(f"reveal_floor_s must be a number of seconds in [0, 120], got {reveal_floor_s!r}")
+        try:
+            reveal = RevealRule(reveal_low_s, reveal_high_s)
+        except ValueError as e:
+            raise StoreError(str(e)) from e
+        if isinstance(min_free_mb, bool) or not isinstance(min_free_mb, int) or min_free_mb < 0:
+            raise StoreError(f"min_free_mb must be a whole number of megabytes >= 0, got {min_free_mb!r}")
         with self.session() as s:
             row = StudyRow(name=name, scene=scene, agents=agents, trials_per_agent=int(trials_per_agent),
                            design=design, created_unix_s=time.time(), max_repeats=int(max_repeats),
-                           reveal_floor_s=float(reveal_floor_s))
+                           reveal_low_s=float(reveal.low_s), reveal_high_s=float(reveal.high_s),
+                           min_free_mb=int(min_free_mb))
             s.add(row)
             s.flush()
             return row.id
@@ -349,19 +360,39 @@ class Store:
 
     # -- trials ---------------------------------------------------------------------------------
     def save_trial(self, result: TrialResult, *, study_id: int | None = None, participant_id: int | None = None,
-                   block: int | None = None) -> int:
-        """Store every field of ``result`` (committed on return) and return the row id.
+                   block: int | None = None, frames: dict[str, bytes] | None = None) -> int:
+        """Store every field of ``result`` with its ``frames`` (``{"before"|"after": JPEG bytes}``), in
+        one transaction (committed on return), and return the row id. The trial gets the next
+        ``number`` of its study (1, 2, ...: what people are shown; trials outside any study are
+        numbered among themselves).
 
         Raises:
-            StoreError: the trial id was stored before, or the study/participant does not exist.
+            StoreError: the trial id was stored before, the study/participant does not exist, or a
+                frame kind is not ``before``/``after``.
         """
+        frames = frames or {}
+        if bad := [k for k in frames if k not in FRAME_KINDS]:
+            raise StoreError(f"unknown frame kinds {bad}; expected {FRAME_KINDS}")
         data = finite_json(result)  # JSON values of every field (strict: a NaN point is null)
         data["trial_uid"] = data.pop("trial_id")
         with self.session() as s:
-            row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block,
+            same_study = TrialRow.study_id == study_id if study_id is not None else TrialRow.study_id.is_(None)
+            number = (s.scalar(select(func.max(TrialRow.number)).where(same_study)) or 0) + 1
+            row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block, number=number,
                            created_unix_s=time.time())
-            return _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
-                                               f"study/participant): {why}")
+            tid = _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
+                                              f"study/participant): {why}")
+            for which, jpeg in frames.items():
+                if jpeg:
+                    s.add(TrialFrameRow(trial_id=tid, which=which, jpeg=bytes(jpeg)))
+            return tid
+
+    def trial_frame(self, trial_uid: str, which: str) -> bytes | None:
+        """The ``before``/``after`` JPEG of the trial whose record id is ``trial_uid``, or ``None``."""
+        with self.session() as s:
+            q = (select(TrialFrameRow.jpeg).join(TrialRow, TrialRow.id == TrialFrameRow.trial_id)
+                 .where(TrialRow.trial_uid == trial_uid, TrialFrameRow.which == which))
+            return s.scalar(q)
 
     def set_judgement(self, trial_id: int, judgement: str) -> None:
         """Record the participant's judgement (``succeeded`` | ``failed``) of trial row ``trial_id``,

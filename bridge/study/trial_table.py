@@ -10,7 +10,9 @@ adds it to an older database; so the record is written down once.
 Schema versions: 2 (issue 2's flat record, refusals as ``"kind: detail"`` strings), 3 (typed
 refusals, robot errors and point entries), 4 (trial outcomes, aborts, failure stages, the automatic
 check, recordings; studies' ``max_repeats`` and ``reveal_floor_s``; block starts and scene
-references). ``migrate`` brings an older file to the current version in place, converting each
+references), 5 (the trial machine: trials numbered per study, the trial frames table, studies'
+reveal range ``reveal_low_s``/``reveal_high_s`` (a version-4 study keeps its floor as both bounds, as
+it was run) and ``min_free_mb``). ``migrate`` brings an older file to the current version in place, converting each
 stored row; nothing is dropped. A version-2/3 trial that was judged gets its ``outcome`` from the
 judgement.
 """
@@ -26,6 +28,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Integer, String, Text, inspect, text
 from sqlalchemy.engine import Connection
 
+from pointlab.bridge.trials.machine import DEFAULT_MIN_FREE_BYTES
 from pointlab.bridge.trials.outcomes import REFUSAL_STAGES
 from pointlab.bridge.trials.record import TrialResult
 
@@ -33,8 +36,9 @@ __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
-STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "judgement", "created_unix_s",
+SCHEMA_VERSION = 5
+DEFAULT_MIN_FREE_MB = DEFAULT_MIN_FREE_BYTES // 1_000_000
+STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "number", "judgement", "created_unix_s",
                  "judged_unix_s")
 
 
@@ -78,6 +82,7 @@ def trial_table_attrs() -> dict[str, Any]:
         "study_id": Column(ForeignKey("studies.id"), index=True, nullable=True),
         "participant_id": Column(ForeignKey("participants.id"), index=True, nullable=True),
         "block": Column(Integer, nullable=True),
+        "number": Column(Integer, nullable=True),  # the trial's number in its study (1, 2, ...)
         "judgement": Column(String(16), nullable=True),
         "created_unix_s": Column(Float, nullable=False),
         "judged_unix_s": Column(Float, nullable=True),
@@ -145,7 +150,25 @@ def _v3_to_v4(conn: Connection) -> None:
     conn.execute(text("UPDATE trials SET outcome = judgement WHERE outcome IS NULL AND judgement IS NOT NULL"))
 
 
-_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(conn: Connection) -> None:
+    _add_missing_columns(conn)
+    if "number" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
+        conn.execute(text("ALTER TABLE trials ADD COLUMN number INTEGER"))
+    # number the trials of each study (and those outside any study) in the order they were stored
+    conn.execute(text("UPDATE trials SET number = (SELECT COUNT(*) FROM trials AS t2 WHERE t2.id <= trials.id AND "
+                      "(t2.study_id = trials.study_id OR (t2.study_id IS NULL AND trials.study_id IS NULL)))"))
+    have = {c["name"] for c in inspect(conn).get_columns("studies")}
+    floor = "reveal_floor_s" if "reveal_floor_s" in have else "0"
+    for col, value in (("reveal_low_s", floor), ("reveal_high_s", floor)):
+        if col not in have:  # a version-4 study keeps the fixed floor it was run with
+            conn.execute(text(f"ALTER TABLE studies ADD COLUMN {col} FLOAT NOT NULL DEFAULT 0"))
+            conn.execute(text(f"UPDATE studies SET {col} = {value}"))
+    if "min_free_mb" not in have:  # a safety floor, not a design choice: older studies get the default
+        conn.execute(text(f"ALTER TABLE studies ADD COLUMN min_free_mb INTEGER NOT NULL DEFAULT {DEFAULT_MIN_FREE_MB}"))
+    # trial_frames is a new table: created by create_all before the migration runs
+
+
+_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def _add_missing_columns(conn: Connection) -> None:

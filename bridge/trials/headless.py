@@ -1,4 +1,4 @@
-"""Headless Point-Act runs: scripted instructions through a running session, no browser
+"""Headless Point-Act runs: scripted instructions through the station, no browser
 (``pointlab act trials``).
 
 Instructions file (JSON Lines), one trial per line::
@@ -7,24 +7,39 @@ Instructions file (JSON Lines), one trial per line::
     {"instruction": "put it in the blue bowl", "expected": {"action": "place", "object": "red cube", "container": "blue bowl"}}
 
 ``expected`` is optional (the sim judges it); without a file the sim world's demo script is used.
-With no participant, a trial is judged by the automatic outcome check (``bridge.trials.autocheck``: the
-simulator's physics state when there is one, else depth before and after); a trial it cannot
-judge stays unjudged (``outcome`` null) and counts in ``unjudged``. An aborted trial (e-stop, robot
-fault, agent or camera error) is left out of the success rate, counted in ``aborted``, and the
-same instruction is run again, at most ``max_repeats`` times (docs/trials.md).
+The trials run on the same trial machine as the browser session (``bridge.trials.station``); with no
+participant, a completed motion is judged by the automatic outcome check (``bridge.trials.autocheck``:
+the simulator's physics state when there is one, else depth before and after) and a refusal is a
+failure; a motion the check cannot judge stays unjudged (``outcome`` null, counted in ``unjudged``).
+An aborted trial is left out of the success rate, counted in ``aborted``, and the same instruction
+is run again, at most ``max_repeats`` times (docs/trials.md).
+
+**No place is charged when nothing is held.** The action of a trial follows the arm's belief
+(``bridge.trials.belief``), not the script: a scripted line whose ``expected.action`` differs from
+what the belief makes the next trial (a *place* after a pick that failed, a *pick* while the arm
+still holds something) is **skipped as not applicable**, listed in ``skipped`` with the reason, and
+no trial is run or charged for it. Offering the failed pick again instead would give the agent a
+second chance the script did not give it.
+
+No reveal time: with nobody watching there is nothing to blind (``TrialSettings.reveal`` is 0 s).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
-from pointlab.bridge.trials.attribution import settle
-from pointlab.bridge.study.store import text_problem
-from pointlab.bridge.trials.record import TrialResult
 
-__all__ = ["InstructionsError", "load_instructions", "demo_script", "auto_judgement", "summarize_trials",
-           "run_scripted_trials"]
+from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.record import TrialResult, text_problem
+from pointlab.bridge.trials.station import Station, TrialSettings
+from pointlab.bridge.trials.timing import RevealRule
+
+__all__ = ["InstructionsError", "load_instructions", "demo_script", "summarize_trials", "run_scripted_trials",
+           "Progress", "HEADLESS_SETTINGS"]
+
+HEADLESS_SETTINGS = TrialSettings(reveal=RevealRule(0.0, 0.0))
 
 
 class InstructionsError(ValueError):
@@ -36,7 +51,7 @@ def load_instructions(path: str | Path) -> list[dict]:
 
     Raises:
         InstructionsError: unreadable file, bad JSON, a line without a non-empty ``instruction``, or an
-            instruction that cannot be stored (``bridge.study.store.text_problem``).
+            instruction that cannot be stored (``bridge.trials.record.text_problem``).
     """
     from pointlab.benchmark.records import RecordError, iter_jsonl
 
@@ -75,54 +90,78 @@ def demo_script(camera: str = "sim", robot: str = "sim") -> list[dict]:
     return world_cls.demo_script()
 
 
-def auto_judgement(t: TrialResult) -> bool | None:
-    """What the automatic check says of ``t`` (``None``: it cannot tell)."""
-    return None if t.auto_check is None else t.auto_check.success
+
+Progress = Callable[[dict], None]
 
 
-async def _run(runner, agent: str, script: list[dict], store, max_repeats: int) -> list[TrialResult]:
-    results = []
-    for item in script:
-        for attempt in range(max_repeats + 1):
-            res = settle(await runner.run_trial(agent, item["instruction"], expected=item.get("expected")), None)
-            if res.outcome != "aborted":
-                settle(res, auto_judgement(res))
-            if store is not None:
-                store.save_trial(res)  # one commit per trial: a crash loses nothing already run
-            results.append(res)
-            if res.outcome != "aborted":
-                break
-    return results
-
-
-def summarize_trials(agent: str, results: list[TrialResult]) -> dict:
-    """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
-    "failure_stages": {stage: n}}``: the rate over judged, non-aborted trials (``None`` when none)."""
+def _rate_so_far(results: list[TrialResult]) -> tuple[int, int]:
     judged = [t for t in results if t.outcome in ("succeeded", "failed")]
-    ok = sum(t.outcome == "succeeded" for t in judged)
+    return sum(t.outcome == "succeeded" for t in judged), len(judged)
+
+
+async def _run(station: Station, agent: str, script: list[dict], max_repeats: int, settings: TrialSettings,
+               progress: Progress | None) -> tuple[list[TrialResult], list[dict]]:
+    results: list[TrialResult] = []
+    skipped: list[dict] = []
+    for k, item in enumerate(script, 1):
+        wanted = (item.get("expected") or {}).get("action")
+        action = station.next_action()
+        if wanted in ("pick", "place") and wanted != action:
+            why = (f"the script asks for a {wanted}, but the arm "
+                   + ("holds nothing (the pick before it did not hold the object)" if wanted == "place"
+                      else "still holds something"))
+            skipped.append({"line": k, "instruction": item["instruction"], "reason": why})
+            if progress is not None:
+                progress({"event": "skipped", "line": k, "of": len(script), "agent": agent, "reason": why})
+            continue
+        for _ in range(max_repeats + 1):
+            ran = await station.run_trial(agent, item["instruction"], expected=item.get("expected"), slot=Slot(),
+                                          settings=settings, auto_judge=True)
+            results.append(ran.result)
+            if progress is not None:
+                ok, n = _rate_so_far(results)
+                progress({"event": "trial", "line": k, "of": len(script), "agent": agent,
+                          "action": ran.result.action, "outcome": ran.result.outcome,
+                          "failure_stage": ran.result.failure_stage,
+                          "abort": ran.result.abort.code if ran.result.abort else None, "successes": ok, "judged": n})
+            if ran.result.outcome != "aborted":
+                break
+    return results, skipped
+
+
+def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict] = ()) -> dict:
+    """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
+    "failure_stages": {stage: n}, "skipped": [...]}``: the rate over exactly the trials with an outcome
+    (``None`` when none)."""
+    ok, judged = _rate_so_far(results)
     stages: dict[str, int] = {}
     for t in results:
         if t.failure_stage is not None:
             stages[t.failure_stage] = stages.get(t.failure_stage, 0) + 1
-    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok, "judged": len(judged),
-            "success_rate": ok / len(judged) if judged else None,
+    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok, "judged": judged,
+            "success_rate": ok / judged if judged else None,
             "aborted": sum(t.outcome == "aborted" for t in results),
-            "unjudged": sum(t.outcome is None for t in results), "failure_stages": stages}
+            "unjudged": sum(t.outcome is None for t in results), "failure_stages": stages,
+            "skipped": list(skipped)}
 
 
-def run_scripted_trials(session, agent: str, script: list[dict], *, max_repeats: int = 2) -> dict:
-    """Run ``script`` with ``agent`` on a started session, saving each trial in ``session.store``; an
-    aborted trial is repeated up to ``max_repeats`` times.
+def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max_repeats: int = 2,
+                        settings: TrialSettings = HEADLESS_SETTINGS, progress: Progress | None = None) -> dict:
+    """Run ``script`` with ``agent`` on a station (each trial stored by the station's store port,
+    outside any study); an aborted trial is repeated up to ``max_repeats`` times; a line that does not
+    apply is skipped (module docstring). ``progress`` gets one dict per trial or skip, as it happens.
 
     Returns:
         ``summarize_trials`` of every trial run (aborted ones included in ``trials``).
 
     Raises:
-        ValueError: ``agent`` is not one of the session's agents, or ``max_repeats < 0``.
+        ValueError: ``agent`` is not one of the station's agents, or ``max_repeats < 0``.
+        pointlab.bridge.trials.station.StationBusy: the station cannot run trials (stopped, not
+            ready, below the storage floor); trials already run are stored.
     """
-    if agent not in session.runner.agent_names:
-        raise ValueError(f"unknown agent {agent!r}; this session has: {', '.join(session.runner.agent_names)}")
+    if agent not in station.agent_names:
+        raise ValueError(f"unknown agent {agent!r}; this session has: {', '.join(station.agent_names)}")
     if max_repeats < 0:
         raise ValueError(f"max_repeats must be >= 0, got {max_repeats}")
-    results = asyncio.run(_run(session.runner, agent, script, session.store, max_repeats))
-    return summarize_trials(agent, results)
+    results, skipped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress))
+    return summarize_trials(agent, results, skipped)

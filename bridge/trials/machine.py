@@ -62,7 +62,7 @@ PHASES: tuple[str, ...] = Phase.__args__
 
 # Measured recordings (docs/recording.md): up to ~130 MB of MCAP for one 20 s browser trial. The
 # default floor keeps room for four of them beside the store.
-DEFAULT_MIN_FREE_BYTES = 512 * 1024 * 1024
+DEFAULT_MIN_FREE_BYTES = 512_000_000
 
 # (from, event, to): every transition the machine may take. Event labels are the event's ``label``
 # (its kind and, where the kind alone does not decide, the case in brackets).
@@ -360,21 +360,23 @@ class TrialState:
     depth_pick: bool | None = None
     abort: Abort | None = None
     evidence: SceneEvidence | None = None
+    auto_judge: bool = False
 
 
 def start(*, t: float, trial_id: str, agent: str, instruction: str, belief: Belief, reveal_s: float,
           expected: dict | None = None, human: bool = False, intended: np.ndarray | None = None,
-          min_free_bytes: int | None = DEFAULT_MIN_FREE_BYTES, rules: TrialRules = TrialRules()
-          ) -> tuple[TrialState, list[Command]]:
+          min_free_bytes: int | None = DEFAULT_MIN_FREE_BYTES, rules: TrialRules = TrialRules(),
+          auto_judge: bool = False) -> tuple[TrialState, list[Command]]:
     """A new trial at monotonic time ``t``: the action follows the belief (pick when it holds nothing,
     PointArena sec. 3.4), the reveal time is ``t + reveal_s`` (drawn by the station from the study's
-    ``RevealRule``). Returns the ``asking`` state and its commands."""
+    ``RevealRule``). ``auto_judge``: no participant judges (headless runs): a completed motion's outcome
+    is the automatic check's, when it can tell. Returns the ``asking`` state and its commands."""
     action = "place" if belief.holding else "pick"
     record = TrialResult(trial_id=trial_id, agent=agent, instruction=instruction, action=action, expected=expected,
                          timings_s={"reveal": round(float(reveal_s), 4)})
     timeout = rules.human_answer_s if human else rules.answer_s
     state = TrialState(phase="asking", record=record, t0=t, reveal_t=t + float(reveal_s), min_free_bytes=min_free_bytes,
-                       belief=belief, rules=rules, human=human, intended=intended, timer="answer")
+                       belief=belief, rules=rules, human=human, intended=intended, timer="answer", auto_judge=auto_judge)
     return state, [BeginRecording(trial_id), AskAgent(trial_id, agent, instruction), WakeAt("answer", t + timeout)]
 
 
@@ -419,7 +421,9 @@ def _timed(state: TrialState, t: float, **timings: float) -> dict[str, float]:
 def _arm(state: TrialState, t: float, action: str, timer: str, timeout_s: float, target_m=None
          ) -> tuple[dict[str, Any], list[Command]]:
     n = state.arm_count + 1
-    rid = f"{state.record.trial_id}-{n}"
+    # the action carries the trial's id (its answer, command and result share it in a recording);
+    # what follows it (homing, a recovery) is numbered after it
+    rid = state.record.trial_id if n == 1 else f"{state.record.trial_id}-{n}"
     return ({"arm_request": rid, "arm_count": n, "arm_action": action, "timer": timer},
             [CommandArm(rid, action, target_m), WakeAt(timer, t + timeout_s)])
 
@@ -445,6 +449,8 @@ def _finish(state: TrialState, event: Any, t: float, to_label: str | None = None
         rec.abort, rec.outcome = state.abort, "aborted"
     elif rec.robot_outcome == "refused":
         rec.outcome = "failed"  # nothing moved at the agent's point: a failure whoever judges it
+    elif state.auto_judge and rec.auto_check is not None and rec.auto_check.success is not None:
+        settle(rec, rec.auto_check.success)
     settle(rec, None)
     evidence = Evidence(physics_known=ev is not None, physics_held=None if ev is None else ev.held,
                         sensor=None if ev is None else ev.sensor, depth_pick=state.depth_pick,

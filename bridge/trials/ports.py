@@ -38,7 +38,7 @@ from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["TrialFrame", "AgentReply", "TargetReply", "ArmReply", "ArmReadiness", "SceneEvidence", "Slot",
            "AgentPort", "TargetingPort", "ArmPort", "CameraPort", "ScenePort", "StoragePort", "RecorderPort",
-           "StorePort", "Clock", "MonotonicClock", "ArmReplyOutcome", "Ports"]
+           "StorePort", "HumanRelayPort", "Clock", "MonotonicClock", "ArmReplyOutcome", "Ports"]
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,22 @@ class StorePort(Protocol):
         ...
 
     def frame(self, trial_id: str, which: str) -> bytes | None: ...
+
+
+class HumanRelayPort(Protocol):
+    """The human reference's open requests, as the operator console shows them."""
+
+    def pending(self, with_images: bool = True) -> list[dict]:
+        """``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]`` (``jpeg_b64`` only ``with_images``)."""
+        ...
+
+    def answer(self, request_id: str, u: float, v: float) -> bool:
+        """The operator clicked ``(u, v)`` (original-image pixels); ``False`` when the request is unknown."""
+        ...
+
+    def decline(self, request_id: str) -> bool:
+        """The operator gives no point (the same outcome as a model's answer without one)."""
+        ...
 
 
 class Clock(Protocol):

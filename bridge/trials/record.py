@@ -1,21 +1,17 @@
-"""A Point-Act trial: the typed record, and the narrow parts the web side and the CLI drive.
+"""A Point-Act trial's record.
 
 PointArena sec. 3.4 / 4.1: a participant types an instruction, a blinded agent returns point(s) on
 the live colour image, the robot picks (gripper empty) or places (gripper holding) at the point,
-and the participant judges success. ``TrialResult`` is the record of one trial; the store's
-``trials`` table and the results CSV are derived from its fields (``bridge.study.store``,
-``bridge.study.results``), so a field is written down once, here.
-
-The running system is five parts with one job each (``PointActParts``), so a page takes only what
-it uses: ``TrialRunner`` (trials), ``LiveView`` (the camera as JPEG), ``HumanRelay`` (the human
-reference's open requests), ``ArmControl`` (state, stop, reset, home, open gripper) and
-``SceneControl`` (a block's starting scene).
+and the participant judges success. ``TrialResult`` is the record of one trial, filled in by the
+trial machine (``bridge.trials.machine``); the store's ``trials`` table and the results CSV are
+derived from its fields (``bridge.study.store``, ``bridge.study.results``), so a field is written
+down once, here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+import unicodedata
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,8 +19,7 @@ from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, F
                        RobotOutcome, TrialOutcome)
 from pointlab.bridge.trials.targeting import Target
 
-__all__ = ["TrialResult", "Motion", "Waypoint", "TrialRunner", "LiveView", "HumanRelay", "ArmControl",
-           "SceneControl", "PointActParts", "ROBOT_OUTCOMES"]
+__all__ = ["TrialResult", "Motion", "Waypoint", "ROBOT_OUTCOMES", "text_problem"]
 
 
 class Waypoint(BaseModel):
@@ -122,100 +117,17 @@ class TrialResult(BaseModel):
         return finite_json(self)
 
 
-class TrialRunner(Protocol):
-    """Runs trials (``bridge.ros.runner.RosTrialRunner`` over the ROS 2 node set)."""
+def text_problem(text: str) -> str | None:
+    """Why ``text`` (an instruction, a label) cannot be stored, or ``None`` when it can.
 
-    agent_names: list[str]
-
-    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None,
-                        reveal_floor_s: float = 0.0, keep_recording: bool = False) -> TrialResult:
-        """Ask ``agent`` to point for ``instruction`` on the latest frame, target, act, home, and take
-        the frame after. Never raises for a bad answer, a refusal or a robot fault: those are
-        recorded outcomes (an abort sets ``abort`` and ``outcome = "aborted"``).
-
-        ``reveal_floor_s``: nothing of the answer takes effect (no arm motion) before this many
-        seconds from sending the request, so response time cannot tell agents apart (blinding).
-        ``keep_recording``: the trial's recording goes on until ``end_recording`` (the judgement).
-
-        Raises:
-            ValueError: ``agent`` is not one of ``agent_names``.
-        """
-        ...
-
-    async def end_recording(self, trial_id: str) -> dict | None:
-        """End a recording kept running; its ``bridge.recording.layout.Recording`` as JSON values, or ``None``."""
-        ...
-
-    def abort_current(self) -> bool:
-        """Abort the running trial (operator): it ends ``aborted`` with code ``operator_abort``, the arm
-        is stopped if it was commanded. ``False`` when no trial runs."""
-        ...
-
-    def trial_jpeg(self, trial_id: str, which: str = "before") -> bytes | None:
-        """The frame the agent saw (``before``) or the frame after the arm stopped (``after``) in trial
-        ``trial_id`` as JPEG bytes, or ``None`` when not kept."""
-        ...
-
-
-class LiveView(Protocol):
-    def latest_jpeg(self) -> tuple[bytes, int] | None:
-        """The latest colour frame as JPEG bytes and its frame index, or ``None`` before the first."""
-        ...
-
-
-class HumanRelay(Protocol):
-    def pending(self, with_images: bool = True) -> list[dict]:
-        """Open requests for the human reference: ``[{"request_id", "instruction", "jpeg_b64", "width",
-        "height"}]`` (``jpeg_b64`` only ``with_images``)."""
-        ...
-
-    def answer(self, request_id: str, u: float, v: float) -> bool:
-        """The operator clicked ``(u, v)`` (original-image pixels). False when the request is unknown."""
-        ...
-
-
-class SceneControl(Protocol):
-    """Puts a block's starting scene back (``bridge.trials.scene``)."""
-
-    automatic: bool  # True: ``restore`` does it exactly (a simulator); False: a person does it
-
-    def restore(self) -> None: ...
-
-
-class ArmControl(Protocol):
-    def holding(self) -> bool:
-        """Whether the arm holds something (the next action is a place)."""
-        ...
-
-    def state(self) -> dict:
-        """The arm's latest state as JSON values, ``{}`` before any."""
-        ...
-
-    def emergency_stop(self) -> None: ...
-
-    def reset(self) -> None: ...
-
-    async def release(self) -> dict:
-        """Open the gripper where the arm is and clear ``holding`` (no arm motion); after any trial
-        that is running. Returns ``{"outcome", "error", "holding"}``; never raises for them."""
-        ...
-
-    async def home(self) -> dict:
-        """Move the arm to its home pose; after any trial that is running. Returns ``{"outcome",
-        "error", "holding"}``; never raises for them."""
-        ...
-
-
-@dataclass(frozen=True)
-class PointActParts:
-    """The running system as the web app and the CLI see it."""
-
-    trials: TrialRunner
-    live_view: LiveView
-    human: HumanRelay
-    arm: ArmControl
-    scene: SceneControl
-
-    @property
-    def agent_names(self) -> list[str]:
-        return list(self.trials.agent_names)
+    JSON can carry a lone UTF-16 surrogate (``"\\ud800"``), which is not UTF-8: SQLite (and a ROS
+    string) cannot take it, so a trial with it would run and then fail to be saved. Control
+    characters other than tab/newline (NUL, terminal escapes) are refused too.
+    """
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            return "it contains an invalid character (a lone UTF-16 surrogate)"
+        if cat == "Cc" and ch not in "\t\n\r":
+            return f"it contains the control character U+{ord(ch):04X}"
+    return None

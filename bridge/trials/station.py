@@ -28,11 +28,11 @@ from typing import Any
 from pointlab.bridge.trials import machine as m
 from pointlab.bridge.trials.belief import EMPTY, Belief, next_action
 from pointlab.bridge.trials.machine import DEFAULT_MIN_FREE_BYTES, TrialRules
-from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, Ports, Slot
+from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, CameraPort, HumanRelayPort, Ports, Slot
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.bridge.trials.timing import DEFAULT_REVEAL, RevealRule
 
-__all__ = ["Station", "TrialSettings", "Ran", "StationBusy", "KEEP_TRIAL_FRAMES"]
+__all__ = ["Station", "TrialSettings", "Ran", "StationBusy", "KEEP_TRIAL_FRAMES", "PointActParts"]
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +134,14 @@ class Station:
 
     # -- trials ----------------------------------------------------------------------------------
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None, slot: Slot | None = None,
-                        settings: TrialSettings = TrialSettings(), keep_recording: bool = False) -> Ran:
+                        settings: TrialSettings = TrialSettings(), keep_recording: bool = False,
+                        auto_judge: bool = False) -> Ran:
         """Run one trial to its end and store it in ``slot`` (when the ports have a store and a slot is
         given). Never raises for what the agent, targeting or the arm did (those are recorded
         outcomes and aborts, docs/trials.md).
 
         ``keep_recording``: the recording goes on until ``end_recording`` (the participant's judgement).
+        ``auto_judge``: no participant judges (headless): the automatic check gives the outcome.
 
         Raises:
             ValueError: ``agent`` is not one of ``agent_names``.
@@ -153,7 +155,7 @@ class Station:
             problem = self._start_problem(settings)
             if problem is not None:
                 raise StationBusy(problem)
-            return await self._run(agent, instruction, expected, slot, settings, keep_recording)
+            return await self._run(agent, instruction, expected, slot, settings, keep_recording, auto_judge)
         finally:
             self._motion.release()
 
@@ -170,7 +172,7 @@ class Station:
         return None
 
     async def _run(self, agent: str, instruction: str, expected: dict | None, slot: Slot | None,
-                   settings: TrialSettings, keep_recording: bool) -> Ran:
+                   settings: TrialSettings, keep_recording: bool, auto_judge: bool) -> Ran:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
         clock = self.ports.clock
@@ -185,7 +187,7 @@ class Station:
         state, cmds = m.start(t=clock.now(), trial_id=trial_id, agent=agent, instruction=instruction,
                               belief=self.belief, reveal_s=settings.reveal.draw(self._rng), expected=expected,
                               human=agent in self.human_agents, intended=intended,
-                              min_free_bytes=settings.min_free_bytes, rules=self.rules)
+                              min_free_bytes=settings.min_free_bytes, rules=self.rules, auto_judge=auto_judge)
         run = _Run(self, events, loop)
         with self._lock:
             self._running = (loop, events)
@@ -214,9 +216,16 @@ class Station:
         return Ran(result, stored)
 
     def _store(self, result: TrialResult, slot: Slot | None, frames: dict[str, bytes]) -> int | None:
+        """Save the trial in its slot; ``None`` when there is no store, no slot, or the save failed
+        (logged: the trial ran and is lost for the study, which the caller tells the operator)."""
         if self.ports.store is None or slot is None:
             return None
-        return self.ports.store.save(result, slot, frames)
+        try:
+            return self.ports.store.save(result, slot, frames)
+        except Exception:
+            log.error("trial %s (%s, %s) ran but could not be stored", result.trial_id, result.agent, result.outcome,
+                      exc_info=True)
+            return None
 
     def _keep_frames(self, trial_id: str, frames: dict[str, bytes]) -> None:
         self._frames[trial_id] = frames
@@ -268,10 +277,17 @@ class Station:
         self.ports.arm.emergency_stop()
         self._post(lambda t: m.EStopped(t))
 
-    def reset(self) -> None:
-        """Leave the emergency stop (the arm's bring-up runs again) and allow trials again."""
+    def reset(self, ready_timeout_s: float = 5.0) -> None:
+        """Leave the emergency stop (the arm's bring-up runs again) and allow trials again. Blocks until
+        the arm reports itself ready, at most ``ready_timeout_s`` (its state arrives a moment after the
+        reset; a trial started before it would be refused as not ready)."""
+        import time
+
         self.ports.arm.reset()
         self.stopped = False
+        deadline = time.monotonic() + ready_timeout_s
+        while not self._readiness().ready and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     async def _arm_action(self, action: str, timeout_s: float) -> dict:
         while not self._motion.acquire(blocking=False):  # after any trial that is running
@@ -433,3 +449,27 @@ def _quietly(fn, what: str):
     except Exception:
         log.exception("%s failed", what)
         return None
+
+
+@dataclass(frozen=True)
+class PointActParts:
+    """The running system as the web app sees it: the station (trials, the arm, the belief, the
+    scene) and the human reference's relay (the console's open requests)."""
+
+    station: Station
+    human: HumanRelayPort
+
+    @property
+    def live_view(self) -> CameraPort:
+        """The camera port (``latest_jpeg``: the live view)."""
+        return self.station.ports.camera
+
+    @property
+    def agent_names(self) -> list[str]:
+        return list(self.station.agent_names)
+
+    @property
+    def scene_automatic(self) -> bool:
+        """A simulator restores the block's starting scene itself (else the operator does)."""
+        scene = self.station.ports.scene
+        return bool(scene is not None and scene.automatic)

@@ -536,7 +536,8 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     session = start_session(SessionConfig(camera="sim", robot=f"xarm:{emu.host}:{emu.port}", db_path=db))
     try:
         emu.inject(fault, on_register)
-        out = run_scripted_trials(session, "sim-oracle", [{"instruction": "pick up the red cube"}], max_repeats=0)
+        out = run_scripted_trials(session.station, "sim-oracle", [{"instruction": "pick up the red cube"}],
+                                  max_repeats=0)
     finally:
         session.close()
     (trial,) = out["trials"]

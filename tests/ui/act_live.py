@@ -50,5 +50,5 @@ def oracle_points_on_live_view(live: LiveAct, text: str) -> list:
     """The sim oracle's points for ``text`` on the live view's latest frame (the image a page shows)."""
     from pointlab.sim_mock.oracle import SceneOracle
 
-    jpeg, _ = live.session.runner.live_view.latest_jpeg()
+    jpeg, _ = live.session.ports.live_view.latest_jpeg()
     return SceneOracle(live.session.world.sim).points(text, decode_jpeg(jpeg))

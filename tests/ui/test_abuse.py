@@ -10,19 +10,19 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pointlab.bridge.study.store import Store
-from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.sim_mock.scripted_station import ScriptedWorld
 from pointlab.ui.app import UiSettings, create_app
 
-from .test_api import H, OP, _invite, _study, recv, start_block
+from .test_api import H, NO_WAIT, OP, _invite, _study, recv, start_block
 
 HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError if it reaches a query
 
 
 @pytest.fixture
 def env(tmp_path):
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
     store = Store(tmp_path / "abuse.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client, runner, store
     store.close()
@@ -41,10 +41,10 @@ def test_ids_past_the_integer_range_are_client_errors(env):
 def test_study_parameters_are_strictly_typed(env):
     client, runner, store = env
     for tpa in ("2", True, 2.0, None, []):
-        r = client.post("/api/studies", json={"agents": ["sim-oracle"], "trials_per_agent": tpa}, headers=H)
+        r = client.post("/api/studies", json={"agents": ["sim-oracle"], "trials_per_agent": tpa, **NO_WAIT}, headers=H)
         assert r.status_code == 422, (tpa, r.text)
     for agents in (["sim-oracle", "SIM-ORACLE"], ["sim-oracle", ""], ["sim-oracle", "sim-oracle"]):
-        r = client.post("/api/studies", json={"agents": agents, "trials_per_agent": 1}, headers=H)
+        r = client.post("/api/studies", json={"agents": agents, "trials_per_agent": 1, **NO_WAIT}, headers=H)
         assert r.status_code == 422, (agents, r.text)
     assert store.studies() == []
 
@@ -56,9 +56,9 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
 
     from pointlab.sim_mock.model_server import serve_in_thread
 
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
     store = Store(tmp_path / "burst.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
     url, stop = serve_in_thread(app)
     try:
         with TestClient(app) as client:  # the HTTP setup only; the websocket goes over the socket
@@ -123,9 +123,9 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
     # An agent that answers NaN/inf (a custom agent; the parsers drop them) gave the participant a
     # trial_result with a bare NaN (JSON.parse fails: the page hung on "pointing...") and made
     # /api/results a 500 (Starlette refuses NaN).
-    runner = ScriptedRunner({"weird": (float("nan"), float("inf"))})
+    runner = ScriptedWorld({"weird": (float("nan"), float("inf"))})
     store = Store(tmp_path / "nan.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
         sid = _study(client, agents=["weird"])
         inv = _invite(client, sid)

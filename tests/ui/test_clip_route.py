@@ -11,7 +11,7 @@ from pointlab.bridge.recording.clip import ClipWriter
 from pointlab.bridge.recording.layout import Recording, RecordingLayout, default_recordings_dir
 from pointlab.bridge.study.store import Store
 from pointlab.bridge.trials.record import TrialResult
-from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.sim_mock.scripted_station import ScriptedWorld
 from pointlab.ui.app import UiSettings, create_app
 from pointlab.ui.routes_results import clip_url
 
@@ -35,7 +35,7 @@ def make_clip(layout: RecordingLayout, trial_id: str, seconds: float = 3.0) -> R
 @pytest.fixture
 def env(tmp_path):
     store = Store(tmp_path / "ui.sqlite")
-    sid = store.create_study(agents=["sim-oracle"], trials_per_agent=2)
+    sid = store.create_study(agents=["sim-oracle"], trials_per_agent=2, reveal_low_s=0, reveal_high_s=0)
     layout = RecordingLayout(default_recordings_dir(store.path))
     make_clip(layout, "withclip")
     with_clip = store.save_trial(TrialResult(trial_id="withclip", agent="sim-oracle", instruction="a", action="pick"),
@@ -43,8 +43,8 @@ def env(tmp_path):
     without = store.save_trial(TrialResult(trial_id="noclip", agent="sim-oracle", instruction="b", action="pick"),
                                study_id=sid)
     pid = store.add_participant(sid, token="participant-token-1", agent_order=["sim-oracle"])
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)})
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings())
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings())
     with TestClient(app) as client:
         yield client, app, store, sid, with_clip, without, layout.clip("withclip").read_bytes(), pid
     store.close()

@@ -59,7 +59,7 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
         start_scene, home_tcp = _scene(world), world.snapshot()["_arm"]["tcp_m"]
         op = httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30)
         sid = op.post("/api/studies", json={"agents": ["sim-oracle", "sim-noisy"], "trials_per_agent": 1,
-                                            "reveal_floor_s": 0}).json()["id"]
+                                            "reveal_low_s": 0, "reveal_high_s": 0}).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         p = Participant(live.base_url, inv["token"])
         try:
@@ -112,7 +112,8 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
 def test_operator_abort_before_the_answer(tmp_path, ros_env):
     with live_act(tmp_path / "abort.sqlite", ros_env) as live:
         op = httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30)
-        sid = op.post("/api/studies", json={"agents": ["human"], "trials_per_agent": 1}).json()["id"]
+        sid = op.post("/api/studies", json={"agents": ["human"], "trials_per_agent": 1, "reveal_low_s": 0,
+                                            "reveal_high_s": 0}).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         p = Participant(live.base_url, inv["token"])
         try:

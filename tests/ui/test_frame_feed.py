@@ -10,7 +10,7 @@ import time
 from fastapi.testclient import TestClient
 
 from pointlab.bridge.study.store import Store
-from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.sim_mock.scripted_station import ScriptedWorld
 from pointlab.ui.app import UiSettings, create_app
 from pointlab.ui.context import FrameFeed
 
@@ -97,9 +97,9 @@ def test_a_failing_live_view_gives_no_frame_and_recovers():
 
 def test_one_page_gets_at_most_frame_rate_hz_frames_a_second(tmp_path):
     # the scripted runner's camera has a new frame 30 times a second; the page's cap is 10
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)})
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
     store = Store(tmp_path / "rate.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05))
     try:
         with TestClient(app) as client:
             inv = _invite(client, _study(client, tpa=1, agents=["sim-oracle"]))

@@ -13,17 +13,17 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pointlab.bridge.study.store import Store
-from pointlab.sim_mock.scripted_runner import ScriptedRunner
+from pointlab.sim_mock.scripted_station import ScriptedWorld
 from pointlab.ui.app import UiSettings, create_app
 
-from .test_api import H, OP, _invite, _study, recv, start_block
+from .test_api import H, NO_WAIT, OP, _invite, _study, recv, start_block
 
 
 @pytest.fixture
 def env(tmp_path):
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "frame.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
         yield client, runner, store, app
     store.close()
@@ -42,10 +42,10 @@ def test_frame_route_returns_only_the_callers_trial_frame(env):
     uid = store.trial(res["trial_id"])["trial_uid"]
     r = client.get(f"/api/me/trials/{res['trial_id']}/frame", headers={"Authorization": f"Bearer {a['token']}"})
     assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
-    assert r.content == runner.trial_jpeg(uid) and r.content[:2] == b"\xff\xd8"
+    assert r.content == store.trial_frame(uid, "before") and r.content[:2] == b"\xff\xd8"
     after = client.get(f"/api/me/trials/{res['trial_id']}/frame?which=after",
                        headers={"Authorization": f"Bearer {a['token']}"})
-    assert after.status_code == 200 and after.content == runner.trial_jpeg(uid, "after") != r.content
+    assert after.status_code == 200 and after.content == store.trial_frame(uid, "after") != r.content
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame?which=during",
                       headers={"Authorization": f"Bearer {a['token']}"}).status_code == 422
     assert "no-store" in r.headers["cache-control"]
@@ -55,10 +55,12 @@ def test_frame_route_returns_only_the_callers_trial_frame(env):
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame", headers=H).status_code == 403
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame").status_code == 401
     assert client.get("/api/me/trials/999/frame", headers={"Authorization": f"Bearer {a['token']}"}).status_code == 404
-    # a runner that no longer keeps the frame (a restart): 404, and the page falls back to the live view
-    runner._trial_jpegs.clear()
-    assert client.get(f"/api/me/trials/{res['trial_id']}/frame",
-                      headers={"Authorization": f"Bearer {a['token']}"}).status_code == 404
+    # after a restart the frames come from the store: a new app over the same database serves them
+    station = ScriptedWorld({"sim-oracle": (100.0, 80.0)}).parts(store)
+    with TestClient(create_app(station, store, operator_token=OP)) as again:
+        r2 = again.get(f"/api/me/trials/{res['trial_id']}/frame?which=after",
+                       headers={"Authorization": f"Bearer {a['token']}"})
+        assert r2.status_code == 200 and r2.content == after.content
 
 
 XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
@@ -69,15 +71,15 @@ XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 def test_judgement_shows_before_with_points_beside_after_and_markup_as_text(chromium, tmp_path):
     from pointlab.sim_mock.model_server import serve_in_thread
 
-    runner = ScriptedRunner({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
+    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
     store = Store(tmp_path / "page.sqlite")
-    app = create_app(runner.parts(), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     ctx = chromium.new_context(viewport={"width": 980, "height": 720})
     try:
         op = httpx.Client(base_url=base, headers=H)
-        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1}).json()["id"]
+        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1, **NO_WAIT}).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         assert inv["agent_order"] == ["sim-oracle", "human"]
         page = ctx.new_page()

@@ -11,3 +11,19 @@ def string_msg(obj) -> object:
     from std_msgs.msg import String
 
     return String(data=json.dumps(obj))
+
+
+def run_trial(session, agent: str, instruction: str, **kw):
+    """One headless trial on a started session's station (no reveal wait): its ``TrialResult``."""
+    import asyncio
+
+    from pointlab.bridge.trials.headless import HEADLESS_SETTINGS
+
+    return asyncio.run(session.station.run_trial(agent, instruction, settings=HEADLESS_SETTINGS, **kw)).result
+
+
+async def run_trial_async(session, agent: str, instruction: str, **kw):
+    """``run_trial`` inside a running event loop."""
+    from pointlab.bridge.trials.headless import HEADLESS_SETTINGS
+
+    return (await session.station.run_trial(agent, instruction, settings=HEADLESS_SETTINGS, **kw)).result

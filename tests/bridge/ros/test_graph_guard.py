@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from tests.bridge.ros.helpers import run_trial, run_trial_async
+
 from pointlab.bridge.session import SessionConfig, SessionError, start_session
 
 pytestmark = [pytest.mark.ros]
@@ -24,7 +26,7 @@ def test_second_session_on_this_machine_is_refused_at_once(ros_env):
                            % ros_env):
             start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02))
         assert time.monotonic() - t0 < 1.0  # no discovery wait: the lock says so at once
-        res = asyncio.run(first.runner.run_trial("sim-oracle", "pick up the red cube"))
+        res = run_trial(first, "sim-oracle", "pick up the red cube")
         held = first.world.sim.arm.attached
     assert res.robot_outcome == "done" and res.sim_success is True and held == "red cube"
     # the lock went with the first session: a new one starts

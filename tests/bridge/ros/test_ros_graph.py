@@ -16,6 +16,8 @@ import time
 import numpy as np
 import pytest
 
+from tests.bridge.ros.helpers import run_trial, run_trial_async
+
 from pointlab.bridge.trials.headless import run_scripted_trials
 from pointlab.bridge.session import SessionConfig, start_session
 from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
@@ -31,7 +33,7 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
     db = tmp_path / "act.sqlite"
     script = demo_script()[:10]
     with start_session(SessionConfig(camera="sim", robot="sim", db_path=db, time_scale=0.02)) as s:
-        out = run_scripted_trials(s, "sim-oracle", script)
+        out = run_scripted_trials(s.station, "sim-oracle", script)
         commands = [c for c in s.arm_node.commands_received if c["action"] != "home"]  # it homes after each
         homes = [c for c in s.arm_node.commands_received if c["action"] == "home"]
     trials = out["trials"]
@@ -82,8 +84,8 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
 def test_typed_instructions_get_the_sim_judgement(ros_env):
     # no script: the sim reads the instruction before the trial (what a browser participant types)
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
-        pick = asyncio.run(s.runner.run_trial("sim-oracle", "please pick up the green cube"))
-        place = asyncio.run(s.runner.run_trial("sim-oracle", "now drop it into the blue bowl"))
+        pick = run_trial(s, "sim-oracle", "please pick up the green cube")
+        place = run_trial(s, "sim-oracle", "now drop it into the blue bowl")
     assert pick.expected == {"action": "pick", "object": "green cube", "inferred": True}
     assert pick.sim_success is True and place.sim_success is True, (pick.sim_detail, place.sim_detail)
     assert place.expected["container"] == "blue bowl" and place.sim_detail == "green cube is in blue bowl"
@@ -91,11 +93,11 @@ def test_typed_instructions_get_the_sim_judgement(ros_env):
 
 def test_a_trial_without_completed_motion_is_never_a_sim_success(ros_env):
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
-        asyncio.run(s.runner.run_trial("sim-oracle", "pick up the red cube"))
+        run_trial(s, "sim-oracle", "pick up the red cube")
         # the oracle finds nothing to point at, so the trial is refused; the scene still satisfies
         # the (deliberately stale) expectation "holding the red cube"
-        r = asyncio.run(s.runner.run_trial("sim-oracle", "put it somewhere nice",
-                                           expected={"action": "pick", "object": "red cube"}))
+        r = run_trial(s, "sim-oracle", "put it somewhere nice",
+                                           expected={"action": "pick", "object": "red cube"})
     assert r.robot_outcome == "refused" and r.sim_success is False
     assert r.sim_detail == "no completed motion (refused); holding red cube"
 
@@ -130,7 +132,7 @@ def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabl
         tcp_before = s.world.sim.snapshot()["_arm"]["tcp_m"]
 
         async def run(instructions):
-            return [await s.runner.run_trial("scripted", i) for i in instructions]
+            return [await run_trial_async(s, "scripted", i) for i in instructions]
 
         results = asyncio.run(run([i for i, _ in refusals]))
         received_after_refusals = list(s.arm_node.commands_received)
@@ -161,12 +163,13 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
     cfg.write_text('[[agents]]\nname = "gone"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "x"\n'
                    "max_retries = 0\ntimeout_s = 2\n")
     with start_session(SessionConfig(camera="sim", robot="sim", agents_config=cfg, time_scale=0.02)) as s:
-        r = asyncio.run(s.runner.run_trial("gone", "pick up the red cube"))
+        r = run_trial(s, "gone", "pick up the red cube")
         with pytest.raises(ValueError):
-            asyncio.run(s.runner.run_trial("nobody", "pick up the red cube"))
+            run_trial(s, "nobody", "pick up the red cube")
         assert s.arm_node.commands_received == []
     assert r.robot_outcome == "agent_failure" and r.agent_error and r.robot_error is None
-    assert r.target is not None and r.target.valid is False and r.motion is None
+    assert (r.outcome, r.abort.code) == ("aborted", "agent_error")  # the trial ends at the answer
+    assert r.target is None and r.motion is None
 
 
 def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uoc_tabletop):
@@ -175,25 +178,25 @@ def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uo
     with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)) as s:
         assert s.calibration.method == "table_fit"
         deadline = time.monotonic() + 5  # the first call wakes the encoder; a frame follows
-        while s.runner.live_view.latest_jpeg() is None:
+        while s.ports.live_view.latest_jpeg() is None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
 
         async def trial():
-            task = asyncio.create_task(s.runner.run_trial("human", "pick up the mug"))
+            task = asyncio.create_task(run_trial_async(s, "human", "pick up the mug"))
             for _ in range(400):
-                pending = s.runner.human.pending()
+                pending = s.ports.human.pending()
                 if pending:
                     break
                 await asyncio.sleep(0.025)
             (req,) = pending
             assert (req["instruction"], req["width"], req["height"]) == ("pick up the mug", 640, 480)
-            assert req["jpeg_b64"] and not s.runner.human.answer("no-such-request", 1, 1)
-            assert s.runner.human.answer(req["request_id"], 458.0, 250.0)
+            assert req["jpeg_b64"] and not s.ports.human.answer("no-such-request", 1, 1)
+            assert s.ports.human.answer(req["request_id"], 458.0, 250.0)
             return await task
 
         r = asyncio.run(trial())
-        jpeg = s.runner.trial_jpeg(r.trial_id)
+        jpeg = s.station.trial_jpeg(r.trial_id)
     assert r.robot_outcome == "done" and r.action == "pick" and r.points_px == [(458.0, 250.0)]
     assert r.frame_index == 3 and r.sim_success is None  # nothing to judge on a real frame
     # 774 mm at (458, 250) (see test_targeting.py), a surface just above the fitted table plane z = 0
@@ -201,25 +204,27 @@ def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uo
     assert jpeg[:2] == b"\xff\xd8"  # the frame the operator clicked on, as JPEG
 
 
-def test_robot_fault_and_emergency_stop_are_recorded_outcomes(ros_env):
+def test_robot_fault_is_an_abort_and_nothing_starts_while_stopped(ros_env):
+    from pointlab.bridge.trials.station import StationBusy
+
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
-        run = lambda i: asyncio.run(s.runner.run_trial("sim-oracle", i))  # noqa: E731
+        run = lambda i: run_trial(s, "sim-oracle", i)  # noqa: E731
         # xArm code 31 (collision, abnormal current) on the first move of the pick
         s.world.sim.inject_fault("next_move", 31)
         fault = run("pick up the red cube")
-        # the controller keeps the error until a reset (bring-up) clears it
-        s.runner.arm.reset()
-        deadline = time.monotonic() + 5
-        while s.runner.arm.state().get("error_code", 1) != 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # the controller keeps the error until a reset (bring-up) clears it; meanwhile nothing starts
+        with pytest.raises(StationBusy, match="not ready"):
+            run("pick up the red cube")
+        s.station.reset()
         ok = run("pick up the red cube")
-        s.runner.arm.emergency_stop()
-        while not s.runner.arm.state().get("estopped") and time.monotonic() < deadline + 5:
-            time.sleep(0.02)
-        stopped = run("put it in the blue bowl")
-        assert s.world.sim.snapshot()["_arm"]["attached"] == "red cube"  # the stopped place let nothing go
+        n_commands = len(s.arm_node.commands_received)
+        s.station.emergency_stop()
+        with pytest.raises(StationBusy, match="stopped"):
+            run("put it in the blue bowl")
+        assert len(s.arm_node.commands_received) == n_commands  # nothing was sent while stopped
+        assert s.world.sim.snapshot()["_arm"]["attached"] == "red cube"
     assert fault.robot_outcome == "robot_failure" and fault.robot_error.type == "ArmFaultError"
     assert fault.robot_error.code == 31 and "code 31" in fault.robot_error.detail
+    assert (fault.outcome, fault.abort.code, fault.failure_stage) == ("aborted", "robot_fault", "aborted")
     assert fault.target.valid and fault.motion is None
     assert ok.robot_outcome == "done" and ok.action == "pick"
-    assert stopped.action == "place" and stopped.robot_outcome == "stopped" and stopped.motion is None

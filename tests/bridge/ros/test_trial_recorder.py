@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 
+from tests.bridge.ros.helpers import run_trial, run_trial_async
+
 from pointlab.bridge.recording.recorder import LATCHED
 from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.ros.msgs import TOPICS, rgb_to_image
@@ -32,7 +34,7 @@ def session(ros_env):
 
 def recorded_trial(recorder, session, trial_id: str, instruction: str):
     recorder.begin(trial_id)
-    res = asyncio.run(session.runner.run_trial("sim-oracle", instruction))
+    res = run_trial(session, "sim-oracle", instruction)
     return res, recorder.end(trial_id)
 
 
@@ -122,7 +124,7 @@ def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_sess
     from sensor_msgs.msg import Image
 
     recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
-    bad_pub = session.runner.node.create_publisher(Image, TOPICS["color"], 10)
+    bad_pub = session.ports.node.create_publisher(Image, TOPICS["color"], 10)
     try:
         assert recorder.wait_ready(20)
         recorder.begin("pick2")
@@ -130,10 +132,10 @@ def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_sess
         lying = rgb_to_image(np.zeros((4, 640, 3), np.uint8), 1_000_000_000_000, "camera_color_optical_frame")
         lying.height = 480
         bad_pub.publish(lying)  # received after begin: in the recording
-        res = asyncio.run(session.runner.run_trial("sim-oracle", "pick up the red cube"))
+        res = run_trial(session, "sim-oracle", "pick up the red cube")
         r = recorder.end("pick2")
     finally:
-        session.runner.node.destroy_publisher(bad_pub)
+        session.ports.node.destroy_publisher(bad_pub)
         recorder.close()
     assert not r.complete and any("/camera/camera/color/image_raw" in e for e in r.errors), r.errors
     assert res.robot_outcome == "done" and r.color_frames > 0 and r.clip_frames > 0  # nothing else was lost

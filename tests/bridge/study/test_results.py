@@ -29,12 +29,16 @@ def test_wilson_by_hand():
 
 
 def test_agent_results_counts_only_judged_trials():
+    # as stored: a judgement sets the outcome; a headless trial has an outcome (the automatic check)
+    # and no judgement; an unjudged trial has neither; an aborted one is left out
     trials = [
-        {"agent": "a", "judgement": "succeeded", "sim_success": True},
-        {"agent": "a", "judgement": "failed", "sim_success": False},
-        {"agent": "a", "judgement": None, "sim_success": None},
-        {"agent": "b", "judgement": "succeeded", "sim_success": None},
-        {"agent": "zz", "judgement": "failed", "sim_success": None},
+        {"agent": "a", "judgement": "succeeded", "outcome": "succeeded", "sim_success": True},
+        {"agent": "a", "judgement": "failed", "outcome": "failed", "sim_success": False},
+        {"agent": "a", "judgement": None, "outcome": None, "sim_success": None},
+        {"agent": "b", "judgement": "succeeded", "outcome": "succeeded", "sim_success": None},
+        {"agent": "b", "judgement": None, "outcome": "failed", "sim_success": False},
+        {"agent": "b", "judgement": None, "outcome": "aborted", "sim_success": None},
+        {"agent": "zz", "judgement": "failed", "outcome": "failed", "sim_success": None},
     ]
     surveys = [{"agent": "a", "score": 80.0}, {"agent": "a", "score": 55.0}, {"agent": "b", "score": 100.0}]
     res = {r["agent"]: r for r in agent_results(["a", "b", "c"], trials, surveys)}
@@ -44,7 +48,9 @@ def test_agent_results_counts_only_judged_trials():
     assert a["sim_success_rate"] == 0.5 and a["mean_sus"] == 67.5 and a["n_surveys"] == 2
     assert a["ci95"][0] == pytest.approx(0.0945, abs=1e-3) and a["ci95"][1] == pytest.approx(0.9055, abs=1e-3)
     assert res["c"]["success_rate"] is None and res["c"]["ci95"] is None and res["c"]["mean_sus"] is None
-    assert res["b"]["sim_success_rate"] is None and res["b"]["mean_sus"] == 100.0
+    b = res["b"]
+    assert (b["n_trials"], b["n_judged"], b["n_succeeded"], b["n_aborted"], b["success_rate"]) == (3, 2, 1, 1, 0.5)
+    assert b["sim_success_rate"] == 0.0 and b["mean_sus"] == 100.0
 
 
 def test_csv_has_header_and_json_cells():

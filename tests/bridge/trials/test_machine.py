@@ -412,3 +412,27 @@ def test_random_event_sequences_take_only_declared_transitions_and_never_move_af
                 assert f.result.failure_stage is not None
 
     run()
+
+
+def test_the_trial_package_loads_no_ros_web_or_sql_module():
+    """Importing every module of ``bridge.trials`` (and this test module) in a fresh interpreter loads
+    no rclpy, FastAPI/Starlette, SQLAlchemy or sqlite3: the rules are transport-free."""
+    import pkgutil
+    import subprocess
+
+    import pointlab.bridge.trials as pkg
+
+    names = [f"pointlab.bridge.trials.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+    code = ("import importlib, sys\n"
+            f"for n in {names!r}: importlib.import_module(n)\n"
+            "importlib.import_module('tests.bridge.trials.test_machine')\n"
+            "bad = sorted({m.split('.')[0] for m in sys.modules} & {'rclpy', 'fastapi', 'starlette', 'sqlalchemy', "
+            "'sqlite3', 'std_msgs', 'sensor_msgs'})\n"
+            "print(','.join(bad))")
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[3])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", f"bridge.trials loads {out.stdout.strip()}"
+    assert len(names) >= 10
