@@ -231,3 +231,30 @@ def test_cli_nan_point_fails_the_item_and_output_is_strict_json(tmp_path):
     assert doc["items"][0]["value"] == 0.0 and doc["items"][0]["reason"] == "invalid_prediction"
     assert "duplicate id '1'" in doc["items"][0]["metadata"]["detail"]
     assert len(doc["summary"]["unreadable_prediction_lines"]) == 1
+
+
+def test_registered_scorer_returns_the_contract_item_scores(tmp_path):
+    from pointlab.benchmark.scorers import ItemScore, get_scorer
+
+    img = tmp_path / "img.png"
+    Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(img)
+    items = []
+    for iid, cat, mask in (("in", "spatial", TARGET), ("out", "affordance", INST_A)):
+        Image.fromarray(mask.astype(np.uint8) * 255).save(tmp_path / f"{iid}.png")
+        items.append(BenchItem(iid, img, "q", cat, W, H, tmp_path / f"{iid}.png"))
+    # "in": (60, 40) -> col 60, row 40, inside cols 50..99 x rows 20..59: hit.
+    # "out": (30, 20) -> col floor(30.5) = 30, one right of INST_A's last column 29: miss.
+    preds = {"in": Prediction("in", prediction="[60, 40]", format="xy_pixels"),
+             "out": Prediction("out", prediction="[30, 20]", format="xy_pixels")}
+    report = get_scorer("pointing")(items, preds)
+    assert all(type(s) is ItemScore for s in report.items)
+    assert report.items == [
+        ItemScore(id="in", value=1.0, parsed=[[60.0, 40.0]], reason="hit",
+                  metadata={"category": "spatial", "success": True, "reader": "pointlab:parse_points"}),
+        ItemScore(id="out", value=0.0, parsed=[[30.0, 20.0]], reason="miss",
+                  metadata={"category": "affordance", "success": False, "reader": "pointlab:parse_points"})]
+    # one category each: 1/1 and 0/1; average of the two categories 0.5, overall 1 of 2
+    assert report.summary["categories"]["spatial"] == {"n": 1, "success": 1, "accuracy": 1.0}
+    assert report.summary["categories"]["affordance"] == {"n": 1, "success": 0, "accuracy": 0.0}
+    assert (report.summary["average"], report.summary["overall"], report.summary["n"]) == (0.5, 0.5, 2)
+    assert report.summary["lmms_eval"] == {"pointbench_binary_acc": 0.5, "pointbench_acc": 0.5}
