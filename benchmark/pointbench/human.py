@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .dataset import BenchItem
-from .scoring import ItemScore, score_item
+from ..scorers import ItemScore
+from .scoring import score_item
 
 __all__ = ["page_item", "score_clicks", "clicks_to_pred_jsonl"]
 

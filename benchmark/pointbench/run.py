@@ -32,7 +32,8 @@ import numpy as np
 from ..runs import RUN_RECORD_VERSION, AnswerRecord, RunRecord, append_answer, read_answers, write_run_record
 from ..runs import read_run_record, RunRecordError
 from .dataset import BenchItem, DatasetError, Prediction
-from .scoring import score_prediction, summarize
+from ..scorers import ItemScore
+from .scoring import item_record, score_prediction, summarize
 from .steer import STEER_MODES, apply_steer
 
 __all__ = ["RUN_RECORD_VERSION", "RunOptions", "ErrorRateExceeded", "run_pointing", "read_run_answers",
@@ -186,7 +187,7 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
 
 
 def answers_to_scores(items: Sequence[BenchItem], answers: dict[str, AnswerRecord | dict], *, rules: str = "pointlab",
-                      qwen_pixels: tuple[int, int] | None = None) -> list:
+                      qwen_pixels: tuple[int, int] | None = None) -> list[ItemScore]:
     """Score one run's answers against the items from their RAW TEXT (never the stored points), under ``rules``."""
     scores = []
     for it in items:
@@ -271,7 +272,7 @@ def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *,
     for run in range(1, opts.runs + 1):
         scores = answers_to_scores(items, read_answers(out / f"run_{run}.jsonl"), rules=opts.rules, qwen_pixels=qwen)
         summaries.append(summarize(scores))
-        per_item.append([s.to_dict() for s in scores])
+        per_item.append([item_record(s, opts.rules) for s in scores])
     result = {"model": meta.model, "prompt_style": meta.prompt_style, "steer_mode": opts.steer_mode, "rules": opts.rules,
               "runs": summaries, "aggregate": aggregate_runs(summaries), **stats, "out_dir": str(out),
               "request_notes": meta.request.get("request_notes", [])}

@@ -16,6 +16,13 @@ pixel column ``c`` covers ``[c - 0.5, c + 0.5)``; a point is inside the image wh
 Per category accuracy and the unweighted mean of the categories present (the paper's "Average"
 over the five categories).
 
+Every item is the one score contract, ``scorers.ItemScore`` (``point_score`` builds it): ``value`` 1.0 on
+success and 0.0 otherwise, ``parsed`` the points used (``[[u, v], ...]``, or the released reader's own
+answer under ``--rules reference``), ``reason`` from ``REASONS``, ``metadata`` ``{"category", "success",
+"detail"?, "reader"?}`` (``detail`` and ``reader`` only when known). ``item_record(score, rules)`` is the
+older per-item form ``{"id", "category", "success", "points", "reason", "detail"?, "rules", "reader"?}``
+that ``score_predictions`` returns and a run's ``items.json`` holds (unchanged, so saved runs still read).
+
 ``--rules reference``: PointArena's released ``model_evaluator.py`` item for item
 (``pointbench.reference``: its answer readers, ``int()`` pixels, its mask reading); the differences are
 the ``pointbench.*`` rows of ``scorers.RULES`` (docs/scoring.md). Answers are always re-read from their
@@ -25,19 +32,18 @@ raw text, so a parser or rule change reaches every saved run.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ..points import POINT_FORMATS, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, PointEntry, inside_image, parse_points, qwen_model_size
-from ..scorers import ItemScore as ContractItemScore, ScoreReport, check_rules, register_scorer
+from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
 from .reference import pixel_points_answer, point_pixel, ref_score, reference_answer
 
-__all__ = ["REASONS", "ItemScore", "pixel_index", "score_points", "score_entries", "score_item", "score_prediction",
-           "score_predictions", "summarize", "pixel_entries"]
+__all__ = ["REASONS", "point_score", "item_record", "pixel_index", "score_points", "score_entries", "score_item",
+           "score_prediction", "score_predictions", "summarize", "pixel_entries"]
 
 # Every reason an item can carry. Success: "hit" (non-counting) or "all_targets" (counting).
 REASONS = ("hit", "all_targets", "miss", "outside_image", "no_points", "unparseable", "count_mismatch",
@@ -45,35 +51,33 @@ REASONS = ("hit", "all_targets", "miss", "outside_image", "no_points", "unparsea
            "invalid_prediction")
 
 
-@dataclass
-class ItemScore:
-    """One scored item: ``success``, the points used (pixels), a ``reason`` from ``REASONS``."""
+def point_score(item_id: str, category: str, success: bool, points: Sequence[Any] = (), reason: str = "", *,
+                detail: str | None = None, reader: str | None = None) -> ItemScore:
+    """One Point-Bench item as the score contract (module docstring): ``value`` 1.0 or 0.0, ``parsed`` the
+    points used, ``metadata`` ``{"category", "success", "detail"?, "reader"?}`` in that order."""
+    meta: dict[str, Any] = {"category": category, "success": bool(success)}
+    if detail is not None:
+        meta["detail"] = detail
+    if reader is not None:
+        meta["reader"] = reader
+    return ItemScore(id=item_id, value=1.0 if success else 0.0, parsed=list(points), reason=reason, metadata=meta)
 
-    id: str
-    category: str
-    success: bool
-    points: list[list[float]] = field(default_factory=list)
-    reason: str = ""
-    detail: str | None = None
-    rules: str = "pointlab"
-    reader: str | None = None
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        for k in ("detail", "reader"):
-            if d[k] is None:
-                del d[k]
-        return d
+def _success(s: ItemScore) -> bool:
+    return s.value == 1.0
 
-    def to_contract(self) -> ContractItemScore:
-        """The item as the shared score contract (``scorers.ItemScore``)."""
-        meta = {"category": self.category, "success": self.success}
-        if self.detail is not None:
-            meta["detail"] = self.detail
-        if self.reader is not None:
-            meta["reader"] = self.reader
-        return ContractItemScore(id=self.id, value=1.0 if self.success else 0.0, parsed=self.points, reason=self.reason,
-                                 metadata=meta)
+
+def item_record(s: ItemScore, rules: str) -> dict[str, Any]:
+    """The per-item form of ``score_predictions`` and a run's ``items.json``: ``{"id", "category", "success",
+    "points", "reason", "detail"?, "rules", "reader"?}`` (``detail`` and ``reader`` only when known)."""
+    d: dict[str, Any] = {"id": s.id, "category": s.metadata["category"], "success": _success(s), "points": s.parsed,
+                         "reason": s.reason}
+    if s.metadata.get("detail") is not None:
+        d["detail"] = s.metadata["detail"]
+    d["rules"] = rules
+    if s.metadata.get("reader") is not None:
+        d["reader"] = s.metadata["reader"]
+    return d
 
 
 def pixel_index(u: float, v: float, width: int, height: int) -> tuple[int, int] | None:
@@ -191,7 +195,7 @@ def score_item(item: BenchItem, points_px: Sequence[Sequence[float]] | np.ndarra
         pts = [] if points_px is None else np.asarray(points_px, dtype=float).reshape(-1, 2).tolist()
         if not np.isfinite(pts).all():
             pts = []  # the record must stay strict JSON
-        return ItemScore(item.id, item.category, False, pts, failure, detail)
+        return point_score(item.id, item.category, False, pts, failure, detail=detail)
     if entries is None:
         entries = pixel_entries(points_px if points_px is not None else [], item.width, item.height)
     try:
@@ -199,8 +203,8 @@ def score_item(item: BenchItem, points_px: Sequence[Sequence[float]] | np.ndarra
         mask = item.target_mask() if item.mask is not None or inst else None
         ok, reason, used, why = score_entries(entries, item.category, mask, instance_masks=inst, count=item.count)
     except DatasetError as e:
-        return ItemScore(item.id, item.category, False, [], "bad_ground_truth", str(e))
-    return ItemScore(item.id, item.category, ok, used, reason, detail if why is None else why)
+        return point_score(item.id, item.category, False, [], "bad_ground_truth", detail=str(e))
+    return point_score(item.id, item.category, ok, used, reason, detail=detail if why is None else why)
 
 
 def _model_size(pred: Prediction, fmt: str, item: BenchItem, qwen: tuple[int, int]) -> tuple[int, int] | None:
@@ -227,10 +231,9 @@ def _score_reference(item: BenchItem, pred: Prediction, fmt: str | None) -> Item
     try:
         mask = item.target_mask(rule="lmms-eval" if ans.evaluator == "lmms-eval" else "pointarena")
     except DatasetError as e:
-        return ItemScore(item.id, item.category, False, [], "bad_ground_truth", str(e), rules="reference")
+        return point_score(item.id, item.category, False, [], "bad_ground_truth", detail=str(e))
     ok, reason, used, detail = ref_score(ans, item.category, mask, item.count)
-    return ItemScore(item.id, item.category, ok, used, reason, detail, rules="reference",
-                     reader=f"{ans.evaluator}:{ans.reader}")
+    return point_score(item.id, item.category, ok, used, reason, detail=detail, reader=f"{ans.evaluator}:{ans.reader}")
 
 
 def score_prediction(item: BenchItem, pred: Prediction | None, *, rules: str = "pointlab",
@@ -238,16 +241,14 @@ def score_prediction(item: BenchItem, pred: Prediction | None, *, rules: str = "
     """Score one PRED record under ``rules``: pixel points directly, or raw text read by the rule set's
     reader in the record's format (``auto`` allowed under pointlab). Missing prediction ->
     ``no_prediction``; an unusable line -> ``invalid_prediction``; unknown format or unparseable text ->
-    ``unparseable`` with the parser's reason in ``detail``. Never raises.
+    ``unparseable`` with the parser's reason in ``metadata["detail"]``. Never raises.
 
     Args:
         qwen_pixels: ``(min_pixels, max_pixels)`` of the served Qwen checkpoint (default the record's, else
             the released checkpoints').
     """
     check_rules(rules)
-    out = _score_prediction(item, pred, rules, qwen_pixels)
-    out.rules = rules
-    return out
+    return _score_prediction(item, pred, rules, qwen_pixels)
 
 
 def _score_prediction(item: BenchItem, pred: Prediction | None, rules: str, qwen_pixels) -> ItemScore:
@@ -273,12 +274,12 @@ def _score_prediction(item: BenchItem, pred: Prediction | None, rules: str, qwen
     if not parsed.entries:
         return score_item(item, None, failure="unparseable", detail=parsed.reason)
     out = score_item(item, None, entries=parsed.entries)
-    out.reader = "pointlab:parse_points"
+    out.metadata["reader"] = "pointlab:parse_points"
     return out
 
 
 def score_predictions(items: Sequence[BenchItem], preds: dict[str, Prediction], *, rules: str = "pointlab") -> dict:
-    """``{"items": [ItemScore dicts], "summary": summarize(...)}`` over every GT item (a GT item
+    """``{"items": [item_record dicts], "summary": summarize(...)}`` over every GT item (a GT item
     without a prediction fails with ``no_prediction``; predictions for unknown ids are counted in
     ``summary["unknown_prediction_ids"]``); the summary names ``rules``."""
     scores = [score_prediction(it, preds.get(it.id), rules=rules) for it in items]
@@ -287,18 +288,20 @@ def score_predictions(items: Sequence[BenchItem], preds: dict[str, Prediction], 
     summary["rules"] = rules
     summary["unknown_prediction_ids"] = sorted(set(preds) - known)
     summary["unreadable_prediction_lines"] = list(getattr(preds, "unreadable", []))
-    return {"items": [s.to_dict() for s in scores], "summary": summary}
+    return {"items": [item_record(s, rules) for s in scores], "summary": summary}
 
 
 def summarize(scores: Iterable[ItemScore]) -> dict:
-    """``{"categories": {cat: {n, success, accuracy}}, "average": unweighted mean of per-category
+    """Point-Bench items (``point_score``: ``metadata["category"]``, success = ``value`` 1.0) ->
+    ``{"categories": {cat: {n, success, accuracy}}, "average": unweighted mean of per-category
     accuracies (categories with items), "overall": micro accuracy, "n": items}``; accuracies are
     fractions in [0, 1]; ``average`` is ``None`` when there are no items."""
     per = {c: [0, 0] for c in CATEGORIES}
     for s in scores:
-        per.setdefault(s.category, [0, 0])
-        per[s.category][0] += 1
-        per[s.category][1] += int(s.success)
+        cat = s.metadata["category"]
+        per.setdefault(cat, [0, 0])
+        per[cat][0] += 1
+        per[cat][1] += int(_success(s))
     cats = {c: {"n": n, "success": k, "accuracy": (k / n if n else None)} for c, (n, k) in per.items()}
     present = [v["accuracy"] for v in cats.values() if v["n"]]
     n_all = sum(v["n"] for v in cats.values())
@@ -315,20 +318,20 @@ def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dic
         return {"pointbench_binary_acc": 0.0, "pointbench_acc": 0.0}
     fracs = []
     for it, s in zip(items, scores):
-        pts = [p for p in s.points if (isinstance(p, (list, tuple)) and len(p) == 2) or isinstance(p, dict)]
-        if not pts or not s.success and s.reason in ("unparseable", "no_points", "model_error", "no_prediction",
+        pts = [p for p in s.parsed if (isinstance(p, (list, tuple)) and len(p) == 2) or isinstance(p, dict)]
+        if not pts or not _success(s) and s.reason in ("unparseable", "no_points", "model_error", "no_prediction",
                                                      "invalid_prediction", "bad_ground_truth"):
             fracs.append(0.0)
             continue
-        fracs.append(1.0 if s.success else _hit_fraction(it, s))
-    return {"pointbench_binary_acc": float(np.mean([s.success for s in scores])),
+        fracs.append(1.0 if _success(s) else _hit_fraction(it, s))
+    return {"pointbench_binary_acc": float(np.mean([_success(s) for s in scores])),
             "pointbench_acc": float(np.mean(fracs))}
 
 
 def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
-    # under --rules reference, the mask and the pixel the released evaluator tests (int() of
-    # {"point": [x, y]} for PointArena, lmms-eval's rounded integers); under pointlab, the pixel-area convention
-    evaluator = (s.reader or "").split(":")[0] if s.rules == "reference" else None
+    # read by a released evaluator's reader (only ever under --rules reference): the mask and the pixel it
+    # tests (int() of {"point": [x, y]} for PointArena, lmms-eval's rounded integers); else the pixel-area convention
+    evaluator = (s.metadata.get("reader") or "").split(":")[0]
     if evaluator not in ("pointarena", "lmms-eval"):
         evaluator = None  # pointlab's reader (no released one for this format): pointlab's rule
     try:
@@ -336,7 +339,7 @@ def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
     except DatasetError:
         return 0.0
     hits = []
-    for p in s.points:
+    for p in s.parsed:
         if evaluator:
             px = point_pixel(p, item.width, item.height, evaluator)
             ix = None if px is None else (px[1], px[0])
@@ -351,10 +354,10 @@ def _hit_fraction(item: BenchItem, s: ItemScore) -> float:
 
 @register_scorer("pointing", "Point-Bench (PointArena sec. 3.1, 4.1): points against target masks")
 def score_pointing(items: Sequence[BenchItem], preds: dict[str, Prediction], *, rules: str = "pointlab") -> ScoreReport:
-    """The registered Point-Bench scorer: the contract form of ``score_predictions``."""
+    """The registered Point-Bench scorer: ``score_predictions`` as a ``ScoreReport`` of ``point_score`` items."""
     scores = [score_prediction(it, preds.get(it.id), rules=rules) for it in items]
     summary = summarize(scores)
     summary["unknown_prediction_ids"] = sorted(set(preds) - {it.id for it in items})
     summary["unreadable_prediction_lines"] = list(getattr(preds, "unreadable", []))
     summary["lmms_eval"] = lmms_metrics(items, scores)
-    return ScoreReport(scorer="pointing", rules=rules, items=[s.to_contract() for s in scores], summary=summary)
+    return ScoreReport(scorer="pointing", rules=rules, items=scores, summary=summary)

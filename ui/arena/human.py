@@ -86,10 +86,11 @@ def answer(body: ClicksIn, arena: Arena, sid: Sid) -> dict:
     if len(body.points) > 100 or any(len(p) != 2 for p in body.points):
         raise HTTPException(400, "points must be at most 100 [u, v] pairs")
     s = score_clicks(it, body.points)
-    arena.store.add_human_click(sid, it.id, it.category, s.points, s.success, s.reason)
-    out = {"saved": True, "item_id": it.id, "points": s.points}
+    success = s.metadata["success"]
+    arena.store.add_human_click(sid, it.id, it.category, s.parsed, success, s.reason)
+    out = {"saved": True, "item_id": it.id, "points": s.parsed}
     if arena.settings.human_feedback:
-        out.update(success=s.success, reason=s.reason)
+        out.update(success=success, reason=s.reason)
     return out
 
 
@@ -103,9 +104,9 @@ def mine(arena: Arena, sid: Sid) -> dict:
 def human_summary(rows: list[dict]) -> dict:
     """Pooled per-category summary of ``rows`` (the included answers) plus the Fig. 3 aggregate over sessions."""
     from pointlab.benchmark.pointbench.run import aggregate_runs
-    from pointlab.benchmark.pointbench.scoring import ItemScore, summarize
+    from pointlab.benchmark.pointbench.scoring import point_score, summarize
 
-    scores = [ItemScore(r["id"], r["category"], r["success"], r["points"], r["reason"]) for r in rows]
+    scores = [point_score(r["id"], r["category"], r["success"], r["points"], r["reason"]) for r in rows]
     out = summarize(scores)
     by_session: dict[str, list] = {}
     for r, s in zip(rows, scores):

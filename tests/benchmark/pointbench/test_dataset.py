@@ -70,7 +70,7 @@ def test_gt_round_trip_and_scoring(release, tmp_path):
         [(i.id, i.category, i.count, i.reference_points_px, i.image, i.instance_masks) for i in items]
     assert load_dataset(tmp_path / "gt")[0].id == "affordance/a"
     ok = score_prediction(back[3], Prediction("counting/c", points_px=((2, 2), (22, 12))))
-    assert ok.success
+    assert ok.value == 1.0
 
 
 @pytest.mark.parametrize("entry, msg", [

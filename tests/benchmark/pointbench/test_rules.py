@@ -76,7 +76,7 @@ def test_invalid_first_point_fails_under_pointlab(tmp_path):
     # PointArena reads only [{"point": [x, y]}]: int(NaN) raises inside is_point_in_mask -> "Processing error"
     s = score_prediction(it, Prediction("i", prediction='[{"point": [NaN, 1]}, {"point": [50, 50]}]', format="xy_pixels"),
                          rules="reference")
-    assert (s.reason, s.detail.startswith("Processing error")) == ("unparseable", True)
+    assert (s.reason, s.metadata["detail"].startswith("Processing error")) == ("unparseable", True)
     # an integer too large for a float: an invalid entry under pointlab; reference: int() of it works and
     # the point is outside the image
     big = "1" + "0" * 400
@@ -161,7 +161,7 @@ def test_lmms_metrics_under_both_rule_sets(tmp_path):
     for rules in ("reference", "pointlab"):
         scores = [score_prediction(hit, Prediction("h", points_px=((50.7, 10.0),)), rules=rules),
                   score_prediction(two, Prediction("c", points_px=((10.0, 10.0), (200.0, 10.0))), rules=rules)]
-        assert [s.success for s in scores] == [True, False]
+        assert [s.value == 1.0 for s in scores] == [True, False]
         assert lmms_metrics([hit, two], scores) == {"pointbench_binary_acc": 0.5, "pointbench_acc": 0.75}, rules
     # 99.7: column 99 under PointArena's int() (inside), 100 under pointlab (outside): the fractions differ
     edge = _item(tmp_path, cols(0, 99), category="counting", count=2, name="e")

@@ -168,7 +168,7 @@ def test_saved_runs_are_rescored_from_raw_text_not_stored_points(tmp_path):
     # read again, is 49.9 % of 20 px = 9.98 from the left edge: column 9, a hit
     rec = {"id": "r", "raw_text": '<point x="49.9" y="25">a</point>', "point_format": "molmo", "points_px": [[10.0, 5.0]]}
     (score,) = answers_to_scores([it], {"r": rec})
-    assert score.success and score.reason == "hit"
+    assert score.value == 1.0 and score.reason == "hit"
 
 
 def test_concurrency_is_bounded(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from pointlab.benchmark.pointbench import BenchItem, Prediction, score_points, score_prediction, summarize
-from pointlab.benchmark.pointbench.scoring import ItemScore, pixel_index
+from pointlab.benchmark.pointbench.scoring import pixel_index, point_score
 
 W, H = 200, 100
 
@@ -131,12 +131,12 @@ def _item(tmp_path, category="spatial", mask=TARGET, count=None, inst=()):
 def test_every_point_format_through_pred(tmp_path, text, fmt, expected):
     s = score_prediction(_item(tmp_path), Prediction("i1", prediction=text, format=fmt))
     assert s.reason == expected
-    assert s.success == (expected == "hit")
+    assert (s.value == 1.0) == (expected == "hit")
 
 
 def test_pred_points_in_pixels_and_missing(tmp_path):
     it = _item(tmp_path)
-    assert score_prediction(it, Prediction("i1", points_px=((60.0, 40.0),))).success
+    assert score_prediction(it, Prediction("i1", points_px=((60.0, 40.0),))).value == 1.0
     assert score_prediction(it, None).reason == "no_prediction"
 
 
@@ -154,16 +154,16 @@ def test_bad_mask_is_recorded_not_raised(tmp_path):
     it = _item(tmp_path)
     it.mask = tmp_path / "nope.png"
     s = score_prediction(it, Prediction("i1", points_px=((60, 40),)))
-    assert (s.success, s.reason) == (False, "bad_ground_truth")
+    assert (s.value, s.reason) == (0.0, "bad_ground_truth")
     it.mask = _item(tmp_path).mask
     it.width = 300  # mask is 200 wide
     assert score_prediction(it, Prediction("i1", points_px=((60, 40),))).reason == "bad_ground_truth"
 
 
 def test_summary_unweighted_mean_of_categories():
-    scores = ([ItemScore(f"s{i}", "spatial", i < 1) for i in range(4)]       # 1/4
-              + [ItemScore(f"c{i}", "counting", True) for i in range(2)]     # 2/2
-              + [ItemScore("a0", "affordance", False)])                       # 0/1
+    scores = ([point_score(f"s{i}", "spatial", i < 1) for i in range(4)]       # 1/4
+              + [point_score(f"c{i}", "counting", True) for i in range(2)]     # 2/2
+              + [point_score("a0", "affordance", False)])                       # 0/1
     s = summarize(scores)
     assert s["categories"]["spatial"] == {"n": 4, "success": 1, "accuracy": 0.25}
     assert s["categories"]["steerable"] == {"n": 0, "success": 0, "accuracy": None}
@@ -185,7 +185,7 @@ def test_run_records_are_predictions(tmp_path):
     it = _item(tmp_path)
     assert score_prediction(it, preds["i1"]).reason == "hit"      # (60, 40) as in the molmo case above
     s = score_prediction(it, preds["i2"])
-    assert (s.reason, s.detail) == ("model_error", "HTTP 500: boom")
+    assert (s.reason, s.metadata["detail"]) == ("model_error", "HTTP 500: boom")
 
 
 @pytest.mark.parametrize("points, spatial", [(((float("nan"), 1.0),), "unparseable"),
@@ -198,10 +198,10 @@ def test_non_finite_points_are_invalid_points(tmp_path, points, spatial):
     for cat, inst, count, expected in (("spatial", (), None, spatial), ("counting", (INST_A, INST_B), 2, "unparseable")):
         s = score_prediction(_item(tmp_path, cat, UNION if inst else TARGET, count, inst),
                              Prediction("i1", points_px=points))
-        assert (s.success, s.reason) == (expected == "hit", expected)
+        assert (s.value == 1.0, s.reason) == (expected == "hit", expected)
         if expected == "unparseable":
-            assert "finite" in s.detail
-        json.dumps(s.to_dict(), allow_nan=False)   # raises on NaN / Infinity
+            assert "finite" in s.metadata["detail"]
+        json.dumps(s.model_dump(), allow_nan=False)   # raises on NaN / Infinity
 
 
 def test_cli_nan_point_fails_the_item_and_output_is_strict_json(tmp_path):
@@ -231,3 +231,30 @@ def test_cli_nan_point_fails_the_item_and_output_is_strict_json(tmp_path):
     assert doc["items"][0]["value"] == 0.0 and doc["items"][0]["reason"] == "invalid_prediction"
     assert "duplicate id '1'" in doc["items"][0]["metadata"]["detail"]
     assert len(doc["summary"]["unreadable_prediction_lines"]) == 1
+
+
+def test_registered_scorer_returns_the_contract_item_scores(tmp_path):
+    from pointlab.benchmark.scorers import ItemScore, get_scorer
+
+    img = tmp_path / "img.png"
+    Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(img)
+    items = []
+    for iid, cat, mask in (("in", "spatial", TARGET), ("out", "affordance", INST_A)):
+        Image.fromarray(mask.astype(np.uint8) * 255).save(tmp_path / f"{iid}.png")
+        items.append(BenchItem(iid, img, "q", cat, W, H, tmp_path / f"{iid}.png"))
+    # "in": (60, 40) -> col 60, row 40, inside cols 50..99 x rows 20..59: hit.
+    # "out": (30, 20) -> col floor(30.5) = 30, one right of INST_A's last column 29: miss.
+    preds = {"in": Prediction("in", prediction="[60, 40]", format="xy_pixels"),
+             "out": Prediction("out", prediction="[30, 20]", format="xy_pixels")}
+    report = get_scorer("pointing")(items, preds)
+    assert all(type(s) is ItemScore for s in report.items)
+    assert report.items == [
+        ItemScore(id="in", value=1.0, parsed=[[60.0, 40.0]], reason="hit",
+                  metadata={"category": "spatial", "success": True, "reader": "pointlab:parse_points"}),
+        ItemScore(id="out", value=0.0, parsed=[[30.0, 20.0]], reason="miss",
+                  metadata={"category": "affordance", "success": False, "reader": "pointlab:parse_points"})]
+    # one category each: 1/1 and 0/1; average of the two categories 0.5, overall 1 of 2
+    assert report.summary["categories"]["spatial"] == {"n": 1, "success": 1, "accuracy": 1.0}
+    assert report.summary["categories"]["affordance"] == {"n": 1, "success": 0, "accuracy": 0.0}
+    assert (report.summary["average"], report.summary["overall"], report.summary["n"]) == (0.5, 0.5, 2)
+    assert report.summary["lmms_eval"] == {"pointbench_binary_acc": 0.5, "pointbench_acc": 0.5}
