@@ -1,6 +1,6 @@
 """The arm client: the runner's side of the arm node's topics.
 
-It publishes commands, the emergency stop and the reset, caches the arm's latched state, and keeps
+It publishes commands, the controlled stop (halt), the emergency stop and the reset, caches the arm's latched state, and keeps
 the holding belief in order: an arm state read before the last motion finished must not undo what
 that motion's result said, so both carry ``motions_done`` and only a count at least as new wins.
 """
@@ -44,6 +44,7 @@ class ArmClient:
         self._motions_done = -1
         self._pub_command = node.create_publisher(String, TOPICS["arm_command"], 50)
         self._pub_estop = node.create_publisher(Empty, TOPICS["arm_estop"], 10)
+        self._pub_halt = node.create_publisher(Empty, TOPICS["arm_halt"], 10)
         self._pub_reset = node.create_publisher(Empty, TOPICS["arm_reset"], 10)
         node.create_subscription(String, TOPICS["arm_result"], self._on_result, 50)
         node.create_subscription(String, TOPICS["arm_state"], self._on_state, state_qos())
@@ -76,6 +77,13 @@ class ArmClient:
         self._pub_command.publish(to_msg(ArmCommand(request_id=request_id, action=action,
                                                     target_base_m=target_base_m, session=self.session)))
 
+    def halt(self) -> None:
+        """Publish the controlled stop (``/pointlab/arm/halt``): the running command ends ``halted``,
+        queued ones are answered ``halted``; no fault, no e-stop, the arm stays ready."""
+        from std_msgs.msg import Empty
+
+        self._pub_halt.publish(Empty())
+
     def emergency_stop(self) -> None:
         from std_msgs.msg import Empty
 
@@ -106,7 +114,7 @@ class ArmClient:
 
         Returns:
             ``{"outcome", "error", "holding"}``: the arm node's outcome (``done``, ``stopped`` when
-            e-stopped or faulted, ``robot_failure``), or ``robot_failure`` when no result came in time.
+            e-stopped or faulted, ``halted`` when halted, ``robot_failure``), or ``robot_failure`` when no result came in time.
             Never raises for them.
         """
         return await self._simple("release")

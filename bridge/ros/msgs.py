@@ -44,6 +44,7 @@ TOPICS = {
     "arm_result": "/pointlab/arm/result",
     "arm_state": "/pointlab/arm/state",
     "arm_estop": "/pointlab/arm/estop",
+    "arm_halt": "/pointlab/arm/halt",
     "arm_reset": "/pointlab/arm/reset",
     "joint_states": "/joint_states",
     "tcp_pose": "/pointlab/arm/tcp_pose",
