@@ -9,6 +9,10 @@ Two layers, so that the pick/place logic is written (and tested) once:
   descend, grip, lift). Every waypoint is checked against the ``Workspace`` *before the first command
   is sent*, so an unsafe target produces no motion at all.
 
+Two ways to stop a sequence (docs/robot.md, "Halt vs emergency stop"): ``Arm.stop()``, the emergency
+stop, latches and refuses motion until ``reset()``; ``Arm.halt()``, the operator's controlled stop
+(abort a trial), ends the sequence with ``MotionHaltedError`` and leaves the arm ready.
+
 Units: positions in metres in the base frame (``link_base``, z up); orientations as xArm-style
 fixed-axis roll, pitch, yaw in **degrees** (``(180, 0, 0)`` points the tool straight down);
 speeds in m/s, accelerations in m/s^2. Drivers convert to their controller's units (xArm: mm, deg).
@@ -26,8 +30,8 @@ from typing import Literal
 
 import numpy as np
 
-from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, ReachRefusedError, RobotError,
-                     UnreachableTargetError)
+from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
+                     RobotError, UnreachableTargetError)
 from .workspace import Workspace
 
 __all__ = [
@@ -203,6 +207,27 @@ class ArmDriver(ABC):
     def emergency_stop(self) -> None:
         """Stop all motion now. Must not raise when the connection is already gone."""
 
+    def halt(self) -> None:
+        """Controlled stop, from any thread: end the motion in progress (the move or tool call in
+        progress then raises ``MotionHaltedError``) without a fault; every later move or tool call
+        raises ``MotionHaltedError`` too, until ``clear_halt()``. Must not raise.
+
+        Default, for a driver that cannot halt: ``emergency_stop()``; the call in progress then
+        raises what this driver raises for an emergency stop (``Arm`` counts an
+        ``EmergencyStopError`` during a halt as the halt), and ``clear_halt()`` must run the
+        bring-up. ``SimArmDriver`` and ``XArmDriver`` override both."""
+        self.emergency_stop()
+
+    def clear_halt(self) -> None:
+        """Make the arm ready again after ``halt()`` (``Arm`` calls it when a halted sequence ends).
+
+        Default: ``connect()``, the bring-up, which clears the default halt's emergency stop.
+
+        Raises:
+            RobotError: the arm could not be made ready (``Arm`` then records a fault).
+        """
+        self.connect()
+
     @abstractmethod
     def get_pose(self) -> TcpPose: ...
 
@@ -244,6 +269,13 @@ class Arm:
         # held for a whole sequence: reset() waits for a stopped sequence to end, so it can never
         # clear a stop that the moving thread has not seen yet (stop() itself never waits)
         self._motion_lock = threading.Lock()
+        # Orders halt() against the start and end of a sequence, so that a halt either reaches the
+        # running sequence (whose end then clears the driver's halt) or finds none and does nothing:
+        # a driver halt left behind by a sequence that ended in between would stop the next one.
+        # Held for flag changes and the driver's halt() only, never for a motion.
+        self._halt_lock = threading.Lock()
+        self._running = False
+        self._halt_requested = threading.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def connect(self) -> "Arm":
@@ -310,18 +342,23 @@ class Arm:
         except ArmTimeoutError as e:
             raise ReachRefusedError(f"the reach check did not answer: {e}") from e
 
-    def _run(self, action: str, target_m, steps) -> MotionReport:
+    def _run(self, action: str, target_m, steps, *, check_reach: bool = False) -> MotionReport:
         with self._motion_lock:
             self._require_ready()  # again under the lock: a stop may have come while waiting for it
-            return self._run_locked(action, target_m, steps)
+            self._begin_sequence()
+            try:
+                if check_reach:  # part of the sequence: a halt during the check stops it too
+                    self._check_reachable(steps)
+                return self._run_locked(action, target_m, steps)
+            finally:
+                self._end_sequence()
 
     def _run_locked(self, action: str, target_m, steps) -> MotionReport:
         report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
         t0 = time.monotonic()
         try:
             for kind, step in steps:
-                if self._estopped:
-                    raise EmergencyStopError("emergency stop during the sequence")
+                self._check_not_stopped()
                 if kind == "move":
                     report.waypoints.append(step)
                     self.driver.move_linear(step, self.motion.speed, self.motion.acc)
@@ -329,13 +366,57 @@ class Arm:
                     report.tool_commands.append("close" if step else "open")
                     self.driver.set_tool(bool(step))
                     self._tool_closed = bool(step)
-                    time.sleep(self.motion.grip_settle_s)
+                    self._halt_requested.wait(self.motion.grip_settle_s)  # a halt need not wait for the settle
         except RobotError as e:
+            report.duration_s = time.monotonic() - t0
+            if self._is_halt(e):
+                if isinstance(e, MotionHaltedError):
+                    e.report = report
+                    raise
+                raise MotionHaltedError(f"{action} halted on request ({e})", report) from e
             self._fault = f"{type(e).__name__}: {e}"
             self._safe_halt()
             raise
         report.duration_s = time.monotonic() - t0
         return report
+
+    def _check_not_stopped(self) -> None:
+        # between steps: a stop or a halt that came while no driver call was running
+        if self._estopped:
+            raise EmergencyStopError("emergency stop during the sequence")
+        if self._halt_requested.is_set():
+            raise MotionHaltedError("halted on request before the next step")
+
+    def _is_halt(self, e: RobotError) -> bool:
+        # A driver halt shows up as MotionHaltedError; the default halt (a driver that cannot halt)
+        # is its emergency stop, which shows up as EmergencyStopError. An emergency stop of ours
+        # wins over a halt, and any other error during a halt is a fault.
+        return (self._halt_requested.is_set() and not self._estopped
+                and isinstance(e, (MotionHaltedError, EmergencyStopError)))
+
+    def _begin_sequence(self) -> None:
+        with self._halt_lock:
+            self._halt_requested.clear()  # a stale request must not stop this sequence
+            self._running = True
+
+    def _end_sequence(self) -> None:
+        with self._halt_lock:  # waits for a driver halt() in flight, so the clear comes after it
+            self._running = False
+            halted = self._halt_requested.is_set()
+            self._halt_requested.clear()
+        if halted and not self._estopped:  # after an emergency stop only reset() makes the arm ready
+            self._clear_driver_halt()
+
+    def _clear_driver_halt(self) -> None:
+        try:
+            self.driver.clear_halt()
+        except RobotError as e:
+            log.error("clearing the halt failed, the arm needs a reset: %s", e)
+            self._fault = f"{type(e).__name__} after a halt: {e}"
+            self._safe_halt()
+            return
+        if self._estopped:  # an emergency stop came during the clear: make sure the clear did not undo it
+            self._safe_halt()
 
     def _safe_halt(self) -> None:
         # After a fault nothing more is sent but a stop: a half-done sequence must not continue.
@@ -355,22 +436,24 @@ class Arm:
             ArmNotConnectedError, EmergencyStopError: not ready (nothing sent).
             ArmFaultError, ArmConnectionError, ArmTimeoutError, UnreachableTargetError: from the driver;
                 the arm is stopped before the error propagates.
+            MotionHaltedError: ``halt()`` stopped the sequence: no fault, no emergency stop sent, the arm
+                is ready; ``holding`` is unchanged from before the pick (it did not complete), and
+                the error's ``report`` says what was sent.
         """
         steps = self.plan("pick", target_m)
         self._require_ready()
-        self._check_reachable(steps)
-        report = self._run("pick", target_m, steps)
+        report = self._run("pick", target_m, steps, check_reach=True)
         sensor = self.driver.holding_sensor()
         self._holding = True if sensor is None else bool(sensor)
         return report
 
     def place(self, target_m) -> MotionReport:
         """Place what the tool holds at a base-frame point (metres, the surface to put it on):
-        approach above, descend to the tool's release height, open, lift. Raises as ``pick``."""
+        approach above, descend to the tool's release height, open, lift. Raises as ``pick`` (after
+        a halt ``holding`` is unchanged too)."""
         steps = self.plan("place", target_m)
         self._require_ready()
-        self._check_reachable(steps)
-        report = self._run("place", target_m, steps)
+        report = self._run("place", target_m, steps, check_reach=True)
         self._holding = False
         return report
 
@@ -385,6 +468,7 @@ class Arm:
             ArmNotConnectedError, EmergencyStopError: not ready (nothing sent; ``holding`` unchanged).
             ArmFaultError, ArmConnectionError, ArmTimeoutError: from the driver; the arm is stopped
                 before the error propagates and ``holding`` is unchanged.
+            MotionHaltedError: ``halt()`` stopped it (``holding`` unchanged), as in ``pick``.
         """
         self._require_ready()
         report = self._run("release", [], [("tool", False)])
@@ -392,7 +476,7 @@ class Arm:
         return report
 
     def home(self) -> MotionReport:
-        """Move to the configured home pose (checked against the workspace)."""
+        """Move to the configured home pose (checked against the workspace). Raises as ``move_to``."""
         self.workspace.check(self.motion.home.xyz, "home")
         self._require_ready()
         return self._run("home", self.motion.home.position_m, [("move", self.motion.home)])
@@ -409,6 +493,32 @@ class Arm:
         """Emergency stop: halts the driver and refuses motion until ``reset()``."""
         self._estopped = True
         self._safe_halt()
+
+    def halt(self) -> bool:
+        """Controlled stop (the operator's abort): when a sequence (pick, place, home, release,
+        move_to) is running, ask the driver to halt (``ArmDriver.halt``) and stop the sequence at the
+        next step boundary. The sequence raises ``MotionHaltedError`` (its ``report`` says what was
+        sent); no fault is recorded, no emergency stop is sent, and when it ends the driver's
+        ``clear_halt()`` makes the arm ready for the next command. A halt with nothing running does
+        nothing, and never affects a later sequence. A sequence whose last step finished before the
+        halt reached it returns normally.
+
+        Safe from any thread and never waits for the sequence (like ``stop()``): it waits at most
+        for the driver's halt call. A driver halt that raises is replaced by the emergency stop.
+
+        Returns:
+            Whether a sequence was running (and was asked to halt).
+        """
+        with self._halt_lock:
+            if not self._running:
+                return False
+            self._halt_requested.set()
+            try:
+                self.driver.halt()
+            except Exception:  # the motion may still be going: stop it the hard way
+                log.exception("the driver's halt failed; sending the emergency stop")
+                self.stop()
+        return True
 
     def reset(self) -> None:
         """Leave the emergency-stopped or faulted state (the driver re-runs its bring-up).

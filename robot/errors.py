@@ -3,10 +3,16 @@ original, so a trial records what the controller said."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # arm.py imports this module
+    from .arm import MotionReport
+
 __all__ = [
     "RobotError", "ArmNotConnectedError", "MotionRefusedError", "UnsafeTargetError", "ReachRefusedError",
     "UnreachableTargetError",
     "ArmFaultError", "ArmProtocolError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
+    "MotionHaltedError",
 ]
 
 
@@ -76,3 +82,17 @@ class ArmTimeoutError(RobotError, TimeoutError):
 
 class EmergencyStopError(RobotError):
     """The arm is emergency-stopped; motion is refused until it is reset."""
+
+
+class MotionHaltedError(RobotError):
+    """The sequence was stopped on request by ``Arm.halt()`` (the operator's controlled stop): no
+    fault, no emergency stop, the arm stays ready and takes the next command at once.
+
+    Attributes:
+        report: what the halted sequence had sent (``robot.arm.MotionReport``), set by ``Arm``;
+            ``None`` when raised by a driver.
+    """
+
+    def __init__(self, message: str, report: MotionReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report

@@ -30,6 +30,11 @@ Connection details that matter (read from the SDK 1.18.4 source):
 - A real Lite 6 goes on executing the motions it has accepted when its client disappears
   (docs/robot.md, "Connection loss"): when the connection is lost, the driver opens a new session
   within ``reconnect_timeout_s`` and sends the stop before it reports the ``ArmConnectionError``.
+- The controlled stop (``halt``) and the emergency stop send the same command, ``set_state(4)``:
+  the difference is what follows (docs/robot.md, "Halt vs emergency stop"). A ``set_position(wait=True)``
+  that the stop ends returns ``APIState.EMERGENCY_STOP`` (-9: ``wait_move`` in ``xarm/x3/base.py``
+  sees state 4); while halting that is ``MotionHaltedError``, and ``clear_halt`` is ``set_state(0)``
+  and the settle wait, without the rest of the bring-up.
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ import numpy as np
 
 from .arm import TOOLS, ArmDriver, TcpPose, Tool
 from .errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, RobotError,
-    UnreachableTargetError, UnsafeTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionHaltedError,
+    RobotError, UnreachableTargetError, UnsafeTargetError,
 )
 from .xarm_codes import (
     API_EXCEPTION, CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
@@ -67,6 +72,9 @@ LITE6_JOINT_LIMITS_DEG = ((-360.0, 360.0), (-150.0, 150.0), (-3.5, 300.0), (-360
                           (-360.0, 360.0))
 
 _PORT_LOCK = threading.Lock()
+# What a motion call answers when a halt (state 4) ended it or came just before it: the SDK's
+# APIState.EMERGENCY_STOP from wait_move, APIState.NOT_READY, and the controller's "not ready" flag.
+HALT_CODES = frozenset({-9, -2, 9})
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,7 @@ class XArmDriver(ArmDriver):
         self.config = config
         self.tool: Tool = TOOLS[config.tool]
         self._api = None
+        self._halting = False  # set by halt() (any thread), cleared by clear_halt() and the bring-up
 
     @classmethod
     def from_spec(cls, arg: str | None, *, tool: str = "lite_gripper", **kw) -> "XArmDriver":
@@ -240,6 +249,7 @@ class XArmDriver(ArmDriver):
             self._open()
         with contextlib.redirect_stdout(sys.stderr):
             self._bring_up()
+        self._halting = False
 
     def _open(self) -> None:
         cfg = self.config
@@ -283,15 +293,20 @@ class XArmDriver(ArmDriver):
         self._check("set_mode", api.set_mode(0))
         self._check("set_state", api.set_state(0))
         self._check("set_tcp_offset", api.set_tcp_offset([0, 0, cfg.tcp_offset_mm, 0, 0, 0], wait=False))
+        self._make_ready("bring-up")
+
+    def _make_ready(self, after: str) -> None:
+        """``set_state(0)``, the settle wait, and a read-back that the arm is ready."""
+        api = self._api
         self._check("set_state", api.set_state(0))
-        time.sleep(cfg.state_settle_s)
+        time.sleep(self.config.state_settle_s)
         # set_state hides "not ready" (the SDK maps it to 0): ask the controller what it is now.
         code, state = api.get_state()
         self._check("get_state", code)
         code, (err, warn) = api.get_err_warn_code()
         self._check("get_err_warn_code", code)
         if err or state not in (0, 1, 2):
-            raise ArmFaultError("set_state", 9, f"arm not ready after bring-up: state {state}, "
+            raise ArmFaultError("set_state", 9, f"arm not ready after {after}: state {state}, "
                                 f"{controller_error_text(err)}, warning {warn}")
 
     def disconnect(self) -> None:
@@ -345,6 +360,7 @@ class XArmDriver(ArmDriver):
         Raises:
             UnsafeTargetError: non-finite pose (nothing sent).
             ValueError: non-positive speed or acceleration (nothing sent).
+            MotionHaltedError: ``halt()`` ended the motion, or came before it (nothing sent then).
             ArmFaultError, ArmConnectionError, ArmTimeoutError: from the controller; also
                 ``ArmFaultError`` with code ``POSE_NOT_REACHED`` (-100) when the call succeeded but the
                 TCP is not at the target afterwards.
@@ -360,15 +376,27 @@ class XArmDriver(ArmDriver):
         roll_deg, pitch_deg, yaw_deg = pose.rpy_deg
         speed_mm_s = min(speed_m_s * 1000.0, cfg.max_speed_mm_s)
         acc_mm_s2 = min(acc_m_s2 * 1000.0, cfg.max_acc_mm_s2)
+        self._refuse_if_halting("set_position")
         code = api.set_position(x_mm, y_mm, z_mm, roll_deg, pitch_deg, yaw_deg, speed=speed_mm_s, mvacc=acc_mm_s2,
                                 wait=True, timeout=cfg.motion_timeout_s)
+        self._check_halted("set_position", code)
         self._check("set_position", code)
         code, pos = api.get_position(is_radian=False)
         self._check("get_position", code)
         miss_mm = math.dist(pos[:3], (x_mm, y_mm, z_mm))
         if miss_mm > cfg.reach_tolerance_mm:
+            self._check_halted("set_position", POSE_NOT_REACHED)  # the stop came as the wait ended
             raise ArmFaultError("set_position", POSE_NOT_REACHED,
                                 f"TCP is {miss_mm:.1f} mm from the target after the motion")
+
+    def _refuse_if_halting(self, call: str) -> None:
+        if self._halting:
+            raise MotionHaltedError(f"{call}: the arm is halted; nothing sent until clear_halt()")
+
+    def _check_halted(self, call: str, code: int) -> None:
+        """While halting, a motion that the stop ended (``HALT_CODES``, or not at its target) is the halt."""
+        if self._halting and (int(code) in HALT_CODES or int(code) == POSE_NOT_REACHED):
+            raise MotionHaltedError(f"{call}: halted on request (SDK code {int(code)}: {api_code_text(code)})")
 
     def check_reachable(self, poses: list[TcpPose]) -> None:
         """Ask the controller's inverse kinematics (``get_inverse_kinematics``, register 43) for each
@@ -439,9 +467,11 @@ class XArmDriver(ArmDriver):
         something seals the cup).
 
         Raises:
+            MotionHaltedError: the arm is halted (nothing sent).
             ArmFaultError, ArmConnectionError, ArmTimeoutError, ArmNotConnectedError.
         """
         api = self._require_api()
+        self._refuse_if_halting("set_tool")
         if self.tool.name == "lite_vacuum":
             self._check("set_vacuum_gripper", api.set_vacuum_gripper(
                 bool(closed), wait=False, hardware_version=self.config.vacuum_hardware_version))
@@ -476,6 +506,38 @@ class XArmDriver(ArmDriver):
                 api.emergency_stop()
         except Exception:
             log.exception("xarm emergency_stop failed")
+
+    def halt(self) -> None:
+        """Controlled stop: ``set_state(4)``, the controller's stop state (UFACTORY: it terminates the
+        current motion and clears the command cache); no error is set and nothing else is sent. The
+        pending ``set_position(wait=True)`` then returns -9 and ``move_linear`` raises
+        ``MotionHaltedError``; so does every later move or tool call until ``clear_halt()``. When the
+        stop cannot be sent (no session, a lost one, a refusal) it falls back to ``emergency_stop()``,
+        which reconnects to send it. Never raises."""
+        self._halting = True  # before the stop, so the moving thread reads its -9 as the halt
+        api = self._api
+        try:
+            if api is not None and api.connected:
+                with contextlib.redirect_stdout(sys.stderr):
+                    if int(api.set_state(4)) == 0:
+                        return
+        except Exception:  # the fallback below sends the stop another way
+            log.exception("xarm halt: set_state(4) failed")
+        log.warning("xarm halt: the stop state was not set; sending the emergency stop instead")
+        self.emergency_stop()
+
+    def clear_halt(self) -> None:
+        """Leave the stop state of ``halt()``: ``set_state(0)``, the ``state_settle_s`` wait (a motion
+        within ~0.1 s of a state change can be dropped) and a read-back that the arm is ready.
+
+        Raises:
+            ArmFaultError: the arm is not ready afterwards (the controller error is in the message).
+            ArmConnectionError, ArmTimeoutError, ArmNotConnectedError: from the controller.
+        """
+        self._require_api()
+        with contextlib.redirect_stdout(sys.stderr):
+            self._make_ready("a halt")
+        self._halting = False
 
     def _connection_lost(self, message: str) -> ArmConnectionError:
         """The error to raise for a lost connection, after a new session has sent the stop."""

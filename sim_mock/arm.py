@@ -9,7 +9,8 @@ behaviour as on a Lite 6:
   same for a whole sequence without moving).
 - **Motion** with the controller's trapezoidal timing; ``time_scale`` makes simulated seconds take
   ``time_scale`` wall seconds (tests use a small one). ``emergency_stop()`` from another thread
-  halts a move where it is.
+  halts a move where it is; so does ``halt()``, the controlled stop, which leaves no error state:
+  the move in progress raises ``MotionHaltedError`` and ``clear_halt()`` makes the arm ready again.
 - **Grasping by physics**: ``set_tool(True)`` closes the fingers (or switches the vacuum on);
   whether anything is held is what the contacts say (``SimWorld.held``).
 - **Controller faults**: an injected fault (``world.inject_fault``) or an emergency stop leaves an
@@ -25,7 +26,7 @@ import numpy as np
 
 from pointlab.robot.arm import TOOLS, ArmDriver, TcpPose
 from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
-                                   UnreachableTargetError)
+                                   MotionHaltedError, UnreachableTargetError)
 
 from .lite6_sim import MotionStopped
 from .trapezoid import trapezoid_duration_s
@@ -61,6 +62,7 @@ class SimArmDriver(ArmDriver):
         self.world.set_tool(tool)
         self.lite6 = self.world.lite6
         self.lite6.time_scale, self.lite6.step_m = float(time_scale), float(step_m)
+        self._halting = False  # guarded by world.lock, like world.arm.estopped
 
     @property
     def time_scale(self) -> float:
@@ -89,7 +91,8 @@ class SimArmDriver(ArmDriver):
             w.arm.connected = True
             w.arm.error_code = 0
             w.arm.estopped = False
-        self.lite6.clear_stop()
+            self._halting = False
+            self.lite6.clear_stop()
 
     def disconnect(self) -> None:
         with self.world.lock:
@@ -101,6 +104,8 @@ class SimArmDriver(ArmDriver):
             raise ArmNotConnectedError("sim arm is not connected")
         if a.estopped:
             raise EmergencyStopError("sim arm is emergency-stopped; connect() again to clear it")
+        if self._halting:
+            raise MotionHaltedError(f"{call}: the sim arm is halted; clear_halt() makes it ready")
         if a.error_code:
             raise ArmFaultError(call, HAS_ERROR_CODE, f"controller error {a.error_code} not cleared; connect() again")
 
@@ -135,6 +140,8 @@ class SimArmDriver(ArmDriver):
         Raises:
             ArmNotConnectedError: not connected.
             EmergencyStopError: stopped before or during the move (the arm stays where it stopped).
+            MotionHaltedError: halted (``halt()``) before or during the move (the arm stays where it
+                stopped, ready once ``clear_halt()`` ran).
             ArmFaultError: an uncleared error, an injected fault, or a non-positive/non-finite speed or
                 acceleration (code -8, nothing moves).
             ArmConnectionError: an injected connection drop.
@@ -151,14 +158,15 @@ class SimArmDriver(ArmDriver):
         try:
             self.lite6.move_linear(pose.xyz, pose.rpy_deg, speed_m_s, acc_m_s2)
         except MotionStopped as e:
-            raise EmergencyStopError(f"emergency stop during a linear move: {e}") from None
+            raise self._stopped_error("a linear move", e) from None
 
     def set_tool(self, closed: bool) -> None:
         """Close (``True``) or open (``False``) the gripper, or switch the vacuum on or off; the
         physics decides what is held.
 
         Raises:
-            ArmNotConnectedError, EmergencyStopError, ArmFaultError: as ``move_linear``.
+            ArmNotConnectedError, EmergencyStopError, MotionHaltedError, ArmFaultError: as
+                ``move_linear`` (a stop while the tool acts leaves it as commanded).
         """
         with self.world.lock:
             self._require_ready("set_tool")
@@ -166,13 +174,38 @@ class SimArmDriver(ArmDriver):
         try:
             self.lite6.set_tool(bool(closed))
         except MotionStopped as e:
-            raise EmergencyStopError(f"emergency stop while the tool acted: {e}") from None
+            raise self._stopped_error("the tool's action", e) from None
+
+    def _stopped_error(self, during: str, e: MotionStopped) -> EmergencyStopError | MotionHaltedError:
+        # The motion layer has one stop for both; the flags set before it say which one it was.
+        with self.world.lock:
+            halted = self._halting and not self.world.arm.estopped
+        if halted:
+            return MotionHaltedError(f"halted during {during}: {e}")
+        return EmergencyStopError(f"emergency stop during {during}: {e}")
 
     def emergency_stop(self) -> None:
         """Stop now: a move in progress halts where it is; motion is refused until ``connect()``."""
-        self.lite6.stop()
         with self.world.lock:
-            self.world.arm.estopped = True
+            self.world.arm.estopped = True  # before the stop, so the moving thread reads it as one
+        self.lite6.stop()
+
+    def halt(self) -> None:
+        """Controlled stop (``lite6.stop()``): a move or tool action in progress halts where it is and
+        raises ``MotionHaltedError``; ``world.arm.estopped`` is not set and no error code either.
+        Until ``clear_halt()`` every move and tool call raises ``MotionHaltedError``, so a motion that
+        ended just before the stop cannot let the next one through. Never raises."""
+        with self.world.lock:
+            self._halting = True  # before the stop, so the moving thread reads it as a halt
+            self.lite6.stop()
+
+    def clear_halt(self) -> None:
+        """Leave the halted state (``lite6.clear_stop()``); an emergency stop that came meanwhile
+        stays (only ``connect()`` clears it)."""
+        with self.world.lock:  # one step with the check: an emergency stop cannot slip in between
+            self._halting = False
+            if not self.world.arm.estopped:
+                self.lite6.clear_stop()
 
     # -- state -------------------------------------------------------------------------------------
     def get_pose(self) -> TcpPose:

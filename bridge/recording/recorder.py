@@ -66,6 +66,7 @@ RECORDED_TOPICS: dict[str, str] = {
     **{TOPICS[k]: _STRING for k in ("frame_meta", "point_request", "point_frame", "point_answer", "target_result",
                                     "arm_command", "arm_result", "arm_state")},
     TOPICS["arm_estop"]: _EMPTY,
+    TOPICS["arm_halt"]: _EMPTY,
     TOPICS["arm_reset"]: _EMPTY,
 }
 # State topics whose latest message opens every recording (a trial starts from a known state).

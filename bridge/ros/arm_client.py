@@ -61,7 +61,8 @@ class ArmClient:
                                                     target_base_m=target_base_m, session=self.session)))
 
     def halt(self) -> None:
-        """Stop the running command in a controlled way (it ends ``halted``; no fault, no e-stop)."""
+        """Publish the controlled stop (``/pointlab/arm/halt``): the running command ends ``halted``,
+        queued ones are answered ``halted``; no fault, no e-stop, the arm stays ready."""
         from std_msgs.msg import Empty
 
         self._pub_halt.publish(Empty())

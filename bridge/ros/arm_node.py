@@ -8,20 +8,23 @@ Topics:
   nonce refuses commands carrying any other);
 - in ``/pointlab/arm/estop`` (``std_msgs/Empty``): stop now, drop queued commands, refuse motion
   until a reset;
+- in ``/pointlab/arm/halt`` (``std_msgs/Empty``): the controlled stop (the operator's abort,
+  ``Arm.halt``): the running command ends ``halted`` with the motion it sent and no error, queued
+  commands are dropped, each answered ``halted``; no fault, no e-stop, the next command runs at once;
 - in ``/pointlab/arm/reset`` (``std_msgs/Empty``): leave the emergency-stopped state (once the
   command that was running has ended: a reset right after a stop must not let the stopped motion go on;
   a stop after a pending reset cancels it);
 - out ``/pointlab/arm/result`` (``payloads.ArmResult``; ``outcome`` is ``done``, ``refused`` (nothing
   sent: a bad command (``bad_command``), a target outside the envelope (``workspace``), a path the
   reach check refuses or a reach check that did not answer (``unreachable``)), ``robot_failure``
-  (the driver raised; the arm was stopped; ``error`` is the typed error) or ``stopped``
-  (emergency stop));
+  (the driver raised; the arm was stopped; ``error`` is the typed error), ``stopped``
+  (emergency stop) or ``halted`` (the controlled stop));
 - out ``/joint_states`` (``sensor_msgs/JointState``, ``joint1``..``joint6`` in radians, as xarm_ros2),
   ``/pointlab/arm/tcp_pose`` (``geometry_msgs/PoseStamped`` in ``link_base``, metres) and
   ``/pointlab/arm/state`` (``payloads.ArmStateMsg``, latched), at ``state_rate_hz``.
 
 Commands run on one worker thread in arrival order (one motion at a time); the ROS callbacks only
-queue them, so an e-stop is handled while a motion runs. A command is validated before the arm is
+queue them, so an e-stop or a halt is handled while a motion runs. A command is validated before the arm is
 asked: a malformed one is ``refused`` and no motion is sent; ``Arm`` itself checks every waypoint
 against the workspace before its first command.
 """
@@ -41,7 +44,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from scipy.spatial.transform import Rotation
 
 from pointlab.robot.arm import Arm
-from pointlab.robot.errors import EmergencyStopError, ReachRefusedError, RobotError, UnsafeTargetError
+from pointlab.robot.errors import (EmergencyStopError, MotionHaltedError, ReachRefusedError, RobotError,
+                                   UnsafeTargetError)
 
 from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.ros.lean_node import LeanNode
@@ -94,14 +98,18 @@ class ArmNode(LeanNode):
         # driver's bring-up) clears the stop flags, and the moving thread may not have seen them yet.
         self._exec_lock = threading.Lock()
         self._reset_pending = False
+        # Counts halts; each queued command carries the count at its arrival, so a command the worker
+        # took off the queue just before a halt (not yet running in the arm) is still answered halted.
+        self._halts = 0
         self._pub_result = self.create_publisher(String, TOPICS["arm_result"], 50)
         self._pub_state = self.create_publisher(String, TOPICS["arm_state"], state_qos())
         self._pub_joints = self.create_publisher(JointState, TOPICS["joint_states"], 10)
         self._pub_pose = self.create_publisher(PoseStamped, TOPICS["tcp_pose"], 10)
         self.create_subscription(String, TOPICS["arm_command"], self._on_command, 50)
-        # e-stop and reset in their own group: never queued behind a slow state read
+        # e-stop, halt and reset in their own group: never queued behind a slow state read
         urgent = MutuallyExclusiveCallbackGroup()
         self.create_subscription(Empty, TOPICS["arm_estop"], self._on_estop, 10, callback_group=urgent)
+        self.create_subscription(Empty, TOPICS["arm_halt"], self._on_halt, 10, callback_group=urgent)
         self.create_subscription(Empty, TOPICS["arm_reset"], self._on_reset, 10, callback_group=urgent)
         self._timer = self.create_timer(1.0 / state_rate_hz, self.publish_state) if state_rate_hz > 0 else None
 
@@ -149,21 +157,30 @@ class ArmNode(LeanNode):
                                  refusal=Refusal(code="bad_command", detail=problem), rx_ns=rx_ns)
             return
         self._seen.add(rid)
-        self._queue.put((rid, cmd.action, cmd.target_base_m, rx_ns))
+        self._queue.put((rid, cmd.action, cmd.target_base_m, rx_ns, self._halts))
 
     def _on_estop(self, _msg) -> None:
         log.warning("emergency stop requested")
         self._reset_pending = False  # a stop after a reset request wins
         self.arm.stop()
+        self._drop_queued("stopped", RobotErrorInfo(type="EmergencyStopError", detail="emergency stop before execution"))
+        self.publish_state()
+
+    def _on_halt(self, _msg) -> None:
+        self._halts += 1  # before the arm's halt: the worker compares it before running a command
+        running = self.arm.halt()
+        log.info("halt requested (%s)", "a motion was running" if running else "no motion was running")
+        self._drop_queued("halted")
+        self.publish_state()
+
+    def _drop_queued(self, outcome: str, error: RobotErrorInfo | None = None) -> None:
         while True:  # queued commands are dropped, each with its result
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
             if item is not None:
-                self._publish_result(item[0], item[1], "stopped", rx_ns=item[3], error=RobotErrorInfo(
-                    type="EmergencyStopError", detail="emergency stop before execution"))
-        self.publish_state()
+                self._publish_result(item[0], item[1], outcome, rx_ns=item[3], error=error)
 
     def _on_reset(self, _msg) -> None:
         # Never blocks: the e-stop shares this callback group. With a command running the reset is
@@ -192,10 +209,13 @@ class ArmNode(LeanNode):
             item = self._queue.get()
             if item is None:
                 break
-            rid, action, target, rx_ns = item
+            rid, action, target, rx_ns, halts = item
             self._apply_pending_reset(blocking=True)
             with self._exec_lock:
-                self._execute(rid, action, target, rx_ns)
+                if halts != self._halts:  # a halt came after it arrived: it must not start
+                    self._publish_result(rid, action, "halted", rx_ns=rx_ns)
+                else:
+                    self._execute(rid, action, target, rx_ns)
             self._apply_pending_reset(blocking=True)
 
     def _execute(self, rid: str, action: str, target, rx_ns: int) -> None:
@@ -214,6 +234,9 @@ class ArmNode(LeanNode):
             self._publish_result(rid, action, "refused", refusal=Refusal(code="unreachable", detail=str(e)), rx_ns=rx_ns)
         except EmergencyStopError as e:
             self._publish_result(rid, action, "stopped", error=robot_error_info(e), rx_ns=rx_ns)
+        except MotionHaltedError as e:  # the controlled stop: not an error, the arm is ready
+            motion = e.report.to_dict() if e.report is not None else None
+            self._publish_result(rid, action, "halted", motion=motion, rx_ns=rx_ns)
         except RobotError as e:
             self._publish_result(rid, action, "robot_failure", error=robot_error_info(e), rx_ns=rx_ns)
         except Exception as e:  # a driver bug must not kill the worker; stop the arm to be safe

@@ -6,7 +6,7 @@ would move the first one's robot). So before the arm is connected, the session w
 discovery and looks for endpoints that are not its own:
 
 - any foreign *publisher* on the node set's topics (cameras, requests, answers, targets, commands,
-  results, e-stop);
+  results, e-stop, halt, reset);
 - a foreign *subscriber* to the arm commands that is another pointlab arm node (same node name).
 
 Other foreign subscribers (``ros2 topic echo``, rviz, a recorder) are welcome.
@@ -23,7 +23,7 @@ from pointlab.bridge.ros.msgs import TOPICS
 __all__ = ["GraphClash", "find_clashes", "wait_for_clashes"]
 
 _GUARDED = ("color", "depth", "camera_info", "point_request", "point_answer", "point_frame", "target",
-            "target_result", "arm_command", "arm_result", "arm_estop", "arm_reset")
+            "target_result", "arm_command", "arm_result", "arm_estop", "arm_halt", "arm_reset")
 
 
 class GraphClash(RuntimeError):

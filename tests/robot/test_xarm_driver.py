@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 import time
 
 import numpy as np
@@ -16,8 +17,8 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionRefusedError,
-    ReachRefusedError, UnreachableTargetError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionHaltedError,
+    MotionRefusedError, ReachRefusedError, UnreachableTargetError,
 )
 from pointlab.robot.workspace import Workspace
 from pointlab.robot.xarm import Lite6Config, XArmDriver, _within_limit_deg
@@ -518,6 +519,84 @@ def test_an_sdk_exception_during_a_motion_is_a_typed_robot_error(emu):
         assert arm.state().fault.startswith("ArmProtocolError")
     finally:
         arm.disconnect()
+
+
+# -- the controlled stop (halt) ------------------------------------------------------------
+def test_a_halt_mid_motion_ends_the_move_without_an_error_and_the_next_move_works():
+    emu = start_emulator(time_scale=1.0)
+    d = driver_for(emu)
+    try:
+        d.connect()
+        d.move_linear(TcpPose((0.25, 0.0, 0.20)), 0.5, 5.0)
+        # 100 mm down at 50 mm/s, 500 mm/s^2: 100/50 + 50/500 = 2.1 s
+        out = {}
+        t = threading.Thread(target=lambda: _catch(out, d.move_linear, TcpPose((0.25, 0.0, 0.10)), 0.05, 0.5))
+        t.start()
+        deadline = time.monotonic() + 5
+        while emu.pose_mm_rad[2] > 195.0:  # 5 mm down the line
+            assert time.monotonic() < deadline, "the motion never started"
+            time.sleep(0.005)
+        n_before = len(emu.entries())
+        d.halt()
+        t.join(timeout=10)
+        assert not t.is_alive() and isinstance(out.get("error"), MotionHaltedError), out
+        assert "-9" in str(out["error"])  # wait_move saw the stop state: APIState.EMERGENCY_STOP
+        halted_z = emu.pose_mm_rad[2]
+        assert 100.5 < halted_z < 195.0 and not emu.moving  # stopped on the line, short of the goal
+        assert emu.error_code == 0 and emu.state == 4
+        sent = [(e["name"], e["params"]) for e in emu.entries()[n_before:] if e["name"] != "get_state"]
+        assert ("set_state", {"value": 4}) in sent and not [n for n, _ in sent if n in ("move_line", "clean_err")]
+        with pytest.raises(MotionHaltedError):  # nothing is sent while halted
+            d.move_linear(TcpPose((0.25, 0.0, 0.10)), 0.5, 5.0)
+        n_before = len(emu.entries())
+        d.clear_halt()
+        sent = [(e["name"], e["params"]) for e in emu.entries()[n_before:]]
+        # set_state(0) and the read-back only: no bring-up (motion_en, set_mode, clean_err)
+        assert ("set_state", {"value": 0}) in sent
+        assert not [n for n, _ in sent if n in ("motion_en", "set_mode", "clean_err", "clean_war", "move_line")]
+        assert emu.state == 2 and emu.error_code == 0
+        d.move_linear(TcpPose((0.25, 0.0, 0.10)), 0.5, 5.0)
+        assert emu.pose_mm_rad[:3] == pytest.approx([250.0, 0.0, 100.0], abs=1e-3)
+    finally:
+        d.disconnect()
+        emu.stop()
+
+
+def test_an_arm_halt_on_the_lite6_leaves_it_ready_and_reports_what_was_sent():
+    emu = start_emulator(time_scale=1.0)
+    arm = Arm(driver_for(emu), motion=MotionConfig(grip_settle_s=0.01, speed_m_s=0.03))
+    try:
+        arm.connect()
+        out = {}
+        t = threading.Thread(target=lambda: _catch(out, arm.pick, [0.25, 0.05, 0.03]))
+        t.start()
+        deadline = time.monotonic() + 5
+        while not emu.entries("move_line"):  # the approach (about 80 mm at 30 mm/s) was sent
+            assert time.monotonic() < deadline, "the approach was never sent"
+            time.sleep(0.005)
+        assert arm.halt() is True
+        t.join(timeout=10)
+        err = out.get("error")
+        assert not t.is_alive() and isinstance(err, MotionHaltedError), out
+        assert err.report.tool_commands == ["open"]
+        assert [w.position_m for w in err.report.waypoints] == [pytest.approx((0.25, 0.05, 0.13))]
+        assert len(emu.entries("move_line")) == 1  # the descent was never sent
+        st = arm.state()
+        assert st.fault is None and st.estopped is False and st.error_code == 0 and not st.holding
+        assert emu.state == 2  # the halt was cleared: ready
+        arm.motion = FAST
+        arm.home()
+        assert emu.pose_mm_rad[:3] == pytest.approx([200.0, 0.0, 250.0], abs=1e-3)
+    finally:
+        arm.disconnect()
+        emu.stop()
+
+
+def _catch(out: dict, fn, *args) -> None:
+    try:
+        out["result"] = fn(*args)
+    except Exception as e:  # noqa: BLE001 - handed to the test thread
+        out["error"] = e
 
 
 # -- a whole trial: the fault is stored as a robot failure ----------------------------------

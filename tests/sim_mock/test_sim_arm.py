@@ -11,7 +11,7 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
-                                   UnreachableTargetError)
+                                   MotionHaltedError, UnreachableTargetError)
 from pointlab.sim_mock.arm import SimArmDriver, trapezoid_duration_s
 from pointlab.sim_mock.world import SimWorld
 
@@ -294,3 +294,54 @@ def test_reset_right_after_stop_never_lets_the_stopped_pick_finish():
     assert "error" in outcome and "report" not in outcome
     assert not world.arm.tool_closed  # the grip never closed
     arm.pick([0.25, 0.0, 0.05])  # after the reset the arm moves again
+
+
+def test_halt_stops_a_move_without_an_emergency_stop_until_clear_halt(world):
+    # 0.10 m straight down at 0.1 m/s, 1 m/s^2: 0.1/0.1 + 0.1/1 = 1.1 s at time_scale 1
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=1.0)
+    driver.connect()
+    errors = []
+
+    def down():
+        try:
+            driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.1, 1.0)
+        except Exception as e:  # noqa: BLE001 - handed to the test thread
+            errors.append(e)
+
+    th = threading.Thread(target=down)
+    th.start()
+    deadline = time.monotonic() + 5
+    while driver.get_pose().position_m[2] > 0.245:  # left home (z 0.25) by 5 mm
+        assert time.monotonic() < deadline, "the move never started"
+        time.sleep(0.002)
+    driver.halt()
+    th.join(timeout=5)
+    assert not th.is_alive() and len(errors) == 1 and isinstance(errors[0], MotionHaltedError)
+    z_halted = driver.get_pose().position_m[2]
+    assert 0.16 < z_halted < 0.245  # held on the line, short of the goal
+    assert world.arm.estopped is False and driver.error_code() == 0
+    with pytest.raises(MotionHaltedError):  # sticky until cleared: nothing moves
+        driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.1, 1.0)
+    with pytest.raises(MotionHaltedError):
+        driver.set_tool(True)
+    assert world.arm.tool_closed is False and driver.get_pose().position_m[2] == pytest.approx(z_halted, abs=1e-4)
+    driver.clear_halt()
+    driver.lite6.time_scale = 0.0
+    driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.5, 5.0)
+    assert driver.get_pose().position_m == pytest.approx((0.20, 0.0, 0.15), abs=5e-4)
+
+
+def test_clear_halt_leaves_an_emergency_stop_in_place(world):
+    world.reset()
+    driver = SimArmDriver(world=world, time_scale=0.0)
+    driver.connect()
+    driver.halt()
+    driver.emergency_stop()
+    driver.clear_halt()
+    assert world.arm.estopped is True and world.lite6.stopped is True
+    with pytest.raises(EmergencyStopError):
+        driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.5, 5.0)
+    driver.connect()  # only the bring-up clears it
+    driver.move_linear(TcpPose((0.20, 0.0, 0.15)), 0.5, 5.0)
+    assert driver.get_pose().position_m == pytest.approx((0.20, 0.0, 0.15), abs=5e-4)

@@ -1,5 +1,6 @@
 """The arm node over ROS with the simulated Lite 6: malformed commands never move the arm, commands
-run one at a time, an e-stop halts a motion and drops the queue, and the state topics publish."""
+run one at a time, an e-stop halts a motion and drops the queue, a halt (the controlled stop) ends
+the running command and the queue ``halted`` and leaves the arm ready, and the state topics publish."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 
 from tests.bridge.ros.helpers import string_msg
 from pointlab.bridge.ros.host import RosHost
-from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.ros.msgs import TOPICS, state_qos
 from pointlab.robot.arm import MotionConfig, make_arm
+from pointlab.bridge.ros.arm_client import ArmClient
 from pointlab.bridge.ros.arm_node import ArmNode
+from pointlab.bridge.ros.waiters import Waiters
 from pointlab.sim_mock.world import SimWorld
 
 pytestmark = [pytest.mark.ros]
@@ -48,6 +51,9 @@ def arm_graph(ros_env, request):
     cmd = probe.create_publisher(String, TOPICS["arm_command"], 50)
     estop = probe.create_publisher(Empty, TOPICS["arm_estop"], 10)
     reset = probe.create_publisher(Empty, TOPICS["arm_reset"], 10)
+    halt = ArmClient(probe, Waiters(), threading.Lock()).halt  # the runner's side publishes the halt
+    states = []  # the latched /pointlab/arm/state, as JSON
+    probe.create_subscription(String, TOPICS["arm_state"], lambda m: states.append(json.loads(m.data)), state_qos())
     host.start()
     node.start()
     deadline = time.monotonic() + 5
@@ -60,7 +66,7 @@ def arm_graph(ros_env, request):
             assert cond.wait_for(lambda: len(results) >= n, timeout=timeout_s), results
         return results[:n]
 
-    yield world, node, cmd, estop, reset, wait, joints, poses
+    yield world, node, cmd, estop, reset, wait, joints, poses, halt, states
     node.stop()
     host.close()
 
@@ -78,7 +84,7 @@ BAD_COMMANDS = [
 
 
 def test_bad_commands_are_refused_without_motion(arm_graph):
-    world, node, cmd, _, _, wait, _, _ = arm_graph
+    world, node, cmd, _, _, wait, *_ = arm_graph
     tcp0 = world.snapshot()["_arm"]["tcp_m"]
     for bad in BAD_COMMANDS:
         cmd.publish(string_msg(bad))
@@ -95,7 +101,7 @@ def test_bad_commands_are_refused_without_motion(arm_graph):
 def test_a_target_the_reach_check_refuses_is_a_refusal_at_stage_reach(arm_graph):
     # issue 14, finding 6: inside the envelope (r 0.43 m, approach z 0.40 m) but beyond the Lite 6's
     # reach with the gripper pointing down: nothing moves, the arm is fine, and the result says so
-    world, node, cmd, _, _, wait, _, _ = arm_graph
+    world, node, cmd, _, _, wait, *_ = arm_graph
     tcp0 = world.snapshot()["_arm"]["tcp_m"]
     cmd.publish(string_msg({"request_id": "far", "action": "pick", "target_base_m": [0.43, 0.0, 0.30]}))
     cmd.publish(string_msg({"request_id": "near", "action": "pick", "target_base_m": RED_CUBE_TOP}))
@@ -108,7 +114,7 @@ def test_a_target_the_reach_check_refuses_is_a_refusal_at_stage_reach(arm_graph)
 
 
 def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
-    world, node, cmd, _, _, wait, joints, poses = arm_graph
+    world, node, cmd, _, _, wait, joints, poses, *_ = arm_graph
     cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))  # replayed
     cmd.publish(string_msg({"request_id": "q", "action": "place", "target_base_m": [0.30, -0.19, 0.005]}))
@@ -138,7 +144,7 @@ def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
 def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     from std_msgs.msg import Empty
 
-    world, node, cmd, estop, reset, wait, _, _ = arm_graph
+    world, node, cmd, estop, reset, wait, *_ = arm_graph
     # at 0.15 m/s the pick's moves take about 2 s: stop during the first one
     cmd.publish(string_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     cmd.publish(string_msg({"request_id": "b", "action": "pick", "target_base_m": RED_CUBE_TOP}))
@@ -174,7 +180,7 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
     # command to end; the motion ends "stopped" where it was, and the arm is usable afterwards.
     from std_msgs.msg import Empty
 
-    world, node, cmd, estop, reset, wait, _, _ = arm_graph
+    world, node, cmd, estop, reset, wait, *_ = arm_graph
     cmd.publish(string_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     deadline = time.monotonic() + 5
     while not world.arm.moving:
@@ -196,10 +202,44 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
     assert r["outcome"] == "done" and node.motions_done == 1
 
 
+@pytest.mark.parametrize("arm_graph", [0.5], indirect=True)
+def test_a_halt_mid_pick_ends_it_and_the_queue_halted_and_the_next_command_runs(arm_graph):
+    # the pick opens the tool, then approaches (0.30, 0.10, 0.14) from home (0.20, 0, 0.25): 0.179 m
+    # at 0.15 m/s, 1.35 s of simulated time, 0.67 s of wall time here; halt 5 mm into it
+    world, node, cmd, _, _, wait, _, _, halt, states = arm_graph
+    cmd.publish(string_msg({"request_id": "a", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    cmd.publish(string_msg({"request_id": "b", "action": "pick", "target_base_m": RED_CUBE_TOP}))
+    home = world.snapshot()["_arm"]["tcp_m"]
+    deadline = time.monotonic() + 10
+    while math.dist(world.snapshot()["_arm"]["tcp_m"], home) < 0.005:
+        assert time.monotonic() < deadline, "the approach never started"
+        time.sleep(0.002)
+    halt()
+    res = {r["request_id"]: r for r in wait(2)}
+    a, b = res["a"], res["b"]
+    assert a["outcome"] == "halted" and a["error"] is None and a["refusal"] is None
+    assert a["motion"]["action"] == "pick" and a["motion"]["tool_commands"] == ["open"]
+    assert [w["position_m"] for w in a["motion"]["waypoints"]] == [pytest.approx([0.30, 0.10, 0.14])]
+    assert a["holding"] is False and a["motions_done"] == 0
+    # dropped from the queue by the halt (or taken off it just before and not started)
+    assert b["outcome"] == "halted" and b["error"] is None and b["motion"] is None
+    assert math.dist(world.snapshot()["_arm"]["tcp_m"], [0.30, 0.10, 0.14]) > 0.01  # stopped short of it
+    n_states, deadline = len(states), time.monotonic() + 5
+    while not (len(states) > n_states and not states[-1]["busy"]):  # a state published after the halt
+        assert time.monotonic() < deadline, states[-1:]
+        time.sleep(0.02)
+    st = states[-1]
+    assert st["estopped"] is False and st["fault"] is None and st["error_code"] == 0 and st["holding"] is False
+    cmd.publish(string_msg({"request_id": "c", "action": "home"}))
+    (c,) = [r for r in wait(3) if r["request_id"] == "c"]
+    assert c["outcome"] == "done" and c["motions_done"] == 1
+    assert world.snapshot()["_arm"]["tcp_m"] == pytest.approx([0.20, 0.0, 0.25], abs=1e-3)
+
+
 def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stopped(arm_graph):
     from std_msgs.msg import Empty
 
-    world, node, cmd, estop, _, wait, _, _ = arm_graph
+    world, node, cmd, estop, _, wait, *_ = arm_graph
     cmd.publish(string_msg({"request_id": "p", "action": "pick", "target_base_m": RED_CUBE_TOP}))
     cmd.publish(string_msg({"action": "release"}))  # still needs a request_id
     cmd.publish(string_msg({"request_id": "r", "action": "release"}))  # no target: none needed
