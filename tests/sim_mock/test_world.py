@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pointlab.robot.workspace import Workspace
-from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene
+from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene, normalize_text
 from pointlab.sim_mock.world import (DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, SimWorld,
                                      default_world)
 
@@ -83,6 +83,36 @@ def test_names_and_aliases_resolve():
     with pytest.raises(ValueError):
         Scene((ObjectSpec("a", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0, 0), aliases=("b",)),
                ObjectSpec("b", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0.1, 0))))
+
+
+def test_mention_spans_index_the_normalised_text():
+    scene = default_scene()
+    text = "Put the RED BLOCK on top of the bowl, then the red block again"
+    words = normalize_text(text)
+    assert words == "put the red block on top of the bowl then the red block again"
+    spans = scene.mention_spans(text)
+    assert spans == [(8, 17, "red cube"), (32, 36, "blue bowl"), (46, 55, "red cube")]  # every mention, in order
+    assert [words[a:b] for a, b, _ in spans] == ["red block", "bowl", "red block"]
+    assert scene.mention_spans("the small green cube") == [(4, 20, "small green cube")]  # the longest name wins
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("place it on top of the green cube", ("on", "green cube")),
+    ("set it down on the purple cube", ("on", "purple cube")),
+    ("stack it onto the can", ("on", "orange can")),
+    ("put it on the top of the mug", ("on", "white mug")),
+    ("put the red cube next to the orange can", ("near", "orange can")),   # the held object is not the reference
+    ("put it on the left of the can", ("near", "orange can")),              # "on" not right before the name
+    ("put it in the mug", ("near", "white mug")),                           # a mug is not a container
+    ("can you put it next to the mug", ("near", "white mug")),              # "can" is no reference here
+    ("put it on the table next to the bowl", ("near", "blue bowl")),
+    ("drop it into the bowl", ("container", "blue bowl")),
+    ("put it on the bowl", ("container", "blue bowl")),                     # a bowl is filled
+    ("the green cube", ("near", "green cube")),                             # no relation word: near
+    ("put the red cube down", None),                                        # nothing but the held object
+])
+def test_place_target_reads_the_words_before_the_reference(text, expected):
+    assert default_scene().place_target(text, "red cube") == expected
 
 
 def test_default_world_is_a_process_singleton():
