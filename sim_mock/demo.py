@@ -2,7 +2,7 @@
 
 Each item is ``{"instruction": str, "expected": {...}}`` where ``expected`` is what
 ``SimWorld.judge`` checks after the action (``{"action": "pick", "object": NAME}`` or
-``{"action": "place", "object": NAME, "container"|"near": NAME}``). The script alternates pick and
+``{"action": "place", "object": NAME, "container"|"on"|"near": NAME}``). The script alternates pick and
 place, so it runs in order from the initial layout (``world.reset()``); ``pointlab act trials``
 runs it when no ``--instructions`` file is given.
 """
@@ -23,6 +23,10 @@ def _place_in(text: str, obj: str, container: str) -> dict:
     return {"instruction": text, "expected": {"action": "place", "object": obj, "container": container}}
 
 
+def _place_on(text: str, obj: str, support: str) -> dict:
+    return {"instruction": text, "expected": {"action": "place", "object": obj, "on": support}}
+
+
 def _place_near(text: str, obj: str, near: str) -> dict:
     return {"instruction": text, "expected": {"action": "place", "object": obj, "near": near}}
 
@@ -31,11 +35,11 @@ DEMO_SCRIPT: tuple[dict, ...] = (
     _pick("pick up the red cube", "red cube"),
     _place_in("put it in the blue bowl", "red cube", "blue bowl"),
     _pick("grab the yellow block", "yellow block"),
-    _place_near("place it on top of the green cube", "yellow block", "green cube"),
+    _place_on("place it on top of the green cube", "yellow block", "green cube"),
     _pick("pick up the purple cube", "purple cube"),
     _place_near("put the purple cube next to the orange can", "purple cube", "orange can"),
     _pick("take the red block out of the bowl", "red cube"),
-    _place_near("set it down on the purple cube", "red cube", "purple cube"),
+    _place_on("set it down on the purple cube", "red cube", "purple cube"),
     _pick("pick up the yellow block again", "yellow block"),
     _place_in("drop the yellow block into the bowl", "yellow block", "blue bowl"),
     _pick("pick up the green cube", "green cube"),

@@ -10,9 +10,10 @@ points of their own images; an image that is no frame of this world gets no poin
 Which object (PointArena sec. 3.4, what a Point-Act participant expects):
 
 - the scene objects named in the instruction (names and aliases, case-insensitive, whole words);
-- if the tool held something in that frame, the first named object that is *not* held (the
-  container in "put it in the blue bowl"); otherwise the first named graspable object (else the
-  first named one);
+- if the tool held something in that frame, the place's reference (``Scene.place_target``: the
+  first other named object after a relation word, else the first other named one: the container
+  in "put it in the blue bowl"); otherwise the first named graspable object (else the first
+  named one);
 - "handle" in the instruction and a mug as the target: the mug's handle;
 - nothing named, or the target not visible in the frame: no points.
 
@@ -20,7 +21,10 @@ Which pixel, like a person looking at the picture: the middle of the target's vi
 (the mask pixels whose 3D point, from the frame's clean depth, lies within ``TOP_FACE_TOL_M`` of
 the highest part of the object), at least ``EDGE_MARGIN_PX`` inside the silhouette where it can
 (a depth camera leaves holes along silhouettes); for a container the middle of its visible floor,
-where anything lying in it counts as the container.
+where anything lying in it counts as the container. A place *next to* an object ("put it next to
+the orange can", ``Scene.place_target`` gives ``near``) points at the table beside it instead: the
+centre of a free, visible patch of table where the held object fits, ``BESIDE_GAP_M`` from the
+reference (``_beside``).
 """
 
 from __future__ import annotations
@@ -28,13 +32,21 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .frames import FrameLabels
-from .world import SimWorld, default_world
+from pointlab.robot.workspace import Workspace
 
-__all__ = ["SceneOracle", "TOP_FACE_TOL_M", "EDGE_MARGIN_PX"]
+from .frames import FrameLabels
+from .world import DEFAULT_CAMERA_TARGET_M, SimWorld, default_world
+
+__all__ = ["SceneOracle", "TOP_FACE_TOL_M", "EDGE_MARGIN_PX", "BESIDE_GAP_M"]
 
 TOP_FACE_TOL_M = 0.004
 EDGE_MARGIN_PX = 6
+# Aimed gap between the held object and the reference for "next to", metres: placing lands within
+# about a centimetre of the point, so 1.5 cm keeps the two apart and well inside the 6 cm of
+# bridge.trials.placement.NEXT_TO_GAP_M (the footprints are bounded by their corner circles, so
+# the real gap is 1.5-3.5 cm).
+BESIDE_GAP_M = 0.015
+_TABLE_LABEL = -3  # frames.FrameLabels: table or floor
 
 
 class SceneOracle:
@@ -50,11 +62,12 @@ class SceneOracle:
     def target(self, instruction: str, held: str | None = None) -> str | None:
         """The object an instruction asks to point at, given what the tool holds, or ``None``."""
         w = self.world
-        mentioned = w.scene.mentions(instruction if isinstance(instruction, str) else "")
+        text = instruction if isinstance(instruction, str) else ""
         if held is not None:
-            names = [m for m in mentioned if m != held]
-        else:
-            names = [m for m in mentioned if not w.scene.spec(m).is_container] or mentioned
+            place = w.scene.place_target(text, held)
+            return place[1] if place else None
+        mentioned = w.scene.mentions(text)
+        names = [m for m in mentioned if not w.scene.spec(m).is_container] or mentioned
         return names[0] if names else None
 
     def points(self, instruction: str, image_rgb) -> list[tuple[float, float]]:
@@ -103,6 +116,9 @@ class SceneOracle:
         if name is None:
             return None
         spec = self.world.scene.spec(name)
+        held = labels.capture.held
+        if held is not None and self.world.scene.place_target(instruction or "", held)[0] == "near":
+            return self._beside(labels, name, held)
         if spec.shape == "mug" and "handle" in (instruction or "").lower():
             mask = self._part_mask(labels, name, "handle")
             return _middle(mask, mask)
@@ -138,6 +154,42 @@ class SceneOracle:
         region = np.zeros(labels.labels.shape, bool)
         region[rows[keep], cols[keep]] = True
         return region
+
+    def _beside(self, labels: FrameLabels, name: str, held: str) -> np.ndarray | None:
+        """The pixel of a table point beside ``name`` where ``held`` fits: on a circle around the
+        reference, ``BESIDE_GAP_M`` beyond both objects' corner circles (a mug's handle included),
+        in the arm's workspace, where the frame shows bare table over the held object's whole
+        footprint (so nothing stands there and the camera sees it); of those, the one nearest the
+        middle of the table the camera looks at. ``None`` when no such place is in view."""
+        w = self.world
+        p, R = _pose_in(labels, w, name)
+        ref = w.scene.spec(name)
+        ref = ref.at(p, float(np.degrees(np.arctan2(R[1, 0], R[0, 0]))))
+        ref_r = float(np.max(np.hypot(*(ref.corners_m()[:, :2] - p[:2]).T)))
+        held_r = float(np.hypot(*w.scene.spec(held).size_m[:2]) / 2)
+        angles = np.radians(np.arange(0.0, 360.0, 15.0))
+        centres = p[:2] + (ref_r + BESIDE_GAP_M + held_r) * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+        ws = Workspace()
+        # a 5 mm grid over the held object's corner circle: any object standing there hides table pixels
+        g = np.arange(-held_r, held_r + 1e-9, 0.005)
+        patch = np.array([(x, y) for x in g for y in g if np.hypot(x, y) <= held_r])
+        to_cam = w.T_base_camera.inverse()
+        table_z = w.scene.table_z_m
+        h, wid = labels.labels.shape
+        for c in sorted(centres, key=lambda c: np.hypot(*(c - np.asarray(DEFAULT_CAMERA_TARGET_M[:2])))):
+            r = float(np.hypot(*c))
+            if not (ws.x_m[0] <= c[0] <= ws.x_m[1] and ws.y_m[0] <= c[1] <= ws.y_m[1]
+                    and ws.min_radius_m + held_r <= r <= ws.max_reach_m - held_r):
+                continue
+            pts = np.column_stack([c + patch, np.full(len(patch), table_z)])
+            uv = w.intrinsics.project(to_cam.apply(pts))
+            cols, rows = np.floor(uv[:, 0] + 0.5), np.floor(uv[:, 1] + 0.5)
+            if not (np.all(np.isfinite(uv)) and cols.min() >= 0 and rows.min() >= 0 and cols.max() < wid
+                    and rows.max() < h):
+                continue
+            if np.all(labels.labels[rows.astype(int), cols.astype(int)] == _TABLE_LABEL):
+                return w.intrinsics.project(to_cam.apply(np.array([[*c, table_z]])))[0]
+        return None
 
     def _part_mask(self, labels: FrameLabels, name: str, part: str) -> np.ndarray:
         import mujoco

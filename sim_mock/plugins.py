@@ -94,14 +94,15 @@ class SimWorldPlugin:
 
     def intended_mask(self, expected: dict):
         """The mask of what ``expected`` asks the agent to point at, on the current camera image: the
-        object of a pick, the container of a place "in" it; ``None`` for a place "near" something
-        (the right point is beside the object, which no object mask says)."""
+        object of a pick, the container of a place "in" it, the object a place puts something "on";
+        ``None`` for a place "near" something (the right point is beside the object, which no
+        object mask says)."""
         from .oracle import SceneOracle
 
         if expected.get("action") == "pick":
             name = expected.get("object")
-        elif expected.get("action") == "place" and expected.get("container"):
-            name = expected["container"]
+        elif expected.get("action") == "place" and (expected.get("container") or expected.get("on")):
+            name = expected.get("container") or expected["on"]
         else:
             return None
         if self._oracle is None:

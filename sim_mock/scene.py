@@ -43,11 +43,20 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["ObjectSpec", "Scene", "default_scene", "load_scene", "TABLE_COLOR_RGB", "SHAPES", "DEFAULT_SCENE_FILE"]
+__all__ = ["ObjectSpec", "Scene", "default_scene", "load_scene", "normalize_text", "TABLE_COLOR_RGB", "SHAPES",
+           "DEFAULT_SCENE_FILE"]
 
 TABLE_COLOR_RGB = (150, 146, 140)
 SHAPES = ("box", "cylinder", "bowl", "mug")
 DEFAULT_SCENE_FILE = "scenes/default.toml"
+# Words right before a name that make it the reference of a place ("can you put it next to the
+# mug": the mug, not the "can" a question starts with): those asking for "on", and for "near".
+_DETERMINER = r"(?: (?:the|a|an|this|that))?"
+_ON_WORDS = r"on (?:the )?top of|onto|on|upon|atop"
+_NEAR_WORDS = r"next to|beside|near|by|close to"
+_RELATION_BEFORE = re.compile(rf"(?:^| )(?:{_ON_WORDS}|{_NEAR_WORDS}|in|into|inside(?: of)?){_DETERMINER} $")
+_ON_BEFORE = re.compile(rf"(?:^| )(?:{_ON_WORDS}){_DETERMINER} $")
+_NEAR_BEFORE = re.compile(rf"(?:^| )(?:{_NEAR_WORDS}){_DETERMINER} $")
 
 
 @dataclass(frozen=True)
@@ -177,7 +186,9 @@ class ObjectSpec:
         return np.array(out)
 
 
-def _norm(text: str) -> str:
+def normalize_text(text: str) -> str:
+    """Lower case, every run of other characters than ``a-z0-9`` one space, stripped: the text
+    names are matched in (``Scene.resolve``, ``Scene.mention_spans``)."""
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
@@ -202,7 +213,7 @@ class Scene:
         seen: dict[str, str] = {}
         for obj in self.objects:
             for n in obj.names:
-                key = _norm(n)
+                key = normalize_text(n)
                 if key in seen:
                     raise ValueError(f"scene name {n!r} used by both {seen[key]!r} and {obj.name!r}")
                 seen[key] = obj.name
@@ -210,26 +221,58 @@ class Scene:
 
     def resolve(self, name: str) -> str | None:
         """Canonical object name for a name or alias (case- and punctuation-insensitive), or ``None``."""
-        return self._index.get(_norm(name))
+        return self._index.get(normalize_text(name))
 
     def mentions(self, text: str) -> list[str]:
         """Canonical names of the objects ``text`` mentions (names or aliases as whole words), in
         order of first mention; the longest alias wins where names overlap."""
-        t = f" {_norm(text)} "
+        out: list[str] = []
+        for _, _, canon in self.mention_spans(text):
+            if canon not in out:
+                out.append(canon)
+        return out
+
+    def mention_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Every mention of an object in ``text`` as ``(start, end, canonical name)``, in order;
+        ``start:end`` indexes ``normalize_text(text)`` (so the words before a mention can be read,
+        e.g. "on top of" in ``SimWorld.infer_expected``). The longest alias wins where names
+        overlap ("blue bowl", not "bowl")."""
+        t = f" {normalize_text(text)} "
         hits: list[tuple[int, int, str]] = []
         for alias, canon in self._index.items():
             for m in re.finditer(rf"(?<= ){re.escape(alias)}(?= )", t):
                 hits.append((m.start(), -len(alias), canon))
         hits.sort()
-        out: list[str] = []
+        out: list[tuple[int, int, str]] = []
         covered_to = -1
         for start, neg_len, canon in hits:
             if start < covered_to:  # inside a longer name already matched ("blue bowl" vs "bowl")
                 continue
             covered_to = start - neg_len
-            if canon not in out:
-                out.append(canon)
+            out.append((start - 1, covered_to - 1, canon))  # -1: the padding space in front
         return out
+
+    def place_target(self, text: str, held: str | None) -> tuple[Literal["container", "on", "near"], str] | None:
+        """Where a place instruction puts the ``held`` object, as ``(key, reference)`` for a
+        ``SimWorld.judge`` expectation, or ``None`` when it names no other object.
+
+        The reference is the first object other than ``held`` named right after a relation word
+        ("in", "into", "on", "on top of", "onto", "next to", "beside", "near", "by", ...), else the
+        first other object named. ``near`` when the words right before it are "next to", "beside",
+        "near", "by" or "close to"; else ``container`` when it is a container (a bowl is filled,
+        whatever the word), ``on`` when they are "on", "on top of", "onto", "upon" or "atop", else
+        ``near`` (a mug is not a container: "in the mug" is near).
+        """
+        words = normalize_text(text)
+        others = [(words[:start], canon) for start, _, canon in self.mention_spans(text) if canon != held]
+        if not others:
+            return None
+        before, ref = next(((b, c) for b, c in others if _RELATION_BEFORE.search(b)), others[0])
+        if _NEAR_BEFORE.search(before):
+            return "near", ref
+        if self.spec(ref).is_container:
+            return "container", ref
+        return ("on" if _ON_BEFORE.search(before) else "near"), ref
 
     @property
     def containers(self) -> list[ObjectSpec]:

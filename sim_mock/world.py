@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from pointlab.bridge.trials.placement import NEXT_TO_GAP_M, ObjectBox, check_placement
 from pointlab.perception.extrinsics import Calibration, RigidTransform, optical_pose
 from pointlab.perception.frame import Intrinsics
 from pointlab.robot.arm import TOOL_DOWN_RPY_DEG, TOOLS
@@ -45,8 +46,14 @@ DEFAULT_INTRINSICS = Intrinsics(640, 480, 615.0, 615.0, 321.0, 239.0)
 DEFAULT_CAMERA_EYE_M = (0.76, 0.0, 0.56)
 DEFAULT_CAMERA_TARGET_M = (0.24, 0.0, 0.09)
 HOME_TCP_M = (0.20, 0.0, 0.25)  # pointlab.robot.arm.MotionConfig().home
-NEAR_DISTANCE_M = 0.06
+# The largest gap between two footprints that is still "near" (next to): the product's placement
+# rule owns the value (bridge.trials.placement); the name stays for code that imported it here.
+NEAR_DISTANCE_M = NEXT_TO_GAP_M
 FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move")
+
+
+# The relation each place expectation asks for (bridge.trials.placement.RELATIONS).
+_WANTED = {"container": "in", "on": "on", "near": "next_to"}
 
 
 def look_at(eye_m, target_m, up=(0.0, 0.0, 1.0)) -> RigidTransform:
@@ -305,38 +312,64 @@ class SimWorld:
             return self._faults.pop(kind, None)
 
     # -- judgement ---------------------------------------------------------------------------------
+    def object_box(self, name: str) -> ObjectBox:
+        """An object's extent now, for the placement rule (``bridge.trials.placement``): footprint
+        centre, size and yaw (a disc for a can, bowl or mug; a mug's handle left out), its lowest
+        and highest points (exact for a tilted box or cylinder), the wall of a container; metres.
+
+        Raises:
+            KeyError: no such object.
+        """
+        canon = self._canonical(name)
+        spec = self.scene.spec(canon)
+        with self.lock:
+            p, R = self.physics.object_pose(canon)
+        centre = p + R[:, 2] * spec.height_m / 2
+        # vertical half-extent of the solid: along its own axis plus across it (a tilted cube's
+        # lowest point is a corner, a tilted can's a point on its rim)
+        sx, sy, h = spec.size_m
+        disc = spec.shape != "box"
+        across = sx / 2 * math.hypot(R[2, 0], R[2, 1]) if disc else sx / 2 * abs(R[2, 0]) + sy / 2 * abs(R[2, 1])
+        half_z = h / 2 * abs(R[2, 2]) + across
+        return ObjectBox(center_xy_m=(float(centre[0]), float(centre[1])), size_xy_m=(sx, sy),
+                         bottom_z_m=float(centre[2] - half_z), top_z_m=float(centre[2] + half_z),
+                         yaw_deg=math.degrees(math.atan2(R[1, 0], R[0, 0])), footprint="disc" if disc else "rect",
+                         wall_m=spec.wall_m if spec.is_container else None)
+
     def infer_expected(self, instruction: str, action: str) -> dict | None:
         """What a typed ``instruction`` asks of the sim, as a ``judge`` expectation, read before the
         trial moves anything (so the browser trials get a sim judgement too), or ``None`` when it
         names no scene object. The expectation carries ``"inferred": True``.
 
-        pick: the first mentioned object that is not a container. place: the held object goes into
-        the first mentioned container, or near the first other mentioned object.
+        pick: the first mentioned object that is not a container. place: the held object in, on
+        or near the reference the instruction names (``Scene.place_target``).
         """
-        mentioned = self.scene.mentions(instruction if isinstance(instruction, str) else "")
+        text = instruction if isinstance(instruction, str) else ""
         held = self.held()
-        specs = {o.name: o for o in self.scene.objects}
         if action == "pick":
-            names = [m for m in mentioned if not specs[m].is_container]
+            names = [m for m in self.scene.mentions(text) if not self.scene.spec(m).is_container]
             return {"action": "pick", "object": names[0], "inferred": True} if names else None
         if action != "place" or held is None:
             return None
-        others = [m for m in mentioned if m != held]
-        if not others:
+        target = self.scene.place_target(text, held)
+        if target is None:
             return None
-        key = "container" if specs[others[0]].is_container else "near"
-        return {"action": "place", "object": held, key: others[0], "inferred": True}
+        key, ref = target
+        return {"action": "place", "object": held, key: ref, "inferred": True}
 
     def judge(self, expected: dict) -> tuple[bool, str]:
         """Did the last action do what ``expected`` says, by the physics state now? Returns
         ``(success, reason)``.
 
         ``expected``: ``{"action": "pick", "object": NAME}`` (the tool holds that object, lifted by
-        the fingers or a sealed cup: ``held``), ``{"action": "place", "object": NAME, "container":
-        NAME}`` (not held, its centre of volume inside the container's wall and below its rim), or
-        ``{"action": "place", "object": NAME, "near": NAME}`` (not held, body origins within 6 cm
-        horizontally). Names may be aliases. Malformed input gives ``(False, "bad_expected: ...")``,
-        never an exception.
+        the fingers or a sealed cup: ``held``), or a place, judged by the product's placement rule
+        (``bridge.trials.placement``) on ``object_box`` of both objects, and only when the object is
+        not held: ``{"action": "place", "object": NAME, "container": NAME}`` (relation ``in``: its
+        centre inside the container's wall and below its rim), ``{..., "on": NAME}`` (``on``: resting
+        on the other's top, its centre over it) or ``{..., "near": NAME}`` (``next_to``: resting on
+        the table beside it, at most ``NEAR_DISTANCE_M`` = 6 cm between the footprints; stacked on
+        top of it is a failure). Names may be aliases. Malformed input gives ``(False,
+        "bad_expected: ...")``, never an exception.
         """
         if not isinstance(expected, dict):
             return False, "bad_expected: not a dict"
@@ -352,28 +385,20 @@ class SimWorld:
                 return False, f"not holding {canon} (holding {held})" if held else f"not holding {canon} (tool empty)"
             if action != "place":
                 return False, f"bad_expected: unknown action {action!r}"
+            key = next((k for k in _WANTED if k in expected), None)
+            if key is None:
+                return False, "bad_expected: place needs 'container', 'on' or 'near'"
+            ref = self.scene.resolve(str(expected[key]))
+            if ref is None:
+                return False, f"bad_expected: unknown object {expected[key]!r}"
+            if key == "container" and not self.scene.spec(ref).is_container:
+                return False, f"bad_expected: {expected[key]!r} is not a container"
+            if ref == canon:
+                return False, f"bad_expected: {canon} cannot be placed relative to itself"
             if held == canon:
                 return False, f"{canon} is still held"
-            p, R = self.physics.object_pose(canon)
-            spec = self.scene.spec(canon)
-            centre = p + R[:, 2] * spec.height_m / 2
-            if "container" in expected:
-                cname = self.scene.resolve(str(expected["container"]))
-                if cname is None or not self.scene.spec(cname).is_container:
-                    return False, f"bad_expected: {expected['container']!r} is not a container"
-                c = self._current(self.scene.spec(cname))
-                inside = c.interior_contains(centre[:2]) and centre[2] < c.position_m[2] + c.height_m
-                return (True, f"{canon} is in {cname}") if inside else (False, f"{canon} is not in {cname}")
-            if "near" in expected:
-                nname = self.scene.resolve(str(expected["near"]))
-                if nname is None:
-                    return False, f"bad_expected: unknown object {expected['near']!r}"
-                q = self.physics.object_pose(nname)[0]
-                d = float(np.hypot(*(p[:2] - q[:2])))
-                ok = d <= NEAR_DISTANCE_M
-                verdict = "within" if ok else "beyond"
-                return ok, f"{canon} is {100 * d:.1f} cm from {nname} ({verdict} {100 * NEAR_DISTANCE_M:.0f} cm)"
-            return False, "bad_expected: place needs 'container' or 'near'"
+            return check_placement(self.object_box(canon), self.object_box(ref), _WANTED[key],
+                                   table_z_m=self.scene.table_z_m, placed_name=canon, reference_name=ref)
 
     # -- camera ------------------------------------------------------------------------------------
     def calibration(self, translation_noise_m: float = 0.0, rotation_noise_deg: float = 0.0,

@@ -66,7 +66,7 @@ class TrialResult(BaseModel):
         sim_success: the simulator's own judgement (``None`` when not known, e.g. a real robot).
         sim_detail: what the simulator saw (object held, where it landed).
         timings_s: ``agent``, ``targeting``, ``motion``, ``total`` (and loop latencies) in seconds.
-        expected: scripted expectation (headless runs): ``{"action", "object", "container"|"near"}``.
+        expected: scripted expectation (headless runs): ``{"action", "object", "container"|"on"|"near"}``.
         outcome: how the trial ended (``succeeded``, ``failed``, ``aborted``); ``None`` until judged.
         abort: why it was aborted (an aborted trial is not a judgement of the agent).
         failure_stage: where a failed (or aborted) trial failed (``bridge.trials.attribution``).

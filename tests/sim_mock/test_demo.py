@@ -26,7 +26,7 @@ def test_script_shape(tmp_path):
     world = SimWorld()
     for item in DEMO_SCRIPT:
         exp = item["expected"]
-        for key in ("object", "container", "near"):
+        for key in ("object", "container", "on", "near"):
             if key in exp:
                 assert world.scene.resolve(exp[key]) is not None, exp[key]
     path = write_demo_script(tmp_path / "demo.jsonl")

@@ -123,6 +123,26 @@ def test_holding_something_points_at_the_other_object(fresh, cam, oracle):
     assert oracle.points("pick up the red cube", frame.color) == []  # the only named thing is held
     [(u, v)] = oracle.points("put it on the green cube", frame.color)
     assert np.linalg.norm(_on(fresh, frame, u, v) - top_of(fresh, "green cube")) < 0.008
+    # the reference is the object after the relation word, not the "can" a question starts with
+    [(u, v)] = oracle.points("can you put it on top of the green cube", frame.color)
+    assert np.linalg.norm(_on(fresh, frame, u, v) - top_of(fresh, "green cube")) < 0.008
+
+
+@pytest.mark.slow
+def test_next_to_points_at_free_table_beside_the_object_and_a_place_there_is_next_to_it(fresh, cam, oracle):
+    arm = sim_arm(fresh)
+    arm.pick(top_of(fresh, "red cube"))
+    frame = cam.read()
+    can = fresh.object("orange can")
+    [(u, v)] = oracle.points("put it next to the orange can", jpeg(frame.color))
+    p = _on(fresh, frame, u, v)
+    assert p[2] == pytest.approx(0.0, abs=0.004)  # on the table, not on the can's top
+    # from the can's axis: its corner circle 2.5 sqrt(2) + BESIDE_GAP_M 1.5 + the red cube's 2 sqrt(2) cm
+    expected_m = 0.025 * 2 ** 0.5 + 0.015 + 0.02 * 2 ** 0.5  # 7.86 cm
+    assert np.hypot(*(p[:2] - can.position_m[:2])) == pytest.approx(expected_m, abs=0.005)
+    arm.place(p)
+    ok, reason = fresh.judge({"action": "place", "object": "red cube", "near": "orange can"})
+    assert ok, reason
 
 
 @pytest.mark.slow
@@ -163,3 +183,17 @@ def test_thread_safe_while_the_arm_moves(fresh, cam, oracle):
         t.join(timeout=30)
     assert not errors and len(results) == 15
     assert all(r == results[0] for r in results)  # one image, one answer
+
+
+def test_intended_mask_of_a_place_on_is_the_support_and_of_a_place_near_none():
+    from pointlab.sim_mock.plugins import SimWorldPlugin
+
+    plugin = SimWorldPlugin()
+    try:
+        green = SceneOracle(plugin.sim).mask_of("green cube")
+        assert green.any()
+        on = plugin.intended_mask({"action": "place", "object": "red cube", "on": "green block"})
+        assert np.array_equal(on, green)  # where to point for "on": the support itself
+        assert plugin.intended_mask({"action": "place", "object": "red cube", "near": "green cube"}) is None
+    finally:
+        plugin.sim.close()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pointlab.robot.workspace import Workspace
-from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene
+from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene, normalize_text
 from pointlab.sim_mock.world import (DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, SimWorld,
                                      default_world)
 
@@ -83,6 +83,36 @@ def test_names_and_aliases_resolve():
     with pytest.raises(ValueError):
         Scene((ObjectSpec("a", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0, 0), aliases=("b",)),
                ObjectSpec("b", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0.1, 0))))
+
+
+def test_mention_spans_index_the_normalised_text():
+    scene = default_scene()
+    text = "Put the RED BLOCK on top of the bowl, then the red block again"
+    words = normalize_text(text)
+    assert words == "put the red block on top of the bowl then the red block again"
+    spans = scene.mention_spans(text)
+    assert spans == [(8, 17, "red cube"), (32, 36, "blue bowl"), (46, 55, "red cube")]  # every mention, in order
+    assert [words[a:b] for a, b, _ in spans] == ["red block", "bowl", "red block"]
+    assert scene.mention_spans("the small green cube") == [(4, 20, "small green cube")]  # the longest name wins
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("place it on top of the green cube", ("on", "green cube")),
+    ("set it down on the purple cube", ("on", "purple cube")),
+    ("stack it onto the can", ("on", "orange can")),
+    ("put it on the top of the mug", ("on", "white mug")),
+    ("put the red cube next to the orange can", ("near", "orange can")),   # the held object is not the reference
+    ("put it on the left of the can", ("near", "orange can")),              # "on" not right before the name
+    ("put it in the mug", ("near", "white mug")),                           # a mug is not a container
+    ("can you put it next to the mug", ("near", "white mug")),              # "can" is no reference here
+    ("put it on the table next to the bowl", ("near", "blue bowl")),
+    ("drop it into the bowl", ("container", "blue bowl")),
+    ("put it on the bowl", ("container", "blue bowl")),                     # a bowl is filled
+    ("the green cube", ("near", "green cube")),                             # no relation word: near
+    ("put the red cube down", None),                                        # nothing but the held object
+])
+def test_place_target_reads_the_words_before_the_reference(text, expected):
+    assert default_scene().place_target(text, "red cube") == expected
 
 
 def test_default_world_is_a_process_singleton():
@@ -159,11 +189,61 @@ def test_judge_pick_place_and_near_from_the_physics(fresh):
     arm.place(top_of(w, "blue bowl"))
     assert w.judge({"action": "place", "object": "red cube", "container": "bowl"}) == (True, "red cube is in blue bowl")
     green = w.object("green cube").position_m
-    w.set_object_pose("yellow block", [green[0] + 0.05, green[1], 0.0], yaw_deg=0.0)
+    w.set_object_pose("yellow block", [green[0] + 0.06, green[1], 0.0], yaw_deg=0.0)
+    # gap: 6 cm between centres, minus the yellow block's 2.25 cm half-length, minus the green cube's
+    # half-extent along x at yaw -10 deg, 2 (cos 10 + sin 10) = 2.32 cm: 1.43 cm
     ok, reason = w.judge({"action": "place", "object": "yellow block", "near": "green cube"})
-    assert ok and "5.0 cm" in reason
-    w.set_object_pose("yellow block", [green[0] + 0.07, green[1], 0.0], yaw_deg=0.0)
-    assert not w.judge({"action": "place", "object": "yellow block", "near": "green cube"})[0]
+    assert ok and "1.4 cm away" in reason, reason
+
+
+def test_a_block_stacked_on_another_is_on_it_not_next_to_it(fresh):
+    """The bug this rule fixed: "next to" passed for a block stacked on top (origins 0 cm apart)."""
+    for support, top_m in (("green cube", 0.04), ("orange can", 0.08)):
+        fresh.reset()
+        s = fresh.object(support).position_m
+        fresh.set_object_pose("red cube", [s[0], s[1], top_m + 0.001])  # dropped 1 mm onto its top
+        # it rests there: its bottom within 2 mm of the top (contacts sink a little), well inside
+        # RESTING_TOL_M
+        assert fresh.object_box("red cube").bottom_z_m == pytest.approx(top_m, abs=0.002)
+        assert fresh.judge({"action": "place", "object": "red cube", "near": support}) == (
+            False, f"red cube is on top of, not next to, {support}")
+        assert fresh.judge({"action": "place", "object": "red block", "on": support}) == (
+            True, f"red cube is on top of {support}")
+
+
+def test_a_block_beside_the_cup_is_next_to_it_within_6_cm(fresh):
+    mug = fresh.object("cup")
+    assert fresh.object_box("cup").footprint == "disc"  # the mug's 7 cm body, its handle left out
+    # the red cube (4 cm, yaw 0) on the mug's -x side: its face 3.5 + 3 cm from the mug's axis
+    fresh.set_object_pose("red cube", [mug.position_m[0] - 0.035 - 0.03 - 0.02, mug.position_m[1], 0.0], yaw_deg=0.0)
+    assert fresh.judge({"action": "place", "object": "red cube", "near": "cup"}) == (
+        True, "red cube is next to white mug, 3.0 cm away (within 6 cm)")
+    assert fresh.judge({"action": "place", "object": "red cube", "on": "cup"}) == (
+        False, "red cube is next to, not on top of, white mug")
+    fresh.set_object_pose("red cube", [mug.position_m[0] - 0.035 - 0.07 - 0.02, mug.position_m[1], 0.0], yaw_deg=0.0)
+    assert fresh.judge({"action": "place", "object": "red cube", "near": "cup"}) == (
+        False, "red cube is 7.0 cm from white mug (beyond 6 cm), not next to it")
+
+
+def test_a_block_dropped_onto_the_cup_falls_in_and_is_neither_on_nor_next_to_it(fresh):
+    # every block of the default scene fits the mug's 6 cm opening (the red cube's diagonal: 5.7 cm)
+    mug = fresh.object("white mug")
+    fresh.set_object_pose("red cube", [mug.position_m[0], mug.position_m[1], mug.height_m + 0.002])
+    assert fresh.object_box("red cube").bottom_z_m == pytest.approx(mug.floor_m, abs=0.001)  # on its 8 mm floor
+    for key in ("on", "near"):
+        ok, reason = fresh.judge({"action": "place", "object": "red cube", key: "white mug"})
+        assert not ok and "its bottom is 0.8 cm above the table" in reason, reason
+
+
+def test_a_block_in_the_bowl_is_in_it_not_on_or_next_to_it(fresh):
+    bowl = fresh.object("blue bowl")
+    fresh.set_object_pose("red cube", [bowl.position_m[0] + 0.02, bowl.position_m[1], bowl.floor_m + 0.002])
+    assert fresh.judge({"action": "place", "object": "red cube", "container": "bowl"}) == (
+        True, "red cube is in blue bowl")
+    assert fresh.judge({"action": "place", "object": "red cube", "near": "bowl"}) == (
+        False, "red cube is in, not next to, blue bowl")
+    assert fresh.judge({"action": "place", "object": "red cube", "on": "bowl"}) == (
+        False, "red cube is in, not on top of, blue bowl")
 
 
 def test_a_cube_beside_the_bowl_is_not_in_it(fresh):
@@ -173,10 +253,28 @@ def test_a_cube_beside_the_bowl_is_not_in_it(fresh):
     assert not ok and "not in" in reason
 
 
+def test_object_box_of_a_tilted_block_reaches_from_its_lowest_to_its_highest_corner(fresh):
+    # lean the red cube 30 deg about the base y axis, standing on one edge: its corners span
+    # 4 (cos 30 + sin 30) = 5.46 cm in height
+    import mujoco
+
+    ph = fresh.physics
+    a = ph._obj_qadr["red cube"]
+    tilt = math.radians(30)
+    with fresh.lock:
+        ph.data.qpos[a:a + 7] = [0.30, 0.10, 0.02 * math.sin(tilt), math.cos(tilt / 2), 0.0, math.sin(tilt / 2), 0.0]
+        mujoco.mj_forward(ph.model, ph.data)
+        box = fresh.object_box("red cube")
+    assert box.top_z_m - box.bottom_z_m == pytest.approx(0.04 * (math.cos(tilt) + math.sin(tilt)))
+    assert box.bottom_z_m == pytest.approx(0.0, abs=1e-9)  # the lowest edge on the table
+
+
 @pytest.mark.parametrize("expected", [None, "pick", {}, {"action": "pick", "object": "unicorn"},
                                       {"action": "wave", "object": "red cube"},
                                       {"action": "place", "object": "red cube"},
-                                      {"action": "place", "object": "red cube", "container": "green cube"}])
+                                      {"action": "place", "object": "red cube", "container": "green cube"},
+                                      {"action": "place", "object": "red cube", "on": "unicorn"},
+                                      {"action": "place", "object": "red cube", "near": "red block"}])
 def test_judge_never_raises_on_bad_expectations(world, expected):
     ok, reason = world.judge(expected)
     assert ok is False and reason.startswith("bad_expected")
@@ -205,6 +303,9 @@ def test_infer_expected_reads_typed_instructions(fresh):
         "action": "place", "object": "red cube", "container": "blue bowl", "inferred": True}
     assert w.infer_expected("place it next to the green cube", "place") == {
         "action": "place", "object": "red cube", "near": "green cube", "inferred": True}
+    assert w.infer_expected("place it on top of the green cube", "place") == {
+        "action": "place", "object": "red cube", "on": "green cube", "inferred": True}
+    assert w.infer_expected("put it in the mug", "place")["near"] == "white mug"  # a mug is not a container
     assert w.infer_expected(None, "place") is None
 
 
