@@ -51,7 +51,7 @@ def arm_graph(ros_env, request):
     cmd = probe.create_publisher(String, TOPICS["arm_command"], 50)
     estop = probe.create_publisher(Empty, TOPICS["arm_estop"], 10)
     reset = probe.create_publisher(Empty, TOPICS["arm_reset"], 10)
-    halt = ArmClient(probe, Waiters(), threading.Lock()).halt  # the runner's side publishes the halt
+    halt = ArmClient(probe, Waiters()).halt  # the station's side publishes the halt
     states = []  # the latched /pointlab/arm/state, as JSON
     probe.create_subscription(String, TOPICS["arm_state"], lambda m: states.append(json.loads(m.data)), state_qos())
     host.start()
