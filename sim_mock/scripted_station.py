@@ -76,7 +76,7 @@ class ScriptedWorld:
         self._halt = threading.Event()
         self._estop = threading.Event()
         self.camera_ok = True  # False: the pointing side has no frame to show (a camera error)
-        self.next_arm_outcome: str | None = None  # the next pick/place ends so (e.g. "robot_failure")
+        self.next_arm_reply: ArmReply | None = None  # the next pick/place ends so (a fault, a refusal)
         self.last_station: Station | None = None
         self.calls: list[tuple[str, str]] = []
         self.commands: list[str] = []
@@ -196,9 +196,9 @@ class ScriptedWorld:
                 self._halt.clear()
                 return ArmReply("halted", motion={"action": action, "target_m": list(target_m or [])})
             await asyncio.sleep(0.005)
-        if action in ("pick", "place") and self.next_arm_outcome is not None:
-            outcome, self.next_arm_outcome = self.next_arm_outcome, None
-            return ArmReply(outcome, motion={"action": action, "target_m": list(target_m or [])})
+        if action in ("pick", "place") and self.next_arm_reply is not None:
+            reply, self.next_arm_reply = self.next_arm_reply, None
+            return reply
         if action == "pick":
             self.tool_closed = True
             self.held = "ball" if (self._grasps.pop(0) if self._grasps else True) else None

@@ -5,13 +5,17 @@
 =========================  =================================================================
 ``trials.csv``             the trial log (``study_results.trial_log_csv``: every stored field)
 ``sus.csv``                the SUS surveys (``study_results.sus_csv``: q1..q10 and the score)
+``blocks.csv``             every participant's agent blocks (``study_results.blocks_csv``): kept,
+                           judged, aborted trials, and ``short`` when the block ended short of its
+                           trials because the repeats after aborts ran out
 ``clips/<trial_uid>.mp4``  each trial's clip (H.264, the agent's points drawn)
 ``recordings/<trial_uid>/``  each trial's rosbag2 folder (``metadata.yaml`` + MCAP), beside its
                            ``recordings/<trial_uid>.json`` record; ``--camera bag:recordings/<uid>``
                            plays one back, ``ros2 bag play recordings/<uid>`` too
-``export.json``            what was exported: the study, and per trial its row id, uid, agent,
-                           participant, block, judgement, files and whether its recording is
-                           complete; the trials whose files are missing, and why
+``export.json``            what was exported: the study, and per trial its row id, uid, number in
+                           the study, agent, participant, block, judgement, files and whether its
+                           recording is complete; the short blocks; the trials whose files are
+                           missing, and why
 =========================  =================================================================
 
 The trials' recordings are found with ``bridge.recording.layout.recording_of`` (the row's ``recording``
@@ -30,7 +34,7 @@ from pointlab.benchmark.records import dumps_json
 
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
 from pointlab.bridge.study.store import Store, StoreError
-from pointlab.bridge.study.results import sus_csv, trial_log, trial_log_csv
+from pointlab.bridge.study.results import blocks_csv, study_blocks, sus_csv, trial_log, trial_log_csv
 
 __all__ = ["export_study", "ExportError"]
 
@@ -73,6 +77,8 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     participants = store.participants(study_id)
     (out / "trials.csv").write_text(trial_log_csv(trials, participants))
     (out / "sus.csv").write_text(sus_csv(store.surveys(study_id=study_id), participants))
+    blocks = study_blocks(study, trials, participants)
+    (out / "blocks.csv").write_text(blocks_csv(blocks))
 
     layout = RecordingLayout(recordings_dir)
     items, missing_trials = [], []
@@ -80,7 +86,7 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
         uid = row["trial_uid"]
         rec = recording_of(row, layout)
         missing: list[str] = []
-        item = {k: logged[k] for k in ("id", "trial_uid", "agent", "participant", "block", "judgement")}
+        item = {k: logged[k] for k in ("id", "trial_uid", "number", "agent", "participant", "block", "judgement")}
         item.update(clip=None, bag=None, mcap=None, complete=None if rec is None else rec.complete)
         if rec is None:
             missing.append("recording")
@@ -99,7 +105,9 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
         items.append(item)
     manifest = {"study": study, "n_trials": len(trials), "n_clips": sum(bool(i["clip"]) for i in items),
                 "n_recordings": sum(bool(i["bag"]) for i in items), "trials": items, "missing": missing_trials,
-                "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv"}}
+                "short_blocks": [{k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")}
+                                 for b in blocks if b["short"]],
+                "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv", "blocks_csv": "blocks.csv"}}
     (out / "export.json").write_text(dumps_json(manifest, indent=1))
     if missing_trials:
         log.warning("export of study %d: %d trial(s) without all their files", study_id, len(missing_trials))

@@ -579,6 +579,12 @@ def _moving_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]:
             return _go(s2, e, "homing", "arm[done]", **changes), cmds
         new = _go(s2, e, "looking", "arm[done]", timer="after", arm_request=None)
         return new, [CaptureAfter(s.rules.after_frame_s), WakeAt("after", e.t + s.rules.after_frame_s + 1.0)]
+    if r.outcome == "refused" and r.refusal is not None and r.refusal.code == "bad_command":
+        # the arm refused the system's own command as malformed: no test of the agent
+        rec = _rec(s, robot_outcome="refused", refusal=r.refusal, timings_s=_timed(s, e.t, **timings))
+        abort = Abort(code="system_error", detail=str(r.refusal))
+        return _to_judging(dataclasses.replace(s, record=rec, abort=abort), _Labelled(e, "arm[failed]"),
+                           arm_request=None)
     if r.outcome == "refused":
         rec = _rec(s, robot_outcome="refused", refusal=r.refusal, timings_s=_timed(s, e.t, **timings))
         new = _go(dataclasses.replace(s, record=rec), e, "looking", "arm[refused]", timer="after", arm_request=None)

@@ -53,13 +53,14 @@ def test_the_export_folder_holds_the_csvs_clips_and_recordings(study_db, tmp_pat
     assert r.exit_code == 0, r.output
     index = json.loads(r.stdout)
     assert index == json.loads((out / "export.json").read_text())
-    assert sorted(p.name for p in out.iterdir()) == ["clips", "export.json", "recordings", "sus.csv", "trials.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["blocks.csv", "clips", "export.json", "recordings", "sus.csv",
+                                                     "trials.csv"]
     assert sorted(p.name for p in (out / "clips").iterdir()) == ["a1.mp4", "a2.mp4"]
     assert sorted(p.name for p in (out / "recordings").iterdir()) == ["a1", "a1.json", "a2", "a2.json"]
     assert (index["n_trials"], index["n_clips"], index["n_recordings"]) == (3, 2, 2)
     assert index["missing"] == [{"id": 3, "trial_uid": "unrecorded", "missing": ["recording"]}]
     a1 = index["trials"][0]
-    assert a1 == {"id": 1, "trial_uid": "a1", "agent": "sim-oracle", "participant": "P1", "block": 1,
+    assert a1 == {"id": 1, "trial_uid": "a1", "number": 1, "agent": "sim-oracle", "participant": "P1", "block": 1,
                   "judgement": "succeeded", "clip": "clips/a1.mp4", "bag": "recordings/a1",
                   "mcap": "recordings/a1/a1.mcap", "complete": True}
 
@@ -71,6 +72,13 @@ def test_the_export_folder_holds_the_csvs_clips_and_recordings(study_db, tmp_pat
     assert [(s["agent"], s["block"], s["participant"], float(s["score"])) for s in sus] == [
         ("sim-oracle", "1", "P1", 100.0), ("sim-noisy", "2", "P1", 50.0)]
     assert [int(sus[0][f"q{i}"]) for i in range(1, 11)] == [5, 1] * 5
+
+    from pointlab.bridge.study.results import BLOCK_COLUMNS
+
+    blocks = list(csv.DictReader(io.StringIO((out / "blocks.csv").read_text())))
+    assert tuple(blocks[0]) == BLOCK_COLUMNS and {b["participant"] for b in blocks} == {"P1"}
+    assert index["short_blocks"] == [{k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")}
+                                     for b in blocks if b["short"] == "True"]
 
     # the exported files are usable where they are: the clip decodes, the bag plays as a camera
     _, size, frames = decode_clip(out / "clips" / "a1.mp4")

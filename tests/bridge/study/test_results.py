@@ -118,3 +118,39 @@ def test_aborted_trials_are_left_out_of_every_rate_and_counted():
     assert a["agreement"] == pytest.approx(2 / 3) and a["failure_stages"] == {"grasp": 1, "aborted": 2}
     # kappa: pairs (T,T), (F,F), (T,F): p_o 2/3, p_e = 2/3 * 1/3 + 1/3 * 2/3 = 4/9 -> (2/9) / (5/9) = 0.4
     assert a["kappa"] == pytest.approx(0.4)
+
+
+def test_a_block_whose_repeats_ran_out_is_short_and_every_page_counts_it_the_same():
+    """trials_per_agent 2, max_repeats 1: P1's block 0 has 1 kept trial and 3 aborts (1 repeat used,
+    then 2 aborts past the cap use up 2 slots... the block used 1 + 2 = 3 >= 2 slots with 1 kept: short);
+    block 1 has 2 kept trials (not short). The participant's step and the results agree."""
+    from pointlab.bridge.study.design import next_step
+    from pointlab.bridge.study.results import BLOCK_COLUMNS, blocks_csv, study_blocks
+
+    study = {"trials_per_agent": 2, "max_repeats": 1, "agents": ["a", "b"]}
+    participants = [{"id": 7, "label": "P1", "agent_order": ["a", "b"]}]
+    rows = [{"id": i, "participant_id": 7, "block": 0, "agent": "a", "outcome": o, "judgement": j}
+            for i, (o, j) in enumerate([("aborted", None), ("succeeded", "succeeded"), ("aborted", None),
+                                        ("aborted", None)], 1)]
+    rows += [{"id": 10 + i, "participant_id": 7, "block": 1, "agent": "b", "outcome": "failed", "judgement": "failed"}
+             for i in range(2)]
+    blocks = study_blocks(study, rows, participants)
+    assert [(b["block"], b["kept"], b["aborted"], b["slots_used"], b["short"]) for b in blocks] == [
+        (1, 1, 3, 3, True), (2, 2, 0, 2, False)]
+    step = next_step(n_blocks=2, trials_per_agent=2, trials=rows, surveyed_blocks=[0, 1], started_blocks=[0, 1],
+                     max_repeats=1)
+    assert step.kind == "done"  # the short block's slots are used up: the participant moved on
+    agents = {r["agent"]: r for r in agent_results(["a", "b"], rows, [], blocks)}
+    assert (agents["a"]["n_short_blocks"], agents["a"]["n_judged"], agents["a"]["n_aborted"]) == (1, 1, 3)
+    assert agents["b"]["n_short_blocks"] == 0
+    parsed = list(csv.DictReader(io.StringIO(blocks_csv(blocks))))
+    assert tuple(parsed[0]) == BLOCK_COLUMNS and parsed[0]["short"] == "True" and parsed[1]["short"] == "False"
+
+
+def test_late_share_counts_answers_after_their_drawn_reveal_time():
+    rows = [{"agent": "human", "outcome": "failed", "timings_s": {"reveal": 12.0, "ready": 14.5}},
+            {"agent": "human", "outcome": "failed", "timings_s": {"reveal": 20.0, "ready": 9.0}},
+            {"agent": "human", "outcome": "aborted", "timings_s": {"reveal": 15.0}},  # no answer: not counted
+            {"agent": "model", "outcome": "failed", "timings_s": {"reveal": 11.0, "ready": 1.2}}]
+    by = {r["agent"]: r for r in agent_results(["human", "model"], rows, [])}
+    assert by["human"]["late_share"] == 0.5 and by["model"]["late_share"] == 0.0
