@@ -44,6 +44,8 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
             "human", "sim-noisy", "sim-oracle"]
         op.fill("#tpa", str(TRIALS_PER_AGENT))
         op.fill("#scene", "sim tabletop")
+        op.fill("#reveal-low", "0")  # no reveal wait here: the timing rule has its own tests
+        op.fill("#reveal-high", "0")
         op.click("#create-study")
         op.wait_for_function("document.querySelector('#study').options.length > 0")
         op.click("#invite")

@@ -6,6 +6,7 @@ const token = PL.fragmentParam("token") || "";
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
 let bitmap = null, currentRequest = null, reference = null, referenceStudy = null, alerted = null;
+let studies = [];
 window.__pl = { frames: 0, alerts: 0, status: null };
 
 function setError(t) { $("error").textContent = t || ""; }
@@ -21,10 +22,11 @@ async function loadAgents() {
 }
 
 async function loadStudies(selectId) {
-  const studies = await call("GET", "/api/studies");
+  studies = await call("GET", "/api/studies");
   const sel = $("study");
   sel.replaceChildren(...studies.map((s) => PL.el("option", { value: String(s.id) },
-    `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")}; ${s.trials_per_agent}/agent)`)));
+    `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")}; ${s.trials_per_agent}/agent; ` +
+    `reveal ${s.reveal_low_s}–${s.reveal_high_s} s)`)));
   if (selectId) sel.value = String(selectId);
   else if (studies.length) sel.value = String(studies[studies.length - 1].id);
   await loadParticipants();
@@ -82,7 +84,8 @@ $("study-form").addEventListener("submit", async (ev) => {
   const agents = [...document.querySelectorAll("#agents input:checked")].map((c) => c.value);
   const s = await call("POST", "/api/studies", {
     agents, trials_per_agent: Number($("tpa").value), scene: $("scene").value, name: $("study-name").value,
-    max_repeats: Number($("max-repeats").value), reveal_floor_s: Number($("floor").value) });
+    max_repeats: Number($("max-repeats").value), reveal_low_s: Number($("reveal-low").value),
+    reveal_high_s: Number($("reveal-high").value), min_free_mb: Number($("min-free").value) });
   await loadStudies(s.id);
 });
 $("study").addEventListener("change", () => { loadParticipants(); loadReference(); });
@@ -105,6 +108,15 @@ $("capture-ref").addEventListener("click", async () => {
   if (!sid) { setError("create a study first"); return; }
   await call("POST", `/api/studies/${sid}/reference`);
   await loadReference();
+});
+
+$("decline").addEventListener("click", async () => {
+  if (!currentRequest) return;
+  const req = currentRequest;
+  currentRequest = null;
+  $("human-box").classList.add("hidden");
+  document.title = "Point-Act operator";
+  await call("POST", `/api/human-requests/${req.request_id}/decline`);
 });
 
 // A click on the displayed image -> original-image pixels. The displayed image spans
@@ -160,7 +172,19 @@ function onStatus(s) {
     s.queue.length > 1 ? PL.el("button", { type: "button", onclick: () => call("POST", `/api/queue/${q.participant_id}/to-back`) }, "move to back") : "")));
   const a = s.arm_state || {};
   const tcp = a.tcp && a.tcp.position_m ? a.tcp.position_m.map((x) => (1000 * x).toFixed(0).replace(/^-0$/, "0")).join(", ") + " mm" : "?";
-  $("arm").textContent = `holding: ${s.holding} · TCP ${tcp}` + (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
+  const b = s.belief || {};
+  const held = b.holding ? (b.object || "something") : "nothing";
+  $("arm").textContent = `holds: ${held} (${b.source || "?"}) · next: ${b.holding ? "place" : "pick"} · TCP ${tcp}` +
+    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
+  // the gripper has no sensor: when the last pick could not be seen to lift anything, say so beside Open gripper
+  $("belief-doubt").classList.toggle("hidden", b.source !== "unknown");
+  $("belief-doubt").textContent = b.source === "unknown" ? `Not sure what the gripper holds: ${b.detail}. ` +
+    "If it holds something, take it out and press Open gripper." : "";
+  const study = studies.find((x) => String(x.id) === $("study").value);
+  const low = s.free_mb !== null && s.free_mb !== undefined && study && s.free_mb < study.min_free_mb;
+  $("storage-low").classList.toggle("hidden", !low);
+  $("storage-low").textContent = low ? `Only ${s.free_mb} MB free where trials are stored; this study needs ` +
+    `${study.min_free_mb} MB. No trial starts until there is room.` : "";
   $("arm").title = JSON.stringify(s.arm_state);  // the full state on hover
   const stopped = s.stopped || a.estopped;
   $("stopped-banner").classList.toggle("hidden", !stopped);

@@ -50,9 +50,16 @@ async function load() {
     PL.el("td", { class: "auto" }, pct(a.auto_success_rate)),
     PL.el("td", { class: "agreement" }, a.agreement === null ? "–" : `${pct(a.agreement)} (κ ${a.kappa === null ? "undefined" : PL.fmt(a.kappa, 2)})`),
     PL.el("td", {}, pct(a.sim_success_rate)), PL.el("td", { class: "stages" }, stages(a.failure_stages)),
+    PL.el("td", { class: "short" }, a.n_short_blocks), PL.el("td", { class: "late" }, pct(a.late_share)),
     PL.el("td", { class: "sus" }, PL.fmt(a.mean_sus, 1)), PL.el("td", {}, a.n_surveys))));
+  const short = (r.blocks || []).filter((b) => b.short);
+  $("short-section").classList.toggle("hidden", !short.length);
+  $("short-blocks").replaceChildren(...short.map((b) => PL.el("tr", { class: "short-block" },
+    PL.el("td", {}, b.participant), PL.el("td", {}, `${b.alias} (${b.block})`), PL.el("td", {}, b.agent),
+    PL.el("td", {}, b.kept), PL.el("td", {}, b.aborted), PL.el("td", {}, b.trials_per_agent))));
   $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", { "data-outcome": t.outcome || "" },
-    PL.el("td", {}, t.id), PL.el("td", {}, t.participant ?? t.participant_id), PL.el("td", {}, t.block ?? ""),
+    PL.el("td", {}, t.id), PL.el("td", { class: "number" }, t.number ?? ""),
+    PL.el("td", {}, t.participant ?? t.participant_id), PL.el("td", {}, t.block ?? ""),
     PL.el("td", {}, t.agent), PL.el("td", {}, t.action), PL.el("td", {}, t.instruction),
     PL.el("td", {}, (t.points_px || []).map((p) => `(${p[0].toFixed(0)}, ${p[1].toFixed(0)})`).join(" ")),
     PL.el("td", {}, robotText(t)), PL.el("td", {}, t.outcome || "–"), PL.el("td", {}, t.failure_stage || "–"),
