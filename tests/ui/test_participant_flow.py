@@ -140,7 +140,8 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
             n_ok = judged[block].count("succeeded")
             assert cells[1] == str(TRIALS_PER_AGENT) and cells[2] == str(n_ok)
             assert cells[3] == f"{round(100 * n_ok / TRIALS_PER_AGENT)}%"
-            assert cells[10] == f"{SUS[block][1]:.1f}" and cells[5] == "0"  # no aborted trial
+            assert row.locator("td.sus").inner_text() == f"{SUS[block][1]:.1f}"
+            assert row.locator("td.aborted").inner_text() == "0" and row.locator("td.short").inner_text() == "0"
         # Wilson 2/2: lower = (1 + z^2/4 - z*sqrt(z^2/16)) / (1 + z^2/2) = (1.96037 - .96037) / 2.92073 = 34%
         if judged[0] == ["succeeded", "succeeded"]:
             assert res.locator("#agents tr[data-agent='sim-oracle'] td.ci").inner_text() == "34% – 100%"
