@@ -1,11 +1,14 @@
 """``bag:PATH``: a recording made with librealsense's own recorder from the software device plays back
-every frame, in order, with the colour intrinsics and the recorded depth scale."""
+every frame, in order, with the colour intrinsics and the recorded depth scale; paced by its recorded
+timestamps at ``rate``, and looping with frame numbers that keep increasing."""
+
+import time
 
 import pytest
 
 rs = pytest.importorskip("pyrealsense2")
 
-from pointlab.perception import CameraSourceError, make_camera  # noqa: E402
+from pointlab.perception import CameraSourceError, EndOfRecording, make_camera  # noqa: E402
 from pointlab.perception.realsense import RealSenseCamera  # noqa: E402
 from pointlab.sim_mock.realsense_sw import SyntheticRealSense  # noqa: E402
 
@@ -28,7 +31,7 @@ def test_playback_is_complete_and_ordered(tmp_path):
     path = tmp_path / "rec.db3"
     recorded = record(path)
     frames = []
-    with make_camera(f"bag:{path}", timeout_ms=1500) as cam:
+    with make_camera(f"bag:{path}#rate=max,loop=0", timeout_ms=1500) as cam:
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 frames.append(cam.read())
@@ -47,3 +50,35 @@ def test_playback_is_complete_and_ordered(tmp_path):
 def test_missing_recording(tmp_path):
     with pytest.raises(CameraSourceError, match="not found"):
         make_camera(f"bag:{tmp_path / 'none.db3'}").connect()
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rs") / "rec.db3"
+    record(path, n_reads=8)
+    return path
+
+
+def test_a_looping_recording_numbers_frames_on_across_the_wrap(recording):
+    with make_camera(f"bag:{recording}#rate=max", timeout_ms=1500) as cam:
+        numbers = [cam.read().index for _ in range(25)]  # about two and a half laps
+    # consecutive: the syncer's repeat of the last colour frame at the wrap is not served as new
+    assert numbers == list(range(numbers[0], numbers[0] + 25)), numbers
+
+
+def test_a_recording_plays_at_its_recorded_rate_then_ends(recording):
+    elapsed = {}
+    for rate in ("1", "0.5", "max"):
+        with make_camera(f"bag:{recording}#rate={rate},loop=0", timeout_ms=500) as cam:
+            times = []
+            with pytest.raises(EndOfRecording, match="end of recording"):
+                while True:
+                    cam.read()
+                    times.append(time.monotonic())
+            with pytest.raises(EndOfRecording):  # and again, without waiting for frames
+                cam.read()
+        elapsed[rate] = times[-1] - times[0]
+    # about 8 frames at 30 fps: about 0.25 s of recorded time
+    assert 0.15 <= elapsed["1"] <= 0.75, elapsed
+    assert 1.5 <= elapsed["0.5"] / elapsed["1"] <= 2.5, elapsed
+    assert elapsed["max"] < elapsed["1"] / 2, elapsed
