@@ -232,7 +232,8 @@ class BagCamera(RealSenseCamera):
 
     Args:
         path: the recording (``.bag`` or ``.db3``).
-        timeout_ms: longest wait for a frameset; without ``loop``, the end is noticed after it.
+        timeout_ms: longest wait for a frameset (a failure with ``loop``; without it, the end when
+            the SDK did not report the file played out first).
         rate: recorded seconds played per second (``0``: unpaced); ``playback.PlaybackOptions``.
         loop: start over after the last frame instead of raising ``EndOfRecording``.
 

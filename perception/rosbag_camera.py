@@ -118,7 +118,9 @@ class RosbagCamera(Camera):
             self._reader.close()
             self._reader = None
             raise CameraSourceError(f"{self.path} lacks {', '.join(missing)} (it has: {', '.join(sorted(have))})")
+        # a reconnect plays from the start again, on a new schedule
         self._clock, self._laps, self._by_log_time = PlaybackClock(self.playback.rate), Laps(), None
+        self.frames_served = 0
         self._frames = self._play()
 
     def _read(self) -> RGBDFrame:
