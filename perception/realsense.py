@@ -11,6 +11,7 @@ so the alignment and conversion code under test is the code that runs on a real 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -288,9 +289,11 @@ class BagCamera(RealSenseCamera):
                     self._laps.next_lap()
             self._last_color = (number, t_ns)
             index, t_ns = self._laps.place(number, t_ns)
+            # converted before the wait: alignment (slow on the first frame) must not delay the serve
+            frame = self._to_frame(frames, 0, index)
             if not self._clock.wait(t_ns):
                 raise CameraSourceError(f"{self.path}: disconnected during playback")
-            return self._to_frame(frames, time.time_ns(), index)
+            return dataclasses.replace(frame, stamp_ns=time.time_ns())
 
     def _disconnect(self) -> None:
         if self._clock is not None:
