@@ -218,14 +218,15 @@ class BagCamera(RealSenseCamera):
     """Plays a RealSense recording through ``config.enable_device_from_file``.
 
     librealsense 2.5x writes recordings as ROS 2 bags (``.db3``; older versions wrote ROS 1 ``.bag``);
-    both play. The SDK plays in non-real-time mode (``set_real_time(False)``: it waits for us, so no
-    frame is dropped) and ``playback.PlaybackClock`` paces the frames by the colour frame's recorded
-    timestamp, so ``rate`` and the pacing rule are those of the ROS 2 bag source. (The SDK's real-time
-    mode drops frames when the reader is late, and pyrealsense2 2.59 binds no playback speed.)
-    ``loop`` is the SDK's ``repeat_playback``; at the wrap its syncer serves the last colour frame
-    again (with the first depth frame): that set is skipped, and ``playback.Laps`` keeps ``index``
-    increasing. Without ``loop``, ``read()`` raises ``EndOfRecording`` once the SDK reports the file
-    played out (or no frame came within ``timeout_ms``), and again on every later call.
+    both play. The SDK plays in non-real-time mode (``set_real_time(False)``, set before the start:
+    it waits for us, so no frame is dropped) and ``playback.PlaybackClock`` paces the frames by the
+    colour frame's recorded timestamp, so ``rate`` and the pacing rule are those of the ROS 2 bag
+    source. (The SDK's real-time mode drops frames when the reader is late, and pyrealsense2 2.59
+    binds no playback speed.) ``read()`` knows the file is played out as soon as the SDK's status
+    turns ``stopped``. Then, with ``loop``, the playback is started again and ``playback.Laps`` keeps
+    ``index`` increasing (the SDK's own ``repeat_playback`` is not used: with it, pyrealsense2 2.59
+    crashed here, 2 runs in 3, when a pipeline was stopped mid-lap, a frame callback running into the
+    stopping pipeline); without it, ``read()`` raises ``EndOfRecording``, and again on every later call.
 
     ``index`` is the colour frame number of the recording (continued across laps); ``stamp_ns`` the
     wall-clock time the frame was served (nanoseconds since the epoch), as for a live RealSense: the
@@ -233,8 +234,8 @@ class BagCamera(RealSenseCamera):
 
     Args:
         path: the recording (``.bag`` or ``.db3``).
-        timeout_ms: longest wait for a frameset (a failure with ``loop``; without it, the end when
-            the SDK did not report the file played out first).
+        timeout_ms: longest wait for a frameset; a ``CameraSourceError`` with ``loop``, the end without
+            it (when the SDK did not report the file played out first).
         rate: recorded seconds played per second (``0``: unpaced); ``playback.PlaybackOptions``.
         loop: start over after the last frame instead of raising ``EndOfRecording``.
 
@@ -248,52 +249,66 @@ class BagCamera(RealSenseCamera):
         self.playback = PlaybackOptions(rate=rate, loop=loop)
         self._clock: PlaybackClock | None = None
         self._laps: Laps | None = None
-        self._last_color: tuple[int, int] | None = None  # (frame number, timestamp ns) last served
+        self._lap_frames = 0  # frames served in this lap
         self._ended = False
+
+    def _connect(self) -> None:
+        # a (re)connect plays from the start, on a new schedule
+        self._clock, self._laps, self._lap_frames, self._ended = PlaybackClock(self.playback.rate), Laps(), 0, False
+        super()._connect()
 
     def _start_pipeline(self, rs):
         if not self.path.is_file():
             raise CameraSourceError(f"recording {self.path} not found")
         pipeline, config = rs.pipeline(), rs.config()
-        config.enable_device_from_file(str(self.path), repeat_playback=self.playback.loop)
+        config.enable_device_from_file(str(self.path), repeat_playback=False)
         try:
+            # non-real-time before the start (the resolved device is the one started): switched after
+            # it, the playback runs ahead in real time meanwhile and its first frames can be lost
+            config.resolve(pipeline).get_device().as_playback().set_real_time(False)
             profile = pipeline.start(config)
         except RuntimeError as e:
             raise CameraSourceError(f"cannot play {self.path}: {e}") from e
         device = profile.get_device()
-        playback = device.as_playback()
-        playback.set_real_time(False)
-        self._clock, self._laps, self._last_color, self._ended = PlaybackClock(self.playback.rate), Laps(), None, False
-        return _PlaybackPipeline(pipeline, playback, self.path), device
+        return _PlaybackPipeline(pipeline, device.as_playback(), self.path), device
 
     def _read(self) -> RGBDFrame:
         if self._ended:
             raise EndOfRecording(f"end of recording {self.path}")
         while True:
+            if self._source is None:  # a lap's restart failed (raised then)
+                raise CameraSourceError(f"{self.path}: the playback did not start again")
             try:
                 frames = self._wait_frameset()
             except EndOfRecording:
+                if self.playback.loop and self._lap_frames:  # (a lap of no frame would spin)
+                    self._next_lap()
+                    continue
                 self._ended = True
                 raise
             except CameraSourceError as e:
                 if self.playback.loop:  # a looping playback has no end: this is a failure
                     raise CameraSourceError(f"{self.path}: no frame within {self.timeout_ms} ms ({e})") from e
-                self._ended = True  # what ended a playback before the SDK reported its status
+                self._ended = True
                 raise EndOfRecording(f"end of recording {self.path} ({e})") from e
             color = frames.get_color_frame()
             number, t_ns = int(color.get_frame_number()), round(color.get_timestamp() * 1e6)  # ms -> ns
-            if self._last_color is not None:
-                if (number, t_ns) == self._last_color:
-                    continue  # the syncer's repeat at the wrap (class docstring): not a new frame
-                if self.playback.loop and t_ns < self._last_color[1]:
-                    self._laps.next_lap()
-            self._last_color = (number, t_ns)
             index, t_ns = self._laps.place(number, t_ns)
+            self._lap_frames += 1
             # converted before the wait: alignment (slow on the first frame) must not delay the serve
             frame = self._to_frame(frames, 0, index)
             if not self._clock.wait(t_ns):
                 raise CameraSourceError(f"{self.path}: disconnected during playback")
             return dataclasses.replace(frame, stamp_ns=time.time_ns())
+
+    def _next_lap(self) -> None:
+        """Start the played-out file again (stopping a played-out pipeline is the SDK's safe case)."""
+        self._source.stop()
+        self._source = None
+        self._source, _ = self._start_pipeline(_rs())
+        self._laps.next_lap()
+        log.info("%s: end of lap %d (%d frames); playing it again", self.path, self._laps.lap + 1, self._lap_frames)
+        self._lap_frames = 0
 
     def _disconnect(self) -> None:
         if self._clock is not None:
