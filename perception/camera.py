@@ -7,10 +7,12 @@ manager. A source is named by a spec string on the command line and in configs:
 ``sim``               the simulated tabletop of ``pointlab.sim_mock`` (rendered RGB-D; an entry point)
 ``replay:DIR``        a folder of ``NNNNNN-color.png`` / ``NNNNNN-depth.png`` + ``camera_params.json``
 ``realsense[:SERIAL]``  an Intel RealSense through pyrealsense2, depth aligned to colour
-``bag:PATH``          a recording, played back once, not in real time: a ROS 2 bag of the
-                      realsense-ros topics (a rosbag2 folder, ``.mcap``, or ``.db3``: pointlab's
-                      trial recordings, a lab's ``ros2 bag record``; ``rosbag_camera``) or a
-                      librealsense recording (``.bag``, or a ``.db3`` without those topics)
+``bag:PATH``          a recording: a ROS 2 bag of the realsense-ros topics (a rosbag2 folder,
+                      ``.mcap``, or ``.db3``: pointlab's trial recordings, a lab's ``ros2 bag
+                      record``; ``rosbag_camera``) or a librealsense recording (``.bag``, or a
+                      ``.db3`` without those topics); ``bag:PATH#rate=R,loop=L``: played at the
+                      recorded rate times R (default 1; 0 or ``max``: unpaced), looping unless
+                      ``loop=0`` (``playback``)
 ====================  ==============================================================
 
 Hardware SDKs are imported only inside the source that needs them.

@@ -1,6 +1,6 @@
 """Errors of the perception package."""
 
-__all__ = ["PerceptionError", "CameraNotConnectedError", "CameraSourceError", "CalibrationFileError"]
+__all__ = ["PerceptionError", "CameraNotConnectedError", "CameraSourceError", "EndOfRecording", "CalibrationFileError"]
 
 
 class PerceptionError(Exception):
@@ -14,6 +14,11 @@ class CameraNotConnectedError(PerceptionError, ConnectionError):
 class CameraSourceError(PerceptionError):
     """A camera source could not be opened or produced a bad frame (missing file, corrupt PNG,
     unknown source spec, device not found)."""
+
+
+class EndOfRecording(CameraSourceError):
+    """A recording played with ``loop=0`` has no more frames: every ``read()`` after its last frame
+    raises it, and no later ``read()`` serves a frame again. Its message starts ``end of recording``."""
 
 
 class CalibrationFileError(PerceptionError):

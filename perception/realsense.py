@@ -1,4 +1,4 @@
-"""Intel RealSense sources: ``realsense[:SERIAL]`` (live device) and ``bag:PATH`` (a recording).
+"""Intel RealSense sources: ``realsense[:SERIAL]`` (live device) and ``bag:PATH`` (a librealsense recording).
 
 Both deliver depth aligned to colour with the real ``rs.align(rs.stream.color)``, the colour
 stream's intrinsics, and the depth scale read from the device (0.001 m/unit on most D4xx, 0.0001 on
@@ -11,6 +11,7 @@ so the alignment and conversion code under test is the code that runs on a real 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -18,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from .camera import Camera
-from .errors import CameraSourceError
+from .errors import CameraSourceError, EndOfRecording
 from .frame import Intrinsics, RGBDFrame
+from .playback import Laps, PlaybackClock, PlaybackOptions
 
 __all__ = ["RealSenseCamera", "BagCamera", "intrinsics_from_rs"]
 
@@ -131,6 +133,15 @@ class RealSenseCamera(Camera):
         self._align = rs.align(rs.stream.color)
 
     def _read(self) -> RGBDFrame:
+        frames = self._wait_frameset()
+        return self._to_frame(frames, time.time_ns(), int(frames.get_color_frame().get_frame_number()))
+
+    def _wait_frameset(self):
+        """The next ``rs.composite_frame`` holding both depth and colour.
+
+        Raises:
+            CameraSourceError: none within ``timeout_ms``.
+        """
         rs = _rs()
         deadline = time.monotonic() + self.timeout_ms / 1000
         while True:
@@ -140,9 +151,17 @@ class RealSenseCamera(Camera):
                 raise CameraSourceError(f"no frames from {self.spec or 'realsense'}: {e}") from e
             # The first synced set may hold only one stream: wait for a set with both.
             if frames.first_or_default(rs.stream.depth) and frames.first_or_default(rs.stream.color):
-                break
+                return frames
             if time.monotonic() > deadline:
                 raise CameraSourceError("timed out waiting for a frameset with both depth and colour")
+
+    def _to_frame(self, frames, stamp_ns: int, index: int) -> RGBDFrame:
+        """Align a frameset's depth to its colour and convert it (``stamp_ns`` and ``index`` as given).
+
+        Raises:
+            CameraSourceError: no aligned pair, or a colour format other than rgb8/bgr8.
+        """
+        rs = _rs()
         aligned = self._align.process(frames)
         color, depth = aligned.get_color_frame(), aligned.get_depth_frame()
         if not color or not depth:
@@ -156,7 +175,7 @@ class RealSenseCamera(Camera):
         # depth units may change per frame on some devices; the frame's own value wins
         scale = float(depth.get_units()) or self._depth_scale_m
         return RGBDFrame(np.ascontiguousarray(rgb).copy(), np.asanyarray(depth.get_data()).astype(np.uint16, copy=True),
-                         scale, intr, time.time_ns(), int(color.get_frame_number()))
+                         scale, intr, stamp_ns, index)
 
     def _disconnect(self) -> None:
         if self._source is not None:
@@ -169,24 +188,74 @@ class RealSenseCamera(Camera):
         return self._depth_scale_m
 
 
+class _PlaybackPipeline:
+    """A playback's pipeline whose ``wait_for_frames`` ends as soon as the file is played out (the
+    SDK's status turns ``stopped`` once the last frame is delivered) instead of after the timeout."""
+
+    _POLL_MS = 50
+
+    def __init__(self, pipeline, playback, path: Path) -> None:
+        self.pipeline, self.playback, self.path = pipeline, playback, path
+
+    def wait_for_frames(self, timeout_ms: int):
+        """Raises ``EndOfRecording`` when played out, ``RuntimeError`` (as the SDK) after ``timeout_ms``."""
+        rs = _rs()
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            ok, frames = self.pipeline.try_wait_for_frames(self._POLL_MS)
+            if ok:
+                return frames
+            if self.playback.current_status() == rs.playback_status.stopped:
+                raise EndOfRecording(f"end of recording {self.path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Frame didn't arrive within {timeout_ms}")
+
+    def stop(self) -> None:
+        self.pipeline.stop()
+
+
 class BagCamera(RealSenseCamera):
-    """Plays a RealSense recording once, not in real time, so no frame is dropped.
+    """Plays a RealSense recording through ``config.enable_device_from_file``.
 
     librealsense 2.5x writes recordings as ROS 2 bags (``.db3``; older versions wrote ROS 1 ``.bag``);
-    both play through ``config.enable_device_from_file``. ``read()`` raises
-    ``CameraSourceError("end of recording ...")`` after the last frame. Frame ``index`` is the
-    colour frame number of the recording.
+    both play. The SDK plays in non-real-time mode (``set_real_time(False)``, set before the start:
+    it waits for us, so no frame is dropped) and ``playback.PlaybackClock`` paces the frames by the
+    colour frame's recorded timestamp, so ``rate`` and the pacing rule are those of the ROS 2 bag
+    source. (The SDK's real-time mode drops frames when the reader is late, and pyrealsense2 2.59
+    binds no playback speed.) ``read()`` knows the file is played out as soon as the SDK's status
+    turns ``stopped``. Then, with ``loop``, the playback is started again and ``playback.Laps`` keeps
+    ``index`` increasing (the SDK's own ``repeat_playback`` is not used: with it, pyrealsense2 2.59
+    crashed here, 2 runs in 3, when a pipeline was stopped mid-lap, a frame callback running into the
+    stopping pipeline); without it, ``read()`` raises ``EndOfRecording``, and again on every later call.
+
+    ``index`` is the colour frame number of the recording (continued across laps); ``stamp_ns`` the
+    wall-clock time the frame was served (nanoseconds since the epoch), as for a live RealSense: the
+    recorded timestamps may be on the device's hardware clock, not the epoch.
+
+    Args:
+        path: the recording (``.bag`` or ``.db3``).
+        timeout_ms: longest wait for a frameset; a ``CameraSourceError`` with ``loop``, the end without
+            it (when the SDK did not report the file played out first).
+        rate: recorded seconds played per second (``0``: unpaced); ``playback.PlaybackOptions``.
+        loop: start over after the last frame instead of raising ``EndOfRecording``.
+
+    Raises:
+        CameraSourceError: a bad ``rate`` (here); on ``connect()``, a missing or unplayable file.
     """
 
-    def __init__(self, path: str | Path, timeout_ms: int = 2000) -> None:
+    def __init__(self, path: str | Path, timeout_ms: int = 2000, rate: float = 1.0, loop: bool = True) -> None:
         super().__init__(timeout_ms=timeout_ms)
         self.path = Path(path)
+        self.playback = PlaybackOptions(rate=rate, loop=loop)
+        self._clock: PlaybackClock | None = None
+        self._laps: Laps | None = None
+        self._lap_frames = 0  # frames served in this lap
+        self._ended = False
 
-    @classmethod
-    def from_spec(cls, arg: str | None, **kwargs) -> "BagCamera":
-        if not arg:
-            raise CameraSourceError("bag needs a file: bag:PATH")
-        return cls(arg, **kwargs)
+    def _connect(self) -> None:
+        # a (re)connect plays from the start, on a new schedule
+        self._clock, self._laps, self._lap_frames, self._ended = PlaybackClock(self.playback.rate), Laps(), 0, False
+        super()._connect()
 
     def _start_pipeline(self, rs):
         if not self.path.is_file():
@@ -194,15 +263,54 @@ class BagCamera(RealSenseCamera):
         pipeline, config = rs.pipeline(), rs.config()
         config.enable_device_from_file(str(self.path), repeat_playback=False)
         try:
+            # non-real-time before the start (the resolved device is the one started): switched after
+            # it, the playback runs ahead in real time meanwhile and its first frames can be lost
+            config.resolve(pipeline).get_device().as_playback().set_real_time(False)
             profile = pipeline.start(config)
         except RuntimeError as e:
             raise CameraSourceError(f"cannot play {self.path}: {e}") from e
         device = profile.get_device()
-        device.as_playback().set_real_time(False)
-        return pipeline, device
+        return _PlaybackPipeline(pipeline, device.as_playback(), self.path), device
 
     def _read(self) -> RGBDFrame:
-        try:
-            return super()._read()
-        except CameraSourceError as e:
-            raise CameraSourceError(f"end of recording {self.path} ({e})") from e
+        if self._ended:
+            raise EndOfRecording(f"end of recording {self.path}")
+        while True:
+            if self._source is None:  # a lap's restart failed (raised then)
+                raise CameraSourceError(f"{self.path}: the playback did not start again")
+            try:
+                frames = self._wait_frameset()
+            except EndOfRecording:
+                if self.playback.loop and self._lap_frames:  # (a lap of no frame would spin)
+                    self._next_lap()
+                    continue
+                self._ended = True
+                raise
+            except CameraSourceError as e:
+                if self.playback.loop:  # a looping playback has no end: this is a failure
+                    raise CameraSourceError(f"{self.path}: no frame within {self.timeout_ms} ms ({e})") from e
+                self._ended = True
+                raise EndOfRecording(f"end of recording {self.path} ({e})") from e
+            color = frames.get_color_frame()
+            number, t_ns = int(color.get_frame_number()), round(color.get_timestamp() * 1e6)  # ms -> ns
+            index, t_ns = self._laps.place(number, t_ns)
+            self._lap_frames += 1
+            # converted before the wait: alignment (slow on the first frame) must not delay the serve
+            frame = self._to_frame(frames, 0, index)
+            if not self._clock.wait(t_ns):
+                raise CameraSourceError(f"{self.path}: disconnected during playback")
+            return dataclasses.replace(frame, stamp_ns=time.time_ns())
+
+    def _next_lap(self) -> None:
+        """Start the played-out file again (stopping a played-out pipeline is the SDK's safe case)."""
+        self._source.stop()
+        self._source = None
+        self._source, _ = self._start_pipeline(_rs())
+        self._laps.next_lap()
+        log.info("%s: end of lap %d (%d frames); playing it again", self.path, self._laps.lap + 1, self._lap_frames)
+        self._lap_frames = 0
+
+    def _disconnect(self) -> None:
+        if self._clock is not None:
+            self._clock.interrupt()
+        super()._disconnect()

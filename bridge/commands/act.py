@@ -27,7 +27,8 @@ act_app = sub.group("act")
 
 log = logging.getLogger(__name__)
 
-CAMERA_HELP = "camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop) or realsense[:SERIAL]"
+CAMERA_HELP = ("camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop), realsense[:SERIAL] "
+               "or bag:PATH[#rate=R,loop=0|1] (a recording; default rate=1, loop=1; rate=max: unpaced)")
 ROBOT_HELP = "robot: sim or xarm:IP[:PORT]"
 CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table becomes the sim table); default: "
              "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")

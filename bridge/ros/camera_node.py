@@ -27,7 +27,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from pointlab.perception.camera import Camera
-from pointlab.perception.errors import PerceptionError
+from pointlab.perception.errors import EndOfRecording, PerceptionError
 
 from pointlab.bridge.ros.lean_node import LeanNode
 from pointlab.bridge.ros.msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
@@ -42,7 +42,15 @@ IMAGE_PUB_QOS = QoSProfile(depth=2, history=HistoryPolicy.KEEP_LAST, reliability
 
 
 class CameraNode(LeanNode):
-    """Reads ``camera`` in its own thread and publishes every frame.
+    """Reads ``camera`` in its own thread and publishes every frame it returns, once.
+
+    Pacing is the source's: ``read()`` blocks until its next frame is due (a device's frame rate,
+    ``replay:``'s fps, a ``bag:`` recording's recorded rate times ``rate``), so this node never polls
+    and never publishes a frame twice. ``max_fps`` is only a ceiling: a source faster than it (say a
+    30 fps bag at ``rate=2`` under the default 30) is read more slowly, not skipped, and plays slower
+    than its ``rate``. A recording played without ``loop`` raises ``EndOfRecording`` after its last
+    frame: the node logs one line and stops publishing (``ended`` is then true); any other read
+    error is logged and retried after 0.5 s.
 
     Args:
         camera: a connected-or-not ``perception.Camera`` (connected on ``start()``).
@@ -57,6 +65,7 @@ class CameraNode(LeanNode):
         self.max_fps = float(max_fps)
         self.frames_published = 0
         self.read_errors = 0
+        self.ended = False  # the source's recording ended (EndOfRecording): nothing more is published
         self._pub_color = self.create_publisher(_image_type(), TOPICS["color"], IMAGE_PUB_QOS)
         self._pub_depth = self.create_publisher(_image_type(), TOPICS["depth"], IMAGE_PUB_QOS)
         self._pub_info = self.create_publisher(_info_type(), TOPICS["camera_info"], IMAGE_PUB_QOS)
@@ -104,6 +113,11 @@ class CameraNode(LeanNode):
                 if hasattr(self.camera, "want_depth"):  # a source that can skip depth nobody reads
                     self.camera.want_depth = self._pub_depth.get_subscription_count() > 0
                 frame = self.camera.read()
+            except EndOfRecording as e:  # an expected end, not a failure to retry: say it once and stop
+                self.ended = True
+                log.warning("camera: %s; %d frames published, no more will be (loop=1 in the bag: spec "
+                            "plays it again)", e, self.frames_published)
+                return
             except PerceptionError as e:
                 # a bad frame or a replugged camera must not end the node: log, back off, retry
                 self.read_errors += 1

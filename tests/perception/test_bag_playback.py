@@ -1,11 +1,14 @@
 """``bag:PATH``: a recording made with librealsense's own recorder from the software device plays back
-every frame, in order, with the colour intrinsics and the recorded depth scale."""
+every frame, in order, with the colour intrinsics and the recorded depth scale; paced by its recorded
+timestamps at ``rate``, and looping with frame numbers that keep increasing."""
+
+import time
 
 import pytest
 
 rs = pytest.importorskip("pyrealsense2")
 
-from pointlab.perception import CameraSourceError, make_camera  # noqa: E402
+from pointlab.perception import CameraSourceError, EndOfRecording, make_camera  # noqa: E402
 from pointlab.perception.realsense import RealSenseCamera  # noqa: E402
 from pointlab.sim_mock.realsense_sw import SyntheticRealSense  # noqa: E402
 
@@ -28,7 +31,7 @@ def test_playback_is_complete_and_ordered(tmp_path):
     path = tmp_path / "rec.db3"
     recorded = record(path)
     frames = []
-    with make_camera(f"bag:{path}", timeout_ms=1500) as cam:
+    with make_camera(f"bag:{path}#rate=max,loop=0", timeout_ms=1500) as cam:
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 frames.append(cam.read())
@@ -47,3 +50,35 @@ def test_playback_is_complete_and_ordered(tmp_path):
 def test_missing_recording(tmp_path):
     with pytest.raises(CameraSourceError, match="not found"):
         make_camera(f"bag:{tmp_path / 'none.db3'}").connect()
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rs") / "rec.db3"
+    record(path, n_reads=8)
+    return path
+
+
+def test_a_looping_recording_numbers_frames_on_across_the_wrap(recording):
+    with make_camera(f"bag:{recording}#rate=max", timeout_ms=1500) as cam:
+        numbers = [cam.read().index for _ in range(25)]  # about two and a half laps
+    # consecutive: the syncer's repeat of the last colour frame at the wrap is not served as new
+    assert numbers == list(range(numbers[0], numbers[0] + 25)), numbers
+
+
+def test_a_recording_plays_at_its_recorded_rate_then_ends(recording):
+    per_frame = {}  # seconds of playback per recorded frame (30 fps: 1/30 s at rate 1)
+    for rate in ("1", "0.5", "max"):
+        with make_camera(f"bag:{recording}#rate={rate},loop=0", timeout_ms=500) as cam:
+            served = []
+            with pytest.raises(EndOfRecording, match="end of recording"):
+                while True:
+                    served.append((cam.read().index, time.monotonic()))
+            with pytest.raises(EndOfRecording):  # and again, without waiting for frames
+                cam.read()
+        # by frame numbers: a playback may begin one frame later (its first synced set can lack a stream)
+        (n0, t0), (n1, t1) = served[0], served[-1]
+        per_frame[rate] = (t1 - t0) / (n1 - n0)
+    assert 0.6 / 30 <= per_frame["1"] <= 1.6 / 30, per_frame
+    assert 1.6 <= per_frame["0.5"] / per_frame["1"] <= 2.4, per_frame
+    assert per_frame["max"] < per_frame["1"] / 2, per_frame

@@ -6,12 +6,13 @@ rosbags, both from real uoc_tabletop frames, in the orders realsense-ros may pub
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pointlab.perception import CameraSourceError, make_camera
+from pointlab.perception import CameraSourceError, EndOfRecording, make_camera
 from pointlab.perception.image_msgs import REALSENSE_TOPICS
 from pointlab.perception.replay import list_frame_ids, load_rgbd_frame
 from pointlab.perception.rosbag_camera import RosbagCamera
@@ -76,22 +77,25 @@ def write_mcap(path: Path, events) -> None:
         w.finish()
 
 
-def realsense_ros_events(frames, *, depth_first_every=2, metres=False):
-    """Captures at 30 fps as realsense-ros publishes them: the colour and aligned-depth threads race,
-    so depth comes before colour on some captures and after on others; camera_info with each colour."""
+def realsense_ros_events(frames, *, depth_first_every=2, metres=False, period_ns=PERIOD_NS, stamped=True):
+    """Captures every ``period_ns`` (30 fps) as realsense-ros publishes them: the colour and aligned-depth
+    threads race, so depth comes before colour on some captures and after on others; camera_info with
+    each colour. ``stamped=False``: every header stamp 0 (a publisher that never stamps)."""
     out = []
     for i, f in enumerate(frames):
-        s = T0 + i * PERIOD_NS
+        s = T0 + i * period_ns
         d = (f.depth.astype("<f4") * np.float32(f.depth_scale_m), "32FC1") if metres else (f.depth.astype("<u2"), "16UC1")
-        c_ev = [("camera_info", s + 1000, info(f.intrinsics, s)), ("color", s + 2000, image(f.color, "rgb8", s))]
-        d_ev = [("depth", s + 1500 if i % depth_first_every == 0 else s + 9000, image(d[0], d[1], s))]
+        h = s if stamped else 0
+        c_ev = [("camera_info", s + 1000, info(f.intrinsics, h)), ("color", s + 2000, image(f.color, "rgb8", h))]
+        d_ev = [("depth", s + 1500 if i % depth_first_every == 0 else s + 9000, image(d[0], d[1], h))]
         out += sorted(c_ev + d_ev, key=lambda e: e[1])
     return out
 
 
 def play(spec: str):
+    """Every frame of ``spec`` played once, unpaced (``#rate=max,loop=0``), and the camera."""
     got = []
-    with make_camera(spec) as cam:
+    with make_camera(f"{spec}#rate=max,loop=0") as cam:
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 got.append(cam.read())
@@ -193,3 +197,109 @@ def test_missing_and_unknown_bag_paths(tmp_path):
     garbage.write_bytes(b"not an mcap")
     with pytest.raises(CameraSourceError, match="cannot read ROS 2 bag"):
         make_camera(f"bag:{garbage}").connect()
+
+
+# -- pacing, looping, the end ------------------------------------------------------------------------
+def timed_reads(cam, n):
+    """``n`` frames read from ``cam`` and the monotonic time (s) each read returned."""
+    got = []
+    for _ in range(n):
+        got.append((cam.read(), time.monotonic()))
+    return got
+
+
+def assert_none_early(got, rate):
+    """Frame k came no earlier than ``(stamp_k - stamp_0) / rate`` after frame 0 (1 ms of slack for
+    the clock starting just before the first read returned)."""
+    (f0, t0) = got[0]
+    for f, t in got[1:]:
+        assert t - t0 >= (f.stamp_ns - f0.stamp_ns) / 1e9 / rate - 0.001, (f.index, t - t0)
+
+
+@pytest.fixture(scope="module")
+def span_bag(tmp_path_factory, frames):
+    """7 captures of the real frames 250 ms apart: 1.5 s of header stamps."""
+    path = tmp_path_factory.mktemp("span") / "span.mcap"
+    write_mcap(path, realsense_ros_events([frames[i % len(frames)] for i in range(7)], period_ns=250_000_000))
+    return path
+
+
+@pytest.mark.slow  # plays 1.5 s at rate 1, then 0.75 s at rate 2
+def test_a_bag_plays_at_the_recorded_rate_and_at_rate_2(span_bag):
+    elapsed = {}
+    for rate in ("1", "2", "max"):
+        with make_camera(f"bag:{span_bag}#rate={rate},loop=0") as cam:
+            got = timed_reads(cam, 7)
+            with pytest.raises(EndOfRecording):
+                cam.read()
+        assert [f.stamp_ns for f, _ in got] == [T0 + i * 250_000_000 for i in range(7)]
+        elapsed[rate] = got[-1][1] - got[0][1]
+        if rate != "max":
+            assert_none_early(got, float(rate))
+    assert 1.0 <= elapsed["1"] <= 2.0, elapsed  # 1.5 s of stamps at rate 1
+    assert 1.6 <= elapsed["1"] / elapsed["2"] <= 2.4, elapsed  # about half at rate 2
+    assert elapsed["max"] < elapsed["1"] / 4, elapsed  # unpaced: as fast as it decodes
+
+
+def test_the_default_is_paced_and_loops_with_stamps_moving_forward(tmp_path, frames):
+    path = tmp_path / "short.mcap"
+    write_mcap(path, realsense_ros_events(frames, period_ns=50_000_000))  # 4 captures, 150 ms
+    with make_camera(f"bag:{path}") as cam:
+        got = timed_reads(cam, 9)  # two laps and the first frame of a third
+    assert [f.index for f, _ in got] == list(range(9))
+    stamps = [f.stamp_ns for f, _ in got]
+    # each lap continues one frame period (50 ms) after the last: time never goes back at the wrap
+    assert stamps == [T0 + k * 50_000_000 for k in range(9)]
+    for k, (f, _) in enumerate(got):
+        np.testing.assert_array_equal(f.color, frames[k % 4].color)
+    assert_none_early(got, 1.0)  # the wrap is paced too: 0.4 s for 8 periods
+    assert got[-1][1] - got[0][1] >= 0.4 - 0.001
+
+
+def test_without_loop_the_end_is_raised_after_the_last_frame_and_again(tmp_path, frames):
+    path = tmp_path / "end.mcap"
+    write_mcap(path, realsense_ros_events(frames[:2]))
+    with make_camera(f"bag:{path}#rate=max,loop=0") as cam:
+        assert [cam.read().index for _ in range(2)] == [0, 1]
+        for _ in range(2):
+            with pytest.raises(EndOfRecording, match=r"end of recording .*end\.mcap \(2 frames served\)"):
+                cam.read()
+    assert issubclass(EndOfRecording, CameraSourceError)  # callers of the old error still catch it
+
+
+def test_a_looping_bag_with_no_playable_frame_ends_instead_of_spinning(tmp_path, frames):
+    ev = [e for e in realsense_ros_events(frames[:2]) if e[0] != "depth"]  # no depth: nothing to serve
+    path = tmp_path / "nodepth.mcap"
+    write_mcap(path, ev + [("depth", T0 + 10**9, image(frames[0].depth.astype("<u2"), "16UC1", T0 + 10**9))])
+    with make_camera(f"bag:{path}") as cam:
+        with pytest.raises(EndOfRecording, match="0 frames served"):
+            cam.read()
+
+
+def test_unstamped_frames_are_paced_and_stamped_by_log_time(tmp_path, frames):
+    path = tmp_path / "unstamped.mcap"
+    write_mcap(path, realsense_ros_events(frames[:3], stamped=False, period_ns=40_000_000))
+    with make_camera(f"bag:{path}#loop=0") as cam:
+        got = timed_reads(cam, 3)
+    # the colour messages' log times (capture + 2 us in realsense_ros_events)
+    assert [f.stamp_ns for f, _ in got] == [T0 + k * 40_000_000 + 2000 for k in range(3)]
+    assert_none_early(got, 1.0)
+
+
+@pytest.mark.parametrize("suffix", [".mcap", ".bag"])
+@pytest.mark.parametrize("options, names", [
+    ("rate=fast", "bag option rate"), ("rate=-2", "bag option rate"), ("loop=2", "bag option loop"),
+    ("speed=2", "unknown bag option 'speed'"),
+])
+def test_a_bad_option_is_a_camera_source_error_naming_it(tmp_path, suffix, options, names):
+    with pytest.raises(CameraSourceError, match=names):
+        make_camera(f"bag:{tmp_path / ('rec' + suffix)}#{options}")
+
+
+def test_options_reach_the_source_and_a_keyword_wins(tmp_path, frames):
+    path = tmp_path / "opts.mcap"
+    write_mcap(path, realsense_ros_events(frames[:1]))
+    assert make_camera(f"bag:{path}").playback.rate == 1.0 and make_camera(f"bag:{path}").playback.loop
+    cam = make_camera(f"bag:{path}#rate=max,loop=off")
+    assert (cam.playback.rate, cam.playback.loop, cam.path) == (0.0, False, path)
+    assert make_camera(f"bag:{path}#rate=2", rate=0.5).playback.rate == 0.5

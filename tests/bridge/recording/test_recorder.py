@@ -177,7 +177,7 @@ def test_clip_decodes_with_the_points_drawn_after_the_answer(recorded_2s):
 @pytest.mark.slow  # two playbacks of 10 frame pairs: about 3 s on a loaded machine
 def test_the_recording_plays_back_through_the_camera_registry(recorded_2s, real_frames):
     root, r = recorded_2s
-    for spec in (f"bag:{root / r.bag}", f"bag:{root / r.mcap}"):
+    for spec in (f"bag:{root / r.bag}#rate=max,loop=0", f"bag:{root / r.mcap}#rate=max,loop=0"):
         got = []
         with make_camera(spec) as cam:
             with pytest.raises(CameraSourceError, match="end of recording"):

@@ -148,3 +148,86 @@ def test_an_unexpected_read_error_does_not_end_the_live_view(ros_env, uoc_tablet
     finally:
         node.stop()
         host.close()
+
+
+# -- a recording as the camera (bag:) ---------------------------------------------------------------
+def _bag(tmp_path, uoc_tabletop, n, period_ns):
+    """An MCAP of ``n`` captures of the real frames, ``period_ns`` apart, as realsense-ros records them."""
+    from pointlab.perception.replay import list_frame_ids, load_rgbd_frame
+    from tests.perception.test_rosbag_camera import realsense_ros_events, write_mcap
+
+    frames = [load_rgbd_frame(uoc_tabletop, i) for i in list_frame_ids(uoc_tabletop)[:2]]
+    path = tmp_path / "rec.mcap"
+    write_mcap(path, realsense_ros_events([frames[i % 2] for i in range(n)], period_ns=period_ns))
+    return path
+
+
+def test_the_end_of_a_recording_stops_the_node_with_one_line(ros_env, tmp_path, uoc_tabletop, caplog):
+    # The old node logged "camera read failed" every 0.5 s for ever after the last frame.
+    path = _bag(tmp_path, uoc_tabletop, 3, 33_333_333)
+    host = RosHost()
+    node = host.add(CameraNode(make_camera(f"bag:{path}#rate=max,loop=0"), context=host.context))
+    host.start()
+    with caplog.at_level("INFO", logger="pointlab.bridge.ros.camera_node"):
+        node.start()
+        try:
+            deadline = time.monotonic() + 10
+            while node._thread.is_alive():
+                assert time.monotonic() < deadline, node.frames_published
+                time.sleep(0.02)
+            assert node.ended and node.frames_published == 3 and node.read_errors == 0
+        finally:
+            node.stop()
+            host.close()
+    lines = [r for r in caplog.records if r.name == "pointlab.bridge.ros.camera_node"]
+    assert len(lines) == 1 and lines[0].exc_info is None, [r.getMessage() for r in lines]
+    assert "end of recording" in lines[0].getMessage() and "3 frames published" in lines[0].getMessage()
+
+
+def test_a_looping_recording_is_published_at_its_pace_each_frame_once(ros_env, tmp_path, uoc_tabletop):
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    path = _bag(tmp_path, uoc_tabletop, 4, 100_000_000)  # 10 fps, 0.3 s a lap
+    host = RosHost()
+    node = host.add(CameraNode(make_camera(f"bag:{path}"), context=host.context, max_fps=30))
+    probe = host.add(Node("probe", context=host.context))
+    metas, lock = [], threading.Lock()
+
+    def keep(m):
+        with lock:
+            metas.append(json.loads(m.data))
+
+    probe.create_subscription(String, TOPICS["frame_meta"], keep, 50)
+    host.start()
+    node.start()
+    try:
+        deadline = time.monotonic() + 15
+        while len(metas) < 10:  # across two wraps
+            assert time.monotonic() < deadline, len(metas)
+            time.sleep(0.02)
+        t0, n0 = time.monotonic(), node.frames_published
+        while time.monotonic() - t0 < 0.5:  # a counting window, not a wait for a condition
+            time.sleep(0.02)
+        published = node.frames_published - n0
+    finally:
+        node.stop()
+        host.close()
+    with lock:
+        got = list(metas)
+    stamps, indices = [m["stamp_ns"] for m in got], [m["index"] for m in got]
+    assert all(b > a for a, b in zip(stamps, stamps[1:])), stamps  # never back in time, never twice
+    assert indices == list(range(indices[0], indices[0] + len(indices))), indices
+    assert all(b - a == 100_000_000 for a, b in zip(stamps, stamps[1:]))  # the wrap is one period too
+    # paced by the recording: about 5 in 0.5 s at 10 fps; 15 at the node's own 30 fps ceiling
+    assert 2 <= published <= 8, published
+
+
+def test_a_bad_bag_option_is_one_error_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    r = CliRunner().invoke(app, ["act", "node", "camera", "--camera", f"bag:{tmp_path / 'a.mcap'}#rate=fast"])
+    assert r.exit_code == 2, r.output
+    assert "bag option rate" in r.output and "Traceback" not in r.output

@@ -87,7 +87,7 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
 
     # playback through the camera registry: the MCAP's colour frames, in order
     got = []
-    with make_camera(f"bag:{tmp_path / r.bag}") as cam:
+    with make_camera(f"bag:{tmp_path / r.bag}#rate=max,loop=0") as cam:
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 got.append(cam.read())
