@@ -82,3 +82,35 @@ def snapshot_cmd(
         if world is not None:
             world.close()
     print_json(result)
+
+
+@sim_app.command("timing-check")
+def timing_check_cmd(
+    rounds: int = typer.Option(30, "--rounds", min=1, max=1000, help="trials per agent"),
+    time_scale: float = typer.Option(0.1, "--time-scale", help="study time multiplier (reveal range, human delays)"),
+    arm_time_scale: float = typer.Option(0.05, "--arm-time-scale", help="sim arm motion-time multiplier"),
+    reveal_low: float = typer.Option(10.0, "--reveal-low", help="reveal range start, study seconds"),
+    reveal_high: float = typer.Option(26.0, "--reveal-high", help="reveal range end, study seconds"),
+    human_median: float = typer.Option(9.0, "--human-median", help="the scripted person's median click time, s"),
+    human_sigma: float = typer.Option(0.35, "--human-sigma", help="log-normal sigma of the click times"),
+    seed: int = typer.Option(0, "--seed", min=0),
+) -> None:
+    """Run sim-oracle, sim-noisy and a scripted human reference through the sim session under one reveal
+    rule and print per-agent instruction-to-motion times and the two-sample KS test (human vs each
+    model; p > 0.05: the times cannot tell them apart). One progress line per trial on stderr."""
+    import sys
+
+    from .timing_check import run_timing_check
+
+    for name, v in (("--time-scale", time_scale), ("--arm-time-scale", arm_time_scale), ("--reveal-low", reveal_low),
+                    ("--reveal-high", reveal_high), ("--human-median", human_median), ("--human-sigma", human_sigma)):
+        if not math.isfinite(v) or v < 0:
+            fail(f"{name} must be a finite number >= 0, got {v}")
+    try:
+        out = run_timing_check(rounds=rounds, time_scale=time_scale, arm_time_scale=arm_time_scale,
+                               reveal_low_s=reveal_low, reveal_high_s=reveal_high, human_median_s=human_median,
+                               human_sigma=human_sigma, seed=seed,
+                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except ValueError as e:
+        fail(str(e))
+    print_json(out)

@@ -49,7 +49,7 @@ HOME_TCP_M = (0.20, 0.0, 0.25)  # pointlab.robot.arm.MotionConfig().home
 # The largest gap between two footprints that is still "near" (next to): the product's placement
 # rule owns the value (bridge.trials.placement); the name stays for code that imported it here.
 NEAR_DISTANCE_M = NEXT_TO_GAP_M
-FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move")
+FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move", "no_grip")
 
 
 # The relation each place expectation asks for (bridge.trials.placement.RELATIONS).
@@ -296,7 +296,9 @@ class SimWorld:
         ``kind``: ``"next_move"`` (``move_linear`` raises ``ArmFaultError(code)``, no motion),
         ``"next_tool"`` (``set_tool`` raises ``ArmFaultError``), ``"connect"`` (``connect`` raises
         ``ArmConnectionError``), ``"disconnect_next_move"`` (``move_linear`` raises
-        ``ArmConnectionError``). xArm code 31 is "collision caused abnormal current".
+        ``ArmConnectionError``), ``"no_grip"`` (the next close of the gripper silently does nothing:
+        the Lite gripper has no feedback, so the sequence completes and nothing is held: a forced grasp
+        failure). xArm code 31 is "collision caused abnormal current".
 
         Raises:
             ValueError: unknown kind.

@@ -70,6 +70,8 @@ def trials_cmd(
     calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
     max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
+    repeat: int = typer.Option(1, "--repeat", min=1, max=1000,
+                               help="run the script this many times, the scene restored before each (sim only)"),
 ) -> None:
     """Run scripted instructions through the ROS node set without a browser; one progress line per
     trial on stderr, then print {"trials": [...], "success_rate", "successes", "judged", "aborted",
@@ -88,13 +90,22 @@ def trials_cmd(
         fail(str(e), 2)
     if agent not in names:  # checked before anything starts
         fail(f"unknown agent {agent!r}; known: {', '.join(names)}", 2)
+    if repeat > 1:
+        from pointlab.bridge.worlds import spec_kind, world_class_for
+
+        world = world_class_for(camera, robot)
+        if world is None or spec_kind(camera) not in world.camera_kinds or spec_kind(robot) not in world.robot_kinds:
+            fail("--repeat needs a simulated camera and arm (the scene is restored between runs); on real hardware "
+                 "run the script once per reset of the scene", 2)
     from pointlab.bridge.trials.station import StationBusy
 
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
     try:
         print_json(run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
-                                       progress=_print_progress))
-    except StationBusy as e:
+                                       progress=_print_progress, repeat=repeat))
+    except ValueError as e:
+        fail(str(e), 2)
+    except (StationBusy, RuntimeError) as e:
         fail(f"the trials stopped: {e}", 1)
     finally:
         session.close()
@@ -104,7 +115,7 @@ def _print_progress(p: dict) -> None:
     """One line on stderr per trial or skipped line: where the run is and the rate so far."""
     import sys
 
-    where = f"line {p['line']}/{p['of']}"
+    where = f"round {p['round']} line {p['line']}/{p['of']}"
     if p["event"] == "skipped":
         line = f"{where}  {p['agent']}  skipped: {p['reason']}"
     else:

@@ -100,10 +100,15 @@ def _rate_so_far(results: list[TrialResult]) -> tuple[int, int]:
 
 
 async def _run(station: Station, agent: str, script: list[dict], max_repeats: int, settings: TrialSettings,
-               progress: Progress | None) -> tuple[list[TrialResult], list[dict]]:
+               progress: Progress | None, repeat: int) -> tuple[list[TrialResult], list[dict]]:
     results: list[TrialResult] = []
     skipped: list[dict] = []
-    for k, item in enumerate(script, 1):
+    lines = [(k, item) for _ in range(repeat) for k, item in enumerate(script, 1)]
+    for n, (k, item) in enumerate(lines):
+        if n and k == 1:  # the script again: from the starting scene, restored exactly
+            reset = await station.reset_block()
+            if reset["outcome"] != "done":
+                raise RuntimeError(f"the scene could not be reset before repeating the script: {reset}")
         wanted = (item.get("expected") or {}).get("action")
         action = station.next_action()
         if wanted in ("pick", "place") and wanted != action:
@@ -112,7 +117,8 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
                       else "still holds something"))
             skipped.append({"line": k, "instruction": item["instruction"], "reason": why})
             if progress is not None:
-                progress({"event": "skipped", "line": k, "of": len(script), "agent": agent, "reason": why})
+                progress({"event": "skipped", "line": k, "of": len(script), "round": n // len(script) + 1,
+                          "agent": agent, "reason": why})
             continue
         for _ in range(max_repeats + 1):
             ran = await station.run_trial(agent, item["instruction"], expected=item.get("expected"), slot=Slot(),
@@ -120,7 +126,8 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
             results.append(ran.result)
             if progress is not None:
                 ok, n = _rate_so_far(results)
-                progress({"event": "trial", "line": k, "of": len(script), "agent": agent,
+                progress({"event": "trial", "line": k, "of": len(script), "round": n // len(script) + 1,
+                          "agent": agent,
                           "action": ran.result.action, "outcome": ran.result.outcome,
                           "failure_stage": ran.result.failure_stage,
                           "abort": ran.result.abort.code if ran.result.abort else None, "successes": ok, "judged": n})
@@ -146,16 +153,20 @@ def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict]
 
 
 def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max_repeats: int = 2,
-                        settings: TrialSettings = HEADLESS_SETTINGS, progress: Progress | None = None) -> dict:
+                        settings: TrialSettings = HEADLESS_SETTINGS, progress: Progress | None = None,
+                        repeat: int = 1) -> dict:
     """Run ``script`` with ``agent`` on a station (each trial stored by the station's store port,
     outside any study); an aborted trial is repeated up to ``max_repeats`` times; a line that does not
     apply is skipped (module docstring). ``progress`` gets one dict per trial or skip, as it happens.
+    ``repeat``: run the script that many times, the scene restored before each (a simulator only).
 
     Returns:
         ``summarize_trials`` of every trial run (aborted ones included in ``trials``).
 
     Raises:
-        ValueError: ``agent`` is not one of the station's agents, or ``max_repeats < 0``.
+        ValueError: ``agent`` is not one of the station's agents, ``max_repeats < 0``, ``repeat < 1``, or
+            ``repeat > 1`` where no simulator can restore the scene.
+        RuntimeError: the scene could not be reset between repeats (trials already run are stored).
         pointlab.bridge.trials.station.StationBusy: the station cannot run trials (stopped, not
             ready, below the storage floor); trials already run are stored.
     """
@@ -163,5 +174,11 @@ def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max
         raise ValueError(f"unknown agent {agent!r}; this session has: {', '.join(station.agent_names)}")
     if max_repeats < 0:
         raise ValueError(f"max_repeats must be >= 0, got {max_repeats}")
-    results, skipped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress))
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    scene = station.ports.scene
+    if repeat > 1 and not (scene is not None and scene.automatic):
+        raise ValueError("repeating the script needs a simulator to restore the scene; on real hardware run it "
+                         "once per reset of the scene")
+    results, skipped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress, repeat))
     return summarize_trials(agent, results, skipped)

@@ -84,6 +84,9 @@ class Station:
         self.rules = rules
         self.belief: Belief = EMPTY
         self.stopped = False  # the emergency stop is engaged: nothing starts until reset()
+        # the arm reported a fault or a stop in a trial: nothing starts until reset() (the arm's own
+        # latched state says so too, a moment later; this does not wait for it)
+        self.needs_reset: str | None = None
         self._rng = random.Random(seed)
         self._motion = threading.Lock()  # one trial or arm action at a time, from any loop
         self._lock = threading.Lock()
@@ -110,7 +113,8 @@ class Station:
             arm = dict(self.ports.arm.state())
         except Exception as e:  # a state read must not break a page
             arm = {"error": str(e)}
-        return {**arm, "belief": self.belief.to_dict(), "stopped": self.stopped, "busy": self.busy}
+        return {**arm, "belief": self.belief.to_dict(), "stopped": self.stopped, "needs_reset": self.needs_reset,
+                "busy": self.busy}
 
     def free_bytes(self) -> int | None:
         try:
@@ -162,6 +166,8 @@ class Station:
     def _start_problem(self, settings: TrialSettings) -> str | None:
         if self.stopped:
             return "the robot is stopped; wait for the operator to reset it"
+        if self.needs_reset:
+            return f"the robot is not ready ({self.needs_reset}); please tell the operator"
         ready = self._readiness()
         if not ready.ready:
             return f"the robot is not ready ({ready.problem}); please tell the operator"
@@ -209,6 +215,8 @@ class Station:
         assert finish is not None
         self.belief = finish.belief
         result = finish.result
+        if result.robot_outcome in ("robot_failure", "stopped"):
+            self.needs_reset = "fault" if result.robot_outcome == "robot_failure" else "estop"
         self._keep_frames(trial_id, finish.frames)
         if self.ports.recorder is not None and (not keep_recording or result.outcome == "aborted"):
             result.recording = await self.end_recording(trial_id)
@@ -285,6 +293,7 @@ class Station:
 
         self.ports.arm.reset()
         self.stopped = False
+        self.needs_reset = None
         deadline = time.monotonic() + ready_timeout_s
         while not self._readiness().ready and time.monotonic() < deadline:
             time.sleep(0.02)

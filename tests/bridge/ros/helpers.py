@@ -14,11 +14,13 @@ def string_msg(obj) -> object:
 
 
 def run_trial(session, agent: str, instruction: str, **kw):
-    """One headless trial on a started session's station (no reveal wait): its ``TrialResult``."""
+    """One headless trial on a started session's station (no reveal wait, judged by the automatic
+    check): its ``TrialResult``."""
     import asyncio
 
     from pointlab.bridge.trials.headless import HEADLESS_SETTINGS
 
+    kw.setdefault("auto_judge", True)
     return asyncio.run(session.station.run_trial(agent, instruction, settings=HEADLESS_SETTINGS, **kw)).result
 
 
@@ -26,4 +28,5 @@ async def run_trial_async(session, agent: str, instruction: str, **kw):
     """``run_trial`` inside a running event loop."""
     from pointlab.bridge.trials.headless import HEADLESS_SETTINGS
 
+    kw.setdefault("auto_judge", True)
     return (await session.station.run_trial(agent, instruction, settings=HEADLESS_SETTINGS, **kw)).result

@@ -228,3 +228,25 @@ def test_robot_fault_is_an_abort_and_nothing_starts_while_stopped(ros_env):
     assert (fault.outcome, fault.abort.code, fault.failure_stage) == ("aborted", "robot_fault", "aborted")
     assert fault.target.valid and fault.motion is None
     assert ok.robot_outcome == "done" and ok.action == "pick"
+
+
+def test_forced_grasp_failures_never_charge_a_place(ros_env):
+    """The sim's gripper fails to close on the first pick of each object (no feedback: the sequence
+    completes and holds nothing): the belief follows the physics, so after each failed pick the next
+    trial is a pick again, and no place is ever run while nothing is held."""
+    steps = [("pick up the red cube", True), ("pick up the red cube", False), ("put it in the blue bowl", False),
+             ("pick up the green cube", True), ("pick up the green cube", False),
+             ("put it next to the orange can", False)]
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
+        runs = []
+        for text, fail_grip in steps:
+            if fail_grip:
+                s.world.sim.inject_fault("no_grip")
+            r = run_trial(s, "sim-oracle", text)
+            runs.append(r)
+            assert s.station.belief.holding == (s.world.sim.arm.attached is not None)
+    assert [(r.action, r.outcome) for r in runs] == [
+        ("pick", "failed"), ("pick", "succeeded"), ("place", "succeeded"),
+        ("pick", "failed"), ("pick", "succeeded"), ("place", "succeeded")], [(r.action, r.sim_detail) for r in runs]
+    assert [r.failure_stage for r in runs if r.outcome == "failed"] == ["grasp", "grasp"]
+    assert all(r.robot_outcome == "done" for r in runs)  # the controller saw nothing wrong

@@ -38,7 +38,7 @@ def test_no_place_is_charged_after_a_failed_pick():
 
 
 def test_operator_abort_mid_motion_halts_opens_homes_and_offers_the_same_slot():
-    world = ScriptedWorld(motion_s=2.0)
+    world = ScriptedWorld(motion_s=0.5)
     st = world.station()
 
     async def go():
@@ -56,7 +56,7 @@ def test_operator_abort_mid_motion_halts_opens_homes_and_offers_the_same_slot():
 
 
 def test_estop_mid_motion_is_an_estop_and_nothing_starts_until_reset():
-    world = ScriptedWorld(motion_s=2.0)
+    world = ScriptedWorld(motion_s=0.5)
     st = world.station()
 
     async def go():
