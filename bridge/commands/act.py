@@ -116,8 +116,8 @@ def _print_progress(p: dict) -> None:
     import sys
 
     where = f"round {p['round']} line {p['line']}/{p['of']}"
-    if p["event"] == "skipped":
-        line = f"{where}  {p['agent']}  skipped: {p['reason']}"
+    if p["event"] in ("skipped", "released"):
+        line = f"{where}  {p['agent']}  {p['event']}: {p['reason']}"
     else:
         if p["outcome"] == "aborted":
             what = f"aborted ({p['abort']}), repeated"

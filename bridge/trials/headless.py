@@ -14,12 +14,14 @@ failure; a motion the check cannot judge stays unjudged (``outcome`` null, count
 An aborted trial is left out of the success rate, counted in ``aborted``, and the same instruction
 is run again, at most ``max_repeats`` times (docs/trials.md).
 
-**No place is charged when nothing is held.** The action of a trial follows the arm's belief
+**No place is charged after a failed pick.** The action of a trial follows the arm's belief
 (``bridge.trials.belief``), not the script: a scripted line whose ``expected.action`` differs from
-what the belief makes the next trial (a *place* after a pick that failed, a *pick* while the arm
-still holds something) is **skipped as not applicable**, listed in ``skipped`` with the reason, and
-no trial is run or charged for it. Offering the failed pick again instead would give the agent a
-second chance the script did not give it.
+what the belief makes the next trial (a *place* after a pick that held nothing, a *pick* while the
+arm still holds something) is **skipped as not applicable**, listed in ``skipped`` with the reason,
+and no trial is run or charged for it. A failed pick that lifted *another* object (the agent pointed
+at the wrong one) has it put down by opening the gripper where the arm is (not a trial), so the
+script's place of the object it asked for is skipped too. Offering the failed pick again instead
+would give the agent a second chance the script did not give it.
 
 No reveal time: with nobody watching there is nothing to blind (``TrialSettings.reveal`` is 0 s).
 """
@@ -125,14 +127,22 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
                                           settings=settings, auto_judge=True)
             results.append(ran.result)
             if progress is not None:
-                ok, n = _rate_so_far(results)
+                ok, judged = _rate_so_far(results)
                 progress({"event": "trial", "line": k, "of": len(script), "round": n // len(script) + 1,
                           "agent": agent,
                           "action": ran.result.action, "outcome": ran.result.outcome,
                           "failure_stage": ran.result.failure_stage,
-                          "abort": ran.result.abort.code if ran.result.abort else None, "successes": ok, "judged": n})
+                          "abort": ran.result.abort.code if ran.result.abort else None, "successes": ok,
+                          "judged": judged})
             if ran.result.outcome != "aborted":
                 break
+        if ran.result.action == "pick" and ran.result.outcome == "failed" and station.belief.holding:
+            # a failed pick that lifted something else: put it down (not a trial), so that the script's
+            # place of the object it asked for is skipped as not applicable, as after an empty grasp
+            await station.release()
+            if progress is not None:
+                progress({"event": "released", "line": k, "of": len(script), "round": n // len(script) + 1,
+                          "agent": agent, "reason": "the failed pick lifted another object: the gripper was opened"})
     return results, skipped
 
 
