@@ -131,7 +131,7 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
         assert page.eval_on_selector(sel, """e => { e.scrollIntoView({ block: "nearest" });
             const r = e.getBoundingClientRect(); const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
             return r.top >= -0.5 && r.bottom <= innerHeight + 0.5 && hit === e; }"""), sel
-    log[state]["frames"] = {"before": before, "after": after}
+    log[state]["frames"] = {"before": before, "after": after, "judge_box": _box(page, "#judge-box")}
     trial = page.evaluate("state.pending_trial")
     (u, v), (fw, fh) = trial["points_px"][0], trial["frame_size"]
     want = ((u + 0.5) * before["w"] / fw, (v + 0.5) * before["h"] / fh)  # pixel centre u sits at u + 0.5
@@ -234,7 +234,7 @@ def test_participant_session_at_phone_width(chromium, tmp_path):
             sizes = [min(t["w"], t["h"]) for t in m["targets"]]
             print(f"{state}: scrollWidth {m['scrollWidth']}, smallest target {min(sizes, default=None)} px"
                   + (f", frames {m['frames']['before']['w']:.0f} x {m['frames']['before']['h']:.0f},"
-                     f" marker {m['marker']}" if "frames" in m else ""))
+                     f" judge box {m['frames']['judge_box']['h']:.0f} tall, marker {m['marker']}" if "frames" in m else ""))
     finally:
         ctx.close()
         op.close()
