@@ -502,3 +502,36 @@ def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
         (start,) = store.block_starts(study_id=sid)
         assert start["method"] == "operator_confirmed" and client.get("/api/status", headers=H).json()["pending_block"] is None
     store.close()
+
+
+def test_the_human_reference_can_give_no_point_told_as_a_model_without_one(env):
+    """*No point* on the console: the trial is refused no_point, and the participant reads the same
+    message as for sim-noisy's unreadable answer (the blinding must not single out a model)."""
+    client, runner, store = env
+    sid = _study(client, agents=["human", "sim-noisy"])
+    inv = _invite(client, sid)  # Williams row 0: human first, then sim-noisy
+    assert client.post("/api/human-requests/nope/decline", headers=H).status_code == 404
+    messages = []
+    with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
+        recv(ws, "state")
+        for block in range(2):
+            start_block(ws)
+            ws.send_text(json.dumps({"type": "instruction", "text": "pick up the unicorn"}))
+            recv(ws, "trial_started")
+            if block == 0:
+                deadline = time.monotonic() + 10
+                while not (reqs := client.get("/api/human-requests", headers=H).json()):
+                    assert time.monotonic() < deadline
+                    time.sleep(0.02)
+                r = client.post(f"/api/human-requests/{reqs[0]['request_id']}/decline", headers=H)
+                assert r.json() == {"request_id": reqs[0]["request_id"], "declined": True}
+            res = recv(ws, "trial_result")
+            messages.append((res["outcome"], res["points_px"], res["message"]))
+            ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
+            recv(ws, "judged")
+            ws.send_text(json.dumps({"type": "sus", "block": block, "responses": [3] * 10}))
+            recv(ws, "sus_saved")
+    assert messages[0] == messages[1] == ("refused", [], "The robot did not move: the agent gave no point.")
+    rows = store.trials(study_id=sid)
+    assert [(r["agent"], r["refusal"]["code"], r["outcome"], r["failure_stage"]) for r in rows] == [
+        ("human", "no_point", "failed", "no_point"), ("sim-noisy", "no_point", "failed", "no_point")]
