@@ -25,6 +25,18 @@ def run(station, agent="sim-oracle", text="pick up the ball", **kw):
     return asyncio.run(station.run_trial(agent, text, settings=kw.pop("settings", NOW), **kw))
 
 
+def during_the_pick(world, st, act):
+    """Run one trial and call ``act()`` once its pick has reached the arm; the trial's result."""
+    async def go():
+        task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
+        while "pick" not in world.commands:
+            await asyncio.sleep(0.01)
+        act()
+        return await task
+
+    return asyncio.run(go()).result
+
+
 def test_no_place_is_charged_after_a_failed_pick():
     world = ScriptedWorld(grasps=[False, True, True])
     st = world.station()
@@ -40,15 +52,9 @@ def test_no_place_is_charged_after_a_failed_pick():
 def test_operator_abort_mid_motion_halts_opens_homes_and_offers_the_same_slot():
     world = ScriptedWorld(motion_s=0.5)
     st = world.station()
-
-    async def go():
-        task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
-        while "pick" not in world.commands:
-            await asyncio.sleep(0.01)
-        assert st.abort_current()
-        return await task
-
-    res = asyncio.run(go()).result
+    accepted = []
+    res = during_the_pick(world, st, lambda: accepted.append(st.abort_current()))
+    assert accepted == [True]
     assert (res.outcome, res.abort.code, res.robot_outcome) == ("aborted", "operator_abort", "halted")
     assert world.halts == 1 and world.stops == 0 and not st.stopped  # controlled: no e-stop
     assert world.commands == ["pick", "release", "home"]  # the pick slot: the gripper opened, then home
@@ -58,15 +64,7 @@ def test_operator_abort_mid_motion_halts_opens_homes_and_offers_the_same_slot():
 def test_estop_mid_motion_is_an_estop_and_nothing_starts_until_reset():
     world = ScriptedWorld(motion_s=0.5)
     st = world.station()
-
-    async def go():
-        task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
-        while "pick" not in world.commands:
-            await asyncio.sleep(0.01)
-        st.emergency_stop()
-        return await task
-
-    res = asyncio.run(go()).result
+    res = during_the_pick(world, st, st.emergency_stop)
     assert (res.outcome, res.abort.code) == ("aborted", "estop")
     with pytest.raises(StationBusy, match="stopped"):
         run(st)
