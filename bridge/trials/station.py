@@ -212,6 +212,11 @@ class Station:
             with self._lock:
                 self._running = None
             run.close()
+            if state.phase != "ended" and state.arm_request is not None:
+                # the trial was cancelled (its caller went away) while the arm had a command: the
+                # arm must not go on with a motion nobody waits for
+                log.warning("trial %s cancelled in %s: halting the arm", state.record.trial_id, state.phase)
+                _quietly(self.ports.arm.halt, "halting the arm")
         assert finish is not None
         self.belief = finish.belief
         result = finish.result

@@ -148,3 +148,19 @@ def test_a_refusal_is_told_no_earlier_than_the_reveal_time():
     res = run(st, "sim-noisy", settings=TrialSettings(reveal=RevealRule(0.6, 0.6))).result
     assert time.monotonic() - t0 >= 0.6 and res.robot_outcome == "refused"
     assert res.timings_s["reveal"] == 0.6 and res.timings_s["total"] >= 0.6
+
+
+def test_a_cancelled_trial_halts_a_moving_arm():
+    world = ScriptedWorld(motion_s=5.0)
+    st = world.station()
+
+    async def go():
+        task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
+        while "pick" not in world.commands:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert world.halts == 1 and not st.busy  # the motion was stopped and the station is free again
