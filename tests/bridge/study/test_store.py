@@ -263,3 +263,46 @@ def test_a_version_2_database_is_migrated_in_place_and_loses_nothing(tmp_path):
     con = sqlite3.connect(path)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     con.close()
+
+
+# The version-4 tables as pointlab 40ba181 created them (the CREATE statements of that release).
+_V4_STUDIES = """CREATE TABLE studies (id INTEGER NOT NULL, name TEXT NOT NULL, scene TEXT NOT NULL, agents JSON NOT NULL,
+ trials_per_agent INTEGER NOT NULL, design TEXT NOT NULL, created_unix_s FLOAT NOT NULL, max_repeats INTEGER NOT NULL,
+ reveal_floor_s FLOAT NOT NULL, PRIMARY KEY (id))"""
+_V4_TRIALS = """CREATE TABLE trials (id INTEGER NOT NULL, study_id INTEGER, participant_id INTEGER, block INTEGER,
+ judgement VARCHAR(16), created_unix_s FLOAT NOT NULL, judged_unix_s FLOAT, trial_uid VARCHAR(64) NOT NULL,
+ agent TEXT NOT NULL, instruction TEXT NOT NULL, action VARCHAR(32) NOT NULL, raw_answer TEXT, points JSON,
+ points_px JSON, parse_error TEXT, frame_index INTEGER, frame_size JSON, target JSON, robot_outcome VARCHAR(32),
+ refusal JSON, robot_error JSON, agent_error TEXT, motion JSON, sim_success BOOLEAN, sim_detail TEXT, timings_s JSON,
+ expected JSON, outcome VARCHAR(32), abort JSON, failure_stage VARCHAR(32), point_on_target BOOLEAN, auto_check JSON,
+ depth_check JSON, after_frame_index INTEGER, recording JSON, PRIMARY KEY (id), UNIQUE (trial_uid))"""
+
+
+def test_a_version_4_database_gets_numbers_per_study_and_keeps_its_floor(tmp_path):
+    path = tmp_path / "v4.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    con.execute(_V4_STUDIES)
+    con.execute(_V4_TRIALS)
+    con.execute("INSERT INTO studies VALUES (1, 'pilot', '', '[\"a\", \"b\"]', 2, 'williams', 1.8e9, 2, 4.0)")
+    con.execute("INSERT INTO studies VALUES (2, '', '', '[\"a\"]', 1, 'williams', 1.8e9, 2, 0.0)")
+    # trials of study 1, none, 2, 1 (row ids 1..5, stored in that order)
+    for rid, sid in ((1, 1), (2, 1), (3, None), (4, 2), (5, 1)):
+        con.execute("INSERT INTO trials (id, study_id, trial_uid, agent, instruction, action, robot_outcome, "
+                    "timings_s, created_unix_s) VALUES (?, ?, ?, 'a', 'pick it', 'pick', 'done', '{}', 1.8e9)",
+                    (rid, sid, f"x{rid}"))
+    con.commit()
+    con.close()
+    s = Store(path)
+    assert [(t["id"], t["number"]) for t in s.trials()] == [(1, 1), (2, 2), (3, 1), (4, 1), (5, 3)]
+    # a study keeps the fixed floor it was run with as both bounds; it gets the default storage floor
+    st1, st2 = s.study(1), s.study(2)
+    assert (st1["reveal_low_s"], st1["reveal_high_s"], st2["reveal_low_s"], st2["reveal_high_s"]) == (4.0, 4.0, 0.0, 0.0)
+    assert st1["min_free_mb"] == 512
+    # and new trials continue the numbering of their study
+    new = s.save_trial(TrialResult(trial_id="y", agent="a", instruction="pick it", action="pick"), study_id=1,
+                       frames={"before": b"\xff\xd8b", "after": b"\xff\xd8a"})
+    assert s.trial(new)["number"] == 4 and s.trial_frame("y", "after") == b"\xff\xd8a"
+    assert s.trial_frame("x1", "before") is None
+    s.close()
