@@ -27,9 +27,10 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pointlab.benchmark.points import PointEntry
 from pointlab.benchmark.records import dumps_json
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal, RobotErrorInfo, RobotOutcome
+from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo, RobotOutcome
 from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["Payload", "PointRequest", "PointFrame", "PointAnswer", "TargetResult", "ArmCommand", "ArmResult",

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, PointEntry, Refusal, RobotErrorInfo,
-                       RobotOutcome, TrialOutcome)
+from pointlab.benchmark.points import PointEntry
+from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, Refusal, RobotErrorInfo,
+                                             RobotOutcome, TrialOutcome)
 from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["TrialResult", "Motion", "Waypoint", "ROBOT_OUTCOMES", "text_problem"]

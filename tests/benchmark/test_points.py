@@ -37,7 +37,7 @@ def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
 def test_molmo_value_above_100_is_returned_as_parsed():
     p, xy = pts('<point x="150" y="-10">x</point>', "molmo")
     assert xy == [[959.5, -48.5]]
-    assert p.first.valid and not p.first.usable and p.first.reason.startswith("outside_image")
+    assert p.first.valid and not p.first.inside and p.first.reason.startswith("outside_image")
 
 
 # ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
@@ -301,7 +301,7 @@ def test_fenced_json_forms_after_the_fence_fix(text):
 def test_gemini_999_is_the_last_column_not_outside():
     # 999/1000 of 320 px = 319.68 from the left edge: column floor(319.68) = 319, inside the image
     p = parse_points('[{"point": [500, 999]}]', "gemini", 320, 240)
-    assert p.first.usable and p.first.u_px == pytest.approx(319.18)
+    assert p.first.inside and p.first.u_px == pytest.approx(319.18)
     assert np.floor(p.first.u_px + 0.5) == 319
 
 
@@ -314,7 +314,7 @@ def test_molmo_31_1_percent_is_column_99():
 def test_grid1000_is_lmms_evals_point_bench_answer():
     p = parse_points("[(250, 500), (999, 0)]", "grid1000", 640, 480)
     assert p.points_px.tolist() == [[159.5, 239.5], [638.86, -0.5]]  # 0.25*640 - .5; 0.999*640 - .5
-    assert [e.usable for e in p.entries] == [True, True]
+    assert [e.inside for e in p.entries] == [True, True]
 
 
 # ---------------------------------------------------------------- entries: what the model said, in order (issue 14 #4, #5)
@@ -349,7 +349,7 @@ def test_qwen_point_outside_the_assumed_resize_names_the_resize():
     # a served checkpoint resizing 1920x1080 to 1932x1092 answers [1780, 1062]; a client that assumed the
     # processor class default (1316x728) maps it to (2596, 1575): outside, and the reason says why
     p = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080, qwen_max_pixels=QWEN_PROCESSOR_CLASS_MAX_PIXELS)
-    assert not p.first.usable and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
+    assert not p.first.inside and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
     # with the checkpoint's limits (the default) the same answer is inside: 1780*1920/1932 - 0.5 = 1768.4
     q = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080)
-    assert q.first.usable and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
+    assert q.first.inside and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)

@@ -12,7 +12,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal
+from pointlab.benchmark.points import PointEntry
+from pointlab.bridge.trials.outcomes import Refusal
 from pointlab.bridge.study.store import SCHEMA_VERSION, Store, StoreError
 from pointlab.bridge.study.sus import SusError
 from pointlab.bridge.trials.targeting import Target
