@@ -25,10 +25,12 @@ import pkgutil
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, Field, field_serializer, model_serializer
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
                      RobotError, UnreachableTargetError)
@@ -44,23 +46,36 @@ log = logging.getLogger(__name__)
 TOOL_DOWN_RPY_DEG = (180.0, 0.0, 0.0)
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True)
 class TcpPose:
-    """TCP pose in the base frame: ``position_m`` ``(3,)`` metres, ``rpy_deg`` roll/pitch/yaw degrees."""
+    """TCP pose in the base frame: ``position_m`` ``(3,)`` metres, ``rpy_deg`` roll/pitch/yaw degrees.
+
+    A frozen dataclass validated by pydantic (a list or an array becomes a tuple of floats), so it is
+    hashable, compares by value and takes its fields by position (``TcpPose((x, y, z))``) as before, and a
+    pydantic model (``MotionReport``, ``ArmState``) holds it as a field. Its JSON (and ``to_dict``) rounds
+    positions to 1e-6 m and angles to 1e-4 degrees.
+
+    Raises:
+        pydantic.ValidationError: a position or an orientation that is not three numbers.
+    """
 
     position_m: tuple[float, float, float]
     rpy_deg: tuple[float, float, float] = TOOL_DOWN_RPY_DEG
 
     @classmethod
     def at(cls, point_m, rpy_deg=TOOL_DOWN_RPY_DEG) -> "TcpPose":
+        """The pose at ``point_m`` (three numbers, metres, any sequence or array) with ``rpy_deg``."""
         p = np.asarray(point_m, dtype=np.float64).reshape(3)
         return cls((float(p[0]), float(p[1]), float(p[2])), tuple(float(a) for a in rpy_deg))
 
     @property
     def xyz(self) -> np.ndarray:
+        """``position_m`` as a ``(3,)`` float64 array, metres."""
         return np.array(self.position_m, dtype=np.float64)
 
+    @model_serializer(when_used="json")
     def to_dict(self) -> dict:
+        """JSON values: ``{"position_m": [x, y, z], "rpy_deg": [r, p, y]}``, rounded (class docstring)."""
         return {"position_m": [round(c, 6) for c in self.position_m], "rpy_deg": [round(a, 4) for a in self.rpy_deg]}
 
 
@@ -155,30 +170,37 @@ class ArmState:
         }
 
 
-@dataclass
-class MotionReport:
-    """What a pick or place actually commanded.
+class MotionReport(BaseModel):
+    """What a pick or place actually commanded; a stored trial's ``motion`` (``bridge.trials.record``).
 
     Attributes:
         action: ``pick``, ``place``, ``home``, ``move`` or ``release``.
         target_m: the base-frame target, metres (empty for ``release``).
         waypoints: every TCP pose sent, in order.
         tool_commands: every tool command sent, ``"close"``/``"open"``, in order.
-        duration_s: wall time of the sequence.
+        duration_s: wall time of the sequence, seconds.
+
+    Its JSON (and ``to_dict``) rounds ``target_m`` to 1e-6 m and ``duration_s`` to 1e-4 s (and the
+    waypoints as ``TcpPose`` does).
     """
 
     action: str
-    target_m: list[float]
-    waypoints: list[TcpPose] = field(default_factory=list)
-    tool_commands: list[str] = field(default_factory=list)
+    target_m: list[float] = Field(default_factory=list)
+    waypoints: list[TcpPose] = Field(default_factory=list)
+    tool_commands: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
 
+    @field_serializer("target_m", when_used="json")
+    def _target_json(self, target_m: list[float]) -> list[float]:
+        return [round(c, 6) for c in target_m]
+
+    @field_serializer("duration_s", when_used="json")
+    def _duration_json(self, duration_s: float) -> float:
+        return round(duration_s, 4)
+
     def to_dict(self) -> dict:
-        return {
-            "action": self.action, "target_m": [round(c, 6) for c in self.target_m],
-            "waypoints": [w.to_dict() for w in self.waypoints], "tool_commands": list(self.tool_commands),
-            "duration_s": round(self.duration_s, 4),
-        }
+        """JSON values of every field (rounded, class docstring)."""
+        return self.model_dump(mode="json")
 
 
 class ArmDriver(ABC):
@@ -354,7 +376,7 @@ class Arm:
                 self._end_sequence()
 
     def _run_locked(self, action: str, target_m, steps) -> MotionReport:
-        report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
+        report = MotionReport(action=action, target_m=[float(c) for c in np.asarray(target_m).reshape(-1)])
         t0 = time.monotonic()
         try:
             for kind, step in steps:

@@ -45,7 +45,8 @@ from pointlab.bridge.trials.autocheck import depth_check, physics_check
 from pointlab.bridge.trials.belief import Belief, Evidence, belief_after
 from pointlab.bridge.trials.outcomes import Abort, RobotErrorInfo
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, SceneEvidence, TargetReply, TrialFrame
-from pointlab.bridge.trials.record import Motion, TrialResult
+from pointlab.bridge.trials.record import TrialResult
+from pointlab.robot.arm import MotionReport as Motion
 
 __all__ = ["Phase", "PHASES", "TRANSITIONS", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
            # events
