@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, field_serializer, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
@@ -137,13 +137,12 @@ class MotionConfig:
         return min(self.acc_m_s2, self.max_acc_m_s2)
 
 
-@dataclass
-class ArmState:
-    """What the arm reports.
+class ArmState(BaseModel):
+    """What the arm reports (``Arm.state()``); the arm node publishes it as is on ``/pointlab/arm/state``.
 
     Attributes:
         connected: a controller session is open.
-        tcp: current TCP pose (``None`` when unknown).
+        tcp: current TCP pose (metres, degrees; ``None`` when unknown).
         joints_rad: joint angles in radians, 6 values (``None`` when unknown).
         tool_closed: whether the gripper is closed / the vacuum is on.
         holding: whether the last pick left something in the tool (the Lite gripper has no
@@ -151,7 +150,14 @@ class ArmState:
         error_code: the controller's error code (0 = none).
         estopped: emergency stop is engaged.
         fault: the typed error that stopped the last sequence (motion refused until ``reset()``).
+        motions_done: sequences this ``Arm`` completed (pick, place, home, release, move_to); read
+            before the rest, so the pose is at least as new as the count (orders states against results).
+        busy: a sequence or a reset is running.
+
+    Unknown fields are ignored on validation (a newer publisher may add some).
     """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     connected: bool = False
     tcp: TcpPose | None = None
@@ -161,13 +167,12 @@ class ArmState:
     error_code: int = 0
     estopped: bool = False
     fault: str | None = None
+    motions_done: int = 0
+    busy: bool = False
 
     def to_dict(self) -> dict:
-        return {
-            "connected": self.connected, "tcp": self.tcp.to_dict() if self.tcp else None,
-            "joints_rad": self.joints_rad, "tool_closed": self.tool_closed, "holding": self.holding,
-            "error_code": self.error_code, "estopped": self.estopped, "fault": self.fault,
-        }
+        """JSON values of every field (the pose rounded as ``TcpPose`` does)."""
+        return self.model_dump(mode="json")
 
 
 class MotionReport(BaseModel):
@@ -288,6 +293,7 @@ class Arm:
         self._tool_closed = False
         self._estopped = False
         self._fault: str | None = None
+        self._motions_done = 0
         # held for a whole sequence: reset() waits for a stopped sequence to end, so it can never
         # clear a stop that the moving thread has not seen yet (stop() itself never waits)
         self._motion_lock = threading.Lock()
@@ -400,6 +406,7 @@ class Arm:
             self._safe_halt()
             raise
         report.duration_s = time.monotonic() - t0
+        self._motions_done += 1
         return report
 
     def _check_not_stopped(self) -> None:
@@ -552,20 +559,29 @@ class Arm:
             self._fault = None
 
     def state(self) -> ArmState:
-        st = ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
-                      estopped=self._estopped, fault=self._fault)
+        """What the arm reports now (``ArmState``). A ``RobotError`` while reading the driver is logged,
+        not raised: what was not read yet (pose, joints, error code) is left unknown."""
+        done = self._motions_done  # before the pose: a newer pose with an older count is harmless
+        read: dict = {}
         if self._connected:
             try:
-                st.tcp = self.driver.get_pose()
-                st.joints_rad = self.driver.get_joints_rad()
-                st.error_code = self.driver.error_code()
+                read["tcp"] = self.driver.get_pose()
+                read["joints_rad"] = self.driver.get_joints_rad()
+                read["error_code"] = self.driver.error_code()
             except RobotError as e:
                 log.warning("reading arm state failed: %s", e)
-        return st
+        return ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
+                        estopped=self._estopped, fault=self._fault, motions_done=done,
+                        busy=self._motion_lock.locked(), **read)
 
     @property
     def holding(self) -> bool:
         return self._holding
+
+    @property
+    def motions_done(self) -> int:
+        """Sequences completed so far (pick, place, home, release, move_to; not the refused or failed)."""
+        return self._motions_done
 
 
 # type string -> "module:factory"; the factory takes the text after the first ':' and keyword config.
