@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, format_points, parse_points,
-                                       qwen_model_size, smart_resize)
+from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, PointEntry, format_points,
+                                       parse_points, qwen_model_size, smart_resize)
 
 W, H = 640, 480
 
@@ -353,3 +355,17 @@ def test_qwen_point_outside_the_assumed_resize_names_the_resize():
     # with the checkpoint's limits (the default) the same answer is inside: 1780*1920/1932 - 0.5 = 1768.4
     q = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080)
     assert q.first.inside and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
+
+
+def test_an_entry_has_two_json_forms_the_run_records_and_the_trials():
+    # written out by hand as pointlab wrote them before the one PointEntry: a run record's entries
+    # (AgentAnswer.to_dict) carry "inside"; a stored trial and the ROS answer carry the four fields
+    p = parse_points("[[100, 50], [5000, 20]]", "xy_pixels", 640, 480)
+    outside = "outside_image: (5000, 20) is outside the 640x480 image"
+    assert [e.to_dict() for e in p.entries] == [
+        {"u_px": 100.0, "v_px": 50.0, "valid": True, "reason": None, "inside": True},
+        {"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False}]
+    assert json.dumps(p.entries[1].model_dump()) == (
+        '{"u_px": 5000.0, "v_px": 20.0, "valid": true, "reason": "%s"}' % outside)
+    back = PointEntry.model_validate({"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False})
+    assert back == p.entries[1] and back.usable and not back.inside  # a run record's entry reads back too
