@@ -84,10 +84,10 @@ class AgentAnswer:
     @property
     def first(self) -> PointEntry:
         """The first point the model wrote (``PointEntry``; ``valid`` False with the reason when it is not a
-        point, when the call failed, or when the answer held no point; ``usable`` False outside the image)."""
+        point, when the call failed, or when the answer held no point; ``inside`` False outside the image)."""
         if self.entries:
             return self.entries[0]
-        return PointEntry(None, None, False, self.error or self.parse_error or "no point")
+        return PointEntry(u_px=None, v_px=None, valid=False, reason=self.error or self.parse_error or "no point")
 
     def to_dict(self) -> dict:
         """JSON-ready record (the raw text is kept for re-scoring)."""

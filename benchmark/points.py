@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 __all__ = ["POINT_FORMATS", "AREA_FRAME_FORMATS", "PointEntry", "ParsedPoints", "parse_points", "format_points",
            "smart_resize", "qwen_model_size", "inside_image", "MAX_ANSWER_CHARS", "QWEN_FACTOR", "QWEN_MIN_PIXELS",
@@ -99,35 +100,45 @@ class _Overflow(float):
 _OVERFLOW = _Overflow("inf")
 
 
-@dataclass(frozen=True)
-class PointEntry:
-    """One point the model wrote, in its order.
+class PointEntry(BaseModel):
+    """One point as the model gave it, in the model's order: the one point-entry type of pointlab (the
+    parser's entries, the ROS ``PointAnswer.points``, a stored trial's ``points``).
 
     Attributes:
-        u_px, v_px: original-image pixels (float), or ``None`` where the model's number was not a
-            finite float (overflow, NaN, infinity).
-        valid: the model wrote a point: two finite numbers (the same meaning as
-            ``bridge.trials.outcomes.PointEntry.valid``).
+        u_px, v_px: original-image pixels (float; ``(u, v)`` = column, row), or ``None`` where the model's
+            number was not a finite float (overflow, NaN, infinity).
+        valid: the model wrote a point: two finite numbers.
         reason: why it is not valid (``"number too large for a float"``, ``"non-finite coordinate"``); for a
             valid point outside the image, ``"outside_image: ..."`` (with the frame it was read in, and for
-            Qwen the resize assumed); ``None`` for a valid point inside the image.
-        inside: a valid point inside the image area (``inside_image``): what a robot or a mask can use.
+            Qwen the resize assumed); ``None`` for a valid point inside the image (or, for an entry made
+            from bare pixels without an image size, ``bridge.trials.targeting.entries_from_points``, one
+            not checked against the image yet).
+
+    Its JSON (``model_dump``) is these four fields; ``to_dict`` (run records) adds ``inside``.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     u_px: float | None
     v_px: float | None
-    valid: bool
+    valid: bool = True
     reason: str | None = None
-    inside: bool = False
 
     @property
     def usable(self) -> bool:
-        """Valid and inside the image: the point can be acted on or scored against a mask."""
-        return self.valid and self.inside
+        """Valid and both coordinates finite numbers: what targeting may act on (a point outside the image
+        is then refused there, ``outside_image``)."""
+        return (self.valid and self.u_px is not None and self.v_px is not None
+                and math.isfinite(self.u_px) and math.isfinite(self.v_px))
+
+    @property
+    def inside(self) -> bool:
+        """Usable and inside the image area (no ``outside_image`` reason): what a mask can score."""
+        return self.usable and self.reason is None
 
     def to_dict(self) -> dict:
-        return {"u_px": self.u_px, "v_px": self.v_px, "valid": self.valid, "reason": self.reason,
-                "inside": self.inside}
+        """The run records' form: the four fields and ``inside``."""
+        return {**self.model_dump(), "inside": self.inside}
 
 
 @dataclass(frozen=True)
@@ -153,16 +164,16 @@ class ParsedPoints:
     def first(self) -> PointEntry:
         """The model's first point (PointArena sec. 4.1: the answer of a non-counting item), or, when it
         wrote none, an invalid entry whose reason is the parse failure. ``first.valid`` is False for a
-        non-finite or overflowing first point, whatever follows it; ``first.usable`` also needs it inside
+        non-finite or overflowing first point, whatever follows it; ``first.inside`` also needs it inside
         the image (``first.reason`` then says ``outside_image: ...``)."""
         if self.entries:
             return self.entries[0]
-        return PointEntry(None, None, False, self.reason or "unparseable: no point")
+        return PointEntry(u_px=None, v_px=None, valid=False, reason=self.reason or "unparseable: no point")
 
     @property
     def valid_points_px(self) -> np.ndarray:
-        """``(K, 2)`` float64 of the usable entries only (finite and inside the image), in order."""
-        good = [(e.u_px, e.v_px) for e in self.entries if e.usable]
+        """``(K, 2)`` float64 of the entries inside the image only (``PointEntry.inside``), in order."""
+        good = [(e.u_px, e.v_px) for e in self.entries if e.inside]
         return np.asarray(good, dtype=np.float64).reshape(-1, 2)
 
     def to_dict(self) -> dict:
@@ -486,23 +497,23 @@ def _finish(raw: list[tuple[float, float]], fmt: str, width: int, height: int, f
     entries: list[PointEntry] = []
     for x, y in raw:
         if isinstance(x, _Overflow) or isinstance(y, _Overflow):
-            entries.append(PointEntry(None, None, False, REASON_OVERFLOW))
+            entries.append(PointEntry(u_px=None, v_px=None, valid=False, reason=REASON_OVERFLOW))
             continue
         if not (math.isfinite(x) and math.isfinite(y)):
-            entries.append(PointEntry(None, None, False, REASON_NON_FINITE))
+            entries.append(PointEntry(u_px=None, v_px=None, valid=False, reason=REASON_NON_FINITE))
             continue
         if area:
             u, v = x * sx - 0.5, y * sy - 0.5
         else:
             u, v = (x + 0.5) * sx - 0.5, (y + 0.5) * sy - 0.5
         if not (math.isfinite(u) and math.isfinite(v)):  # 1e308 * 2: finite model numbers, infinite pixels
-            entries.append(PointEntry(None, None, False, REASON_NON_FINITE))
+            entries.append(PointEntry(u_px=None, v_px=None, valid=False, reason=REASON_NON_FINITE))
         elif inside_image(u, v, width, height):
-            entries.append(PointEntry(u, v, True, None, True))
+            entries.append(PointEntry(u_px=u, v_px=v))
         else:
             where = f"({x:g}, {y:g}) in a {fw:g}x{fh:g} frame" if (fw, fh) != (width, height) else f"({x:g}, {y:g})"
-            entries.append(PointEntry(u, v, True, f"outside_image: {where} is outside the {width}x{height} image",
-                                      False))
+            entries.append(PointEntry(u_px=u, v_px=v,
+                                      reason=f"outside_image: {where} is outside the {width}x{height} image"))
     finite = [(e.u_px, e.v_px) for e in entries if e.u_px is not None]
     if not finite:
         if entries:
@@ -557,7 +568,7 @@ def _flag_qwen_resize(parsed: ParsedPoints, frame: tuple[float, float], qwen_pix
     with other ``min_pixels``/``max_pixels`` sees another frame, and its correct points land outside."""
     note = (f" under the assumed Qwen2.5-VL resize to {frame[0]:g}x{frame[1]:g} (min_pixels={qwen_pixels[0]}, "
             f"max_pixels={qwen_pixels[1]}; set qwen_min_pixels/qwen_max_pixels to the served checkpoint's)")
-    entries = tuple(PointEntry(e.u_px, e.v_px, e.valid, e.reason + note, e.inside)
+    entries = tuple(e.model_copy(update={"reason": e.reason + note})
                     if e.reason and e.reason.startswith("outside_image") else e for e in parsed.entries)
     return ParsedPoints(parsed.points_px, parsed.ok, parsed.format, parsed.reason, entries)
 

@@ -25,10 +25,12 @@ import pkgutil
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_serializer
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
                      RobotError, UnreachableTargetError)
@@ -44,23 +46,36 @@ log = logging.getLogger(__name__)
 TOOL_DOWN_RPY_DEG = (180.0, 0.0, 0.0)
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True)
 class TcpPose:
-    """TCP pose in the base frame: ``position_m`` ``(3,)`` metres, ``rpy_deg`` roll/pitch/yaw degrees."""
+    """TCP pose in the base frame: ``position_m`` ``(3,)`` metres, ``rpy_deg`` roll/pitch/yaw degrees.
+
+    A frozen dataclass validated by pydantic (a list or an array becomes a tuple of floats), so it is
+    hashable, compares by value and takes its fields by position (``TcpPose((x, y, z))``) as before, and a
+    pydantic model (``MotionReport``, ``ArmState``) holds it as a field. Its JSON (and ``to_dict``) rounds
+    positions to 1e-6 m and angles to 1e-4 degrees.
+
+    Raises:
+        pydantic.ValidationError: a position or an orientation that is not three numbers.
+    """
 
     position_m: tuple[float, float, float]
     rpy_deg: tuple[float, float, float] = TOOL_DOWN_RPY_DEG
 
     @classmethod
     def at(cls, point_m, rpy_deg=TOOL_DOWN_RPY_DEG) -> "TcpPose":
+        """The pose at ``point_m`` (three numbers, metres, any sequence or array) with ``rpy_deg``."""
         p = np.asarray(point_m, dtype=np.float64).reshape(3)
         return cls((float(p[0]), float(p[1]), float(p[2])), tuple(float(a) for a in rpy_deg))
 
     @property
     def xyz(self) -> np.ndarray:
+        """``position_m`` as a ``(3,)`` float64 array, metres."""
         return np.array(self.position_m, dtype=np.float64)
 
+    @model_serializer(when_used="json")
     def to_dict(self) -> dict:
+        """JSON values: ``{"position_m": [x, y, z], "rpy_deg": [r, p, y]}``, rounded (class docstring)."""
         return {"position_m": [round(c, 6) for c in self.position_m], "rpy_deg": [round(a, 4) for a in self.rpy_deg]}
 
 
@@ -122,13 +137,12 @@ class MotionConfig:
         return min(self.acc_m_s2, self.max_acc_m_s2)
 
 
-@dataclass
-class ArmState:
-    """What the arm reports.
+class ArmState(BaseModel):
+    """What the arm reports (``Arm.state()``); the arm node publishes it as is on ``/pointlab/arm/state``.
 
     Attributes:
         connected: a controller session is open.
-        tcp: current TCP pose (``None`` when unknown).
+        tcp: current TCP pose (metres, degrees; ``None`` when unknown).
         joints_rad: joint angles in radians, 6 values (``None`` when unknown).
         tool_closed: whether the gripper is closed / the vacuum is on.
         holding: whether the last pick left something in the tool (the Lite gripper has no
@@ -136,7 +150,14 @@ class ArmState:
         error_code: the controller's error code (0 = none).
         estopped: emergency stop is engaged.
         fault: the typed error that stopped the last sequence (motion refused until ``reset()``).
+        motions_done: sequences this ``Arm`` completed (pick, place, home, release, move_to); read
+            before the rest, so the pose is at least as new as the count (orders states against results).
+        busy: a sequence or a reset is running.
+
+    Unknown fields are ignored on validation (a newer publisher may add some).
     """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     connected: bool = False
     tcp: TcpPose | None = None
@@ -146,39 +167,45 @@ class ArmState:
     error_code: int = 0
     estopped: bool = False
     fault: str | None = None
+    motions_done: int = 0
+    busy: bool = False
 
     def to_dict(self) -> dict:
-        return {
-            "connected": self.connected, "tcp": self.tcp.to_dict() if self.tcp else None,
-            "joints_rad": self.joints_rad, "tool_closed": self.tool_closed, "holding": self.holding,
-            "error_code": self.error_code, "estopped": self.estopped, "fault": self.fault,
-        }
+        """JSON values of every field (the pose rounded as ``TcpPose`` does)."""
+        return self.model_dump(mode="json")
 
 
-@dataclass
-class MotionReport:
-    """What a pick or place actually commanded.
+class MotionReport(BaseModel):
+    """What a pick or place actually commanded; a stored trial's ``motion`` (``bridge.trials.record``).
 
     Attributes:
         action: ``pick``, ``place``, ``home``, ``move`` or ``release``.
         target_m: the base-frame target, metres (empty for ``release``).
         waypoints: every TCP pose sent, in order.
         tool_commands: every tool command sent, ``"close"``/``"open"``, in order.
-        duration_s: wall time of the sequence.
+        duration_s: wall time of the sequence, seconds.
+
+    Its JSON (and ``to_dict``) rounds ``target_m`` to 1e-6 m and ``duration_s`` to 1e-4 s (and the
+    waypoints as ``TcpPose`` does).
     """
 
     action: str
-    target_m: list[float]
-    waypoints: list[TcpPose] = field(default_factory=list)
-    tool_commands: list[str] = field(default_factory=list)
+    target_m: list[float] = Field(default_factory=list)
+    waypoints: list[TcpPose] = Field(default_factory=list)
+    tool_commands: list[str] = Field(default_factory=list)
     duration_s: float = 0.0
 
+    @field_serializer("target_m", when_used="json")
+    def _target_json(self, target_m: list[float]) -> list[float]:
+        return [round(c, 6) for c in target_m]
+
+    @field_serializer("duration_s", when_used="json")
+    def _duration_json(self, duration_s: float) -> float:
+        return round(duration_s, 4)
+
     def to_dict(self) -> dict:
-        return {
-            "action": self.action, "target_m": [round(c, 6) for c in self.target_m],
-            "waypoints": [w.to_dict() for w in self.waypoints], "tool_commands": list(self.tool_commands),
-            "duration_s": round(self.duration_s, 4),
-        }
+        """JSON values of every field (rounded, class docstring)."""
+        return self.model_dump(mode="json")
 
 
 class ArmDriver(ABC):
@@ -266,6 +293,7 @@ class Arm:
         self._tool_closed = False
         self._estopped = False
         self._fault: str | None = None
+        self._motions_done = 0
         # held for a whole sequence: reset() waits for a stopped sequence to end, so it can never
         # clear a stop that the moving thread has not seen yet (stop() itself never waits)
         self._motion_lock = threading.Lock()
@@ -354,7 +382,7 @@ class Arm:
                 self._end_sequence()
 
     def _run_locked(self, action: str, target_m, steps) -> MotionReport:
-        report = MotionReport(action, [float(c) for c in np.asarray(target_m).reshape(-1)])
+        report = MotionReport(action=action, target_m=[float(c) for c in np.asarray(target_m).reshape(-1)])
         t0 = time.monotonic()
         try:
             for kind, step in steps:
@@ -378,6 +406,7 @@ class Arm:
             self._safe_halt()
             raise
         report.duration_s = time.monotonic() - t0
+        self._motions_done += 1
         return report
 
     def _check_not_stopped(self) -> None:
@@ -530,20 +559,29 @@ class Arm:
             self._fault = None
 
     def state(self) -> ArmState:
-        st = ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
-                      estopped=self._estopped, fault=self._fault)
+        """What the arm reports now (``ArmState``). A ``RobotError`` while reading the driver is logged,
+        not raised: what was not read yet (pose, joints, error code) is left unknown."""
+        done = self._motions_done  # before the pose: a newer pose with an older count is harmless
+        read: dict = {}
         if self._connected:
             try:
-                st.tcp = self.driver.get_pose()
-                st.joints_rad = self.driver.get_joints_rad()
-                st.error_code = self.driver.error_code()
+                read["tcp"] = self.driver.get_pose()
+                read["joints_rad"] = self.driver.get_joints_rad()
+                read["error_code"] = self.driver.error_code()
             except RobotError as e:
                 log.warning("reading arm state failed: %s", e)
-        return st
+        return ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
+                        estopped=self._estopped, fault=self._fault, motions_done=done,
+                        busy=self._motion_lock.locked(), **read)
 
     @property
     def holding(self) -> bool:
         return self._holding
+
+    @property
+    def motions_done(self) -> int:
+        """Sequences completed so far (pick, place, home, release, move_to; not the refused or failed)."""
+        return self._motions_done
 
 
 # type string -> "module:factory"; the factory takes the text after the first ':' and keyword config.

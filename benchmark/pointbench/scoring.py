@@ -150,12 +150,12 @@ def pixel_entries(points_px: Sequence[Sequence[float]] | np.ndarray, width: int,
     for p in np.asarray(points_px, dtype=np.float64).reshape(-1, 2):
         u, v = float(p[0]), float(p[1])
         if not (math.isfinite(u) and math.isfinite(v)):
-            out.append(PointEntry(None, None, False, "non-finite coordinate"))
+            out.append(PointEntry(u_px=None, v_px=None, valid=False, reason="non-finite coordinate"))
         elif inside_image(u, v, width, height):
-            out.append(PointEntry(u, v, True, None, True))
+            out.append(PointEntry(u_px=u, v_px=v))
         else:
-            out.append(PointEntry(u, v, True, f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image",
-                                  False))
+            out.append(PointEntry(u_px=u, v_px=v,
+                                  reason=f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image"))
     return out
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 
 from pointlab.benchmark.records import finite_json
+from pointlab.robot.arm import ArmState
 from pointlab.bridge.ros.msgs import TOPICS, state_qos
-from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, ArmStateMsg, from_msg, to_msg
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, from_msg, to_msg
 from pointlab.bridge.ros.waiters import Waiters
 
 __all__ = ["ArmClient"]
@@ -31,7 +32,7 @@ class ArmClient:
 
         self.waiters, self.session = waiters, session
         self._lock = threading.Lock()
-        self._state: ArmStateMsg | None = None
+        self._state: ArmState | None = None
         self.state_event = threading.Event()
         self._pub_command = node.create_publisher(String, TOPICS["arm_command"], 50)
         self._pub_estop = node.create_publisher(Empty, TOPICS["arm_estop"], 10)
@@ -47,7 +48,7 @@ class ArmClient:
             self.waiters.deliver("arm", res.request_id, res)
 
     def _on_state(self, msg) -> None:
-        st = from_msg(ArmStateMsg, msg)
+        st = from_msg(ArmState, msg)
         if st is None:
             return
         with self._lock:
@@ -79,7 +80,7 @@ class ArmClient:
 
     # -- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
-        """The arm node's latest state (``ArmStateMsg`` as JSON values), ``{}`` before any."""
+        """The arm node's latest state (``robot.arm.ArmState`` as JSON values), ``{}`` before any."""
         with self._lock:
             return {} if self._state is None else finite_json(self._state)
 

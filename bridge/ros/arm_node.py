@@ -21,7 +21,7 @@ Topics:
   (emergency stop) or ``halted`` (the controlled stop));
 - out ``/joint_states`` (``sensor_msgs/JointState``, ``joint1``..``joint6`` in radians, as xarm_ros2),
   ``/pointlab/arm/tcp_pose`` (``geometry_msgs/PoseStamped`` in ``link_base``, metres) and
-  ``/pointlab/arm/state`` (``payloads.ArmStateMsg``, latched), at ``state_rate_hz``.
+  ``/pointlab/arm/state`` (``robot.arm.ArmState``: ``Arm.state()`` as it is, latched), at ``state_rate_hz``.
 
 Commands run on one worker thread in arrival order (one motion at a time); the ROS callbacks only
 queue them, so an e-stop or a halt is handled while a motion runs. A command is validated before the arm is
@@ -50,7 +50,7 @@ from pointlab.robot.errors import (EmergencyStopError, MotionHaltedError, ReachR
 from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.ros.lean_node import LeanNode
 from pointlab.bridge.ros.msgs import TOPICS, ns_to_stamp, state_qos
-from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, ArmStateMsg, to_msg
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, to_msg
 
 __all__ = ["ArmNode", "JOINT_NAMES", "main", "robot_error_info"]
 
@@ -89,7 +89,6 @@ class ArmNode(LeanNode):
         self.base_frame = base_frame
         self.session = session
         self.commands_received: list[dict] = []  # every command as parsed, in order (diagnostics, tests)
-        self.motions_done = 0
         self._queue: queue.Queue = queue.Queue()
         self._seen: set[str] = set()
         self._stop = threading.Event()
@@ -244,7 +243,6 @@ class ArmNode(LeanNode):
             self.arm.stop()
             self._publish_result(rid, action, "robot_failure", error=robot_error_info(e), rx_ns=rx_ns)
         else:
-            self.motions_done += 1
             self._publish_result(rid, action, "done", motion=report.to_dict(), rx_ns=rx_ns)
         self.publish_state()
 
@@ -252,7 +250,7 @@ class ArmNode(LeanNode):
                         error: RobotErrorInfo | None = None, motion: dict | None = None, rx_ns: int | None = None) -> None:
         self._pub_result.publish(to_msg(ArmResult(
             request_id=rid, action=action, outcome=outcome, refusal=refusal, error=error, motion=motion,
-            holding=self.arm.holding, motions_done=self.motions_done, command_rx_ns=rx_ns,
+            holding=self.arm.holding, motions_done=self.arm.motions_done, command_rx_ns=rx_ns,
             finished_ns=time.time_ns())))
 
     # -- state ----------------------------------------------------------------------------------
@@ -261,7 +259,6 @@ class ArmNode(LeanNode):
         from geometry_msgs.msg import PoseStamped
         from sensor_msgs.msg import JointState
 
-        done = self.motions_done  # read before the state: a newer state with an older count is harmless
         try:
             st = self.arm.state()
         except Exception:  # a state read must never take the node down
@@ -281,8 +278,7 @@ class ArmNode(LeanNode):
             qx, qy, qz, qw = Rotation.from_euler("xyz", st.tcp.rpy_deg, degrees=True).as_quat()
             ps.pose.orientation.x, ps.pose.orientation.y, ps.pose.orientation.z, ps.pose.orientation.w = qx, qy, qz, qw
             self._pub_pose.publish(ps)
-        self._pub_state.publish(to_msg(ArmStateMsg(**st.to_dict(), motions_done=done,
-                                                   busy=self._exec_lock.locked())))
+        self._pub_state.publish(to_msg(st))
 
 
 def _validate(raw: dict) -> tuple[ArmCommand | None, str]:

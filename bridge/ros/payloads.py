@@ -15,9 +15,12 @@ topic (``msgs.TOPICS``)      payload                 publisher -> subscriber
 ``target_result``           ``TargetResult``        targeting node -> runner
 ``arm_command``             ``ArmCommand``          runner -> arm node
 ``arm_result``              ``ArmResult``           arm node -> runner
-``arm_state``               ``ArmStateMsg``         arm node -> runner (latched)
+``arm_state``               ``robot.ArmState``      arm node -> runner (latched)
 ``frame_meta``              ``FrameMeta``           camera node -> runner
 ==========================  ======================  =============================================
+
+The arm state is the arm's own type, ``robot.arm.ArmState`` (it ignores unknown fields on read, as
+``Payload`` does); every other payload is defined here.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pointlab.benchmark.points import PointEntry
 from pointlab.benchmark.records import dumps_json
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal, RobotErrorInfo, RobotOutcome
+from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo, RobotOutcome
 from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["Payload", "PointRequest", "PointFrame", "PointAnswer", "TargetResult", "ArmCommand", "ArmResult",
-           "ArmStateMsg", "FrameMeta", "ArmAction", "to_msg", "from_msg"]
+           "FrameMeta", "ArmAction", "to_msg", "from_msg"]
 
 log = logging.getLogger(__name__)
 
@@ -136,21 +140,6 @@ class ArmResult(Payload):
     finished_ns: int = 0
 
 
-class ArmStateMsg(Payload):
-    """``robot.ArmState.to_dict()`` plus the number of motions done (orders states against results)."""
-
-    connected: bool = False
-    tcp: dict[str, Any] | None = None
-    joints_rad: list[float] | None = None
-    tool_closed: bool = False
-    holding: bool = False
-    error_code: int = 0
-    estopped: bool = False
-    fault: str | None = None
-    motions_done: int = 0
-    busy: bool = False
-
-
 class FrameMeta(Payload):
     """The camera node's frame index for the colour frame stamped ``stamp_ns`` (the source's own
     index: a replay folder's file), and the source's depth scale beside the topic's (m per unit)."""
@@ -161,11 +150,11 @@ class FrameMeta(Payload):
     depth_scale_m: float | None = None
 
 
-P = TypeVar("P", bound=Payload)
+P = TypeVar("P", bound=BaseModel)
 
 
-def to_msg(payload: Payload):
-    """A ``std_msgs/String`` holding ``payload`` as strict JSON."""
+def to_msg(payload: BaseModel):
+    """A ``std_msgs/String`` holding ``payload`` (a ``Payload``, or ``robot.ArmState``) as strict JSON."""
     from std_msgs.msg import String
 
     return String(data=dumps_json(payload, compact=True))

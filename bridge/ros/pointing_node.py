@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from pointlab.bridge.trials.outcomes import PointEntry
+from pointlab.benchmark.points import PointEntry
 from pointlab.bridge.trials.targeting import entries_from_points
 from pointlab.bridge.ros.lean_node import LeanNode, camera_events
 from pointlab.bridge.ros.msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns

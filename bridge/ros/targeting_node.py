@@ -28,12 +28,12 @@ from collections import OrderedDict
 
 import numpy as np
 
+from pointlab.benchmark.points import PointEntry
 from pointlab.perception.deproject import DepthRule
 from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.workspace import Workspace
 
-from pointlab.bridge.trials.outcomes import PointEntry
 from pointlab.bridge.trials.targeting import Target, compute_target, first_point
 from pointlab.bridge.ros.lean_node import LeanNode, camera_events
 from pointlab.bridge.ros.msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns

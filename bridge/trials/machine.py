@@ -45,7 +45,8 @@ from pointlab.bridge.trials.autocheck import depth_check, physics_check
 from pointlab.bridge.trials.belief import Belief, Evidence, belief_after
 from pointlab.bridge.trials.outcomes import Abort, RobotErrorInfo
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, SceneEvidence, TargetReply, TrialFrame
-from pointlab.bridge.trials.record import Motion, TrialResult
+from pointlab.bridge.trials.record import TrialResult
+from pointlab.robot.arm import MotionReport
 
 __all__ = ["Phase", "PHASES", "TRANSITIONS", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
            # events
@@ -566,7 +567,7 @@ def _checking_checked(s: TrialState, e: Checked) -> tuple[TrialState, list[Comma
 
 def _moving_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]:
     r = e.reply
-    motion = None if r.motion is None else Motion.model_validate(r.motion)
+    motion = None if r.motion is None else MotionReport.model_validate(r.motion)
     timings = {"motion": e.t - s.t0 - s.record.timings_s.get("to_motion", 0.0)}
     if r.command_rx_ns and s.answered_ns:
         # the loop's own latency: answer published -> command received by the arm (wall clocks)
@@ -629,7 +630,7 @@ def _motion_estop(s: TrialState, e: EStopped) -> tuple[TrialState, list[Command]
 
 def _halting_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]:
     r = e.reply
-    motion = None if r.motion is None else Motion.model_validate(r.motion)
+    motion = None if r.motion is None else MotionReport.model_validate(r.motion)
     if r.outcome in ("stopped", "robot_failure"):
         outcome = "stopped" if r.outcome == "stopped" else "robot_failure"
         rec = _rec(s, robot_outcome=outcome if s.record.robot_outcome != "done" else "done",

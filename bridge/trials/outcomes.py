@@ -1,4 +1,5 @@
-"""The typed vocabulary of what happened in a trial: refusals, robot errors, point entries.
+"""The typed vocabulary of what happened in a trial: refusals, robot errors, how a trial ends (the
+point entries are ``benchmark.points.PointEntry``).
 
 Shared by the targeting rule, the ROS payloads, the trial record, the store and the pages, so a
 refusal is a ``code`` with a ``detail`` everywhere (never a ``"kind: detail"`` string to split).
@@ -22,13 +23,12 @@ code               stage        when
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 __all__ = ["RefusalCode", "RefusalStage", "Refusal", "REFUSAL_STAGES", "RobotOutcome", "ROBOT_OUTCOMES",
-           "RobotErrorInfo", "PointEntry", "TrialOutcome", "AbortCode", "ABORT_CODES", "Abort", "FailureStage", "FAILURE_STAGES",
+           "RobotErrorInfo", "TrialOutcome", "AbortCode", "ABORT_CODES", "Abort", "FailureStage", "FAILURE_STAGES",
            "AutoCheck"]
 
 RefusalCode = Literal["no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable",
@@ -79,24 +79,6 @@ class RobotErrorInfo(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.type}: {self.detail}"
-
-
-class PointEntry(BaseModel):
-    """One point as the model gave it, in the model's order: ``u_px``/``v_px`` original-image pixels
-    (``None`` when not a number), ``valid`` whether it can be acted on, and ``reason`` when not."""
-
-    model_config = ConfigDict(frozen=True)
-
-    u_px: float | None
-    v_px: float | None
-    valid: bool = True
-    reason: str | None = None
-
-    @property
-    def usable(self) -> bool:
-        """Valid and both coordinates finite numbers (what targeting may act on)."""
-        return (self.valid and self.u_px is not None and self.v_px is not None
-                and math.isfinite(self.u_px) and math.isfinite(self.v_px))
 
 
 # -- how a trial ends (docs/trials.md) ------------------------------------------------------------

@@ -33,7 +33,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal, RobotErrorInfo
+from pointlab.benchmark.points import PointEntry
+from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["TrialFrame", "AgentReply", "TargetReply", "ArmReply", "ArmReadiness", "SceneEvidence", "Slot",

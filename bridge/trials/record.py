@@ -15,32 +15,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, PointEntry, Refusal, RobotErrorInfo,
-                       RobotOutcome, TrialOutcome)
+from pointlab.benchmark.points import PointEntry
+from pointlab.robot.arm import MotionReport
+from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, Refusal, RobotErrorInfo,
+                                             RobotOutcome, TrialOutcome)
 from pointlab.bridge.trials.targeting import Target
 
-__all__ = ["TrialResult", "Motion", "Waypoint", "ROBOT_OUTCOMES", "text_problem"]
-
-
-class Waypoint(BaseModel):
-    """One TCP pose sent: ``position_m`` base frame, metres; ``rpy_deg`` roll/pitch/yaw, degrees."""
-
-    model_config = ConfigDict(frozen=True)
-
-    position_m: tuple[float, float, float]
-    rpy_deg: tuple[float, float, float]
-
-
-class Motion(BaseModel):
-    """What the arm was actually commanded (``robot.arm.MotionReport``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action: str
-    target_m: list[float] = Field(default_factory=list)
-    waypoints: list[Waypoint] = Field(default_factory=list)
-    tool_commands: list[str] = Field(default_factory=list)
-    duration_s: float = 0.0
+__all__ = ["TrialResult", "ROBOT_OUTCOMES", "text_problem"]
 
 
 class TrialResult(BaseModel):
@@ -62,7 +43,7 @@ class TrialResult(BaseModel):
         robot_error: the typed error when ``robot_outcome`` is ``robot_failure`` or ``stopped``.
         agent_error: why the agent gave no answer when ``robot_outcome`` is ``agent_failure`` (network,
             HTTP error, timeout after retries; may name the model, so never shown to a participant).
-        motion: what was commanded when a motion was sent.
+        motion: what was commanded when a motion was sent (``robot.arm.MotionReport``).
         sim_success: the simulator's own judgement (``None`` when not known, e.g. a real robot).
         sim_detail: what the simulator saw (object held, where it landed).
         timings_s: ``agent``, ``targeting``, ``motion``, ``total`` (and loop latencies) in seconds.
@@ -96,7 +77,7 @@ class TrialResult(BaseModel):
     refusal: Refusal | None = None
     robot_error: RobotErrorInfo | None = None
     agent_error: str | None = None
-    motion: Motion | None = None
+    motion: MotionReport | None = None
     sim_success: bool | None = None
     sim_detail: str | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)

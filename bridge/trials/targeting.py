@@ -24,13 +24,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from pointlab.benchmark.points import PointEntry
 from pointlab.perception.deproject import DepthRule, deproject_pixel
 from pointlab.perception.extrinsics import Calibration
 from pointlab.perception.frame import RGBDFrame
 from pointlab.robot.errors import UnsafeTargetError
 from pointlab.robot.workspace import Workspace
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal
+from pointlab.bridge.trials.outcomes import Refusal
 
 __all__ = ["Target", "compute_target", "first_point", "entries_from_points"]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, format_points, parse_points,
-                                       qwen_model_size, smart_resize)
+from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, PointEntry, format_points,
+                                       parse_points, qwen_model_size, smart_resize)
 
 W, H = 640, 480
 
@@ -37,7 +39,7 @@ def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
 def test_molmo_value_above_100_is_returned_as_parsed():
     p, xy = pts('<point x="150" y="-10">x</point>', "molmo")
     assert xy == [[959.5, -48.5]]
-    assert p.first.valid and not p.first.usable and p.first.reason.startswith("outside_image")
+    assert p.first.valid and not p.first.inside and p.first.reason.startswith("outside_image")
 
 
 # ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
@@ -301,7 +303,7 @@ def test_fenced_json_forms_after_the_fence_fix(text):
 def test_gemini_999_is_the_last_column_not_outside():
     # 999/1000 of 320 px = 319.68 from the left edge: column floor(319.68) = 319, inside the image
     p = parse_points('[{"point": [500, 999]}]', "gemini", 320, 240)
-    assert p.first.usable and p.first.u_px == pytest.approx(319.18)
+    assert p.first.inside and p.first.u_px == pytest.approx(319.18)
     assert np.floor(p.first.u_px + 0.5) == 319
 
 
@@ -314,7 +316,7 @@ def test_molmo_31_1_percent_is_column_99():
 def test_grid1000_is_lmms_evals_point_bench_answer():
     p = parse_points("[(250, 500), (999, 0)]", "grid1000", 640, 480)
     assert p.points_px.tolist() == [[159.5, 239.5], [638.86, -0.5]]  # 0.25*640 - .5; 0.999*640 - .5
-    assert [e.usable for e in p.entries] == [True, True]
+    assert [e.inside for e in p.entries] == [True, True]
 
 
 # ---------------------------------------------------------------- entries: what the model said, in order (issue 14 #4, #5)
@@ -349,7 +351,21 @@ def test_qwen_point_outside_the_assumed_resize_names_the_resize():
     # a served checkpoint resizing 1920x1080 to 1932x1092 answers [1780, 1062]; a client that assumed the
     # processor class default (1316x728) maps it to (2596, 1575): outside, and the reason says why
     p = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080, qwen_max_pixels=QWEN_PROCESSOR_CLASS_MAX_PIXELS)
-    assert not p.first.usable and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
+    assert not p.first.inside and "1316x728" in p.first.reason and "max_pixels=1003520" in p.first.reason
     # with the checkpoint's limits (the default) the same answer is inside: 1780*1920/1932 - 0.5 = 1768.4
     q = parse_points('{"point_2d": [1780, 1062]}', "qwen", 1920, 1080)
-    assert q.first.usable and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
+    assert q.first.inside and q.first.reason is None and q.first.u_px == pytest.approx(1780 * 1920 / 1932 - 0.5)
+
+
+def test_an_entry_has_two_json_forms_the_run_records_and_the_trials():
+    # written out by hand as pointlab wrote them before the one PointEntry: a run record's entries
+    # (AgentAnswer.to_dict) carry "inside"; a stored trial and the ROS answer carry the four fields
+    p = parse_points("[[100, 50], [5000, 20]]", "xy_pixels", 640, 480)
+    outside = "outside_image: (5000, 20) is outside the 640x480 image"
+    assert [e.to_dict() for e in p.entries] == [
+        {"u_px": 100.0, "v_px": 50.0, "valid": True, "reason": None, "inside": True},
+        {"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False}]
+    assert json.dumps(p.entries[1].model_dump()) == (
+        '{"u_px": 5000.0, "v_px": 20.0, "valid": true, "reason": "%s"}' % outside)
+    back = PointEntry.model_validate({"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False})
+    assert back == p.entries[1] and back.usable and not back.inside  # a run record's entry reads back too

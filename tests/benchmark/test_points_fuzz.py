@@ -38,7 +38,7 @@ def _check(p, width: int, height: int) -> None:
     finite = [(e.u_px, e.v_px) for e in p.entries if e.u_px is not None]
     assert np.array_equal(np.asarray(finite, dtype=np.float64).reshape(-1, 2), p.points_px)
     for e in p.entries:
-        assert (e.reason is None) == e.usable
+        assert (e.reason is None) == e.inside
         assert e.valid == (e.u_px is not None)
         if e.inside:
             assert e.valid and -0.5 <= e.u_px < width - 0.5 and -0.5 <= e.v_px < height - 0.5

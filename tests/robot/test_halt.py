@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pointlab.robot.arm import Arm, ArmDriver, MotionConfig
-from pointlab.robot.errors import EmergencyStopError, MotionHaltedError, RobotError
+from pointlab.robot.errors import EmergencyStopError, MotionHaltedError, RobotError, UnsafeTargetError
 from pointlab.sim_mock.arm import SimArmDriver
 from pointlab.sim_mock.world import SimWorld
 
@@ -83,6 +83,24 @@ def test_a_halt_during_a_pick_ends_it_without_a_fault_and_the_arm_moves_on():
     assert arm.holding is False and st.holding is False and world.arm.attached is None  # as before the pick
     report = arm.home()  # at once: no reset
     assert report.action == "home" and tcp(world) == pytest.approx(HOME, abs=1e-3)
+
+
+def test_the_state_counts_completed_sequences_only_and_is_busy_while_one_runs():
+    world, arm = sim_arm()
+    st = arm.state()
+    assert (st.motions_done, st.busy, st.connected) == (0, False, True)
+    t, out = in_thread(lambda: arm.pick(RED_CUBE_TOP))
+    wait_until(lambda: arm.state().busy, "the pick never showed busy")
+    wait_until(lambda: np.linalg.norm(tcp(world) - HOME) > 0.005, "the approach never started")
+    assert arm.halt() is True
+    t.join(timeout=10)
+    assert isinstance(out.get("error"), MotionHaltedError)
+    with pytest.raises(UnsafeTargetError):
+        arm.pick([0.80, 0.0, 0.04])
+    st = arm.state()
+    assert (st.motions_done, st.busy) == (0, False)  # neither the halted pick nor the refused one
+    arm.home()
+    assert arm.state().motions_done == arm.motions_done == 1
 
 
 def test_a_halt_with_nothing_running_does_nothing_and_the_next_pick_completes():

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pointlab.bridge.trials.outcomes import PointEntry
+from pointlab.benchmark.points import PointEntry
 from pointlab.bridge.recording.recorder import Recorder
 from pointlab.bridge.recording.layout import RecordingConfig, RecordingLayout, recording_of
 from pointlab.bridge.ros.msgs import TOPICS

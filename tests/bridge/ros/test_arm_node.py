@@ -94,7 +94,7 @@ def test_bad_commands_are_refused_without_motion(arm_graph):
         assert r["outcome"] == "refused" and r["motion"] is None and r["error"] is None
         want = ("workspace", "outside_box") if r["request_id"] == "7" else ("bad_command", "")
         assert r["refusal"]["code"] == want[0] and r["refusal"]["detail"].startswith(want[1]), r
-    assert world.snapshot()["_arm"]["tcp_m"] == tcp0 and node.motions_done == 0
+    assert world.snapshot()["_arm"]["tcp_m"] == tcp0 and node.arm.motions_done == 0
     assert len(node.commands_received) == len(BAD_COMMANDS)
 
 
@@ -110,7 +110,7 @@ def test_a_target_the_reach_check_refuses_is_a_refusal_at_stage_reach(arm_graph)
     assert far["refusal"]["code"] == "unreachable" and far["refusal"]["stage"] == "reach"
     assert "no joint solution" in far["refusal"]["detail"] and far["motion"] is None
     assert near["outcome"] == "done"  # no reset needed after a refusal
-    assert node.motions_done == 1 and world.snapshot()["_arm"]["tcp_m"] != tcp0
+    assert node.arm.motions_done == 1 and world.snapshot()["_arm"]["tcp_m"] != tcp0
 
 
 def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
@@ -160,7 +160,7 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     assert res["b"]["error"]["type"] == "EmergencyStopError" and res["b"]["error"]["code"] is None
     assert res["b"]["error"]["detail"] in ("emergency stop before execution",
                                            "arm is emergency-stopped; reset it before moving")
-    assert node.motions_done == 0 and world.arm.attached is None
+    assert node.arm.motions_done == 0 and world.arm.attached is None
     # after a reset the arm moves again
     reset.publish(Empty())
     deadline = time.monotonic() + 5
@@ -199,7 +199,7 @@ def test_a_reset_right_after_an_estop_does_not_resume_the_stopped_motion(arm_gra
         time.sleep(0.02)
     cmd.publish(string_msg({"request_id": "c", "action": "home"}))
     (r,) = [x for x in wait(2, timeout_s=20) if x["request_id"] == "c"]
-    assert r["outcome"] == "done" and node.motions_done == 1
+    assert r["outcome"] == "done" and node.arm.motions_done == 1
 
 
 @pytest.mark.parametrize("arm_graph", [0.5], indirect=True)
@@ -267,7 +267,7 @@ def test_release_opens_the_gripper_through_the_worker_and_is_refused_when_stoppe
     cmd.publish(string_msg({"request_id": "r2", "action": "release"}))
     r2 = wait(5)[4]
     assert r2["outcome"] == "stopped" and r2["error"]["type"] == "EmergencyStopError" and r2["holding"] is True
-    assert world.arm.attached == "red cube" and node.motions_done == 3
+    assert world.arm.attached == "red cube" and node.arm.motions_done == 3
 
 
 @pytest.fixture
@@ -315,5 +315,5 @@ def test_a_command_from_another_session_is_refused(session_arm):
     for rid in ("x", "y"):
         assert by_id[rid]["outcome"] == "refused" and by_id[rid]["refusal"]["code"] == "bad_command"
         assert "session" in by_id[rid]["refusal"]["detail"]
-    assert by_id["z"]["outcome"] == "done" and node.motions_done == 1
+    assert by_id["z"]["outcome"] == "done" and node.arm.motions_done == 1
     assert world.arm.attached is None and world.snapshot()["red cube"]["position_m"] == cube0  # no pick ran

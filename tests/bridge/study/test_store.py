@@ -12,11 +12,13 @@ import textwrap
 import numpy as np
 import pytest
 
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal
+from pointlab.benchmark.points import PointEntry, parse_points
+from pointlab.bridge.trials.outcomes import Refusal
 from pointlab.bridge.study.store import SCHEMA_VERSION, Store, StoreError
 from pointlab.bridge.study.sus import SusError
 from pointlab.bridge.trials.targeting import Target
-from pointlab.bridge.trials.record import Motion, TrialResult, Waypoint
+from pointlab.bridge.trials.record import TrialResult
+from pointlab.robot.arm import MotionReport, TcpPose
 from pointlab.bridge.study.trial_table import STORE_COLUMNS
 
 
@@ -29,9 +31,9 @@ def _full_trial(uid: str = "a" * 32) -> TrialResult:
         target=Target(valid=True, pixel=(326.4, 204.0), point_camera_m=(0.01, 0.02, 0.6),
                       point_base_m=(0.3, -0.05, 0.02), depth_m=0.6),
         robot_outcome="done", robot_error=None,
-        motion=Motion(action="pick", target_m=[0.3, -0.05, 0.02],
-                      waypoints=[Waypoint(position_m=(0.3, -0.05, 0.12), rpy_deg=(180.0, 0.0, 0.0))],
-                      tool_commands=["open", "close"], duration_s=3.5),
+        motion=MotionReport(action="pick", target_m=[0.3, -0.05, 0.02],
+                            waypoints=[TcpPose(position_m=(0.3, -0.05, 0.12), rpy_deg=(180.0, 0.0, 0.0))],
+                            tool_commands=["open", "close"], duration_s=3.5),
         sim_success=True, sim_detail="holding red_cube", timings_s={"agent": 0.12, "targeting": 0.01, "motion": 3.5,
                                                                     "total": 3.7},
         expected={"action": "pick", "object": "red_cube", "container": None})
@@ -95,6 +97,38 @@ def test_a_non_finite_point_is_kept_as_null_with_its_reason(store):
     row = store.trial(store.save_trial(t))
     assert row["points"][0] == {"u_px": None, "v_px": None, "valid": False, "reason": "not a finite number"}
     assert row["points"][1]["u_px"] == 452.0
+
+
+# A stored trial's ``points`` and ``motion`` columns as pointlab wrote them while the record had its own
+# types (bridge.trials.outcomes.PointEntry, bridge.trials.record.Motion and Waypoint), written out by hand:
+# positions rounded to 1e-6 m, angles to 1e-4 deg, the duration to 1e-4 s, a NaN coordinate as null.
+STORED_POINTS = ('[{"u_px": 326.4, "v_px": 204.0, "valid": true, "reason": null}, '
+                 '{"u_px": null, "v_px": null, "valid": false, "reason": "non-finite coordinate"}, '
+                 '{"u_px": 700.0, "v_px": 10.0, "valid": true, "reason": "outside_image: (700, 10) is outside the 640x480 image"}]')
+STORED_MOTION = ('{"action": "pick", "target_m": [0.3, -0.051235, 0.02], "waypoints": ['
+                 '{"position_m": [0.3, -0.051235, 0.123457], "rpy_deg": [180.0, 0.0, -90.1235]}, '
+                 '{"position_m": [0.3, -0.05, 0.12], "rpy_deg": [180.0, 0.0, 0.0]}], '
+                 '"tool_commands": ["open", "close"], "duration_s": 3.1416}')
+
+
+def test_a_stored_trials_points_and_motion_are_the_json_written_before(tmp_path):
+    parsed = parse_points("[[326.4, 204.0], [NaN, NaN], [700, 10]]", "xy_pixels", 640, 480)
+    motion = MotionReport(action="pick", target_m=[0.30000000123, -0.0512345678, 0.02],
+                          waypoints=[TcpPose.at([0.30000000123, -0.0512345678, 0.1234567891], (180.0, 1.2e-5, -90.123456)),
+                                     TcpPose((0.3, -0.05, 0.12))],
+                          tool_commands=["open", "close"], duration_s=3.14159265)
+    t = TrialResult(trial_id="j" * 32, agent="a", instruction="x", action="pick", points=list(parsed.entries),
+                    points_px=parsed.points_px.tolist(), motion=motion)
+    s = Store(tmp_path / "s.sqlite")
+    row_id = s.save_trial(t)
+    con = sqlite3.connect(tmp_path / "s.sqlite")
+    assert con.execute("SELECT points, motion FROM trials").fetchone() == (STORED_POINTS, STORED_MOTION)
+    # the stored row loads back as the typed record, and so does one written before
+    back = s.trial_result(row_id)
+    assert back.motion == MotionReport.model_validate_json(STORED_MOTION) and back.motion.waypoints[1] == TcpPose((0.3, -0.05, 0.12))
+    assert back.points[0] == parsed.entries[0] and back.points[1].u_px is None and not back.points[2].inside
+    con.close()
+    s.close()
 
 
 def test_judgement_and_surveys(store):

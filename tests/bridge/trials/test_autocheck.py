@@ -8,7 +8,8 @@ import pytest
 
 from pointlab.bridge.trials.attribution import failure_stage, mask_from_click, point_in_mask, settle
 from pointlab.bridge.trials.autocheck import depth_check, physics_check
-from pointlab.bridge.trials.outcomes import Abort, PointEntry, Refusal
+from pointlab.benchmark.points import PointEntry
+from pointlab.bridge.trials.outcomes import Abort, Refusal
 from pointlab.bridge.trials.targeting import Target
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.perception.replay import load_rgbd_frame

@@ -13,7 +13,8 @@ import pytest
 
 from pointlab.bridge.trials import machine as m
 from pointlab.bridge.trials.belief import EMPTY, Belief
-from pointlab.bridge.trials.outcomes import PointEntry, Refusal, RobotErrorInfo
+from pointlab.benchmark.points import PointEntry
+from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, SceneEvidence, TargetReply, TrialFrame
 from pointlab.bridge.trials.targeting import Target
 
