@@ -10,7 +10,7 @@ Measured per trial (sim-oracle over the sim model server; the model call is excl
 Baseline, in the same run: ``compute_target`` called directly on a sim frame with the same points
 (no ROS, no JSON, no image transport). ``ratio_p50`` is the ROS loop's median over the baseline's:
 the cost of the distributed design. The live view's rate is the number of distinct JPEG frames
-``RosTrialRunner.latest_jpeg()`` returned per second while it was polled at ``poll_hz`` during the run.
+the live view's ``latest_jpeg()`` returned per second while it was polled at ``poll_hz`` during the run.
 
 Recording (issue 10): the trials run in alternating blocks of ``block`` trials, without a recorder
 and with a ``bridge.ros.recorder.TrialRecorder`` attached (its node created for the block, each

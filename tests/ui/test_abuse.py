@@ -1,6 +1,6 @@
 """Hostile input to the web app (issue 2 standard: bad input gets a clear error, never a crash, never
 a robot motion): ids past SQLite's integer range, loosely typed study parameters, a burst of
-instructions, other participants' trial frames. Against the scripted runner, no ROS, no browser."""
+instructions, other participants' trial frames. Against the scripted world, no ROS, no browser."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError
 
 @pytest.fixture
 def env(tmp_path):
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
     store = Store(tmp_path / "abuse.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
-        yield client, runner, store
+        yield client, world, store
     store.close()
 
 
 def test_ids_past_the_integer_range_are_client_errors(env):
-    client, runner, store = env
+    client, world, store = env
     _study(client)
     for method, path in (("GET", f"/api/results?study_id={HUGE}"), ("GET", f"/api/results.csv?study_id={HUGE}"),
                          ("GET", f"/api/studies/{HUGE}/participants"), ("POST", f"/api/studies/{HUGE}/participants"),
@@ -39,7 +39,7 @@ def test_ids_past_the_integer_range_are_client_errors(env):
 
 
 def test_study_parameters_are_strictly_typed(env):
-    client, runner, store = env
+    client, world, store = env
     for tpa in ("2", True, 2.0, None, []):
         r = client.post("/api/studies", json={"agents": ["sim-oracle"], "trials_per_agent": tpa, **NO_WAIT}, headers=H)
         assert r.status_code == 422, (tpa, r.text)
@@ -56,9 +56,9 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
 
     from pointlab.sim_mock.model_server import serve_in_thread
 
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.2)
     store = Store(tmp_path / "burst.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=5))
     url, stop = serve_in_thread(app)
     try:
         with TestClient(app) as client:  # the HTTP setup only; the websocket goes over the socket
@@ -82,7 +82,7 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
             assert next_json(("trial_result",))["outcome"] == "done"
     finally:
         stop()
-    assert runner.calls == [("sim-oracle", "pick up the ball")] and len(store.trials()) == 1
+    assert world.calls == [("sim-oracle", "pick up the ball")] and len(store.trials()) == 1
     store.close()
 
 
@@ -90,7 +90,7 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
 def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(env):
     # A lone UTF-16 surrogate is valid JSON ("\ud800") but not UTF-8: the trial used to run (the arm
     # could move) and then fail to be stored. A NUL or other control character is refused as well.
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, tpa=2, agents=["sim-oracle"])
     inv = _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
@@ -102,12 +102,12 @@ def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(e
         # ordinary non-ASCII text (and markup, shown as text by the pages) is fine
         ws.send_text(json.dumps({"type": "instruction", "text": "hebe den Würfel 🟥 <b>hoch</b>"}))
         assert recv(ws, ("trial_result", "error"))["type"] == "trial_result"
-    assert runner.calls == [("sim-oracle", "hebe den Würfel 🟥 <b>hoch</b>")]
+    assert world.calls == [("sim-oracle", "hebe den Würfel 🟥 <b>hoch</b>")]
     assert [t["instruction"] for t in store.trials()] == ["hebe den Würfel 🟥 <b>hoch</b>"]
 
 
 def test_operator_text_fields_that_cannot_be_stored_are_422(env):
-    client, runner, store = env
+    client, world, store = env
     for body in ('{"agents": ["sim-oracle"], "trials_per_agent": 1, "scene": "bad \\ud800"}',
                  '{"agents": ["sim-oracle"], "trials_per_agent": 1, "name": "x\\u0000y"}'):
         r = client.post("/api/studies", content=body, headers={**H, "content-type": "application/json"})
@@ -123,9 +123,9 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
     # An agent that answers NaN/inf (a custom agent; the parsers drop them) gave the participant a
     # trial_result with a bare NaN (JSON.parse fails: the page hung on "pointing...") and made
     # /api/results a 500 (Starlette refuses NaN).
-    runner = ScriptedWorld({"weird": (float("nan"), float("inf"))})
+    world = ScriptedWorld({"weird": (float("nan"), float("inf"))})
     store = Store(tmp_path / "nan.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app, raise_server_exceptions=False) as client:
         sid = _study(client, agents=["weird"])
         inv = _invite(client, sid)
@@ -150,7 +150,7 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
 def test_tokens_in_the_wrong_socket_are_refused_with_4401(env):
     from starlette.websockets import WebSocketDisconnect
 
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client)
     inv = _invite(client, sid)
     for path in (f"/ws/participant?token={OP}", f"/ws/operator?token={inv['token']}",
@@ -160,4 +160,4 @@ def test_tokens_in_the_wrong_socket_are_refused_with_4401(env):
             with pytest.raises(WebSocketDisconnect) as e:
                 ws.receive_text()
             assert e.value.code == 4401, path
-    assert runner.calls == [] and client.get("/api/status", headers=H).json()["queue"] == []
+    assert world.calls == [] and client.get("/api/status", headers=H).json()["queue"] == []

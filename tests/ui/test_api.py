@@ -1,4 +1,4 @@
-"""The web app's HTTP and websocket API against the scripted runner (sim_mock.scripted_runner)."""
+"""The web app's HTTP and websocket API against the real station over the scripted world (sim_mock.scripted_station)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ AGENTS = ["sim-oracle", "sim-noisy", "human"]
 
 @pytest.fixture
 def env(tmp_path):
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "ui.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
-        yield client, runner, store
+        yield client, world, store
     store.close()
 
 
@@ -72,14 +72,14 @@ def recv_state(ws, pred, limit: int = 400) -> dict:
 
 
 def test_tokens_and_roles(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client)
     inv = _invite(client, sid)
     ph = {"Authorization": f"Bearer {inv['token']}"}
     assert client.get("/api/studies").status_code == 401
     assert client.get("/api/studies", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.get("/api/studies", headers=ph).status_code == 403
-    assert client.post("/api/arm/stop", headers=ph).status_code == 403 and runner.stops == 0
+    assert client.post("/api/arm/stop", headers=ph).status_code == 403 and world.stops == 0
     assert client.get("/api/me", headers=H).status_code == 403
     me = client.get("/api/me", headers=ph).json()
     assert me["step"]["kind"] == "setup" and me["step"]["alias"] == "Agent 1" and me["action"] == "pick"
@@ -90,11 +90,11 @@ def test_tokens_and_roles(env):
             m = json.loads(ws.receive_text())
             assert m["type"] == "error"
     with pytest.raises(ValueError):
-        create_app(runner.parts(store), store, operator_token="short")
+        create_app(world.parts(store), store, operator_token="short")
 
 
 def test_create_study_and_invite(env):
-    client, runner, store = env
+    client, world, store = env
     r = client.post("/api/studies", json={"agents": ["sim-oracle", "gpt-9"], "trials_per_agent": 1}, headers=H)
     assert r.status_code == 422 and "gpt-9" in r.text
     assert client.post("/api/studies", json={"agents": ["human"], "trials_per_agent": 0}, headers=H).status_code == 422
@@ -109,14 +109,14 @@ def test_create_study_and_invite(env):
 
 
 def test_invite_is_refused_when_the_session_no_longer_runs_the_study_agents(env):
-    client, runner, store = env
+    client, world, store = env
     sid = store.create_study(agents=["sim-oracle", "gpt-9"], trials_per_agent=1, scene="tabletop")  # another config
     r = client.post(f"/api/studies/{sid}/participants", json={}, headers=H)
     assert r.status_code == 409 and "gpt-9" in r.text
     assert store.participants(sid) == []
 
 
-def _answer_human(client, runner, u, v, timeout_s=10.0):
+def _answer_human(client, world, u, v, timeout_s=10.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         reqs = client.get("/api/human-requests", headers=H).json()
@@ -129,7 +129,7 @@ def _answer_human(client, runner, u, v, timeout_s=10.0):
 
 
 def test_full_participant_session_over_websocket(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, tpa=1)
     inv = _invite(client, sid)  # participant 0: order = AGENTS (Williams row 0)
     assert inv["agent_order"] == AGENTS
@@ -141,7 +141,7 @@ def test_full_participant_session_over_websocket(env):
         ws.send_text(json.dumps({"type": "instruction", "text": "pick it"}))  # not before the block starts
         assert "reset for this agent" in recv(ws, "error")["error"]
         assert start_block(ws) == {"type": "block_started", "block": 0, "alias": "Agent 1"}
-        assert runner.scene_restores == 1 and runner.homes == 1 and runner.releases == 1
+        assert world.scene_restores == 1 and world.homes == 1 and world.releases == 1
         assert recv_state(ws, lambda s: s["step"]["kind"] == "trial")["step"]["alias"] == "Agent 1"
 
         # Block 1 = sim-oracle: a done pick at (100, 80)
@@ -181,7 +181,7 @@ def test_full_participant_session_over_websocket(env):
         start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "put it in the bowl"}))
         recv(ws, "trial_started")
-        req = _answer_human(client, runner, 200.25, 60.5)
+        req = _answer_human(client, world, 200.25, 60.5)
         assert req["instruction"] == "put it in the bowl" and (req["width"], req["height"]) == (320, 240)
         res = recv(ws, "trial_result")
         # integer pixels for every agent (blinding): 200.25 -> 200, 60.5 -> 61 (halves round up)
@@ -198,12 +198,12 @@ def test_full_participant_session_over_websocket(env):
         for word in ("sim-oracle", "sim-noisy", "human", "model-x", "unparseable"):
             assert word not in seen, word
 
-    assert runner.calls == [("sim-oracle", "pick up the red ball"), ("sim-noisy", "put it in the bowl"),
+    assert world.calls == [("sim-oracle", "pick up the red ball"), ("sim-noisy", "put it in the bowl"),
                             ("human", "put it in the bowl")]
     trials = store.trials(study_id=sid)
     assert [(t["agent"], t["block"], t["judgement"]) for t in trials] == [
         ("sim-oracle", 0, "succeeded"), ("sim-noisy", 1, "failed"), ("human", 2, "succeeded")]
-    # The raw answer (which names the agent in the scripted runner) is stored for the operator.
+    # The raw answer (which names the agent in the scripted world) is stored for the operator.
     assert "sim-oracle" in trials[0]["raw_answer"]
 
     r = client.get(f"/api/results?study_id={sid}", headers=H).json()
@@ -239,7 +239,7 @@ BAD_MESSAGES = [
 
 
 def test_bad_websocket_messages_get_errors_and_never_move_the_robot(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client)
     inv = _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
@@ -252,17 +252,17 @@ def test_bad_websocket_messages_get_errors_and_never_move_the_robot(env):
         assert "binary" in recv(ws, "error")["error"]
         ws.send_text('{"type": "ping"}')
         assert recv(ws, ("pong", "error"))["type"] == "pong"  # still connected and serving
-    assert runner.calls == [] and store.trials() == []
+    assert world.calls == [] and store.trials() == []
     with client.websocket_connect(f"/ws/operator?token={OP}") as ws:
         ws.send_text('{"type": "instruction", "text": "pick"}')
         assert "unknown message type" in recv(ws, "error")["error"]
         ws.send_text("{{{")
         assert recv(ws, "error")
-    assert runner.calls == []
+    assert world.calls == []
 
 
 def test_one_participant_commands_the_arm_at_a_time(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client)
     a, b = _invite(client, sid), _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={a['token']}") as wa:
@@ -272,7 +272,7 @@ def test_one_participant_commands_the_arm_at_a_time(env):
             assert (s["queue_position"], s["queue_length"]) == (1, 2)
             wb.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
             assert "not your turn" in recv(wb, "error")["error"]
-            assert runner.calls == []
+            assert world.calls == []
             q = client.get("/api/status", headers=H).json()["queue"]
             assert [x["label"] for x in q] == ["P1", "P2"]
             # the operator sends P1 to the back and back again
@@ -289,11 +289,11 @@ def test_one_participant_commands_the_arm_at_a_time(env):
             wb.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
             assert recv(wb, "trial_result")["alias"] == "Agent 1"
     # B's Williams row 1 starts with sim-noisy
-    assert runner.calls == [(b["agent_order"][0], "pick up the ball")] and b["agent_order"][0] == "sim-noisy"
+    assert world.calls == [(b["agent_order"][0], "pick up the ball")] and b["agent_order"][0] == "sim-noisy"
 
 
 def test_human_request_answers_are_checked(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, agents=["human"])
     inv = _invite(client, sid)
     assert client.post("/api/human-requests/nope/answer", json={"u": 1, "v": 1}, headers=H).status_code == 404
@@ -325,16 +325,16 @@ def test_human_request_answers_are_checked(env):
 
 
 def test_emergency_stop_blocks_trials_until_reset(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client)
     inv = _invite(client, sid)
-    assert client.post("/api/arm/stop", headers=H).json() == {"stopped": True} and runner.stops == 1
+    assert client.post("/api/arm/stop", headers=H).json() == {"stopped": True} and world.stops == 1
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv_state(ws, lambda s: s["stopped"])
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
         assert "stopped" in recv(ws, "error")["error"]
-        assert runner.calls == []
-        assert client.post("/api/arm/reset", headers=H).json() == {"stopped": False} and runner.resets == 1
+        assert world.calls == []
+        assert client.post("/api/arm/reset", headers=H).json() == {"stopped": False} and world.resets == 1
         recv_state(ws, lambda s: not s["stopped"])
         start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick up the ball"}))
@@ -342,7 +342,7 @@ def test_emergency_stop_blocks_trials_until_reset(env):
 
 
 def test_wrong_step_messages(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, tpa=2, agents=["sim-oracle"])
     inv = _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
@@ -393,7 +393,7 @@ def test_blinded_trial_copies_no_runner_text():
 
 
 def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, agents=["sim-oracle"])
     inv = _invite(client, sid)
 
@@ -401,7 +401,7 @@ def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(store, "save_trial", disk_full)
-    monkeypatch.setattr(runner, "emergency_stop", disk_full)
+    monkeypatch.setattr(world, "emergency_stop", disk_full)
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
         start_block(ws)
@@ -417,48 +417,48 @@ def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
 
 
 def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env):
-    client, runner, _ = env
+    client, world, _ = env
     sid = _study(client, tpa=2, agents=["human"])  # a human trial waits for the click: a trial that "runs"
     inv = _invite(client, sid)
     ph = {"Authorization": f"Bearer {inv['token']}"}
     assert client.post("/api/arm/release").status_code == 401
-    assert client.post("/api/arm/release", headers=ph).status_code == 403 and runner.releases == 0
+    assert client.post("/api/arm/release", headers=ph).status_code == 403 and world.releases == 0
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
         start_block(ws)
         ws.send_text(json.dumps({"type": "instruction", "text": "pick the cube"}))
-        _answer_human(client, runner, 100.0, 80.0)
+        _answer_human(client, world, 100.0, 80.0)
         res = recv(ws, "trial_result")
-        assert res["outcome"] == "done" and runner.last_station.holding()
+        assert res["outcome"] == "done" and world.last_station.holding()
         assert client.get("/api/me", headers=ph).json()["action"] == "place"
         ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
         recv(ws, "judged")
         # the cube was taken out by hand: the operator opens the gripper, the next trial is a pick
         assert client.post("/api/arm/release", headers=H).json() == {"released": True, "holding": False}
-        assert runner.releases == 2 and not runner.last_station.holding()  # the block start opened it once already
+        assert world.releases == 2 and not world.last_station.holding()  # the block start opened it once already
         assert client.get("/api/me", headers=ph).json()["action"] == "pick"
         ws.send_text(json.dumps({"type": "instruction", "text": "pick the ball"}))
         recv(ws, "trial_started")
         r = client.post("/api/arm/release", headers=H)  # the trial waits for the human click
-        assert r.status_code == 409 and "trial is running" in r.json()["detail"] and runner.releases == 2
-        _answer_human(client, runner, 10.0, 10.0)
+        assert r.status_code == 409 and "trial is running" in r.json()["detail"] and world.releases == 2
+        _answer_human(client, world, 10.0, 10.0)
         assert recv(ws, "trial_result")["outcome"] == "done"
     client.post("/api/arm/stop", headers=H)
     r = client.post("/api/arm/release", headers=H)
-    assert r.status_code == 409 and "reset" in r.json()["detail"] and runner.releases == 2
+    assert r.status_code == 409 and "reset" in r.json()["detail"] and world.releases == 2
 
 
 def test_operator_scene_tools_reference_and_attribution_click(env):
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, agents=["sim-oracle"])
     inv = _invite(client, sid)
     ph = {"Authorization": f"Bearer {inv['token']}"}
     for path in ("/api/arm/home", "/api/scene/reset", "/api/trials/abort", f"/api/studies/{sid}/reference"):
         assert client.post(path, headers=ph).status_code == 403, path
     assert client.post("/api/trials/abort", headers=H).status_code == 409  # no trial runs
-    assert client.post("/api/arm/home", headers=H).json() == {"homed": True} and runner.homes == 1
+    assert client.post("/api/arm/home", headers=H).json() == {"homed": True} and world.homes == 1
     # no one waits for a block: with a simulator the scene is restored exactly, the arm reset
-    assert client.post("/api/scene/reset", headers=H).json() == {"reset": True} and runner.scene_restores == 1
+    assert client.post("/api/scene/reset", headers=H).json() == {"reset": True} and world.scene_restores == 1
     assert client.get(f"/api/studies/{sid}/reference.jpg", headers=H).status_code == 404
     assert client.get(f"/api/studies/{sid}/reference", headers=H).json() == {"study_id": sid, "captured": False}
     assert client.post(f"/api/studies/{sid}/reference", headers=H).status_code == 200
@@ -482,9 +482,9 @@ def test_operator_scene_tools_reference_and_attribution_click(env):
 
 
 def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, automatic_scene=False)
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, automatic_scene=False)
     store = Store(tmp_path / "real.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
         sid = _study(client, agents=["sim-oracle"])
         inv = _invite(client, sid)
@@ -497,7 +497,7 @@ def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
             assert status["pending_block"]["alias"] == "Agent 1" and status["scene_automatic"] is False
             assert client.post("/api/scene/reset", headers=H).json() == {"type": "block_started", "block": 0,
                                                                         "alias": "Agent 1"}
-            assert runner.scene_restores == 0 and runner.homes == 1  # the operator put the scene back
+            assert world.scene_restores == 0 and world.homes == 1  # the operator put the scene back
             recv_state(ws, lambda s: s["step"]["kind"] == "trial")
         (start,) = store.block_starts(study_id=sid)
         assert start["method"] == "operator_confirmed" and client.get("/api/status", headers=H).json()["pending_block"] is None
@@ -507,7 +507,7 @@ def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
 def test_the_human_reference_can_give_no_point_told_as_a_model_without_one(env):
     """*No point* on the console: the trial is refused no_point, and the participant reads the same
     message as for sim-noisy's unreadable answer (the blinding must not single out a model)."""
-    client, runner, store = env
+    client, world, store = env
     sid = _study(client, agents=["human", "sim-noisy"])
     inv = _invite(client, sid)  # Williams row 0: human first, then sim-noisy
     assert client.post("/api/human-requests/nope/decline", headers=H).status_code == 404

@@ -43,8 +43,8 @@ def env(tmp_path):
     without = store.save_trial(TrialResult(trial_id="noclip", agent="sim-oracle", instruction="b", action="pick"),
                                study_id=sid)
     pid = store.add_participant(sid, token="participant-token-1", agent_order=["sim-oracle"])
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings())
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings())
     with TestClient(app) as client:
         yield client, app, store, sid, with_clip, without, layout.clip("withclip").read_bytes(), pid
     store.close()

@@ -96,10 +96,10 @@ def test_a_failing_live_view_gives_no_frame_and_recovers():
 
 
 def test_one_page_gets_at_most_frame_rate_hz_frames_a_second(tmp_path):
-    # the scripted runner's camera has a new frame 30 times a second; the page's cap is 10
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
+    # the scripted world's camera has a new frame 30 times a second; the page's cap is 10
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
     store = Store(tmp_path / "rate.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05))
     try:
         with TestClient(app) as client:
             inv = _invite(client, _study(client, tpa=1, agents=["sim-oracle"]))

@@ -21,16 +21,16 @@ from .test_api import H, NO_WAIT, OP, _invite, _study, recv, start_block
 
 @pytest.fixture
 def env(tmp_path):
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "frame.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
     with TestClient(app) as client:
-        yield client, runner, store, app
+        yield client, world, store, app
     store.close()
 
 
 def test_frame_route_returns_only_the_callers_trial_frame(env):
-    client, runner, store, _ = env
+    client, world, store, _ = env
     sid = _study(client, agents=["sim-oracle"])
     a, b = _invite(client, sid), _invite(client, sid)
     with client.websocket_connect(f"/ws/participant?token={a['token']}") as ws:
@@ -71,9 +71,9 @@ XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 def test_judgement_shows_before_with_points_beside_after_and_markup_as_text(chromium, tmp_path):
     from pointlab.sim_mock.model_server import serve_in_thread
 
-    runner = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
+    world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
     store = Store(tmp_path / "page.sqlite")
-    app = create_app(runner.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     ctx = chromium.new_context(viewport={"width": 980, "height": 720})
