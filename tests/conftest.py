@@ -42,14 +42,32 @@ _domains = itertools.cycle(random.Random(os.getpid()).sample(range(1, 100), 99))
 _LOCK_DIR = Path(os.environ.get("POINTLAB_TEST_LOCK_DIR", tempfile.gettempdir()))
 
 
+def _session_holds(domain: int) -> bool:
+    """A Point-Act session of this machine (``pointlab act`` outside the tests) holds ``domain``'s lock."""
+    from pointlab.bridge.ros.domain_lock import lock_path
+
+    fd = os.open(lock_path(domain), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # a free lock is let go at once: the test's own session takes it
+    return False
+
+
 def _reserve_domain() -> tuple[int, int]:
-    """A free domain id and the open, locked file descriptor that holds it."""
+    """A free domain id and the open, locked file descriptor that holds it (a domain a running
+    session holds is skipped too: its lock would refuse the test's session)."""
     for _ in range(99):
         domain = next(_domains)
         fd = os.open(_LOCK_DIR / f"pointlab-test-ros-domain-{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
+            continue
+        if _session_holds(domain):
             os.close(fd)
             continue
         return domain, fd

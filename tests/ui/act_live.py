@@ -46,9 +46,20 @@ def decode_jpeg(data: bytes):
     return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
 
 
-def oracle_points_on_live_view(live: LiveAct, text: str) -> list:
-    """The sim oracle's points for ``text`` on the live view's latest frame (the image a page shows)."""
+def oracle_points_on_live_view(live: LiveAct, text: str, timeout_s: float = 10.0) -> list:
+    """The sim oracle's points for ``text`` on the live view's latest frame (the image a page shows).
+
+    Polls until the oracle has a point (or ``timeout_s``): under load the newest encoded frame can be
+    older than the frames the sim's frame log still keeps, and the oracle then knows no point on it."""
+    import time
+
     from pointlab.sim_mock.oracle import SceneOracle
 
-    jpeg, _ = live.session.ports.live_view.latest_jpeg()
-    return SceneOracle(live.session.world.sim).points(text, decode_jpeg(jpeg))
+    oracle = SceneOracle(live.session.world.sim)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        latest = live.session.ports.live_view.latest_jpeg()
+        pts = oracle.points(text, decode_jpeg(latest[0])) if latest is not None else []
+        if pts or time.monotonic() > deadline:
+            return pts
+        time.sleep(0.05)
