@@ -338,7 +338,9 @@ def _station(config: SessionConfig, session: Session, world, sim_camera: bool, h
     p = session.ports
     ports = Ports(agent=p.pointing, targeting=p.pointing, arm=p.arm, camera=p.camera, storage=DiskStorage(*where),
                   scene=scene, recorder=recorder, store=store)
-    return Station(ports, list(session.agents), human_agents=humans, rules=config.timeouts, seed=config.seed)
+    station = Station(ports, list(session.agents), human_agents=humans, rules=config.timeouts, seed=config.seed)
+    station.sync_belief()
+    return station
 
 
 def _close_agents(pointing_node, agents: dict) -> None:

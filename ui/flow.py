@@ -42,10 +42,12 @@ OUTCOME_MESSAGES = {
     "not_moved": "The robot did not move.",
 }
 # Refusal codes of bridge.trials.outcomes, in plain words (a refusal is not a fault: nothing moved).
+# No point, an invalid one and one off the image read the same: only a model can produce the last two
+# (the console refuses such a click), so telling them apart would single out a model.
 REFUSAL_WORDS = {
     "no_point": "the agent gave no point",
-    "invalid_point": "the agent's first point is not a valid position",
-    "outside_image": "the point is outside the image",
+    "invalid_point": "the agent gave no point",
+    "outside_image": "the agent gave no point",
     "no_depth": "there is no depth reading near the point",
     "workspace": "the point is outside the robot's safe workspace",
     "unreachable": "the robot cannot reach that point",
@@ -68,9 +70,10 @@ ABORT_WORDS = {
     "estop": "the robot was stopped with the emergency stop",
     "operator_abort": "the operator stopped the trial",
     "robot_fault": "the robot reported a fault",
-    "agent_error": "the agent did not answer",
+    # the same words: a model's failed call and a human reference who never clicks must read alike
+    "agent_error": "no answer came in time",
     "camera_error": "the camera gave no picture",
-    "timeout": "a part of the system did not respond in time",
+    "timeout": "no answer came in time",
     "no_storage": "there is no room left to record the trial",
     "system_error": "the system did not respond correctly",
 }
@@ -102,18 +105,35 @@ def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
     else:
         message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
                                                    refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
-    # Blinding: integer pixels for every agent, so the precision of a model's native grid (Molmo's
-    # percent, Gemini's per mille) or a human's half-pixel clicks cannot tell agents apart.
-    # Non-finite points (a custom agent) would be a bare NaN in the JSON, which browsers cannot parse.
-    points = [[int(math.floor(u + 0.5)), int(math.floor(v + 0.5))] for u, v in (row.get("points_px") or [])
-              if isinstance(u, (int, float)) and isinstance(v, (int, float)) and math.isfinite(u) and math.isfinite(v)]
+    # Blinding: only the first point (the one acted on: PointArena sec. 4.1), as integer pixels inside
+    # the image, for every agent: a human reference clicks exactly one point, on the image, at
+    # half-pixel precision, so more points, a model's native grid (Molmo's percent, Gemini's per mille)
+    # or a point off the image would tell agents apart. Non-finite points (a custom agent) would be a
+    # bare NaN in the JSON, which browsers cannot parse.
     size = row.get("frame_size")
+    points = _shown_point(row, size)
     return {"trial_id": row["id"], "number": row.get("number"),
             "alias": alias(row["block"]) if row.get("block") is not None else None,
             "instruction": row["instruction"], "action": row["action"], "points_px": points,
             "frame_size": [int(x) for x in size] if size else None,
             "outcome": "aborted" if aborted else outcome, "message": message,
             "judgement": row.get("judgement"), "has_after": row.get("after_frame_index") is not None}
+
+
+def _shown_point(row: dict, size) -> list[list[int]]:
+    """The trial's first point as ``[[u, v]]`` integer pixels when it is a usable point on the image,
+    else ``[]`` (a refusal at pointing reads "no point")."""
+    entries = row.get("points") or [{"u_px": p[0], "v_px": p[1]} for p in row.get("points_px") or []
+                                     if isinstance(p, (list, tuple)) and len(p) == 2]  # a row without entries
+    first = entries[0] if entries else None
+    if not isinstance(first, dict) or not first.get("valid", True):
+        return []
+    u, v = first.get("u_px"), first.get("v_px")
+    if not (isinstance(u, (int, float)) and isinstance(v, (int, float)) and math.isfinite(u) and math.isfinite(v)):
+        return []
+    if size and not (-0.5 <= u < size[0] - 0.5 and -0.5 <= v < size[1] - 0.5):
+        return []
+    return [[int(math.floor(u + 0.5)), int(math.floor(v + 0.5))]]
 
 
 def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
@@ -224,6 +244,9 @@ def request_block_start(ctx: AppContext, participant: dict) -> Step:
         raise FlowError("the robot is stopped; wait for the operator to reset it")
     if ctx.busy():
         raise FlowError("the robot is busy")
+    # the block start moves the arm too: nothing moves when a trial could not start (no room, not ready)
+    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"]))):
+        raise FlowError(problem)
     return step
 
 

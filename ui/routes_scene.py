@@ -33,9 +33,11 @@ def _idle(ctx) -> None:
 def abort_trial(_: Operator, ctx: Ctx) -> dict:
     """Abort the running trial: it ends ``aborted`` (``operator_abort``), is not asked of the
     participant, and its slot is offered again; a motion is stopped in a controlled way (no fault,
-    no e-stop), a pick's gripper opened and the arm homed. 409 when none runs."""
+    no e-stop), a pick's gripper opened and the arm homed. 409 when none runs, or when its pick or
+    place has already completed (its outcome is fixed: the trial stands; the e-stop still stops the arm)."""
     if not ctx.station.abort_current():
-        raise HTTPException(409, "no trial is running")
+        raise HTTPException(409, "no trial can be aborted now: none runs, or its action has completed "
+                                 "(the trial stands as it is; use the emergency stop to stop the arm)")
     return {"aborted": True}
 
 

@@ -101,14 +101,17 @@ def trials_cmd(
 
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
     try:
-        print_json(run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
-                                       progress=_print_progress, repeat=repeat))
+        out = run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
+                                  progress=_print_progress, repeat=repeat)
     except ValueError as e:
         fail(str(e), 2)
     except (StationBusy, RuntimeError) as e:
         fail(f"the trials stopped: {e}", 1)
     finally:
         session.close()
+    print_json(out)
+    if out["stopped"]:
+        fail(f"the trials stopped: {out['stopped']}", 1)
 
 
 def _print_progress(p: dict) -> None:

@@ -102,7 +102,7 @@ def _rate_so_far(results: list[TrialResult]) -> tuple[int, int]:
 
 
 async def _run(station: Station, agent: str, script: list[dict], max_repeats: int, settings: TrialSettings,
-               progress: Progress | None, repeat: int) -> tuple[list[TrialResult], list[dict]]:
+               progress: Progress | None, repeat: int) -> tuple[list[TrialResult], list[dict], str | None]:
     results: list[TrialResult] = []
     skipped: list[dict] = []
     lines = [(k, item) for _ in range(repeat) for k, item in enumerate(script, 1)]
@@ -115,7 +115,7 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
         action = station.next_action()
         if wanted in ("pick", "place") and wanted != action:
             why = (f"the script asks for a {wanted}, but the arm "
-                   + ("holds nothing (the pick before it did not hold the object)" if wanted == "place"
+                   + ("holds nothing (the pick before it held nothing, or did not run)" if wanted == "place"
                       else "still holds something"))
             skipped.append({"line": k, "instruction": item["instruction"], "reason": why})
             if progress is not None:
@@ -136,6 +136,12 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
                           "judged": judged})
             if ran.result.outcome != "aborted":
                 break
+        else:
+            if all(r.abort is not None and r.abort.code == "camera_error" for r in results[-(max_repeats + 1):]):
+                # every attempt found no picture (a recording that ended, a camera unplugged): the rest
+                # of the script would only repeat that; what ran is stored
+                return results, skipped, (f"the camera gave no picture in {max_repeats + 1} trial(s) in a row "
+                                          f"({ran.result.abort.detail}); stopped at line {k}")
         if ran.result.action == "pick" and ran.result.outcome == "failed" and station.belief.holding:
             # a failed pick that lifted something else: put it down (not a trial), so that the script's
             # place of the object it asked for is skipped as not applicable, as after an empty grasp
@@ -143,13 +149,14 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
             if progress is not None:
                 progress({"event": "released", "line": k, "of": len(script), "round": n // len(script) + 1,
                           "agent": agent, "reason": "the failed pick lifted another object: the gripper was opened"})
-    return results, skipped
+    return results, skipped, None
 
 
-def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict] = ()) -> dict:
+def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict] = (),
+                     stopped: str | None = None) -> dict:
     """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
-    "failure_stages": {stage: n}, "skipped": [...]}``: the rate over exactly the trials with an outcome
-    (``None`` when none)."""
+    "failure_stages": {stage: n}, "skipped": [...], "stopped"}``: the rate over exactly the trials with
+    an outcome (``None`` when none); ``stopped`` says why the run ended early (``None``: it did not)."""
     ok, judged = _rate_so_far(results)
     stages: dict[str, int] = {}
     for t in results:
@@ -159,7 +166,7 @@ def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict]
             "success_rate": ok / judged if judged else None,
             "aborted": sum(t.outcome == "aborted" for t in results),
             "unjudged": sum(t.outcome is None for t in results), "failure_stages": stages,
-            "skipped": list(skipped)}
+            "skipped": list(skipped), "stopped": stopped}
 
 
 def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max_repeats: int = 2,
@@ -177,6 +184,9 @@ def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max
         ValueError: ``agent`` is not one of the station's agents, ``max_repeats < 0``, ``repeat < 1``, or
             ``repeat > 1`` where no simulator can restore the scene.
         RuntimeError: the scene could not be reset between repeats (trials already run are stored).
+
+    A run whose camera gives no picture for every attempt of a line (a recording that ended, a camera
+    unplugged) stops there: the summary's ``stopped`` says so.
         pointlab.bridge.trials.station.StationBusy: the station cannot run trials (stopped, not
             ready, below the storage floor); trials already run are stored.
     """
@@ -190,5 +200,5 @@ def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max
     if repeat > 1 and not (scene is not None and scene.automatic):
         raise ValueError("repeating the script needs a simulator to restore the scene; on real hardware run it "
                          "once per reset of the scene")
-    results, skipped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress, repeat))
-    return summarize_trials(agent, results, skipped)
+    results, skipped, stopped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress, repeat))
+    return summarize_trials(agent, results, skipped, stopped)

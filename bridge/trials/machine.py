@@ -19,7 +19,8 @@ to this table, and every step checks that the transition it takes is in it):
 - ``checking``: the checks before motion: the arm is ready (not stopped, not faulted) and the store
   and recordings have at least the study's free-space floor. A failed check moves nothing.
 - ``moving``: the pick or place runs.
-- ``halting``: the operator aborted during a motion: a controlled stop (no fault, no e-stop).
+- ``halting``: the operator aborted during a motion: a controlled stop (no fault, no e-stop). An abort
+  is taken until the action has completed (``ABORTABLE``); after it the trial stands as it is.
 - ``recovering``: after a halt the slot is put back as it was: a pick's tool is opened, then the arm
   homes (a place keeps what it holds and homes).
 - ``homing``: after a completed action the arm homes, so the "after" frame shows the scene.
@@ -48,7 +49,7 @@ from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, Sce
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.robot.arm import MotionReport
 
-__all__ = ["Phase", "PHASES", "TRANSITIONS", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
+__all__ = ["Phase", "PHASES", "TRANSITIONS", "ABORTABLE", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
            # events
            "Answered", "Targeted", "Checked", "ArmEnded", "AfterFrame", "Evidenced", "TimerFired", "AbortAsked",
            "EStopped", "Event",
@@ -108,17 +109,19 @@ TRANSITIONS: tuple[tuple[str, str, str], ...] = (
     ("homing", "arm[done]", "looking"),
     ("homing", "arm[failed]", "judging"),
     ("homing", "timer[home]", "judging"),
-    ("homing", "abort", "halting"),
     ("homing", "estop", "judging"),
     ("looking", "after", "judging"),
     ("looking", "timer[after]", "judging"),
-    ("looking", "abort", "judging"),
     ("looking", "estop", "judging"),
     ("judging", "evidence", "ended"),
     ("judging", "timer[judge]", "ended"),
-    ("judging", "abort", "judging"),
     ("judging", "estop", "judging"),
 )
+# The operator's abort is taken until the action has completed: it voids a trial that was no fair test
+# of the agent. Once the pick or place is done its outcome is fixed; voiding it then would throw a
+# result away and change the slot (a completed place leaves the tool open: the "same" slot would be a
+# pick). Later aborts are refused (``ABORTABLE``); the emergency stop is taken in every phase.
+ABORTABLE: frozenset[str] = frozenset({"asking", "targeting", "revealing", "checking", "moving"})
 _ALLOWED = frozenset(TRANSITIONS)
 
 
@@ -613,8 +616,7 @@ def _motion_timeout(s: TrialState, e: TimerFired) -> tuple[TrialState, list[Comm
 
 
 def _moving_abort(s: TrialState, e: AbortAsked) -> tuple[TrialState, list[Command]]:
-    where = "during the motion" if s.phase == "moving" else "while the arm homed after the action"
-    new = _go(s, e, "halting", timer="halt", abort=Abort(code="operator_abort", detail=where))
+    new = _go(s, e, "halting", timer="halt", abort=Abort(code="operator_abort", detail="during the motion"))
     return new, [HaltArm(), WakeAt("halt", e.t + s.rules.halt_s)]
 
 
@@ -692,9 +694,8 @@ def _looking_after(s: TrialState, e: AfterFrame | TimerFired) -> tuple[TrialStat
     return _to_judging(s2, e, arm_request=None)
 
 
-def _looking_abort(s: TrialState, e: AbortAsked | EStopped) -> tuple[TrialState, list[Command]]:
-    code = "operator_abort" if isinstance(e, AbortAsked) else "estop"
-    return _to_judging(dataclasses.replace(s, abort=Abort(code=code, detail="after the motion")), e, arm_request=None)
+def _looking_estop(s: TrialState, e: EStopped) -> tuple[TrialState, list[Command]]:
+    return _to_judging(dataclasses.replace(s, abort=Abort(code="estop", detail="after the motion")), e, arm_request=None)
 
 
 def _judging_evidence(s: TrialState, e: Evidenced | TimerFired) -> tuple[TrialState, list[Command]]:
@@ -702,11 +703,10 @@ def _judging_evidence(s: TrialState, e: Evidenced | TimerFired) -> tuple[TrialSt
     return _finish(s, e, e.t, evidence=ev)
 
 
-def _judging_abort(s: TrialState, e: AbortAsked | EStopped) -> tuple[TrialState, list[Command]]:
+def _judging_estop(s: TrialState, e: EStopped) -> tuple[TrialState, list[Command]]:
     if s.abort is not None:
         return s, []
-    code = "operator_abort" if isinstance(e, AbortAsked) else "estop"
-    return _go(s, e, "judging", abort=Abort(code=code, detail="after the motion")), []
+    return _go(s, e, "judging", abort=Abort(code="estop", detail="after the motion")), []
 
 
 @dataclass(frozen=True)
@@ -748,14 +748,11 @@ _HANDLERS: dict[tuple[str, type], Any] = {
     ("recovering", EStopped): _motion_estop,
     ("homing", ArmEnded): _homing_arm,
     ("homing", TimerFired): _motion_timeout,
-    ("homing", AbortAsked): _moving_abort,
     ("homing", EStopped): _motion_estop,
     ("looking", AfterFrame): _looking_after,
     ("looking", TimerFired): _looking_after,
-    ("looking", AbortAsked): _looking_abort,
-    ("looking", EStopped): _looking_abort,
+    ("looking", EStopped): _looking_estop,
     ("judging", Evidenced): _judging_evidence,
     ("judging", TimerFired): _judging_evidence,
-    ("judging", AbortAsked): _judging_abort,
-    ("judging", EStopped): _judging_abort,
+    ("judging", EStopped): _judging_estop,
 }

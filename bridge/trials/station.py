@@ -17,6 +17,7 @@ the running trial through its loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import random
 import threading
@@ -91,6 +92,7 @@ class Station:
         self._motion = threading.Lock()  # one trial or arm action at a time, from any loop
         self._lock = threading.Lock()
         self._running: tuple[asyncio.AbstractEventLoop, asyncio.Queue] | None = None
+        self._phase: str | None = None  # the running trial's phase (read by abort_current on its loop)
         self._frames: OrderedDict[str, dict[str, bytes]] = OrderedDict()
 
     # -- state -----------------------------------------------------------------------------------
@@ -197,6 +199,7 @@ class Station:
         run = _Run(self, events, loop)
         with self._lock:
             self._running = (loop, events)
+            self._phase = state.phase
         finish: m.Finish | None = None
         try:
             while True:
@@ -207,10 +210,18 @@ class Station:
                         run.do(cmd)
                 if state.phase == "ended":
                     break
-                state, cmds = m.step(state, await events.get())
+                event, reply = await events.get()
+                new, cmds = m.step(state, event)
+                if reply is not None:  # whoever asked learns whether the machine took the event
+                    reply.set_result(new is not state)
+                state = new
+                self._phase = state.phase
         finally:
             with self._lock:
-                self._running = None
+                self._running, self._phase = None, None
+            for event, reply in _drain(events):  # nobody will take these now
+                if reply is not None and not reply.done():
+                    reply.set_result(False)
             run.close()
             if state.phase != "ended" and state.arm_request is not None:
                 # the trial was cancelled (its caller went away) while the arm had a command: the
@@ -264,7 +275,7 @@ class Station:
             log.exception("ending the recording of %s failed", trial_id)
             return None
 
-    def _post(self, event_of) -> bool:
+    def _post(self, event_of, reply: concurrent.futures.Future | None = None) -> bool:
         """Hand ``event_of(t)`` to the running trial from any thread; ``False`` when none runs."""
         with self._lock:
             running = self._running
@@ -272,15 +283,35 @@ class Station:
             return False
         loop, events = running
         try:
-            loop.call_soon_threadsafe(lambda: events.put_nowait(event_of(self.ports.clock.now())))
+            loop.call_soon_threadsafe(lambda: events.put_nowait((event_of(self.ports.clock.now()), reply)))
         except RuntimeError:  # the loop closed meanwhile
             return False
         return True
 
-    def abort_current(self) -> bool:
+    def abort_current(self, timeout_s: float = 5.0) -> bool:
         """The operator's *Abort trial*: the running trial ends ``aborted`` (``operator_abort``); a motion
-        is stopped in a controlled way and the slot put back as it was. ``False`` when none runs."""
-        return self._post(lambda t: m.AbortAsked(t))
+        is stopped in a controlled way and the slot put back as it was. ``False`` when no trial runs or
+        its action has already completed (``machine.ABORTABLE``: the trial then stands as it is).
+
+        From another thread it waits (up to ``timeout_s``) for the machine's answer; on the trial's own
+        event loop it answers from the phase (the machine steps on that same thread)."""
+        with self._lock:
+            running, phase = self._running, self._phase
+        if running is None:
+            return False
+        try:
+            on_loop = asyncio.get_running_loop() is running[0]
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            return phase in m.ABORTABLE and self._post(lambda t: m.AbortAsked(t))
+        reply: concurrent.futures.Future = concurrent.futures.Future()
+        if not self._post(lambda t: m.AbortAsked(t), reply):
+            return False
+        try:
+            return bool(reply.result(timeout=timeout_s))
+        except concurrent.futures.TimeoutError:
+            return False
 
     # -- the arm outside trials ------------------------------------------------------------------
     def emergency_stop(self) -> None:
@@ -303,22 +334,28 @@ class Station:
         while not self._readiness().ready and time.monotonic() < deadline:
             time.sleep(0.02)
 
-    async def _arm_action(self, action: str, timeout_s: float) -> dict:
-        while not self._motion.acquire(blocking=False):  # after any trial that is running
+    async def _locked(self):
+        while not self._motion.acquire(blocking=False):  # after any trial or action that is running
             await asyncio.sleep(0.01)
+
+    async def _arm_action(self, action: str, timeout_s: float) -> dict:
+        await self._locked()
         try:
-            try:
-                reply = await asyncio.wait_for(self.ports.arm.run(uuid.uuid4().hex, action), timeout_s)
-            except asyncio.TimeoutError:
-                self.ports.arm.emergency_stop()
-                return {"outcome": "robot_failure", "holding": self.belief.holding,
-                        "error": f"the arm gave no result within {timeout_s:.0f} s; emergency stop sent"}
-            if reply.outcome == "done" and action == "release":
-                self.belief = Belief(False, None, "operator", "the operator opened the gripper")
-            return {"outcome": reply.outcome, "error": None if reply.error is None else str(reply.error),
-                    "holding": self.belief.holding}
+            return await self._arm_action_locked(action, timeout_s)
         finally:
             self._motion.release()
+
+    async def _arm_action_locked(self, action: str, timeout_s: float) -> dict:
+        try:
+            reply = await asyncio.wait_for(self.ports.arm.run(uuid.uuid4().hex, action), timeout_s)
+        except asyncio.TimeoutError:
+            self.ports.arm.emergency_stop()
+            return {"outcome": "robot_failure", "holding": self.belief.holding,
+                    "error": f"the arm gave no result within {timeout_s:.0f} s; emergency stop sent"}
+        if reply.outcome == "done" and action == "release":
+            self.belief = Belief(False, None, "operator", "the operator opened the gripper")
+        return {"outcome": reply.outcome, "error": None if reply.error is None else str(reply.error),
+                "holding": self.belief.holding}
 
     async def release(self) -> dict:
         """Open the gripper where the arm is and clear the belief (the operator's fix when it is wrong).
@@ -334,17 +371,37 @@ class Station:
 
     async def reset_block(self) -> dict:
         """The start of an agent block: open the gripper, home, and (a simulator) restore the scene
-        exactly; the belief starts empty. Returns ``{"outcome", "error"}`` of the first step that
-        did not complete, else ``{"outcome": "done"}``."""
-        for action in ("release", "home"):
-            res = await self._arm_action(action, self.rules.recover_s)
-            if res["outcome"] != "done":
-                return res
+        exactly; the belief starts empty. One motion lock for all of it, so that no trial starts
+        between the homing and the restored scene. Returns ``{"outcome", "error"}`` of the first step
+        that did not complete, else ``{"outcome": "done"}``."""
+        await self._locked()
+        try:
+            for action in ("release", "home"):
+                res = await self._arm_action_locked(action, self.rules.recover_s)
+                if res["outcome"] != "done":
+                    return res
+            scene = self.ports.scene
+            if scene is not None and scene.automatic:
+                await asyncio.to_thread(scene.restore)
+            self.belief = EMPTY
+            return {"outcome": "done", "error": None}
+        finally:
+            self._motion.release()
+
+    def sync_belief(self) -> Belief:
+        """What the arm holds when a session starts: a simulator's contact state, else not known (a
+        restarted session cannot see into a gripper without a sensor: the console shows the doubt,
+        the next trial is a pick, and every block start opens the gripper anyway)."""
         scene = self.ports.scene
-        if scene is not None and scene.automatic:
-            await asyncio.to_thread(scene.restore)
-        self.belief = EMPTY
-        return {"outcome": "done", "error": None}
+        ev = None
+        if scene is not None:
+            ev = _quietly(lambda: scene.evidence(None), "reading the simulator's contact state")
+        if ev is not None:
+            self.belief = Belief(ev.held is not None, ev.held, "physics", "the simulator's contacts at the start")
+        else:
+            self.belief = Belief(False, None, "unknown", "the session (re)started: what the gripper holds is not "
+                                 "known; open the gripper if it holds something")
+        return self.belief
 
 
 class _Run:
@@ -364,7 +421,7 @@ class _Run:
         return task
 
     def _put(self, make) -> None:
-        self.events.put_nowait(make(self.ports.clock.now()))
+        self.events.put_nowait((make(self.ports.clock.now()), None))
 
     def do(self, cmd: Any) -> None:
         p = self.ports
@@ -487,3 +544,10 @@ class PointActParts:
         """A simulator restores the block's starting scene itself (else the operator does)."""
         scene = self.station.ports.scene
         return bool(scene is not None and scene.automatic)
+
+
+def _drain(queue: asyncio.Queue) -> list:
+    out = []
+    while not queue.empty():
+        out.append(queue.get_nowait())
+    return out

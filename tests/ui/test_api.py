@@ -535,3 +535,23 @@ def test_the_human_reference_can_give_no_point_told_as_a_model_without_one(env):
     rows = store.trials(study_id=sid)
     assert [(r["agent"], r["refusal"]["code"], r["outcome"], r["failure_stage"]) for r in rows] == [
         ("human", "no_point", "failed", "no_point"), ("sim-noisy", "no_point", "failed", "no_point")]
+
+
+def test_the_participant_sees_only_the_first_point_on_the_image_and_model_only_words_read_alike():
+    """A human reference clicks exactly one point, on the image: more points, a point off the image or
+    an invalid first point would single out a model, so the participant sees the first point when it
+    is usable on the image and otherwise reads "no point"."""
+    from pointlab.ui.flow import blinded_trial
+
+    base = {"id": 9, "block": 0, "instruction": "pick the cup", "action": "pick", "frame_size": [640, 480],
+            "judgement": None, "robot_outcome": "done"}
+    two = blinded_trial({**base, "points": [{"u_px": 10.4, "v_px": 20.6, "valid": True},
+                                            {"u_px": 300.0, "v_px": 200.0, "valid": True}]})
+    assert two["points_px"] == [[10, 21]]
+    for bad in ({"u_px": 700.0, "v_px": 20.0, "valid": True}, {"u_px": None, "v_px": None, "valid": False}):
+        refused = blinded_trial({**base, "robot_outcome": "refused", "points": [bad],
+                                 "refusal": {"code": "outside_image" if bad["valid"] else "invalid_point"}})
+        assert refused["points_px"] == [] and refused["message"] == "The robot did not move: the agent gave no point."
+    for code in ("agent_error", "timeout"):
+        aborted = blinded_trial({**base, "robot_outcome": "agent_failure", "outcome": "aborted", "abort": {"code": code}})
+        assert aborted["message"].startswith("This trial does not count: no answer came in time.")

@@ -219,7 +219,8 @@ def test_participant_session_at_phone_width(chromium, tmp_path):
         notice, trial_box = _box(page, "#notice-box"), _box(page, "#trial-box")
         assert notice["y"] + notice["h"] <= PHONE["height"] and notice["y"] < trial_box["y"], (notice, trial_box)
 
-        page.fill("#instruction", "put it in the blue bowl")
+        # one unbroken 360-character word (the limit is 500): it wraps, the page does not widen
+        page.fill("#instruction", "put it in the blue bowl " + "unbrokenword" * 30)
         page.tap("#send")
         _answer_human(op, world, *HUMAN_PX)  # the operator clicks the human reference's point
         _judge(page, log, "judgement 2", None)

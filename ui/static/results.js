@@ -57,8 +57,8 @@ async function load() {
   $("short-blocks").replaceChildren(...short.map((b) => PL.el("tr", { class: "short-block" },
     PL.el("td", {}, b.participant), PL.el("td", {}, `${b.alias} (${b.block})`), PL.el("td", {}, b.agent),
     PL.el("td", {}, b.kept), PL.el("td", {}, b.aborted), PL.el("td", {}, b.trials_per_agent))));
-  $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", { "data-outcome": t.outcome || "" },
-    PL.el("td", {}, t.id), PL.el("td", { class: "number" }, t.number ?? ""),
+  $("trials").replaceChildren(...r.trials.map((t) => PL.el("tr", { "data-outcome": t.outcome || "", "data-id": String(t.id) },
+    PL.el("td", { class: "number" }, t.number ?? ""),
     PL.el("td", {}, t.participant ?? t.participant_id), PL.el("td", {}, t.block ?? ""),
     PL.el("td", {}, t.agent), PL.el("td", {}, t.action), PL.el("td", {}, t.instruction),
     PL.el("td", {}, (t.points_px || []).map((p) => `(${p[0].toFixed(0)}, ${p[1].toFixed(0)})`).join(" ")),

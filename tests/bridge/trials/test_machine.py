@@ -437,3 +437,23 @@ def test_the_trial_package_loads_no_ros_web_or_sql_module():
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "", f"bridge.trials loads {out.stdout.strip()}"
     assert len(names) >= 10
+
+
+def test_an_abort_after_the_action_completed_is_refused_and_the_trial_stands():
+    """Voiding a completed place would throw its result away and turn the 'same' slot into a pick
+    (the place left the tool open): after the action, only the e-stop is taken."""
+    tr = Trial(belief=Belief(True, "red cube", "physics"))
+    to_moving(tr)
+    tr.feed(m.ArmEnded(115, tr.arm_request(), ArmReply("done", motion={**MOTION, "action": "place"})))
+    for phase in ("homing", "looking", "judging"):
+        assert tr.phase == phase and phase not in m.ABORTABLE
+        before = tr.state
+        assert m.step(tr.state, m.AbortAsked(116.0)) == (before, [])  # refused: nothing changes
+        if phase == "homing":
+            tr.feed(m.ArmEnded(117, tr.arm_request(), ArmReply("done")))
+        elif phase == "looking":
+            tr.feed(m.AfterFrame(117.5, frame(9, depth_mm=470)))
+    tr.feed(m.Evidenced(117.6, SceneEvidence(sim_success=True, sim_detail="in the bowl", held=None)))
+    f = tr.finish()
+    assert f.result.abort is None and f.result.outcome is None and f.result.robot_outcome == "done"
+    assert set(m.ABORTABLE) == {"asking", "targeting", "revealing", "checking", "moving"}

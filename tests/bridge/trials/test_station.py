@@ -164,3 +164,40 @@ def test_a_cancelled_trial_halts_a_moving_arm():
 
     asyncio.run(go())
     assert world.halts == 1 and not st.busy  # the motion was stopped and the station is free again
+
+
+def test_abort_from_another_thread_is_answered_by_the_machine():
+    """The console's route runs in a worker thread: it learns whether the machine took the abort."""
+    import threading
+
+    world = ScriptedWorld(motion_s=0.3)
+    st = world.station()
+    answers: list[bool] = []
+
+    async def go():
+        task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
+        while "home" not in world.commands:  # the pick completed: too late to abort
+            await asyncio.sleep(0.005)
+        t = threading.Thread(target=lambda: answers.append(st.abort_current()))
+        t.start()
+        res = await task
+        t.join()
+        return res
+
+    res = asyncio.run(go()).result
+    assert answers == [False] and res.abort is None and res.robot_outcome == "done"
+    assert st.abort_current() is False  # nothing runs
+
+
+def test_headless_trials_stop_when_the_camera_gives_no_picture():
+    """A recording that ended (or a camera unplugged): every attempt of a line is a camera_error abort,
+    and the run stops there with what ran in its summary, rather than abort every line of the script."""
+    from pointlab.bridge.trials.headless import run_scripted_trials
+
+    world = ScriptedWorld()
+    world.camera_ok = False
+    script = [{"instruction": "pick up the ball"}] * 5
+    out = run_scripted_trials(world.station(), "sim-oracle", script, max_repeats=2)
+    assert len(out["trials"]) == 3 and out["aborted"] == 3 and out["judged"] == 0
+    assert out["stopped"].startswith("the camera gave no picture in 3 trial(s) in a row")
+    assert "stopped at line 1" in out["stopped"] and world.commands == []
