@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # The outcomes that only aborted trials have (halted, stopped, not_moved, ...) are told by ABORT_WORDS.
 OUTCOME_MESSAGES = {
     "done": "The robot finished its {action} motion. Compare the two pictures.",
-    "refused": "The robot did not move: {refusal}.",
+    "refused": "The robot did not move: {refusal}. This trial counts as not carried out.",
     "robot_failure": "The robot reported a fault and stopped.",
     "agent_failure": "The agent did not answer.",
     "stopped": "The robot was stopped by the operator.",

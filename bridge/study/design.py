@@ -103,7 +103,8 @@ class BlockProgress:
         slots_used: slots done: the kept trials, and the aborts past the repeat cap (each uses up its slot).
         short: the block has used all its slots with fewer kept trials than ``trials_per_agent``
             (repeats ran out): flagged in the results and the export.
-        pending: the id of a kept trial still waiting for the participant's judgement, or ``None``.
+        pending: the id of a kept trial still waiting for the participant's judgement (a completed
+            motion; a refusal is failed without a question), or ``None``.
         last_aborted: the block's latest trial was aborted (its slot is being offered again).
     """
 
@@ -128,7 +129,8 @@ def block_progress(trials: Iterable[dict], *, trials_per_agent: int, max_repeats
     aborted = [t for t in mine if t.get("outcome") == "aborted"]
     kept = [t for t in mine if t.get("outcome") != "aborted"]
     judged = [t for t in kept if t.get("outcome") in ("succeeded", "failed")]
-    pending = next((t["id"] for t in kept if t.get("judgement") is None), None)
+    # a refusal already has its outcome (failed: nothing moved at the agent's point): nothing to ask
+    pending = next((t["id"] for t in kept if t.get("judgement") is None and t.get("outcome") is None), None)
     used = len(kept) + max(0, len(aborted) - max_repeats)
     return BlockProgress(kept=len(kept), judged=len(judged), succeeded=sum(t["outcome"] == "succeeded" for t in judged),
                          aborted=len(aborted), slots_used=used, short=used >= trials_per_agent and len(kept) < trials_per_agent,

@@ -8,9 +8,12 @@ from the lowest and highest points) and call the same rule. Only the simulator's
 
 The rule, in order (``placement_relation``; all lengths metres, base frame, z up):
 
-1. **in**: the reference is a container (``wall_m`` set), the placed object's centre lies inside
-   the container's inner wall (its footprint shrunk by the wall) and below its rim (the
-   reference's top). No tolerance: the wall itself is the boundary.
+1. **in**: the reference is a container (``wall_m`` set), the placed object's footprint centre lies
+   inside the container's inner wall (its footprint shrunk by the wall) and its bottom is below the
+   rim (the reference's top) by more than ``RESTING_TOL_M``: it went down into the container. A can
+   taller than the bowl it stands in is in it (its centre may be above the rim: that was the first
+   rule, and a newcomer saw it judge a can standing in the bowl "not in"); an object lying across
+   the rim is not. The wall itself is the boundary of the footprint.
 2. **on**: the placed object's bottom is within ``RESTING_TOL_M`` of the reference's top and its
    footprint centre is over the reference's footprint (no margin: an object whose centre of mass
    is beyond the edge of its only support falls off).
@@ -187,7 +190,7 @@ def placement_relation(placed: ObjectBox, reference: ObjectBox, table_z_m: float
 
     centre = placed.center_xy_m
     if (reference.wall_m is not None and reference.depth_inside_m(centre) >= reference.wall_m
-            and placed.center_z_m < reference.top_z_m):
+            and placed.bottom_z_m < reference.top_z_m - RESTING_TOL_M):
         return found("in")
     if abs(above_ref) <= RESTING_TOL_M and reference.depth_inside_m(centre) >= 0:
         return found("on")

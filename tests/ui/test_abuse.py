@@ -138,9 +138,10 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
                 if m.get("text") and '"trial_result"' in m["text"]:
                     break
             res = json.loads(m["text"], parse_constant=lambda c: pytest.fail(f"{c} sent to the browser"))
-            assert res["points_px"] == []
+            # a NaN first point is refused at pointing: nothing to judge, "no point" to read
+            assert res["points_px"] == [] and res["outcome"] == "refused"
             s = recv(ws, "state")
-            assert s["pending_trial"]["points_px"] == []
+            assert s["pending_trial"] is None and s["step"]["kind"] == "sus"
         r = client.get(f"/api/results?study_id={sid}", headers=H)
         assert r.status_code == 200, r.text
         json.loads(r.text, parse_constant=lambda c: pytest.fail(f"{c} in /api/results"))

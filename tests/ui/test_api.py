@@ -16,6 +16,7 @@ OP = "operator-secret-token"
 H = {"Authorization": f"Bearer {OP}"}
 # no reveal wait in these tests (docs/trials.md "Timing" has its own tests)
 NO_WAIT = {"reveal_low_s": 0, "reveal_high_s": 0}
+NO_POINT = "The robot did not move: the agent gave no point. This trial counts as not carried out."
 AGENTS = ["sim-oracle", "sim-noisy", "human"]
 
 
@@ -170,9 +171,11 @@ def test_full_participant_session_over_websocket(env):
         res = recv(ws, "trial_result")
         # an answer that could not be read is told as any answer without a point (it cannot single out a model)
         assert res["outcome"] == "refused" and res["points_px"] == []
-        assert res["message"] == "The robot did not move: the agent gave no point."
-        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
-        recv(ws, "judged")
+        assert res["message"] == NO_POINT
+        # a refusal is failed at once (nothing moved at the agent's point): no question, the SUS is next
+        recv_state(ws, lambda s: s["step"]["kind"] == "sus")
+        ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"}))
+        assert "no such trial" in recv(ws, "error")["error"]  # no judgement to give, none taken
         ws.send_text(json.dumps({"type": "sus", "block": 1, "responses": [1, 5, 1, 5, 1, 5, 1, 5, 1, 5]}))
         assert recv(ws, "sus_saved")["score"] == 0.0
 
@@ -202,7 +205,8 @@ def test_full_participant_session_over_websocket(env):
                             ("human", "put it in the bowl")]
     trials = store.trials(study_id=sid)
     assert [(t["agent"], t["block"], t["judgement"]) for t in trials] == [
-        ("sim-oracle", 0, "succeeded"), ("sim-noisy", 1, "failed"), ("human", 2, "succeeded")]
+        ("sim-oracle", 0, "succeeded"), ("sim-noisy", 1, None), ("human", 2, "succeeded")]
+    assert trials[1]["outcome"] == "failed" and trials[1]["failure_stage"] == "no_point"
     # The raw answer (which names the agent in the scripted world) is stored for the operator.
     assert "sim-oracle" in trials[0]["raw_answer"]
 
@@ -385,9 +389,9 @@ def test_blinded_trial_copies_no_runner_text():
     refusal = {"code": "no_depth", "detail": "no valid depth within 5 px of gpt-4o", "stage": "depth"}
     refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None, "refusal": refusal,
                              "target": {"valid": False, "refusal": refusal}})
-    assert refused["message"] == "The robot did not move: there is no depth reading near the point."
+    assert refused["message"] == "The robot did not move: there is no depth reading near the point. This trial counts as not carried out."
     unreachable = blinded_trial({**base, "robot_outcome": "refused", "refusal": {"code": "unreachable"}})
-    assert unreachable["message"] == "The robot did not move: the robot cannot reach that point."
+    assert unreachable["message"] == "The robot did not move: the robot cannot reach that point. This trial counts as not carried out."
     odd = blinded_trial({**base, "robot_outcome": "exploded by gpt-4o", "target": None, "robot_error": "x"})
     assert odd["outcome"] == "robot_failure" and "gpt" not in json.dumps(odd).lower()
 
@@ -527,11 +531,10 @@ def test_the_human_reference_can_give_no_point_told_as_a_model_without_one(env):
                 assert r.json() == {"request_id": reqs[0]["request_id"], "declined": True}
             res = recv(ws, "trial_result")
             messages.append((res["outcome"], res["points_px"], res["message"]))
-            ws.send_text(json.dumps({"type": "judge", "trial_id": res["trial_id"], "judgement": "failed"}))
-            recv(ws, "judged")
+            recv_state(ws, lambda s: s["step"]["kind"] == "sus")  # a refusal is not a question
             ws.send_text(json.dumps({"type": "sus", "block": block, "responses": [3] * 10}))
             recv(ws, "sus_saved")
-    assert messages[0] == messages[1] == ("refused", [], "The robot did not move: the agent gave no point.")
+    assert messages[0] == messages[1] == ("refused", [], NO_POINT)
     rows = store.trials(study_id=sid)
     assert [(r["agent"], r["refusal"]["code"], r["outcome"], r["failure_stage"]) for r in rows] == [
         ("human", "no_point", "failed", "no_point"), ("sim-noisy", "no_point", "failed", "no_point")]
@@ -551,7 +554,7 @@ def test_the_participant_sees_only_the_first_point_on_the_image_and_model_only_w
     for bad in ({"u_px": 700.0, "v_px": 20.0, "valid": True}, {"u_px": None, "v_px": None, "valid": False}):
         refused = blinded_trial({**base, "robot_outcome": "refused", "points": [bad],
                                  "refusal": {"code": "outside_image" if bad["valid"] else "invalid_point"}})
-        assert refused["points_px"] == [] and refused["message"] == "The robot did not move: the agent gave no point."
+        assert refused["points_px"] == [] and refused["message"] == NO_POINT
     for code in ("agent_error", "timeout"):
         aborted = blinded_trial({**base, "robot_outcome": "agent_failure", "outcome": "aborted", "abort": {"code": code}})
         assert aborted["message"].startswith("This trial does not count: no answer came in time.")

@@ -84,8 +84,10 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
                     time.sleep(0.05)
                 u, v = oracle.points(text, decode_jpeg(base64.b64decode(reqs[0]["jpeg_b64"])))[0]
                 assert op.post(f"/api/human-requests/{reqs[0]['request_id']}/answer", json={"u": u, "v": v}).status_code == 200
-            page.wait_for_selector("#judge-box:not(.hidden)", timeout=30000)
-            page.click("#judge-failed" if block == 1 else "#judge-succeeded")
+            # a completed motion is judged; a refusal is failed at once and only told (no question)
+            page.wait_for_selector("#judge-box:not(.hidden), #sus-box:not(.hidden)", timeout=60000)
+            if page.is_visible("#judge-box"):
+                page.click("#judge-failed" if block == 1 else "#judge-succeeded")
             page.wait_for_selector("#sus-box:not(.hidden)")
             for i in range(1, 11):
                 page.check(f"input[name=sus{i}][value='3']")

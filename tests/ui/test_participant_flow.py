@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -101,15 +102,27 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                     # Playwright's position is relative to the padding box (inside the border).
                     x, y = (u + 0.5) * shown_w / nat_w, (v + 0.5) * shown_h / nat_h
                     img.click(position={"x": x, "y": y})
-                p.wait_for_selector("#judge-box:not(.hidden)", timeout=30000)
-                # the live view kept running through the action, and the judgement shows the frame
-                # after the arm stopped beside the one the agent saw
+                deadline = time.monotonic() + 60
+                while len(live.store.trials()) <= n_before:  # the trial ran and was stored
+                    assert time.monotonic() < deadline, "the trial was not stored"
+                    time.sleep(0.05)
+                row = live.store.trials()[n_before]
+                # the live view kept running through the action
                 assert p.evaluate("window.__pl.frames") > frames_at_send + 5
+                if row["robot_outcome"] == "refused":
+                    # a refusal (sim-noisy's point off the table) is failed at once and only told: no question
+                    assert block == 1 and row["outcome"] == "failed", row
+                    p.wait_for_function("document.querySelector('#notice').textContent.includes("
+                                        "'This trial counts as not carried out.')", timeout=30000)
+                    assert p.is_hidden("#judge-box")
+                    judged[block].append("failed")
+                    continue
+                p.wait_for_selector("#judge-box:not(.hidden)", timeout=30000)
+                # the judgement shows the frame after the arm stopped beside the one the agent saw
                 p.wait_for_function("document.querySelector('#after').naturalWidth > 0", timeout=10000)
                 assert p.inner_text("#judge-question") == "Was your instruction carried out?"
                 if block == 0 and k == 0:
                     p.screenshot(path=str(shots / "participant.png"))
-                row = live.store.trials()[n_before]
                 assert row["after_frame_index"] is not None and row["after_frame_index"] > row["frame_index"]
                 if block == 2:
                     # the stored point is the clicked pixel, within the CSS-pixel rounding of a click

@@ -107,7 +107,13 @@ function render() {
 
 function onMessage(m) {
   window.__pl.messages.push(m);
-  if (m.type === "state") { state = m; render(); }
+  if (m.type === "state") {
+    state = m;
+    // the block has started, by whatever path (the operator's scene reset sends the participant no
+    // block_started): the start button is no longer waiting
+    if (m.step && m.step.kind !== "setup") starting = false;
+    render();
+  }
   else if (m.type === "block_started") { starting = false; notice = ""; render(); }
   else if (m.type === "waiting_for_scene") {
     $("start-block").textContent = "The operator is resetting the scene…"; $("start-block").disabled = true;
@@ -117,8 +123,9 @@ function onMessage(m) {
   }
   else if (m.type === "trial_result") {
     running = false; $("instruction").value = ""; $("trial-status").textContent = "";
-    // an aborted trial is not a question: it does not count and the slot is offered again
-    notice = m.outcome === "aborted" ? m.message : "";
+    // neither an aborted trial (it does not count; the slot may come again) nor a refusal (the robot
+    // did not move: it counts as not carried out) is a question: the message says what happened
+    notice = m.outcome === "aborted" || m.outcome === "refused" ? m.message : "";
     render();
   }
   else if (m.type === "sus_saved") { notice = `Thank you: your answers about ${m.alias} are saved.`; render(); }

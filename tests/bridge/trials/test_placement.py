@@ -119,10 +119,18 @@ def test_in_needs_the_centre_inside_the_inner_wall(x, expected):
     assert relation(block(x, bottom=0.012), BOWL) == expected
 
 
-@pytest.mark.parametrize("bottom, expected", [(0.0295, "in"), (0.0305, "elsewhere")])
-def test_in_needs_the_centre_below_the_rim(bottom, expected):
-    # centre at bottom + 0.02: 4.95 cm and 5.05 cm either side of the 5 cm rim
+@pytest.mark.parametrize("bottom, expected", [(0.0395, "in"), (0.0405, "on")])
+def test_in_needs_the_bottom_below_the_rim_by_the_resting_tolerance(bottom, expected):
+    # the 5 cm rim less 1 cm: 3.95 cm is 1.05 cm below it (in), 4.05 cm only 0.95 cm (resting on the
+    # rim's height: on)
     assert relation(block(0.0, bottom=bottom), BOWL) == expected
+
+
+def test_a_can_taller_than_the_bowl_standing_in_it_is_in_it():
+    # an 8 cm can on the bowl's floor (bottom 1.2 cm above the table): its centre (5.2 cm) is above the
+    # 5 cm rim, its bottom well below it (the newcomer's trial 12, judged "not in" by the first rule)
+    can = ObjectBox((0.0, 0.0), (0.066, 0.066), 0.012, 0.092, footprint="disc")
+    assert relation(can, BOWL) == "in"
 
 
 @pytest.mark.parametrize("y, expected", [(0.022, "in"), (0.0255, "elsewhere")])
