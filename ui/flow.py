@@ -244,8 +244,10 @@ def request_block_start(ctx: AppContext, participant: dict) -> Step:
         raise FlowError("the robot is stopped; wait for the operator to reset it")
     if ctx.busy():
         raise FlowError("the robot is busy")
-    # the block start moves the arm too: nothing moves when a trial could not start (no room, not ready)
-    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"]))):
+    # the block start moves the arm too: nothing moves when a trial could not start (no room, not
+    # ready), except that it homes first, so an arm a reset left where it stopped is no reason
+    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"])),
+                                            homes_first=True):
         raise FlowError(problem)
     return step
 

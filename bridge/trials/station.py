@@ -37,6 +37,9 @@ __all__ = ["Station", "TrialSettings", "Ran", "StationBusy", "KEEP_TRIAL_FRAMES"
 
 log = logging.getLogger(__name__)
 
+# ``Station.needs_reset`` after a reset from a stop or fault: the arm is where it stopped (a reset never
+# moves it); trials wait until it is homed
+NEEDS_HOME = "stopped away from home: press Home arm"
 KEEP_TRIAL_FRAMES = 50  # trials whose before/after JPEGs stay in memory (the store keeps them all)
 
 
@@ -125,12 +128,14 @@ class Station:
             log.warning("free space unknown: %s", e)
             return None
 
-    def start_problem(self, settings: TrialSettings = TrialSettings()) -> str | None:
+    def start_problem(self, settings: TrialSettings = TrialSettings(), *, homes_first: bool = False) -> str | None:
         """Why a trial cannot start now, in plain words, or ``None``: stopped, busy, the arm not ready,
-        or less free space than the floor (checked again before the motion by the machine)."""
+        or less free space than the floor (checked again before the motion by the machine).
+        ``homes_first``: the caller homes the arm before anything else (a block start), so an arm
+        left away from home by a reset is no reason."""
         if self.busy:
             return "the robot is busy"
-        return self._start_problem(settings)
+        return self._start_problem(settings, homes_first=homes_first)
 
     def _readiness(self) -> ArmReadiness:
         try:
@@ -165,10 +170,10 @@ class Station:
         finally:
             self._motion.release()
 
-    def _start_problem(self, settings: TrialSettings) -> str | None:
+    def _start_problem(self, settings: TrialSettings, *, homes_first: bool = False) -> str | None:
         if self.stopped:
             return "the robot is stopped; wait for the operator to reset it"
-        if self.needs_reset:
+        if self.needs_reset and not (homes_first and self.needs_reset == NEEDS_HOME):
             return f"the robot is not ready ({self.needs_reset}); please tell the operator"
         ready = self._readiness()
         if not ready.ready:
@@ -322,14 +327,20 @@ class Station:
         self._post(lambda t: m.EStopped(t))
 
     def reset(self, ready_timeout_s: float = 5.0) -> None:
-        """Leave the emergency stop (the arm's bring-up runs again) and allow trials again. Blocks until
-        the arm reports itself ready, at most ``ready_timeout_s`` (its state arrives a moment after the
-        reset; a trial started before it would be refused as not ready)."""
+        """Leave the emergency stop or fault (the arm's bring-up runs again). Blocks until the arm
+        reports itself ready, at most ``ready_timeout_s`` (its state arrives a moment after the reset;
+        a trial started before it would be refused as not ready).
+
+        A reset never moves the arm (ISO 13850: resetting an emergency stop shall not by itself
+        start motion), so after a stop or fault the arm is wherever it stopped, maybe in the
+        camera's view: trials stay refused (``needs_reset == NEEDS_HOME``) until ``home`` or a block
+        start has homed it. A reset with nothing stopped allows trials at once."""
         import time
 
+        was_stopped = self.stopped or self.needs_reset is not None or self._arm_latched()
         self.ports.arm.reset()
         self.stopped = False
-        self.needs_reset = None
+        self.needs_reset = NEEDS_HOME if was_stopped else None
         deadline = time.monotonic() + ready_timeout_s
         while not self._readiness().ready and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -354,6 +365,8 @@ class Station:
                     "error": f"the arm gave no result within {timeout_s:.0f} s; emergency stop sent"}
         if reply.outcome == "done" and action == "release":
             self.belief = Belief(False, None, "operator", "the operator opened the gripper")
+        if reply.outcome == "done" and action == "home" and self.needs_reset == NEEDS_HOME:
+            self.needs_reset = None
         return {"outcome": reply.outcome, "error": None if reply.error is None else str(reply.error),
                 "holding": self.belief.holding}
 
@@ -366,8 +379,16 @@ class Station:
         return await self._arm_action("release", self.rules.recover_s)
 
     async def home(self) -> dict:
-        """Move to the home pose; returns as ``release``."""
+        """Move to the home pose (after a reset, this allows trials again); returns as ``release``."""
         return await self._arm_action("home", self.rules.home_s)
+
+    def _arm_latched(self) -> bool:
+        """The arm itself reports an emergency stop or a fault (e.g. the controller's own button)."""
+        try:
+            st = self.ports.arm.state()
+        except Exception:
+            return True  # unknown: treat it as stopped somewhere
+        return bool(st.get("estopped") or st.get("fault"))
 
     async def reset_block(self) -> dict:
         """The start of an agent block: open the gripper, home, and (a simulator) restore the scene

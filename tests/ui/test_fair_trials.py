@@ -81,6 +81,10 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
             assert s["step"]["kind"] == "trial" and s["step"]["trial_number"] == 1 and s["step"]["repeat"]
             row = live.store.trials(study_id=sid)[0]
             assert (row["outcome"], row["abort"]["code"], row["failure_stage"]) == ("aborted", "estop", "aborted")
+            # the reset did not move the arm: it is where it stopped, so no trial until it is homed
+            p.send({"type": "instruction", "text": "pick up the red cube"})
+            assert "Home arm" in p.recv("error")["error"]
+            assert op.post("/api/arm/home").json() == {"homed": True}
             # the repeat: after the stop the arm may be anywhere and hold anything; it picks again
             p.send({"type": "instruction", "text": "pick up the red cube"})
             res = p.recv("trial_result", timeout_s=60)

@@ -175,7 +175,8 @@ function onStatus(s) {
   const b = s.belief || {};
   const held = b.holding ? (b.object || "something") : "nothing";
   $("arm").textContent = `holds: ${held} (${b.source || "?"}) · next: ${b.holding ? "place" : "pick"} · TCP ${tcp}` +
-    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
+    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "") +
+    (a.needs_reset && !s.stopped ? ` · not ready: ${a.needs_reset}` : "");
   // the gripper has no sensor: when the last pick could not be seen to lift anything, say so beside Open gripper
   $("belief-doubt").classList.toggle("hidden", b.source !== "unknown");
   $("belief-doubt").textContent = b.source === "unknown" ? `Not sure what the gripper holds: ${b.detail}. ` +

@@ -69,7 +69,31 @@ def test_estop_mid_motion_is_an_estop_and_nothing_starts_until_reset():
     with pytest.raises(StationBusy, match="stopped"):
         run(st)
     st.reset()
+    # a reset never moves the arm (ISO 13850): it is where it stopped, so trials wait for Home arm
+    assert world.commands == ["pick"]
+    with pytest.raises(StationBusy, match="Home arm"):
+        run(st)
+    assert asyncio.run(st.home())["outcome"] == "done" and st.start_problem() is None
     assert run(st).result.robot_outcome == "done"
+    assert world.commands == ["pick", "home", "pick", "home"]
+
+
+def test_a_reset_with_nothing_stopped_allows_trials_at_once():
+    world = ScriptedWorld()
+    st = world.station()
+    st.reset()
+    assert st.needs_reset is None and st.start_problem() is None
+
+
+def test_a_block_start_after_a_reset_homes_and_allows_trials():
+    world = ScriptedWorld()
+    st = world.station()
+    st.emergency_stop()
+    st.reset()
+    assert "Home arm" in st.start_problem()
+    assert st.start_problem(homes_first=True) is None  # a block start homes before anything else
+    assert asyncio.run(st.reset_block())["outcome"] == "done"
+    assert st.start_problem() is None
 
 
 @pytest.mark.parametrize("reason", ["robot_fault", "agent_error", "camera_error", "timeout", "no_storage",
