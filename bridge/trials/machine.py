@@ -62,9 +62,10 @@ Phase = Literal["asking", "targeting", "revealing", "checking", "moving", "halti
                 "judging", "ended"]
 PHASES: tuple[str, ...] = Phase.__args__
 
-# Measured recordings (docs/recording.md): up to ~130 MB of MCAP for one 20 s browser trial. The
-# default floor keeps room for four of them beside the store.
-DEFAULT_MIN_FREE_BYTES = 512_000_000
+# Measured browser trials (a newcomer's session, docs/trials.md "Storage"): 77-247 MB of MCAP each,
+# mean about 147 MB; the recording runs until the participant's judgement, so a slow judge makes it
+# longer. The default floor keeps room for four of the largest beside the store.
+DEFAULT_MIN_FREE_BYTES = 1_000_000_000
 
 # (from, event, to): every transition the machine may take. Event labels are the event's ``label``
 # (its kind and, where the kind alone does not decide, the case in brackets).

@@ -558,3 +558,23 @@ def test_the_participant_sees_only_the_first_point_on_the_image_and_model_only_w
     for code in ("agent_error", "timeout"):
         aborted = blinded_trial({**base, "robot_outcome": "agent_failure", "outcome": "aborted", "abort": {"code": code}})
         assert aborted["message"].startswith("This trial does not count: no answer came in time.")
+
+
+def test_the_console_form_offers_the_api_defaults():
+    """The new-study form's fields start at the API's own defaults (a console that offered another
+    floor or reveal range than the API would make the documented defaults untrue for most studies)."""
+    import re
+    from importlib.resources import files
+
+    from pointlab.ui.routes_studies import StudyIn
+
+    html = files("pointlab.ui").joinpath("static/operator.html").read_text()
+
+    def value(input_id: str) -> float:
+        return float(re.search(rf'id="{input_id}"[^>]*\bvalue="([^"]+)"', html).group(1))
+
+    fields = StudyIn.model_fields
+    assert value("min-free") == fields["min_free_mb"].default == 1000
+    assert (value("reveal-low"), value("reveal-high")) == (fields["reveal_low_s"].default,
+                                                           fields["reveal_high_s"].default) == (10, 26)
+    assert value("max-repeats") == fields["max_repeats"].default == 2

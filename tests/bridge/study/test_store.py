@@ -333,7 +333,7 @@ def test_a_version_4_database_gets_numbers_per_study_and_keeps_its_floor(tmp_pat
     # a study keeps the fixed floor it was run with as both bounds; it gets the default storage floor
     st1, st2 = s.study(1), s.study(2)
     assert (st1["reveal_low_s"], st1["reveal_high_s"], st2["reveal_low_s"], st2["reveal_high_s"]) == (4.0, 4.0, 0.0, 0.0)
-    assert st1["min_free_mb"] == 512
+    assert st1["min_free_mb"] == 1000  # 1 GB, docs/trials.md "Storage"
     # and new trials continue the numbering of their study
     new = s.save_trial(TrialResult(trial_id="y", agent="a", instruction="pick it", action="pick"), study_id=1,
                        frames={"before": b"\xff\xd8b", "after": b"\xff\xd8a"})
