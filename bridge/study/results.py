@@ -79,7 +79,7 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
     (Wilson) or ``None``, ``auto_success_rate`` and ``auto_ci95`` (the automatic check, where it
     could tell), ``agreement`` (share of trials where the participant and the automatic check agree)
     with ``kappa`` (Cohen's) over ``n_compared`` trials, ``sim_success_rate`` (the simulator's own
-    judgement where known), ``failure_stages`` ``{stage: n}``, ``late_share`` (share of this agent's
+    judgement where known), ``failure_stages`` ``{stage: n}`` over the trials not aborted, ``late_share`` (share of this agent's
     answers that came after their drawn reveal time, ``bridge.trials.timing``; operator only: a
     high share can unblind), ``n_short_blocks`` (blocks of ``blocks``, ``study_blocks`` rows, that
     ended short of their trials), ``mean_sus``, ``sus`` (every score), ``n_surveys``.
@@ -99,7 +99,7 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
         sim = [t["sim_success"] for t in kept if t.get("sim_success") is not None]
         sus = [s["score"] for s in surveys if s.get("agent") == a]
         stages: dict[str, int] = {}
-        for t in mine:
+        for t in kept:  # the stages of the failures; aborts are ``n_aborted``, not a stage of failure
             if t.get("failure_stage"):
                 stages[t["failure_stage"]] = stages.get(t["failure_stage"], 0) + 1
         ci = wilson_interval(k, len(judged))

@@ -117,7 +117,8 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
             why = (f"the script asks for a {wanted}, but the arm "
                    + ("holds nothing (the pick before it held nothing, or did not run)" if wanted == "place"
                       else "still holds something"))
-            skipped.append({"line": k, "instruction": item["instruction"], "reason": why})
+            skipped.append({"line": k, "round": n // len(script) + 1, "instruction": item["instruction"],
+                            "reason": why})
             if progress is not None:
                 progress({"event": "skipped", "line": k, "of": len(script), "round": n // len(script) + 1,
                           "agent": agent, "reason": why})
@@ -160,7 +161,7 @@ def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict]
     ok, judged = _rate_so_far(results)
     stages: dict[str, int] = {}
     for t in results:
-        if t.failure_stage is not None:
+        if t.failure_stage is not None and t.outcome != "aborted":  # aborts are counted in ``aborted``
             stages[t.failure_stage] = stages.get(t.failure_stage, 0) + 1
     return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok, "judged": judged,
             "success_rate": ok / judged if judged else None,

@@ -43,6 +43,19 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
         op.wait_for_selector("#agents input[value=human]")
         assert sorted(op.eval_on_selector_all("#agents input:checked", "els => els.map(e => e.value)")) == [
             "human", "sim-noisy", "sim-oracle"]
+        # an emptied number field is not sent as 0 (Number("") is 0: a 0 MB storage floor): the form
+        # will not submit, so no study is created
+        op.fill("#min-free", "")
+        op.click("#create-study")
+        assert op.eval_on_selector("#min-free", "e => e.validity.valueMissing")
+        assert live.store.studies() == []
+        op.fill("#min-free", "1000")
+        # a refusal's list of field errors reads as words, not raw JSON
+        assert op.evaluate('PL.detailText([{loc: ["body", "reveal_low_s"], msg: "Input should be a valid number"}, '
+                           '{loc: ["body", "min_free_mb"], msg: "Field required"}])') == (
+            "reveal_low_s: Input should be a valid number; min_free_mb: Field required")
+        # the results open in their own tab: the console (and a human reference's click) keeps running
+        assert op.get_attribute("#results-link", "target") == "_blank"
         op.fill("#tpa", str(TRIALS_PER_AGENT))
         op.fill("#scene", "sim tabletop")
         op.fill("#reveal-low", "0")  # no reveal wait here: the timing rule has its own tests

@@ -112,6 +112,9 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
     """The judgement: frames loaded and stacked, each at least 340 px wide and fully on screen, the
     point drawn where the agent's pixel is displayed, the Yes/No buttons finger-sized."""
     page.wait_for_selector("#judge-box:not(.hidden)", timeout=20000)
+    # the question was brought up on the screen: its top is in the viewport, not below the live view
+    top = page.eval_on_selector("#judge-box", "e => e.getBoundingClientRect().top")
+    assert -1 <= top < PHONE["height"] / 2, top
     page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
     # the before frame is drawn once its JPEG is fetched and decoded: its marker red appears
     page.wait_for_function("""(() => { const c = document.querySelector('#before'); if (c.width !== 320) return false;

@@ -17,8 +17,20 @@ const PL = {
     const r = await fetch(path, opt);
     const ct = r.headers.get("content-type") || "";
     const data = ct.includes("json") ? await r.json() : await r.text();
-    if (!r.ok) throw new Error((data && data.detail) ? (typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail)) : `HTTP ${r.status}`);
+    if (!r.ok) throw new Error((data && data.detail) ? PL.detailText(data.detail) : `HTTP ${r.status}`);
     return data;
+  },
+  // An error's detail in words: FastAPI's 422 is a list of {loc, msg}: "reveal_low_s: Input should be
+  // greater than or equal to 0; ..." rather than raw JSON.
+  detailText(detail) {
+    if (typeof detail === "string") return detail;
+    if (Array.isArray(detail)) {
+      return detail.map((d) => {
+        const where = (d && Array.isArray(d.loc) ? d.loc : []).filter((x) => x !== "body").join(".");
+        return (where ? `${where}: ` : "") + (d && d.msg ? d.msg : JSON.stringify(d));
+      }).join("; ");
+    }
+    return JSON.stringify(detail);
   },
   // Draw a JPEG frame (ImageBitmap) scaled to the canvas, then the points (original-image pixels).
   drawFrame(canvas, bitmap, points, frameSize) {

@@ -6,6 +6,9 @@ const token = PL.fragmentParam("token") || "";
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
 let bitmap = null, currentRequest = null, reference = null, referenceStudy = null, alerted = null;
+// requests this console already answered or declined: a status sent before the server took the
+// answer still lists them, and showing the box again would invite a second click
+const answered = new Set();
 let studies = [];
 window.__pl = { frames: 0, alerts: 0, status: null };
 
@@ -114,6 +117,7 @@ $("decline").addEventListener("click", async () => {
   if (!currentRequest) return;
   const req = currentRequest;
   currentRequest = null;
+  answered.add(req.request_id);
   $("human-box").classList.add("hidden");
   document.title = "Point-Act operator";
   await call("POST", `/api/human-requests/${req.request_id}/decline`);
@@ -130,6 +134,7 @@ $("human-img").addEventListener("click", async (ev) => {
   const v = y / img.clientHeight * currentRequest.height - 0.5;
   const req = currentRequest;
   currentRequest = null;
+  answered.add(req.request_id);
   $("human-box").classList.add("hidden");
   document.title = "Point-Act operator";
   await call("POST", `/api/human-requests/${req.request_id}/answer`, { u, v });
@@ -151,7 +156,8 @@ function alertFor(r) {
   }
 }
 
-async function showRequests(reqs) {
+async function showRequests(all) {
+  const reqs = all.filter((r) => !answered.has(r.request_id));
   if (!reqs.length) { currentRequest = null; $("human-box").classList.add("hidden"); document.title = "Point-Act operator"; return; }
   if (currentRequest && reqs.some((r) => r.request_id === currentRequest.request_id)) return;
   const r = reqs[0];

@@ -5,6 +5,7 @@ const token = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
 let bitmap = null, state = null, ws = null, running = false, starting = false, notice = "";
+let judgeScrolled = null;  // the trial whose question was scrolled into view (phones)
 let judging = null;      // the trial being judged: {trial_id, points_px, frame_size, ...}
 let judgeShown = null;   // trial_id whose before/after frames are on screen
 let susBlockShown = null;
@@ -89,6 +90,12 @@ function render() {
     judging = null; judgeShown = null; window.__pl.judging = null;
   }
   show("judge-box", s.kind === "judge" && !running && judging !== null);
+  // on a phone the question comes below the live view, off the screen: bring it up once per trial
+  if (s.kind === "judge" && !running && judging !== null && judgeScrolled !== judging.trial_id &&
+      window.matchMedia("(max-width: 700px)").matches) {
+    judgeScrolled = judging.trial_id;
+    $("judge-box").scrollIntoView({ block: "start" });
+  }
   // judging: the before/after pair gets half the page instead of the narrow side column
   document.body.classList.toggle("judging", s.kind === "judge" && !running && judging !== null);
   show("notice-box", !!notice && s.kind !== "judge");

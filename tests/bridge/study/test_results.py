@@ -115,7 +115,7 @@ def test_aborted_trials_are_left_out_of_every_rate_and_counted():
     # Wilson 2/3 does not change because two trials were aborted
     assert a["ci95"] == pytest.approx(list(wilson_interval(2, 3)))
     assert a["auto_success_rate"] == pytest.approx(1 / 3) and a["n_compared"] == 3
-    assert a["agreement"] == pytest.approx(2 / 3) and a["failure_stages"] == {"grasp": 1, "aborted": 2}
+    assert a["agreement"] == pytest.approx(2 / 3) and a["failure_stages"] == {"grasp": 1}  # aborts are n_aborted
     # kappa: pairs (T,T), (F,F), (T,F): p_o 2/3, p_e = 2/3 * 1/3 + 1/3 * 2/3 = 4/9 -> (2/9) / (5/9) = 0.4
     assert a["kappa"] == pytest.approx(0.4)
 

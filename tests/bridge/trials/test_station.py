@@ -225,3 +225,29 @@ def test_headless_trials_stop_when_the_camera_gives_no_picture():
     assert len(out["trials"]) == 3 and out["aborted"] == 3 and out["judged"] == 0
     assert out["stopped"].startswith("the camera gave no picture in 3 trial(s) in a row")
     assert "stopped at line 1" in out["stopped"] and world.commands == []
+
+
+def test_headless_skips_carry_their_round_and_aborts_are_no_stage_of_failure():
+    """Two rounds of a pick-then-place script; the first round's pick holds nothing, so its place is
+    skipped (listed with round 1, never charged); the second round's first pick has no picture
+    (aborted, then repeated): the summary's stages count failures only, the abort is in ``aborted``."""
+    from pointlab.bridge.trials.headless import run_scripted_trials
+
+    world = ScriptedWorld(grasps=[False, True, True])
+    st = world.station()
+    script = [{"instruction": "pick up the ball", "expected": {"action": "pick"}},
+              {"instruction": "put it in the bowl", "expected": {"action": "place"}}]
+
+    def progress(event):  # the camera gives no picture for the first attempt of round 2
+        if event["event"] == "skipped":
+            world.camera_ok = False
+        elif event["event"] == "trial" and event["outcome"] == "aborted":
+            world.camera_ok = True
+
+    out = run_scripted_trials(st, "sim-oracle", script, settings=NOW, repeat=2, progress=progress)
+    assert [(s["line"], s["round"]) for s in out["skipped"]] == [(2, 1)]
+    # (the scripted world gives the automatic check no judgement: completed motions stay unjudged)
+    assert [(t["action"], t["outcome"]) for t in out["trials"]] == [
+        ("pick", None), ("pick", "aborted"), ("pick", None), ("place", None)]
+    assert out["trials"][1]["failure_stage"] == "aborted"  # the trial's own record keeps it
+    assert out["aborted"] == 1 and out["unjudged"] == 3 and out["failure_stages"] == {}
