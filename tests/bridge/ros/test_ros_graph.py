@@ -216,6 +216,10 @@ def test_robot_fault_is_an_abort_and_nothing_starts_while_stopped(ros_env):
         with pytest.raises(StationBusy, match="not ready"):
             run("pick up the red cube")
         s.station.reset()
+        # the reset moved nothing: the arm is where the fault stopped it, so trials wait for a home
+        with pytest.raises(StationBusy, match="Home arm"):
+            run("pick up the red cube")
+        assert asyncio.run(s.station.home())["outcome"] == "done"
         ok = run("pick up the red cube")
         n_commands = len(s.arm_node.commands_received)
         s.station.emergency_stop()
