@@ -144,7 +144,10 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
     state = {"type": "state", "label": participant["label"], "step": step.to_dict(),
              "queue_position": pos, "queue_length": len(ctx.queue.snapshot()),
              "action": current_action(ctx), "arm_busy": ctx.current is not None, "running": mine_running,
-             "stopped": ctx.stopped, "pending_trial": None}
+             "stopped": ctx.stopped, "pending_trial": None,
+             # after a reset the arm waits for the operator's Home arm (or a fault for a reset): the page
+             # says the operator is getting it ready, instead of offering a Send that would be refused
+             "not_ready": ctx.station.needs_reset is not None and not ctx.stopped}
     if step.kind == "judge" and step.trial_id is not None:
         state["pending_trial"] = blinded_trial(ctx.store.trial(step.trial_id))
     if step.kind == "sus":  # the page shows the same statements the score is computed for

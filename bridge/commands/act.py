@@ -2,7 +2,7 @@
 (``pointlab act`` itself, the session with its web app, is in ``pointlab.ui.cli``).
 
 - ``pointlab act trials --agent NAME [--instructions FILE.jsonl] --db FILE.sqlite`` runs scripted
-  instructions without a browser and prints ``{"trials": [...], "success_rate": float}``;
+  instructions without a browser and prints the summary (``bridge.trials.headless.summarize_trials``);
 - ``pointlab act node camera|pointing|targeting|arm`` runs one ROS 2 node alone (a lab can use
   realsense-ros or xarm_ros2 for the others; see docs/ros.md);
 - ``pointlab act export --db FILE --study N --out DIR`` writes the study's trial CSV, SUS CSV, clips
@@ -74,8 +74,9 @@ def trials_cmd(
                                help="run the script this many times, the scene restored before each (sim only)"),
 ) -> None:
     """Run scripted instructions through the ROS node set without a browser; one progress line per
-    trial on stderr, then print {"trials": [...], "success_rate", "successes", "judged", "aborted",
-    "unjudged", "failure_stages", "skipped"}. Each trial has its outcome (judged by the automatic
+    trial on stderr, then print {"agent", "trials": [...], "success_rate", "successes", "judged",
+    "aborted", "unjudged", "failure_stages" (failures only), "skipped" (with line and round),
+    "stopped" (why the run ended early, else null)}. Each trial has its outcome (judged by the automatic
     check: the sim's physics state, else depth; a refusal is a failure), failure stage and recording;
     aborted trials are left out of the rate and repeated; a scripted place after a pick that held
     nothing is skipped as not applicable (docs/trials.md)."""

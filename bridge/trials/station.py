@@ -339,8 +339,9 @@ class Station:
 
         was_stopped = self.stopped or self.needs_reset is not None or self._arm_latched()
         self.ports.arm.reset()
-        self.stopped = False
+        # needs_reset first: a page's state read between the two never sees a ready arm that is not
         self.needs_reset = NEEDS_HOME if was_stopped else None
+        self.stopped = False
         deadline = time.monotonic() + ready_timeout_s
         while not self._readiness().ready and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -78,6 +78,7 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
             # not a question: the same slot is offered again, marked as a repeat
             assert op.post("/api/arm/reset").status_code == 200
             s = p.state(lambda s: not s["stopped"])
+            assert s["not_ready"] is True  # the arm is where it stopped: the page says, please wait
             assert s["step"]["kind"] == "trial" and s["step"]["trial_number"] == 1 and s["step"]["repeat"]
             row = live.store.trials(study_id=sid)[0]
             assert (row["outcome"], row["abort"]["code"], row["failure_stage"]) == ("aborted", "estop", "aborted")
@@ -85,6 +86,7 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
             p.send({"type": "instruction", "text": "pick up the red cube"})
             assert "Home arm" in p.recv("error")["error"]
             assert op.post("/api/arm/home").json() == {"homed": True}
+            p.state(lambda s: not s["not_ready"])
             # the repeat: after the stop the arm may be anywhere and hold anything; it picks again
             p.send({"type": "instruction", "text": "pick up the red cube"})
             res = p.recv("trial_result", timeout_s=60)

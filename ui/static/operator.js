@@ -181,8 +181,7 @@ function onStatus(s) {
   const b = s.belief || {};
   const held = b.holding ? (b.object || "something") : "nothing";
   $("arm").textContent = `holds: ${held} (${b.source || "?"}) · next: ${b.holding ? "place" : "pick"} · TCP ${tcp}` +
-    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "") +
-    (a.needs_reset && !s.stopped ? ` · not ready: ${a.needs_reset}` : "");
+    (a.fault ? ` · fault: ${a.fault}` : "") + (a.error_code ? ` · error ${a.error_code}` : "");
   // the gripper has no sensor: when the last pick could not be seen to lift anything, say so beside Open gripper
   $("belief-doubt").classList.toggle("hidden", b.source !== "unknown");
   $("belief-doubt").textContent = b.source === "unknown" ? `Not sure what the gripper holds: ${b.detail}. ` +
@@ -195,6 +194,12 @@ function onStatus(s) {
   $("arm").title = JSON.stringify(s.arm_state);  // the full state on hover
   const stopped = s.stopped || a.estopped;
   $("stopped-banner").classList.toggle("hidden", !stopped);
+  // after a reset the arm is where it stopped: no trial starts until it is homed (a reset never moves it)
+  const notReady = !stopped && a.needs_reset;
+  $("not-ready-banner").classList.toggle("hidden", !notReady);
+  $("not-ready-banner").textContent = notReady ? (a.needs_reset.includes("Home arm")
+    ? "ARM NOT READY: it is where it stopped (a reset never moves it). Press Home arm; no trial starts until then."
+    : `ARM NOT READY (${a.needs_reset}). Press Reset arm.`) : "";
   document.body.classList.toggle("stopped", !!stopped);
   const pb = s.pending_block;
   $("scene-box").classList.toggle("hidden", !pb);

@@ -40,10 +40,23 @@ async function showJudgement(trial) {
       bm.close();
     }
     const a = await frame(trial.trial_id, "after");
-    if (a && judgeShown === trial.trial_id) after.src = URL.createObjectURL(a);
+    if (a && judgeShown === trial.trial_id) {
+      after.src = URL.createObjectURL(a);
+      await after.decode();  // its height is known only now: the box grows by it
+    }
   } catch (e) {
     // a frame no longer kept (a server restart): the question still stands on the live view
   }
+  if (judgeShown === trial.trial_id) bringUp("judge-box");
+}
+
+// On a phone the step comes below the live view, off the screen: scroll the whole box into view
+// (its Yes/No at the bottom included) when it fits, else its top.
+function bringUp(id) {
+  if (!window.matchMedia("(max-width: 700px)").matches) return;
+  const box = $(id);
+  if (box.classList.contains("hidden")) return;
+  box.scrollIntoView({ block: box.getBoundingClientRect().height <= window.innerHeight ? "end" : "start" });
 }
 
 function buildSus(items) {
@@ -69,7 +82,9 @@ function render() {
   $("queue").textContent = s.kind === "done" ? "Finished."
     : myTurn ? "You command the robot."
     : pos == null ? "Not in the queue." : `You are number ${pos + 1} in the queue (${pos} ${pos === 1 ? "person" : "people"} ahead of you). Please wait.`;
-  show("stopped-box", state.stopped);
+  show("stopped-box", state.stopped || state.not_ready);
+  $("stopped-box").textContent = state.stopped ? "The robot is stopped. The operator will reset it."
+    : "The operator is getting the robot ready. Please wait.";
   show("setup-box", s.kind === "setup" && myTurn && !running);
   $("setup-title").textContent = `Next: ${s.alias || "the next agent"}`;
   $("start-block").textContent = starting ? "Resetting the robot and the scene…" : `Start ${s.alias || ""}`;
@@ -80,7 +95,7 @@ function render() {
   $("action").textContent = state.action;
   $("action").className = "pill " + state.action;
   $("instruction").placeholder = state.action === "place" ? "e.g. put it in the blue bowl" : "e.g. pick up the red block";
-  $("send").disabled = running || state.arm_busy || state.stopped;
+  $("send").disabled = running || state.arm_busy || state.stopped || state.not_ready;
   $("instruction").disabled = running;
   if (s.kind === "judge" && state.pending_trial && !running) {
     judging = state.pending_trial;
@@ -91,10 +106,10 @@ function render() {
   }
   show("judge-box", s.kind === "judge" && !running && judging !== null);
   // on a phone the question comes below the live view, off the screen: bring it up once per trial
-  if (s.kind === "judge" && !running && judging !== null && judgeScrolled !== judging.trial_id &&
-      window.matchMedia("(max-width: 700px)").matches) {
+  // (again when its frames have loaded, showJudgement)
+  if (s.kind === "judge" && !running && judging !== null && judgeScrolled !== judging.trial_id) {
     judgeScrolled = judging.trial_id;
-    $("judge-box").scrollIntoView({ block: "start" });
+    bringUp("judge-box");
   }
   // judging: the before/after pair gets half the page instead of the narrow side column
   document.body.classList.toggle("judging", s.kind === "judge" && !running && judging !== null);
@@ -115,6 +130,8 @@ function render() {
 function onMessage(m) {
   window.__pl.messages.push(m);
   if (m.type === "state") {
+    // the robot became ready again: an error that said it was not ready no longer holds
+    if (state && (state.stopped || state.not_ready) && !m.stopped && !m.not_ready) setError("");
     state = m;
     // the block has started, by whatever path (the operator's scene reset sends the participant no
     // block_started): the start button is no longer waiting

@@ -67,6 +67,7 @@ async function load() {
     PL.el("td", {}, t.judgement || "–"), clipCell(t))));
   for (const kind of ["success", "sus"]) {
     const url = await blobUrl(`/api/results/plot.svg?study_id=${sid}&kind=${kind}`);
+    $(`plot-${kind}`).classList.toggle("hidden", !url);  // no study or no chart: no broken image
     if (url) $(`plot-${kind}`).src = url;
   }
 }
