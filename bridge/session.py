@@ -293,7 +293,11 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         if config.recording is not None and config.db_path is not None:
             from pointlab.bridge.ros.recorder import TrialRecorder
 
-            session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path)
+            from pointlab.bridge.recording.static_tf import StaticTransform
+
+            # every recording carries the camera's pose in the base frame, for a 3D viewer
+            session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path,
+                                             static_transforms=[StaticTransform.of_calibration(session.calibration)])
             session._closers.append(session.recorder.close)  # before the host goes
             recorder = RosRecorderPort(session.recorder)
         session.station = _station(config, session, world if sim_robot else None, sim_camera, humans, recorder)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from .frame import Intrinsics
+from .image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED_SUFFIX, decode_color, decode_depth, is_compressed
 
-__all__ = ["DEPTH_TOPIC_SCALE_M", "REALSENSE_TOPICS", "stamp_to_ns", "image_to_rgb", "image_to_depth",
+__all__ = ["DEPTH_TOPIC_SCALE_M", "REALSENSE_TOPICS", "REALSENSE_COMPRESSED_TOPICS", "stamp_to_ns", "image_to_rgb", "image_to_depth",
            "camera_info_to_intrinsics"]
 
 # Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
@@ -33,6 +34,13 @@ REALSENSE_TOPICS = {
     "depth": "/camera/camera/aligned_depth_to_color/image_raw",
     "camera_info": "/camera/camera/color/camera_info",
 }
+# The same streams through image_transport's compressed transports (``image_codecs``): what a lab
+# records to keep bags small, and what our recorder writes.
+REALSENSE_COMPRESSED_TOPICS = {
+    "color": REALSENSE_TOPICS["color"] + COMPRESSED_SUFFIX,
+    "depth": REALSENSE_TOPICS["depth"] + COMPRESSED_DEPTH_SUFFIX,
+    "camera_info": REALSENSE_TOPICS["camera_info"],
+}
 
 
 def stamp_to_ns(stamp) -> int:
@@ -43,9 +51,14 @@ def stamp_to_ns(stamp) -> int:
 def image_to_rgb(msg) -> np.ndarray:
     """``sensor_msgs/Image`` (``rgb8``, ``bgr8``, ``rgba8``, ``bgra8``) -> ``(H, W, 3)`` uint8 RGB.
 
+    A ``sensor_msgs/CompressedImage`` (image_transport's ``compressed``: JPEG or PNG) is decoded
+    (``image_codecs.decode_color``).
+
     Raises:
         ValueError: another encoding or a buffer that does not match ``height * step``.
     """
+    if is_compressed(msg):
+        return decode_color(msg)
     enc = msg.encoding.lower()
     channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}.get(enc)
     if channels is None:
@@ -68,9 +81,14 @@ def image_to_depth(msg) -> tuple[np.ndarray, float]:
     ``16UC1``/``mono16`` are taken as millimetres (realsense-ros, REP 118); ``32FC1`` as metres and
     converted to millimetres (non-finite or non-positive -> 0).
 
+    A ``sensor_msgs/CompressedImage`` in image_transport's ``compressedDepth`` form is decoded
+    (``image_codecs.decode_depth``).
+
     Raises:
         ValueError: another encoding or a buffer that does not match the size.
     """
+    if is_compressed(msg):
+        return decode_depth(msg), DEPTH_TOPIC_SCALE_M
     enc = msg.encoding.upper()
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
     if enc in ("16UC1", "MONO16"):

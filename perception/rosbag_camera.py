@@ -20,6 +20,9 @@ Playback, in the bag's log-time order, no frame skipped for being late:
   capture one stamp on all its topics), else the nearest within ``max_pair_gap_ms``; a colour frame
   with no depth near it is skipped (counted in ``skipped``, logged once), never served without depth;
 - intrinsics are those of the latest ``camera_info`` (a colour frame before the first one waits for it);
+- each stream is read from its raw topic, else from image_transport's compressed one
+  (``<colour>/compressed`` JPEG, ``<depth>/compressedDepth`` PNG; ``image_codecs``), so pointlab's
+  compressed recordings and a lab's bag of compressed transports play alike;
 - depth ``16UC1`` is millimetres (``depth_scale_m`` 0.001), ``32FC1`` metres converted to millimetres
   (``image_msgs.image_to_depth``);
 - ``stamp_ns`` is the recorded header stamp (nanoseconds; on later laps shifted forward);
@@ -40,7 +43,9 @@ from typing import Iterator
 from .camera import Camera
 from .errors import CameraSourceError, EndOfRecording
 from .frame import CAMERA_OPTICAL_FRAME, RGBDFrame
-from .image_msgs import REALSENSE_TOPICS, camera_info_to_intrinsics, image_to_depth, image_to_rgb, stamp_to_ns
+from .image_msgs import (REALSENSE_COMPRESSED_TOPICS, REALSENSE_TOPICS, camera_info_to_intrinsics, image_to_depth,
+                         image_to_rgb,
+                         stamp_to_ns)
 from .playback import Laps, PlaybackClock, PlaybackOptions, split_playback_spec
 
 __all__ = ["RosbagCamera", "bag_camera", "holds_topic"]
@@ -62,6 +67,14 @@ def _open_reader(path: Path):
     except (AnyReaderError, ReaderError, OSError, ValueError) as e:
         raise CameraSourceError(f"cannot read ROS 2 bag {path}: {e}") from e
     return reader
+
+
+def _streams_in(have: set[str]) -> dict[str, str]:
+    """The realsense-ros topic of each stream that a bag holding ``have`` plays: the raw image, else
+    image_transport's compressed one (``compressed`` colour, ``compressedDepth`` depth: what
+    pointlab's recorder writes and what a lab records to keep bags small)."""
+    return {k: raw if raw in have or REALSENSE_COMPRESSED_TOPICS[k] not in have else REALSENSE_COMPRESSED_TOPICS[k]
+            for k, raw in REALSENSE_TOPICS.items()}
 
 
 def holds_topic(path: str | Path, topic: str) -> bool:
@@ -96,6 +109,7 @@ class RosbagCamera(Camera):
                  rate: float = 1.0, loop: bool = True) -> None:
         super().__init__()
         self.path = Path(path)
+        self._topics_given = topics is not None
         self.topics = dict(REALSENSE_TOPICS if topics is None else topics)
         self.max_gap_ns = int(max_pair_gap_ms * 1e6)
         self.playback = PlaybackOptions(rate=rate, loop=loop)
@@ -113,6 +127,8 @@ class RosbagCamera(Camera):
             raise CameraSourceError(f"recording {self.path} not found")
         self._reader = _open_reader(self.path)
         have = {c.topic for c in self._reader.connections}
+        if not self._topics_given:
+            self.topics = _streams_in(have)
         missing = [self.topics[k] for k in ("color", "depth", "camera_info") if self.topics[k] not in have]
         if missing:
             self._reader.close()
@@ -247,7 +263,7 @@ def _librealsense(path: Path, **kwargs) -> Camera:
 
 def _db3(path: Path, **kwargs) -> Camera:
     # librealsense 2.5x also writes sqlite3 bags, with its own topic layout: those go to pyrealsense2
-    if holds_topic(path, REALSENSE_TOPICS["color"]):
+    if holds_topic(path, REALSENSE_TOPICS["color"]) or holds_topic(path, REALSENSE_COMPRESSED_TOPICS["color"]):
         return RosbagCamera(path, **kwargs)
     return _librealsense(path, **kwargs)
 

@@ -69,6 +69,13 @@ class RecordingConfig(BaseModel):
         min_free_mb: free space the recordings' disk must keep (the SQLite store is usually on it):
             no recording starts below it, and a running one ends (``ended_by = "disk_floor"``).
         compress: zstd-compress the MCAP's chunks (readers decompress transparently).
+        images: ``"compressed"`` (default): colour is written as image_transport's ``compressed``
+            (JPEG, ``jpeg_quality``) on ``<colour topic>/compressed`` and aligned depth as
+            ``compressedDepth`` (lossless 16-bit PNG, ``png_level``) on
+            ``<depth topic>/compressedDepth`` (``perception.image_codecs``); ``"raw"``: the
+            ``sensor_msgs/Image`` bytes as they arrived, on the raw topics (about 10 times larger).
+        jpeg_quality: 1-100, the colour's JPEG quality (compressed_image_transport's parameter name).
+        png_level: 0-9, zlib effort of the depth PNG (compressed_depth_image_transport's name).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -80,6 +87,9 @@ class RecordingConfig(BaseModel):
     max_queued: int = Field(32, ge=2)
     min_free_mb: float = Field(200.0, ge=0)
     compress: bool = True
+    images: Literal["compressed", "raw"] = "compressed"
+    jpeg_quality: int = Field(80, ge=1, le=100)
+    png_level: int = Field(1, ge=0, le=9)
 
     def resolved_dir(self, db_path: str | Path | None = None) -> Path:
         """The recordings folder: ``dir``, else beside ``db_path``, else ``./recordings``."""

@@ -19,6 +19,11 @@ serialized by rclpy without any DDS). Everything else happens on the engine's ow
   full) stops that output, removes its partial file and is recorded; below ``min_free_mb`` of free
   space no recording starts and a running one ends. Nothing here raises into the trial loop.
 
+Kept images are stored as image_transport's ``compressed`` (colour JPEG) and ``compressedDepth``
+(lossless depth PNG) ``sensor_msgs/CompressedImage`` on its topic names (``bag_topics``;
+``perception.image_codecs``), encoded here, on the engine's thread; ``RecordingConfig(images="raw")``
+writes the raw ``sensor_msgs/Image`` bytes as they arrived instead.
+
 The clip (``bridge.recording.clip``) gets colour frames at ``clip.fps``; once the trial's answer
 (``point_answer`` with the recording's request id, or the first answer when none was given) has
 been received, its points are drawn on every later frame.
@@ -35,19 +40,23 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import ValidationError
 
+from pointlab.perception.image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED_SUFFIX, encode_color, encode_depth
 from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_to_ns
 
 from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
+from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_static_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
 from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import PointAnswer
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag, typestore
 
-__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED"]
+__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics"]
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +78,29 @@ RECORDED_TOPICS: dict[str, str] = {
     TOPICS["arm_halt"]: _EMPTY,
     TOPICS["arm_reset"]: _EMPTY,
 }
+_COMPRESSED = "sensor_msgs/msg/CompressedImage"
+
+
+def bag_topics(config: RecordingConfig) -> dict[str, str]:
+    """The topics a recording's bag holds, ``{name: ROS type}``: ``RECORDED_TOPICS``, with the colour
+    and depth images on image_transport's ``compressed``/``compressedDepth`` topics when
+    ``config.images == "compressed"``."""
+    if config.images == "raw":
+        return dict(RECORDED_TOPICS)
+    out = {}
+    for topic, msgtype in RECORDED_TOPICS.items():
+        if topic in _STORED_AS:
+            out[_STORED_AS[topic]] = _COMPRESSED
+        else:
+            out[topic] = msgtype
+    return out
+
+
 # State topics whose latest message opens every recording (a trial starts from a known state).
 LATCHED = (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"], TOPICS["arm_state"])
 _COLOR, _DEPTH, _ANSWER = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"]
+# where a kept colour or depth frame goes in a compressed recording (image_transport's names)
+_STORED_AS = {_COLOR: _COLOR + COMPRESSED_SUFFIX, _DEPTH: _DEPTH + COMPRESSED_DEPTH_SUFFIX}
 _DISK_CHECK_S = 1.0
 _KEEP_FINISHED = 200
 
@@ -141,11 +170,20 @@ class Recorder:
     Args:
         root: the recordings folder (created when the first recording begins).
         config: rates, clip settings, limits (``RecordingConfig``).
+        static_transforms: written on ``/tf_static`` when each recording begins (``static_tf``; the
+            session passes its calibration's camera pose).
+
+    Raises:
+        ValueError: a static transform that is not a proper rigid transform.
     """
 
-    def __init__(self, root: str | Path, config: RecordingConfig = RecordingConfig()) -> None:
+    def __init__(self, root: str | Path, config: RecordingConfig = RecordingConfig(), *,
+                 static_transforms: Sequence[StaticTransform] = ()) -> None:
         self.layout = RecordingLayout(root)
         self.config = config
+        # written on /tf_static at the start of every recording (the calibration's camera pose)
+        self.static_transforms = list(static_transforms)
+        tf_static_cdr(self.static_transforms, 0)  # a bad matrix fails here, not in every recording
         self._lock = threading.Lock()
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._queued = 0
@@ -346,12 +384,17 @@ class Recorder:
             self._finish(active, t, "disk_floor", b.begin_ns)
             return
         try:
-            t.bag = TrialBag(self.layout.bag(t.trial_id), RECORDED_TOPICS, compress=self.config.compress)
+            topics = bag_topics(self.config)
+            if self.static_transforms:
+                topics[TF_STATIC] = TF_MESSAGE
+            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress)
         except BagError as e:
             t.fail(str(e))
         t.clip = ClipWriter(self.layout.clip(t.trial_id), self.config.clip)
         for topic, log_ns, cdr in b.latched:
             self._message_to(t, topic, log_ns, cdr, self._decode(topic, cdr))
+        if self.static_transforms:
+            self._bag_write(t, TF_STATIC, b.begin_ns, tf_static_cdr(self.static_transforms, b.begin_ns))
 
     def _on_end(self, active: dict[str, _Trial], e: _End) -> None:
         t = active.get(e.trial_id)
@@ -407,10 +450,26 @@ class Recorder:
         if keep:
             if self._image_period_ns is not None:
                 t.image_slot[topic] = stamp // self._image_period_ns
-            self._bag_write(t, topic, log_ns, cdr)
+            if self.config.images == "raw":
+                self._bag_write(t, topic, log_ns, cdr)
+            else:
+                self._compressed_write(t, topic, log_ns, msg, pixels)
         if to_clip:
             t.clip_slot = stamp // self._clip_period_ns
             self._clip_add(t, pixels, stamp)
+
+    def _compressed_write(self, t: _Trial, topic: str, log_ns: int, msg, pixels) -> None:
+        """Write a kept frame as image_transport's compressed form, with the raw message's header
+        (stamp and frame id unchanged)."""
+        try:
+            fmt, data = (encode_color(pixels, self.config.jpeg_quality) if topic == _COLOR
+                         else encode_depth(pixels, self.config.png_level))
+        except ValueError as e:
+            self._bad(t, topic, str(e))
+            return
+        store = typestore()
+        out = store.types[_COMPRESSED](header=msg.header, format=fmt, data=np.frombuffer(data, dtype=np.uint8))
+        self._bag_write(t, _STORED_AS[topic], log_ns, bytes(store.serialize_cdr(out, _COMPRESSED)))
 
     def _answer_to(self, t: _Trial, msg) -> None:
         try:
@@ -460,7 +519,8 @@ class Recorder:
                 rec.mcap_bytes = t.bag.close()
                 rec.bag, rec.mcap = self.layout.relative(t.bag.folder), self.layout.relative(t.bag.mcap_path)
                 rec.messages = {k: v for k, v in t.bag.counts.items() if v}
-                rec.color_frames, rec.depth_frames = t.bag.counts[_COLOR], t.bag.counts[_DEPTH]
+                rec.color_frames = t.bag.counts.get(_COLOR, 0) + t.bag.counts.get(_STORED_AS[_COLOR], 0)
+                rec.depth_frames = t.bag.counts.get(_DEPTH, 0) + t.bag.counts.get(_STORED_AS[_DEPTH], 0)
             except BagError as e:
                 t.fail(f"{e}; the partial bag was removed")
                 t.bag.abort()

@@ -3,9 +3,9 @@
 The folder is what ``ros2 bag record -s mcap`` makes (``metadata.yaml`` + ``<name>.mcap``), so
 ``ros2 bag play <folder>`` works on every ROS 2 distribution that has the MCAP storage plugin, the
 ``.mcap`` alone opens in Foxglove and with the ``mcap`` reader library (profile ``ros2``, schemas
-``ros2msg``, messages ``cdr``), and ``rosbags`` reads either. Messages are written as the serialized
-CDR bytes that arrived (an rclpy raw subscription), so nothing is re-encoded and every header stamp
-is the publisher's; the MCAP log time (and publish time, rosbags writes one value) is the time of
+``ros2msg``, messages ``cdr``), and ``rosbags`` reads either. Messages are written as serialized CDR
+bytes (those that arrived on an rclpy raw subscription, or the recorder's compressed images), with
+the publisher's header stamps; the MCAP log time (and publish time, rosbags writes one value) is the time of
 reception. Message definitions come from rosbags' Kilted type store (the ROS 2 wheels here are
 Kilted; the image, camera-info, joint-state, pose and string types are the same in every
 distribution since Humble).

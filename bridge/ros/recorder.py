@@ -50,6 +50,8 @@ class TrialRecorder:
         config: ``RecordingConfig`` (rates, clip settings, limits, folder).
         db_path: the session's SQLite file; the recordings folder defaults to ``recordings/`` beside it.
         image_depth: history depth of the image subscriptions (reliable, keep last).
+        static_transforms: ``bridge.recording.static_tf.StaticTransform`` s written on ``/tf_static``
+            in every recording (the session's calibration).
 
     Attributes:
         root: the recordings folder (``Recording`` paths are relative to it).
@@ -57,12 +59,12 @@ class TrialRecorder:
     """
 
     def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
-                 image_depth: int = 5) -> None:
+                 image_depth: int = 5, static_transforms=()) -> None:
         from rclpy.executors import SingleThreadedExecutor
 
         from pointlab.bridge.ros.lean_node import LeanNode
 
-        self.engine = Recorder(config.resolved_dir(db_path), config)
+        self.engine = Recorder(config.resolved_dir(db_path), config, static_transforms=static_transforms)
         self.node = LeanNode("pointlab_recorder", context=host.context)
         self._subs = {}
         for topic, ros_type in RECORDED_TOPICS.items():

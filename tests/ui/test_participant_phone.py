@@ -112,9 +112,16 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
     """The judgement: frames loaded and stacked, each at least 340 px wide and fully on screen, the
     point drawn where the agent's pixel is displayed, the Yes/No buttons finger-sized."""
     page.wait_for_selector("#judge-box:not(.hidden)", timeout=20000)
-    # the question was brought up on the screen, without the participant scrolling: once its frames
-    # have loaded, the whole box, its Yes and No included, is inside the viewport when it fits (a long
-    # instruction can make it taller than the screen: then its top is at the top)
+    page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
+    # the before frame is drawn once its JPEG is fetched and decoded: its marker red appears
+    page.wait_for_function("""(() => { const c = document.querySelector('#before'); if (c.width !== 320) return false;
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        for (let i = 0; i < d.length; i += 4) if (d[i] > 240 && d[i + 1] < 70 && d[i + 2] > 70) return true;
+        return false; })()""", timeout=10000)
+    # the question was brought up on the screen without the participant scrolling: with its frames
+    # loaded (waited for above: the box has its full height), the whole box, Yes and No included, is
+    # inside the viewport when it fits (a long instruction can make it taller than the screen: then
+    # its top is at the top)
     page.wait_for_function("""(() => { const r = document.querySelector('#judge-box').getBoundingClientRect();
         return r.height <= innerHeight ? r.top >= -0.5 && r.bottom <= innerHeight + 0.5
                                        : Math.abs(r.top) <= 0.5; })()""", timeout=10000)
@@ -122,12 +129,6 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
         for sel in ("#judge-succeeded", "#judge-failed"):
             r = page.eval_on_selector(sel, "e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }")
             assert -0.5 <= r[0] and r[1] <= PHONE["height"] + 0.5, (sel, r)
-    page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
-    # the before frame is drawn once its JPEG is fetched and decoded: its marker red appears
-    page.wait_for_function("""(() => { const c = document.querySelector('#before'); if (c.width !== 320) return false;
-        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        for (let i = 0; i < d.length; i += 4) if (d[i] > 240 && d[i + 1] < 70 && d[i + 2] > 70) return true;
-        return false; })()""", timeout=10000)
     _check_layout(page, state, log)
     before, after = _box(page, "#before"), _box(page, "#after")
     for b in (before, after):

@@ -113,20 +113,36 @@ def stamp(m) -> int:
     return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
 
 
+COLOR_Z, DEPTH_Z = TOPICS["color"] + "/compressed", TOPICS["depth"] + "/compressedDepth"
+
+
+def psnr(a, b) -> float:
+    return 10 * math.log10(255 ** 2 / np.mean((a.astype(float) - b.astype(float)) ** 2))
+
+
 def test_recording_opens_with_the_mcap_reader_in_time_order(recorded_2s, real_frames):
+    import cv2
+
     root, r = recorded_2s
     assert r.complete and r.ended_by == "end" and r.errors == [], r.errors
     assert (r.bag, r.mcap, r.clip) == ("trial1", "trial1/trial1.mcap", "trial1.mp4")
     profile, msgs = read_mcap(root / r.mcap)
     assert profile == "ros2"
-    colour = [m for topic, _l, _p, m in msgs if topic == TOPICS["color"]]
-    depth = [m for topic, _l, _p, m in msgs if topic == TOPICS["depth"]]
+    # by default images are stored as image_transport's compressed forms, on its topic names
+    assert not {TOPICS["color"], TOPICS["depth"]} & {t for t, *_ in msgs}
+    colour = [m for topic, _l, _p, m in msgs if topic == COLOR_Z]
+    depth = [m for topic, _l, _p, m in msgs if topic == DEPTH_Z]
     # 2 s of captures at 25 fps kept at 5 fps by stamp: the first of every 200 ms, captures 0, 5, ... 45
     assert len(colour) == r.color_frames == 10 and len(depth) == r.depth_frames == 10
     assert [stamp(m) for m in colour] == [T0 + 5 * k * PERIOD_NS for k in range(10)]  # the publisher's stamps
     assert [stamp(m) for m in depth] == [stamp(m) for m in colour]  # depth kept with its own colour frame
-    assert colour[0].encoding == "rgb8" and depth[0].encoding == "16UC1" and colour[0].width == 640
-    np.testing.assert_array_equal(np.frombuffer(colour[1].data, np.uint8).reshape(480, 640, 3), real_frames[5].color)
+    assert colour[0].format == "rgb8; jpeg compressed bgr8" and depth[0].format == "16UC1; compressedDepth png"
+    assert colour[0].header.frame_id == "camera_color_optical_frame"
+    # plain OpenCV decodes them: the JPEG directly, the depth PNG after image_transport's 12-byte header
+    bgr = cv2.imdecode(np.frombuffer(bytes(colour[1].data), np.uint8), cv2.IMREAD_COLOR)
+    assert bgr.shape == (480, 640, 3) and psnr(bgr[:, :, ::-1], real_frames[5].color) > 30.0
+    d = cv2.imdecode(np.frombuffer(bytes(depth[1].data)[12:], np.uint8), cv2.IMREAD_UNCHANGED)
+    np.testing.assert_array_equal(d, real_frames[5].depth)  # lossless
     # log times are reception times, in file order; every camera_info (25 fps) kept
     logs = [log for _t, log, _p, _m in msgs]
     assert logs == sorted(logs) and logs[0] >= r.started_unix_ns
@@ -146,14 +162,28 @@ def test_rosbags_reads_the_bag_folder_and_the_record_beside_it(recorded_2s):
     with AnyReader([root / r.bag]) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
         types = {c.topic: c.msgtype for c in reader.connections}
-    assert counts[TOPICS["color"]] == r.color_frames == 10
-    assert types[TOPICS["color"]] == "sensor_msgs/msg/Image"
+    assert counts[COLOR_Z] == r.color_frames == 10 and counts[DEPTH_Z] == r.depth_frames == 10
+    assert types[COLOR_Z] == types[DEPTH_Z] == "sensor_msgs/msg/CompressedImage"
     assert types[TOPICS["joint_states"]] == "sensor_msgs/msg/JointState"
     assert counts[TOPICS["joint_states"]] == 0  # registered, silent in this trial
     layout = RecordingLayout(root)
     assert layout.load("trial1") == r
     assert recording_of({"id": 3, "trial_uid": "trial1"}, layout) == r  # a row without the column
     assert recording_of({"id": 3, "trial_uid": "x", "recording": r.model_dump()}, layout) == r
+
+
+def test_raw_images_are_the_bytes_that_arrived_and_ten_times_larger(tmp_path, stream_2s, recorded_2s, real_frames):
+    root, compressed = recorded_2s
+    r = record(tmp_path, stream_2s, images="raw")
+    _profile, msgs = read_mcap(tmp_path / r.mcap)
+    colour = [m for topic, _l, _p, m in msgs if topic == TOPICS["color"]]
+    assert len(colour) == r.color_frames == 10 and colour[0].encoding == "rgb8"
+    np.testing.assert_array_equal(np.frombuffer(colour[1].data, np.uint8).reshape(480, 640, 3), real_frames[5].color)
+    # the same 2 s (10 colour + 10 depth frames of a real, noisy RealSense scene; raw is already
+    # zstd-chunked): JPEG colour alone is about 8x smaller, lossless depth about 3x, so the whole bag
+    # at least 4x (measured: 7.9 MB -> 1.6 MB; per sim trial, docs/recording.md)
+    print(f"raw {r.mcap_bytes / 1e6:.2f} MB, compressed {compressed.mcap_bytes / 1e6:.2f} MB")
+    assert compressed.mcap_bytes * 4 <= r.mcap_bytes
 
 
 def test_clip_decodes_with_the_points_drawn_after_the_answer(recorded_2s):
@@ -187,7 +217,7 @@ def test_the_recording_plays_back_through_the_camera_registry(recorded_2s, real_
         for k, f in enumerate(got):
             src = real_frames[(5 * k) % len(real_frames)]
             assert f.stamp_ns == T0 + 5 * k * PERIOD_NS and f.index == k
-            np.testing.assert_array_equal(f.color, src.color)
+            assert psnr(f.color, src.color) > 30.0  # JPEG: lossy, within the visually lossless bar
             np.testing.assert_array_equal(f.depth, src.depth)  # millimetres both
             assert f.depth_scale_m == 0.001 and f.intrinsics == src.intrinsics
 
@@ -236,7 +266,7 @@ def test_corrupt_messages_give_an_incomplete_recording_and_no_crash(tmp_path, re
     assert any("/pointlab/arm/command" in e for e in r.errors)
     assert r.color_frames == 1 and r.messages[TOPICS["arm_command"]] == 1  # the good ones are kept
     _, msgs = read_mcap(tmp_path / r.mcap)  # and the file is whole
-    assert sum(t == TOPICS["color"] for t, *_ in msgs) == 1
+    assert sum(t == COLOR_Z for t, *_ in msgs) == 1
     assert r4.complete and r4.color_frames == 1
 
 
@@ -258,11 +288,11 @@ def test_an_unwritable_folder_gives_an_incomplete_recording_and_no_crash(tmp_pat
 def test_a_full_disk_gives_an_incomplete_recording_and_no_crash(tmp_path, stream_2s):
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         (mnt / "store.sqlite").write_bytes(b"")  # the store beside the recordings
-        r = record(mnt / "recordings", stream_2s)  # 10 colour + depth pairs: ~7 MB compressed
+        r = record(mnt / "recordings", stream_2s)  # 10 colour + depth pairs: ~1.6 MB bag, 0.4 MB clip
         left = sorted(p.name for p in (mnt / "recordings").iterdir())
         (mnt / "store.sqlite").write_bytes(b"x" * 100_000)  # the space went back to the store
     finally:
@@ -330,3 +360,38 @@ def test_bad_ids_and_repeats_are_refused(tmp_path):
         rec.close()
     with pytest.raises(RuntimeError, match="closed"):
         rec.begin("t10")
+
+
+def test_tf_static_carries_the_calibrations_camera_pose(tmp_path, real_frames):
+    """A camera 0.5 m in front of the base and 0.6 m up, looking straight down: its optical frame is
+    the base frame turned 180 degrees about x (z down, y flipped), whose unit quaternion is
+    (x, y, z, w) = (1, 0, 0, 0) by hand (angle pi about x: (sin(pi/2), 0, 0, cos(pi/2)))."""
+    from pointlab.bridge.recording.static_tf import StaticTransform
+
+    T = np.array([[1.0, 0, 0, 0.5], [0, -1.0, 0, 0.0], [0, 0, -1.0, 0.6], [0, 0, 0, 1]])
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0),
+                   static_transforms=[StaticTransform("link_base", "camera_color_optical_frame", T)])
+    f = real_frames[0]
+    try:
+        rec.begin("tf1")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
+        r = rec.end("tf1")
+    finally:
+        rec.close()
+    _, msgs = read_mcap(tmp_path / r.mcap)
+    (tf,) = [m for t, _l, _p, m in msgs if t == "/tf_static"]
+    (ts,) = tf.transforms
+    assert (ts.header.frame_id, ts.child_frame_id) == ("link_base", "camera_color_optical_frame")
+    tr, q = ts.transform.translation, ts.transform.rotation
+    assert [tr.x, tr.y, tr.z] == pytest.approx([0.5, 0.0, 0.6], abs=1e-6)
+    sign = 1 if q.x > 0 else -1  # q and -q are the same rotation
+    assert [sign * q.x, sign * q.y, sign * q.z, sign * q.w] == pytest.approx([1, 0, 0, 0], abs=1e-6)
+    assert r.messages["/tf_static"] == 1
+
+
+def test_a_static_transform_that_is_not_rigid_is_refused_up_front(tmp_path):
+    from pointlab.bridge.recording.static_tf import StaticTransform
+
+    scaled = np.diag([2.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="not proper"):
+        Recorder(tmp_path, RecordingConfig(min_free_mb=0), static_transforms=[StaticTransform("a", "b", scaled)])

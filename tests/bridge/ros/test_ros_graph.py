@@ -57,7 +57,7 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
 
             seen = [(m.log_time, ch.topic) for _, ch, m in make_reader(f).iter_messages(log_time_order=True)]
         topics = [tp for _, tp in seen]
-        assert "/camera/camera/color/image_raw" in topics and "/pointlab/arm/command" in topics
+        assert "/camera/camera/color/image_raw/compressed" in topics and "/tf_static" in topics and "/pointlab/arm/command" in topics
         assert [lt for lt, _ in seen] == sorted(lt for lt, _ in seen)
         assert topics.index("/pointlab/point_answer") < topics.index("/pointlab/arm/command")
         assert t["point_on_target"] is True or t["action"] == "place" and "near" in t["expected"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import cv2
 import numpy as np
 import pytest
 
@@ -57,7 +58,8 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
     assert set(topics[:4]) == set(LATCHED)
     logs = [log for _t, log, _p, _m in msgs]
     assert logs == sorted(logs)
-    colour = [m for t, _l, _p, m in msgs if t == TOPICS["color"]]
+    colour = [m for t, _l, _p, m in msgs if t == TOPICS["color"] + "/compressed"]
+    assert colour and colour[0].format == "rgb8; jpeg compressed bgr8"
     # kept at 5 fps by stamp: at most one frame per 200 ms window (fewer when the machine is so
     # loaded that the camera or the recorder falls behind), in stamp order
     windows = [stamp(m) // 200_000_000 for m in colour]
@@ -93,17 +95,20 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
                 got.append(cam.read())
     # a colour frame plays back when the bag has its aligned depth (within 20 ms, the reader's rule);
     # under load the recorder's reliable keep-last queue can lose one of a capture's two images
-    depth_stamps = [stamp(m) for t, _l, _p, m in msgs if t == TOPICS["depth"]]
+    depth_stamps = [stamp(m) for t, _l, _p, m in msgs if t == TOPICS["depth"] + "/compressedDepth"]
     paired = [m for m in colour if any(abs(stamp(m) - d) <= 20_000_000 for d in depth_stamps)]
     assert len(paired) >= len(colour) - 1 and paired, (len(paired), len(colour))
     assert [f.stamp_ns for f in got] == [stamp(m) for m in paired]
     for f, m in zip(got, paired):
-        np.testing.assert_array_equal(f.color, np.frombuffer(m.data, np.uint8).reshape(480, 640, 3))
+        # the JPEG stored, decoded by plain OpenCV, is the frame that plays back
+        bgr = cv2.imdecode(np.frombuffer(bytes(m.data), np.uint8), cv2.IMREAD_COLOR)
+        np.testing.assert_array_equal(f.color, bgr[:, :, ::-1])
     assert got[0].depth_scale_m == 0.001 and int(np.count_nonzero(got[0].depth)) > 0
 
 
 def test_the_bag_metadata_carries_the_live_type_hashes(session, tmp_path):
     from rosbags.rosbag2 import Reader
+    from sensor_msgs.msg import CompressedImage
 
     recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
     try:
@@ -111,7 +116,17 @@ def test_the_bag_metadata_carries_the_live_type_hashes(session, tmp_path):
         recorder.begin("h1")
         r = recorder.end("h1")  # every topic is registered when the bag opens
         live = {t: recorder.node.get_publishers_info_by_topic(t)[0].topic_type_hash
-                for t in (TOPICS["color"], TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["arm_state"])}
+                for t in (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["arm_state"])}
+        # the images are stored as CompressedImage, which nobody here publishes: its live hash from a
+        # publisher of our own
+        probe = "/pointlab_test/compressed_probe"
+        recorder.node.create_publisher(CompressedImage, probe, 1)
+        deadline = time.monotonic() + 20
+        while not recorder.node.get_publishers_info_by_topic(probe):
+            assert time.monotonic() < deadline, "the probe publisher never showed in the graph"
+            time.sleep(0.05)
+        h = recorder.node.get_publishers_info_by_topic(probe)[0].topic_type_hash
+        live[TOPICS["color"] + "/compressed"] = live[TOPICS["depth"] + "/compressedDepth"] = h
     finally:
         recorder.close()
     with Reader(tmp_path / r.bag) as reader:
@@ -139,3 +154,27 @@ def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_sess
         recorder.close()
     assert not r.complete and any("/camera/camera/color/image_raw" in e for e in r.errors), r.errors
     assert res.robot_outcome == "done" and r.color_frames > 0 and r.clip_frames > 0  # nothing else was lost
+
+
+def test_a_session_recording_carries_the_calibration_on_tf_static(ros_env, tmp_path):
+    """The session's own recorder writes the calibration's camera pose on /tf_static; rebuilt here
+    from the quaternion with the textbook formula (not the code's scipy), it is the calibration's
+    T_base_camera to 1e-6."""
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, db_path=tmp_path / "s.sqlite")) as s:
+        assert s.wait_ready(20)
+        res = run_trial(s, "sim-oracle", "pick up the red cube")
+        want = np.asarray(s.calibration.T_base_camera.matrix)
+        root = s.recorder.root
+    assert res.recording and res.recording["mcap"], res.recording
+    _, msgs = read_mcap(root / res.recording["mcap"])
+    (tf,) = [m for t, _l, _p, m in msgs if t == "/tf_static"]
+    (ts,) = tf.transforms
+    assert (ts.header.frame_id, ts.child_frame_id) == ("link_base", "camera_color_optical_frame")
+    q, tr = ts.transform.rotation, ts.transform.translation
+    x, y, z, w = q.x, q.y, q.z, q.w
+    got = np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w), tr.x],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w), tr.y],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), tr.z],
+        [0, 0, 0, 1]])
+    np.testing.assert_allclose(got, want, atol=1e-6)
