@@ -24,7 +24,7 @@ from .context import AppContext, CurrentTrial
 from .deps import unusable_text
 
 __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
-           "prepare_block", "request_block_start", "end_trial_recording", "ABORT_WORDS",
+           "prepare_block", "request_block_start", "ABORT_WORDS",
            "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
 
 log = logging.getLogger(__name__)
@@ -217,9 +217,8 @@ async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, 
         settings = trial_settings(ctx.store.study(participant["study_id"]))
         slot = Slot(participant["study_id"], participant["id"], step.block)
         try:
-            # the recording goes on until the participant has judged (the clip shows what they saw);
-            # the station stores the trial in its slot before it returns
-            ran = await ctx.station.run_trial(claim.agent, text, slot=slot, settings=settings, keep_recording=True)
+            # the station stores the trial in its slot, with its finished recording, before it returns
+            ran = await ctx.station.run_trial(claim.agent, text, slot=slot, settings=settings)
         except asyncio.CancelledError:
             raise
         except StationBusy as e:
@@ -291,18 +290,6 @@ async def _fresh_frame(ctx: AppContext, timeout_s: float = 5.0) -> tuple[bytes, 
             return latest
         await asyncio.sleep(0.02)
     return latest
-
-
-async def end_trial_recording(ctx: AppContext, trial_id: int) -> None:
-    """End the recording of judged trial ``trial_id`` and store where it is (never raises: a
-    recording is a record of the trial, not a reason to fail the judgement)."""
-    try:
-        row = ctx.store.trial(trial_id)
-        rec = await ctx.station.end_recording(row["trial_uid"])
-        if rec is not None:
-            ctx.store.set_recording(trial_id, rec)
-    except Exception:
-        log.exception("ending the recording of trial %s failed", trial_id)
 
 
 def judge_trial(ctx: AppContext, participant: dict, trial_id: Any, judgement: Any) -> dict[str, Any]:

@@ -32,8 +32,7 @@ from pointlab.benchmark.records import dumps_json, finite_json
 from .context import AppContext
 from .deps import resolve_token
 from .flow import (FlowError, check_can_start, claim_arm, judge_trial, participant_state, participant_step,
-                   end_trial_recording, prepare_block, request_block_start,
-                   release_arm, run_participant_trial, submit_sus)
+                   prepare_block, release_arm, request_block_start, run_participant_trial, submit_sus)
 
 __all__ = ["router", "parse_client_message", "ClientMessageError"]
 
@@ -274,9 +273,6 @@ async def participant_ws(ws: WebSocket) -> None:
                         await conn.send_json({"type": "waiting_for_scene", "alias": step.alias})
                 elif isinstance(msg, JudgeMsg):
                     await conn.send_json(judge_trial(ctx, p, msg.trial_id, msg.judgement))
-                    task = asyncio.create_task(end_trial_recording(ctx, msg.trial_id))
-                    ctx.tasks.add(task)
-                    task.add_done_callback(ctx.tasks.discard)
                     await conn.send_json(participant_state(ctx, p))
                 elif isinstance(msg, SusMsg):
                     saved = submit_sus(ctx, p, msg.block, msg.responses)

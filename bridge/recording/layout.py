@@ -62,7 +62,9 @@ class RecordingConfig(BaseModel):
             stamp (frames of one capture stay together); ``None`` keeps every frame. Every message
             of the other topics is kept.
         clip: the clip's encoding (``bridge.recording.clip.ClipSettings``).
-        max_duration_s: a recording nobody ends is ended this long after it began.
+        max_duration_s: a recording nobody ends is ended this long after it began: a safety net only
+            (the station ends every recording with its trial), so it is above the longest trial the
+            trial rules allow (a human reference's 900 s answer time, then targeting, motion, homing).
         max_queued: images waiting for the writer thread beyond which new ones are dropped
             (counted in ``Recording.dropped``) rather than the trial loop slowed down (other
             messages may queue up to 100 times as many).
@@ -83,7 +85,7 @@ class RecordingConfig(BaseModel):
     dir: Path | None = None
     image_fps: float | None = Field(5.0, gt=0, le=120)
     clip: ClipSettings = ClipSettings()
-    max_duration_s: float = Field(60.0, gt=0)
+    max_duration_s: float = Field(1200.0, gt=0)
     max_queued: int = Field(32, ge=2)
     min_free_mb: float = Field(200.0, ge=0)
     compress: bool = True

@@ -145,13 +145,14 @@ class Station:
 
     # -- trials ----------------------------------------------------------------------------------
     async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None, slot: Slot | None = None,
-                        settings: TrialSettings = TrialSettings(), keep_recording: bool = False,
-                        auto_judge: bool = False) -> Ran:
+                        settings: TrialSettings = TrialSettings(), auto_judge: bool = False) -> Ran:
         """Run one trial to its end and store it in ``slot`` (when the ports have a store and a slot is
         given). Never raises for what the agent, targeting or the arm did (those are recorded
         outcomes and aborts, docs/trials.md).
 
-        ``keep_recording``: the recording goes on until ``end_recording`` (the participant's judgement).
+        The trial's recording (when the ports have a recorder) spans the trial, from the agent's request
+        to the frame after the arm stopped, and ends with it: a participant's judging time is not
+        recorded, and no recording waits for a person (docs/recording.md).
         ``auto_judge``: no participant judges (headless): the automatic check gives the outcome.
 
         Raises:
@@ -166,7 +167,7 @@ class Station:
             problem = self._start_problem(settings)
             if problem is not None:
                 raise StationBusy(problem)
-            return await self._run(agent, instruction, expected, slot, settings, keep_recording, auto_judge)
+            return await self._run(agent, instruction, expected, slot, settings, auto_judge)
         finally:
             self._motion.release()
 
@@ -185,7 +186,7 @@ class Station:
         return None
 
     async def _run(self, agent: str, instruction: str, expected: dict | None, slot: Slot | None,
-                   settings: TrialSettings, keep_recording: bool, auto_judge: bool) -> Ran:
+                   settings: TrialSettings, auto_judge: bool) -> Ran:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
         clock = self.ports.clock
@@ -239,8 +240,8 @@ class Station:
         if result.robot_outcome in ("robot_failure", "stopped"):
             self.needs_reset = "fault" if result.robot_outcome == "robot_failure" else "estop"
         self._keep_frames(trial_id, finish.frames)
-        if self.ports.recorder is not None and (not keep_recording or result.outcome == "aborted"):
-            result.recording = await self.end_recording(trial_id)
+        if self.ports.recorder is not None:
+            result.recording = await self._end_recording(trial_id)
         stored = self._store(result, slot, finish.frames)
         return Ran(result, stored)
 
@@ -269,7 +270,7 @@ class Station:
             jpeg = self.ports.store.frame(trial_id, which)
         return jpeg
 
-    async def end_recording(self, trial_id: str) -> dict | None:
+    async def _end_recording(self, trial_id: str) -> dict | None:
         """End trial ``trial_id``'s recording; its ``Recording`` as JSON values, or ``None``. Never
         raises (a recording is a record of the trial, not a reason to lose it)."""
         if self.ports.recorder is None:

@@ -91,6 +91,9 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
             p.send({"type": "instruction", "text": "pick up the red cube"})
             res = p.recv("trial_result", timeout_s=60)
             assert res["outcome"] == "done"
+            # its recording ended with the trial, before anybody judged it: whole, not cut by a timer
+            rec = live.store.trial(res["trial_id"])["recording"]
+            assert rec["ended_by"] == "end" and rec["complete"] and rec["color_frames"] > 0, rec
             p.send({"type": "judge", "trial_id": res["trial_id"], "judgement": "succeeded"})
             p.recv("judged")
             results = op.get(f"/api/results?study_id={sid}").json()
