@@ -178,6 +178,45 @@ def node_cmd(
         fail(str(e), 1)
 
 
+@act_app.command("recordings")
+def recordings_cmd(
+    db: Path = typer.Option(..., "--db", help="SQLite file of the trials"),
+    recordings: Optional[Path] = typer.Option(None, "--recordings",
+                                              help="recordings folder (default: recordings/ beside the db)"),
+    check: bool = typer.Option(True, "--check", help="compare the folder with the stored trials (always done; "
+                                                     "the flag is for scripts that say so)"),
+    prune: bool = typer.Option(False, "--prune", help="delete the files no stored trial names (never a stored "
+                                                      "trial's files)"),
+) -> None:
+    """List the recordings no stored trial names (orphans, e.g. after a killed session), the trials
+    whose recording is missing, and the MCAPs that are not whole; with --prune, delete the orphans.
+    Prints JSON; exits 1 when anything is still missing, truncated or orphaned (docs/recording.md)."""
+    from pointlab.bridge.recording.check import check_recordings, prune_orphans
+    from pointlab.bridge.recording.layout import default_recordings_dir
+    from pointlab.bridge.study.store import Store, StoreError
+
+    try:
+        store = Store(db, create=False)
+    except StoreError as e:
+        fail(str(e), 2)
+    root = recordings or default_recordings_dir(db)
+    try:
+        found = check_recordings(store.trials(), root)
+        out = found.to_dict()
+        if prune and found.orphans:
+            try:
+                out["pruned_bytes"] = prune_orphans(found)
+            except OSError as e:
+                fail(f"pruning {root} failed: {e}", 1)
+            out = {**check_recordings(store.trials(), root).to_dict(), "pruned_bytes": out["pruned_bytes"],
+                   "pruned": [o["uid"] for o in found.orphans]}
+    finally:
+        store.close()
+    print_json(out)
+    if not out["ok"]:
+        raise typer.Exit(1)
+
+
 @act_app.command("export")
 def export_cmd(
     db: Path = typer.Option(..., "--db", help="SQLite file of the study"),

@@ -1,0 +1,160 @@
+"""``pointlab act recordings --check``: the recordings folder against the trials of a store.
+
+A session killed mid-trial (or a trial whose row could not be stored) leaves files that no trial
+names; a file deleted by hand leaves a trial whose recording is gone; a killed writer leaves an MCAP
+without its summary. This module lists all three, and ``prune`` removes the first kind only (files
+no stored trial names: never a file of a stored trial).
+
+What a recordings folder holds per trial (``layout.RecordingLayout``): ``<uid>/`` (rosbag2 folder
+with ``<uid>.mcap``), ``<uid>.mp4``, ``<uid>.json``. An MCAP is **whole** when it begins and ends
+with the MCAP magic ``\\x89MCAP0\\r\\n`` (MCAP specification, "File structure": a writer that was
+killed never wrote the footer and the closing magic; plain readers then refuse the file).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from pointlab.bridge.recording.layout import RecordingLayout, check_trial_id, recording_of
+
+__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans"]
+
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+
+
+def mcap_is_whole(path: Path) -> bool:
+    """``path`` starts and ends with the MCAP magic (a closed file); ``False`` when unreadable."""
+    try:
+        size = path.stat().st_size
+        if size < 2 * len(MCAP_MAGIC):
+            return False
+        with path.open("rb") as f:
+            head = f.read(len(MCAP_MAGIC))
+            f.seek(size - len(MCAP_MAGIC))
+            return head == MCAP_MAGIC and f.read() == MCAP_MAGIC
+    except OSError:
+        return False
+
+
+@dataclass
+class RecordingsCheck:
+    """The result of ``check_recordings``.
+
+    Attributes:
+        trials: stored trials looked at (rows with a ``trial_uid``).
+        linked: trials whose recording is present (its MCAP whole).
+        missing: ``{"trial", "uid", "why"}`` per trial whose recording files are gone (``why`` says
+            which) or that was never recorded (``"no recording"``: a recorder that was off is not a
+            problem, so these are listed apart in ``unrecorded``).
+        truncated: ``{"trial", "uid", "mcap"}`` per stored trial whose MCAP is not whole.
+        orphans: ``{"uid", "paths", "bytes", "whole"}`` per trial id in the folder that no stored
+            trial names (``whole``: its MCAP is whole, ``None`` without one).
+        unrecorded: trial row ids with no recording at all.
+    """
+
+    root: str
+    trials: int = 0
+    linked: int = 0
+    missing: list[dict] = field(default_factory=list)
+    truncated: list[dict] = field(default_factory=list)
+    orphans: list[dict] = field(default_factory=list)
+    unrecorded: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing missing, truncated or orphaned."""
+        return not (self.missing or self.truncated or self.orphans)
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "ok": self.ok, "trials": self.trials, "linked": self.linked,
+                "missing": self.missing, "truncated": self.truncated, "orphans": self.orphans,
+                "orphan_bytes": sum(o["bytes"] for o in self.orphans), "unrecorded": self.unrecorded}
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def _uid_of(path: Path) -> str | None:
+    """The trial id a folder entry belongs to (``<uid>/``, ``<uid>.mp4``, ``<uid>.json``,
+    ``<uid>.json.tmp``), or ``None`` for anything else (left alone)."""
+    name = path.name
+    if path.is_dir():
+        uid = name
+    elif name.endswith(".json.tmp"):
+        uid = name[: -len(".json.tmp")]
+    elif path.suffix in (".mp4", ".json"):
+        uid = path.stem
+    else:
+        return None
+    try:
+        return check_trial_id(uid)
+    except ValueError:
+        return None
+
+
+def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
+    """Compare the trial rows of a store (``Store.trials()``) with the recordings folder ``root``.
+    Never raises for what it finds; an absent folder holds nothing."""
+    layout = RecordingLayout(root)
+    out = RecordingsCheck(str(layout.root))
+    named: set[str] = set()
+    for row in rows:
+        uid = row.get("trial_uid")
+        if not uid:
+            continue
+        out.trials += 1
+        named.add(uid)
+        rec = recording_of(row, layout)
+        if rec is None or rec.mcap is None and rec.clip is None:
+            out.unrecorded.append(row["id"])
+            continue
+        gone = [rel for rel in (rec.mcap, rec.clip) if rel is not None
+                and ((p := layout.resolve(rel)) is None or not p.exists())]
+        if gone:
+            out.missing.append({"trial": row["id"], "uid": uid, "why": f"not found: {', '.join(gone)}"})
+            continue
+        mcap = layout.resolve(rec.mcap) if rec.mcap else None
+        if mcap is not None and not mcap_is_whole(mcap):
+            out.truncated.append({"trial": row["id"], "uid": uid, "mcap": rec.mcap})
+            continue
+        out.linked += 1
+    entries: dict[str, list[Path]] = {}
+    if layout.root.is_dir():
+        for p in sorted(layout.root.iterdir()):
+            uid = _uid_of(p)
+            if uid is not None and uid not in named:
+                entries.setdefault(uid, []).append(p)
+    for uid, paths in entries.items():
+        mcap = layout.mcap(uid)
+        out.orphans.append({"uid": uid, "paths": [layout.relative(p) for p in paths],
+                            "bytes": sum(_size(p) for p in paths),
+                            "whole": mcap_is_whole(mcap) if mcap.exists() else None})
+    return out
+
+
+def prune_orphans(check: RecordingsCheck) -> int:
+    """Delete the orphans of ``check`` (files no stored trial names); returns the bytes freed.
+
+    Raises:
+        OSError: a file could not be removed (those before it are gone).
+    """
+    layout = RecordingLayout(check.root)
+    freed = 0
+    for o in check.orphans:
+        for rel in o["paths"]:
+            p = layout.resolve(rel)
+            if p is None or not p.exists():
+                continue
+            n = _size(p)
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            freed += n
+    return freed

@@ -1,0 +1,124 @@
+"""``pointlab act recordings --check/--prune`` on a real store and real recordings (the recorder
+engine on real uoc_tabletop frames): linked, orphaned, missing, truncated and unrecorded trials."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pointlab.bridge.recording.check import check_recordings, mcap_is_whole, prune_orphans
+from pointlab.bridge.recording.layout import RecordingConfig
+from pointlab.bridge.recording.recorder import Recorder
+from pointlab.bridge.study.store import Store
+from pointlab.bridge.trials.record import TrialResult
+
+from tests.bridge.recording import cdr
+
+T0 = 1_700_000_000_000_000_000
+POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"]
+
+
+def recorded(root, real_frames, uids):
+    """One short real recording per uid (4 captures each)."""
+    rec = Recorder(root, RecordingConfig(min_free_mb=0))
+    out = {}
+    try:
+        for uid in uids:
+            rec.begin(uid)
+            for k in range(4):
+                f = real_frames[k]
+                for topic, data in cdr.capture(f.color, f.depth, f.intrinsics, T0 + k * 200_000_000):
+                    rec.offer(topic, time.time_ns(), data)  # received now: after begin
+            out[uid] = rec.end(uid)
+    finally:
+        rec.close()
+    return out
+
+
+def store_trial(store, uid, recording):
+    return store.save_trial(TrialResult(trial_id=uid, agent="a", instruction="pick it", action="pick",
+                                        recording=None if recording is None else recording.model_dump()))
+
+
+@pytest.fixture
+def folder(tmp_path, real_frames):
+    """A store of four trials and its recordings folder: ``ok`` linked, ``gone`` with its clip
+    deleted by hand, ``cut`` with its MCAP cut short (a killed writer), ``none`` never recorded;
+    and ``lost``, recorded but never stored (a session killed before the row was written)."""
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    recs = recorded(root, real_frames, ["ok", "gone", "cut", "lost"])
+    store = Store(db)
+    ids = {uid: store_trial(store, uid, recs.get(uid)) for uid in ("ok", "gone", "cut", "none")}
+    store.close()
+    (root / recs["gone"].clip).unlink()
+    mcap = root / recs["cut"].mcap
+    mcap.write_bytes(mcap.read_bytes()[:-200])  # no footer, no closing magic
+    return db, root, ids, recs
+
+
+def test_every_kind_of_problem_is_listed(folder):
+    db, root, ids, recs = folder
+    store = Store(db, create=False)
+    got = check_recordings(store.trials(), root)
+    store.close()
+    assert (got.trials, got.linked) == (4, 1)
+    assert [(m["trial"], m["uid"]) for m in got.missing] == [(ids["gone"], "gone")]
+    assert "gone.mp4" in got.missing[0]["why"]
+    assert [(t["trial"], t["mcap"]) for t in got.truncated] == [(ids["cut"], "cut/cut.mcap")]
+    assert got.unrecorded == [ids["none"]]
+    (orphan,) = got.orphans
+    assert orphan["uid"] == "lost" and sorted(orphan["paths"]) == ["lost", "lost.json", "lost.mp4"]
+    want = sum(p.stat().st_size for p in (root / "lost").rglob("*") if p.is_file())
+    want += (root / "lost.mp4").stat().st_size + (root / "lost.json").stat().st_size
+    assert orphan["bytes"] == want and orphan["whole"] is True
+    assert not got.ok
+
+
+def test_a_cut_mcap_is_not_whole_and_plain_readers_refuse_it(folder):
+    from mcap.reader import make_reader
+
+    _db, root, _ids, recs = folder
+    assert mcap_is_whole(root / recs["ok"].mcap) and not mcap_is_whole(root / recs["cut"].mcap)
+    with (root / recs["cut"].mcap).open("rb") as f, pytest.raises(Exception):
+        list(make_reader(f).iter_messages())
+
+
+def test_prune_removes_only_what_no_stored_trial_names(folder):
+    db, root, _ids, recs = folder
+    store = Store(db, create=False)
+    got = check_recordings(store.trials(), root)
+    freed = prune_orphans(got)
+    after = check_recordings(store.trials(), root)
+    store.close()
+    assert freed == got.orphans[0]["bytes"] and after.orphans == []
+    assert not (root / "lost").exists() and not (root / "lost.mp4").exists()
+    # the stored trials' files are untouched, even the cut one
+    for uid in ("ok", "cut"):
+        assert (root / recs[uid].mcap).exists() and (root / recs[uid].clip).exists()
+    assert (root / "gone").is_dir()
+
+
+def test_the_command_prints_the_check_and_exits_1_until_it_is_clean(tmp_path, real_frames):
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    recs = recorded(root, real_frames, ["ok", "lost"])
+    store = Store(db)
+    store_trial(store, "ok", recs["ok"])
+    store.close()
+
+    def run(*args):
+        return subprocess.run(POINTLAB + ["act", "recordings", "--db", str(db), *args], capture_output=True,
+                              text=True, timeout=120)
+
+    first = run("--check")
+    assert first.returncode == 1, first.stderr
+    assert [o["uid"] for o in json.loads(first.stdout)["orphans"]] == ["lost"]
+    pruned = run("--prune")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    out = json.loads(pruned.stdout)
+    assert out["ok"] and out["pruned"] == ["lost"] and out["pruned_bytes"] > 0 and out["linked"] == 1
+    assert run().returncode == 0
+    assert run("--db", str(tmp_path / "nope.sqlite")).returncode == 2  # no such store: bad input
