@@ -187,11 +187,14 @@ def recordings_cmd(
                                                      "the flag is for scripts that say so)"),
     prune: bool = typer.Option(False, "--prune", help="delete the files no stored trial names (never a stored "
                                                       "trial's files)"),
+    recover: bool = typer.Option(False, "--recover", help="rewrite every MCAP a killed writer left without its "
+                                                          "summary from its whole chunks"),
 ) -> None:
     """List the recordings no stored trial names (orphans, e.g. after a killed session), the trials
-    whose recording is missing, and the MCAPs that are not whole; with --prune, delete the orphans.
+    whose recording is missing, and the MCAPs that are not whole; --recover rewrites those MCAPs from
+    their whole chunks (first), --prune deletes the orphans.
     Prints JSON; exits 1 when anything is still missing, truncated or orphaned (docs/recording.md)."""
-    from pointlab.bridge.recording.check import check_recordings, prune_orphans
+    from pointlab.bridge.recording.check import check_recordings, prune_orphans, recover_truncated
     from pointlab.bridge.recording.layout import default_recordings_dir
     from pointlab.bridge.study.store import Store, StoreError
 
@@ -202,14 +205,18 @@ def recordings_cmd(
     root = recordings or default_recordings_dir(db)
     try:
         found = check_recordings(store.trials(), root)
+        recovered = recover_truncated(found, store) if recover else None
+        if recover:
+            found = check_recordings(store.trials(), root)
         out = found.to_dict()
+        if recovered is not None:
+            out["recovered"] = recovered
         if prune and found.orphans:
             try:
                 out["pruned_bytes"] = prune_orphans(found)
             except OSError as e:
                 fail(f"pruning {root} failed: {e}", 1)
-            out = {**check_recordings(store.trials(), root).to_dict(), "pruned_bytes": out["pruned_bytes"],
-                   "pruned": [o["uid"] for o in found.orphans]}
+            out = {**out, **check_recordings(store.trials(), root).to_dict(), "pruned": [o["uid"] for o in found.orphans]}
     finally:
         store.close()
     print_json(out)

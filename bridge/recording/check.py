@@ -20,7 +20,7 @@ from typing import Iterable
 
 from pointlab.bridge.recording.layout import RecordingLayout, check_trial_id, recording_of
 
-__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans"]
+__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans", "recover_truncated"]
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
@@ -158,3 +158,38 @@ def prune_orphans(check: RecordingsCheck) -> int:
                 p.unlink()
             freed += n
     return freed
+
+
+def recover_truncated(check: RecordingsCheck, store=None) -> list[dict]:
+    """Rewrite every MCAP of ``check`` that is not whole (stored trials' and orphans') from its whole
+    chunks (``recover.recover_bag``), and say so in its ``Recording``: ``complete`` false, an error
+    naming what was kept, the new size; in the JSON beside the files and, for a stored trial, in
+    ``store`` (``Store.set_recording``). Returns one ``{"uid", "messages", "stopped_at"}`` or
+    ``{"uid", "error"}`` per file; never raises for one file's failure."""
+    from pointlab.bridge.recording.recover import RecoveryError, recover_bag
+
+    layout = RecordingLayout(check.root)
+    todo = [(t["uid"], t["trial"]) for t in check.truncated]
+    todo += [(o["uid"], None) for o in check.orphans if o["whole"] is False]
+    out = []
+    for uid, trial in todo:
+        try:
+            got = recover_bag(layout.bag(uid))
+        except RecoveryError as e:
+            out.append({"uid": uid, "error": str(e)})
+            continue
+        out.append({"uid": uid, "messages": got.total, "stopped_at": got.stopped_at})
+        rec = layout.load(uid)
+        if rec is None:
+            continue  # the writer died before the record: the bag alone is what there is
+        rec = rec.model_copy(update={
+            "complete": False, "mcap_bytes": got.mcap_bytes, "messages": got.messages,
+            "errors": [*rec.errors, f"recovered after its writer stopped: {got.total} messages kept "
+                                    f"({got.stopped_at})"]})
+        try:
+            layout.save(rec)
+            if store is not None and trial is not None:
+                store.set_recording(trial, rec.model_dump())
+        except OSError as e:
+            out[-1]["error"] = f"the record could not be updated: {e}"
+    return out

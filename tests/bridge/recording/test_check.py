@@ -122,3 +122,84 @@ def test_the_command_prints_the_check_and_exits_1_until_it_is_clean(tmp_path, re
     assert out["ok"] and out["pruned"] == ["lost"] and out["pruned_bytes"] > 0 and out["linked"] == 1
     assert run().returncode == 0
     assert run("--db", str(tmp_path / "nope.sqlite")).returncode == 2  # no such store: bad input
+
+
+def long_recording(root, real_frames, uid="long", captures=40):
+    """A real recording big enough for several MCAP chunks (the writer closes one per 1 MiB)."""
+    rec = Recorder(root, RecordingConfig(min_free_mb=0, image_fps=None))
+    try:
+        rec.begin(uid)
+        for k in range(captures):
+            f = real_frames[k % len(real_frames)]
+            for topic, data in cdr.capture(f.color, f.depth, f.intrinsics, T0 + k * 40_000_000):
+                while rec.queued >= rec.config.max_queued // 2:
+                    time.sleep(0.002)
+                rec.offer(topic, time.time_ns(), data)
+        return rec.end(uid)
+    finally:
+        rec.close()
+
+
+def test_a_cut_mcap_is_recovered_from_its_whole_chunks(tmp_path, real_frames):
+    from mcap.reader import make_reader
+
+    from pointlab.bridge.recording.recover import recover_bag
+
+    root = tmp_path / "recordings"
+    r = long_recording(root, real_frames)
+    mcap = root / r.mcap
+    with mcap.open("rb") as f:
+        reader = make_reader(f)
+        chunks = sorted(reader.get_summary().chunk_indexes, key=lambda c: c.chunk_start_offset)
+        logs = [m.log_time for _s, _c, m in reader.iter_messages(log_time_order=False)]
+    assert len(chunks) >= 3, len(chunks)
+    # cut in the middle of the third chunk, as a kill -9 during its write would leave the file
+    third = chunks[2]
+    cut = third.chunk_start_offset + third.chunk_length // 2
+    mcap.write_bytes(mcap.read_bytes()[:cut])
+    # what a reader can get back: the messages of the two whole chunks before the cut
+    want = sum(1 for t in logs if t <= chunks[1].message_end_time)
+    got = recover_bag(root / r.bag)
+    assert got.total == want and 0 < want < len(logs), (got.total, want, len(logs))
+    assert mcap_is_whole(mcap) and not (root / ".recover-long").exists()
+    with mcap.open("rb") as f:
+        assert sum(1 for _ in make_reader(f).iter_messages()) == want
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([root / r.bag]) as reader:  # metadata.yaml written again: rosbags reads the folder
+        assert sum(c.msgcount for c in reader.connections) == want
+
+
+def test_a_cut_inside_the_first_chunk_recovers_nothing_and_keeps_the_file(tmp_path, real_frames):
+    from pointlab.bridge.recording.recover import RecoveryError, recover_bag
+
+    root = tmp_path / "recordings"
+    r = long_recording(root, real_frames, captures=8)
+    mcap = root / r.mcap
+    cut = mcap.read_bytes()[:4000]
+    mcap.write_bytes(cut)
+    with pytest.raises(RecoveryError, match="no message in a whole chunk"):
+        recover_bag(root / r.bag)
+    assert mcap.read_bytes() == cut and not (root / ".recover-long").exists()
+
+
+def test_recover_rewrites_a_stored_trials_cut_mcap_and_says_so_in_its_record(tmp_path, real_frames):
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    r = long_recording(root, real_frames)
+    store = Store(db)
+    tid = store_trial(store, "long", r)
+    store.close()
+    mcap = root / r.mcap
+    mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size * 2 // 3])
+    run = subprocess.run(POINTLAB + ["act", "recordings", "--db", str(db), "--recover"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = json.loads(run.stdout)
+    (rec,) = out["recovered"]
+    assert rec["uid"] == "long" and rec["messages"] > 0 and out["truncated"] == [] and out["linked"] == 1
+    store = Store(db, create=False)
+    stored = store.trial(tid)["recording"]
+    store.close()
+    assert stored["complete"] is False and "recovered after its writer stopped" in stored["errors"][-1]
+    # mcap_bytes is the bag folder's size (MCAP + metadata.yaml), as the recorder counts it
+    assert stored["mcap_bytes"] == sum(p.stat().st_size for p in (root / "long").iterdir()) and mcap_is_whole(mcap)
