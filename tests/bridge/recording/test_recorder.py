@@ -78,6 +78,16 @@ def record(root: Path, items, trial_id: str = "trial1", **config):
         rec.close()
 
 
+def one_capture(rec: Recorder, trial_id: str, f):
+    """Record one capture of frame ``f`` as trial ``trial_id``, then close ``rec``; the Recording."""
+    try:
+        rec.begin(trial_id)
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
+        return rec.end(trial_id)
+    finally:
+        rec.close()
+
+
 def read_mcap(path: Path):
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
@@ -273,14 +283,7 @@ def test_corrupt_messages_give_an_incomplete_recording_and_no_crash(tmp_path, re
 def test_an_unwritable_folder_gives_an_incomplete_recording_and_no_crash(tmp_path, real_frames):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
-    rec = Recorder(blocker / "recordings", RecordingConfig(min_free_mb=0))
-    f = real_frames[0]
-    try:
-        rec.begin("t5")
-        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
-        r = rec.end("t5")
-    finally:
-        rec.close()
+    r = one_capture(Recorder(blocker / "recordings", RecordingConfig(min_free_mb=0)), "t5", real_frames[0])
     assert not r.complete and r.ended_by == "failed" and r.mcap is None and r.clip is None
     assert "cannot be made" in r.errors[0]
 
@@ -371,13 +374,7 @@ def test_tf_static_carries_the_calibrations_camera_pose(tmp_path, real_frames):
     T = np.array([[1.0, 0, 0, 0.5], [0, -1.0, 0, 0.0], [0, 0, -1.0, 0.6], [0, 0, 0, 1]])
     rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0),
                    static_transforms=[StaticTransform("link_base", "camera_color_optical_frame", T)])
-    f = real_frames[0]
-    try:
-        rec.begin("tf1")
-        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0))
-        r = rec.end("tf1")
-    finally:
-        rec.close()
+    r = one_capture(rec, "tf1", real_frames[0])
     _, msgs = read_mcap(tmp_path / r.mcap)
     (tf,) = [m for t, _l, _p, m in msgs if t == "/tf_static"]
     (ts,) = tf.transforms
