@@ -180,35 +180,53 @@ def node_cmd(
 
 @act_app.command("recordings")
 def recordings_cmd(
-    db: Path = typer.Option(..., "--db", help="SQLite file of the trials"),
+    db: list[Path] = typer.Option(..., "--db", help="SQLite file whose trials record into the folder; repeat "
+                                                    "--db for every store that shares it"),
     recordings: Optional[Path] = typer.Option(None, "--recordings",
                                               help="recordings folder (default: recordings/ beside the db)"),
     check: bool = typer.Option(True, "--check", help="compare the folder with the stored trials (always done; "
                                                      "the flag is for scripts that say so)"),
-    prune: bool = typer.Option(False, "--prune", help="delete the files no stored trial names (never a stored "
-                                                      "trial's files)"),
     recover: bool = typer.Option(False, "--recover", help="rewrite every MCAP a killed writer left without its "
                                                           "summary from its whole chunks"),
+    prune: bool = typer.Option(False, "--prune", help="delete the recordings no given store names (refused while "
+                                                      "another store beside the folder was not given)"),
 ) -> None:
     """List the recordings no stored trial names (orphans, e.g. after a killed session), the trials
     whose recording is missing, and the MCAPs that are not whole; --recover rewrites those MCAPs from
-    their whole chunks (first), --prune deletes the orphans.
-    Prints JSON; exits 1 when anything is still missing, truncated or orphaned (docs/recording.md)."""
-    from pointlab.bridge.recording.check import check_recordings, prune_orphans, recover_truncated
+    their whole chunks (first), --prune deletes the orphans. Every store beside the folder shares it
+    (recordings/ is per directory): pass each with --db. Prints JSON; exits 1 when anything is still
+    missing, truncated or orphaned, 2 on bad input (docs/recording.md)."""
+    from pointlab.bridge.recording.check import check_recordings, other_stores, prune_orphans, recover_truncated
     from pointlab.bridge.recording.layout import default_recordings_dir
     from pointlab.bridge.study.store import Store, StoreError
 
+    roots = {default_recordings_dir(d).resolve() for d in db}
+    if recordings is None and len(roots) > 1:
+        fail("these stores record into different folders; check one folder at a time or give --recordings", 2)
+    root = recordings or default_recordings_dir(db[0])
+    stores = []
     try:
-        store = Store(db, create=False)
-    except StoreError as e:
-        fail(str(e), 2)
-    root = recordings or default_recordings_dir(db)
-    try:
-        found = check_recordings(store.trials(), root)
-        recovered = recover_truncated(found, store) if recover else None
-        if recover:
-            found = check_recordings(store.trials(), root)
+        for d in db:
+            try:
+                stores.append(Store(d, create=False))
+            except StoreError as e:
+                fail(str(e), 2)
+        others = other_stores(root, db)
+        if prune and others:
+            fail(f"{root} is shared with other stores beside it ({', '.join(others)}): their trials' recordings "
+                 "would look like orphans; pass each with --db too", 2)
+        rows, where = [], {}
+        for store in stores:
+            for row in store.trials():
+                rows.append(row)
+                where[row["trial_uid"]] = (store, row["id"])
+        found = check_recordings(rows, root)
+        recovered = recover_truncated(found, where) if recover else None
+        if recover:  # the stored records changed: read them again
+            rows = [r for store in stores for r in store.trials()]
+            found = check_recordings(rows, root)
         out = found.to_dict()
+        out["other_stores"] = others
         if recovered is not None:
             out["recovered"] = recovered
         if prune and found.orphans:
@@ -216,9 +234,10 @@ def recordings_cmd(
                 out["pruned_bytes"] = prune_orphans(found)
             except OSError as e:
                 fail(f"pruning {root} failed: {e}", 1)
-            out = {**out, **check_recordings(store.trials(), root).to_dict(), "pruned": [o["uid"] for o in found.orphans]}
+            out = {**out, **check_recordings(rows, root).to_dict(), "pruned": [o["uid"] for o in found.orphans]}
     finally:
-        store.close()
+        for store in stores:
+            store.close()
     print_json(out)
     if not out["ok"]:
         raise typer.Exit(1)

@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import Iterable
 
 from pointlab.bridge.recording.layout import RecordingLayout, check_trial_id, recording_of
+from pointlab.bridge.ros.msgs import TOPICS
 
-__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans", "recover_truncated"]
+# a recording's colour and depth topics, raw or compressed (``<raw>/compressed``, ``<raw>/compressedDepth``)
+_COLOR_TOPIC, _DEPTH_TOPIC = TOPICS["color"], TOPICS["depth"]
+
+__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans", "recover_truncated",
+           "other_stores"]
+
+STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 
@@ -98,6 +105,17 @@ def _uid_of(path: Path) -> str | None:
         return None
 
 
+def _is_recording(layout: RecordingLayout, uid: str) -> bool:
+    """``uid`` is a recording the recorder wrote: a bag folder holding ``<uid>.mcap`` or
+    ``metadata.yaml``, or a valid record JSON naming it. A folder or a lone ``.mp4`` of any other
+    kind (a user's ``export_tmp/``) is not one, and is never listed or pruned."""
+    bag = layout.bag(uid)
+    if bag.is_dir() and ((bag / f"{uid}.mcap").is_file() or (bag / "metadata.yaml").is_file()):
+        return True
+    rec = layout.load(uid)
+    return rec is not None and rec.trial_id == uid
+
+
 def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
     """Compare the trial rows of a store (``Store.trials()``) with the recordings folder ``root``.
     Never raises for what it finds; an absent folder holds nothing."""
@@ -131,6 +149,8 @@ def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
             if uid is not None and uid not in named:
                 entries.setdefault(uid, []).append(p)
     for uid, paths in entries.items():
+        if not _is_recording(layout, uid):
+            continue
         mcap = layout.mcap(uid)
         out.orphans.append({"uid": uid, "paths": [layout.relative(p) for p in paths],
                             "bytes": sum(_size(p) for p in paths),
@@ -160,19 +180,20 @@ def prune_orphans(check: RecordingsCheck) -> int:
     return freed
 
 
-def recover_truncated(check: RecordingsCheck, store=None) -> list[dict]:
+def recover_truncated(check: RecordingsCheck, stored: dict | None = None) -> list[dict]:
     """Rewrite every MCAP of ``check`` that is not whole (stored trials' and orphans') from its whole
     chunks (``recover.recover_bag``), and say so in its ``Recording``: ``complete`` false, an error
-    naming what was kept, the new size; in the JSON beside the files and, for a stored trial, in
-    ``store`` (``Store.set_recording``). Returns one ``{"uid", "messages", "stopped_at"}`` or
-    ``{"uid", "error"}`` per file; never raises for one file's failure."""
+    naming what was kept, the new size, frame counts and duration of what was kept; in the JSON
+    beside the files and, for a stored trial, in its store: ``stored`` maps a trial uid to
+    ``(store, row id)`` (``Store.set_recording``). Returns one ``{"uid", "messages", "stopped_at"}``
+    or ``{"uid", "error"}`` per file; never raises for one file's failure."""
+    stored = stored or {}
     from pointlab.bridge.recording.recover import RecoveryError, recover_bag
 
     layout = RecordingLayout(check.root)
-    todo = [(t["uid"], t["trial"]) for t in check.truncated]
-    todo += [(o["uid"], None) for o in check.orphans if o["whole"] is False]
+    todo = [t["uid"] for t in check.truncated] + [o["uid"] for o in check.orphans if o["whole"] is False]
     out = []
-    for uid, trial in todo:
+    for uid in todo:
         try:
             got = recover_bag(layout.bag(uid))
         except RecoveryError as e:
@@ -182,14 +203,32 @@ def recover_truncated(check: RecordingsCheck, store=None) -> list[dict]:
         rec = layout.load(uid)
         if rec is None:
             continue  # the writer died before the record: the bag alone is what there is
+        color = sum(n for t, n in got.messages.items() if t.startswith(_COLOR_TOPIC))
+        depth = sum(n for t, n in got.messages.items() if t.startswith(_DEPTH_TOPIC))
         rec = rec.model_copy(update={
             "complete": False, "mcap_bytes": got.mcap_bytes, "messages": got.messages,
+            "color_frames": color, "depth_frames": depth,
+            "duration_s": round(max(0, got.last_log_ns - rec.started_unix_ns) / 1e9, 3),
             "errors": [*rec.errors, f"recovered after its writer stopped: {got.total} messages kept "
                                     f"({got.stopped_at})"]})
         try:
             layout.save(rec)
-            if store is not None and trial is not None:
-                store.set_recording(trial, rec.model_dump())
+            if uid in stored:
+                store, row_id = stored[uid]
+                store.set_recording(row_id, rec.model_dump())
         except OSError as e:
             out[-1]["error"] = f"the record could not be updated: {e}"
     return out
+
+
+def other_stores(root: str | Path, given: Iterable[str | Path]) -> list[str]:
+    """The SQLite stores in the recordings folder's parent directory other than ``given``: they share
+    the folder (``layout.default_recordings_dir`` is ``recordings/`` beside the store), so their trials'
+    recordings would look like orphans to a check of ``given`` only."""
+    parent = Path(root).resolve().parent
+    mine = {Path(g).resolve() for g in given}
+    try:
+        found = [p for p in sorted(parent.iterdir()) if p.suffix in STORE_SUFFIXES and p.is_file()]
+    except OSError:
+        return []
+    return [p.name for p in found if p.resolve() not in mine]

@@ -41,6 +41,7 @@ class Recovered:
     messages: dict[str, int]
     mcap_bytes: int
     stopped_at: str
+    last_log_ns: int = 0  # the log time of the last message kept
 
     @property
     def total(self) -> int:
@@ -69,6 +70,7 @@ def recover_bag(folder: str | Path) -> Recovered:
     topics: dict[int, tuple[str, str]] = {}  # channel id -> (topic, type)
     bag: TrialBag | None = None
     stopped = "the end of the file"
+    last = 0
     try:
         with mcap.open("rb") as f:
             try:
@@ -83,6 +85,7 @@ def recover_bag(folder: str | Path) -> Recovered:
                         topic = topics[rec.channel_id][0]
                         if topic in bag.counts:
                             bag.write(topic, rec.log_time, rec.data)
+                            last = max(last, rec.log_time)
             except BagError:
                 raise
             except Exception as e:  # the cut: a short read, a partial record, a bad length...
@@ -103,4 +106,4 @@ def recover_bag(folder: str | Path) -> Recovered:
     (work / uid).rename(folder)
     shutil.rmtree(work, ignore_errors=True)
     log.info("recovered %s: %d messages (%s)", folder, sum(counts.values()), stopped)
-    return Recovered(counts, size, stopped)
+    return Recovered(counts, size, stopped, last)

@@ -201,5 +201,40 @@ def test_recover_rewrites_a_stored_trials_cut_mcap_and_says_so_in_its_record(tmp
     stored = store.trial(tid)["recording"]
     store.close()
     assert stored["complete"] is False and "recovered after its writer stopped" in stored["errors"][-1]
+    # the record describes what the file now holds: its frames counted by a plain reader
+    from mcap.reader import make_reader
+
+    with mcap.open("rb") as f:
+        topics = [ch.topic for _s, ch, _m in make_reader(f).iter_messages()]
+    assert stored["color_frames"] == topics.count("/camera/camera/color/image_raw/compressed") > 0
+    assert stored["depth_frames"] == topics.count("/camera/camera/aligned_depth_to_color/image_raw/compressedDepth")
+    assert 0 < stored["duration_s"] < r.duration_s
     # mcap_bytes is the bag folder's size (MCAP + metadata.yaml), as the recorder counts it
     assert stored["mcap_bytes"] == sum(p.stat().st_size for p in (root / "long").iterdir()) and mcap_is_whole(mcap)
+
+
+def test_prune_is_refused_while_another_store_shares_the_folder_and_leaves_other_folders(tmp_path, real_frames):
+    """Two stores in one directory share recordings/ (it is per directory): checking one, the other's
+    recordings look like orphans, so --prune is refused until both are given; a folder that is not a
+    recording (a user's export_tmp/) is never listed or pruned."""
+    a, c, root = tmp_path / "a.sqlite", tmp_path / "c.sqlite", tmp_path / "recordings"
+    recs = recorded(root, real_frames, ["ta", "tc"])
+    for db, uid in ((a, "ta"), (c, "tc")):
+        store = Store(db)
+        store_trial(store, uid, recs[uid])
+        store.close()
+    (root / "export_tmp").mkdir()
+    (root / "export_tmp" / "keep.txt").write_text("mine")
+
+    def run(*args):
+        return subprocess.run(POINTLAB + ["act", "recordings", *args], capture_output=True, text=True, timeout=120)
+
+    one = run("--db", str(a))
+    assert one.returncode == 1 and json.loads(one.stdout)["other_stores"] == ["c.sqlite"]
+    assert [o["uid"] for o in json.loads(one.stdout)["orphans"]] == ["tc"]  # export_tmp is not a recording
+    refused = run("--db", str(a), "--prune")
+    assert refused.returncode == 2 and "c.sqlite" in refused.stderr
+    assert (root / "tc").is_dir() and (root / "tc.mp4").exists()
+    both = run("--db", str(a), "--db", str(c), "--prune")
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert json.loads(both.stdout)["linked"] == 2 and (root / "export_tmp" / "keep.txt").read_text() == "mine"
