@@ -387,7 +387,7 @@ class Recorder:
             topics = bag_topics(self.config)
             if self.static_transforms:
                 topics[TF_STATIC] = TF_MESSAGE
-            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress)
+            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress, latched=(TF_STATIC,))
         except BagError as e:
             t.fail(str(e))
         t.clip = ClipWriter(self.layout.clip(t.trial_id), self.config.clip)

@@ -35,6 +35,20 @@ def typestore():
     return get_typestore(Stores.ROS2_KILTED)
 
 
+def _latched_qos():
+    """What tf2_ros's static broadcaster offers (depth 1, reliable, transient local; deadline and
+    lifespan infinite as rosbag2 writes them): ``ros2 bag play`` republishes a topic with the QoS its
+    bag says was offered, so a ``/tf_static`` stored so reaches late subscribers, as tf2 expects."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    infinite = QosTime(9223372036, 854775807)
+    return Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, infinite, infinite,
+               QosLiveliness.AUTOMATIC, infinite, False)
+
+
+LATCHED_QOS = _latched_qos()
+
+
 class TrialBag:
     """Creates the rosbag2 folder ``folder`` (it must not exist) with one connection per topic.
 
@@ -43,12 +57,14 @@ class TrialBag:
         topics: ``{topic name: ROS type}`` (e.g. ``"sensor_msgs/msg/Image"``), registered up front
             so the metadata lists every recorded topic, with 0 for those that stayed silent.
         compress: zstd-compress each chunk (MCAP chunk compression; rosbag2's ``storage`` mode).
+        latched: topics whose connection says it was offered transient local (``/tf_static``).
 
     Raises:
         BagError: the folder exists, cannot be made, or a type is unknown.
     """
 
-    def __init__(self, folder: str | Path, topics: dict[str, str], *, compress: bool = True) -> None:
+    def __init__(self, folder: str | Path, topics: dict[str, str], *, compress: bool = True,
+                 latched: tuple[str, ...] = ()) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
         from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 
@@ -61,7 +77,9 @@ class TrialBag:
         try:
             self._writer.open()
             store = typestore()
-            self._conns = {t: self._writer.add_connection(t, msgtype, typestore=store) for t, msgtype in topics.items()}
+            self._conns = {t: self._writer.add_connection(t, msgtype, typestore=store,
+                                                          offered_qos_profiles=[LATCHED_QOS] if t in latched else ())
+                           for t, msgtype in topics.items()}
         except (WriterError, OSError, KeyError) as e:
             self.abort(remove=not isinstance(e, WriterError))  # an existing folder is not ours to remove
             raise BagError(f"cannot create bag {self.folder}: {type(e).__name__}: {e}") from e

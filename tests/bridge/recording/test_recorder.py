@@ -384,6 +384,15 @@ def test_tf_static_carries_the_calibrations_camera_pose(tmp_path, real_frames):
     sign = 1 if q.x > 0 else -1  # q and -q are the same rotation
     assert [sign * q.x, sign * q.y, sign * q.z, sign * q.w] == pytest.approx([1, 0, 0, 0], abs=1e-6)
     assert r.messages["/tf_static"] == 1
+    # the bag says /tf_static was offered latched, as tf2's static broadcaster does: ros2 bag play
+    # then republishes it transient local, so a late tf2 listener still gets it
+    from rosbags.interfaces import QosDurability
+    from rosbags.rosbag2 import Reader
+
+    with Reader(tmp_path / r.bag) as reader:
+        qos = {c.topic: c.ext.offered_qos_profiles for c in reader.connections}
+    assert [q.durability for q in qos["/tf_static"]] == [QosDurability.TRANSIENT_LOCAL]
+    assert qos["/camera/camera/color/camera_info"] == []
 
 
 def test_a_static_transform_that_is_not_rigid_is_refused_up_front(tmp_path):
