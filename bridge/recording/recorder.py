@@ -190,6 +190,8 @@ class Recorder:
         self._queued_images = 0
         self._dropped = 0
         self._latched: dict[str, tuple[int, bytes]] = {}
+        self._last_depth: tuple[int, bytes] | None = None  # the newest depth offered (see ``offer``)
+        self._last_color_stamp: int | None = None
         self._offered_slots: dict[str, tuple] = {}  # topic -> stamp windows of the last image queued
         self._running: set[str] = set()  # begun, not yet finished (caller's view)
         self._finished: OrderedDict[str, Recording] = OrderedDict()
@@ -224,6 +226,12 @@ class Recorder:
         epoch). Never blocks, never raises; see the module docstring for what is kept."""
         if topic in LATCHED:
             self._latched[topic] = (log_ns, cdr)  # one dict store: atomic under the GIL
+        elif topic == _DEPTH:
+            # a camera publishes a capture's depth before its colour (camera_node): a recording that
+            # begins between the two would keep the colour without its depth, which playback skips
+            self._last_depth = (log_ns, cdr)
+        elif topic == _COLOR:
+            self._last_color_stamp = _peek_stamp_ns(cdr)
         if not self._running or topic not in RECORDED_TOPICS:
             return
         if topic in (_COLOR, _DEPTH) and not self._wanted_image(topic, cdr):
@@ -274,7 +282,11 @@ class Recorder:
                 raise ValueError(f"trial {trial_id!r} was already recorded")
             self._running.add(trial_id)
             dropped = self._dropped
-        latched = sorted(((t, ns, cdr) for t, (ns, cdr) in list(self._latched.items())), key=lambda x: x[1])
+        held = list(self._latched.items())
+        depth = self._last_depth
+        if depth is not None and _peek_stamp_ns(depth[1]) != self._last_color_stamp:
+            held.append((_DEPTH, depth))  # its capture's colour is still to come: keep them together
+        latched = sorted(((t, ns, cdr) for t, (ns, cdr) in held), key=lambda x: x[1])
         self._q.put(_Begin(trial_id, request_id, time.time_ns(), latched, dropped))
 
     def end(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:

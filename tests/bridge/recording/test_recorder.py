@@ -401,3 +401,29 @@ def test_a_static_transform_that_is_not_rigid_is_refused_up_front(tmp_path):
     scaled = np.diag([2.0, 1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="not proper"):
         Recorder(tmp_path, RecordingConfig(min_free_mb=0), static_transforms=[StaticTransform("a", "b", scaled)])
+
+
+def test_a_recording_that_begins_between_a_captures_depth_and_colour_keeps_them_together(tmp_path, real_frames):
+    """The camera publishes a capture's depth, then its colour: a recording that begins between the
+    two still has that capture's depth beside its colour (playback skips a colour frame without
+    depth); a recording that begins between two captures starts with no lone depth."""
+    f = real_frames[0]
+    info, depth, colour = cdr.capture(f.color, f.depth, f.intrinsics, T0)
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    try:
+        rec.offer(*info[:1], time.time_ns(), info[1])
+        rec.offer(depth[0], time.time_ns(), depth[1])
+        rec.begin("mid")  # after the depth, before the colour
+        feed(rec, [colour])
+        mid = rec.end("mid")
+        rec.begin("between")  # the capture is complete: its depth must not open the next recording
+        nxt = cdr.capture(f.color, f.depth, f.intrinsics, T0 + 10**9)
+        feed(rec, nxt)
+        between = rec.end("between")
+    finally:
+        rec.close()
+    _, msgs = read_mcap(tmp_path / mid.mcap)
+    stamps = {t: [stamp(m) for tt, _l, _p, m in msgs if tt == t] for t in (COLOR_Z, DEPTH_Z)}
+    assert stamps[COLOR_Z] == stamps[DEPTH_Z] == [T0]
+    _, msgs = read_mcap(tmp_path / between.mcap)
+    assert [stamp(m) for t, _l, _p, m in msgs if t == DEPTH_Z] == [T0 + 10**9]
