@@ -9,10 +9,12 @@ their log times, into a new bag (``trial_bag.TrialBag``: MCAP with summary, inde
 place; what the partial last chunk held is lost (the writer closes a chunk every 1 MiB of messages:
 about a second of compressed RGB-D at 5 frames/s).
 
-Replacing is crash-safe enough to run again: the new bag is written beside the old one
-(``.recover-<uid>/<uid>``), the old folder is moved into that folder, the new one into its place, and
-only then is the old one deleted; a run that stops in between leaves both, and the next run starts
-from whatever ``<uid>`` holds.
+Replacing never loses the old file before the new one is whole: the new bag is written beside the
+old one (``.recover-<uid>/<uid>``), the old folder is moved into that folder (``truncated``), the
+new one into its place, and only then is the old one deleted. A run killed while writing leaves
+``<uid>`` as it was (a later run starts again from it); one killed between the two renames, a
+moment, leaves both inside ``.recover-<uid>/`` and no ``<uid>``: the check then reports the trial's
+recording as missing, and moving ``.recover-<uid>/<uid>`` back by hand ends the swap.
 """
 
 from __future__ import annotations
