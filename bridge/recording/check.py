@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from pointlab.bridge.recording.layout import RecordingLayout, check_trial_id, recording_of
-from pointlab.bridge.ros.msgs import TOPICS
-
-# a recording's colour and depth topics, raw or compressed (``<raw>/compressed``, ``<raw>/compressedDepth``)
-_COLOR_TOPIC, _DEPTH_TOPIC = TOPICS["color"], TOPICS["depth"]
+from pointlab.bridge.recording.recorder import image_frames
 
 __all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans", "recover_truncated",
            "other_stores"]
@@ -203,8 +200,7 @@ def recover_truncated(check: RecordingsCheck, stored: dict | None = None) -> lis
         rec = layout.load(uid)
         if rec is None:
             continue  # the writer died before the record: the bag alone is what there is
-        color = sum(n for t, n in got.messages.items() if t.startswith(_COLOR_TOPIC))
-        depth = sum(n for t, n in got.messages.items() if t.startswith(_DEPTH_TOPIC))
+        color, depth = image_frames(got.messages)
         rec = rec.model_copy(update={
             "complete": False, "mcap_bytes": got.mcap_bytes, "messages": got.messages,
             "color_frames": color, "depth_frames": depth,

@@ -56,7 +56,7 @@ from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import PointAnswer
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag, typestore
 
-__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics"]
+__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics", "image_frames"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,12 @@ def bag_topics(config: RecordingConfig) -> dict[str, str]:
         else:
             out[topic] = msgtype
     return out
+
+
+def image_frames(counts: dict[str, int]) -> tuple[int, int]:
+    """``(colour, depth)`` frames in a bag from its messages per topic, raw or compressed."""
+    return (counts.get(_COLOR, 0) + counts.get(_STORED_AS[_COLOR], 0),
+            counts.get(_DEPTH, 0) + counts.get(_STORED_AS[_DEPTH], 0))
 
 
 # State topics whose latest message opens every recording (a trial starts from a known state).
@@ -531,8 +537,7 @@ class Recorder:
                 rec.mcap_bytes = t.bag.close()
                 rec.bag, rec.mcap = self.layout.relative(t.bag.folder), self.layout.relative(t.bag.mcap_path)
                 rec.messages = {k: v for k, v in t.bag.counts.items() if v}
-                rec.color_frames = t.bag.counts.get(_COLOR, 0) + t.bag.counts.get(_STORED_AS[_COLOR], 0)
-                rec.depth_frames = t.bag.counts.get(_DEPTH, 0) + t.bag.counts.get(_STORED_AS[_DEPTH], 0)
+                rec.color_frames, rec.depth_frames = image_frames(t.bag.counts)
             except BagError as e:
                 t.fail(f"{e}; the partial bag was removed")
                 t.bag.abort()

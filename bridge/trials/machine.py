@@ -62,9 +62,9 @@ Phase = Literal["asking", "targeting", "revealing", "checking", "moving", "halti
                 "judging", "ended"]
 PHASES: tuple[str, ...] = Phase.__args__
 
-# Measured browser trials (a newcomer's session, docs/trials.md "Storage"): 77-247 MB of MCAP each,
-# mean about 147 MB; the recording runs until the participant's judgement, so a slow judge makes it
-# longer. The default floor keeps room for four of the largest beside the store.
+# Measured browser trials (a newcomer's session, docs/trials.md "Storage"): 77-247 MB of raw MCAP each,
+# mean about 147 MB, when recordings were raw and ran until the participant's judgement; the default
+# floor keeps room for four of the largest beside the store (recordings are smaller now: a margin).
 DEFAULT_MIN_FREE_BYTES = 1_000_000_000
 
 # (from, event, to): every transition the machine may take. Event labels are the event's ``label``
