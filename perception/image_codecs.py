@@ -59,10 +59,11 @@ def encode_color(rgb: np.ndarray, quality: int = 80) -> tuple[str, bytes]:
     return "rgb8; jpeg compressed bgr8", buf.tobytes()
 
 
-def encode_depth(depth_mm: np.ndarray, png_level: int = 1) -> tuple[str, bytes]:
+def encode_depth(depth_mm: np.ndarray, png_level: int = 4) -> tuple[str, bytes]:
     """``(H, W)`` uint16 depth (millimetres, 0 = none) -> ``(format, data)`` of a ``compressedDepth``
-    message. ``png_level`` 0-9 is zlib's effort (image_transport's ``png_level``, default 9 there;
-    1 here: a few percent larger, several times faster).
+    message. ``png_level`` 0-9 is zlib's effort (image_transport's ``png_level``, default 9 there).
+    4 here, measured on a 640 x 480 sim depth frame (2 cores): 129 kB in 12.5 ms, against 153 kB in
+    8.8 ms at 1, 121 kB in 40 ms at 6 and 98 kB in 500 ms at 9 (a 30 frames/s camera leaves 33 ms).
 
     Raises:
         ValueError: not an ``(H, W)`` uint16 array, or the encoder failed.

@@ -5,7 +5,15 @@ grows with the square of the range for a stereo camera; invalid bands along silh
 imager sees what the other cannot; holes where the IR pattern is absorbed or reflected away):
 
 - **range noise**: Gaussian, standard deviation ``sigma_0.7 * (z / 0.7 m)^2`` (``sigma_0.7`` =
-  1.5 mm by default);
+  1.5 mm by default), **spatially correlated** as a stereo matcher's is (each depth comes from a
+  window of pixels matched along the horizontal epipolar line): white noise blurred by a Gaussian of
+  ``NOISE_CORR_PX`` = (3, 1.5) px (x, y), rescaled to unit variance. Measured on the 9 real RGB-D
+  tabletop frames of UnseenObjectClustering (NVlabs, a RealSense-class camera): in 987 flat
+  32 x 32 px patches (quadratic surface removed) the residual is 1.75 mm RMS and its correlation at
+  1/2/4/8 px lag is 0.92/0.85/0.69/0.36 along a row and 0.71/0.62/0.32/-0.03 down a column; this
+  field gives 0.97/0.89/0.64/0.17 and 0.89/0.64/0.17/0.00. Uncorrelated noise (as before) made
+  neighbouring depths equal for 16 % of pixels against 65-81 % in the real frames, and a depth
+  frame that PNG-compresses to 247 kB against 85-123 kB for the real ones (about 150 kB now);
 - **edge holes**: 0 at depth discontinuities above ``EDGE_JUMP_M``, in a 1-2 px band plus a random
   half of a 3-4 px band (a ragged border, on both sides of the edge);
 - **dark surfaces** (objects whose albedo's luminance is below ``DARK_LUMA``: black plastic, dark
@@ -29,7 +37,7 @@ import cv2
 import numpy as np
 
 __all__ = ["DepthModel", "CleanView", "albedo_luma", "EDGE_JUMP_M", "DARK_LUMA", "DARK_DROPOUT", "SHINY_DROPOUT", "COLOR_NOISE",
-           "edge_bands", "to_depth_units"]
+           "NOISE_CORR_PX", "edge_bands", "to_depth_units"]
 
 EDGE_JUMP_M = 0.02
 DARK_LUMA = 60.0
@@ -37,6 +45,7 @@ DARK_DROPOUT = 0.5
 SHINY_DROPOUT = 0.2
 HIGHLIGHT_FRACTION = 0.985
 COLOR_NOISE = 2.0
+NOISE_CORR_PX = (3.0, 1.5)
 BLOCK_PX = 4
 
 
@@ -101,6 +110,16 @@ class CleanView:
         return cls(color, depth_m, e1, e3, shiny_blocks, highlight, dark)
 
 
+def _correlated(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """A ``(h, w)`` float32 Gaussian field of unit variance correlated over ``NOISE_CORR_PX``."""
+    sx, sy = NOISE_CORR_PX
+    pad = int(4 * max(sx, sy)) + 1
+    # blurred with wrap-around padding: the field is periodic, so a rolled copy has no seam
+    white = np.pad(rng.standard_normal((h, w), dtype=np.float32), pad, mode="wrap")
+    field = cv2.GaussianBlur(white, (0, 0), sigmaX=sx, sigmaY=sy)[pad:pad + h, pad:pad + w]
+    return field / np.float32(field.std())
+
+
 def _upsample(blocks: np.ndarray, h: int, w: int) -> np.ndarray:
     out = np.repeat(np.repeat(blocks, BLOCK_PX, axis=0), BLOCK_PX, axis=1)
     return np.pad(out, ((0, max(0, h - out.shape[0])), (0, max(0, w - out.shape[1]))))[:h, :w]
@@ -123,7 +142,7 @@ class DepthModel:
         cnoise = self.rng.normal(0.0, COLOR_NOISE, size=(3, height, width, 3)).round()
         self._color_pos = np.clip(cnoise, 0, 255).astype(np.uint8)
         self._color_neg = np.clip(-cnoise, 0, 255).astype(np.uint8)
-        self._depth_noise = self.rng.standard_normal((3, height, width), dtype=np.float32)
+        self._depth_noise = np.stack([_correlated(self.rng, height, width) for _ in range(3)])
 
     def color(self, view: CleanView) -> np.ndarray:
         """The colour with sensor noise, ``(H, W, 3)`` uint8."""
@@ -135,8 +154,8 @@ class DepthModel:
         rng, depth_m = self.rng, view.depth_m
         h, w = depth_m.shape
         k = int(rng.integers(0, len(self._depth_noise)))
-        shift = int(rng.integers(0, h * w))
-        unit = np.roll(self._depth_noise[k].reshape(-1), shift).reshape(h, w)
+        # a 2-D shift keeps the field's correlation (a flat one would put a seam in every row)
+        unit = np.roll(self._depth_noise[k], (int(rng.integers(0, h)), int(rng.integers(0, w))), axis=(0, 1))
         sigma_scale = np.float32(self.depth_noise_m / 0.49)  # sigma(z) = sigma_0.7 * (z / 0.7)^2
         noisy = depth_m + sigma_scale * depth_m * depth_m * unit
         holes = view.edges1.copy()

@@ -77,7 +77,8 @@ class RecordingConfig(BaseModel):
             ``<depth topic>/compressedDepth`` (``perception.image_codecs``); ``"raw"``: the
             ``sensor_msgs/Image`` bytes as they arrived, on the raw topics (about 10 times larger).
         jpeg_quality: 1-100, the colour's JPEG quality (compressed_image_transport's parameter name).
-        png_level: 0-9, zlib effort of the depth PNG (compressed_depth_image_transport's name).
+        png_level: 0-9, zlib effort of the depth PNG (compressed_depth_image_transport's name;
+            sizes and times per level in ``perception.image_codecs.encode_depth``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -91,7 +92,7 @@ class RecordingConfig(BaseModel):
     compress: bool = True
     images: Literal["compressed", "raw"] = "compressed"
     jpeg_quality: int = Field(80, ge=1, le=100)
-    png_level: int = Field(1, ge=0, le=9)
+    png_level: int = Field(4, ge=0, le=9)
 
     def resolved_dir(self, db_path: str | Path | None = None) -> Path:
         """The recordings folder: ``dir``, else beside ``db_path``, else ``./recordings``."""
