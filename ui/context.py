@@ -86,9 +86,9 @@ class FrameFeed:
 
     One task polls ``live_view.latest_jpeg()`` every ``poll_s`` while at least one connection is
     watching (``watching()``), and wakes the watchers when the frame index changes, so that a page
-    gets a frame as soon as it has been encoded instead of at its own next tick, and five pages cost
-    one poll, not five. With nobody watching nothing polls, so the live view's encoder goes idle
-    (``RosLiveView.idle_after_s``). Used from the event loop only.
+    gets a frame as soon as the camera has sent it instead of at its own next tick, and five pages
+    cost one poll, not five. With nobody watching nothing polls. The JPEG is the camera node's own
+    (``bridge.ros.live_view``): nothing is encoded in the web app. Used from the event loop only.
 
     Args:
         live_view: the station's camera port (``latest_jpeg``).

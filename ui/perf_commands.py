@@ -46,7 +46,7 @@ def perf_loop_cmd(
             from .perf_live import measure_live_view
 
             print_json(measure_live_view(browsers, seconds, time_scale=1.0 if time_scale is None else time_scale,
-                                         agent=agent))
+                                         agent=agent, recording=recording))
             return
         from pointlab.bridge.perf_loop import measure_loop
         from pointlab.bridge.recording.layout import RecordingConfig

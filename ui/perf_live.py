@@ -52,8 +52,11 @@ def _renders(cam) -> tuple[int, float]:
 
 
 def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: float = 1.0, agent: str = "sim-oracle",
-                      chromium: str = "/usr/bin/chromium", frame_rate_hz: float | None = None) -> dict:
+                      chromium: str = "/usr/bin/chromium", frame_rate_hz: float | None = None,
+                      recording: bool = True) -> dict:
     """Open ``browsers`` participant pages and measure for ``seconds`` (module docstring).
+
+    ``recording``: every trial recorded (MCAP + clip, the session's default); ``False``: none.
 
     Returns:
         ``{"browsers", "seconds", "page_fps": [...], "page_fps_min", "camera_frames_published_per_s",
@@ -75,7 +78,8 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     if browsers < 1 or not seconds > 0:
         raise ValueError("browsers must be >= 1 and seconds > 0")
     tmp = tempfile.TemporaryDirectory(prefix="pointlab-perf-live-")
-    session = start_session(SessionConfig(db_path=Path(tmp.name) / "perf.sqlite", time_scale=time_scale))
+    cfg = SessionConfig(db_path=Path(tmp.name) / "perf.sqlite", time_scale=time_scale)
+    session = start_session(cfg if recording else cfg.model_copy(update={"recording": None}))
     stop_server = None
     stop = threading.Event()
     trials: list = []
@@ -130,7 +134,7 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                    "real_time_factor": round(sim_s / wall_s, 1) if wall_s > 0 else None,
                    "simulated_per_wall": round(sim_s / elapsed, 3)}
     return {
-        "browsers": browsers, "seconds": round(elapsed, 2), "time_scale": time_scale,
+        "browsers": browsers, "seconds": round(elapsed, 2), "time_scale": time_scale, "recording": recording,
         "push_rate_hz": settings.frame_rate_hz,
         "page_fps": fps, "page_fps_min": min(fps),
         "camera_frames_published_per_s": round((pub1 - pub0) / elapsed, 2),

@@ -2,7 +2,7 @@
 
 ``/ws/participant?token=INVITE`` (participant):
     server -> client: binary messages are JPEG frames of the live colour view (``live_view.latest_jpeg()``,
-    each new frame pushed as soon as it is encoded, at most ``UiSettings.frame_rate_hz`` a second); text messages are JSON with
+    each new frame pushed as soon as the camera sends it, at most ``UiSettings.frame_rate_hz`` a second); text messages are JSON with
     ``type`` in ``state``, ``trial_started``, ``trial_result``, ``judged``, ``sus_saved``, ``pong``, ``error``.
     client -> server (JSON text): ``{"type": "instruction", "text"}``, ``{"type": "judge", "trial_id",
     "judgement"}``, ``{"type": "sus", "block", "responses": [10 ints]}``, ``{"type": "ping"}``.
@@ -42,7 +42,7 @@ router = APIRouter()
 CLOSE_BAD_TOKEN = 4401
 # A client that takes no message for UiSettings.ws_send_timeout_s is given up: nothing more is sent to
 # it and a close with CLOSE_TOO_SLOW is tried (a page that gets it reconnects). Its pump would
-# otherwise wait in a send forever and keep the live view's poller and JPEG encoder running for
+# otherwise wait in a send forever and keep the live view's poller running for
 # nobody (a socket that is open but never read is not dropped by the websocket pings).
 CLOSE_TOO_SLOW = 4408
 
@@ -166,7 +166,7 @@ async def _open(ws: WebSocket, role: str, refusal: str):
 
 
 async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
-    """Push each new frame as soon as it is encoded, at most ``frame_rate_hz`` a second, and
+    """Push each new frame as soon as the camera sends it, at most ``frame_rate_hz`` a second, and
     ``status()`` every status interval when it changed."""
     loop = asyncio.get_running_loop()
     frame_dt = 1.0 / ctx.settings.frame_rate_hz

@@ -21,8 +21,12 @@ serialized by rclpy without any DDS). Everything else happens on the engine's ow
 
 Kept images are stored as image_transport's ``compressed`` (colour JPEG) and ``compressedDepth``
 (lossless depth PNG) ``sensor_msgs/CompressedImage`` on its topic names (``bag_topics``;
-``perception.image_codecs``), encoded here, on the engine's thread; ``RecordingConfig(images="raw")``
-writes the raw ``sensor_msgs/Image`` bytes as they arrived instead.
+``perception.image_codecs``). The colour may be offered either way: as the camera's own
+``compressed`` message (``TOPICS["color_compressed"]``, what the ROS recorder subscribes to in this
+mode: **written as it arrived, never encoded again**; the clip decodes it), or raw (encoded here, on
+the engine's thread); a capture's frame is kept once whichever form comes first. Depth is encoded
+here, only for the frames kept. ``RecordingConfig(images="raw")`` writes the raw ``sensor_msgs/Image``
+bytes as they arrived instead (``input_topics`` says what to subscribe to).
 
 The clip (``bridge.recording.clip``) gets colour frames at ``clip.fps``; once the trial's answer
 (``point_answer`` with the recording's request id, or the first answer when none was given) has
@@ -56,7 +60,7 @@ from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import PointAnswer
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag, typestore
 
-__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics", "image_frames"]
+__all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics", "input_topics", "image_frames"]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +100,15 @@ def bag_topics(config: RecordingConfig) -> dict[str, str]:
     return out
 
 
+def input_topics(config: RecordingConfig) -> dict[str, str]:
+    """The topics a recorder subscribes to, ``{name: ROS type}``: ``RECORDED_TOPICS``, with the colour
+    taken as the camera's ``compressed`` JPEG (``TOPICS["color_compressed"]``) instead of raw when
+    ``config.images == "compressed"``: the bytes the live view shows are the ones stored."""
+    if config.images == "raw":
+        return dict(RECORDED_TOPICS)
+    return {(_COLOR_JPEG if t == _COLOR else t): (_COMPRESSED if t == _COLOR else m) for t, m in RECORDED_TOPICS.items()}
+
+
 def image_frames(counts: dict[str, int]) -> tuple[int, int]:
     """``(colour, depth)`` frames in a bag from its messages per topic, raw or compressed."""
     return (counts.get(_COLOR, 0) + counts.get(_STORED_AS[_COLOR], 0),
@@ -105,8 +118,13 @@ def image_frames(counts: dict[str, int]) -> tuple[int, int]:
 # State topics whose latest message opens every recording (a trial starts from a known state).
 LATCHED = (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"], TOPICS["arm_state"])
 _COLOR, _DEPTH, _ANSWER = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"]
+_COLOR_JPEG = TOPICS["color_compressed"]
 # where a kept colour or depth frame goes in a compressed recording (image_transport's names)
 _STORED_AS = {_COLOR: _COLOR + COMPRESSED_SUFFIX, _DEPTH: _DEPTH + COMPRESSED_DEPTH_SUFFIX}
+assert _STORED_AS[_COLOR] == _COLOR_JPEG
+_COLORS = (_COLOR, _COLOR_JPEG)
+_IMAGES = (_COLOR, _COLOR_JPEG, _DEPTH)
+_INPUT_TYPES = {**RECORDED_TOPICS, _COLOR_JPEG: _COMPRESSED}  # every form ``offer`` takes
 _DISK_CHECK_S = 1.0
 _KEEP_FINISHED = 200
 
@@ -236,13 +254,13 @@ class Recorder:
             # a camera publishes a capture's depth before its colour (camera_node): a recording that
             # begins between the two would keep the colour without its depth, which playback skips
             self._last_depth = (log_ns, cdr)
-        elif topic == _COLOR:
+        elif topic in _COLORS:
             self._last_color_stamp = _peek_stamp_ns(cdr)
-        if not self._running or topic not in RECORDED_TOPICS:
+        if not self._running or topic not in _INPUT_TYPES:
             return
-        if topic in (_COLOR, _DEPTH) and not self._wanted_image(topic, cdr):
+        if topic in _IMAGES and not self._wanted_image(topic, cdr):
             return  # another frame of a window already taken: never queued, never decoded
-        image = topic in (_COLOR, _DEPTH)
+        image = topic in _IMAGES
         with self._lock:
             # images are bounded by max_queued (about 1.2 MB each); the small messages (answers,
             # commands, states) by far more, so a backlog of frames never costs an arm command
@@ -264,7 +282,7 @@ class Recorder:
         if stamp is None:
             return True  # let the engine decode it and say what is wrong
         slots = (None if self._image_period_ns is None else stamp // self._image_period_ns,
-                 stamp // self._clip_period_ns if topic == _COLOR else None)
+                 stamp // self._clip_period_ns if topic in _COLORS else None)
         last = self._offered_slots.get(topic)
         self._offered_slots[topic] = slots
         return self._image_period_ns is None or last is None or any(
@@ -355,7 +373,7 @@ class Recorder:
                 if isinstance(item, tuple):
                     with self._lock:
                         self._queued -= 1
-                        self._queued_images -= item[0] in (_COLOR, _DEPTH)
+                        self._queued_images -= item[0] in _IMAGES
                     self._on_message(active, *item)
                 elif isinstance(item, _Begin):
                     self._on_begin(active, item)
@@ -426,7 +444,7 @@ class Recorder:
     def _decode(topic: str, cdr: bytes):
         """The deserialized message, or the exception that says why it is not one."""
         try:
-            return typestore().deserialize_cdr(cdr, RECORDED_TOPICS[topic])
+            return typestore().deserialize_cdr(cdr, _INPUT_TYPES[topic])
         except Exception as e:  # rosbags raises SerdeError, struct.error, IndexError... on bad bytes
             return e
 
@@ -447,7 +465,7 @@ class Recorder:
         if isinstance(msg, Exception):
             self._bad(t, topic, f"{type(msg).__name__}: {msg}")
             return
-        if topic in (_COLOR, _DEPTH):
+        if topic in _IMAGES:
             self._image_to(t, topic, log_ns, cdr, msg)
             return
         if topic == _ANSWER and t.points is None:
@@ -456,20 +474,25 @@ class Recorder:
 
     def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
         stamp = stamp_to_ns(msg.header.stamp)
-        keep = self._image_period_ns is None or stamp // self._image_period_ns != t.image_slot.get(topic)
-        to_clip = topic == _COLOR and t.clip is not None and stamp // self._clip_period_ns != t.clip_slot
+        stored = _STORED_AS.get(topic, topic)  # one slot per stored stream: a raw and a JPEG colour share it
+        slot = None if self._image_period_ns is None else stamp // self._image_period_ns
+        keep = (self._image_period_ns is None or slot != t.image_slot.get(stored)) and not (
+            topic == _COLOR_JPEG and self.config.images == "raw")  # a raw recording keeps raw colour only
+        to_clip = topic in _COLORS and t.clip is not None and stamp // self._clip_period_ns != t.clip_slot
         if not (keep or to_clip):
             return
-        try:
-            pixels = image_to_rgb(msg) if topic == _COLOR else image_to_depth(msg)[0]
-        except (ValueError, TypeError) as e:
-            self._bad(t, topic, str(e))
-            return
+        pixels = None
+        if to_clip or (keep and topic != _COLOR_JPEG and self.config.images != "raw"):
+            try:
+                pixels = image_to_rgb(msg) if topic in _COLORS else image_to_depth(msg)[0]
+            except (ValueError, TypeError) as e:
+                self._bad(t, topic, str(e))
+                return
         if keep:
-            if self._image_period_ns is not None:
-                t.image_slot[topic] = stamp // self._image_period_ns
-            if self.config.images == "raw":
-                self._bag_write(t, topic, log_ns, cdr)
+            if slot is not None:
+                t.image_slot[stored] = slot
+            if self.config.images == "raw" or topic == _COLOR_JPEG:
+                self._bag_write(t, topic, log_ns, cdr)  # as it arrived: the camera's own JPEG, or raw
             else:
                 self._compressed_write(t, topic, log_ns, msg, pixels)
         if to_clip:

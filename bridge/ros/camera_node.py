@@ -8,11 +8,16 @@ Topics (``pointlab.bridge.ros.msgs.TOPICS``; a lab may run realsense-ros 4.x wit
   **millimetres** (REP 118, realsense-ros); a source with another depth scale (D405: 0.1 mm/unit,
   the sim) is converted to millimetres before publishing;
 - ``/camera/camera/color/camera_info``: ``sensor_msgs/CameraInfo`` of the colour stream;
+- ``/camera/camera/color/image_raw/compressed``: ``sensor_msgs/CompressedImage``, the colour as
+  image_transport's ``compressed`` transport (JPEG, ``jpeg_quality``, format
+  ``"rgb8; jpeg compressed bgr8"``; ``perception.image_codecs``), encoded **once** per frame here,
+  only while something subscribes: the live view, the recorder and the clip use these bytes
+  (realsense-ros publishes the same topic through image_transport's plugin);
 - ``/pointlab/camera/frame_meta``: ``std_msgs/String`` JSON ``{"stamp_ns", "index",
   "device_depth_scale_m", "depth_scale_m"}`` per frame (our addition: the source's frame index, so a
   trial on a replay folder records which file the agent saw).
 
-All four share the header stamp of the frame (its capture time) and frame id
+All of them share the header stamp of the frame (its capture time) and frame id
 ``camera_color_optical_frame``. The node's read-only parameter ``depth_scale_m`` (0.001) states the
 scale of the depth topic; ``device_depth_scale_m`` the source's own.
 """
@@ -30,7 +35,10 @@ from pointlab.perception.camera import Camera
 from pointlab.perception.errors import EndOfRecording, PerceptionError
 
 from pointlab.bridge.ros.lean_node import LeanNode
-from pointlab.bridge.ros.msgs import DEPTH_TOPIC_SCALE_M, TOPICS, depth_to_image, intrinsics_to_camera_info, rgb_to_image, to_depth_mm
+from pointlab.perception.image_codecs import encode_color
+
+from pointlab.bridge.ros.msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, compressed_image, depth_to_image,
+                                      intrinsics_to_camera_info, rgb_to_image, to_depth_mm)
 from pointlab.bridge.ros.payloads import FrameMeta, to_msg
 
 __all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
@@ -59,16 +67,22 @@ class CameraNode(LeanNode):
         node_name: ROS node name.
     """
 
-    def __init__(self, camera: Camera, *, context=None, max_fps: float = 30.0, node_name: str = "pointlab_camera") -> None:
+    def __init__(self, camera: Camera, *, context=None, max_fps: float = 30.0, node_name: str = "pointlab_camera",
+                 jpeg_quality: int = 80) -> None:
         super().__init__(node_name, context=context)
+        if not 1 <= int(jpeg_quality) <= 100:
+            raise ValueError(f"jpeg_quality must be 1-100, got {jpeg_quality}")
         self.camera = camera
         self.max_fps = float(max_fps)
+        self.jpeg_quality = int(jpeg_quality)
+        self.jpeg_encode_s = 0.0  # wall seconds spent encoding the compressed colour (pointlab perf)
         self.frames_published = 0
         self.read_errors = 0
         self.ended = False  # the source's recording ended (EndOfRecording): nothing more is published
         self._pub_color = self.create_publisher(_image_type(), TOPICS["color"], IMAGE_PUB_QOS)
         self._pub_depth = self.create_publisher(_image_type(), TOPICS["depth"], IMAGE_PUB_QOS)
         self._pub_info = self.create_publisher(_info_type(), TOPICS["camera_info"], IMAGE_PUB_QOS)
+        self._pub_jpeg = self.create_publisher(_compressed_type(), TOPICS["color_compressed"], IMAGE_PUB_QOS)
         self._pub_meta = self.create_publisher(_string_type(), TOPICS["frame_meta"], 10)
         self.declare_parameter("depth_scale_m", DEPTH_TOPIC_SCALE_M)
         self.declare_parameter("device_depth_scale_m", 0.0)
@@ -92,7 +106,7 @@ class CameraNode(LeanNode):
         self.camera.disconnect()
 
     def publish_frame(self, frame) -> None:
-        """Publish one ``RGBDFrame`` on the four topics (same stamp)."""
+        """Publish one ``RGBDFrame`` on the node's topics (same stamp); the JPEG only when subscribed."""
         stamp, fid = frame.stamp_ns, frame.frame_id
         if self.frames_published == 0:
             self.set_parameters([Parameter("device_depth_scale_m", value=float(frame.depth_scale_m))])
@@ -102,8 +116,21 @@ class CameraNode(LeanNode):
         self._pub_meta.publish(to_msg(FrameMeta(stamp_ns=stamp, index=int(frame.index),
                                                 device_depth_scale_m=frame.depth_scale_m,
                                                 depth_scale_m=DEPTH_TOPIC_SCALE_M)))
+        if self._pub_jpeg.get_subscription_count() > 0:
+            self._publish_jpeg(frame, stamp, fid)
         self._pub_color.publish(rgb_to_image(frame.color, stamp, fid))
         self.frames_published += 1
+
+    def _publish_jpeg(self, frame, stamp: int, fid: str) -> None:
+        # OpenCV releases the GIL while it encodes: the web app's threads run meanwhile
+        t0 = time.perf_counter()
+        try:
+            fmt, data = encode_color(frame.color, self.jpeg_quality)
+        except ValueError as e:
+            log.warning("camera: frame %s not JPEG-encoded: %s", frame.index, e)
+            return
+        self.jpeg_encode_s += time.perf_counter() - t0
+        self._pub_jpeg.publish(compressed_image(fmt, data, stamp, fid))
 
     def _loop(self) -> None:
         period = 1.0 / self.max_fps if self.max_fps > 0 else 0.0
@@ -144,6 +171,12 @@ def _image_type():
     from sensor_msgs.msg import Image
 
     return Image
+
+
+def _compressed_type():
+    from sensor_msgs.msg import CompressedImage
+
+    return CompressedImage
 
 
 def _info_type():

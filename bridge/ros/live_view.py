@@ -1,18 +1,21 @@
-"""The live view: the newest colour frame as JPEG, encoded on a thread of its own while watched.
+"""The live view: the camera's own JPEG of the newest colour frame, never encoded here.
 
-Encoding 640x480 to JPEG costs a few milliseconds per frame; it runs only while someone asked for
-the view in the last ``idle_after_s`` seconds (a page polls ``latest_jpeg`` or a websocket pushes
-it), at most ``max_fps`` times a second, and never twice for the same frame.
+The camera node encodes each colour frame once, as image_transport's ``compressed`` topic
+(``TOPICS["color_compressed"]``, ``bridge.ros.camera_node``); this class subscribes to it and hands
+those bytes to the web app (``latest_jpeg``) and to the trial record (``jpeg_of``). So the web app's
+process spends no time on JPEG while five pages watch, and the picture a page shows is byte for byte
+the one the recording keeps. A camera that publishes no ``compressed`` topic (a realsense-ros without
+image_transport's plugin) leaves the live view empty and ``jpeg_of`` encodes the trial frames itself.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
+from collections import deque
 
 from pointlab.bridge.ros.frames import RecentFrames
-from pointlab.bridge.ros.msgs import image_to_rgb
+from pointlab.bridge.ros.msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
 
 __all__ = ["RosLiveView", "encode_jpeg"]
 
@@ -34,74 +37,64 @@ def encode_jpeg(rgb, quality: int = 80) -> bytes:
 
 
 class RosLiveView:
-    """``bridge.trials.record.LiveView`` over ``RecentFrames``.
+    """``bridge.trials.record.LiveView`` over the camera's ``compressed`` colour topic.
 
     Args:
-        frames: the frames to encode.
-        max_fps: upper bound of the encoding rate.
-        jpeg_quality: 1-100.
-        idle_after_s: stop encoding this long after the last ``latest_jpeg`` call.
+        node: the rclpy node to subscribe on.
+        frames: the recent raw frames (their camera frame index by stamp).
+        jpeg_quality: 1-100, for a trial frame the camera did not encode (``jpeg_of``'s fallback).
+        keep: how many recent JPEGs to hold (about a second at 30 fps, 20 kB each).
+
+    Attributes:
+        received: JPEG frames received so far.
     """
 
-    def __init__(self, frames: RecentFrames, *, max_fps: float = 30.0, jpeg_quality: int = 80,
-                 idle_after_s: float = 3.0) -> None:
-        self.frames, self.max_fps, self.jpeg_quality, self.idle_after_s = frames, max_fps, jpeg_quality, idle_after_s
+    def __init__(self, node, frames: RecentFrames, *, jpeg_quality: int = 80, keep: int = 30) -> None:
+        from sensor_msgs.msg import CompressedImage
+
+        self.frames, self.jpeg_quality = frames, jpeg_quality
         self._lock = threading.Lock()
-        self._jpeg: tuple[bytes, int] | None = None
-        self._jpeg_stamp: int | None = None
-        self._viewer_t = 0.0
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="pointlab-liveview", daemon=True)
-        self._thread.start()
+        self._jpegs: deque = deque(maxlen=keep)  # (stamp_ns, bytes), oldest first
+        self._last: tuple[bytes, int] | None = None
+        self.received = 0
+        node.create_subscription(CompressedImage, TOPICS["color_compressed"], self._on_jpeg, image_qos(2))
 
-    def _loop(self) -> None:
-        min_period = 1.0 / self.max_fps if self.max_fps > 0 else 0.0
-        while not self._closed.is_set():
-            if not self.frames.new_frame.wait(0.5):
-                continue
-            self.frames.new_frame.clear()
-            if time.monotonic() - self._viewer_t > self.idle_after_s:  # nobody watches: spare the CPU
-                continue
-            t0 = time.monotonic()
-            self._encode_latest()
-            time.sleep(max(0.0, min_period - (time.monotonic() - t0)))
-
-    def _encode_latest(self) -> None:
-        latest = self.frames.latest()
-        if latest is None:
-            return
-        stamp, msg, index = latest
+    def _on_jpeg(self, msg) -> None:
+        if "jpeg" not in msg.format and "png" not in msg.format:
+            return  # another transport's payload (say compressedDepth) on this topic: not a picture
+        data = msg.data.tobytes() if hasattr(msg.data, "tobytes") else bytes(msg.data)
         with self._lock:
-            if stamp == self._jpeg_stamp:
-                return
-        try:
-            jpeg = encode_jpeg(image_to_rgb(msg), self.jpeg_quality)
-        except ValueError as e:
-            log.warning("live view frame dropped: %s", e)
-            return
-        with self._lock:
-            self._jpeg, self._jpeg_stamp = (jpeg, index), stamp
+            self._jpegs.append((stamp_to_ns(msg.header.stamp), data))
+            self.received += 1
 
     def latest_jpeg(self) -> tuple[bytes, int] | None:
-        """The newest colour frame as JPEG bytes and its frame index, or ``None`` before the first.
-
-        Never blocks and never encodes on the caller's thread (the web app's event loop): a call
-        wakes the encoding thread, so the first call after an idle spell may return ``None`` or an
-        older frame, and the next one a frame period later the newest."""
-        idle = time.monotonic() - self._viewer_t > self.idle_after_s
-        self._viewer_t = time.monotonic()
-        if idle:
-            self.frames.new_frame.set()  # encode the newest frame now rather than at the next one
-        return self._jpeg
+        """The newest colour frame as JPEG bytes and its camera frame index, or ``None`` before the
+        first. Never blocks and never encodes. A frame is offered once its index is known (the
+        camera's ``frame_meta`` or raw colour may arrive a moment after its JPEG), so indices only
+        grow from one call to the next."""
+        with self._lock:
+            recent = list(self._jpegs)
+        for stamp, data in reversed(recent):
+            index = self.frames.index_of(stamp)
+            if index is not None:
+                if self._last is None or index > self._last[1]:
+                    self._last = (data, index)
+                break
+        return self._last
 
     def jpeg_of(self, msg, quality: int | None = None) -> bytes | None:
-        """One colour message as JPEG (trial frames), or ``None`` when it cannot be encoded."""
+        """The JPEG of one raw colour message (a trial frame): the camera's own bytes for its stamp
+        when still held, else encoded here; ``None`` when it cannot be encoded."""
+        stamp = stamp_to_ns(msg.header.stamp)
+        if quality is None or quality == self.jpeg_quality:
+            with self._lock:
+                for s, data in reversed(self._jpegs):
+                    if s == stamp:
+                        return data
         try:
             return encode_jpeg(image_to_rgb(msg), quality or self.jpeg_quality)
         except ValueError:
             return None
 
     def close(self) -> None:
-        self._closed.set()
-        self.frames.new_frame.set()
-        self._thread.join(timeout=2.0)
+        """Nothing to stop (the node's owner destroys the subscription); kept for the port's contract."""

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from pointlab.perception.frame import Intrinsics
-from pointlab.perception.image_msgs import (DEPTH_TOPIC_SCALE_M, REALSENSE_TOPICS, camera_info_to_intrinsics,
-                                            image_to_depth, image_to_rgb, stamp_to_ns)
+from pointlab.perception.image_msgs import (DEPTH_TOPIC_SCALE_M, REALSENSE_COMPRESSED_TOPICS, REALSENSE_TOPICS,
+                                            camera_info_to_intrinsics, image_to_depth, image_to_rgb, stamp_to_ns)
 
 __all__ = [
-    "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "image_to_rgb",
+    "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "compressed_image", "image_to_rgb",
     "depth_to_image", "image_to_depth", "intrinsics_to_camera_info", "camera_info_to_intrinsics",
     "to_depth_mm", "image_qos", "state_qos",
 ]
@@ -34,6 +34,9 @@ __all__ = [
 # Every topic of the node set, in one place (docs/ros.md lists them with their message types).
 TOPICS = {
     **REALSENSE_TOPICS,  # color, depth, camera_info
+    # the colour as image_transport's ``compressed`` (JPEG), encoded once by the camera node: the
+    # live view, the recorder and the clip all use these bytes
+    "color_compressed": REALSENSE_COMPRESSED_TOPICS["color"],
     "frame_meta": "/pointlab/camera/frame_meta",
     "point_request": "/pointlab/point_request",
     "point_frame": "/pointlab/point_frame",
@@ -89,6 +92,17 @@ def _fill_image(msg, arr: np.ndarray, encoding: str, stamp_ns: int, frame_id: st
     msg.step = int(arr.strides[0])
     # rclpy copies an array.array('B') with one memcpy; a bytes object would be checked byte by byte.
     msg.data = array.array("B", arr.tobytes())
+    return msg
+
+
+def compressed_image(fmt: str, data: bytes, stamp_ns: int, frame_id: str):
+    """A ``sensor_msgs/CompressedImage`` of ``(format, data)`` (``perception.image_codecs``)."""
+    from sensor_msgs.msg import CompressedImage
+
+    msg = CompressedImage(format=fmt)
+    msg.header.stamp = ns_to_stamp(stamp_ns)
+    msg.header.frame_id = frame_id
+    msg.data = array.array("B", data)  # one memcpy (see _fill_image)
     return msg
 
 

@@ -1,8 +1,9 @@
 """``TrialRecorder``: records every topic of the node set, per trial, to an MCAP bag and a clip.
 
-Its own rclpy node (``pointlab_recorder``) subscribes to ``bridge.recording.recorder.RECORDED_TOPICS`` (the
+Its own rclpy node (``pointlab_recorder``) subscribes to ``bridge.recording.recorder.input_topics`` (the
 realsense-ros colour, aligned depth and camera_info, ``/joint_states``, the TCP pose and every
-pointlab topic) with **raw** subscriptions: each callback gets the CDR bytes as they arrived and
+pointlab topic; the colour as the camera's ``compressed`` JPEG when recordings store compressed
+images, so no frame is encoded twice) with **raw** subscriptions: each callback gets the CDR bytes as they arrived and
 hands them to the ``bridge.recording.recorder.Recorder`` engine (a dict store or a queue put), which
 decodes, thins and writes on its own thread. The node is spun by an executor of its own on a thread
 of its own, so the session's executor (the trial loop's callbacks) never waits for it. Only
@@ -24,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from pointlab.bridge.recording.recorder import RECORDED_TOPICS, Recorder
+from pointlab.bridge.recording.recorder import Recorder, input_topics
 from pointlab.bridge.recording.layout import Recording, RecordingConfig
 from pointlab.bridge.ros.host import spin_executor
 from pointlab.bridge.ros.msgs import TOPICS, image_qos, state_qos
@@ -33,7 +34,7 @@ __all__ = ["TrialRecorder"]
 
 log = logging.getLogger(__name__)
 
-_IMAGE_TOPICS = (TOPICS["color"], TOPICS["depth"])
+_IMAGE_TOPICS = (TOPICS["color"], TOPICS["color_compressed"], TOPICS["depth"])
 
 
 def _msg_class(ros_type: str):
@@ -67,7 +68,8 @@ class TrialRecorder:
         self.engine = Recorder(config.resolved_dir(db_path), config, static_transforms=static_transforms)
         self.node = LeanNode("pointlab_recorder", context=host.context)
         self._subs = {}
-        for topic, ros_type in RECORDED_TOPICS.items():
+        self._inputs = input_topics(config)
+        for topic, ros_type in self._inputs.items():
             if topic in _IMAGE_TOPICS:
                 qos = image_qos(image_depth)
             elif topic == TOPICS["arm_state"]:
@@ -101,7 +103,8 @@ class TrialRecorder:
         arm state have arrived (a recording begun now has the camera from its first frame);
         ``False`` on timeout."""
         deadline = time.monotonic() + timeout_s
-        cams = [self._subs[TOPICS[k]] for k in ("color", "depth", "camera_info")]
+        color = TOPICS["color_compressed"] if TOPICS["color_compressed"] in self._inputs else TOPICS["color"]
+        cams = [self._subs[t] for t in (color, TOPICS["depth"], TOPICS["camera_info"])]
         while time.monotonic() < deadline:
             if (all(s.get_publisher_count() > 0 for s in cams) and self.engine.has_state(TOPICS["camera_info"])
                     and self.engine.has_state(TOPICS["arm_state"])):

@@ -218,18 +218,17 @@ class RosTrialPorts:
         session: this session's nonce, sent in every arm command (the arm node refuses others).
         human: the human reference agent, or ``None``.
         human_agent_names: names of agents answered by a person.
-        live_max_fps: upper bound of the live view's encoding rate.
-        jpeg_quality: JPEG quality of the live view and the trial frames.
+        jpeg_quality: JPEG quality of a trial frame the camera did not encode (the camera node's own
+            ``jpeg_quality`` sets the live view's).
     """
 
-    def __init__(self, host, *, session: str = "", human=None, human_agent_names=(), live_max_fps: float = 30.0,
-                 jpeg_quality: int = 80) -> None:
+    def __init__(self, host, *, session: str = "", human=None, human_agent_names=(), jpeg_quality: int = 80) -> None:
         from pointlab.bridge.ros.lean_node import LeanNode
 
         self.node = LeanNode("pointlab_runner", context=host.context)
         self.waiters = Waiters()
         self.frames = RecentFrames(self.node)
-        self.live_view = RosLiveView(self.frames, max_fps=live_max_fps, jpeg_quality=jpeg_quality)
+        self.live_view = RosLiveView(self.node, self.frames, jpeg_quality=jpeg_quality)
         self.human = HumanRelay(human, jpeg_quality=jpeg_quality)
         self.arm_client = ArmClient(self.node, self.waiters, session=session)
         self.pointing = RosPointing(self.node, self.waiters, self.frames, self.live_view, human=human,

@@ -21,6 +21,15 @@ def color(rgb: np.ndarray, stamp_ns: int) -> bytes:
     return _ser(rgb_to_image(rgb, stamp_ns, CAMERA_OPTICAL_FRAME))
 
 
+def color_jpeg(rgb: np.ndarray, stamp_ns: int, quality: int = 80) -> tuple[bytes, bytes]:
+    """The camera node's ``compressed`` colour message: ``(cdr, jpeg bytes)``."""
+    from pointlab.bridge.ros.msgs import compressed_image
+    from pointlab.perception.image_codecs import encode_color
+
+    fmt, data = encode_color(rgb, quality)
+    return _ser(compressed_image(fmt, data, stamp_ns, CAMERA_OPTICAL_FRAME)), data
+
+
 def depth(depth_mm: np.ndarray, stamp_ns: int) -> bytes:
     return _ser(depth_to_image(depth_mm, stamp_ns, CAMERA_OPTICAL_FRAME))
 
@@ -36,7 +45,8 @@ def string(payload) -> bytes:
     return _ser(String(data=dumps_json(payload, compact=True)))
 
 
-def capture(rgb, depth_mm, intr, stamp_ns: int) -> list[tuple[str, bytes]]:
-    """One camera-node capture, in its publishing order: camera_info, depth, colour (one stamp)."""
-    return [(TOPICS["camera_info"], info(intr, stamp_ns)), (TOPICS["depth"], depth(depth_mm, stamp_ns)),
-            (TOPICS["color"], color(rgb, stamp_ns))]
+def capture(rgb, depth_mm, intr, stamp_ns: int, *, jpeg: bool = False) -> list[tuple[str, bytes]]:
+    """One camera-node capture, in its publishing order: camera_info, depth, colour (one stamp);
+    ``jpeg``: the colour as the camera's ``compressed`` message instead of raw."""
+    col = (TOPICS["color_compressed"], color_jpeg(rgb, stamp_ns)[0]) if jpeg else (TOPICS["color"], color(rgb, stamp_ns))
+    return [(TOPICS["camera_info"], info(intr, stamp_ns)), (TOPICS["depth"], depth(depth_mm, stamp_ns)), col]

@@ -427,3 +427,44 @@ def test_a_recording_that_begins_between_a_captures_depth_and_colour_keeps_them_
     assert stamps[COLOR_Z] == stamps[DEPTH_Z] == [T0]
     _, msgs = read_mcap(tmp_path / between.mcap)
     assert [stamp(m) for t, _l, _p, m in msgs if t == DEPTH_Z] == [T0 + 10**9]
+
+
+def test_the_cameras_jpeg_is_stored_as_it_arrived_and_feeds_the_clip(tmp_path, real_frames):
+    # encode once: the camera's compressed colour is written byte for byte (a second encoding of
+    # a decoded JPEG never gives the same bytes), its raw twin of the same capture is not kept a
+    # second time, and the clip still gets its frames (decoded from the JPEG)
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    sent = {}
+    items = []
+    for i in range(10):  # 0.4 s at 25 fps: bag windows of 200 ms hold captures 0 and 5
+        f, s = real_frames[i % len(real_frames)], T0 + i * PERIOD_NS
+        jpeg_cdr, sent[s] = cdr.color_jpeg(f.color, s)
+        items += cdr.capture(f.color, f.depth, f.intrinsics, s)[:2]
+        items += [(TOPICS["color_compressed"], jpeg_cdr), (TOPICS["color"], cdr.color(f.color, s))]
+    try:
+        rec.begin("jpeg1")
+        feed(rec, items)
+        r = rec.end("jpeg1")
+    finally:
+        rec.close()
+    assert r.complete and r.color_frames == 2 and r.depth_frames == 2 and r.clip_frames == 4
+    _profile, msgs = read_mcap(tmp_path / r.mcap)
+    stored = [(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec, bytes(m.data))
+              for topic, _l, _p, m in msgs if topic == TOPICS["color_compressed"]]
+    assert [s for s, _ in stored] == [T0, T0 + 5 * PERIOD_NS]
+    assert all(data == sent[s] for s, data in stored)
+    assert not [t for t, *_ in msgs if t == TOPICS["color"]]
+
+
+def test_a_raw_recording_keeps_the_raw_colour_only(tmp_path, real_frames):
+    f = real_frames[0]
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, images="raw"))
+    try:
+        rec.begin("raw1")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
+             + [(TOPICS["color_compressed"], cdr.color_jpeg(f.color, T0 + 1)[0])])
+        r = rec.end("raw1")
+    finally:
+        rec.close()
+    _profile, msgs = read_mcap(tmp_path / r.mcap)
+    assert [t for t, *_ in msgs if "image_raw" in t] == [TOPICS["depth"], TOPICS["color"]]

@@ -231,3 +231,54 @@ def test_a_bad_bag_option_is_one_error_line_and_exit_2(tmp_path):
     r = CliRunner().invoke(app, ["act", "node", "camera", "--camera", f"bag:{tmp_path / 'a.mcap'}#rate=fast"])
     assert r.exit_code == 2, r.output
     assert "bag option rate" in r.output and "Traceback" not in r.output
+
+
+def test_the_colour_is_jpeg_encoded_once_and_the_live_view_serves_those_bytes(ros_env, uoc_tabletop):
+    import cv2
+    from rclpy.node import Node
+    from sensor_msgs.msg import CompressedImage, Image
+
+    from pointlab.bridge.ros.frames import RecentFrames
+    from pointlab.bridge.ros.live_view import RosLiveView
+
+    host = RosHost()
+    node = host.add(CameraNode(make_camera(f"replay:{uoc_tabletop}"), context=host.context, max_fps=10))
+    viewer = host.add(Node("viewer", context=host.context))
+    live = RosLiveView(viewer, RecentFrames(viewer))
+    probe = host.add(Node("probe", context=host.context))
+    jpegs, raws, lock = {}, {}, threading.Lock()
+
+    def on_jpeg(m):
+        with lock:
+            jpegs[stamp_to_ns(m.header.stamp)] = (m.format, m.data.tobytes())
+
+    def on_raw(m):
+        with lock:
+            raws[stamp_to_ns(m.header.stamp)] = np.frombuffer(m.data, np.uint8).reshape(480, 640, 3).copy()
+
+    probe.create_subscription(CompressedImage, TOPICS["color_compressed"], on_jpeg, 10)
+    probe.create_subscription(Image, TOPICS["color"], on_raw, 10)
+    host.start()
+    node.start()
+    try:
+        deadline = time.monotonic() + 20.0
+        while True:
+            got = live.latest_jpeg()
+            with lock:
+                seen = got is not None and any(got[0] == data for _f, data in jpegs.values())
+                both = sorted(set(jpegs) & set(raws))
+            if seen and len(both) >= 3:
+                break
+            assert time.monotonic() < deadline, (got is not None, len(jpegs), len(raws))
+            time.sleep(0.05)
+    finally:
+        node.stop()
+        host.close()
+    assert TOPICS["color_compressed"] == "/camera/camera/color/image_raw/compressed"  # image_transport's name
+    assert node.jpeg_encode_s > 0
+    for s in both:  # the JPEG of a stamp is its raw frame, visually lossless
+        fmt, data = jpegs[s]
+        assert fmt == "rgb8; jpeg compressed bgr8"
+        rgb = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
+        mse = np.mean((rgb.astype(float) - raws[s]) ** 2)
+        assert 10 * np.log10(255**2 / mse) > 30
