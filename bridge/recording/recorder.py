@@ -482,7 +482,8 @@ class Recorder:
         if not (keep or to_clip):
             return
         pixels = None
-        if to_clip or (keep and topic != _COLOR_JPEG and self.config.images != "raw"):
+        if to_clip or (keep and self.config.images != "raw"):  # a JPEG kept as it came is decoded too:
+            # a frame that does not decode is not written (and says so), whichever form it came in
             try:
                 pixels = image_to_rgb(msg) if topic in _COLORS else image_to_depth(msg)[0]
             except (ValueError, TypeError) as e:

@@ -54,8 +54,11 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
     assert r.complete, r.errors
     _, msgs = read_mcap(tmp_path / r.mcap)
     topics = [t for t, *_ in msgs]
-    # the state the trial started from comes first (latched), then the trial's messages
-    assert set(topics[:4]) == set(LATCHED)
+    # the state the trial started from comes first (latched, received before the recording began),
+    # with the newest depth when its capture's colour was still to come (depth goes out first)
+    before = [t for t, log, _p, _m in msgs if log < r.started_unix_ns]
+    assert topics[:len(before)] == before
+    assert set(before) - {TOPICS["depth"] + "/compressedDepth"} == set(LATCHED), before
     logs = [log for _t, log, _p, _m in msgs]
     assert logs == sorted(logs)
     colour = [m for t, _l, _p, m in msgs if t == TOPICS["color"] + "/compressed"]
@@ -136,23 +139,25 @@ def test_the_bag_metadata_carries_the_live_type_hashes(session, tmp_path):
 
 
 def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_session_goes_on(session, tmp_path):
-    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import CompressedImage
+
+    from pointlab.bridge.ros.msgs import compressed_image
 
     recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
-    bad_pub = session.ports.node.create_publisher(Image, TOPICS["color"], 10)
+    bad_pub = session.ports.node.create_publisher(CompressedImage, TOPICS["color_compressed"], 10)
     try:
         assert recorder.wait_ready(20)
         recorder.begin("pick2")
-        # 480 rows said, 4 sent; an old stamp, so no camera frame shares its 200 ms window
-        lying = rgb_to_image(np.zeros((4, 640, 3), np.uint8), 1_000_000_000_000, "camera_color_optical_frame")
-        lying.height = 480
-        bad_pub.publish(lying)  # received after begin: in the recording
+        # a JPEG cut after its first 100 bytes; an old stamp, so no camera frame shares its 200 ms window
+        good = cv2.imencode(".jpg", np.zeros((480, 640, 3), np.uint8))[1].tobytes()
+        bad_pub.publish(compressed_image("rgb8; jpeg compressed bgr8", good[:100], 1_000_000_000_000,
+                                         "camera_color_optical_frame"))  # received after begin: in the recording
         res = run_trial(session, "sim-oracle", "pick up the red cube")
         r = recorder.end("pick2")
     finally:
         session.ports.node.destroy_publisher(bad_pub)
         recorder.close()
-    assert not r.complete and any("/camera/camera/color/image_raw" in e for e in r.errors), r.errors
+    assert not r.complete and any("/camera/camera/color/image_raw/compressed" in e for e in r.errors), r.errors
     assert res.robot_outcome == "done" and r.color_frames > 0 and r.clip_frames > 0  # nothing else was lost
 
 
