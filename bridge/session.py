@@ -73,6 +73,8 @@ class Session:
     camera_spec: str = ""
     robot_spec: str = ""
     world_drives_scene: bool = False  # both camera and arm are the world's: it can restore the scene
+    # trials the last session began and never stored, closed at this start (bridge.study.interrupted)
+    interrupted: list = field(default_factory=list)
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _closed: bool = field(default=False, repr=False)
 
@@ -263,8 +265,14 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         if config.db_path is not None:
             from pointlab.bridge.study.store import Store
 
+            from pointlab.bridge.recording.layout import RecordingConfig
+            from pointlab.bridge.study.interrupted import close_interrupted
+
             session.store = Store(config.db_path)
             session._closers.append(session.store.close)
+            # before any new trial: a killed session's unfinished trials, with their recordings recovered
+            session.interrupted = close_interrupted(
+                session.store, (config.recording or RecordingConfig()).resolved_dir(config.db_path))
 
         from pointlab.bridge.ros.arm_node import ArmNode
         from pointlab.bridge.ros.camera_node import CameraNode

@@ -40,6 +40,7 @@ OUTCOME_MESSAGES = {
     "stopped": "The robot was stopped by the operator.",
     "halted": "The robot was stopped by the operator.",
     "not_moved": "The robot did not move.",
+    "interrupted": "The system stopped during this trial.",
 }
 # Refusal codes of bridge.trials.outcomes, in plain words (a refusal is not a fault: nothing moved).
 # No point, an invalid one and one off the image read the same: only a model can produce the last two
@@ -76,6 +77,7 @@ ABORT_WORDS = {
     "timeout": "no answer came in time",
     "no_storage": "there is no room left to record the trial",
     "system_error": "the system did not respond correctly",
+    "interrupted": "the system stopped during the trial",
 }
 AGAIN = {True: "The same trial is offered again.",
          False: "This agent's repeats are used up, so the trial is not offered again."}

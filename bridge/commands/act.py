@@ -186,14 +186,17 @@ def recordings_cmd(
                                               help="recordings folder (default: recordings/ beside the db)"),
     check: bool = typer.Option(True, "--check", help="compare the folder with the stored trials (always done; "
                                                      "the flag is for scripts that say so)"),
-    recover: bool = typer.Option(False, "--recover", help="rewrite every MCAP a killed writer left without its "
-                                                          "summary from its whole chunks"),
+    recover: bool = typer.Option(False, "--recover", help="store the trials a killed session left unfinished "
+                                                          "(aborted, interrupted) and rewrite every MCAP a killed "
+                                                          "writer left without its summary from its whole chunks"),
     prune: bool = typer.Option(False, "--prune", help="delete the recordings no given store names (refused while "
                                                       "another store beside the folder was not given)"),
 ) -> None:
     """List the recordings no stored trial names (orphans, e.g. after a killed session), the trials
-    whose recording is missing, and the MCAPs that are not whole; --recover rewrites those MCAPs from
-    their whole chunks (first), --prune deletes the orphans. Every store beside the folder shares it
+    whose recording is missing, the MCAPs that are not whole, and the trials a killed session left
+    unfinished (``interrupted_pending``: a session's start stores them); --recover stores those
+    (aborted, ``interrupted``, with their recovered recordings) and rewrites the cut MCAPs from their
+    whole chunks (first), --prune deletes the orphans. Every store beside the folder shares it
     (recordings/ is per directory): pass each with --db. Prints JSON; exits 1 when anything is still
     missing, truncated or orphaned, 2 on bad input (docs/recording.md)."""
     from pointlab.bridge.recording.check import check_recordings, other_stores, prune_orphans, recover_truncated
@@ -215,6 +218,12 @@ def recordings_cmd(
         if prune and others:
             fail(f"{root} is shared with other stores beside it ({', '.join(others)}): their trials' recordings "
                  "would look like orphans; pass each with --db too", 2)
+        closed = None
+        if recover:  # what a session's start does: the killed session's trials, stored and linked
+            from pointlab.bridge.study.interrupted import close_interrupted
+
+            closed = [item for store in stores for item in close_interrupted(store, root)]
+        pending = [n["trial_uid"] for store in stores for n in store.unfinished_trials()]
         rows, where = [], {}
         for store in stores:
             for row in store.trials():
@@ -227,6 +236,11 @@ def recordings_cmd(
             found = check_recordings(rows, root)
         out = found.to_dict()
         out["other_stores"] = others
+        out["interrupted_pending"] = pending
+        if pending:
+            out["ok"] = False
+        if closed is not None:
+            out["interrupted_closed"] = closed
         if recovered is not None:
             out["recovered"] = recovered
         if prune and found.orphans:

@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 _TRIAL_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 
-EndedBy = Literal["end", "max_duration", "disk_floor", "close", "failed"]
+# interrupted: the session was killed during the recording; recovered at the next start
+EndedBy = Literal["end", "max_duration", "disk_floor", "close", "failed", "interrupted"]
 
 
 def check_trial_id(trial_id: str) -> str:

@@ -130,6 +130,21 @@ class TrialFrameRow(Base):
     __table_args__ = (UniqueConstraint("trial_id", "which"),)
 
 
+class TrialStartRow(Base):
+    """A trial that has begun and is not stored yet (``Store.begin_trial``): one left here when a
+    session starts was running when its session died (``bridge.study.interrupted``)."""
+
+    __tablename__ = "trial_starts"
+    trial_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    study_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    participant_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    block: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    agent: Mapped[str] = mapped_column(String)
+    instruction: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(8))
+    started_unix_s: Mapped[float] = mapped_column(Float)
+
+
 class SurveyRow(Base):
     __tablename__ = "surveys"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -142,15 +157,15 @@ class SurveyRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
-def _insert(s: Session, row: Base, message) -> int:
-    """Add ``row`` and return its id; a constraint it breaks (a repeated unique value, an unknown
+def _insert(s: Session, row: Base, message) -> int | None:
+    """Add ``row`` and return its id (``None`` for a table keyed otherwise); a constraint it breaks (a repeated unique value, an unknown
     foreign key) is a ``StoreError`` with ``message(reason)``."""
     s.add(row)
     try:
         s.flush()
     except IntegrityError as e:
         raise StoreError(message(e.orig)) from e
-    return row.id
+    return getattr(row, "id", None)
 
 
 def _of(q, row_cls, study_id: int | None, participant_id: int | None):
@@ -382,10 +397,33 @@ class Store:
                            created_unix_s=time.time())
             tid = _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
                                               f"study/participant): {why}")
+            started = s.get(TrialStartRow, result.trial_id)
+            if started is not None:  # the trial is stored: no longer an unfinished one
+                s.delete(started)
             for which, jpeg in frames.items():
                 if jpeg:
                     s.add(TrialFrameRow(trial_id=tid, which=which, jpeg=bytes(jpeg)))
             return tid
+
+    def begin_trial(self, trial_uid: str, *, agent: str, instruction: str, action: str, study_id: int | None = None,
+                    participant_id: int | None = None, block: int | None = None) -> None:
+        """Note that trial ``trial_uid`` has begun (committed on return); ``save_trial`` removes the
+        note in its own transaction. A note still here at the next start is an interrupted trial.
+
+        Raises:
+            StoreError: the database cannot be written, or the id was noted before.
+        """
+        with self.session() as s:
+            _insert(s, TrialStartRow(trial_uid=trial_uid, study_id=study_id, participant_id=participant_id, block=block,
+                                     agent=agent, instruction=instruction, action=action, started_unix_s=time.time()),
+                    lambda why: f"trial {trial_uid} cannot be noted as begun: {why}")
+
+    def unfinished_trials(self) -> list[dict[str, Any]]:
+        """The trials noted as begun and never stored, oldest first (``begin_trial``)."""
+        with self.session() as s:
+            rows = s.scalars(select(TrialStartRow).order_by(TrialStartRow.started_unix_s)).all()
+            return [{c: getattr(r, c) for c in ("trial_uid", "study_id", "participant_id", "block", "agent",
+                                                "instruction", "action", "started_unix_s")} for r in rows]
 
     def trial_frame(self, trial_uid: str, which: str) -> bytes | None:
         """The ``before``/``after`` JPEG of the trial whose record id is ``trial_uid``, or ``None``."""

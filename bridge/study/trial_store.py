@@ -10,8 +10,9 @@ __all__ = ["StudyStorePort"]
 
 
 class StudyStorePort:
-    """``bridge.trials.ports.StorePort``: a finished trial and its two frames, stored in one transaction
-    in its study slot; frames read back by the trial's record id.
+    """``bridge.trials.ports.StorePort``: a trial noted when it begins; once finished, stored with its
+    two frames in one transaction in its study slot (the note removed); frames read back by the
+    trial's record id.
 
     Raises (from ``save``):
         pointlab.bridge.study.store.StoreError: the trial cannot be stored (repeated id, unknown study
@@ -20,6 +21,10 @@ class StudyStorePort:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+
+    def begin(self, trial_id: str, slot: Slot, *, agent: str, instruction: str, action: str) -> None:
+        self.store.begin_trial(trial_id, agent=agent, instruction=instruction, action=action, study_id=slot.study_id,
+                               participant_id=slot.participant_id, block=slot.block)
 
     def save(self, result: TrialResult, slot: Slot, frames: dict[str, bytes]) -> int:
         return self.store.save_trial(result, study_id=slot.study_id, participant_id=slot.participant_id,

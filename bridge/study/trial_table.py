@@ -36,7 +36,7 @@ __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DEFAULT_MIN_FREE_MB = DEFAULT_MIN_FREE_BYTES // 1_000_000
 STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "number", "judgement", "created_unix_s",
                  "judged_unix_s")
@@ -168,7 +168,11 @@ def _v4_to_v5(conn: Connection) -> None:
     # trial_frames is a new table: created by create_all before the migration runs
 
 
-_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+def _v5_to_v6(conn: Connection) -> None:
+    """trial_starts (begun, not yet stored trials) is a new table: created by create_all before this runs."""
+
+
+_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
 
 
 def _add_missing_columns(conn: Connection) -> None:

@@ -44,8 +44,10 @@ REFUSAL_STAGES: dict[str, str] = {
 # halted: the operator's abort stopped the sequence in a controlled way (no fault, no e-stop);
 # robot_failure: the arm faulted, lost its connection or timed out, and was stopped;
 # stopped: emergency stop; agent_failure: the agent or the camera gave no answer;
-# not_moved: the trial ended before the arm was asked anything (an abort before the motion).
-RobotOutcome = Literal["done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved"]
+# not_moved: the trial ended before the arm was asked anything (an abort before the motion);
+# interrupted: the session stopped during the trial (killed, crashed): what the arm did is not known.
+RobotOutcome = Literal["done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved",
+                       "interrupted"]
 ROBOT_OUTCOMES: tuple[str, ...] = RobotOutcome.__args__
 
 
@@ -93,9 +95,11 @@ class RobotErrorInfo(BaseModel):
 #   timeout         a stage of the pipeline gave no result in time (answer, target, motion, halt)
 #   no_storage      the store or the recordings folder fell below the study's free-space floor
 #   system_error    the system refused its own command (a malformed arm command)
+#   interrupted     the session stopped during the trial; stored when the next one started
+#                   (``bridge.study.interrupted``)
 TrialOutcome = Literal["succeeded", "failed", "aborted"]
 AbortCode = Literal["operator_abort", "estop", "robot_fault", "agent_error", "camera_error", "timeout",
-                    "no_storage", "system_error"]
+                    "no_storage", "system_error", "interrupted"]
 ABORT_CODES: tuple[str, ...] = AbortCode.__args__
 
 # Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution

@@ -230,6 +230,11 @@ class RecorderPort(Protocol):
 
 
 class StorePort(Protocol):
+    def begin(self, trial_id: str, slot: Slot, *, agent: str, instruction: str, action: str) -> None:
+        """Note that the trial has begun (``save`` removes the note): a note left when the process
+        dies is an interrupted trial, stored at the next start (``bridge.study.interrupted``)."""
+        ...
+
     def save(self, result: Any, slot: Slot, frames: dict[str, bytes]) -> int:
         """Store the finished trial (``TrialResult``) in ``slot`` with its ``before``/``after`` JPEGs;
         returns the stored trial's id."""

@@ -198,6 +198,11 @@ class Station:
         intended = None if expected is None or scene is None else \
             _quietly(lambda: scene.intended_mask(expected), "the intended object's mask")
         trial_id = uuid.uuid4().hex
+        if self.ports.store is not None and slot is not None:
+            # before anything moves or records: a session killed from here on leaves this note, and
+            # its next start stores the trial as interrupted with its recovered recording
+            _quietly(lambda: self.ports.store.begin(trial_id, slot, agent=agent, instruction=instruction,
+                                                    action=action), "noting the trial's start")
         state, cmds = m.start(t=clock.now(), trial_id=trial_id, agent=agent, instruction=instruction,
                               belief=self.belief, reveal_s=settings.reveal.draw(self._rng), expected=expected,
                               human=agent in self.human_agents, intended=intended,
