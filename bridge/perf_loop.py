@@ -16,8 +16,10 @@ Recording (issue 10): the trials run in alternating blocks of ``block`` trials, 
 and with a ``bridge.ros.recorder.TrialRecorder`` attached (its node created for the block, each
 trial recorded from before the request to after the result, then the recorder closed), so both
 halves share the machine's load of the moment; ``recording`` reports ``point_to_command_ms`` of each
-half, their ``ratio_p50``, the time ``end`` took to finish the files, and what the recordings cost
-(MB per trial and per second, scaled to a 20 s trial; dropped frames; incomplete ones).
+half, their ``ratio_p50``, the CPU of each half (``cpu_cores_without``/``_with``: the whole process's
+CPU seconds over the trials' wall seconds; ``cpu_cores_added``), the time ``end`` took to finish the
+files, and what the recordings cost (MB per trial and per second, scaled to a 20 s trial; dropped
+frames; incomplete ones; ``images``: compressed or raw).
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         poller = threading.Thread(target=_poll_live_view, args=(station.ports.camera, stop, poll_hz, seen), daemon=True)
         frames0, t0 = session.camera_node.frames_published, time.monotonic()
         poller.start()
-        recorded_flags, recs, ends = [], [], []
+        recorded_flags, recs, ends, cpu = [], [], [], []
 
         async def run_all():
             out, recorder = [], None
@@ -124,6 +126,7 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
                         # old layout can carry a stamp later than the reset: let one frame period pass
                         await asyncio.sleep(0.2)
                     item = script[i % len(script)]
+                    c0, w0 = time.process_time(), time.monotonic()
                     if recorder is not None:
                         recorder.begin(f"perf-{i:04d}")
                     ran = await station.run_trial(agent, item["instruction"], expected=item["expected"],
@@ -134,6 +137,8 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
                         t = time.perf_counter()
                         recs.append(await recorder.end_async(f"perf-{i:04d}"))
                         ends.append(time.perf_counter() - t)
+                    # the process's CPU time (every thread) over the trial's wall time, recording included
+                    cpu.append((time.process_time() - c0, time.monotonic() - w0))
             finally:
                 if recorder is not None:
                     await asyncio.to_thread(recorder.close)
@@ -185,13 +190,23 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     if recording:
         without = p2c([r for r, f in zip(results, recorded_flags) if not f])
         with_ = p2c([r for r, f in zip(results, recorded_flags) if f])
+        cores = {flag: _cores([c for c, f in zip(cpu, recorded_flags) if f == flag]) for flag in (False, True)}
         out["recording"] = {
             "block": block, "image_fps": rec_config.image_fps, "clip_fps": rec_config.clip.fps,
             "point_to_command_ms_without": without, "point_to_command_ms_with": with_,
             "ratio_p50": round(with_["p50"] / without["p50"], 3) if with_["n"] and without["n"] and without["p50"] else None,
+            "images": rec_config.images,
+            "cpu_cores_without": cores[False], "cpu_cores_with": cores[True],
+            "cpu_cores_added": None if None in cores.values() else round(cores[True] - cores[False], 3),
             **_recording_costs([r for r in recs if r is not None], ends),
         }
     return out
+
+
+def _cores(cpu_wall: list[tuple[float, float]]) -> float | None:
+    """Cores used on average: summed process CPU seconds over summed wall seconds."""
+    wall = sum(w for _c, w in cpu_wall)
+    return round(sum(c for c, _w in cpu_wall) / wall, 3) if wall > 0 else None
 
 
 def _rtf(world) -> float | None:

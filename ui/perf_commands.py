@@ -29,6 +29,8 @@ def perf_loop_cmd(
     block: int = typer.Option(5, "--block", min=1, help="trials per block of the recording comparison"),
     image_fps: Optional[float] = typer.Option(None, "--image-fps", min=0.1,
                                               help="recorder: colour/depth frames per second in the MCAP"),
+    images: str = typer.Option("compressed", "--images", help="recorded images: compressed (JPEG + depth PNG) "
+                                                              "or raw (sensor_msgs/Image)"),
     keep_recordings: Optional[Path] = typer.Option(None, "--keep-recordings",
                                                    help="keep the recordings in this folder (default: removed)"),
     browsers: int = typer.Option(0, "--browsers", min=0, help="Chromium participant pages watching the live "
@@ -51,7 +53,9 @@ def perf_loop_cmd(
         from pointlab.bridge.perf_loop import measure_loop
         from pointlab.bridge.recording.layout import RecordingConfig
 
-        config = RecordingConfig() if image_fps is None else RecordingConfig(image_fps=image_fps)
+        if images not in ("compressed", "raw"):
+            fail(f"--images must be compressed or raw, got {images!r}", 2)
+        config = RecordingConfig(images=images, **({} if image_fps is None else {"image_fps": image_fps}))
         print_json(measure_loop(trials, time_scale=0.02 if time_scale is None else time_scale, agent=agent,
                                 recording=recording, block=block, recordings_dir=keep_recordings,
                                 recording_config=config))
