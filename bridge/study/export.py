@@ -45,9 +45,22 @@ class ExportError(ValueError):
     """The study does not exist or the output folder is not empty."""
 
 
-def _copy(src: Path | None, dst: Path, missing: list[str], what: str) -> str | None:
+def _source(layout: RecordingLayout, rel: str | None, never: str) -> tuple[Path | None, str]:
+    """The file a record names and why it would be missing (``never``: the record names none)."""
+    if rel is None:
+        return None, never
+    path = layout.resolve(rel)
+    if path is None:
+        return None, f"{rel} is outside the recordings folder (not followed)"
+    return path, f"{rel} is not in the recordings folder (deleted or moved)"
+
+
+def _copy(source: tuple[Path | None, str], dst: Path, missing: list[str], what: str, why: list[str]) -> str | None:
+    """Copy ``source``'s file to ``dst``; when there is none, note ``what`` in ``missing`` and its reason in ``why``."""
+    src, reason = source
     if src is None or not src.exists():
         missing.append(what)
+        why.append(f"{what}: {reason}")
         return None
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_dir():
@@ -86,22 +99,24 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
         uid = row["trial_uid"]
         rec = recording_of(row, layout)
         missing: list[str] = []
+        why: list[str] = []
         item = {k: logged[k] for k in ("id", "trial_uid", "number", "agent", "participant", "block", "judgement")}
         item.update(clip=None, bag=None, mcap=None, complete=None if rec is None else rec.complete)
         if rec is None:
             missing.append("recording")
+            why.append("recording: the trial was not recorded (no recorder)")
         else:
-            src = layout.resolve(rec.clip) if rec.clip else None
-            if _copy(src, out / "clips" / f"{uid}.mp4", missing, "clip"):
+            # a recording's own errors say why it has no clip or bag (say, a clip cut by a kill)
+            never = "; ".join(rec.errors) or "none was made"
+            if _copy(_source(layout, rec.clip, never), out / "clips" / f"{uid}.mp4", missing, "clip", why):
                 item["clip"] = f"clips/{uid}.mp4"
-            src = layout.resolve(rec.bag) if rec.bag else None
-            if _copy(src, out / "recordings" / uid, missing, "bag"):
+            if _copy(_source(layout, rec.bag, never), out / "recordings" / uid, missing, "bag", why):
                 item["bag"] = f"recordings/{uid}"
                 item["mcap"] = f"recordings/{uid}/{Path(rec.mcap).name}" if rec.mcap else None
             (out / "recordings").mkdir(exist_ok=True)
             (out / "recordings" / f"{uid}.json").write_text(rec.model_dump_json(indent=1))
         if missing:
-            missing_trials.append({"id": row["id"], "trial_uid": uid, "missing": missing})
+            missing_trials.append({"id": row["id"], "trial_uid": uid, "missing": missing, "why": why})
         items.append(item)
     manifest = {"study": study, "n_trials": len(trials), "n_clips": sum(bool(i["clip"]) for i in items),
                 "n_recordings": sum(bool(i["bag"]) for i in items), "trials": items, "missing": missing_trials,

@@ -58,6 +58,9 @@ def _recording(layout: RecordingLayout, uid: str, started_unix_ns: int) -> tuple
     rec.color_frames, rec.depth_frames = image_frames(got.messages)
     rec.duration_s = round(max(0, got.last_log_ns - started_unix_ns) / 1e9, 3)
     rec.errors = [f"recovered after the session stopped: {got.total} messages kept ({got.stopped_at})"]
+    if layout.clip(uid).exists():
+        # an MP4 is indexed when it is closed: the one the kill cut plays nowhere; it stays beside the bag
+        rec.errors.append(f"the clip {layout.relative(layout.clip(uid))} was cut by the kill and cannot be played")
     return rec, "recovered"
 
 

@@ -58,7 +58,8 @@ def test_the_export_folder_holds_the_csvs_clips_and_recordings(study_db, tmp_pat
     assert sorted(p.name for p in (out / "clips").iterdir()) == ["a1.mp4", "a2.mp4"]
     assert sorted(p.name for p in (out / "recordings").iterdir()) == ["a1", "a1.json", "a2", "a2.json"]
     assert (index["n_trials"], index["n_clips"], index["n_recordings"]) == (3, 2, 2)
-    assert index["missing"] == [{"id": 3, "trial_uid": "unrecorded", "missing": ["recording"]}]
+    assert index["missing"] == [{"id": 3, "trial_uid": "unrecorded", "missing": ["recording"],
+                                 "why": ["recording: the trial was not recorded (no recorder)"]}]
     a1 = index["trials"][0]
     assert a1 == {"id": 1, "trial_uid": "a1", "number": 1, "agent": "sim-oracle", "participant": "P1", "block": 1,
                   "judgement": "succeeded", "clip": "clips/a1.mp4", "bag": "recordings/a1",
@@ -121,5 +122,6 @@ def test_a_stored_path_that_leaves_the_recordings_folder_is_not_followed(study_d
             store.close()
     finally:
         record_file.write_text(saved)
-    assert index["trials"][1]["clip"] is None and {"id": 2, "trial_uid": "a2", "missing": ["clip"]} in index["missing"]
+    assert index["trials"][1]["clip"] is None and {"id": 2, "trial_uid": "a2", "missing": ["clip"], "why": [
+        "clip: ../secret.mp4 is outside the recordings folder (not followed)"]} in index["missing"]
     assert not (tmp_path / "out" / "clips" / "a2.mp4").exists()

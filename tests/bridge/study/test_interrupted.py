@@ -51,6 +51,8 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     r = long_recording(root, real_frames)  # 40 captures: several 1 MiB chunks
     # what a kill -9 leaves: no record beside the files, an MCAP cut in the middle of a chunk
     (root / "long.json").unlink()
+    clip = root / r.clip
+    clip.write_bytes(clip.read_bytes()[:2000])  # an MP4 cut before its index
     mcap = root / r.mcap
     mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size * 2 // 3])
     assert not mcap_is_whole(mcap)
@@ -69,6 +71,13 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     topics = _topics(mcap)  # whole again, and the record counts what it holds
     assert mcap_is_whole(mcap) and 0 < rec["color_frames"] == topics.count(COLOR) < 40
     assert rows["never"]["recording"] is None
+    # the export takes both, and says why the killed trial has no clip
+    from pointlab.bridge.study.export import export_study
+
+    index = export_study(store, study, tmp_path / "out", recordings_dir=root)
+    assert index["n_trials"] == 2 and index["n_recordings"] == 1
+    (entry,) = [m for m in index["missing"] if m["trial_uid"] == "long"]
+    assert entry["missing"] == ["clip"] and "long.mp4 was cut by the kill" in entry["why"][0]
     found = check_recordings(store.trials(), root)
     assert found.linked == 1 and found.orphans == [] and found.truncated == [] and found.unrecorded == [rows["never"]["id"]]
     store.close()
