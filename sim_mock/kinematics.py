@@ -18,10 +18,12 @@ import io
 import logging
 import threading
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial.transform import Rotation
+
+# the Lite 6's model lives with the product (robot/): the sim and the recordings share it
+from pointlab.robot.lite6_model import LITE6_JOINTS, LITE6_TOOL_OFFSETS_M, TOOL_JOINTS, JointSpec
 
 __all__ = ["Lite6Kinematics", "JointSpec", "LITE6_JOINTS", "LITE6_TOOL_OFFSETS_M", "rpy_deg_to_matrix",
            "matrix_to_rpy_deg", "lite6_urdf_text", "MAX_POSITION_ERROR_M", "MAX_ORIENTATION_ERROR_DEG"]
@@ -32,33 +34,7 @@ MAX_POSITION_ERROR_M = 0.001
 MAX_ORIENTATION_ERROR_DEG = 1.0
 
 
-@dataclass(frozen=True)
-class JointSpec:
-    """One URDF joint: origin (metres, fixed-axis rpy radians), axis, limits (radians)."""
-
-    name: str
-    parent: str
-    child: str
-    xyz_m: tuple[float, float, float]
-    rpy_rad: tuple[float, float, float]
-    axis: tuple[float, float, float] = (0.0, 0.0, 1.0)
-    lower_rad: float = 0.0
-    upper_rad: float = 0.0
-
-
-# xarm_ros2 xarm_description, lite6 (BSD-3-Clause, UFACTORY Inc.): the 6 revolute joints.
-LITE6_JOINTS: tuple[JointSpec, ...] = (
-    JointSpec("joint1", "link_base", "link1", (0.0, 0.0, 0.2435), (0.0, 0.0, 0.0), lower_rad=-6.283185, upper_rad=6.283185),
-    JointSpec("joint2", "link1", "link2", (0.0, 0.0, 0.0), (1.5708, -1.5708, 3.1416), lower_rad=-2.617990, upper_rad=2.617990),
-    JointSpec("joint3", "link2", "link3", (0.2002, 0.0, 0.0), (-3.1416, 0.0, 1.5708), lower_rad=-0.061087, upper_rad=5.235988),
-    JointSpec("joint4", "link3", "link4", (0.087, -0.22761, 0.0), (1.5708, 0.0, 0.0), lower_rad=-6.283185, upper_rad=6.283185),
-    JointSpec("joint5", "link4", "link5", (0.0, 0.0, 0.0), (1.5708, 0.0, 0.0), lower_rad=-2.164200, upper_rad=2.164200),
-    JointSpec("joint6", "link5", "link6", (0.0, 0.0625, 0.0), (-1.5708, 0.0, 0.0), lower_rad=-6.283185, upper_rad=6.283185),
-)
-
-# Tool frames: TCP distance past the flange (link6) along its +z (UFACTORY's official model).
-LITE6_TOOL_OFFSETS_M: dict[str, float] = {"lite_gripper": 0.0836, "lite_vacuum": 0.061}
-_TOOL_JOINT = {"lite_gripper": ("tcp_gripper", "link_tcp_gripper"), "lite_vacuum": ("tcp_vacuum", "link_tcp_vacuum")}
+_TOOL_JOINT = TOOL_JOINTS
 
 
 def rpy_deg_to_matrix(rpy_deg) -> np.ndarray:

@@ -80,6 +80,10 @@ class RecordingConfig(BaseModel):
         jpeg_quality: 1-100, the colour's JPEG quality (compressed_image_transport's parameter name).
         png_level: 0-9, zlib effort of the depth PNG (compressed_depth_image_transport's name;
             sizes and times per level in ``perception.image_codecs.encode_depth``).
+        robot: ``"lite6"``: every recording carries ``/robot_description`` (the Lite 6 URDF with
+            ``tool``) and a ``/tf`` per ``/joint_states`` message (``bridge.recording.robot_tf``), so a
+            3D viewer shows the arm; ``"none"``: neither (another robot).
+        tool: the tool drawn on the flange in ``/robot_description``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -94,6 +98,8 @@ class RecordingConfig(BaseModel):
     images: Literal["compressed", "raw"] = "compressed"
     jpeg_quality: int = Field(80, ge=1, le=100)
     png_level: int = Field(4, ge=0, le=9)
+    robot: Literal["lite6", "none"] = "lite6"
+    tool: Literal["lite_gripper", "lite_vacuum"] = "lite_gripper"
 
     def resolved_dir(self, db_path: str | Path | None = None) -> Path:
         """The recordings folder: ``dir``, else beside ``db_path``, else ``./recordings``."""

@@ -54,7 +54,8 @@ from pointlab.perception.image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED
 from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_to_ns
 
 from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
-from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_static_cdr
+from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
+from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_message_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
 from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import PointAnswer
@@ -73,6 +74,7 @@ RECORDED_TOPICS: dict[str, str] = {
     TOPICS["color"]: _IMAGE,
     TOPICS["depth"]: _IMAGE,
     TOPICS["camera_info"]: "sensor_msgs/msg/CameraInfo",
+    TOPICS["depth_camera_info"]: "sensor_msgs/msg/CameraInfo",
     TOPICS["joint_states"]: "sensor_msgs/msg/JointState",
     TOPICS["tcp_pose"]: "geometry_msgs/msg/PoseStamped",
     TOPICS["target"]: "geometry_msgs/msg/PointStamped",
@@ -116,9 +118,11 @@ def image_frames(counts: dict[str, int]) -> tuple[int, int]:
 
 
 # State topics whose latest message opens every recording (a trial starts from a known state).
-LATCHED = (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"], TOPICS["arm_state"])
+LATCHED = (TOPICS["camera_info"], TOPICS["depth_camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"],
+           TOPICS["arm_state"])
 _COLOR, _DEPTH, _ANSWER = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"]
 _COLOR_JPEG = TOPICS["color_compressed"]
+_JOINTS = TOPICS["joint_states"]
 # where a kept colour or depth frame goes in a compressed recording (image_transport's names)
 _STORED_AS = {_COLOR: _COLOR + COMPRESSED_SUFFIX, _DEPTH: _DEPTH + COMPRESSED_DEPTH_SUFFIX}
 assert _STORED_AS[_COLOR] == _COLOR_JPEG
@@ -207,7 +211,7 @@ class Recorder:
         self.config = config
         # written on /tf_static at the start of every recording (the calibration's camera pose)
         self.static_transforms = list(static_transforms)
-        tf_static_cdr(self.static_transforms, 0)  # a bad matrix fails here, not in every recording
+        tf_message_cdr(self.static_transforms, 0)  # a bad matrix fails here, not in every recording
         self._lock = threading.Lock()
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._queued = 0
@@ -223,6 +227,7 @@ class Recorder:
         self._clip_period_ns = round(1e9 / config.clip.fps)
         self._closed = False
         typestore()  # built here, not on the first message
+        self._description = robot_description_cdr(config.tool) if config.robot == "lite6" else b""
         self._thread = threading.Thread(target=self._run, name="pointlab-recorder", daemon=True)
         self._thread.start()
 
@@ -423,14 +428,19 @@ class Recorder:
             topics = bag_topics(self.config)
             if self.static_transforms:
                 topics[TF_STATIC] = TF_MESSAGE
-            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress, latched=(TF_STATIC,))
+            if self.config.robot == "lite6":
+                topics[TF], topics[ROBOT_DESCRIPTION] = TF_MESSAGE, STRING
+            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress,
+                             latched=(TF_STATIC, ROBOT_DESCRIPTION))
         except BagError as e:
             t.fail(str(e))
         t.clip = ClipWriter(self.layout.clip(t.trial_id), self.config.clip)
         for topic, log_ns, cdr in b.latched:
             self._message_to(t, topic, log_ns, cdr, self._decode(topic, cdr))
         if self.static_transforms:
-            self._bag_write(t, TF_STATIC, b.begin_ns, tf_static_cdr(self.static_transforms, b.begin_ns))
+            self._bag_write(t, TF_STATIC, b.begin_ns, tf_message_cdr(self.static_transforms, b.begin_ns))
+        if self.config.robot == "lite6":
+            self._bag_write(t, ROBOT_DESCRIPTION, b.begin_ns, self._description)
 
     def _on_end(self, active: dict[str, _Trial], e: _End) -> None:
         t = active.get(e.trial_id)
@@ -471,6 +481,10 @@ class Recorder:
         if topic == _ANSWER and t.points is None:
             self._answer_to(t, msg)
         self._bag_write(t, topic, log_ns, cdr)
+        if topic == _JOINTS and self.config.robot == "lite6":
+            tf = tf_of_joint_state(msg)  # robot_state_publisher's /tf, at the joint state's log time
+            if tf is not None:
+                self._bag_write(t, TF, log_ns, tf)
 
     def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
         stamp = stamp_to_ns(msg.header.stamp)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pointlab.bridge.recording.layout import check_trial_id
+from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION
 from pointlab.bridge.recording.static_tf import TF_STATIC
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag
 
@@ -84,7 +85,7 @@ def recover_bag(folder: str | Path) -> Recovered:
                         topics[rec.id] = (rec.topic, schemas[rec.schema_id])
                     elif isinstance(rec, Message) and rec.channel_id in topics:
                         if bag is None:  # the writer registers every connection before any message
-                            bag = TrialBag(work / uid, dict(topics.values()), latched=(TF_STATIC,))
+                            bag = TrialBag(work / uid, dict(topics.values()), latched=(TF_STATIC, ROBOT_DESCRIPTION))
                         topic = topics[rec.channel_id][0]
                         if topic in bag.counts:
                             bag.write(topic, rec.log_time, rec.data)

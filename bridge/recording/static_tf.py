@@ -1,4 +1,5 @@
-"""``/tf_static`` for a recording: the calibration's camera pose, so a 3D viewer places the frames.
+"""``/tf_static`` for a recording: the calibration's camera pose, so a 3D viewer places the frames;
+and the ``tf2_msgs/TFMessage`` serializer that ``robot_tf`` uses for ``/tf``.
 
 A bag of the realsense-ros topics has no way to say where the camera is relative to the robot;
 ROS does it with a static transform on ``/tf_static`` (``tf2_msgs/TFMessage``, REP 105 frame names).
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TF_STATIC", "TF_MESSAGE", "StaticTransform", "tf_static_cdr"]
+__all__ = ["TF_STATIC", "TF_MESSAGE", "StaticTransform", "tf_message_cdr"]
 
 TF_STATIC = "/tf_static"
 TF_MESSAGE = "tf2_msgs/msg/TFMessage"
@@ -38,8 +39,9 @@ class StaticTransform:
         return cls(calibration.parent_frame, calibration.child_frame, np.asarray(calibration.T_base_camera.matrix))
 
 
-def tf_static_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
-    """One ``tf2_msgs/TFMessage`` holding ``transforms``, each stamped ``stamp_ns``, as CDR bytes.
+def tf_message_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
+    """One ``tf2_msgs/TFMessage`` holding ``transforms``, each stamped ``stamp_ns``, as CDR bytes
+    (for ``/tf_static``, and for ``/tf`` as ``robot_tf`` builds it).
 
     Raises:
         ValueError: a matrix that is not 4x4 with a proper rotation (det 1, orthonormal to 1e-6).

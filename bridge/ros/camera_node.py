@@ -7,7 +7,8 @@ Topics (``pointlab.bridge.ros.msgs.TOPICS``; a lab may run realsense-ros 4.x wit
 - ``/camera/camera/aligned_depth_to_color/image_raw``: ``sensor_msgs/Image`` ``16UC1`` in
   **millimetres** (REP 118, realsense-ros); a source with another depth scale (D405: 0.1 mm/unit,
   the sim) is converted to millimetres before publishing;
-- ``/camera/camera/color/camera_info``: ``sensor_msgs/CameraInfo`` of the colour stream;
+- ``/camera/camera/color/camera_info``: ``sensor_msgs/CameraInfo`` of the colour stream, and the same
+  on ``/camera/camera/aligned_depth_to_color/camera_info`` (the depth is aligned to the colour);
 - ``/camera/camera/color/image_raw/compressed``: ``sensor_msgs/CompressedImage``, the colour as
   image_transport's ``compressed`` transport (JPEG, ``jpeg_quality``, format
   ``"rgb8; jpeg compressed bgr8"``; ``perception.image_codecs``), encoded **once** per frame here,
@@ -82,6 +83,7 @@ class CameraNode(LeanNode):
         self._pub_color = self.create_publisher(_image_type(), TOPICS["color"], IMAGE_PUB_QOS)
         self._pub_depth = self.create_publisher(_image_type(), TOPICS["depth"], IMAGE_PUB_QOS)
         self._pub_info = self.create_publisher(_info_type(), TOPICS["camera_info"], IMAGE_PUB_QOS)
+        self._pub_depth_info = self.create_publisher(_info_type(), TOPICS["depth_camera_info"], IMAGE_PUB_QOS)
         self._pub_jpeg = self.create_publisher(_compressed_type(), TOPICS["color_compressed"], IMAGE_PUB_QOS)
         self._pub_meta = self.create_publisher(_string_type(), TOPICS["frame_meta"], 10)
         self.declare_parameter("depth_scale_m", DEPTH_TOPIC_SCALE_M)
@@ -110,7 +112,9 @@ class CameraNode(LeanNode):
         stamp, fid = frame.stamp_ns, frame.frame_id
         if self.frames_published == 0:
             self.set_parameters([Parameter("device_depth_scale_m", value=float(frame.depth_scale_m))])
-        self._pub_info.publish(intrinsics_to_camera_info(frame.intrinsics, stamp, fid))
+        info = intrinsics_to_camera_info(frame.intrinsics, stamp, fid)
+        self._pub_info.publish(info)
+        self._pub_depth_info.publish(info)  # aligned to the colour: the same camera model
         # depth before colour: a consumer that reacts to a colour frame finds its depth already sent
         self._pub_depth.publish(depth_to_image(to_depth_mm(frame.depth, frame.depth_scale_m), stamp, fid))
         self._pub_meta.publish(to_msg(FrameMeta(stamp_ns=stamp, index=int(frame.index),

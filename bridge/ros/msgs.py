@@ -37,6 +37,9 @@ TOPICS = {
     # the colour as image_transport's ``compressed`` (JPEG), encoded once by the camera node: the
     # live view, the recorder and the clip all use these bytes
     "color_compressed": REALSENSE_COMPRESSED_TOPICS["color"],
+    # the aligned depth's own camera_info (realsense-ros publishes one per stream): the colour's
+    # intrinsics, since the depth is aligned to the colour; what a 3D viewer projects the depth with
+    "depth_camera_info": "/camera/camera/aligned_depth_to_color/camera_info",
     "frame_meta": "/pointlab/camera/frame_meta",
     "point_request": "/pointlab/point_request",
     "point_frame": "/pointlab/point_frame",

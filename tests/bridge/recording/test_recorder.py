@@ -468,3 +468,68 @@ def test_a_raw_recording_keeps_the_raw_colour_only(tmp_path, real_frames):
         rec.close()
     _profile, msgs = read_mcap(tmp_path / r.mcap)
     assert [t for t, *_ in msgs if "image_raw" in t] == [TOPICS["depth"], TOPICS["color"]]
+
+
+def test_the_arm_is_in_the_recording_as_robot_state_publisher_would_put_it(tmp_path, real_frames):
+    """``/robot_description`` once (latched) and one ``/tf`` per ``/joint_states`` whose six
+    transforms chain to the flange pose the sim's ikpy kinematics gives for those joints."""
+    from rosbags.interfaces import QosDurability
+    from rosbags.rosbag2 import Reader
+    from scipy.spatial.transform import Rotation
+    from sensor_msgs.msg import JointState
+
+    from pointlab.bridge.ros.msgs import ns_to_stamp
+    from pointlab.sim_mock.kinematics import Lite6Kinematics
+
+    q = [0.1, 0.4, 1.2, -0.3, 0.8, 0.5]
+    # velocity and effort filled: rclpy's serialize_message appends 8 stray bytes after two empty
+    # trailing sequences, which rosbags refuses (bytes from a DDS subscription are exact)
+    js = JointState(name=[f"joint{i}" for i in range(1, 7)], position=q, velocity=[0.0] * 6, effort=[0.0] * 6)
+    js.header.stamp = ns_to_stamp(T0 + 20_000_000)
+    other = JointState(name=["finger"], position=[0.01], velocity=[0.0], effort=[0.0])  # not the arm's: no /tf
+    f = real_frames[0]
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    try:
+        rec.begin("arm1")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
+             + [(TOPICS["joint_states"], cdr._ser(js)), (TOPICS["joint_states"], cdr._ser(other))])
+        r = rec.end("arm1")
+    finally:
+        rec.close()
+    _, msgs = read_mcap(tmp_path / r.mcap)
+    (desc,) = [m for t, _l, _p, m in msgs if t == "/robot_description"]
+    assert "<robot name=\"lite6\">" in desc.data and "package://xarm_description/meshes/lite6" in desc.data
+    (tf,) = [m for t, _l, _p, m in msgs if t == "/tf"]
+    assert [(ts.header.frame_id, ts.child_frame_id) for ts in tf.transforms][0] == ("link_base", "link1")
+    assert all(ts.header.stamp.nanosec == 20_000_000 for ts in tf.transforms)
+    T = np.eye(4)
+    for ts in tf.transforms:
+        M = np.eye(4)
+        r_ = ts.transform.rotation
+        M[:3, :3] = Rotation.from_quat([r_.x, r_.y, r_.z, r_.w]).as_matrix()
+        M[:3, 3] = [ts.transform.translation.x, ts.transform.translation.y, ts.transform.translation.z]
+        T = T @ M
+    assert T == pytest.approx(Lite6Kinematics().fk(q), abs=1e-6)
+    with Reader(tmp_path / r.bag) as reader:
+        qos = {c.topic: c.ext.offered_qos_profiles for c in reader.connections}
+    assert [p.durability for p in qos["/robot_description"]] == [QosDurability.TRANSIENT_LOCAL]
+
+
+def test_the_foxglove_layout_names_only_topics_a_recording_holds():
+    """docs/foxglove/pointlab_trial_layout.json: valid JSON, every panel in the layout tree is
+    configured, and every topic it names is written by the recorder (a renamed topic fails here)."""
+    import json
+    import re
+
+    from pointlab.bridge.recording.recorder import bag_topics
+    from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, TF
+
+    layout = json.loads((Path(__file__).parents[3] / "docs" / "foxglove" / "pointlab_trial_layout.json").read_text())
+
+    def leaves(node):
+        return [node] if isinstance(node, str) else leaves(node["first"]) + leaves(node["second"])
+
+    assert sorted(leaves(layout["layout"])) == sorted(layout["configById"])
+    named = set(re.findall(r'"(/[A-Za-z_/]+?)(?:\.[^"]*)?"', json.dumps(layout["configById"])))
+    recorded = set(bag_topics(RecordingConfig())) | {TF, ROBOT_DESCRIPTION, "/tf_static"}
+    assert named and named <= recorded, named - recorded

@@ -58,11 +58,15 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
     # with the newest depth when its capture's colour was still to come (depth goes out first)
     before = [t for t, log, _p, _m in msgs if log < r.started_unix_ns]
     assert topics[:len(before)] == before
-    assert set(before) - {TOPICS["depth"] + "/compressedDepth"} == set(LATCHED), before
+    # (and the latched joint state's /tf, written with it)
+    assert set(before) - {TOPICS["depth"] + "/compressedDepth", "/tf"} == set(LATCHED), before
     logs = [log for _t, log, _p, _m in msgs]
     assert logs == sorted(logs)
     colour = [m for t, _l, _p, m in msgs if t == TOPICS["color"] + "/compressed"]
     assert colour and colour[0].format == "rgb8; jpeg compressed bgr8"
+    # the arm for a 3D viewer: its description once, and a /tf for every joint state of the arm node
+    assert r.messages["/robot_description"] == 1 and r.messages["/tf"] == r.messages["/joint_states"] > 0
+    assert r.messages["/camera/camera/aligned_depth_to_color/camera_info"] > 0
     # kept at 5 fps by stamp: at most one frame per 200 ms window (fewer when the machine is so
     # loaded that the camera or the recorder falls behind), in stamp order
     windows = [stamp(m) // 200_000_000 for m in colour]
