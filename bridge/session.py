@@ -75,6 +75,7 @@ class Session:
     world_drives_scene: bool = False  # both camera and arm are the world's: it can restore the scene
     # trials the last session began and never stored, closed at this start (bridge.study.interrupted)
     interrupted: list = field(default_factory=list)
+    foxglove: Any = None  # the ``ros.foxglove_live.FoxgloveLive`` server when asked for
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _closed: bool = field(default=False, repr=False)
 
@@ -135,6 +136,8 @@ class SessionConfig(BaseModel):
             (``ros.graph_guard``) before the arm is connected; 0 skips the check.
         recording: per-trial recordings (MCAP + clip beside the store, docs/recording.md); ``None``
             records nothing. Without a ``db_path`` nothing is recorded either (no folder to put them).
+        foxglove_port: serve the topics live over the Foxglove WebSocket protocol on 127.0.0.1 at
+            this port (``bridge.ros.foxglove_live``; 0: any free port); ``None``: no server.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -153,6 +156,7 @@ class SessionConfig(BaseModel):
     ready_timeout_s: float = Field(15.0, ge=0, allow_inf_nan=False)
     graph_check_s: float = Field(1.0, ge=0, allow_inf_nan=False)
     recording: RecordingConfig | None = Field(default_factory=RecordingConfig)
+    foxglove_port: int | None = Field(None, ge=0, le=65535)
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -308,6 +312,16 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
                                              static_transforms=[StaticTransform.of_calibration(session.calibration)])
             session._closers.append(session.recorder.close)  # before the host goes
             recorder = RosRecorderPort(session.recorder)
+        if config.foxglove_port is not None:
+            from pointlab.bridge.recording.static_tf import StaticTransform
+            from pointlab.bridge.ros.foxglove_live import FoxgloveLive
+
+            try:
+                session.foxglove = FoxgloveLive(host, port=config.foxglove_port,
+                                                static_transforms=[StaticTransform.of_calibration(session.calibration)])
+            except RuntimeError as e:
+                raise SessionError(str(e)) from e
+            session._closers.append(session.foxglove.close)  # before the host goes
         session.station = _station(config, session, world if sim_robot else None, sim_camera, humans, recorder)
         if config.graph_check_s > 0:
             from pointlab.bridge.ros.graph_guard import GraphClash, wait_for_clashes

@@ -50,6 +50,9 @@ def act(
     public_url: Optional[str] = typer.Option(None, "--public-url",
                                              help="base URL participants reach this server at (invite links), e.g. "
                                                   "https://robot.lab.example; default: the URL the operator uses"),
+    foxglove: bool = typer.Option(False, "--foxglove", help="serve the topics live to Foxglove/Lichtblick over the "
+                                                             "Foxglove WebSocket protocol (127.0.0.1 only)"),
+    foxglove_port: int = typer.Option(8765, "--foxglove-port", min=1, max=65535, help="port of --foxglove"),
 ) -> None:
     """Start a Point-Act session (camera, agents, arm, web app) and print the operator URL.
 
@@ -66,8 +69,10 @@ def act(
     if operator_token is not None and len(operator_token) < 8:
         fail("--operator-token must be at least 8 characters (it is the operator console's password)")
     check_port(host, port)
+    if foxglove:
+        check_port("127.0.0.1", foxglove_port)
     token = operator_token or secrets.token_urlsafe(16)
-    session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
+    session = start_or_fail(camera, robot, agents, db, calibration, time_scale, foxglove_port if foxglove else None)
     try:
         app = create_app(session.parts, session.store, operator_token=token,
                          settings=UiSettings(public_url=public_url))
@@ -75,6 +80,8 @@ def act(
             f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",
             f"Operator console: {url_of(host, port)}/operator#token={token}",
             "Invite participants from the console: create a study, then 'Invite participant' gives a link to send.",
+            *([f"Foxglove: open a connection to ws://127.0.0.1:{session.foxglove.port} (layout: "
+               "docs/foxglove/pointlab_trial_layout.json)"] if session.foxglove is not None else []),
             "Stop with Ctrl-C."])
     finally:
         session.close()
