@@ -29,7 +29,7 @@ from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION
 from pointlab.bridge.recording.static_tf import TF_STATIC
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag
 
-__all__ = ["Recovered", "RecoveryError", "recover_bag"]
+__all__ = ["summarize_bag", "Recovered", "RecoveryError", "recover_bag"]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,8 @@ def recover_bag(folder: str | Path) -> Recovered:
             except BagError:
                 raise
             except Exception as e:  # the cut: a short read, a partial record, a bad length...
-                stopped = f"{type(e).__name__} at byte {f.tell()} of {mcap.stat().st_size}"
+                stopped = (f"the file is cut inside a record after byte {f.tell()} of {mcap.stat().st_size} "
+                           f"({type(e).__name__})")
         if bag is None or not any(bag.counts.values()):
             raise RecoveryError(f"{mcap}: no message in a whole chunk ({stopped})")
         size = bag.close()
@@ -111,3 +112,30 @@ def recover_bag(folder: str | Path) -> Recovered:
     shutil.rmtree(work, ignore_errors=True)
     log.info("recovered %s: %d messages (%s)", folder, sum(counts.values()), stopped)
     return Recovered(counts, size, stopped, last)
+
+
+def summarize_bag(folder: str | Path) -> Recovered:
+    """What a **whole** MCAP of the rosbag2 folder ``folder`` holds, from its summary section
+    (messages per topic, the folder's size, the last log time), without rewriting anything.
+
+    Raises:
+        RecoveryError: no MCAP, or one whose summary cannot be read.
+    """
+    from mcap.reader import make_reader
+
+    folder = Path(folder)
+    mcap = folder / f"{check_trial_id(folder.name)}.mcap"
+    try:
+        with mcap.open("rb") as f:
+            summary = make_reader(f).get_summary()
+    except Exception as e:  # OSError, or the mcap library's own errors on a bad file
+        raise RecoveryError(f"{mcap}: its summary cannot be read: {e}") from e
+    if summary is None or summary.statistics is None:
+        raise RecoveryError(f"{mcap}: no summary statistics")
+    counts: dict[str, int] = {}
+    for cid, n in summary.statistics.channel_message_counts.items():
+        if n and cid in summary.channels:
+            topic = summary.channels[cid].topic
+            counts[topic] = counts.get(topic, 0) + n
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    return Recovered(counts, size, "a whole file", summary.statistics.message_end_time)

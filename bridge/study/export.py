@@ -107,10 +107,12 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
             why.append("recording: the trial was not recorded (no recorder)")
         else:
             # a recording's own errors say why it has no clip or bag (say, a clip cut by a kill)
-            never = "; ".join(rec.errors) or "none was made"
-            if _copy(_source(layout, rec.clip, never), out / "clips" / f"{uid}.mp4", missing, "clip", why):
+            about_clip = [e for e in rec.errors if e.startswith("clip")]
+            never_clip = "; ".join(e.removeprefix("clip ") for e in about_clip) or "none was made"
+            never_bag = "; ".join(e for e in rec.errors if e not in about_clip) or "none was made"
+            if _copy(_source(layout, rec.clip, never_clip), out / "clips" / f"{uid}.mp4", missing, "clip", why):
                 item["clip"] = f"clips/{uid}.mp4"
-            if _copy(_source(layout, rec.bag, never), out / "recordings" / uid, missing, "bag", why):
+            if _copy(_source(layout, rec.bag, never_bag), out / "recordings" / uid, missing, "bag", why):
                 item["bag"] = f"recordings/{uid}"
                 item["mcap"] = f"recordings/{uid}/{Path(rec.mcap).name}" if rec.mcap else None
             (out / "recordings").mkdir(exist_ok=True)

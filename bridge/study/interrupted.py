@@ -20,7 +20,7 @@ from pathlib import Path
 from pointlab.bridge.recording.check import mcap_is_whole
 from pointlab.bridge.recording.layout import Recording, RecordingLayout
 from pointlab.bridge.recording.recorder import image_frames
-from pointlab.bridge.recording.recover import RecoveryError, recover_bag
+from pointlab.bridge.recording.recover import RecoveryError, recover_bag, summarize_bag
 from pointlab.bridge.trials.outcomes import Abort
 from pointlab.bridge.trials.record import TrialResult
 
@@ -42,26 +42,27 @@ def _recording(layout: RecordingLayout, uid: str, started_unix_ns: int) -> tuple
         rec.errors = [f"the session stopped before any of {layout.relative(bag)} was written"]
         return rec, "lost"
     rec.bag, rec.mcap = layout.relative(bag), layout.relative(mcap)
-    if mcap_is_whole(mcap):  # the writer had closed it: nothing to rebuild
+    whole = mcap_is_whole(mcap)
+    if whole:  # the writer had closed it: nothing to rebuild
         saved = layout.load(uid)
         if saved is not None and saved.trial_id == uid:  # and written its record: that is the recording
             return saved, "whole"
-        rec.mcap_bytes = mcap.stat().st_size
-        rec.errors = ["the session stopped after the recording was closed, before the trial was stored"]
-        return rec, "whole"
     try:
-        got = recover_bag(bag)
+        got = summarize_bag(bag) if whole else recover_bag(bag)
     except RecoveryError as e:
         rec.errors = [f"the recording was cut and could not be recovered: {e}"]
         return rec, "lost"
     rec.mcap_bytes, rec.messages = got.mcap_bytes, got.messages
     rec.color_frames, rec.depth_frames = image_frames(got.messages)
     rec.duration_s = round(max(0, got.last_log_ns - started_unix_ns) / 1e9, 3)
-    rec.errors = [f"recovered after the session stopped: {got.total} messages kept ({got.stopped_at})"]
+    rec.errors = (["the session stopped after the bag was closed, before its record and the trial were stored"]
+                  if whole else
+                  [f"bag recovered after the session stopped: {got.total} messages kept ({got.stopped_at})"])
     if layout.clip(uid).exists():
         # an MP4 is indexed when it is closed: the one the kill cut plays nowhere; it stays beside the bag
-        rec.errors.append(f"the clip {layout.relative(layout.clip(uid))} was cut by the kill and cannot be played")
-    return rec, "recovered"
+        rec.errors.append(f"clip {layout.relative(layout.clip(uid))}: cut by the kill before it was closed, so "
+                          "it has no index and cannot be played")
+    return rec, "whole" if whole else "recovered"
 
 
 def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:

@@ -77,9 +77,28 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     index = export_study(store, study, tmp_path / "out", recordings_dir=root)
     assert index["n_trials"] == 2 and index["n_recordings"] == 1
     (entry,) = [m for m in index["missing"] if m["trial_uid"] == "long"]
-    assert entry["missing"] == ["clip"] and "long.mp4 was cut by the kill" in entry["why"][0]
+    assert entry["missing"] == ["clip"]
+    assert entry["why"] == ["clip: long.mp4: cut by the kill before it was closed, so it has no index and cannot be played"]
     found = check_recordings(store.trials(), root)
     assert found.linked == 1 and found.orphans == [] and found.truncated == [] and found.unrecorded == [rows["never"]["id"]]
+    store.close()
+
+
+def test_a_bag_closed_before_the_kill_is_linked_with_what_it_holds(tmp_path, real_frames):
+    # killed after the bag was closed and before its record and the trial were written
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    store = Store(db)
+    store.begin_trial("long", agent="a", instruction="pick up the red cube", action="pick")
+    r = long_recording(root, real_frames, captures=10)
+    (root / "long.json").unlink()
+    assert mcap_is_whole(root / r.mcap)
+    (closed,) = close_interrupted(store, root)
+    assert closed["recording"] == "whole"
+    (row,) = store.trials()
+    rec = row["recording"]
+    topics = _topics(root / r.mcap)
+    assert rec["color_frames"] == topics.count(COLOR) == 10 and sum(rec["messages"].values()) == len(topics)
+    assert rec["duration_s"] > 0 and rec["mcap_bytes"] == r.mcap_bytes and rec["ended_by"] == "interrupted"
     store.close()
 
 
