@@ -5,7 +5,8 @@ when the trial is stored (``Store.save_trial``, one transaction). A note still t
 starts is a trial that was running when its session died. ``close_interrupted`` turns each into a
 stored trial, ``aborted`` with ``abort.code = "interrupted"`` and ``robot_outcome = "interrupted"``
 (what the arm did is not known): not charged to the agent, as every abort (docs/trials.md), and its
-slot is offered again as after any abort. Its recording, cut by the kill, is rewritten from the whole
+slot is offered again as after any abort. The agent's answer, when the recording kept it, is stored
+with the trial (its points, for the record). Its recording, cut by the kill, is rewritten from the whole
 chunks that survived (``bridge.recording.recover.recover_bag``: at most the last chunk is lost) and
 linked to it, with ``ended_by = "interrupted"`` and ``complete = False``. A trial whose recording
 cannot be recovered is stored all the same, with the reason in its recording's errors, and its files
@@ -21,6 +22,7 @@ from pointlab.bridge.recording.check import mcap_is_whole
 from pointlab.bridge.recording.layout import Recording, RecordingLayout
 from pointlab.bridge.recording.recorder import image_frames
 from pointlab.bridge.recording.recover import RecoveryError, recover_bag, summarize_bag
+from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.trials.outcomes import Abort
 from pointlab.bridge.trials.record import TrialResult
 
@@ -65,6 +67,33 @@ def _recording(layout: RecordingLayout, uid: str, started_unix_ns: int) -> tuple
     return rec, "whole" if whole else "recovered"
 
 
+def _answer_in(layout: RecordingLayout, rec: Recording | None, uid: str) -> dict:
+    """The agent's answer to trial ``uid`` as its recording kept it (``/pointlab/point_answer`` with that
+    request id): the ``TrialResult`` fields it fills (``raw_answer``, ``points``, ``points_px``,
+    ``parse_error``, ``frame_size``), or ``{}`` when the kill came before it (or nothing is readable)."""
+    if rec is None or rec.bag is None or not rec.messages.get(TOPICS["point_answer"]):
+        return {}
+    from rosbags.highlevel import AnyReader
+
+    from pointlab.bridge.ros.payloads import PointAnswer
+
+    try:
+        with AnyReader([layout.bag(uid)]) as reader:
+            conns = [c for c in reader.connections if c.topic == TOPICS["point_answer"]]
+            for conn, _t, raw in reader.messages(connections=conns):
+                try:
+                    ans = PointAnswer.model_validate_json(reader.deserialize(raw, conn.msgtype).data)
+                except ValueError:
+                    continue
+                if ans.request_id == uid:
+                    size = (ans.width, ans.height) if ans.width and ans.height else None
+                    return {"raw_answer": ans.raw_answer, "points": ans.points, "points_px": ans.points_px,
+                            "parse_error": ans.parse_error, "frame_size": size}
+    except Exception as e:  # an unreadable bag costs the answer only, never the trial
+        log.warning("the answer of interrupted trial %s could not be read from its bag: %s", uid, e)
+    return {}
+
+
 def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:
     """Store every trial ``store`` noted as begun and never stored (module docstring) and link its
     recovered recording (``recordings_dir``: the session's recordings folder; ``None``: none kept).
@@ -80,10 +109,11 @@ def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:
         uid = note["trial_uid"]
         started_ns = int(note["started_unix_s"] * 1e9)
         rec, kind = _recording(layout, uid, started_ns) if layout is not None else (None, "none")
+        answer = _answer_in(layout, rec, uid) if layout is not None else {}
         result = TrialResult(trial_id=uid, agent=note["agent"], instruction=note["instruction"], action=note["action"],
                              robot_outcome="interrupted", outcome="aborted", failure_stage="aborted",
                              abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
-                             recording=None if rec is None else rec.model_dump(mode="json"))
+                             recording=None if rec is None else rec.model_dump(mode="json"), **answer)
         item = {"trial_uid": uid, "recording": kind}
         try:
             if rec is not None:

@@ -162,3 +162,22 @@ def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
     (row,) = [r for r in rows if r["trial_uid"] == killed]
     assert (row["outcome"], row["abort"]["code"]) == ("aborted", "interrupted")
     assert row["recording"]["color_frames"] > 0
+
+
+def test_the_agents_answer_kept_in_the_bag_is_stored_with_the_interrupted_trial(tmp_path, real_frames):
+    from tests.bridge.recording.test_recorder import FIRST, SECOND, T0, record, trial_stream
+
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    store = Store(db)
+    store.begin_trial("ans1", agent="a", instruction="pick up the red cube", action="pick")
+    # 2 s of a trial whose answer (two points) came at 1 s, recorded under the trial's id
+    r = record(root, list(trial_stream(real_frames, 2.0, T0, request_id="ans1")), trial_id="ans1")
+    (root / "ans1.json").unlink()
+    mcap = root / r.mcap
+    mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size - 300])  # cut in the last chunk
+    (closed,) = close_interrupted(store, root)
+    (row,) = store.trials()
+    store.close()
+    assert closed["recording"] == "recovered"
+    assert [tuple(p) for p in row["points_px"]] == [FIRST, SECOND] and row["raw_answer"] == "<points/>"
+    assert row["outcome"] == "aborted" and row["frame_size"] == [640, 480]
