@@ -65,8 +65,7 @@ class Session:
     calibration: Calibration
     world: Any = None  # the session's ``bridge.worlds.World`` when the camera or robot is simulated
     recorder: Any = None  # the ``ros.recorder.TrialRecorder`` when trials are recorded
-    camera_node: Any = None  # the in-process ``CameraNode`` (``None`` with ``camera_process``)
-    camera_process: Any = None  # the ``sim_mock.camera_process.CameraProcess`` when asked for
+    camera_node: Any = None
     arm_node: Any = None
     pointing_node: Any = None
     targeting_node: Any = None
@@ -137,9 +136,6 @@ class SessionConfig(BaseModel):
             (``ros.graph_guard``) before the arm is connected; 0 skips the check.
         recording: per-trial recordings (MCAP + clip beside the store, docs/recording.md); ``None``
             records nothing. Without a ``db_path`` nothing is recorded either (no folder to put them).
-        camera_process: run the sim camera node in a process of its own (``sim_mock.camera_process``),
-            as realsense-ros runs on hardware: the web app's process no longer renders; ignored for a
-            camera that is not the sim's.
         foxglove_port: serve the topics live over the Foxglove WebSocket protocol on 127.0.0.1 at
             this port (``bridge.ros.foxglove_live``; 0: any free port); ``None``: no server.
     """
@@ -161,7 +157,6 @@ class SessionConfig(BaseModel):
     graph_check_s: float = Field(1.0, ge=0, allow_inf_nan=False)
     recording: RecordingConfig | None = Field(default_factory=RecordingConfig)
     foxglove_port: int | None = Field(None, ge=0, le=65535)
-    camera_process: bool = False
 
     @field_validator("calibration", mode="before")
     @classmethod
@@ -293,9 +288,7 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session.host = host
         session._closers.append(host.close)
         ctx = host.context
-        own_process = config.camera_process and sim_camera and hasattr(world, "sim")
-        if not own_process:
-            session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=config.camera_fps))
+        session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=config.camera_fps))
         session.targeting_node = host.add(TargetingNode(cal, config.workspace, context=ctx))
         session.pointing_node = host.add(PointingNode(agents, context=ctx))
         nonce = secrets.token_hex(8)  # the arm node takes commands from this session's runner only
@@ -342,21 +335,11 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         except Exception as e:
             raise SessionError(f"robot {config.robot!r} did not come up: {e}") from e
         session._closers.append(session.arm_node.stop)
-        if own_process:
-            from pointlab.sim_mock.camera_process import CameraProcess
-
-            try:
-                session.camera_process = CameraProcess(world.sim, fps=config.camera_fps, domain_id=config.domain_id,
-                                                       seed=config.seed or 0)
-            except RuntimeError as e:
-                raise SessionError(str(e)) from e
-            session._closers.append(session.camera_process.close)
-        else:
-            try:
-                session.camera_node.start()
-            except Exception as e:
-                raise SessionError(f"camera {config.camera!r} did not start: {e}") from e
-            session._closers.append(session.camera_node.stop)
+        try:
+            session.camera_node.start()
+        except Exception as e:
+            raise SessionError(f"camera {config.camera!r} did not start: {e}") from e
+        session._closers.append(session.camera_node.stop)
     except BaseException:
         session.close()
         raise

@@ -97,16 +97,12 @@ class FrameLog:
         self._captures: OrderedDict[int, tuple[Capture, np.ndarray | None]] = OrderedDict()
         self._seg: OrderedDict[int, FrameLabels] = OrderedDict()
 
-    def record(self, stamp_ns: int, capture: Capture, clean_color: np.ndarray | None = None, *,
-               thumb: np.ndarray | None = None) -> None:
-        """Note that the frame stamped ``stamp_ns`` shows ``capture`` (rendered as ``clean_color``, or
-        given as its ``thumbnail`` already: a camera in another process sends only that)."""
-        if thumb is None and clean_color is not None:
-            thumb = thumbnail(clean_color)
+    def record(self, stamp_ns: int, capture: Capture, clean_color: np.ndarray | None = None) -> None:
+        """Note that the frame stamped ``stamp_ns`` shows ``capture`` (rendered as ``clean_color``)."""
         with self._lock:
-            if capture.version not in self._captures or (thumb is not None
+            if capture.version not in self._captures or (clean_color is not None
                                                           and self._captures[capture.version][1] is None):
-                self._captures[capture.version] = (capture, thumb)
+                self._captures[capture.version] = (capture, None if clean_color is None else thumbnail(clean_color))
             self._captures.move_to_end(capture.version)
             self._frames[int(stamp_ns)] = capture.version
             while len(self._frames) > HISTORY_FRAMES:

@@ -53,9 +53,6 @@ def act(
     foxglove: bool = typer.Option(False, "--foxglove", help="serve the topics live to Foxglove/Lichtblick over the "
                                                              "Foxglove WebSocket protocol (127.0.0.1 only)"),
     foxglove_port: int = typer.Option(8765, "--foxglove-port", min=1, max=65535, help="port of --foxglove"),
-    camera_process: bool = typer.Option(False, "--camera-process", help="run the sim camera node in a process of its "
-                                                                        "own (docs/recording.md: measured slower on "
-                                                                        "2 cores)"),
 ) -> None:
     """Start a Point-Act session (camera, agents, arm, web app) and print the operator URL.
 
@@ -75,8 +72,7 @@ def act(
     if foxglove:
         check_port("127.0.0.1", foxglove_port)
     token = operator_token or secrets.token_urlsafe(16)
-    session = start_or_fail(camera, robot, agents, db, calibration, time_scale, foxglove_port if foxglove else None,
-                            camera_process)
+    session = start_or_fail(camera, robot, agents, db, calibration, time_scale, foxglove_port if foxglove else None)
     try:
         app = create_app(session.parts, session.store, operator_token=token,
                          settings=UiSettings(public_url=public_url))

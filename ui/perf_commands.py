@@ -37,8 +37,6 @@ def perf_loop_cmd(
                                                                  "view while trials run; prints the fps each "
                                                                  "page received and the physics real-time factor"),
     seconds: float = typer.Option(20.0, "--seconds", min=1.0, help="measurement window with --browsers"),
-    camera_process: bool = typer.Option(False, "--camera-process", help="with --browsers: the sim camera node in a "
-                                                                        "process of its own (act --camera-process)"),
 ) -> None:
     """Latency percentiles from a received point to the arm command (model call excluded) and the
     live view's frame rate, in sim, with the in-process targeting time as the baseline; with and
@@ -50,7 +48,7 @@ def perf_loop_cmd(
             from .perf_live import measure_live_view
 
             print_json(measure_live_view(browsers, seconds, time_scale=1.0 if time_scale is None else time_scale,
-                                         agent=agent, recording=recording, camera_process=camera_process))
+                                         agent=agent, recording=recording))
             return
         from pointlab.bridge.perf_loop import measure_loop
         from pointlab.bridge.recording.layout import RecordingConfig

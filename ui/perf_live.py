@@ -53,11 +53,10 @@ def _renders(cam) -> tuple[int, float]:
 
 def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: float = 1.0, agent: str = "sim-oracle",
                       chromium: str = "/usr/bin/chromium", frame_rate_hz: float | None = None,
-                      recording: bool = True, camera_process: bool = False) -> dict:
+                      recording: bool = True) -> dict:
     """Open ``browsers`` participant pages and measure for ``seconds`` (module docstring).
 
     ``recording``: every trial recorded (MCAP + clip, the session's default); ``False``: none.
-    ``camera_process``: the sim camera node in a process of its own (``SessionConfig.camera_process``).
 
     Returns:
         ``{"browsers", "seconds", "page_fps": [...], "page_fps_min", "camera_frames_published_per_s",
@@ -79,7 +78,7 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     if browsers < 1 or not seconds > 0:
         raise ValueError("browsers must be >= 1 and seconds > 0")
     tmp = tempfile.TemporaryDirectory(prefix="pointlab-perf-live-")
-    cfg = SessionConfig(db_path=Path(tmp.name) / "perf.sqlite", time_scale=time_scale, camera_process=camera_process)
+    cfg = SessionConfig(db_path=Path(tmp.name) / "perf.sqlite", time_scale=time_scale)
     session = start_session(cfg if recording else cfg.model_copy(update={"recording": None}))
     stop_server = None
     stop = threading.Event()
@@ -92,12 +91,7 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
         base = url.removesuffix("/v1")
         study = session.store.create_study(agents=[agent], trials_per_agent=1, scene="perf")
         invites = [invite_participant(session.store, study, label=f"page {k}")[1] for k in range(browsers)]
-        world = session.world
-        cam = session.camera_node.camera if session.camera_node is not None else None
-
-        def published() -> int:
-            return (session.camera_node.frames_published if session.camera_node is not None
-                    else session.camera_process.frames_received)
+        world, cam = session.world, session.camera_node.camera
         stats = getattr(world, "physics_stats", None)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
@@ -114,12 +108,12 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                 worker.start()
                 time.sleep(min(2.0, seconds / 4))  # the first trial under way
                 f0 = [page.evaluate("window.__pl.frames") for page in pages]
-                pub0, (rend0, rs0) = published(), _renders(cam)
+                pub0, (rend0, rs0) = session.camera_node.frames_published, _renders(cam)
                 ph0, t0 = stats() if stats else None, time.monotonic()
                 time.sleep(seconds)
                 f1 = [page.evaluate("window.__pl.frames") for page in pages]
                 elapsed = time.monotonic() - t0
-                pub1, (rend1, rs1) = published(), _renders(cam)
+                pub1, (rend1, rs1) = session.camera_node.frames_published, _renders(cam)
                 ph1 = stats() if stats else None
             finally:
                 stop.set()
@@ -141,7 +135,6 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                    "simulated_per_wall": round(sim_s / elapsed, 3)}
     return {
         "browsers": browsers, "seconds": round(elapsed, 2), "time_scale": time_scale, "recording": recording,
-        "camera_process": camera_process,
         "push_rate_hz": settings.frame_rate_hz,
         "page_fps": fps, "page_fps_min": min(fps),
         "camera_frames_published_per_s": round((pub1 - pub0) / elapsed, 2),

@@ -35,7 +35,7 @@ CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table be
 
 
 def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
-                  time_scale: float, foxglove_port: Optional[int] = None, camera_process: bool = False):
+                  time_scale: float, foxglove_port: Optional[int] = None):
     """``start_session`` for a command: bad input exits 2, a part that does not start exits 1."""
     from pydantic import ValidationError
 
@@ -46,8 +46,7 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
 
     try:
         config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
-                               calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port,
-                               camera_process=camera_process)
+                               calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port)
     except ValidationError as e:
         first = e.errors()[0]
         fail(f"{'.'.join(str(x) for x in first['loc']) or 'session'}: {first['msg']}", 2)
