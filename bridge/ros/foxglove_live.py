@@ -19,22 +19,16 @@ tunnel (the protocol has no authentication).
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 
 from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.recording.recorder import input_topics
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
 from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, tf_message_cdr
-from pointlab.bridge.ros.host import spin_executor
-from pointlab.bridge.ros.msgs import TOPICS, image_qos, state_qos
+from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.ros.raw_tap import RawTap
 
 __all__ = ["FoxgloveLive"]
-
-log = logging.getLogger(__name__)
-
-_IMAGES = (TOPICS["color"], TOPICS["color_compressed"], TOPICS["depth"])
 
 
 class FoxgloveLive:
@@ -54,11 +48,8 @@ class FoxgloveLive:
     def __init__(self, host, *, port: int = 8765, bind: str = "127.0.0.1", static_transforms=(),
                  tool: str = "lite_gripper") -> None:
         import foxglove
-        from rclpy.executors import SingleThreadedExecutor
 
         from pointlab.bridge.recording.trial_bag import typestore
-        from pointlab.bridge.ros.lean_node import LeanNode
-        from pointlab.bridge.ros.recorder import _msg_class
 
         store = typestore()
         topics = {**input_topics(RecordingConfig()), TF: TF_MESSAGE, TF_STATIC: TF_MESSAGE, ROBOT_DESCRIPTION: STRING}
@@ -85,16 +76,7 @@ class FoxgloveLive:
         except Exception as e:  # the SDK raises its own error type for a taken port
             raise RuntimeError(f"the Foxglove server could not listen on {bind}:{port}: {e}") from e
         self.port = self.server.port
-        self.node = LeanNode("pointlab_foxglove", context=host.context)
-        for topic, ros_type in input_topics(RecordingConfig()).items():
-            qos = image_qos(2) if topic in _IMAGES else state_qos() if topic == TOPICS["arm_state"] else 50
-            self.node.create_subscription(_msg_class(ros_type), topic, self._callback(topic), qos, raw=True)
-        self._executor = SingleThreadedExecutor(context=host.context)
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=spin_executor, args=(self._executor, "foxglove executor"),
-                                        name="pointlab-foxglove", daemon=True)
-        self._thread.start()
-        self._closed = False
+        self._tap = RawTap(host, "pointlab_foxglove", input_topics(RecordingConfig()), self._callback)
 
     def _callback(self, topic: str):
         channel = self._channels[topic]
@@ -119,17 +101,9 @@ class FoxgloveLive:
             self._channels[TF].log(tf, log_time=t)
 
     def close(self) -> None:
-        """Stop the server and the node's executor. Idempotent; call before the host's context goes."""
-        if self._closed:
+        """Stop the node's executor and the server. Idempotent; call before the host's context goes."""
+        if self._tap is None:
             return
-        self._closed = True
-        try:
-            self._executor.shutdown(timeout_sec=5.0)
-        except Exception:
-            log.exception("foxglove executor shutdown failed")
-        self._thread.join(timeout=5.0)
-        try:
-            self.node.destroy_node()
-        except Exception:
-            log.exception("destroying the foxglove node failed")
+        self._tap.close()
+        self._tap = None
         self.server.stop()

@@ -19,28 +19,15 @@ Wiring (a session, or a test)::
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
 import time
 from pathlib import Path
 
 from pointlab.bridge.recording.recorder import Recorder, input_topics
 from pointlab.bridge.recording.layout import Recording, RecordingConfig
-from pointlab.bridge.ros.host import spin_executor
-from pointlab.bridge.ros.msgs import TOPICS, image_qos, state_qos
+from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.ros.raw_tap import RawTap
 
 __all__ = ["TrialRecorder"]
-
-log = logging.getLogger(__name__)
-
-_IMAGE_TOPICS = (TOPICS["color"], TOPICS["color_compressed"], TOPICS["depth"])
-
-
-def _msg_class(ros_type: str):
-    """``"sensor_msgs/msg/Image"`` -> the rclpy message class."""
-    pkg, _, name = ros_type.split("/")
-    return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
 
 class TrialRecorder:
@@ -61,30 +48,12 @@ class TrialRecorder:
 
     def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
                  image_depth: int = 5, static_transforms=()) -> None:
-        from rclpy.executors import SingleThreadedExecutor
-
-        from pointlab.bridge.ros.lean_node import LeanNode
-
         self.engine = Recorder(config.resolved_dir(db_path), config, static_transforms=static_transforms)
-        self.node = LeanNode("pointlab_recorder", context=host.context)
-        self._subs = {}
         self._inputs = input_topics(config)
-        for topic, ros_type in self._inputs.items():
-            if topic in _IMAGE_TOPICS:
-                qos = image_qos(image_depth)
-            elif topic == TOPICS["arm_state"]:
-                qos = state_qos()  # latched: the state before the first trial arrives too
-            else:
-                qos = 50
-            self._subs[topic] = self.node.create_subscription(_msg_class(ros_type), topic, self._callback(topic), qos,
-                                                              raw=True)
-        self._executor = SingleThreadedExecutor(context=host.context)
-        self._executor.add_node(self.node)
         # its own executor: the session's (the trial loop's callbacks) never waits for the recorder's
-        self._thread = threading.Thread(target=spin_executor, args=(self._executor, "recorder executor"),
-                                        name="pointlab-recorder-ros", daemon=True)
-        self._thread.start()
-        self._closed = False
+        self._tap = RawTap(host, "pointlab_recorder", self._inputs, self._callback, image_depth=image_depth)
+        self.node = self._tap.node
+        self._subs = self._tap.subs
 
     @property
     def root(self) -> Path:
@@ -131,16 +100,5 @@ class TrialRecorder:
     def close(self) -> None:
         """End running recordings, stop the node's executor and destroy the node. Idempotent; call
         before the host's context shuts down."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._executor.shutdown(timeout_sec=5.0)
-        except Exception:
-            log.exception("recorder executor shutdown failed")
-        self._thread.join(timeout=5.0)
-        try:
-            self.node.destroy_node()
-        except Exception:
-            log.exception("destroying the recorder node failed")
+        self._tap.close()
         self.engine.close()
