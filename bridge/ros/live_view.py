@@ -14,6 +14,8 @@ import logging
 import threading
 from collections import deque
 
+from pointlab.perception.image_codecs import encode_color
+
 from pointlab.bridge.ros.frames import RecentFrames
 from pointlab.bridge.ros.msgs import TOPICS, image_qos, image_to_rgb, stamp_to_ns
 
@@ -23,17 +25,12 @@ log = logging.getLogger(__name__)
 
 
 def encode_jpeg(rgb, quality: int = 80) -> bytes:
-    """``(H, W, 3)`` uint8 RGB -> JPEG bytes (OpenCV).
+    """``(H, W, 3)`` uint8 RGB -> JPEG bytes: the data of ``perception.image_codecs.encode_color``.
 
     Raises:
-        ValueError: the encoder refused the image.
+        ValueError: not an ``(H, W, 3)`` uint8 image, a quality outside 1-100, or the encoder refused it.
     """
-    import cv2
-
-    ok, buf = cv2.imencode(".jpg", rgb[:, :, ::-1], [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    return buf.tobytes()
+    return encode_color(rgb, quality)[1]
 
 
 class RosLiveView:
