@@ -289,15 +289,16 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session._closers.append(host.close)
         ctx = host.context
         session.camera_node = host.add(CameraNode(cam, context=ctx, max_fps=config.camera_fps))
-        session.targeting_node = host.add(TargetingNode(cal, config.workspace, context=ctx))
-        session.pointing_node = host.add(PointingNode(agents, context=ctx))
+        # the camera node is this session's own (its QoS is known): no QoS event handlers to poll
+        session.targeting_node = host.add(TargetingNode(cal, config.workspace, context=ctx, watch_camera_qos=False))
+        session.pointing_node = host.add(PointingNode(agents, context=ctx, watch_camera_qos=False))
         nonce = secrets.token_hex(8)  # the arm node takes commands from this session's runner only
         session.arm_node = host.add(ArmNode(arm, context=ctx, session=nonce))
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
         from pointlab.bridge.ros.trial_ports import RosRecorderPort, RosTrialPorts
 
         session.ports = RosTrialPorts(host, session=nonce, human=agents[humans[0]] if humans else None,
-                                      human_agent_names=humans)
+                                      human_agent_names=humans, watch_camera_qos=False)
         session._closers.append(session.ports.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()

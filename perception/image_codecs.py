@@ -53,7 +53,10 @@ def encode_color(rgb: np.ndarray, quality: int = 80) -> tuple[str, bytes]:
         raise ValueError(f"expected (H, W, 3) uint8 RGB, got {rgb.dtype} {rgb.shape}")
     if not 1 <= int(quality) <= 100:
         raise ValueError(f"JPEG quality must be 1-100, got {quality}")
-    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(rgb[:, :, ::-1]), [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
+    # cvtColor rather than a reversed-channel copy: it runs without the GIL (the camera's thread
+    # encodes every frame while the web app's threads want the interpreter)
+    bgr = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".jpg", bgr, [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
     if not ok:
         raise ValueError("JPEG encoding failed")
     return "rgb8; jpeg compressed bgr8", buf.tobytes()

@@ -142,7 +142,9 @@ class DepthModel:
         cnoise = self.rng.normal(0.0, COLOR_NOISE, size=(3, height, width, 3)).round()
         self._color_pos = np.clip(cnoise, 0, 255).astype(np.uint8)
         self._color_neg = np.clip(-cnoise, 0, 255).astype(np.uint8)
-        self._depth_noise = np.stack([_correlated(self.rng, height, width) for _ in range(3)])
+        # each field tiled 2 x 2: a window of the tiling is the periodic field rolled, without
+        # np.roll's two full copies per frame
+        self._depth_noise = np.stack([np.tile(_correlated(self.rng, height, width), (2, 2)) for _ in range(3)])
 
     def color(self, view: CleanView) -> np.ndarray:
         """The colour with sensor noise, ``(H, W, 3)`` uint8."""
@@ -154,10 +156,15 @@ class DepthModel:
         rng, depth_m = self.rng, view.depth_m
         h, w = depth_m.shape
         k = int(rng.integers(0, len(self._depth_noise)))
-        # a 2-D shift keeps the field's correlation (a flat one would put a seam in every row)
-        unit = np.roll(self._depth_noise[k], (int(rng.integers(0, h)), int(rng.integers(0, w))), axis=(0, 1))
+        # a 2-D shift keeps the field's correlation (a flat one would put a seam in every row):
+        # the field rolled by (dy, dx) is the window of its 2 x 2 tiling at (h - dy, w - dx)
+        dy, dx = int(rng.integers(0, h)), int(rng.integers(0, w))
+        unit = self._depth_noise[k, h - dy:2 * h - dy, w - dx:2 * w - dx]
         sigma_scale = np.float32(self.depth_noise_m / 0.49)  # sigma(z) = sigma_0.7 * (z / 0.7)^2
-        noisy = depth_m + sigma_scale * depth_m * depth_m * unit
+        noisy = sigma_scale * depth_m  # depth + sigma_scale * depth^2 * unit, in place, same order
+        noisy *= depth_m
+        noisy *= unit
+        noisy += depth_m
         holes = view.edges1.copy()
         outer = np.flatnonzero(view.edges3 & ~view.edges1)
         holes.reshape(-1)[outer[rng.random(outer.size) < 0.5]] = True

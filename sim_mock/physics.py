@@ -224,6 +224,14 @@ class Physics:
         return out
 
     def _contact_label(self, geom: int) -> str:
+        # a table of every geom's label, built once: touching() runs for every camera frame while
+        # the gripper is closed, and a name lookup per contact showed in the camera's profile
+        labels = getattr(self, "_contact_labels", None)
+        if labels is None:
+            labels = self._contact_labels = [self._label_of(g) for g in range(self.model.ngeom)]
+        return labels[geom]
+
+    def _label_of(self, geom: int) -> str:
         if geom == self.table_geom:
             return TABLE_LABEL
         if geom == self.cup_geom:

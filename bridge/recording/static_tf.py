@@ -54,14 +54,24 @@ def tf_message_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
     T = store.types
     sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
     out = []
+    if not transforms:
+        return bytes(store.serialize_cdr(T[TF_MESSAGE](transforms=out), TF_MESSAGE))
+    # checked and converted as one stack: the recorder builds a /tf for every joint state
     for st in transforms:
-        m = np.asarray(st.T_parent_child, dtype=float)
-        if m.shape != (4, 4) or not np.allclose(m[3], [0, 0, 0, 1]):
+        if np.shape(st.T_parent_child) != (4, 4):
             raise ValueError(f"{st.parent_frame} -> {st.child_frame}: not a 4x4 homogeneous transform")
-        r = m[:3, :3]
-        if not (np.allclose(r @ r.T, np.eye(3), atol=1e-6) and abs(np.linalg.det(r) - 1) < 1e-6):
+    mats = np.array([st.T_parent_child for st in transforms], dtype=float)
+    rot = mats[:, :3, :3]
+    homogeneous = np.isclose(mats[:, 3], [0, 0, 0, 1]).all(axis=1)
+    proper = (np.isclose(rot @ rot.transpose(0, 2, 1), np.eye(3), atol=1e-6).all(axis=(1, 2))
+              & (np.abs(np.linalg.det(rot) - 1) < 1e-6))
+    for st, h, p in zip(transforms, homogeneous, proper):
+        if not h:
+            raise ValueError(f"{st.parent_frame} -> {st.child_frame}: not a 4x4 homogeneous transform")
+        if not p:
             raise ValueError(f"{st.parent_frame} -> {st.child_frame}: the rotation is not proper and orthonormal")
-        qx, qy, qz, qw = Rotation.from_matrix(r).as_quat()
+    quats = Rotation.from_matrix(rot).as_quat()
+    for st, m, (qx, qy, qz, qw) in zip(transforms, mats, quats):
         header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec),
                                           frame_id=st.parent_frame)
         transform = T["geometry_msgs/msg/Transform"](

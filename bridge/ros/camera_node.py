@@ -70,7 +70,8 @@ class CameraNode(LeanNode):
 
     def __init__(self, camera: Camera, *, context=None, max_fps: float = 30.0, node_name: str = "pointlab_camera",
                  jpeg_quality: int = 80) -> None:
-        super().__init__(node_name, context=context)
+        # parameters like realsense-ros's (depth_scale_m), readable with ros2 param get
+        super().__init__(node_name, context=context, services=True)
         if not 1 <= int(jpeg_quality) <= 100:
             raise ValueError(f"jpeg_quality must be 1-100, got {jpeg_quality}")
         self.camera = camera

@@ -24,9 +24,10 @@ class RecentFrames:
     Args:
         node: the rclpy node to subscribe on.
         keep: how many recent messages to hold.
+        watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
-    def __init__(self, node, keep: int = 30) -> None:
+    def __init__(self, node, keep: int = 30, *, watch_camera_qos: bool = True) -> None:
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
 
@@ -39,8 +40,9 @@ class RecentFrames:
         self.count = 0
         self.new_frame = threading.Event()  # set on every frame; a consumer clears it
         self._arrived = threading.Condition(self._lock)
-        node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=camera_events())
-        node.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(2), event_callbacks=camera_events())
+        events = camera_events(watch_camera_qos)
+        node.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=events)
+        node.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(2), event_callbacks=events)
         node.create_subscription(String, TOPICS["frame_meta"], self._on_meta, 50)
 
     def _on_color(self, msg) -> None:

@@ -49,10 +49,12 @@ class PointingNode(LeanNode):
             just changed by the arm is never answered from an older image. Costs up to one frame
             period plus the camera's latency.
         max_frame_age_s: without ``fresh_frame``, a frame older than this is not shown (camera stalled).
+        watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
     def __init__(self, agents: dict[str, Any], *, context=None, frame_timeout_s: float = 5.0, fresh_frame: bool = True,
-                 max_frame_age_s: float = 2.0, node_name: str = "pointlab_pointing") -> None:
+                 max_frame_age_s: float = 2.0, node_name: str = "pointlab_pointing",
+                 watch_camera_qos: bool = True) -> None:
         super().__init__(node_name, context=context)
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
@@ -65,7 +67,8 @@ class PointingNode(LeanNode):
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
-        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=camera_events())
+        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2),
+                                 event_callbacks=camera_events(watch_camera_qos))
         self.create_subscription(String, TOPICS["point_request"], self._on_request, 50)
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="pointlab-agents", daemon=True)

@@ -56,11 +56,12 @@ class TargetingNode(LeanNode):
         buffer_s: how much recent depth to keep, seconds of stamps.
         max_stamp_skew_s: largest stamp difference accepted between the agent's colour frame and a depth frame.
         pin_ttl_s: how long a pinned depth frame waits for its answer.
+        watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
     def __init__(self, calibration: Calibration, workspace: Workspace = Workspace(), rule: DepthRule = DepthRule(), *,
                  context=None, buffer_s: float = 2.0, max_stamp_skew_s: float = 0.02, pin_ttl_s: float = 900.0,
-                 node_name: str = "pointlab_targeting") -> None:
+                 node_name: str = "pointlab_targeting", watch_camera_qos: bool = True) -> None:
         super().__init__(node_name, context=context)
         from geometry_msgs.msg import PointStamped
         from sensor_msgs.msg import CameraInfo, Image
@@ -74,9 +75,10 @@ class TargetingNode(LeanNode):
         self._wanted: dict[str, tuple[int, float]] = {}  # pins whose depth has not arrived yet
         self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
         self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
-        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5), event_callbacks=camera_events())
+        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5),
+                                 event_callbacks=camera_events(watch_camera_qos))
         self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, image_qos(5),
-                                 event_callbacks=camera_events())
+                                 event_callbacks=camera_events(watch_camera_qos))
         self.create_subscription(String, TOPICS["point_frame"], self._on_point_frame, 50)
         self.create_subscription(String, TOPICS["point_answer"], self._on_answer, 50)
 

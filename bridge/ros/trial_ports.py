@@ -220,14 +220,16 @@ class RosTrialPorts:
         human_agent_names: names of agents answered by a person.
         jpeg_quality: JPEG quality of a trial frame the camera did not encode (the camera node's own
             ``jpeg_quality`` sets the live view's).
+        watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
-    def __init__(self, host, *, session: str = "", human=None, human_agent_names=(), jpeg_quality: int = 80) -> None:
+    def __init__(self, host, *, session: str = "", human=None, human_agent_names=(), jpeg_quality: int = 80,
+                 watch_camera_qos: bool = True) -> None:
         from pointlab.bridge.ros.lean_node import LeanNode
 
         self.node = LeanNode("pointlab_runner", context=host.context)
         self.waiters = Waiters()
-        self.frames = RecentFrames(self.node)
+        self.frames = RecentFrames(self.node, watch_camera_qos=watch_camera_qos)
         self.live_view = RosLiveView(self.node, self.frames, jpeg_quality=jpeg_quality)
         self.human = HumanRelay(human, jpeg_quality=jpeg_quality)
         self.arm_client = ArmClient(self.node, self.waiters, session=session)
