@@ -54,6 +54,8 @@ from pointlab.perception.image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED
 from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_to_ns
 
 from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
+from pointlab.bridge.recording.annotations import (IMAGE_ANNOTATIONS, MARKER_ARRAY, MARKERS_TOPIC, POINTS_TOPIC,
+                                                    points_annotations_cdr, target_markers_cdr)
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
 from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_message_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
@@ -90,15 +92,15 @@ _COMPRESSED = "sensor_msgs/msg/CompressedImage"
 def bag_topics(config: RecordingConfig) -> dict[str, str]:
     """The topics a recording's bag holds, ``{name: ROS type}``: ``RECORDED_TOPICS``, with the colour
     and depth images on image_transport's ``compressed``/``compressedDepth`` topics when
-    ``config.images == "compressed"``."""
-    if config.images == "raw":
-        return dict(RECORDED_TOPICS)
+    ``config.images == "compressed"``, and the agent's points and the target drawn for a viewer
+    (``annotations``). ``/tf_static``, ``/tf`` and ``/robot_description`` are added per recording."""
     out = {}
     for topic, msgtype in RECORDED_TOPICS.items():
-        if topic in _STORED_AS:
+        if topic in _STORED_AS and config.images != "raw":
             out[_STORED_AS[topic]] = _COMPRESSED
         else:
             out[topic] = msgtype
+    out[POINTS_TOPIC], out[MARKERS_TOPIC] = IMAGE_ANNOTATIONS, MARKER_ARRAY
     return out
 
 
@@ -120,7 +122,7 @@ def image_frames(counts: dict[str, int]) -> tuple[int, int]:
 # State topics whose latest message opens every recording (a trial starts from a known state).
 LATCHED = (TOPICS["camera_info"], TOPICS["depth_camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"],
            TOPICS["arm_state"])
-_COLOR, _DEPTH, _ANSWER = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"]
+_COLOR, _DEPTH, _ANSWER, _TARGET = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"], TOPICS["target"]
 _COLOR_JPEG = TOPICS["color_compressed"]
 _JOINTS = TOPICS["joint_states"]
 # where a kept colour or depth frame goes in a compressed recording (image_transport's names)
@@ -185,6 +187,7 @@ class _Trial:
     points: list | None = None
     first_is_target: bool = True
     answer_width: int | None = None
+    answer_stamp_ns: int | None = None
     waiters: list[concurrent.futures.Future] = field(default_factory=list)
 
     def fail(self, what: str) -> None:
@@ -480,7 +483,14 @@ class Recorder:
             return
         if topic == _ANSWER and t.points is None:
             self._answer_to(t, msg)
+            if t.points is not None:  # this trial's answer: its points over the image, for a viewer
+                self._bag_write(t, POINTS_TOPIC, log_ns, points_annotations_cdr(
+                    t.points, t.answer_stamp_ns or log_ns, first_is_target=t.first_is_target))
         self._bag_write(t, topic, log_ns, cdr)
+        if topic == _TARGET:
+            markers = target_markers_cdr(msg)
+            if markers is not None:
+                self._bag_write(t, MARKERS_TOPIC, log_ns, markers)
         if topic == _JOINTS and self.config.robot == "lite6":
             tf = tf_of_joint_state(msg)  # robot_state_publisher's /tf, at the joint state's log time
             if tf is not None:
@@ -537,6 +547,7 @@ class Recorder:
         t.points = [tuple(p) for p in ans.points_px]
         t.first_is_target = bool(ans.points[0].usable) if ans.points else bool(t.points)
         t.answer_width = ans.width
+        t.answer_stamp_ns = ans.stamp_ns
 
     def _bag_write(self, t: _Trial, topic: str, log_ns: int, cdr: bytes) -> None:
         if t.bag is None:

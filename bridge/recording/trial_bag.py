@@ -28,11 +28,18 @@ class BagError(RuntimeError):
 
 
 @functools.lru_cache(maxsize=1)
+@functools.cache
 def typestore():
-    """rosbags' ROS 2 Kilted type store (built once: about 0.15 s)."""
-    from rosbags.typesys import Stores, get_typestore
+    """rosbags' ROS 2 Kilted type store, plus the ``foxglove_msgs`` types of the image annotations
+    (``annotations.FOXGLOVE_MSGS``); built once (about 0.15 s) and shared: it is only read after."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-    return get_typestore(Stores.ROS2_KILTED)
+    from pointlab.bridge.recording.annotations import FOXGLOVE_MSGS
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    for name, text in FOXGLOVE_MSGS.items():
+        store.register(get_types_from_msg(text, name))
+    return store
 
 
 def _latched_qos():

@@ -533,3 +533,51 @@ def test_the_foxglove_layout_names_only_topics_a_recording_holds():
     named = set(re.findall(r'"(/[A-Za-z_/]+?)(?:\.[^"]*)?"', json.dumps(layout["configById"])))
     recorded = set(bag_topics(RecordingConfig())) | {TF, ROBOT_DESCRIPTION, "/tf_static"}
     assert named and named <= recorded, named - recorded
+
+
+def test_the_points_and_the_target_are_drawn_for_a_viewer(tmp_path, real_frames):
+    """The trial's answer becomes ``foxglove_msgs/ImageAnnotations`` circles over the colour image
+    (Foxglove's pixel origin is the corner of the first pixel: ours + 0.5), the first point large
+    and magenta, stamped with the frame the agent saw; the target ``PointStamped`` becomes a 2 cm
+    sphere ``Marker`` in its frame. Read back by mcap-ros2-support (from the schemas in the file)
+    and by rosbags' AnyReader."""
+    from geometry_msgs.msg import PointStamped
+    from rosbags.highlevel import AnyReader
+
+    from pointlab.bridge.ros.msgs import ns_to_stamp
+
+    seen_ns = T0 + 40_000_000
+    ans = PointAnswer(request_id="req1", width=640, height=480, stamp_ns=seen_ns,
+                      points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
+                      points_px=[FIRST, SECOND])
+    tgt = PointStamped()
+    tgt.header.stamp, tgt.header.frame_id = ns_to_stamp(seen_ns), "link_base"
+    tgt.point.x, tgt.point.y, tgt.point.z = 0.31, -0.05, 0.025
+    f = real_frames[0]
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    try:
+        rec.begin("ann1", request_id="req1")
+        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
+             + [(TOPICS["point_answer"], cdr.string(ans)), (TOPICS["target"], cdr._ser(tgt))])
+        r = rec.end("ann1")
+    finally:
+        rec.close()
+    assert r.complete, r
+    _, msgs = read_mcap(tmp_path / r.mcap)
+    (ann,) = [m for t, _l, _p, m in msgs if t == "/pointlab/points/annotations"]
+    got = sorted((c.diameter, c.position.x, c.position.y, (c.fill_color.r, c.fill_color.g, c.fill_color.b))
+                 for c in ann.circles)
+    assert got == [(8.0, 420.5, 300.5, (0.0, 1.0, 1.0)), (18.0, 200.9, 151.1, (1.0, 0.0, 1.0))]
+    assert ann.circles[-1].diameter == 18.0  # the first point drawn last, on top
+    assert {(c.timestamp.sec, c.timestamp.nanosec) for c in ann.circles} == {(1_700_000_000, 40_000_000)}
+    (mk,) = [m for t, _l, _p, m in msgs if t == "/pointlab/markers"]
+    (sphere,) = mk.markers
+    assert sphere.type == 2 and sphere.action == 0 and sphere.header.frame_id == "link_base"  # SPHERE, ADD
+    assert (sphere.pose.position.x, sphere.pose.position.y, sphere.pose.position.z) == (0.31, -0.05, 0.025)
+    assert (sphere.scale.x, sphere.scale.y, sphere.scale.z) == (0.02, 0.02, 0.02)
+    with AnyReader([tmp_path / r.bag]) as reader:
+        conns = [c for c in reader.connections if c.topic in ("/pointlab/points/annotations", "/pointlab/markers")]
+        assert {c.msgtype for c in conns} == {"foxglove_msgs/msg/ImageAnnotations", "visualization_msgs/msg/MarkerArray"}
+        decoded = {c.topic: reader.deserialize(raw, c.msgtype) for c, _t, raw in reader.messages(connections=conns)}
+    assert len(decoded["/pointlab/points/annotations"].circles) == 2
+    assert decoded["/pointlab/markers"].markers[0].pose.position.x == 0.31
