@@ -3,7 +3,7 @@ PinpointQA).
 
 Models wrap answers in reasoning, markdown and units: ``"<think>...</think> B"``, ``"**B**"``,
 ``"B) chair"``, ``"3.5 m"``, ``"three"``. Two parser levels are offered and both are reported by
-the scorers (FIELD_NOTES "Video spatial benchmarks"):
+the scorers (VSI-Bench, Yang et al. 2024, and its lmms-eval task, which extract answers leniently):
 
 * **strict** follows VSI-Bench's lmms-eval rule: the first whitespace token of the answer, with
   trailing "." removed (we also drop markdown ``*``/``_``/backticks and brackets), must be the

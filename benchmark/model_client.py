@@ -10,7 +10,7 @@ caller retries on top of it, so an answer costs at most ``max_retries + 1`` requ
 Request parameters are passed through as the agents config gives them (``RequestParams``), with the
 rules OpenAI's reasoning models impose applied by model family (``reasoning_family``): o1/o3/o4 and
 gpt-5 reject ``max_tokens`` (``max_completion_tokens`` instead) and any ``temperature`` but the
-default (public issue threads; FIELD_NOTES "model servers"). What was changed is returned as notes,
+default (OpenAI API reference for reasoning models; openai-python issue threads). What was changed is returned as notes,
 so a run records it.
 """
 

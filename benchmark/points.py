@@ -1,9 +1,10 @@
 """Point formats: parse what models write into original-image pixels, and write points back.
 
-Every model family writes points its own way (FIELD_NOTES "How models write points"; PointArena
-sec. 4.1: a standard ``[x, y]`` pixel format for models without their own, the model's own format for
-Molmo, Qwen2.5-VL and Gemini). The format names below are used everywhere (agents config, CLI,
-prediction files). Verified syntaxes and their sources are listed in ``docs/models.md``.
+Every model family writes points its own way (the Molmo, Gemini Robotics-ER, Qwen2.5-VL and
+RoboPoint model cards; PointArena sec. 4.1: a standard ``[x, y]`` pixel format for models without
+their own, the model's own format for Molmo, Qwen2.5-VL and Gemini). The format names below are used
+everywhere (agents config, CLI, prediction files). Verified syntaxes and their sources are listed in
+``docs/models.md``.
 
 =============  ==========================================================================  =========
 name           what the model writes                                                       frame

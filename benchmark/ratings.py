@@ -1,9 +1,9 @@
 """Arena ratings from pairwise votes: online Elo and Bradley-Terry with bootstrap intervals.
 
-PointArena sec. 3.3 / 4.1 (Point-Battle): Elo ratings from head-to-head votes, "both good" and
-"both bad" excluded; Chatbot Arena practice (see FIELD_NOTES "Ratings"): online Elo starts at
-1000 with base 10 and scale 400 and a small K (PointArena used K=2); Bradley-Terry is fitted by
-maximum likelihood (logistic regression without intercept) and mapped to
+PointArena sec. 3.3 / 4.1 (Point-Battle): Elo ratings from head-to-head votes, "both good" and "both
+bad" excluded; Chatbot Arena practice (Chiang et al. 2024, sec. 4; FastChat's ``elo_analysis.py``):
+online Elo starts at 1000 with base 10 and scale 400 and a small K (PointArena used K=2);
+Bradley-Terry is fitted by maximum likelihood (logistic regression without intercept) and mapped to
 ``scale * beta / ln(base) + start``; 95 % intervals come from bootstrap resampling of battles; the
 rank of a model is ``1 + number of models whose lower bound is above its upper bound``.
 

@@ -1,7 +1,8 @@
 """Pixel + aligned depth -> 3D point in the camera optical frame, with a robust depth rule.
 
 Why a rule at all: models point at object edges often, where a RealSense reports 0 (no data) or the
-background behind the object (FIELD_NOTES, "Intel RealSense"). Hole-filling filters invent depths,
+background behind the object (Intel's white paper "Depth Post-Processing for Intel RealSense D400
+Depth Cameras"). Hole-filling filters invent depths,
 so we look at the *measured* depths in a small window and refuse when there are too few.
 
 The rule (``DepthRule``), in order:

@@ -1,4 +1,4 @@
-"""Hand-eye calibration with a ChArUco board (OpenCV >= 4.7 API; FIELD_NOTES "Hand-eye calibration").
+"""Hand-eye calibration with a ChArUco board (OpenCV >= 4.7 API: `cv2.aruco.CharucoDetector`, `cv2.calibrateHandEye`).
 
 Two set-ups:
 

@@ -2,7 +2,7 @@
 
 Both deliver depth aligned to colour with the real ``rs.align(rs.stream.color)``, the colour
 stream's intrinsics, and the depth scale read from the device (0.001 m/unit on most D4xx, 0.0001 on
-a D405; never hard-coded). See FIELD_NOTES "Intel RealSense".
+a D405, per Intel's D400/D405 datasheets; never hard-coded: ``first_depth_sensor().get_depth_scale()``).
 
 ``RealSenseCamera(device=...)`` also accepts an already-built ``rs.device`` whose depth and colour
 sensors we open ourselves (a ``rs.software_device`` in tests: ``pointlab.sim_mock.realsense_sw``),

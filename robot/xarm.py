@@ -1,6 +1,6 @@
 """The UFACTORY Lite 6 (xArm 6 Lite) driver over ``xarm-python-sdk`` (``xarm.wrapper.XArmAPI``).
 
-Bring-up (docs/robot.md, FIELD_NOTES "UFACTORY Lite 6"): ``clean_warn``, ``clean_error``,
+Bring-up (docs/robot.md; UFACTORY's xArm-Python-SDK API reference and examples): ``clean_warn``, ``clean_error``,
 ``motion_enable(True)``, ``set_mode(0)``, ``set_state(0)``, the tool's TCP offset, ``set_state(0)``
 again (the offset leaves state 5), then a short wait (a motion sent within ~0.1 s of a state change
 can be ignored by the controller). The driver then checks that the arm really is ready.

@@ -5,7 +5,8 @@ It lets the real ``pointlab.perception.realsense.RealSenseCamera`` (and the real
 run without a camera. The scene, in the COLOUR optical frame (metres): a plane at
 ``z = plane_m`` and a square box top at ``z = box_top_m`` over ``|x|, |y| <= box_half_m``. The depth
 sensor sits at ``depth_to_color_m`` (translation) from the colour sensor, rotation identity
-(FIELD_NOTES: an all-zero default rotation makes the aligned depth all zeros).
+(a default-constructed ``rs.extrinsics()`` has an all-zero rotation, and then the aligned depth
+comes out all zeros: seen with pyrealsense2 2.55).
 """
 
 from __future__ import annotations

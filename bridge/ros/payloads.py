@@ -1,7 +1,8 @@
 """One pydantic model per internal topic payload, used by the publisher and the subscriber.
 
 The pointlab topics carry ``std_msgs/String`` holding one JSON object (custom ``.msg`` types would
-need a colcon build; see FIELD_NOTES). ``to_msg(model)`` writes it as strict JSON
+need a colcon build, and the PyPI rclpy wheels ship only the standard interfaces; docs/ros.md).
+``to_msg(model)`` writes it as strict JSON
 (``benchmark.records.dumps_json``); ``from_msg(Model, msg)`` validates it and returns ``None`` (and logs
 why) for anything that is not a valid payload of that topic, so a malformed or foreign message on
 the graph is dropped at the edge instead of being checked field by field inside each node.

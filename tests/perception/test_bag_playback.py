@@ -38,7 +38,7 @@ def test_playback_is_complete_and_ordered(tmp_path):
     numbers = [f.index for f in frames]
     assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # none dropped in between
     # Every frame read while recording plays back, except possibly the first: the first synced set
-    # of a playback may hold one stream only (FIELD_NOTES), and the source skips incomplete sets.
+    # of a playback may hold one stream only (seen with librealsense's syncer), and the source skips incomplete sets.
     assert set(recorded[1:]) <= set(numbers), (recorded, numbers)
     f = frames[0]
     assert f.depth_scale_m == pytest.approx(0.0001)

@@ -92,7 +92,7 @@ def test_embedded_model_matches_the_shared_urdf(shared_data, kin, tool):
 
 
 def test_joint_limits_are_the_lite6_ranges(kin):
-    # FIELD_NOTES: J2 +-150 deg, J3 -3.5..300 deg, J5 +-124 deg
+    # UFACTORY Lite 6 user manual, joint ranges: J2 +-150 deg, J3 -3.5..300 deg, J5 +-124 deg
     lim = np.degrees(kin.joint_limits_rad)
     assert np.allclose(lim[1], [-150, 150], atol=0.01)
     assert np.allclose(lim[2], [-3.5, 300], atol=0.01)
