@@ -16,6 +16,7 @@ commands depends on (perception and robot, below it, have no commands of their o
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, NoReturn
 
@@ -23,7 +24,11 @@ import typer
 
 from .records import dumps_json
 
-__all__ = ["SubApp", "GROUPS", "print_json", "fail"]
+__all__ = ["SubApp", "GROUPS", "SEED_MAX", "print_json", "fail", "guard_floats", "require_writable_file"]
+
+#: the largest ``--seed`` (numpy's generators take 0 .. 2**32 - 1 as a legacy seed; a negative one
+#: raised ``ValueError`` deep inside a run)
+SEED_MAX = 2**32 - 1
 
 # The command groups of ``pointlab`` and their help lines; a sub-app may add commands to these only.
 GROUPS: dict[str, str] = {
@@ -72,6 +77,70 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error to stderr and exit with ``code`` (2: bad input, 1: runtime failure)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def guard_floats(app: typer.Typer) -> int:
+    """Make every command of ``app`` (its groups' too) refuse a NaN or infinite number given to a
+    float option, with a one-line error and exit code 2, before the command runs; returns how
+    many commands were guarded.
+
+    Typer reads ``nan``, ``inf`` and ``-inf`` as floats, and an option without bounds passes them
+    on (a NaN settle time once moved the arm before failing). The check wraps each command's
+    callback (``functools.wraps``: typer reads the same signature) and looks at every float,
+    alone or in a list or tuple, so a command added later is covered too. Idempotent.
+    """
+    n = 0
+    for cmd in app.registered_commands:
+        if cmd.callback is not None and not getattr(cmd.callback, "_finite_floats", False):
+            cmd.callback = _finite_floats(cmd.callback)
+            n += 1
+    if app.registered_callback is not None and app.registered_callback.callback is not None:
+        cb = app.registered_callback.callback
+        if not getattr(cb, "_finite_floats", False):
+            app.registered_callback.callback = _finite_floats(cb)
+            n += 1
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            n += guard_floats(group.typer_instance)
+    return n
+
+
+def _finite_floats(callback):
+    import functools
+    import inspect
+
+    flags = {}
+    for name, p in inspect.signature(callback).parameters.items():
+        decls = [d for d in getattr(p.default, "param_decls", None) or () if d.startswith("--")]
+        flags[name] = decls[0].split("/")[0] if decls else name
+
+    @functools.wraps(callback)
+    def checked(*args, **kwargs):
+        for name, value in kwargs.items():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
+            if bad:
+                fail(f"{flags.get(name, name)}: {bad[0]} is not a finite number")
+        return callback(*args, **kwargs)
+
+    checked._finite_floats = True
+    return checked
+
+
+def require_writable_file(path, option: str) -> None:
+    """Exit 2 unless ``path`` can be a file this command writes: its folder exists and is writable,
+    and ``path`` is not a folder. Checked before anything starts (a sim, a server, a motion)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        fail(f"{option} {p}: is a folder, not a file")
+    if not folder.is_dir():
+        fail(f"{option} {p}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        fail(f"{option} {p}: not writable")
 
 
 def require_items(items, source) -> None:

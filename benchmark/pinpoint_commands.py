@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json, require_items
+from .clikit import SEED_MAX, fail, print_json, require_items
 
 perf_app, pinpoint_app, score_app = sub.group("perf"), sub.group("pinpoint"), sub.group("score")
 
@@ -73,7 +73,8 @@ def score_localization_cmd(
 def pinpoint_generate_cmd(
     scenes: list[Path] = typer.Option(..., "--scenes", help="scene files or folders (VSI-Bench meta, ReVSI boxes, ScanNet, ScanNet++); repeat the option"),
     out: Path = typer.Option(..., "--out", help="output folder (train/val/test.jsonl, representations.jsonl, summary.json)"),
-    seed: int = typer.Option(0, "--seed", help="seed of negatives, distractors, answer letters and the split"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX,
+                             help="seed of negatives, distractors, answer letters and the split"),
     sources: Optional[str] = typer.Option(None, "--sources", help="comma-separated source datasets to keep, e.g. scannet,scannetpp"),
 ) -> None:
     """Generate TPV / NRI / FSD / SSP questions from 3D scenes; prints the summary (counts per task, source, split)."""
@@ -96,7 +97,7 @@ def perf_pinpoint_cmd(
     vertices: int = typer.Option(1_000_000, "--vertices", help="total vertices of the synthetic scene"),
     repeat: int = typer.Option(3, "--repeat", help="generation runs (cold caches each time)"),
     ssp_answers: int = typer.Option(10_000, "--ssp-answers", help="SSP answers to score"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX),
 ) -> None:
     """Generation time on a 300-object / 1M-vertex scene (KD-tree vs naive all-pairs baseline) and SSP scoring
     throughput (vs json.loads); percentiles and ratios."""

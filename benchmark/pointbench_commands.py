@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json, require_items
+from .clikit import SEED_MAX, fail, print_json, require_items
 
 app, bench_app, perf_app, score_app = sub.root, sub.group("bench"), sub.group("perf"), sub.group("score")
 
@@ -217,7 +217,7 @@ def ratings_cmd(
     method: str = typer.Option("bt", "--method", help="elo | bt"),
     ties: str = typer.Option("exclude", "--ties", help="exclude (PointArena) | half (FastChat)"),
     k: float = typer.Option(2.0, "--k", help="Elo K (PointArena: 2)"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="bootstrap seed"),
     rounds: int = typer.Option(100, "--rounds", help="bootstrap rounds for the 95% intervals (0: none)"),
     start: float = typer.Option(1000.0, "--start"),
     base: float = typer.Option(10.0, "--base", help="finite, > 1"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from .cli import sub
-from .clikit import fail, print_json, require_items
+from .clikit import SEED_MAX, fail, print_json, require_items
 
 perf_app, score_app, video_app = sub.group("perf"), sub.group("score"), sub.group("video")
 
@@ -178,7 +178,7 @@ def video_generate_cmd(
     visibility: Path | None = typer.Option(None, "--visibility", help="visibility table of those frames"),
     scene_id: str | None = typer.Option(None, "--scene-id", help="only this scene (required with --frames)"),
     sampler: str = typer.Option("nested", "--sampler", help="frame sampler for the budgets"),
-    seed: int = typer.Option(0, "--seed", help="seed of every random choice"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="seed of every random choice"),
     vsibench_filters: bool = typer.Option(False, "--vsibench-filters", help="VSI-Bench's thresholds instead of ReVSI's"),
 ) -> None:
     """Generate VSI-Bench / ReVSI questions from 3D boxes; with --frames and --visibility, one record per

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from importlib.metadata import entry_points
 
 import typer
 
-from pointlab.benchmark.clikit import GROUPS, SubApp
+from pointlab.benchmark.clikit import GROUPS, SubApp, guard_floats
 
-__all__ = ["ENTRY_POINT_GROUP", "build_app", "main"]
+__all__ = ["ENTRY_POINT_GROUP", "LOG_LEVELS", "build_app", "main", "run"]
 
 ENTRY_POINT_GROUP = "pointlab.cli"
 
@@ -65,13 +66,59 @@ def build_app() -> typer.Typer:
     for name, group in groups.items():
         if group.registered_commands or group.registered_callback or group.registered_groups:
             app.add_typer(group, name=name)
+    guard_floats(app)
     return app
 
 
-def main() -> None:
-    logging.basicConfig(level=os.environ.get("POINTLAB_LOG", "WARNING").upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    build_app()()
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``pointlab [--debug] COMMAND ...``: every error is one line on stderr; exit code 2 for bad
+    input (an option's value, a missing option, ``POINTLAB_LOG``), 1 for a failure at run time, 130
+    on Ctrl-C. An unexpected exception is one line too, naming its type, unless ``--debug`` (or
+    ``POINTLAB_DEBUG=1``) asks for the traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("POINTLAB_DEBUG", "") == "1"
+    if args[:1] == ["--debug"]:
+        debug, args = True, args[1:]
+    level = os.environ.get("POINTLAB_LOG", "WARNING").upper()
+    if level not in LOG_LEVELS:
+        print(f"pointlab: error: POINTLAB_LOG={os.environ['POINTLAB_LOG']!r} is not a log level "
+              f"({', '.join(LOG_LEVELS)})", file=sys.stderr)
+        sys.exit(2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sys.exit(run(args, debug=debug))
+
+
+def run(args: list[str], *, debug: bool = False) -> int:
+    """Run ``pointlab`` with ``args``; returns the exit code (``main`` without ``sys.exit``)."""
+    command = typer.main.get_command(build_app())
+    try:
+        rv = command.main(args, prog_name="pointlab", standalone_mode=False)
+    except typer.Abort:
+        print("pointlab: aborted", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except typer.TyperException as e:  # click's usage errors (typer vendors click): one line
+        if type(e).__name__ == "NoArgsIsHelpError":  # a group without its subcommand: typer has
+            if e.format_message():                     # printed the help (older versions put it here)
+                print(e.format_message(), file=sys.stderr)
+            return 2
+        where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "pointlab"
+        message = " ".join(e.format_message().split())
+        print(f"{where}: error: {message} (see {where} --help)", file=sys.stderr)
+        return int(getattr(e, "exit_code", 2))
+    except Exception as e:
+        if debug:
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"pointlab: error: {type(e).__name__}: {first} (pointlab --debug ... shows the traceback)",
+              file=sys.stderr)
+        return 1
+    # standalone_mode=False returns a command's typer.Exit code, or its return value (ours: None)
+    return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0
 
 
 _APP: typer.Typer | None = None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pointlab.benchmark.clikit import fail, print_json
+from pointlab.benchmark.clikit import SEED_MAX, fail, print_json
 
 from .cli import sub
 
@@ -17,7 +17,7 @@ sim_app = sub.group("sim")
 
 @sim_app.command("model-server")
 def model_server_cmd(
-    port: int = typer.Option(8765, "--port", help="TCP port on 127.0.0.1 (0: any free port)"),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0: any free port)"),
     host: str = typer.Option("127.0.0.1", "--host", help="bind address (keep it local)"),
     script: Path | None = typer.Option(None, "--script", help='JSONL of {"answer"} / {"match", "answer"} lines, '
                                                                'served as model "scripted"'),
@@ -59,7 +59,7 @@ def snapshot_cmd(
     out: Path = typer.Option(..., "--out", help="folder for color.png, depth.png, masks/<name>.png, robot.png"),
     scene: Path | None = typer.Option(None, "--scene", help="scene TOML (default: the packaged default scene)"),
     clean: bool = typer.Option(False, "--clean", help="no depth noise, holes or colour noise"),
-    seed: int = typer.Option(0, "--seed", help="noise seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="noise seed"),
 ) -> None:
     """Render the sim camera once and write colour, uint16 depth and a mask per object and for the
     arm; print {"depth_scale_m", "intrinsics", "files", "mask_pixels", ...}. Exit 2: a bad scene
@@ -93,7 +93,7 @@ def timing_check_cmd(
     reveal_high: float = typer.Option(26.0, "--reveal-high", help="reveal range end, study seconds"),
     human_median: float = typer.Option(9.0, "--human-median", help="the scripted person's median click time, s"),
     human_sigma: float = typer.Option(0.35, "--human-sigma", help="log-normal sigma of the click times"),
-    seed: int = typer.Option(0, "--seed", min=0),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX),
 ) -> None:
     """Run sim-oracle, sim-noisy and a scripted human reference through the sim session under one reveal
     rule and print per-agent instruction-to-motion times and the two-sample KS test (human vs each

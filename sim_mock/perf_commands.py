@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pointlab.benchmark.clikit import fail, print_json
+from pointlab.benchmark.clikit import SEED_MAX, fail, print_json
 
 from .cli import sub
 
@@ -15,7 +15,7 @@ perf_app = sub.group("perf")
 def perf_sim_cmd(
     frames: int = typer.Option(150, "--frames", help="frames rendered per case"),
     ik_calls: int = typer.Option(50, "--ik-calls", help="IK solutions timed per kind"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX),
 ) -> None:
     """Sim camera frame-time percentiles (static, arm moving without depth, with masks) against
     the in-run baseline of a full render per frame, the physics real-time factor, IK times."""

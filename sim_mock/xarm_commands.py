@@ -15,12 +15,15 @@ sim_app = sub.group("sim")
 
 @sim_app.command("xarm-controller")
 def xarm_controller_cmd(
-    port: int = typer.Option(5020, "--port", help="command port (502, the SDK's, needs privileges; 0: any free port)"),
+    port: int = typer.Option(5020, "--port", min=0, max=65535,
+                             help="command port (502, the SDK's, needs privileges; 0: any free port)"),
     host: str = typer.Option("127.0.0.1", "--host", help="loopback address to bind (127.x.y.z)"),
-    report_port: int = typer.Option(30001, "--report-port", help="normal report port (the SDK uses 30001)"),
-    rich_report_port: int = typer.Option(30002, "--rich-report-port",
+    report_port: int = typer.Option(30001, "--report-port", min=0, max=65535,
+                                    help="normal report port (the SDK uses 30001)"),
+    rich_report_port: int = typer.Option(30002, "--rich-report-port", min=0, max=65535,
                                          help="rich report port (the SDK's default report, 30002)"),
-    real_report_port: int = typer.Option(30003, "--real-report-port", help="real-time report port (the SDK uses 30003)"),
+    real_report_port: int = typer.Option(30003, "--real-report-port", min=0, max=65535,
+                                         help="real-time report port (the SDK uses 30003)"),
     time_scale: float = typer.Option(1.0, "--time-scale", help="motion duration factor (1 = realistic)"),
     tool: str = typer.Option("lite_gripper", "--tool", help="mounted tool: lite_gripper or lite_vacuum"),
     arm: str = typer.Option("kinematic", "--arm", help="the arm behind the controller: kinematic (joints and "

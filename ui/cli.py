@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import SubApp, fail, print_json
+from pointlab.benchmark.clikit import SEED_MAX, SubApp, fail, print_json
 from pointlab.bridge.commands.act import CAL_HELP, CAMERA_HELP, ROBOT_HELP
 
 from .serve import KEEP_ALIVE_S, serve
@@ -42,7 +42,7 @@ def act(
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
     db: Path = typer.Option(Path("pointlab-act.sqlite"), "--db", help="SQLite file of studies, trials and surveys"),
     host: str = typer.Option("127.0.0.1", "--host", help="address the web app binds to"),
-    port: int = typer.Option(8000, "--port", help="port of the web app"),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="port of the web app"),
     calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier"),
     operator_token: Optional[str] = typer.Option(None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN",
@@ -108,7 +108,7 @@ def bench_arena_cmd(
     admin_token: Optional[str] = typer.Option(None, "--admin-token", envvar="POINTLAB_ARENA_ADMIN_TOKEN",
                                               help="secret of the admin routes (default: random)"),
     host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8010, "--port"),
+    port: int = typer.Option(8010, "--port", min=0, max=65535),
 ) -> None:
     """Serve Point-Battle (battle page /, /leaderboard, /human, /human/summary)."""
     from .serve import check_port, public_url
@@ -195,7 +195,7 @@ def bench_annotate_cmd(
     segmenter: str = typer.Option("grabcut", "--segmenter", help="grabcut | watershed | URL of a segmentation service"),
     from_arena: Optional[str] = typer.Option(None, "--from-arena", help="arena store (path or URL) whose voted battles become candidates"),
     host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8030, "--port"),
+    port: int = typer.Option(8030, "--port", min=0, max=65535),
 ) -> None:
     """Serve the Point-Bench annotation pages (PointArena sec. 3.2): query, anonymous models, the
     at-most-one-correct filter, seeded and hand-refined masks, verification by a second person."""
@@ -260,7 +260,7 @@ def bench_arena_sim_cmd(
     votes: int = typer.Option(2000, "--votes", min=50, help="votes per simulated arena"),
     repeats: int = typer.Option(10, "--repeats", min=1, help="seeds per sampler"),
     checkpoint: int = typer.Option(50, "--checkpoint", min=1, help="fit the ratings every N votes"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX),
 ) -> None:
     """Adaptive versus uniform pair sampling on synthetic voters with known strengths: votes needed to
     reach a Spearman rank correlation of 0.9 / 0.95 / 0.98 with the true order (docs/arena.md)."""
@@ -295,7 +295,7 @@ def pinpoint_study_cmd(
     responses: Path = typer.Option(..., "--responses", help="JSONL the answers are appended to (pointlab score localization --pred)"),
     setting: str = typer.Option("gt", "--setting", help="unguided, model or gt (App. D.1)"),
     model_fsd: Optional[Path] = typer.Option(None, "--model-fsd", help='model descriptions JSONL {"id", "prediction"} for --setting model'),
-    port: int = typer.Option(8020, "--port", help="port on 127.0.0.1"),
+    port: int = typer.Option(8020, "--port", min=0, max=65535, help="port on 127.0.0.1"),
 ) -> None:
     """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""
     from .serve import check_port, public_url

@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import fail, print_json
+from pointlab.benchmark.clikit import fail, print_json, require_writable_file
 
 from pointlab.bridge.commands import sub
 
@@ -44,6 +44,8 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
 
     from pointlab.bridge.session import SessionConfig, SessionError, start_session
 
+    if db is not None:
+        require_writable_file(db, "--db")  # before the sim, the camera or the arm start
     try:
         config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
                                calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port)
