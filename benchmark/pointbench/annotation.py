@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,16 +38,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, create_engine, event, select
+from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, create_engine, event, func, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from .dataset import DatasetError, load_release, normalise_category, write_gt_jsonl
 from .masks import mask_png
 from .scoring import score_points
 
-__all__ = ["AnnotationStore", "AnnotationError", "model_results", "filter_passes", "MAX_CORRECT"]
+__all__ = ["AnnotationStore", "AnnotationError", "model_results", "filter_passes", "MAX_CORRECT", "MAX_ITEMS_PER_IMAGE"]
 
 MAX_CORRECT = 1  # the paper's filter: kept when "one or fewer models produced a correct prediction"
+# items (drawn or verified; a rejected one frees its place) one image may hold: Point-Bench has one
+# query per image, and a few more let a second query of another category be written on a rich scene
+MAX_ITEMS_PER_IMAGE = 3
 STATE_DIR = ".annotation"
 
 
@@ -140,6 +146,10 @@ class AnnotationStore:
             cur.close()
         _Base.metadata.create_all(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # one server process per dataset folder (``pointlab bench annotate``): the per-image cap's
+        # count-then-insert and the export's rewrite of the dataset files are serialized here
+        self._submit_lock = threading.Lock()
+        self._export_lock = threading.Lock()
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
@@ -246,6 +256,7 @@ class AnnotationStore:
             raise AnnotationError("every instance mask needs at least one target pixel", 400)
         if category == "steerable" and not reference_points_px:
             raise AnnotationError("a steerable item needs its reference point", 400)
+        refs = _reference_points(reference_points_px, *masks[0].shape)
         count = len(masks) if category == "counting" else None
         results = model_results(ask["answers"], category, masks, count)
         passed = filter_passes(results)
@@ -259,11 +270,17 @@ class AnnotationStore:
             name = f"{iid}_{k}.png"
             (self.state / "masks" / name).write_bytes(mask_png(m))
             files.append(name)
-        with self._tx() as s:
+        with self._submit_lock, self._tx() as s:
+            held = s.scalar(select(func.count()).select_from(ItemRow).where(
+                ItemRow.candidate_id == cid, ItemRow.status != "rejected"))
+            if held >= MAX_ITEMS_PER_IMAGE:
+                for name in files:
+                    (self.state / "masks" / name).unlink(missing_ok=True)
+                raise AnnotationError(f"this image already has {held} items (at most {MAX_ITEMS_PER_IMAGE}); "
+                                      "choose another image", 409)
             s.add(ItemRow(id=iid, candidate_id=cid, category=category, query=ask["query"], count=count,
-                          reference_points_px=[list(map(float, p)) for p in reference_points_px or []] or None,
-                          instance_masks=files, model_results=results, filter_passed=passed, status="drawn",
-                          drawn_by=drawn_by, drawn_unix_s=time.time()))
+                          reference_points_px=refs, instance_masks=files, model_results=results,
+                          filter_passed=passed, status="drawn", drawn_by=drawn_by, drawn_unix_s=time.time()))
         return {"item_id": iid, "filter_passed": passed, "model_results": results}
 
     def items(self, status: str | None = None) -> list[dict]:
@@ -285,28 +302,40 @@ class AnnotationStore:
         return self.state / "masks" / name
 
     def verify(self, iid: str, verifier: str, accept: bool, reason: str = "") -> dict:
-        """A second person's verdict. Raises: AnnotationError 403 (the drawer verifying their own
-        item), 409 (already decided), 400 (a rejection without a reason)."""
+        """A second person's verdict: one conditional update (the item must still be ``drawn`` and
+        drawn by someone else), so of any number of concurrent verdicts exactly one wins.
+
+        Raises: AnnotationError 403 (the drawer verifying their own item), 409 (already decided,
+        possibly a moment ago by a concurrent verdict), 404 (unknown item), 400 (a rejection
+        without a reason)."""
         reason = (reason or "").strip()
         if not accept and not reason:
             raise AnnotationError("a rejection needs a reason", 400)
         with self._tx() as s:
-            i = s.get(ItemRow, iid)
-            if i is None:
-                raise AnnotationError("unknown item", 404)
-            if i.drawn_by == verifier:
-                raise AnnotationError("an item is verified by someone other than its annotator", 403)
-            if i.status != "drawn":
+            won = s.execute(update(ItemRow).where(
+                ItemRow.id == iid, ItemRow.status == "drawn", ItemRow.drawn_by != verifier).values(
+                status="verified" if accept else "rejected", verified_by=verifier, verified_unix_s=time.time(),
+                verdict_reason=reason or None)).rowcount
+            if won != 1:
+                i = s.get(ItemRow, iid)
+                if i is None:
+                    raise AnnotationError("unknown item", 404)
+                if i.drawn_by == verifier:
+                    raise AnnotationError("an item is verified by someone other than its annotator", 403)
                 raise AnnotationError(f"this item is already {i.status}", 409)
-            i.status = "verified" if accept else "rejected"
-            i.verified_by, i.verified_unix_s, i.verdict_reason = verifier, time.time(), reason or None
         self.export()
         return self.item(iid)
 
     # -- export -------------------------------------------------------------------------------
     def export(self) -> list:
         """Write the verified items as a dataset in ``out`` (see the module docstring); returns the
-        loaded items (``[]`` and no files when nothing is verified yet)."""
+        loaded items (``[]`` and no files when nothing is verified yet). ``data.json`` and
+        ``gt.jsonl`` are written to temporary names and renamed into place, one export at a time, so a
+        reader sees the previous complete dataset or the new one, and only verified items."""
+        with self._export_lock:
+            return self._export()
+
+    def _export(self) -> list:
         items = self.items("verified")
         if not items:
             return []
@@ -339,12 +368,45 @@ class AnnotationStore:
             if it["reference_points_px"]:
                 e["reference_points_px"] = it["reference_points_px"]
             entries.append(e)
-        tmp = self.out / "data.json.tmp"
-        tmp.write_text(json.dumps(entries, indent=1), encoding="utf-8")
-        tmp.replace(self.out / "data.json")
+        _write_atomic(self.out / "data.json", json.dumps(entries, indent=1))
         loaded = load_release(self.out)
-        write_gt_jsonl(loaded, self.out / "gt.jsonl")
+        fd, tmp = tempfile.mkstemp(prefix=".gt.", suffix=".jsonl.tmp", dir=self.out)
+        os.close(fd)
+        try:
+            write_gt_jsonl(loaded, tmp)
+            os.replace(tmp, self.out / "gt.jsonl")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
         return loaded
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _reference_points(points, height: int, width: int) -> list[list[float]] | None:
+    """Reference points as ``[[u, v], ...]`` floats, each finite and on the image (pixel centres at
+    integers: ``0 <= u <= width - 1``, ``0 <= v <= height - 1``); ``None`` when there are none.
+
+    Raises: AnnotationError 400 otherwise."""
+    if not points:
+        return None
+    out = []
+    for p in points:
+        try:
+            u, v = (float(c) for c in p)
+        except (TypeError, ValueError):
+            raise AnnotationError(f"a reference point is [u, v] in pixels, got {p!r}", 400) from None
+        if not (np.isfinite(u) and np.isfinite(v) and 0 <= u <= width - 1 and 0 <= v <= height - 1):
+            raise AnnotationError(f"reference point {p!r} is not on the {width}x{height} image", 400)
+        out.append([u, v])
+    return out
 
 
 def _read_mask(path: Path) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 from fastapi import Depends, FastAPI, File, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pointlab.benchmark.pointbench.annotation import AnnotationError, AnnotationStore
 from pointlab.benchmark.pointbench.masks import SegmenterError, mask_png, png_mask, seed_mask
@@ -58,8 +58,10 @@ class AskIn(BaseModel):
 
 
 class SeedIn(BaseModel):
-    u: float
-    v: float
+    """A click (pixels, finite; checked against the image's size by the route) and an optional box."""
+
+    u: float = Field(allow_inf_nan=False)
+    v: float = Field(allow_inf_nan=False)
     box: list[int] | None = None
 
 
@@ -170,6 +172,9 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
         try:
             cand = await anyio.to_thread.run_sync(store.candidate, cid)
             rgb = await anyio.to_thread.run_sync(_load_rgb, cand["image"])
+            h, w = rgb.shape[:2]
+            if not (0 <= body.u <= w - 1 and 0 <= body.v <= h - 1):
+                raise AnnotationError(f"the click ({body.u}, {body.v}) is not on the {w}x{h} image", 400)
             box = tuple(body.box) if body.box else None
             if callable(segmenter):
                 mask = await anyio.to_thread.run_sync(segmenter, rgb, (body.u, body.v), box)
