@@ -42,12 +42,14 @@ _MASK_LIMITS = ImageLimits(max_bytes=16 * 1024 * 1024, max_side_px=8192, max_pix
 
 
 def person(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
-    """The caller's name from ``Authorization: Bearer <token>`` (401 otherwise)."""
+    """The caller's name from ``Authorization: Bearer <token>`` (401 otherwise: a bare token without
+    the scheme too; the scheme is case-insensitive, RFC 7235 sec. 2.1)."""
     tokens = request.app.state.tokens
-    tok = (authorization or "").removeprefix("Bearer ").strip()
-    if tok not in tokens:
-        raise HTTPException(401, "annotator token required")
-    return tokens[tok]
+    scheme, _, tok = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or tok.strip() not in tokens:
+        raise HTTPException(401, "annotator token required (Authorization: Bearer <token>)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    return tokens[tok.strip()]
 
 
 Who = Annotated[str, Depends(person)]
