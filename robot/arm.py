@@ -21,6 +21,7 @@ speeds in m/s, accelerations in m/s^2. Drivers convert to their controller's uni
 from __future__ import annotations
 
 import logging
+import math
 import pkgutil
 import threading
 import time
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_seria
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
-                     RobotError, UnreachableTargetError)
+                     RobotError, UnreachableTargetError, UnsafeTargetError)
 from .workspace import Workspace
 
 __all__ = [
@@ -513,8 +514,11 @@ class Arm:
     def move_to(self, pose: TcpPose) -> MotionReport:
         """Move the TCP to ``pose`` in one linear motion (calibration poses, hovering for checks).
 
-        Raises as ``pick``; the pose is checked against the workspace before anything is sent."""
+        Raises as ``pick``; the pose is checked against the workspace, and its orientation for three
+        finite angles (``UnsafeTargetError`` "not_finite"), before anything is sent."""
         self.workspace.check(pose.xyz, "pose")
+        if not all(math.isfinite(a) for a in pose.rpy_deg):
+            raise UnsafeTargetError(f"not_finite: pose orientation {list(pose.rpy_deg)} is not three finite angles")
         self._require_ready()
         return self._run("move", pose.position_m, [("move", pose)])
 

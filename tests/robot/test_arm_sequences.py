@@ -115,3 +115,16 @@ def test_unsafe_target_sends_nothing(emu_arm, action, target):
     with pytest.raises(UnsafeTargetError):
         arm.move_to(TcpPose((0.30, 0.0, 0.45)))
     assert not emu.entries("move_line")
+
+
+@pytest.mark.parametrize("rpy", [(float("nan"), 0.0, 0.0), (180.0, float("inf"), 0.0), (180.0, 0.0, float("-inf"))])
+def test_a_pose_whose_orientation_is_not_finite_sends_nothing_and_leaves_the_arm_ready(emu_arm, rpy):
+    emu, arm = emu_arm
+    before = len(emu.entries())
+    with pytest.raises(UnsafeTargetError, match="not_finite"):
+        arm.move_to(TcpPose((0.25, 0.0, 0.20), rpy))
+    assert [e["name"] for e in emu.entries()[before:] if e["name"] in ("move_line", "set_state")] == []
+    st = arm.state()
+    assert st.fault is None and st.estopped is False  # not faulted: the next command runs
+    arm.move_to(TcpPose((0.25, 0.0, 0.20)))
+    assert emu.entries("move_line")
