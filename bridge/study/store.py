@@ -51,6 +51,26 @@ FRAME_KINDS = ("before", "after")
 
 
 
+def _require_pointlab_schema(path: Path) -> None:
+    """Raise ``StoreError`` unless the SQLite file ``path`` holds pointlab's ``meta`` table. Read
+    through a read-only connection, before the engine's pragmas (WAL) touch the file: a reader
+    (export, reports) must leave an empty file or another program's database as it was."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"database {path} cannot be opened as a pointlab SQLite store (corrupt or not SQLite?): "
+                         f"{e}") from e
+    if "meta" not in tables:
+        raise StoreError(f"database {path} is not a pointlab store (no meta table, {len(tables)} other tables); "
+                         "nothing was written to it")
+
+
 class StoreError(Exception):
     """The database cannot be opened or used (missing, corrupt, wrong schema), or an unknown id / bad value."""
 
@@ -197,7 +217,9 @@ class Store:
 
     Args:
         path: the ``.sqlite`` file. Created with its schema when absent (``create=True``).
-        create: when False, a missing file raises instead of being created (readers, ``pointlab`` reports).
+        create: when False, a missing file, or a file without a pointlab schema (an empty file, another
+            program's SQLite), raises instead of being created or written to (readers, reports). An
+            older pointlab schema is still migrated in place.
 
     Raises:
         StoreError: the parent folder does not exist, the file is missing (``create=False``), the
@@ -216,6 +238,8 @@ class Store:
                 raise StoreError(f"cannot create database {self.path}: folder {self.path.parent} does not exist")
         elif self.path.is_dir():
             raise StoreError(f"database path {self.path} is a folder, not a file")
+        elif not create:
+            _require_pointlab_schema(self.path)
         self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
         event.listen(self._engine, "connect", _sqlite_pragmas)
         try:

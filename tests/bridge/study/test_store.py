@@ -340,3 +340,26 @@ def test_a_version_4_database_gets_numbers_per_study_and_keeps_its_floor(tmp_pat
     assert s.trial(new)["number"] == 4 and s.trial_frame("y", "after") == b"\xff\xd8a"
     assert s.trial_frame("x1", "before") is None
     s.close()
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all"])
+def test_a_reader_leaves_a_file_that_is_not_a_store_as_it_was(tmp_path, content):
+    """``create=False`` (export, reports): an empty file or a non-SQLite file is refused and not
+    written to (no schema, no WAL header), and no -wal/-shm files are left beside it."""
+    p = tmp_path / "x.sqlite"
+    p.write_bytes(content)
+    with pytest.raises(StoreError, match="not a pointlab store|cannot be opened"):
+        Store(p, create=False)
+    assert p.read_bytes() == content and sorted(f.name for f in tmp_path.iterdir()) == ["x.sqlite"]
+
+
+def test_a_reader_refuses_another_programs_sqlite_without_touching_it(tmp_path):
+    import sqlite3
+
+    p = tmp_path / "other.db"
+    with sqlite3.connect(p) as c:
+        c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    before = p.read_bytes()
+    with pytest.raises(StoreError, match="not a pointlab store"):
+        Store(p, create=False)
+    assert p.read_bytes() == before
