@@ -209,6 +209,9 @@ def bench_annotate_cmd(
     from .annotate import create_annotate_app
     from .arena.launch import DEFAULT_ARENA_AGENTS
 
+    if from_arena and "://" not in from_arena and not Path(from_arena).is_file():
+        # it is read, never created: a mistyped path would otherwise become an empty arena database
+        fail(f"--from-arena {from_arena}: no such arena database file")
     tokens: dict[str, str] = {}
     for spec in annotator or ["annotator1", "annotator2"]:
         name, _, tok = spec.partition("=")

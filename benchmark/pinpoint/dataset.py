@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from ..scenes import Scene, load_scenes
+from ..scenes import Scene, SceneFormatError, load_scenes
 from .generate import GenerationStats, generate_scene
 from .quality import check_record
 from .split import SPLITS, split_scenes
@@ -59,10 +61,16 @@ def generate_records(scenes: list[Scene], seed: int = 0) -> tuple[list[dict], li
                            "quality_failures": dict(quality)}
 
 
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+def _staged_text(path: Path, text: str) -> str:
+    """``text`` written to a new temporary file beside ``path``; returns its name (to rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return tmp
+
+
+def _staged_jsonl(path: Path, rows: list[dict]) -> str:
+    return _staged_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: int = 0,
@@ -71,18 +79,27 @@ def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: i
 
     Args:
         scene_paths: anything ``benchmark.scenes.load_scenes`` reads.
-        out_dir: created if needed; existing files of the same names are overwritten.
+        out_dir: created if needed; existing files of the same names are replaced, all at the end
+            (each written under a temporary name, then renamed): a failed run leaves them as they were.
         seed: seeds negatives, distractors, answer letters and the split.
         sources: keep only scenes of these source datasets (None: all).
     Raises:
-        SceneFormatError: a scene path is missing or malformed.
+        SceneFormatError: a scene path is missing or malformed, no scene was found, or a source in
+            ``sources`` matches no scene (nothing is written then).
     """
     t0 = time.perf_counter()
     scenes: list[Scene] = []
     for p in scene_paths:
         scenes.extend(load_scenes(p))
     if sources:
+        present = {s.source_dataset for s in scenes}
+        unknown = sorted(set(sources) - present)
+        if unknown:  # refused before anything is written: a typo must not replace the splits with nothing
+            raise SceneFormatError(f"--sources {', '.join(unknown)}: no scene of that source; the scenes have "
+                                   f"{', '.join(sorted(present)) or 'none'}")
         scenes = [s for s in scenes if s.source_dataset in sources]
+    if not scenes:
+        raise SceneFormatError(f"no scenes in {', '.join(str(p) for p in scene_paths)}")
     records, reps, stats = generate_records(scenes, seed)
     assignment = split_scenes(records, seed=seed)
     out = Path(out_dir)
@@ -91,9 +108,9 @@ def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: i
     for rec in records:
         rec["split"] = assignment[rec["scene_id"]]
         by_split[rec["split"]].append(rec)
-    for k, rows in by_split.items():
-        _write_jsonl(out / f"{k}.jsonl", rows)
-    _write_jsonl(out / "representations.jsonl", reps)
+    # every file is written under a temporary name first and renamed into place at the end, so a
+    # run that fails leaves the previous outputs as they were
+    staged = [(out / f"{k}.jsonl", rows) for k, rows in by_split.items()] + [(out / "representations.jsonl", reps)]
     counts_task = Counter(r["task"] for r in records)
     counts_source_task: dict[str, dict] = {}
     for r in records:
@@ -114,5 +131,14 @@ def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: i
         "out_dir": str(out),
         "elapsed_s": time.perf_counter() - t0,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    temps = []
+    try:
+        for path, rows in staged:
+            temps.append((_staged_jsonl(path, rows), path))
+        temps.append((_staged_text(out / "summary.json", json.dumps(summary, indent=2) + "\n"), out / "summary.json"))
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
     return summary

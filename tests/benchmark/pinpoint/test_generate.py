@@ -226,3 +226,33 @@ def test_dataset_folder_and_duplicate_scenes(tmp_path):
     ids = [r["id"] for r in records]
     assert len(ids) == len(set(ids)) and any(i.startswith("desk0001_vsi_") for i in ids)
     assert stats["dropped"]["duplicate_scene"] == 1 and stats["targets"] == 6 and len(reps) == 6
+
+
+def test_a_failed_generation_leaves_the_previous_outputs_as_they_were(shared_data: Path, tmp_path, monkeypatch):
+    """A ``--sources`` that matches no scene is refused before anything is written, and a run that
+    fails while writing replaces no file (each output is staged, then renamed at the end)."""
+    from pointlab.benchmark.pinpoint import dataset
+    from pointlab.benchmark.scenes import SceneFormatError
+
+    scenes = shared_data / "scenes" / "vsibench_meta" / "scannet_meta_info_val.json"
+    if not scenes.exists():
+        pytest.skip("VSI-Bench scene meta not in ../shared/data")
+    out = tmp_path / "ppqa"
+    first = dataset.generate_dataset([scenes], out, seed=0)
+    assert first["n_records"] > 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(SceneFormatError, match="zzz: no scene of that source; the scenes have scannet"):
+        dataset.generate_dataset([scenes], out, seed=0, sources={"zzz"})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    real = dataset._staged_text
+
+    def disk_full_at_the_summary(path, text):
+        if path.name == "summary.json":
+            raise OSError(28, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(dataset, "_staged_text", disk_full_at_the_summary)
+    with pytest.raises(OSError, match="No space left"):
+        dataset.generate_dataset([scenes], out, seed=1)  # another seed: other contents
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporary file left either
