@@ -24,7 +24,7 @@ import typer
 
 from .records import dumps_json
 
-__all__ = ["SubApp", "GROUPS", "SEED_MAX", "print_json", "fail", "guard_floats", "require_writable_file"]
+__all__ = ["SubApp", "GROUPS", "SEED_MAX", "print_json", "fail", "guard_options", "require_writable_file", "OUTPUT_OPTIONS"]
 
 #: the largest ``--seed`` (numpy's generators take 0 .. 2**32 - 1 as a legacy seed; a negative one
 #: raised ``ValueError`` deep inside a run)
@@ -79,15 +79,20 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def guard_floats(app: typer.Typer) -> int:
-    """Make every command of ``app`` (its groups' too) refuse a NaN or infinite number given to a
-    float option, with a one-line error and exit code 2, before the command runs; returns how
-    many commands were guarded.
+#: options that name something a command writes (a file, a folder or a file stem)
+OUTPUT_OPTIONS = ("out", "lmms_results")
 
-    Typer reads ``nan``, ``inf`` and ``-inf`` as floats, and an option without bounds passes them
-    on (a NaN settle time once moved the arm before failing). The check wraps each command's
-    callback (``functools.wraps``: typer reads the same signature) and looks at every float,
-    alone or in a list or tuple, so a command added later is covered too. Idempotent.
+
+def guard_options(app: typer.Typer) -> int:
+    """Make every command of ``app`` (its groups' too) check, before it runs, what typer cannot:
+    a float option must be finite (typer reads ``nan``, ``inf`` and ``-inf`` as floats, and a bound
+    compares false with NaN: a NaN settle time once moved the arm before failing), and an output
+    option (``OUTPUT_OPTIONS``: ``--out``, ``--lmms-results``) must lie under a writable folder
+    (its nearest existing ancestor is a folder this process may write). Either failure is one line
+    and exit code 2. Returns how many commands were guarded.
+
+    The checks wrap each command's callback (``functools.wraps``: typer reads the same signature),
+    so a command added later is covered too. Idempotent.
     """
     n = 0
     for cmd in app.registered_commands:
@@ -101,7 +106,7 @@ def guard_floats(app: typer.Typer) -> int:
             n += 1
     for group in app.registered_groups:
         if group.typer_instance is not None:
-            n += guard_floats(group.typer_instance)
+            n += guard_options(group.typer_instance)
     return n
 
 
@@ -121,10 +126,37 @@ def _finite_floats(callback):
             bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
             if bad:
                 fail(f"{flags.get(name, name)}: {bad[0]} is not a finite number")
+            if name in OUTPUT_OPTIONS and value is not None:
+                problem = _unwritable(value)
+                if problem:
+                    fail(f"{flags.get(name, name)} {value}: {problem}")
         return callback(*args, **kwargs)
 
     checked._finite_floats = True
     return checked
+
+
+def _unwritable(path) -> str | None:
+    """Why nothing can be written at ``path`` (or below it), or ``None``: its nearest existing
+    ancestor must be a folder this process may write into."""
+    import os
+    from pathlib import Path
+
+    p = Path(path).absolute()
+    if p.exists():
+        if p.is_dir() and not os.access(p, os.W_OK | os.X_OK):
+            return "folder not writable"
+        if p.is_file() and not os.access(p, os.W_OK):
+            return "file not writable"
+        return None
+    anc = p.parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        return f"{anc} is a file, not a folder"
+    if not os.access(anc, os.W_OK | os.X_OK):
+        return f"folder {anc} is not writable"
+    return None
 
 
 def require_writable_file(path, option: str) -> None:

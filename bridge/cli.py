@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 
 import typer
 
-from pointlab.benchmark.clikit import GROUPS, SubApp, guard_floats
+from pointlab.benchmark.clikit import GROUPS, SubApp, guard_options
 
 __all__ = ["ENTRY_POINT_GROUP", "LOG_LEVELS", "build_app", "main", "run"]
 
@@ -66,7 +66,7 @@ def build_app() -> typer.Typer:
     for name, group in groups.items():
         if group.registered_commands or group.registered_callback or group.registered_groups:
             app.add_typer(group, name=name)
-    guard_floats(app)
+    guard_options(app)
     return app
 
 

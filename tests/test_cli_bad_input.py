@@ -109,7 +109,7 @@ def test_the_commands_have_numeric_options_to_check():
         assert must in names, must
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):
     path, option = data.draw(st.sampled_from(NUMERIC), label="option")
@@ -177,3 +177,24 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, capsys):
     assert err == ["pointlab: error: RuntimeError: the disk caught fire (pointlab --debug ... shows the traceback)"]
     with pytest.raises(RuntimeError, match="disk caught fire"):
         run(["burn"], debug=True)
+
+
+def _output_options():
+    out = []
+    for path, cmd in _leaves(typer.main.get_command(build_app()), []):
+        for p in cmd.params:
+            if p.opts and p.opts[0] in ("--out", "--lmms-results"):
+                out.append((tuple(path), p.opts[0]))
+    return out
+
+
+@pytest.mark.parametrize("path, option", _output_options(), ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_an_output_under_a_file_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys, path, option):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    cmd = _command(path)
+    args = [*path, *_filler(cmd, option), option, "afile/result"]
+    assert run(args) == 2, args
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and (f"{option} afile/result" in err[0] or "Missing" in err[0] or "does not exist" in err[0]), err
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["afile"]

@@ -205,6 +205,6 @@ def test_ratings_cli_bad_parameters_are_one_line_errors(tmp_path):
         r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--rounds", "5", *extra])
         assert r.exit_code == 2, (extra, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (extra, r.exception)
-        # NaN and infinities are refused by the CLI's guard (clikit.guard_floats), the rest by ratings
+        # NaN and infinities are refused by the CLI's guard (clikit.guard_options), the rest by ratings
         assert r.stdout == "" and ("must be" in r.output or "is not a finite number" in r.output), (extra, r.output)
         assert r.output.count("\n") == 1, r.output
