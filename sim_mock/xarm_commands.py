@@ -25,6 +25,10 @@ def xarm_controller_cmd(
     real_report_port: int = typer.Option(30003, "--real-report-port", min=0, max=65535,
                                          help="real-time report port (the SDK uses 30003)"),
     time_scale: float = typer.Option(1.0, "--time-scale", help="motion duration factor (1 = realistic)"),
+    settle_drop_probability: float = typer.Option(
+        0.0, "--settle-drop-probability", min=0.0, max=1.0,
+        help="chance that a motion sent within 0.1 s of set_state(0) is dropped, as a real controller sometimes "
+             "does (0: never)"),
     tool: str = typer.Option("lite_gripper", "--tool", help="mounted tool: lite_gripper or lite_vacuum"),
     arm: str = typer.Option("kinematic", "--arm", help="the arm behind the controller: kinematic (joints and "
                                                       "time only) or mujoco (the MuJoCo Lite 6 on the default "
@@ -53,7 +57,7 @@ def xarm_controller_cmd(
     try:
         emu = XArmControllerEmulator(host, port, report_port, rich_report_port=rich_report_port,
                                      real_report_port=real_report_port, time_scale=time_scale, tool=tool,
-                                     backend=backend)
+                                     settle_drop_probability=settle_drop_probability, backend=backend)
         emu.start()
     except ValueError as e:
         fail(str(e))

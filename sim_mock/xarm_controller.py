@@ -64,7 +64,8 @@ class XArmControllerEmulator:
         time_scale: multiplies every motion and pause duration (1.0 realistic; tests use ~0.05).
         tool: the mounted tool, ``lite_gripper`` or ``lite_vacuum`` (how TO0/TO1 are read).
         version: the string answered to register 1.
-        state_settle_s: a motion within this time of ``set_state(0)`` is dropped.
+        state_settle_s: the window after ``set_state(0)`` in which a motion may be dropped.
+        settle_drop_probability: the chance (0-1) that a motion in that window is dropped; 0 (default): never.
         report_rates_hz: frames per second of each stream (``{"normal": 5, "rich": 5, "real": 100}``).
         kinematics: a ``Lite6Kinematics``-like object for the default backend.
         backend: the arm (``ArmBackend``); default a ``KinematicArmBackend`` with ``kinematics``.
@@ -76,8 +77,8 @@ class XArmControllerEmulator:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, report_port: int | None = 30001, *,
                  rich_report_port: int | None = 30002, real_report_port: int | None = 30003,
                  time_scale: float = 1.0, tool: str = "lite_gripper", version: str = LITE6_VERSION,
-                 state_settle_s: float = 0.1, report_rates_hz: dict | None = None, kinematics=None,
-                 backend: ArmBackend | None = None) -> None:
+                 state_settle_s: float = 0.1, settle_drop_probability: float = 0.0,
+                 report_rates_hz: dict | None = None, kinematics=None, backend: ArmBackend | None = None) -> None:
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the emulator binds loopback addresses only, not {host!r}")
         if tool not in ("lite_gripper", "lite_vacuum"):
@@ -91,7 +92,7 @@ class XArmControllerEmulator:
             backend = KinematicArmBackend(kinematics, time_scale=time_scale, vacuum=tool == "lite_vacuum")
         self.backend = backend
         self.model = Lite6ControllerModel(backend, tool=tool, version=version, state_settle_s=state_settle_s,
-                                          time_scale=time_scale)
+                                          settle_drop_probability=settle_drop_probability, time_scale=time_scale)
         self._lock = self.model.lock
         self.log: list[dict] = []
         self._faults: list[Fault] = []

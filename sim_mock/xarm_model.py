@@ -9,7 +9,9 @@ docs/robot.md, "Emulator fidelity", is the table):
   and the cache is cleared, as in state 4). ``set_state(0)`` starts (ready; resumes a pause),
   ``set_state(3)`` pauses (the motion stops where it is and resumes from there), ``set_state(4)``
   stops and clears the cache. A motion received less than ``state_settle_s`` after ``set_state(0)``
-  is acknowledged but dropped, as the real controller does.
+  may be acknowledged but dropped, as a real controller sometimes does (xArm-Python-SDK issue 59):
+  with probability ``settle_drop_probability``, 0 by default (a fault one switches on; always
+  dropping broke UFACTORY's own example scripts, which do not wait).
 - **Motion commands are cached** and executed in order (``cmd_num`` counts them): linear moves
   (21, 22, 28, 92, 83 Cartesian), joint moves (23, 24, 83 joint), home (25: all joints to zero),
   pauses (26) and the counter (74, 75). Each one is planned when it starts, from where the arm is:
@@ -31,6 +33,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
+import random
 import struct
 import threading
 import time
@@ -124,12 +127,19 @@ class Lite6ControllerModel:
         backend: the arm (``ArmBackend``).
         tool: ``lite_gripper`` or ``lite_vacuum`` (how TO0/TO1 are read).
         version: the string answered to register 1.
-        state_settle_s: a motion within this time of ``set_state(0)`` is dropped.
+        state_settle_s: the window after ``set_state(0)`` in which a motion may be dropped.
+        settle_drop_probability: the chance (0-1) that a motion in that window is dropped; 0: never.
         time_scale: multiplies pause instructions (register 26), as the backend scales motions.
+        seed: seed of the drop draws (``None``: unseeded).
     """
 
     def __init__(self, backend: ArmBackend, *, tool: str = "lite_gripper", version: str = LITE6_VERSION,
-                 state_settle_s: float = 0.1, time_scale: float = 1.0) -> None:
+                 state_settle_s: float = 0.1, settle_drop_probability: float = 0.0, time_scale: float = 1.0,
+                 seed: int | None = None) -> None:
+        if not 0.0 <= settle_drop_probability <= 1.0:
+            raise ValueError(f"settle_drop_probability must be 0-1, got {settle_drop_probability}")
+        self.settle_drop_probability = float(settle_drop_probability)
+        self._drop_rng = random.Random(seed)
         if tool not in ("lite_gripper", "lite_vacuum"):
             raise ValueError(f"unknown tool {tool!r}")
         self.backend, self.tool, self.version = backend, tool, version
@@ -351,7 +361,7 @@ class Lite6ControllerModel:
             return "refused_error", 0
         if not self.enabled or self.state in (STATE_STOPPED, STATE_CONFIG) or self.mode != 0:
             return "not_ready", STATE_FLAG_NOT_READY
-        if self.clock() < self._ready_at:
+        if self.clock() < self._ready_at and self._drop_rng.random() < self.settle_drop_probability:
             return "ignored", 0  # acknowledged but dropped: sent too soon after a state change
         if self.cmd_num >= CACHE_SIZE:
             self.warn_code = CACHE_FULL_WARNING

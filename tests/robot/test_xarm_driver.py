@@ -381,7 +381,7 @@ def test_joint_limits(joint, angle_deg, ok):
 def test_a_motion_dropped_by_the_controller_is_detected():
     # The controller ignores a motion sent within state_settle_s of set_state(0); a driver that
     # does not wait would believe it moved.
-    emu = start_emulator(state_settle_s=0.5)
+    emu = start_emulator(state_settle_s=0.5, settle_drop_probability=1.0)
     d = driver_for(emu, state_settle_s=0.0)
     try:
         d.connect()

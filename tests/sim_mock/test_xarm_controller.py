@@ -211,8 +211,28 @@ def test_emergency_stop_freezes_mid_motion():
         emu.stop()
 
 
-def test_motion_right_after_set_state_is_ignored():
+def test_by_default_a_motion_right_after_set_state_runs():
+    # a real controller drops such a motion only sometimes; UFACTORY's examples send one at once
     emu = start(time_scale=0.1, state_settle_s=0.3)
+    c = Client(emu)
+    try:
+        c.bring_up()
+        assert c.move(250, 0, 150) == 0
+        assert emu.entries("move_line")[-1]["result"] == "ok"
+    finally:
+        c.close()
+        emu.stop()
+
+
+def test_the_settle_drop_is_a_probability():
+    from pointlab.sim_mock.xarm_model import Lite6ControllerModel
+
+    with pytest.raises(ValueError, match="0-1"):
+        Lite6ControllerModel(object(), settle_drop_probability=1.5)
+
+
+def test_motion_right_after_set_state_is_ignored():
+    emu = start(time_scale=0.1, state_settle_s=0.3, settle_drop_probability=1.0)
     c = Client(emu)
     try:
         c.bring_up()
