@@ -308,8 +308,13 @@ def _opt(v: Any, cast: Callable) -> Any:
         return None
 
 
-def create_model_server(models: dict[str, Model]):
-    """FastAPI app serving ``models`` by id (see module docstring)."""
+def create_model_server(models: dict[str, Model], *, api_key: str | None = None):
+    """FastAPI app serving ``models`` by id (see module docstring).
+
+    Args:
+        api_key: when set, a chat completion without ``Authorization: Bearer <api_key>`` gets OpenAI's
+            401 (``invalid_api_key``), so a test can see that a client sends its key.
+    """
     app = FastAPI(title="pointlab sim model server")
     app.state.models = dict(models)
     app.state.requests = []  # (model, HTTP status) of every chat completion request, in arrival order
@@ -328,6 +333,8 @@ def create_model_server(models: dict[str, Model]):
         return response
 
     async def _chat(request: Request):
+        if api_key is not None and request.headers.get("authorization") != f"Bearer {api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_request_error", code="invalid_api_key")
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError):

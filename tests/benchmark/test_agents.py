@@ -301,10 +301,22 @@ def test_content_that_is_not_a_string_is_recorded_or_joined(server):
     assert ans.error is None and ans.raw_text == "[30, 40]" and ans.points_px.tolist() == [[30.0, 40.0]]
 
 
-def test_api_key_from_env_is_used(server, monkeypatch):
-    monkeypatch.setenv("POINTLAB_TEST_KEY", "secret")
-    agent = OpenAIAgent("t", base_url=server, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY", point_format="molmo")
-    assert run(_point(agent)).ok
+def test_api_key_from_env_is_used(monkeypatch):
+    """The key named by ``api_key_env`` is what the openai client sends: a server that requires
+    ``Authorization: Bearer secret-key-1`` answers with it and refuses another key with OpenAI's 401."""
+    url, stop = serve_in_thread(create_model_server(default_sim_models(StubOracle()), api_key="secret-key-1"))
+    try:
+        monkeypatch.setenv("POINTLAB_TEST_KEY", "secret-key-1")
+        agent = OpenAIAgent("t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY",
+                            point_format="molmo", max_retries=0)
+        assert run(_point(agent)).ok
+        monkeypatch.setenv("POINTLAB_TEST_KEY", "another-key")
+        agent = OpenAIAgent("t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY",
+                            point_format="molmo", max_retries=0)
+        ans = run(_point(agent))
+        assert not ans.ok and "401" in (ans.error or "") and "Incorrect API key" in (ans.error or ""), ans
+    finally:
+        stop()
 
 
 # ------------------------------------------------------------------ human reference

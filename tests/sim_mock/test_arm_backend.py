@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from pointlab.sim_mock.arm_backend import (JOINT_LIMIT_ERROR, KINEMATIC_ERROR, SPEED_LIMIT_ERROR, ArmBackend,
+from pointlab.sim_mock.arm_backend import (JOINT_LIMIT_ERROR, KINEMATIC_ERROR, SPEED_LIMIT_ERROR,
                                            KinematicArmBackend, PlanningError)
 from pointlab.sim_mock.xarm_model import T_to_pose, pose_to_T
 
@@ -45,8 +45,13 @@ def go_to(arm: KinematicArmBackend, clock: FakeClock, pose_mm_rad) -> None:
     assert not arm.moving()
 
 
-def test_it_is_an_arm_backend(arm):
-    assert isinstance(arm, ArmBackend)
+def test_it_is_an_arm_backend(arm, clock):
+    from tests.sim_mock.arm_backend_contract import check_contract
+
+    def wait(backend):
+        clock.t += 30.0  # far past any motion of the contract
+
+    check_contract(arm, wait)
 
 
 def test_joint_move_is_synchronous_and_trapezoidal(arm, clock):

@@ -83,5 +83,15 @@ def test_a_noisy_pointer_fails_clearly_more_often():
     the 3-4.5 cm objects or knock them, and the places after a failed pick fail too."""
     from pointlab.sim_mock.model_server import SIM_NOISE_PX
 
-    ok = [sum(ok for ok, _ in _run_demo(SIM_NOISE_PX, seed)) for seed in (0, 1)]
+    runs = [_run_demo(SIM_NOISE_PX, seed) for seed in (0, 1)]
+    ok = [sum(ok for ok, _ in r) for r in runs]
     assert max(ok) <= len(DEMO_SCRIPT) // 2, ok
+    # and it is the pointing that fails, not the pipeline: the same sim runs the same script, some
+    # trials still succeed, and most failures are the physics judge's (an empty gripper, an object
+    # too far from where it should be), not refusals before the arm moved
+    assert min(ok) >= 1, ok
+    judged = [reason for r in runs for good, reason in r if not good
+              and ("not holding" in str(reason) or " cm " in str(reason) or "not on top" in str(reason)
+                   or "not in" in str(reason) or "next to" in str(reason))]
+    failures = sum(len(r) - k for r, k in zip(runs, ok))
+    assert len(judged) >= failures - 2, [reason for r in runs for good, reason in r if not good]

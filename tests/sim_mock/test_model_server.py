@@ -211,7 +211,15 @@ def test_noise_statistics_make_small_objects_missed_often():
 def test_noise_is_reproducible_by_seed():
     a = OracleModel(StubOracle(), "gemini", noise_px=10, seed=7)
     b = OracleModel(StubOracle(), "gemini", noise_px=10, seed=7)
-    assert [a.answer(_request()) for _ in range(3)] == [b.answer(_request()) for _ in range(3)]
+    same = [a.answer(_request()) for _ in range(3)]
+    assert same == [b.answer(_request()) for _ in range(3)]
+    # and the seed matters: another seed, or no noise, gives other points (equal answers above could
+    # otherwise come from noise that is never applied)
+    other = OracleModel(StubOracle(), "gemini", noise_px=10, seed=8)
+    assert [other.answer(_request()) for _ in range(3)] != same
+    exact = OracleModel(StubOracle(), "gemini", noise_px=0, seed=7)
+    assert exact.answer(_request()) not in same
+    assert len(set(same)) == 3  # each call draws new noise
 
 
 def test_oracle_model_rejects_bad_settings():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pointlab.robot.errors import UnreachableTargetError
-from pointlab.sim_mock.arm_backend import ArmBackend, KinematicArmBackend, MotionLayerBackend
+from pointlab.sim_mock.arm_backend import KinematicArmBackend, MotionLayerBackend
 from pointlab.sim_mock.kinematics import Lite6Kinematics, matrix_to_rpy_deg, rpy_deg_to_matrix
 from pointlab.sim_mock.xarm_model import pose_to_T
 
@@ -95,7 +95,9 @@ def wait_idle(backend, timeout_s=5.0):
 
 
 def test_it_is_an_arm_backend(backend):
-    assert isinstance(backend, ArmBackend)
+    from tests.sim_mock.arm_backend_contract import check_contract
+
+    check_contract(backend, wait_idle)
 
 
 def test_a_line_for_the_layers_own_tool_ends_at_the_goal(backend):
