@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .arm_backend import ArmBackend, KinematicArmBackend
 from .xarm_model import LITE6_VERSION, Lite6ControllerModel
 from .xarm_protocol import REG, FrameReader, Request, build_reply, decode_params
-from .xarm_reports import REPORT_PORTS, REPORT_RATES_HZ, build_report
+from .xarm_reports import REPORT_RATES_HZ, build_report
 
 __all__ = ["XArmControllerEmulator", "Fault", "FAULT_KINDS", "LITE6_VERSION", "DEFAULT_FAULT_CODE"]
 

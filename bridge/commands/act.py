@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
 from enum import Enum
 from pathlib import Path
 from typing import Optional

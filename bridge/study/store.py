@@ -18,7 +18,6 @@ Timestamps are Unix seconds (``*_unix_s``, float, UTC).
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -26,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine,
+from sqlalchemy import (JSON, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine,
                         event, func, select)
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker

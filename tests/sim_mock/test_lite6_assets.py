@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from pointlab.sim_mock.lite6_assets import (GRIPPER_FINGER_Z_M, LINK_MESHES, asset_dir, load_inertials,
+from pointlab.sim_mock.lite6_assets import (LINK_MESHES, asset_dir, load_inertials,
                                             mesh_bounds_m, read_xacro_inertials)
 
 

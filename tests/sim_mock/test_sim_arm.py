@@ -248,7 +248,6 @@ def test_unreachable_pick_is_refused_before_any_motion_and_does_not_fault_the_ar
     from pointlab.robot.errors import ReachRefusedError, UnreachableTargetError, UnsafeTargetError
     from pointlab.robot.workspace import Workspace
     from pointlab.sim_mock.arm import SimArmDriver
-    from pointlab.sim_mock.world import SimWorld
 
     world = SimWorld()
     ws = Workspace(z_m=(-0.02, 0.60))
@@ -270,7 +269,6 @@ def test_reset_right_after_stop_never_lets_the_stopped_pick_finish():
     from pointlab.robot.arm import Arm, MotionConfig
     from pointlab.robot.errors import RobotError
     from pointlab.sim_mock.arm import SimArmDriver
-    from pointlab.sim_mock.world import SimWorld
 
     world = SimWorld()
     arm = Arm(SimArmDriver(world=world, time_scale=1.0), motion=MotionConfig(grip_settle_s=0.0)).connect()

@@ -10,8 +10,7 @@ import pytest
 
 from pointlab.robot.workspace import Workspace
 from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene, normalize_text
-from pointlab.sim_mock.world import (DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, SimWorld,
-                                     default_world)
+from pointlab.sim_mock.world import (DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, default_world)
 
 from .conftest import sim_arm, top_of
 

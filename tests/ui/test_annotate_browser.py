@@ -73,7 +73,6 @@ def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
         return float(np.median(xs)), float(np.median(ys))
 
     def seed(mask):
-        n0 = len(page.locator("#instances").inner_text())
         page.mouse.click(*css(*centre(mask)))
         page.wait_for_function("document.getElementById('status').textContent.startsWith('Seeded')")
 

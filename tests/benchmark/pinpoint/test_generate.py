@@ -189,7 +189,7 @@ def test_mesh_mode_matches_box_mode():
                    "It is further to the side of and below the monitor, about 16 cm away."]
 
 
-def _rep_with(target: str, support: tuple | None, refs: list[tuple]) -> "TargetRepresentation":
+def _rep_with(target: str, support: tuple | None, refs: list[tuple]):
     from pointlab.benchmark.pinpoint.spatial import Neighbour, TargetRepresentation
 
     def n(label, relation, shortest_m):

@@ -6,13 +6,12 @@ graph guard does, and the arm node takes commands carrying its own session's non
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import time
 
 import pytest
 
-from tests.bridge.ros.helpers import run_trial, run_trial_async
+from tests.bridge.ros.helpers import run_trial
 
 from pointlab.bridge.session import SessionConfig, SessionError, start_session
 

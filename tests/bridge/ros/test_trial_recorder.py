@@ -4,18 +4,17 @@ registry."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import cv2
 import numpy as np
 import pytest
 
-from tests.bridge.ros.helpers import run_trial, run_trial_async
+from tests.bridge.ros.helpers import run_trial
 
 from pointlab.bridge.recording.recorder import LATCHED
 from pointlab.bridge.recording.layout import RecordingConfig
-from pointlab.bridge.ros.msgs import TOPICS, rgb_to_image
+from pointlab.bridge.ros.msgs import TOPICS
 from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
 from pointlab.bridge.ros.recorder import TrialRecorder
 from pointlab.bridge.session import SessionConfig, start_session
