@@ -55,7 +55,8 @@ class SimWorldPlugin:
     """``bridge.worlds.World`` over one ``SimWorld`` (the default scene), for the ``sim`` camera and arm."""
 
     camera_kinds: ClassVar[frozenset[str]] = frozenset({"sim"})
-    robot_kinds: ClassVar[frozenset[str]] = frozenset({"sim"})
+    # xarm-sim: the real xArm driver and SDK through the controller emulator, moving this world's arm
+    robot_kinds: ClassVar[frozenset[str]] = frozenset({"sim", "xarm-sim"})
 
     def __init__(self) -> None:
         from .world import SimWorld
@@ -78,6 +79,12 @@ class SimWorldPlugin:
         from .arm import SimArmDriver
 
         kind, _, arg = spec.partition(":")
+        if kind == "xarm-sim":
+            if arg:
+                raise ValueError(f"xarm-sim takes no argument, got {spec!r}")
+            from .xarm_emulated import EmulatedXArmDriver
+
+            return EmulatedXArmDriver(self.sim, time_scale=time_scale)
         return SimArmDriver.from_spec(arg or None, world=self.sim, time_scale=time_scale)
 
     def calibration(self):
