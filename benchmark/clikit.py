@@ -159,9 +159,11 @@ def _unwritable(path) -> str | None:
     return None
 
 
-def require_writable_file(path, option: str) -> None:
+def require_writable_file(path, option: str, *, sqlite: bool = False) -> None:
     """Exit 2 unless ``path`` can be a file this command writes: its folder exists and is writable,
-    and ``path`` is not a folder. Checked before anything starts (a sim, a server, a motion)."""
+    and ``path`` is not a folder; with ``sqlite``, an existing non-empty file must start with SQLite's
+    header (a README given as ``--db`` is refused here, not after a session started). Checked before
+    anything starts (a sim, a server, a motion)."""
     import os
     from pathlib import Path
 
@@ -173,6 +175,10 @@ def require_writable_file(path, option: str) -> None:
         fail(f"{option} {p}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         fail(f"{option} {p}: not writable")
+    if sqlite and p.is_file() and p.stat().st_size > 0:
+        with open(p, "rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                fail(f"{option} {p}: not an SQLite database (a pointlab store is created when the file is absent)")
 
 
 def require_items(items, source) -> None:

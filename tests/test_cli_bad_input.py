@@ -140,13 +140,17 @@ def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):
     (["act", "trials", "--agent", "sim-oracle", "--db", "nodir/x.sqlite"], "folder nodir does not exist"),
     (["bench", "arena-sim", "--seed", "-1"], "--seed"),
     (["sim", "xarm-controller", "--port", "99999"], "--port"),
+    (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
+    (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--time-scale", "-1"], "--time-scale: "),
 ])
 def test_the_issue_s_examples_exit_2_in_one_line(tmp_path, monkeypatch, capsys, args, needle):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("a text file given as the database\n")
     assert run(args) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and needle in err[0], err
-    assert list(tmp_path.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "a text file given as the database\n"
 
 
 def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path):

@@ -44,13 +44,17 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
     from pointlab.bridge.session import SessionConfig, SessionError, start_session
 
     if db is not None:
-        require_writable_file(db, "--db")  # before the sim, the camera or the arm start
+        require_writable_file(db, "--db", sqlite=True)  # before the sim, the camera or the arm start
     try:
         config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
                                calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port)
     except ValidationError as e:
         first = e.errors()[0]
-        fail(f"{'.'.join(str(x) for x in first['loc']) or 'session'}: {first['msg']}", 2)
+        # name the option the user typed (--time-scale), not the config field (time_scale)
+        field = str(first["loc"][0]) if first["loc"] else ""
+        where = {"agents_config": "--agents", "db_path": "--db"}.get(field, "--" + field.replace("_", "-")) \
+            if field else "session"
+        fail(f"{where}: {first['msg']}", 2)
     try:
         return start_session(config)
     except (AgentsConfigError, PerceptionError, ValueError) as e:
