@@ -33,8 +33,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from .errors import (ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError, ReachRefusedError,
-                     RobotError, UnreachableTargetError, UnsafeTargetError)
+from .errors import (ArmConnectionError, ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError,
+                     ReachRefusedError, RobotError, UnreachableTargetError, UnsafeTargetError)
 from .workspace import Workspace
 
 __all__ = [
@@ -403,6 +403,9 @@ class Arm:
                     e.report = report
                     raise
                 raise MotionHaltedError(f"{action} halted on request ({e})", report) from e
+            if self._fault is not None:  # a stalled state read stopped the arm under this sequence
+                self._safe_halt()
+                raise ArmTimeoutError(f"{self._fault}; the arm was stopped during {action}") from e
             self._fault = f"{type(e).__name__}: {e}"
             self._safe_halt()
             raise
@@ -563,8 +566,12 @@ class Arm:
             self._fault = None
 
     def state(self) -> ArmState:
-        """What the arm reports now (``ArmState``). A ``RobotError`` while reading the driver is logged,
-        not raised: what was not read yet (pose, joints, error code) is left unknown."""
+        """What the arm reports now (``ArmState``). A ``RobotError`` while reading the driver is not
+        raised: what was not read yet (pose, joints, error code) is left unknown. A read that got no
+        answer within the driver's deadline (``ArmTimeoutError``: the controller stalled) or over a
+        lost link (``ArmConnectionError``) is a **fault**: the arm can no longer be watched, so it is
+        stopped (the emergency stop, best effort), the running sequence ends with that reason, and
+        nothing moves until ``reset()``. Any other read error is logged only."""
         done = self._motions_done  # before the pose: a newer pose with an older count is harmless
         read: dict = {}
         if self._connected:
@@ -572,6 +579,11 @@ class Arm:
                 read["tcp"] = self.driver.get_pose()
                 read["joints_rad"] = self.driver.get_joints_rad()
                 read["error_code"] = self.driver.error_code()
+            except (ArmTimeoutError, ArmConnectionError) as e:
+                log.error("reading the arm state got no answer, stopping the arm: %s", e)
+                if self._fault is None:
+                    self._fault = f"{type(e).__name__}: the state read got no answer ({e})"
+                self._safe_halt()
             except RobotError as e:
                 log.warning("reading arm state failed: %s", e)
         return ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,

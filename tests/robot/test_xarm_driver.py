@@ -17,7 +17,8 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionHaltedError,
+    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, EmergencyStopError,
+    MotionHaltedError,
     MotionRefusedError, ReachRefusedError, UnreachableTargetError,
 )
 from pointlab.robot.workspace import Workspace
@@ -635,3 +636,24 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
         assert row["robot_error"]["type"] == error_type  # typed, never the bare SDK exception
     finally:
         store.close()
+
+
+def test_a_stalled_state_read_is_a_fault_that_stops_the_arm(emu):
+    """The state the arm node publishes is read from the controller; a read that gets no answer
+    within the SDK's deadline means nobody can watch the arm: fault, stop, and no motion until reset."""
+    arm = Arm(driver_for(emu, cmd_timeout_s=0.5), motion=FAST)
+    arm.connect()
+    try:
+        emu.inject("stall", "get_tcp_pose")
+        st = arm.state()
+        assert st.fault is not None and "ArmTimeoutError" in st.fault and "no answer" in st.fault, st.fault
+        assert emu.state == 4  # the stop reached the controller
+        before = len(emu.entries("move_line"))
+        with pytest.raises(EmergencyStopError, match="after a fault"):
+            arm.pick([0.25, 0.05, 0.03])
+        assert len(emu.entries("move_line")) == before
+        arm.reset()
+        assert arm.state().fault is None
+        arm.pick([0.25, 0.05, 0.03])  # after the reset the arm works again
+    finally:
+        arm.disconnect()
