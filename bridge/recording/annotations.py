@@ -25,7 +25,8 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["POINTS_TOPIC", "MARKERS_TOPIC", "IMAGE_ANNOTATIONS", "MARKER_ARRAY", "FOXGLOVE_MSGS",
-           "TARGET_DIAMETER_M", "points_annotations_cdr", "target_markers_cdr"]
+           "TARGET_DIAMETER_M", "points_annotations_cdr", "target_markers_cdr", "first_point_is_target",
+           "answer_annotations_cdr"]
 
 POINTS_TOPIC = "/pointlab/points/annotations"
 MARKERS_TOPIC = "/pointlab/markers"
@@ -92,6 +93,19 @@ def points_annotations_cdr(points_px: Sequence[Sequence[float]], stamp_ns: int, 
     circles.reverse()  # drawn in order: the first point last, on top of any other
     msg = T[IMAGE_ANNOTATIONS](circles=circles, points=[], texts=[])
     return bytes(store.serialize_cdr(msg, IMAGE_ANNOTATIONS))
+
+
+def first_point_is_target(answer) -> bool:
+    """Whether the first of a ``PointAnswer``'s valid points (``points_px[0]``) is the point acted on:
+    the model's first point was valid (PointArena sec. 3.4: the first point is the one used)."""
+    return bool(answer.points[0].usable) if answer.points else bool(answer.points_px)
+
+
+def answer_annotations_cdr(answer, fallback_stamp_ns: int) -> bytes:
+    """``/pointlab/points/annotations`` for a ``PointAnswer`` (stamped with the frame the agent saw,
+    else ``fallback_stamp_ns``), CDR bytes."""
+    return points_annotations_cdr([tuple(p) for p in answer.points_px], answer.stamp_ns or fallback_stamp_ns,
+                                  first_is_target=first_point_is_target(answer))
 
 
 def target_markers_cdr(target) -> bytes | None:

@@ -55,7 +55,7 @@ from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_t
 
 from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
 from pointlab.bridge.recording.annotations import (IMAGE_ANNOTATIONS, MARKER_ARRAY, MARKERS_TOPIC, POINTS_TOPIC,
-                                                    points_annotations_cdr, target_markers_cdr)
+                                                    answer_annotations_cdr, first_point_is_target, target_markers_cdr)
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
 from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_message_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
@@ -187,7 +187,7 @@ class _Trial:
     points: list | None = None
     first_is_target: bool = True
     answer_width: int | None = None
-    answer_stamp_ns: int | None = None
+    answer: PointAnswer | None = None
     waiters: list[concurrent.futures.Future] = field(default_factory=list)
 
     def fail(self, what: str) -> None:
@@ -483,9 +483,8 @@ class Recorder:
             return
         if topic == _ANSWER and t.points is None:
             self._answer_to(t, msg)
-            if t.points is not None:  # this trial's answer: its points over the image, for a viewer
-                self._bag_write(t, POINTS_TOPIC, log_ns, points_annotations_cdr(
-                    t.points, t.answer_stamp_ns or log_ns, first_is_target=t.first_is_target))
+            if t.answer is not None:  # this trial's answer: its points over the image, for a viewer
+                self._bag_write(t, POINTS_TOPIC, log_ns, answer_annotations_cdr(t.answer, log_ns))
         self._bag_write(t, topic, log_ns, cdr)
         if topic == _TARGET:
             markers = target_markers_cdr(msg)
@@ -545,9 +544,9 @@ class Recorder:
         if t.request_id is not None and ans.request_id != t.request_id:
             return
         t.points = [tuple(p) for p in ans.points_px]
-        t.first_is_target = bool(ans.points[0].usable) if ans.points else bool(t.points)
+        t.first_is_target = first_point_is_target(ans)
         t.answer_width = ans.width
-        t.answer_stamp_ns = ans.stamp_ns
+        t.answer = ans
 
     def _bag_write(self, t: _Trial, topic: str, log_ns: int, cdr: bytes) -> None:
         if t.bag is None:

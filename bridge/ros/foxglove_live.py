@@ -3,8 +3,10 @@
 A Foxglove (or Lichtblick) app connects to ``ws://127.0.0.1:PORT`` and sees what a recording holds
 (``bridge.recording.recorder.input_topics``: the colour as the camera's JPEG, the aligned depth, both
 camera_infos, joint states, TCP pose, the 3D target and every pointlab topic), plus what the recorder
-writes itself: ``/tf`` from each ``/joint_states`` and the latched ``/tf_static`` (the calibration) and
-``/robot_description`` (``bridge.recording.robot_tf``). So the layout of
+writes itself: ``/tf`` from each ``/joint_states``, the latched ``/tf_static`` (the calibration) and
+``/robot_description`` (``bridge.recording.robot_tf``), and the agent's points and the target drawn for
+a viewer (``/pointlab/points/annotations`` from every answer, ``/pointlab/markers`` from every target;
+``bridge.recording.annotations``). So the layout of
 ``docs/foxglove/pointlab_trial_layout.json`` works live and on a recording alike.
 
 The server is the official ``foxglove-sdk`` (its Rust WebSocket server, one ``foxglove.Context`` per
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import time
 
+from pointlab.bridge.recording.annotations import (IMAGE_ANNOTATIONS, MARKER_ARRAY, MARKERS_TOPIC, POINTS_TOPIC,
+                                                    answer_annotations_cdr, target_markers_cdr)
 from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.recording.recorder import input_topics
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
@@ -52,7 +56,8 @@ class FoxgloveLive:
         from pointlab.bridge.recording.trial_bag import typestore
 
         store = typestore()
-        topics = {**input_topics(RecordingConfig()), TF: TF_MESSAGE, TF_STATIC: TF_MESSAGE, ROBOT_DESCRIPTION: STRING}
+        topics = {**input_topics(RecordingConfig()), TF: TF_MESSAGE, TF_STATIC: TF_MESSAGE, ROBOT_DESCRIPTION: STRING,
+                  POINTS_TOPIC: IMAGE_ANNOTATIONS, MARKERS_TOPIC: MARKER_ARRAY}
         self.context = foxglove.Context()
         self._channels = {}
         for topic, ros_type in topics.items():
@@ -80,15 +85,36 @@ class FoxgloveLive:
 
     def _callback(self, topic: str):
         channel = self._channels[topic]
-        joints = topic == TOPICS["joint_states"]
+        derive = {TOPICS["joint_states"]: self._joint_tf, TOPICS["point_answer"]: self._answer_annotations,
+                  TOPICS["target"]: self._target_markers}.get(topic)
 
         def on_message(cdr: bytes) -> None:
             t = time.time_ns()
             channel.log(cdr, log_time=t)
-            if joints:
-                self._joint_tf(cdr, t)
+            if derive is not None:
+                derive(cdr, t)
 
         return on_message
+
+    def _answer_annotations(self, cdr: bytes, t: int) -> None:
+        from pointlab.bridge.recording.trial_bag import typestore
+        from pointlab.bridge.ros.payloads import PointAnswer
+
+        try:
+            ans = PointAnswer.model_validate_json(typestore().deserialize_cdr(cdr, STRING).data)
+        except Exception:  # not an answer of ours: nothing to draw, never a crash
+            return
+        self._channels[POINTS_TOPIC].log(answer_annotations_cdr(ans, t), log_time=t)
+
+    def _target_markers(self, cdr: bytes, t: int) -> None:
+        from pointlab.bridge.recording.trial_bag import typestore
+
+        try:
+            markers = target_markers_cdr(typestore().deserialize_cdr(cdr, "geometry_msgs/msg/PointStamped"))
+        except Exception:  # a target that does not decode: nothing to draw
+            return
+        if markers is not None:
+            self._channels[MARKERS_TOPIC].log(markers, log_time=t)
 
     def _joint_tf(self, cdr: bytes, t: int) -> None:
         from pointlab.bridge.recording.trial_bag import typestore

@@ -20,14 +20,16 @@ pytestmark = [pytest.mark.ros]
 WANT = ("/joint_states", "/tf", "/robot_description", "/tf_static", "/camera/camera/color/image_raw/compressed")
 
 
-def _read(port: int, topics, timeout_s: float = 60.0) -> tuple[dict, dict]:
-    """Subscribe to ``topics``; ``({topic: channel}, {topic: first payload})``."""
+def _read(port: int, topics, timeout_s: float = 60.0, *, every: dict | None = None,
+          until=None) -> tuple[dict, dict]:
+    """Subscribe to ``topics``; ``({topic: channel}, {topic: first payload})``. With ``every``, every
+    payload is appended to ``every[topic]`` and reading goes on until ``until()`` is true."""
     from websockets.sync.client import connect
 
     with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"], max_size=None) as ws:
         channels, subs, got = {}, {}, {}
         deadline = time.monotonic() + timeout_s
-        while len(got) < len(topics):
+        while len(got) < len(topics) or (until is not None and not until()):
             assert time.monotonic() < deadline, (sorted(channels), sorted(got))
             try:
                 raw = ws.recv(timeout=1.0)
@@ -47,6 +49,8 @@ def _read(port: int, topics, timeout_s: float = 60.0) -> tuple[dict, dict]:
             elif raw[0] == 1:  # message data
                 sid, _log_ns = struct.unpack_from("<IQ", raw, 1)
                 got.setdefault(subs[sid], bytes(raw[13:]))
+                if every is not None:
+                    every.setdefault(subs[sid], []).append(bytes(raw[13:]))
     return channels, got
 
 
@@ -93,3 +97,44 @@ def test_a_taken_port_is_a_session_error(ros_env):
         port = taken.getsockname()[1]
         with pytest.raises(SessionError, match="Foxglove"):
             start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, foxglove_port=port))
+
+
+def test_the_agent_s_points_and_the_target_are_drawn_live(ros_env):
+    """A trial's answer arrives as ``foxglove_msgs/ImageAnnotations`` (the first point large, at the
+    pixel + 0.5 of Foxglove's corner origin) and its target as a sphere marker in the base frame.
+    The two topics are not latched: trials run until the reader has one of each from a trial whose
+    result is known (no wait on the subscription itself)."""
+    import threading
+
+    from pointlab.bridge.recording.trial_bag import typestore
+    from tests.bridge.ros.helpers import run_trial
+
+    store = typestore()
+    every: dict = {}
+    done = threading.Event()
+    topics = ("/pointlab/points/annotations", "/pointlab/markers")
+    with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, foxglove_port=0)) as s:
+        assert s.wait_ready(20)
+        reader = threading.Thread(target=_read, args=(s.foxglove.port, topics),
+                                  kwargs={"timeout_s": 240, "every": every, "until": done.is_set}, daemon=True)
+        reader.start()
+        results = []
+        deadline = time.monotonic() + 180
+        while not all(every.get(t) for t in topics):
+            assert time.monotonic() < deadline, (len(results), {t: len(v) for t, v in every.items()})
+            results.append(run_trial(s, "sim-oracle", "pick up the red cube"))
+            s.world.reset()  # the cube back on the table for the next pick
+            t_wait = time.monotonic() + 10
+            while not all(every.get(t) for t in topics) and time.monotonic() < t_wait:
+                time.sleep(0.05)
+        done.set()
+        reader.join(timeout=30)
+    anns = [store.deserialize_cdr(b, "foxglove_msgs/msg/ImageAnnotations") for b in every[topics[0]]]
+    drawn = {(c.position.x, c.position.y) for a in anns for c in a.circles if c.diameter == 18.0}
+    # the last trial's first point is drawn large, at its pixel + 0.5
+    u, v = results[-1].points_px[0]
+    assert any(abs(x - (u + 0.5)) < 1e-6 and abs(y - (v + 0.5)) < 1e-6 for x, y in drawn), (drawn, (u, v))
+    spheres = [m for b in every[topics[1]] for m in store.deserialize_cdr(b, "visualization_msgs/msg/MarkerArray").markers]
+    assert spheres and all(m.header.frame_id == "link_base" and m.type == 2 for m in spheres)
+    last = spheres[-1].pose.position
+    assert [last.x, last.y, last.z] == pytest.approx(list(results[-1].target.point_base_m), abs=1e-6)
