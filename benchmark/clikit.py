@@ -24,7 +24,8 @@ import typer
 
 from .records import dumps_json
 
-__all__ = ["SubApp", "GROUPS", "SEED_MAX", "print_json", "fail", "guard_options", "require_writable_file", "OUTPUT_OPTIONS"]
+__all__ = ["SubApp", "GROUPS", "SEED_MAX", "OUTPUT_OPTIONS", "print_json", "fail", "guard_options",
+           "require_writable_file"]
 
 #: the largest ``--seed`` (numpy's generators take 0 .. 2**32 - 1 as a legacy seed; a negative one
 #: raised ``ValueError`` deep inside a run)
@@ -96,13 +97,13 @@ def guard_options(app: typer.Typer) -> int:
     """
     n = 0
     for cmd in app.registered_commands:
-        if cmd.callback is not None and not getattr(cmd.callback, "_finite_floats", False):
-            cmd.callback = _finite_floats(cmd.callback)
+        if cmd.callback is not None and not getattr(cmd.callback, "_guarded", False):
+            cmd.callback = _guarded_callback(cmd.callback)
             n += 1
     if app.registered_callback is not None and app.registered_callback.callback is not None:
         cb = app.registered_callback.callback
-        if not getattr(cb, "_finite_floats", False):
-            app.registered_callback.callback = _finite_floats(cb)
+        if not getattr(cb, "_guarded", False):
+            app.registered_callback.callback = _guarded_callback(cb)
             n += 1
     for group in app.registered_groups:
         if group.typer_instance is not None:
@@ -110,7 +111,7 @@ def guard_options(app: typer.Typer) -> int:
     return n
 
 
-def _finite_floats(callback):
+def _guarded_callback(callback):
     import functools
     import inspect
 
@@ -132,7 +133,7 @@ def _finite_floats(callback):
                     fail(f"{flags.get(name, name)} {value}: {problem}")
         return callback(*args, **kwargs)
 
-    checked._finite_floats = True
+    checked._guarded = True
     return checked
 
 
