@@ -11,8 +11,10 @@ annotations over the colour image, the target as a marker in the 3D scene.
   3.x package of github.com/foxglove/foxglove-sdk, ``ros/.../ros2/*.msg``) are registered in the
   type store from the text below, so the MCAP carries them as any rosbag2 recording does.
   Coordinates: Foxglove's origin is the top-left corner of the top-left pixel, ours (librealsense's)
-  the centre of that pixel, so a point ``(u, v)`` is drawn at ``(u + 0.5, v + 0.5)``, scaled from
-  the frame the agent saw to the recorded image's width when they differ.
+  the centre of that pixel, so a point ``(u, v)`` is drawn at ``(u + 0.5, v + 0.5)``. The points are
+  pixels of the camera frame the agent saw (``PointAnswer.points_px``: original-image pixels), i.e.
+  of the recorded colour image; ``points_annotations_cdr(scale=...)`` serves an image of another size.
+  ``act --foxglove`` draws every answer live (``bridge.ros.foxglove_live``).
 - ``/pointlab/markers`` (``visualization_msgs/msg/MarkerArray``, as RViz and Foxglove's 3D panel
   draw it): for every ``/pointlab/target`` (``PointStamped`` in the base frame), a green sphere of
   2 cm at the target, in the target's own frame and stamp (namespace ``pointlab_target``, id 0,
