@@ -201,7 +201,8 @@ def recordings_cmd(
     whose recording is missing, the MCAPs that are not whole, and the trials a killed session left
     unfinished (``interrupted_pending``: a session's start stores them); --recover stores those
     (aborted, ``interrupted``, with their recovered recordings) and rewrites the cut MCAPs from their
-    whole chunks (first), --prune deletes the orphans. Every store beside the folder shares it
+    whole chunks (first), --prune deletes the orphans and the dead clips of killed trials. Every store
+    beside the folder shares it
     (recordings/ is per directory): pass each with --db. Prints JSON; exits 1 when anything is still
     missing, truncated or orphaned, 2 on bad input (docs/recording.md)."""
     from pointlab.bridge.recording.check import check_recordings, other_stores, prune_orphans, recover_truncated
@@ -248,12 +249,13 @@ def recordings_cmd(
             out["interrupted_closed"] = closed
         if recovered is not None:
             out["recovered"] = recovered
-        if prune and found.orphans:
+        if prune and (found.orphans or found.dead_clips):
             try:
                 out["pruned_bytes"] = prune_orphans(found)
             except OSError as e:
                 fail(f"pruning {root} failed: {e}", 1)
-            out = {**out, **check_recordings(rows, root).to_dict(), "pruned": [o["uid"] for o in found.orphans]}
+            out = {**out, **check_recordings(rows, root).to_dict(),
+                   "pruned": [o["uid"] for o in found.orphans] + [d["clip"] for d in found.dead_clips]}
     finally:
         for store in stores:
             store.close()

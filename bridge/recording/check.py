@@ -57,6 +57,9 @@ class RecordingsCheck:
         orphans: ``{"uid", "paths", "bytes", "whole"}`` per trial id in the folder that no stored
             trial names (``whole``: its MCAP is whole, ``None`` without one).
         unrecorded: trial row ids with no recording at all.
+        dead_clips: ``{"trial", "uid", "clip", "bytes"}`` per stored trial whose record names no clip
+            while ``<uid>.mp4`` is there: the clip a killed session was writing (an MP4 gets its
+            index when it is closed, so it plays nowhere). ``prune_orphans`` removes them too.
     """
 
     root: str
@@ -66,16 +69,18 @@ class RecordingsCheck:
     truncated: list[dict] = field(default_factory=list)
     orphans: list[dict] = field(default_factory=list)
     unrecorded: list[int] = field(default_factory=list)
+    dead_clips: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Nothing missing, truncated or orphaned."""
-        return not (self.missing or self.truncated or self.orphans)
+        """Nothing missing, truncated, orphaned or left dead."""
+        return not (self.missing or self.truncated or self.orphans or self.dead_clips)
 
     def to_dict(self) -> dict:
         return {"root": self.root, "ok": self.ok, "trials": self.trials, "linked": self.linked,
                 "missing": self.missing, "truncated": self.truncated, "orphans": self.orphans,
-                "orphan_bytes": sum(o["bytes"] for o in self.orphans), "unrecorded": self.unrecorded}
+                "orphan_bytes": sum(o["bytes"] for o in self.orphans), "unrecorded": self.unrecorded,
+                "dead_clips": self.dead_clips}
 
 
 def _size(path: Path) -> int:
@@ -126,6 +131,9 @@ def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
         out.trials += 1
         named.add(uid)
         rec = recording_of(row, layout)
+        dead = layout.clip(uid)
+        if (rec is None or rec.clip is None) and dead.is_file():
+            out.dead_clips.append({"trial": row["id"], "uid": uid, "clip": layout.relative(dead), "bytes": _size(dead)})
         if rec is None or rec.mcap is None and rec.clip is None:
             out.unrecorded.append(row["id"])
             continue
@@ -156,14 +164,15 @@ def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
 
 
 def prune_orphans(check: RecordingsCheck) -> int:
-    """Delete the orphans of ``check`` (files no stored trial names); returns the bytes freed.
+    """Delete the orphans of ``check`` (files no stored trial names) and its dead clips (clips of
+    killed trials, which play nowhere); returns the bytes freed.
 
     Raises:
         OSError: a file could not be removed (those before it are gone).
     """
     layout = RecordingLayout(check.root)
     freed = 0
-    for o in check.orphans:
+    for o in [*check.orphans, *({"paths": [d["clip"]]} for d in check.dead_clips)]:
         for rel in o["paths"]:
             p = layout.resolve(rel)
             if p is None or not p.exists():

@@ -238,3 +238,22 @@ def test_prune_is_refused_while_another_store_shares_the_folder_and_leaves_other
     both = run("--db", str(a), "--db", str(c), "--prune")
     assert both.returncode == 0, both.stdout + both.stderr
     assert json.loads(both.stdout)["linked"] == 2 and (root / "export_tmp" / "keep.txt").read_text() == "mine"
+
+
+def test_the_dead_clip_of_a_killed_trial_is_listed_and_pruned(tmp_path, real_frames):
+    """A trial stored as interrupted keeps its recovered bag, but the clip the kill cut has no index
+    and its record names none: the check lists that file (not ok) and --prune removes it, nothing else."""
+    db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
+    recs = recorded(root, real_frames, ["killed", "fine"])
+    killed = recs["killed"].model_copy(update={"clip": None, "clip_bytes": 0})  # as close_interrupted stores it
+    (root / recs["killed"].clip).write_bytes((root / recs["killed"].clip).read_bytes()[:3000])  # cut, no moov
+    store = Store(db)
+    ids = {"killed": store_trial(store, "killed", killed), "fine": store_trial(store, "fine", recs["fine"])}
+    got = check_recordings(store.trials(), root)
+    assert [(d["trial"], d["clip"], d["bytes"]) for d in got.dead_clips] == [(ids["killed"], "killed.mp4", 3000)]
+    assert got.linked == 2 and not got.orphans and not got.ok
+    assert prune_orphans(got) == 3000
+    after = check_recordings(store.trials(), root)
+    store.close()
+    assert after.ok and after.dead_clips == [] and not (root / "killed.mp4").exists()
+    assert (root / recs["killed"].mcap).exists() and (root / recs["fine"].clip).exists()

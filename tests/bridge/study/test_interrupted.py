@@ -152,8 +152,13 @@ def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
     code, out = recordings()  # the check names it and changes nothing
     assert code == 1 and out["interrupted_pending"] == [killed], out
     code, out = recordings("--recover")
-    assert code == 0 and out["ok"], out
     assert [(c["trial_uid"], c["recording"]) for c in out["interrupted_closed"]] == [(killed, kind)]
+    # the clip the kill cut plays nowhere: listed until pruned (none when the kill fell after the end)
+    dead = [d["uid"] for d in out["dead_clips"]]
+    assert dead in ([], [killed]) and (code, out["ok"]) == ((1, False) if dead else (0, True)), out
+    assert not out["missing"] and not out["truncated"] and not out["orphans"], out
+    code, out = recordings("--prune")
+    assert code == 0 and out["ok"] and not (root / f"{killed}.mp4").exists() or not dead, out
     store = Store(db, create=False)
     rows = store.trials()
     store.close()
