@@ -16,6 +16,7 @@ commands depends on (perception and robot, below it, have no commands of their o
 
 from __future__ import annotations
 
+import contextvars
 import math
 import sys
 from typing import Any, NoReturn
@@ -75,16 +76,22 @@ def print_json(obj: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error to stderr and exit with ``code`` (2: bad input, 1: runtime failure)."""
-    typer.echo(f"error: {message}", err=True)
+    """Print a one-line error to stderr and exit with ``code`` (2: bad input, 1: runtime failure).
+    Inside a command the line names it (``pointlab act trials: error: ...``), as a usage error does."""
+    where = _COMMAND.get()
+    typer.echo(f"{where}: error: {message}" if where else f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+#: the running command's path (``pointlab act trials``), set by ``guard_options``'s wrapper for ``fail``
+_COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("pointlab_command", default=None)
 
 
 #: options that name something a command writes (a file, a folder or a file stem)
 OUTPUT_OPTIONS = ("out", "lmms_results")
 
 
-def guard_options(app: typer.Typer) -> int:
+def guard_options(app: typer.Typer, path: str = "pointlab") -> int:
     """Make every command of ``app`` (its groups' too) check, before it runs, what typer cannot:
     a float option must be finite (typer reads ``nan``, ``inf`` and ``-inf`` as floats, and a bound
     compares false with NaN: a NaN settle time once moved the arm before failing), and an output
@@ -98,20 +105,21 @@ def guard_options(app: typer.Typer) -> int:
     n = 0
     for cmd in app.registered_commands:
         if cmd.callback is not None and not getattr(cmd.callback, "_guarded", False):
-            cmd.callback = _guarded_callback(cmd.callback)
+            name = cmd.name or cmd.callback.__name__.replace("_", "-")  # typer's default name
+            cmd.callback = _guarded_callback(cmd.callback, f"{path} {name}")
             n += 1
     if app.registered_callback is not None and app.registered_callback.callback is not None:
         cb = app.registered_callback.callback
         if not getattr(cb, "_guarded", False):
-            app.registered_callback.callback = _guarded_callback(cb)
+            app.registered_callback.callback = _guarded_callback(cb, path)
             n += 1
     for group in app.registered_groups:
         if group.typer_instance is not None:
-            n += guard_options(group.typer_instance)
+            n += guard_options(group.typer_instance, f"{path} {group.name}" if group.name else path)
     return n
 
 
-def _guarded_callback(callback):
+def _guarded_callback(callback, where: str):
     import functools
     import inspect
 
@@ -122,6 +130,7 @@ def _guarded_callback(callback):
 
     @functools.wraps(callback)
     def checked(*args, **kwargs):
+        _COMMAND.set(where)
         for name, value in kwargs.items():
             values = value if isinstance(value, (list, tuple)) else (value,)
             bad = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
