@@ -580,10 +580,12 @@ class Arm:
                 read["joints_rad"] = self.driver.get_joints_rad()
                 read["error_code"] = self.driver.error_code()
             except (ArmTimeoutError, ArmConnectionError) as e:
-                log.error("reading the arm state got no answer, stopping the arm: %s", e)
-                if self._fault is None:
+                if self._fault is None:  # stop once: later reads (10 a second) must not repeat it
+                    log.error("reading the arm state got no answer, stopping the arm: %s", e)
                     self._fault = f"{type(e).__name__}: the state read got no answer ({e})"
-                self._safe_halt()
+                    self._safe_halt()
+                else:
+                    log.warning("reading arm state failed (arm already faulted): %s", e)
             except RobotError as e:
                 log.warning("reading arm state failed: %s", e)
         return ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
