@@ -294,6 +294,7 @@ class Arm:
         self._tool_closed = False
         self._estopped = False
         self._fault: str | None = None
+        self._state_read_error: RobotError | None = None  # the state read that set ``_fault``, if one did
         self._motions_done = 0
         # held for a whole sequence: reset() waits for a stopped sequence to end, so it can never
         # clear a stop that the moving thread has not seen yet (stop() itself never waits)
@@ -403,9 +404,12 @@ class Arm:
                     e.report = report
                     raise
                 raise MotionHaltedError(f"{action} halted on request ({e})", report) from e
-            if self._fault is not None:  # a stalled state read stopped the arm under this sequence
+            read_error = self._state_read_error
+            if self._fault is not None and read_error is not None and not isinstance(e, type(read_error)):
+                # a state read that got no answer stopped the arm under this sequence, whose own
+                # error is only the consequence (the stop): report the cause, with its type
                 self._safe_halt()
-                raise ArmTimeoutError(f"{self._fault}; the arm was stopped during {action}") from e
+                raise type(read_error)(f"{self._fault}; the arm was stopped during {action}") from e
             self._fault = f"{type(e).__name__}: {e}"
             self._safe_halt()
             raise
@@ -564,6 +568,7 @@ class Arm:
             self.driver.connect()
             self._estopped = False
             self._fault = None
+            self._state_read_error = None
 
     def state(self) -> ArmState:
         """What the arm reports now (``ArmState``). A ``RobotError`` while reading the driver is not
@@ -583,6 +588,7 @@ class Arm:
                 if self._fault is None:  # stop once: later reads (10 a second) must not repeat it
                     log.error("reading the arm state got no answer, stopping the arm: %s", e)
                     self._fault = f"{type(e).__name__}: the state read got no answer ({e})"
+                    self._state_read_error = e
                     self._safe_halt()
                 else:
                     log.warning("reading arm state failed (arm already faulted): %s", e)
