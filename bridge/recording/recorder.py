@@ -184,11 +184,13 @@ class _Trial:
     bad: dict[str, int] = field(default_factory=dict)
     image_slot: dict[str, int] = field(default_factory=dict)
     clip_slot: int = -1
-    points: list | None = None
-    first_is_target: bool = True
-    answer_width: int | None = None
-    answer: PointAnswer | None = None
+    answer: PointAnswer | None = None  # the trial's own answer, once it came
     waiters: list[concurrent.futures.Future] = field(default_factory=list)
+
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        """The answer's valid points (pixels of the frame the agent saw); ``[]`` before it came."""
+        return [] if self.answer is None else [tuple(p) for p in self.answer.points_px]
 
     def fail(self, what: str) -> None:
         log.warning("recording %s: %s", self.trial_id, what)
@@ -481,7 +483,7 @@ class Recorder:
         if topic in _IMAGES:
             self._image_to(t, topic, log_ns, cdr, msg)
             return
-        if topic == _ANSWER and t.points is None:
+        if topic == _ANSWER and t.answer is None:
             self._answer_to(t, msg)
             if t.answer is not None:  # this trial's answer: its points over the image, for a viewer
                 self._bag_write(t, POINTS_TOPIC, log_ns, answer_annotations_cdr(t.answer, log_ns))
@@ -543,9 +545,6 @@ class Recorder:
             return  # not an answer of ours; written to the bag all the same
         if t.request_id is not None and ans.request_id != t.request_id:
             return
-        t.points = [tuple(p) for p in ans.points_px]
-        t.first_is_target = first_point_is_target(ans)
-        t.answer_width = ans.width
         t.answer = ans
 
     def _bag_write(self, t: _Trial, topic: str, log_ns: int, cdr: bytes) -> None:
@@ -561,8 +560,8 @@ class Recorder:
     def _clip_add(self, t: _Trial, rgb, stamp_ns: int) -> None:
         if t.points:
             # points are pixels of the frame the agent saw; drawn on this frame before the clip scales it
-            scale = rgb.shape[1] / t.answer_width if t.answer_width else 1.0
-            rgb = draw_points(rgb, t.points, first_is_target=t.first_is_target, scale=scale)
+            scale = rgb.shape[1] / t.answer.width if t.answer.width else 1.0
+            rgb = draw_points(rgb, t.points, first_is_target=first_point_is_target(t.answer), scale=scale)
         try:
             t.clip.add(rgb, stamp_ns)
         except ClipError as e:
