@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +193,23 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
             f.write(dumps_json(rec) + "\n")
             n += 1
     return n
+
+
+@contextmanager
+def replaced_on_success(path: str | Path) -> Iterator[Path]:
+    """A new temporary file beside ``path`` (same folder: the rename is atomic) for the block to write;
+    renamed onto ``path`` when the block ends without an exception, removed otherwise. A reader sees
+    the previous file or the new one, never a partial one; nested blocks (``contextlib.ExitStack``)
+    rename only once every file is written."""
+    p = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions") -> dict[str, Any]:

@@ -34,15 +34,15 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import struct
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from pointlab.benchmark.records import replaced_on_success
 
 __all__ = ["ImageLimits", "ImageRejected", "DecodedImage", "decode_image", "decode_image_async",
            "encode_png", "write_png", "write_png_async", "check_png_text_chunks"]
@@ -229,14 +229,8 @@ def write_png(rgb: np.ndarray, path: str | Path) -> Path:
         return p
     p.parent.mkdir(parents=True, exist_ok=True)
     data = encode_png(rgb)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced_on_success(p) as tmp:
+        tmp.write_bytes(data)
     return p
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
+from ..records import replaced_on_success
 from ..scenes import Scene, SceneFormatError, load_scenes
 from .generate import GenerationStats, generate_scene
 from .quality import check_record
@@ -61,16 +61,12 @@ def generate_records(scenes: list[Scene], seed: int = 0) -> tuple[list[dict], li
                            "quality_failures": dict(quality)}
 
 
-def _staged_text(path: Path, text: str) -> str:
-    """``text`` written to a new temporary file beside ``path``; returns its name (to rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    return tmp
+def _write(tmp: Path, text: str) -> None:
+    tmp.write_text(text, encoding="utf-8")
 
 
-def _staged_jsonl(path: Path, rows: list[dict]) -> str:
-    return _staged_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: int = 0,
@@ -131,14 +127,9 @@ def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: i
         "out_dir": str(out),
         "elapsed_s": time.perf_counter() - t0,
     }
-    temps = []
-    try:
-        for path, rows in staged:
-            temps.append((_staged_jsonl(path, rows), path))
-        temps.append((_staged_text(out / "summary.json", json.dumps(summary, indent=2) + "\n"), out / "summary.json"))
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in temps:
-            Path(tmp).unlink(missing_ok=True)
+    files = [(path, _jsonl(rows)) for path, rows in staged]
+    files.append((out / "summary.json", json.dumps(summary, indent=2) + "\n"))
+    with ExitStack() as stack:  # every file written before any is renamed into place
+        for path, text in files:
+            _write(stack.enter_context(replaced_on_success(path)), text)
     return summary

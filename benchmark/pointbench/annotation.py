@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -41,6 +39,7 @@ import numpy as np
 from sqlalchemy import JSON, Boolean, Float, Integer, String, Text, create_engine, event, func, select, update
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from ..records import replaced_on_success
 from .dataset import DatasetError, load_release, normalise_category, write_gt_jsonl
 from .masks import mask_png
 from .scoring import score_points
@@ -368,26 +367,12 @@ class AnnotationStore:
             if it["reference_points_px"]:
                 e["reference_points_px"] = it["reference_points_px"]
             entries.append(e)
-        _write_atomic(self.out / "data.json", json.dumps(entries, indent=1))
+        with replaced_on_success(self.out / "data.json") as tmp:
+            tmp.write_text(json.dumps(entries, indent=1), encoding="utf-8")
         loaded = load_release(self.out)
-        fd, tmp = tempfile.mkstemp(prefix=".gt.", suffix=".jsonl.tmp", dir=self.out)
-        os.close(fd)
-        try:
+        with replaced_on_success(self.out / "gt.jsonl") as tmp:
             write_gt_jsonl(loaded, tmp)
-            os.replace(tmp, self.out / "gt.jsonl")
-        finally:
-            Path(tmp).unlink(missing_ok=True)
         return loaded
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def _reference_points(points, height: int, width: int) -> list[list[float]] | None:

@@ -245,14 +245,14 @@ def test_a_failed_generation_leaves_the_previous_outputs_as_they_were(shared_dat
         dataset.generate_dataset([scenes], out, seed=0, sources={"zzz"})
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
-    real = dataset._staged_text
+    real = dataset._write
 
-    def disk_full_at_the_summary(path, text):
-        if path.name == "summary.json":
+    def disk_full_at_the_summary(tmp, text):
+        if tmp.name.startswith(".summary.json."):  # the summary, written last
             raise OSError(28, "No space left on device")
-        return real(path, text)
+        return real(tmp, text)
 
-    monkeypatch.setattr(dataset, "_staged_text", disk_full_at_the_summary)
+    monkeypatch.setattr(dataset, "_write", disk_full_at_the_summary)
     with pytest.raises(OSError, match="No space left"):
         dataset.generate_dataset([scenes], out, seed=1)  # another seed: other contents
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temporary file left either
