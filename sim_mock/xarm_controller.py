@@ -20,6 +20,7 @@ on_register=...)``.
 from __future__ import annotations
 
 import ipaddress
+import random
 import logging
 import socket
 import threading
@@ -230,6 +231,25 @@ class XArmControllerEmulator:
             self.log.clear()
 
     # -- serving -------------------------------------------------------------------------------
+    @classmethod
+    def start_on_free_loopback(cls, port: int = 0, *, tries: int = 20, **kw) -> "XArmControllerEmulator":
+        """An emulator started on a random ``127.x.y.z`` (the SDK's report ports 30001-30003 are
+        fixed, so two emulators on one machine need two addresses); ``kw`` as the constructor's.
+
+        Raises:
+            PermissionError: ``port`` needs privileges (502). RuntimeError: no free address in ``tries``.
+        """
+        rng = random.Random()
+        for _ in range(tries):
+            host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
+            try:
+                return cls(host, port, **kw).start()
+            except PermissionError:
+                raise
+            except OSError:
+                continue
+        raise RuntimeError("no free loopback address for the controller emulator")
+
     def start(self) -> "XArmControllerEmulator":
         """Bind and serve in background threads.
 

@@ -11,7 +11,6 @@ wire protocol and the controller model, and moves the arm the camera sees and th
 from __future__ import annotations
 
 import logging
-import random
 
 from pointlab.robot.xarm import XArmDriver
 
@@ -38,18 +37,8 @@ class EmulatedXArmDriver(XArmDriver):
         from .arm_backend import world_backend
         from .xarm_controller import XArmControllerEmulator
 
-        rng = random.Random()
-        for _ in range(20):
-            host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
-            try:
-                self.emulator = XArmControllerEmulator(
-                    host, 0, time_scale=time_scale, tool=world.tool.name,
-                    backend=world_backend(world, time_scale=time_scale)).start()
-                break
-            except OSError:
-                continue
-        else:
-            raise RuntimeError("xarm-sim: no free loopback address for the controller emulator")
+        self.emulator = XArmControllerEmulator.start_on_free_loopback(
+            time_scale=time_scale, tool=world.tool.name, backend=world_backend(world, time_scale=time_scale))
         spec = XArmDriver.from_spec(f"{self.emulator.host}:{self.emulator.port}", tool=world.tool.name, **kw)
         super().__init__(spec.config)
         log.info("xarm-sim: the SDK drives the emulator on %s:%d", self.emulator.host, self.emulator.port)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import threading
 import time
 
@@ -39,14 +38,7 @@ TO0_ON, TO0_OFF, TO1_ON, TO1_OFF = 0x0101, 0x0100, 0x0202, 0x0200
 
 def start_emulator(**kw) -> XArmControllerEmulator:
     """An emulator on a random 127.x.y.z (the SDK's report port 30001 is fixed per address)."""
-    rng = random.Random()
-    for _ in range(20):
-        host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
-        try:
-            return XArmControllerEmulator(host, 0, time_scale=kw.pop("time_scale", 0.05), **kw).start()
-        except OSError:
-            continue
-    raise RuntimeError("no free loopback address for the emulator")
+    return XArmControllerEmulator.start_on_free_loopback(**{"time_scale": 0.05, **kw})
 
 
 @pytest.fixture

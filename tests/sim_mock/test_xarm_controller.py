@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import random
 import socket
 import struct
 import time
@@ -17,14 +16,7 @@ from pointlab.sim_mock.xarm_reports import ReportSnapshot, build_normal_report
 
 
 def start(**kw) -> XArmControllerEmulator:
-    rng = random.Random()
-    for _ in range(20):
-        host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
-        try:
-            return XArmControllerEmulator(host, 0, **kw).start()
-        except OSError:
-            continue
-    raise RuntimeError("no free loopback address")
+    return XArmControllerEmulator.start_on_free_loopback(**kw)
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -39,18 +38,11 @@ SDK_TROUBLE = re.compile(r"\[SDK\]\[(ERROR|WARNING)\]|ReportDataException|report
 def emulator_on_502(**kw) -> tuple[XArmControllerEmulator, dict]:
     """An emulator on a random 127.x.y.z, on the SDK's port 502 when it can be bound; else on a
     free port that the scripts are told about (the one deviation from the SDK's defaults)."""
-    rng = random.Random()
-    for port in (502, 0):
-        for _ in range(20):
-            host = f"127.{rng.randint(1, 254)}.{rng.randint(1, 254)}.{rng.randint(2, 254)}"
-            try:
-                emu = XArmControllerEmulator(host, port, time_scale=TIME_SCALE, **kw).start()
-            except PermissionError:
-                break
-            except OSError:
-                continue
-            return emu, ({} if port == 502 else {"POINTLAB_TEST_XARM_PORT": str(emu.port)})
-    raise RuntimeError("no free loopback address for the emulator")
+    try:
+        return XArmControllerEmulator.start_on_free_loopback(502, time_scale=TIME_SCALE, **kw), {}
+    except PermissionError:  # not root: any free port, told to the scripts
+        emu = XArmControllerEmulator.start_on_free_loopback(0, time_scale=TIME_SCALE, **kw)
+        return emu, {"POINTLAB_TEST_XARM_PORT": str(emu.port)}
 
 
 def run_script(tmp_path: Path, name: str, *args: str, timeout: float = 60.0) -> tuple[dict, str, XArmControllerEmulator]:
