@@ -405,7 +405,7 @@ class Arm:
                     raise
                 raise MotionHaltedError(f"{action} halted on request ({e})", report) from e
             read_error = self._state_read_error
-            if self._fault is not None and read_error is not None and not isinstance(e, type(read_error)):
+            if read_error is not None and not isinstance(e, type(read_error)):  # set with _fault, cleared with it
                 # a state read that got no answer stopped the arm under this sequence, whose own
                 # error is only the consequence (the stop): report the cause, with its type
                 self._safe_halt()
