@@ -103,6 +103,9 @@ class Physics:
                 self.geom_label[g] = self.object_names.index(self._body_object[b])
             elif b != 0 and m.body_rootid[b] == arm_root:
                 self.geom_label[g] = -2
+        # what each geom is in a contact, by index: touching() runs for every camera frame while the
+        # gripper is closed, and a name lookup per contact showed in the camera's profile
+        self._contact_labels = [self._label_of(g) for g in range(m.ngeom)]
         self.steps_total = 0
         self.step_wall_s = 0.0
         self.data.qpos[self._arm_qadr] = home_joints_rad
@@ -224,12 +227,7 @@ class Physics:
         return out
 
     def _contact_label(self, geom: int) -> str:
-        # a table of every geom's label, built once: touching() runs for every camera frame while
-        # the gripper is closed, and a name lookup per contact showed in the camera's profile
-        labels = getattr(self, "_contact_labels", None)
-        if labels is None:
-            labels = self._contact_labels = [self._label_of(g) for g in range(self.model.ngeom)]
-        return labels[geom]
+        return self._contact_labels[geom]
 
     def _label_of(self, geom: int) -> str:
         if geom == self.table_geom:
