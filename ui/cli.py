@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from pointlab.benchmark.clikit import SEED_MAX, SubApp, fail, print_json
-from pointlab.bridge.commands.act import CAL_HELP, CAMERA_HELP, ROBOT_HELP
+from pointlab.bridge.commands.act import CAL_HELP, CAMERA_HELP, DEPTH_FPS_HELP, ROBOT_HELP
 
 from .serve import KEEP_ALIVE_S, serve
 
@@ -53,6 +53,7 @@ def act(
     foxglove: bool = typer.Option(False, "--foxglove", help="serve the topics live to Foxglove/Lichtblick over the "
                                                              "Foxglove WebSocket protocol (127.0.0.1 only)"),
     foxglove_port: int = typer.Option(8765, "--foxglove-port", min=1, max=65535, help="port of --foxglove"),
+    depth_fps: Optional[float] = typer.Option(None, "--depth-fps", help=DEPTH_FPS_HELP),
 ) -> None:
     """Start a Point-Act session (camera, agents, arm, web app) and print the operator URL.
 
@@ -72,7 +73,8 @@ def act(
     if foxglove:
         check_port("127.0.0.1", foxglove_port)
     token = operator_token or secrets.token_urlsafe(16)
-    session = start_or_fail(camera, robot, agents, db, calibration, time_scale, foxglove_port if foxglove else None)
+    session = start_or_fail(camera, robot, agents, db, calibration, time_scale,
+                            foxglove_port if foxglove else None, depth_fps)
     try:
         app = create_app(session.parts, session.store, operator_token=token,
                          settings=UiSettings(public_url=public_url))

@@ -29,6 +29,8 @@ def perf_loop_cmd(
     block: int = typer.Option(5, "--block", min=1, help="trials per block of the recording comparison"),
     image_fps: Optional[float] = typer.Option(None, "--image-fps", min=0.1,
                                               help="recorder: colour/depth frames per second in the MCAP"),
+    depth_fps: Optional[float] = typer.Option(None, "--depth-fps", min=0.1,
+                                              help="recorder: aligned-depth frames per second (default: --image-fps)"),
     images: str = typer.Option("compressed", "--images", help="recorded images: compressed (JPEG + depth PNG) "
                                                               "or raw (sensor_msgs/Image)"),
     keep_recordings: Optional[Path] = typer.Option(None, "--keep-recordings",
@@ -43,6 +45,9 @@ def perf_loop_cmd(
     without the trial recorder attached, and what the recordings cost. With --browsers N: the live
     view's frames per second in each of N Chromium pages while trials run, and the physics
     real-time factor."""
+    from pointlab.bridge.commands.act import recording_config
+
+    config = recording_config(images=images, image_fps=image_fps, depth_fps=depth_fps)  # exits 2 on bad values
     try:
         if browsers:
             from .perf_live import measure_live_view
@@ -51,11 +56,6 @@ def perf_loop_cmd(
                                          agent=agent, recording=recording))
             return
         from pointlab.bridge.perf_loop import measure_loop
-        from pointlab.bridge.recording.layout import RecordingConfig
-
-        if images not in ("compressed", "raw"):
-            fail(f"--images must be compressed or raw, got {images!r}", 2)
-        config = RecordingConfig(images=images, **({} if image_fps is None else {"image_fps": image_fps}))
         print_json(measure_loop(trials, time_scale=0.02 if time_scale is None else time_scale, agent=agent,
                                 recording=recording, block=block, recordings_dir=keep_recordings,
                                 recording_config=config))

@@ -33,8 +33,30 @@ CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table be
              "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")
 
 
+DEPTH_FPS_HELP = ("recorded aligned-depth frames per second (default: as the colour's, 5); the capture the agent "
+                  "pointed on is always kept; 1 makes recordings about 3x smaller (docs/recording.md)")
+
+
+def recording_config(*, images: str = "compressed", image_fps: Optional[float] = None,
+                     depth_fps: Optional[float] = None):
+    """The ``RecordingConfig`` of a command's recording options (``--images``, ``--image-fps``,
+    ``--depth-fps``; ``None``: the default), or a one-line error naming the option (exit 2)."""
+    from pydantic import ValidationError
+
+    from pointlab.bridge.recording.layout import RecordingConfig
+
+    given = {k: v for k, v in (("images", images), ("image_fps", image_fps), ("depth_fps", depth_fps)) if v is not None}
+    try:
+        return RecordingConfig(**given)
+    except ValidationError as e:
+        first = e.errors()[0]
+        # a model-level rule (depth above colour) has no field: it is about --depth-fps
+        field = str(first["loc"][0]) if first["loc"] else "depth_fps"
+        fail(f"--{field.replace('_', '-')}: {first.get('ctx', {}).get('error') or first['msg']}", 2)
+
+
 def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
-                  time_scale: float, foxglove_port: Optional[int] = None):
+                  time_scale: float, foxglove_port: Optional[int] = None, depth_fps: Optional[float] = None):
     """``start_session`` for a command: bad input exits 2, a part that does not start exits 1."""
     from pydantic import ValidationError
 
@@ -45,9 +67,11 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
 
     if db is not None:
         require_writable_file(db, "--db", sqlite=True)  # before the sim, the camera or the arm start
+    recording = recording_config(depth_fps=depth_fps)
     try:
         config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
-                               calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port)
+                               calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port,
+                               recording=recording)
     except ValidationError as e:
         first = e.errors()[0]
         # name the option the user typed (--time-scale), not the config field (time_scale)
@@ -77,6 +101,7 @@ def trials_cmd(
     max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
     repeat: int = typer.Option(1, "--repeat", min=1, max=1000,
                                help="run the script this many times, the scene restored before each (sim only)"),
+    depth_fps: Optional[float] = typer.Option(None, "--depth-fps", help=DEPTH_FPS_HELP),
 ) -> None:
     """Run scripted instructions through the ROS node set without a browser; one progress line per
     trial on stderr, then print {"agent", "trials": [...], "success_rate", "successes", "judged",
@@ -105,7 +130,7 @@ def trials_cmd(
                  "run the script once per reset of the scene", 2)
     from pointlab.bridge.trials.station import StationBusy
 
-    session = start_or_fail(camera, robot, agents, db, calibration, time_scale)
+    session = start_or_fail(camera, robot, agents, db, calibration, time_scale, depth_fps=depth_fps)
     try:
         out = run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
                                   progress=_print_progress, repeat=repeat)

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pointlab.bridge.recording.clip import ClipSettings
 
@@ -62,6 +62,12 @@ class RecordingConfig(BaseModel):
         image_fps: colour and aligned-depth frames per second kept in the MCAP, chosen by header
             stamp (frames of one capture stay together); ``None`` keeps every frame. Every message
             of the other topics is kept.
+        depth_fps: aligned-depth frames per second kept (``None``: as ``image_fps``); at most
+            ``image_fps``. Each kept depth is the one of a kept colour frame (one stamp window), and the
+            capture the agent pointed on is kept whole whatever the rates (``Recording.agent_frame_ns``).
+            Depth is most of a recording (a lossless PNG of a noisy 640x480 depth is about 100-130 kB,
+            the JPEG colour about 20 kB): ``depth_fps=1`` makes a bag about three times smaller
+            (docs/recording.md, measured sizes).
         clip: the clip's encoding (``bridge.recording.clip.ClipSettings``).
         max_duration_s: a recording nobody ends is ended this long after it began: a safety net only
             (the station ends every recording with its trial), so it is above the longest trial the
@@ -90,6 +96,7 @@ class RecordingConfig(BaseModel):
 
     dir: Path | None = None
     image_fps: float | None = Field(5.0, gt=0, le=120)
+    depth_fps: float | None = Field(None, gt=0, le=120)
     clip: ClipSettings = ClipSettings()
     max_duration_s: float = Field(1200.0, gt=0)
     max_queued: int = Field(32, ge=2)
@@ -100,6 +107,13 @@ class RecordingConfig(BaseModel):
     png_level: int = Field(4, ge=0, le=9)
     robot: Literal["lite6", "none"] = "lite6"
     tool: Literal["lite_gripper", "lite_vacuum"] = "lite_gripper"
+
+    @model_validator(mode="after")
+    def _depth_at_most_colour(self) -> "RecordingConfig":
+        if self.depth_fps is not None and self.image_fps is not None and self.depth_fps > self.image_fps:
+            raise ValueError(f"depth_fps {self.depth_fps:g} is above image_fps {self.image_fps:g}: every kept depth "
+                             "is the one of a kept colour frame")
+        return self
 
     def resolved_dir(self, db_path: str | Path | None = None) -> Path:
         """The recordings folder: ``dir``, else beside ``db_path``, else ``./recordings``."""
@@ -119,6 +133,11 @@ class Recording(BaseModel):
         started_unix_ns: wall time ``begin`` was called, ns since the epoch.
         duration_s: ``begin`` to the end of the recording, seconds.
         color_frames, depth_frames: image messages kept in the MCAP; ``clip_frames``: frames in the clip.
+        agent_frame_ns: header stamp (ns) of the capture the agent pointed on (``point_frame``), when
+            its colour and its depth are both in the MCAP (kept whatever ``image_fps``/``depth_fps``,
+            the depth lossless): the frame a reviewer checks the points and the target against.
+            ``None``: no point request during the recording, or the frames had left the recorder's
+            short buffer (about a second) before the request was seen.
         messages: messages in the MCAP per topic name.
         mcap_bytes, clip_bytes: file sizes, bytes (the bag's ``metadata.yaml`` included in ``mcap_bytes``).
         points_drawn: the agent's answer arrived during the recording and its points are on the clip.
@@ -139,6 +158,7 @@ class Recording(BaseModel):
     color_frames: int = 0
     depth_frames: int = 0
     clip_frames: int = 0
+    agent_frame_ns: int | None = None
     messages: dict[str, int] = Field(default_factory=dict)
     mcap_bytes: int = 0
     clip_bytes: int = 0

@@ -11,7 +11,11 @@ serialized by rclpy without any DDS). Everything else happens on the engine's ow
   disk or a busy machine costs frames, never trial-loop time;
 - ``begin(trial_id)`` starts a recording: the latest state messages are written first (their own
   reception times), then every message received until ``end``; colour and aligned depth are kept at
-  ``image_fps`` by header stamp, so the frames of one capture stay together;
+  ``image_fps`` (depth at ``depth_fps``) by header stamp, so the frames of one capture stay together;
+- the capture the agent pointed on (``point_frame``'s stamp) is kept whole whatever the rates: its
+  colour and its depth (lossless), from a short buffer of the latest frames when they arrived
+  before the request (they usually did: the pointing node shows the agent the latest frame), written
+  at their own reception times (MCAP readers order by log time);
 - ``end(trial_id)`` waits for the engine to finish the files and returns the typed ``Recording``
   (``end_async`` from an event loop). A recording nobody ends stops after ``max_duration_s``;
 - a message that does not decode (corrupt CDR) or an image whose buffer does not match its size is
@@ -42,7 +46,7 @@ import queue
 import shutil
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,7 +64,7 @@ from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, ro
 from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_message_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
 from pointlab.bridge.ros.msgs import TOPICS
-from pointlab.bridge.ros.payloads import PointAnswer
+from pointlab.bridge.ros.payloads import PointAnswer, PointFrame
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag, typestore
 
 __all__ = ["Recorder", "RECORDED_TOPICS", "LATCHED", "bag_topics", "input_topics", "image_frames"]
@@ -132,6 +136,10 @@ _COLORS = (_COLOR, _COLOR_JPEG)
 _IMAGES = (_COLOR, _COLOR_JPEG, _DEPTH)
 _INPUT_TYPES = {**RECORDED_TOPICS, _COLOR_JPEG: _COMPRESSED}  # every form ``offer`` takes
 _DISK_CHECK_S = 1.0
+_POINT_FRAME = TOPICS["point_frame"]
+# frames held for the agent's capture: at 30 fps colour + depth, about a second (the point_frame that
+# names it comes a few ms after the frame; the hold costs ~40 MB of references to received bytes)
+_RECENT_FRAMES = 64
 _KEEP_FINISHED = 200
 
 
@@ -149,6 +157,19 @@ def _peek_stamp_ns(cdr: bytes) -> int | None:
     if nsec >= 1_000_000_000:
         return None
     return int.from_bytes(cdr[4:8], order, signed=True) * 1_000_000_000 + nsec
+
+
+def _point_frame_stamp(cdr: bytes) -> int | None:
+    """The ``stamp_ns`` of a serialized ``point_frame`` (``std_msgs/String`` JSON ``PointFrame``), or
+    ``None`` when it is not one. CDR of a String: 4-byte encapsulation header, uint32 length (with the
+    NUL), the bytes."""
+    if len(cdr) < 8 or cdr[0] != 0 or cdr[1] not in (0, 1):
+        return None
+    n = int.from_bytes(cdr[4:8], "little" if cdr[1] else "big")
+    try:
+        return PointFrame.model_validate_json(cdr[8:8 + n].rstrip(b"\0")).stamp_ns
+    except ValidationError:
+        return None
 
 
 @dataclass
@@ -182,7 +203,9 @@ class _Trial:
     clip: ClipWriter | None = None
     errors: list[str] = field(default_factory=list)
     bad: dict[str, int] = field(default_factory=dict)
-    image_slot: dict[str, int] = field(default_factory=dict)
+    image_slot: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # stored topic -> windows
+    kept: dict[str, set[int]] = field(default_factory=dict)  # stored topic -> stamps written
+    agent_frame_ns: int | None = None  # the capture the agent was shown (point_frame)
     clip_slot: int = -1
     answer: PointAnswer | None = None  # the trial's own answer, once it came
     waiters: list[concurrent.futures.Future] = field(default_factory=list)
@@ -225,10 +248,16 @@ class Recorder:
         self._latched: dict[str, tuple[int, bytes]] = {}
         self._last_depth: tuple[int, bytes] | None = None  # the newest depth offered (see ``offer``)
         self._last_color_stamp: int | None = None
-        self._offered_slots: dict[str, tuple] = {}  # topic -> stamp windows of the last image queued
+        self._offered_slots: dict[str, tuple] = {}  # topic -> stamp windows of the last image offered
+        self._offered_depth_window: int | None = None  # depth_fps window of the last depth queued
+        # the latest frames (topic, stamp, log_ns, cdr), whatever the rates: the capture the agent is
+        # shown arrives before its point_frame, so it is picked from here (``_pin``)
+        self._recent: deque[tuple[str, int, int, bytes]] = deque(maxlen=_RECENT_FRAMES)
+        self._pins: deque[int] = deque(maxlen=8)  # stamps of the captures the agents were shown
         self._running: set[str] = set()  # begun, not yet finished (caller's view)
         self._finished: OrderedDict[str, Recording] = OrderedDict()
         self._image_period_ns = None if config.image_fps is None else round(1e9 / config.image_fps)
+        self._depth_period_ns = None if config.depth_fps is None else round(1e9 / config.depth_fps)
         self._clip_period_ns = round(1e9 / config.clip.fps)
         self._closed = False
         typestore()  # built here, not on the first message
@@ -266,22 +295,48 @@ class Recorder:
             self._last_depth = (log_ns, cdr)
         elif topic in _COLORS:
             self._last_color_stamp = _peek_stamp_ns(cdr)
+        image = topic in _IMAGES
+        stamp = _peek_stamp_ns(cdr) if image else None
+        if image and stamp is not None:
+            self._recent.append((topic, stamp, log_ns, cdr))
         if not self._running or topic not in _INPUT_TYPES:
             return
-        if topic in _IMAGES and not self._wanted_image(topic, cdr):
+        if topic == _POINT_FRAME:
+            self._pin(log_ns, cdr)
+        elif image and stamp is not None and stamp in self._pins:
+            self._put(topic, log_ns, cdr, pin_ns=log_ns)  # the agent's capture, arriving after its request
+            return
+        if image and not self._wanted_image(topic, cdr):
             return  # another frame of a window already taken: never queued, never decoded
+        self._put(topic, log_ns, cdr)
+
+    def _put(self, topic: str, log_ns: int, cdr: bytes, pin_ns: int | None = None) -> None:
+        """Queue one message for the engine, or count it dropped. ``pin_ns``: the message is a frame of
+        the capture the agent saw (kept whatever the rates; the trials running at ``pin_ns`` get it)."""
         image = topic in _IMAGES
         with self._lock:
             # images are bounded by max_queued (about 1.2 MB each); the small messages (answers,
-            # commands, states) by far more, so a backlog of frames never costs an arm command
-            full = (self._queued_images >= self.config.max_queued if image
-                    else self._queued >= 100 * self.config.max_queued)
+            # commands, states) by far more, so a backlog of frames never costs an arm command. The
+            # agent's capture (two frames per trial) is never dropped: it is what a reviewer checks.
+            full = pin_ns is None and (self._queued_images >= self.config.max_queued if image
+                                       else self._queued >= 100 * self.config.max_queued)
             if full:
                 self._dropped += 1
                 return
             self._queued += 1
             self._queued_images += image
-        self._q.put((topic, log_ns, cdr))
+        self._q.put((topic, log_ns, cdr, pin_ns))
+
+    def _pin(self, log_ns: int, cdr: bytes) -> None:
+        """A ``point_frame`` names the capture the agent is shown: queue its frames already received
+        (from ``_recent``) and remember its stamp for those still to come."""
+        stamp = _point_frame_stamp(cdr)
+        if stamp is None or stamp in self._pins:
+            return
+        self._pins.append(stamp)
+        for topic, frame_stamp, frame_log_ns, frame in list(self._recent):
+            if frame_stamp == stamp:
+                self._put(topic, frame_log_ns, frame, pin_ns=log_ns)
 
     def _wanted_image(self, topic: str, cdr: bytes) -> bool:
         """Whether an image is the first of its stamp window (``image_fps``, and ``clip.fps`` for
@@ -295,8 +350,13 @@ class Recorder:
                  stamp // self._clip_period_ns if topic in _COLORS else None)
         last = self._offered_slots.get(topic)
         self._offered_slots[topic] = slots
-        return self._image_period_ns is None or last is None or any(
+        wanted = self._image_period_ns is None or last is None or any(
             a is not None and a != b for a, b in zip(slots, last))
+        if wanted and topic == _DEPTH and self._depth_period_ns is not None:
+            window = stamp // self._depth_period_ns
+            wanted = window != self._offered_depth_window
+            self._offered_depth_window = window
+        return wanted
 
     def begin(self, trial_id: str, *, request_id: str | None = None) -> None:
         """Start recording trial ``trial_id`` now. ``request_id``: the ``point_answer`` whose points
@@ -463,26 +523,31 @@ class Recorder:
         except Exception as e:  # rosbags raises SerdeError, struct.error, IndexError... on bad bytes
             return e
 
-    def _on_message(self, active: dict[str, _Trial], topic: str, log_ns: int, cdr: bytes) -> None:
-        mine = [t for t in active.values() if t.begin_ns <= log_ns]
+    def _on_message(self, active: dict[str, _Trial], topic: str, log_ns: int, cdr: bytes,
+                    pin_ns: int | None = None) -> None:
+        # a frame of the agent's capture belongs to the trials running when its point_frame came,
+        # though the frame itself may have arrived just before the recording began
+        mine = [t for t in active.values() if t.begin_ns <= (log_ns if pin_ns is None else pin_ns)]
         if not mine:
             return
         msg = self._decode(topic, cdr)
         for t in mine:
-            self._message_to(t, topic, log_ns, cdr, msg)
+            self._message_to(t, topic, log_ns, cdr, msg, pinned=pin_ns is not None)
 
     def _bad(self, t: _Trial, topic: str, why: str) -> None:
         n = t.bad[topic] = t.bad.get(topic, 0) + 1
         if n == 1:
             log.warning("recording %s: a message on %s is not valid and is not written: %s", t.trial_id, topic, why)
 
-    def _message_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
+    def _message_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg, *, pinned: bool = False) -> None:
         if isinstance(msg, Exception):
             self._bad(t, topic, f"{type(msg).__name__}: {msg}")
             return
         if topic in _IMAGES:
-            self._image_to(t, topic, log_ns, cdr, msg)
+            self._image_to(t, topic, log_ns, cdr, msg, pinned=pinned)
             return
+        if topic == _POINT_FRAME and t.agent_frame_ns is None:
+            t.agent_frame_ns = _point_frame_stamp(cdr)
         if topic == _ANSWER and t.answer is None:
             self._answer_to(t, msg)
             if t.answer is not None:  # this trial's answer: its points over the image, for a viewer
@@ -497,13 +562,26 @@ class Recorder:
             if tf is not None:
                 self._bag_write(t, TF, log_ns, tf)
 
-    def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg) -> None:
+    def _windows(self, topic: str, stamp: int) -> tuple[int | None, int | None]:
+        """The ``image_fps`` and (depth only) ``depth_fps`` stamp windows of a frame; ``None``: no
+        thinning by that rate."""
+        return (None if self._image_period_ns is None else stamp // self._image_period_ns,
+                None if topic != _DEPTH or self._depth_period_ns is None else stamp // self._depth_period_ns)
+
+    def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg, *, pinned: bool = False) -> None:
         stamp = stamp_to_ns(msg.header.stamp)
         stored = _STORED_AS.get(topic, topic)  # one slot per stored stream: a raw and a JPEG colour share it
-        slot = None if self._image_period_ns is None else stamp // self._image_period_ns
-        keep = (self._image_period_ns is None or slot != t.image_slot.get(stored)) and not (
+        if stamp in t.kept.setdefault(stored, set()):
+            return  # this capture's frame is in already (the agent's capture comes twice: pinned, and in turn)
+        windows = self._windows(topic, stamp)
+        last = t.image_slot.get(stored)
+        # kept when it opens a new window at every rate that applies (a depth: new colour window and new
+        # depth window), or when it is a frame of the agent's capture
+        keep = (pinned or last is None or all(w is None or w != lw for w, lw in zip(windows, last))) and not (
             topic == _COLOR_JPEG and self.config.images == "raw")  # a raw recording keeps raw colour only
-        to_clip = topic in _COLORS and t.clip is not None and stamp // self._clip_period_ns != t.clip_slot
+        # the clip takes frames in stamp order; a frame of the agent's capture comes out of turn
+        to_clip = (not pinned and topic in _COLORS and t.clip is not None
+                   and stamp // self._clip_period_ns != t.clip_slot)
         if not (keep or to_clip):
             return
         pixels = None
@@ -515,8 +593,9 @@ class Recorder:
                 self._bad(t, topic, str(e))
                 return
         if keep:
-            if slot is not None:
-                t.image_slot[stored] = slot
+            t.kept[stored].add(stamp)
+            if not pinned:
+                t.image_slot[stored] = windows
             if self.config.images == "raw" or topic == _COLOR_JPEG:
                 self._bag_write(t, topic, log_ns, cdr)  # as it arrived: the camera's own JPEG, or raw
             else:
@@ -585,6 +664,9 @@ class Recorder:
                 rec.bag, rec.mcap = self.layout.relative(t.bag.folder), self.layout.relative(t.bag.mcap_path)
                 rec.messages = {k: v for k, v in t.bag.counts.items() if v}
                 rec.color_frames, rec.depth_frames = image_frames(t.bag.counts)
+                if t.agent_frame_ns is not None and all(
+                        t.agent_frame_ns in t.kept.get(_STORED_AS[k], ()) for k in (_COLOR, _DEPTH)):
+                    rec.agent_frame_ns = t.agent_frame_ns
             except BagError as e:
                 t.fail(f"{e}; the partial bag was removed")
                 t.bag.abort()

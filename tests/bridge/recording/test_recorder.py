@@ -16,7 +16,7 @@ from pointlab.benchmark.points import PointEntry
 from pointlab.bridge.recording.recorder import Recorder
 from pointlab.bridge.recording.layout import RecordingConfig, RecordingLayout, recording_of
 from pointlab.bridge.ros.msgs import TOPICS
-from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer
+from pointlab.bridge.ros.payloads import ArmCommand, ArmResult, PointAnswer, PointFrame
 from pointlab.perception import CameraSourceError, make_camera
 
 from tests.bridge.recording import cdr
@@ -581,3 +581,62 @@ def test_the_points_and_the_target_are_drawn_for_a_viewer(tmp_path, real_frames)
         decoded = {c.topic: reader.deserialize(raw, c.msgtype) for c, _t, raw in reader.messages(connections=conns)}
     assert len(decoded["/pointlab/points/annotations"].circles) == 2
     assert decoded["/pointlab/markers"].markers[0].pose.position.x == 0.31
+
+
+def test_the_capture_the_agent_saw_is_kept_whole_whatever_the_rates(tmp_path, real_frames):
+    """The pointing node shows the agent the latest frame, which arrived before the request began the
+    recording, or (a busy machine) arrives after its point_frame: either way its colour and its depth
+    (lossless) are in the bag, at their own reception times, besides the 5 fps colour and the 1 fps
+    depth (each kept depth is a kept colour's capture)."""
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, image_fps=5, depth_fps=1))
+
+    def captures(t0, idx):
+        for i in idx:
+            f = real_frames[i % len(real_frames)]
+            yield from cdr.capture(f.color, f.depth, f.intrinsics, t0 + i * PERIOD_NS)
+
+    t1 = T0 + 10 * 10**9
+    seen_early, seen_late = T0 + 3 * PERIOD_NS, t1 + 7 * PERIOD_NS
+    try:
+        feed(rec, captures(T0, range(5)))  # no recording yet: captures 0-4 only pass by
+        rec.begin("early", request_id="req1")
+        feed(rec, [(TOPICS["point_frame"], cdr.string(PointFrame(request_id="req1", stamp_ns=seen_early)))])
+        feed(rec, captures(T0, range(5, 55)))  # 0.2 s to 2.16 s
+        early = rec.end("early")
+        rec.begin("late", request_id="req2")
+        feed(rec, [(TOPICS["point_frame"], cdr.string(PointFrame(request_id="req2", stamp_ns=seen_late)))])
+        feed(rec, captures(t1, range(15)))
+        late = rec.end("late")
+    finally:
+        rec.close()
+    begin_ns = early.started_unix_ns
+
+    def kept(r):
+        _, msgs = read_mcap(tmp_path / r.mcap)
+        return ({t: [(stamp(m), log) for tt, log, _p, m in msgs if tt == t] for t in (COLOR_Z, DEPTH_Z)},
+                {stamp(m): m for tt, _l, _p, m in msgs if tt == DEPTH_Z})
+
+    (got, depths) = kept(early)
+    # colour: 200 ms windows from capture 5 on (5, 10, ..., 50) and the agent's capture 3; depth: 1 s
+    # windows (captures 5, 25, 50) and capture 3
+    assert sorted(s for s, _ in got[COLOR_Z]) == [T0 + i * PERIOD_NS for i in (3, *range(5, 55, 5))]
+    assert sorted(s for s, _ in got[DEPTH_Z]) == [T0 + i * PERIOD_NS for i in (3, 5, 25, 50)]
+    assert early.color_frames == 11 and early.depth_frames == 4 and early.agent_frame_ns == seen_early
+    # the agent's frames carry the time they arrived: before the recording began
+    assert all(log < begin_ns for s, log in got[COLOR_Z] + got[DEPTH_Z] if s == seen_early)
+    import cv2
+
+    png = bytes(depths[seen_early].data)[12:]  # compressedDepth: 12-byte ConfigHeader, then the PNG
+    np.testing.assert_array_equal(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED),
+                                  real_frames[3].depth)
+
+    (got, _) = kept(late)
+    assert sorted(s for s, _ in got[COLOR_Z]) == [t1 + i * PERIOD_NS for i in (0, 5, 7, 10)]
+    assert sorted(s for s, _ in got[DEPTH_Z]) == [t1 + i * PERIOD_NS for i in (0, 7)]
+    assert late.agent_frame_ns == seen_late and late.complete
+
+
+def test_depth_above_the_colour_rate_is_refused():
+    with pytest.raises(ValueError, match="depth_fps 10 is above image_fps 5"):
+        RecordingConfig(image_fps=5, depth_fps=10)
+    assert RecordingConfig(image_fps=None, depth_fps=1).depth_fps == 1  # every colour frame, depth at 1 fps
