@@ -76,10 +76,7 @@ class PgCluster:
 
     def start(self) -> "PgCluster":
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "pointlab", "-E", "UTF8", "--no-sync")
-        opts = (f"-c listen_addresses='' -k {self.sock} -p {self.port} -c max_connections={self.max_connections} "
-                f"-c fsync={'on' if self.fsync else 'off'} -c shared_buffers=64MB")
-        self._run("pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.root / "server.log"), "-w", "-t", "60",
-                  "start")
+        self.resume()
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -90,6 +87,18 @@ class PgCluster:
                     raise
                 time.sleep(0.2)
         return self
+
+    def resume(self) -> None:
+        """Start the server on the existing cluster (after ``start`` made it, or after ``pause``)."""
+        opts = (f"-c listen_addresses='' -k {self.sock} -p {self.port} -c max_connections={self.max_connections} "
+                f"-c fsync={'on' if self.fsync else 'off'} -c shared_buffers=64MB")
+        self._run("pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.root / "server.log"), "-w", "-t", "60",
+                  "start")
+
+    def pause(self) -> None:
+        """Stop the server as an outage would (``-m fast``: open connections are cut, transactions in
+        flight rolled back); the data stays for ``resume``."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         try:

@@ -21,7 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from . import battles, human, leaderboard
 from .context import AgentLoop, ArenaContext, ArenaSettings
 from .curated import CuratedSet
-from .store import ArenaStore
+from .store import ArenaStore, StoreUnavailable
 
 __all__ = ["create_arena_app", "STATIC_DIR", "COMMON_STATIC_DIR"]
 
@@ -78,6 +78,12 @@ def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memor
     app.include_router(human.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="arena-static")
     app.mount("/common", StaticFiles(directory=COMMON_STATIC_DIR), name="common-static")
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(_request, exc: StoreUnavailable) -> JSONResponse:
+        # from any route or dependency (the session cookie is checked against the store first)
+        return JSONResponse({"detail": str(exc), "retry_after_s": exc.retry_after_s}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after_s)})
 
     limit = settings.max_upload_bytes + 64 * 1024
 

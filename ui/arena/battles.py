@@ -30,7 +30,7 @@ from ..imageguard import ImageRejected, decode_image_async, write_png_async
 from .context import ArenaContext
 from .curated import CuratedSetError
 from .sampling import sample_pair
-from .store import ArenaError
+from .store import ArenaError, StoreUnavailable
 
 # polling the store for answers another worker is collecting (_answers_from_store): first pause, longest
 POLL_FIRST_S, POLL_MAX_S = 0.05, 0.4
@@ -68,7 +68,25 @@ Sid = Annotated[str, Depends(session_id)]
 
 
 def _http(e: ArenaError | ImageRejected | CuratedSetError) -> HTTPException:
-    return HTTPException(getattr(e, "status", 404), str(e))
+    retry = {"Retry-After": str(e.retry_after_s)} if isinstance(e, StoreUnavailable) else None
+    return HTTPException(getattr(e, "status", 404), str(e), headers=retry)
+
+
+async def when_store_back(arena: ArenaContext, fn, *args) -> Any:
+    """``fn(*args)`` on the thread pool, tried again while the store is unreachable, for at most
+    ``settings.store_retry_s``: for the writes nobody waits on (an answer, "answers shown"), so a
+    battle in flight when the database goes away is still answered and can be voted on once it is
+    back. Every such write is idempotent. Raises: StoreUnavailable past the deadline."""
+    deadline = time.monotonic() + arena.settings.store_retry_s
+    pause = 0.2
+    while True:
+        try:
+            return await run_in_threadpool(fn, *args)
+        except StoreUnavailable:
+            if time.monotonic() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(2.0, pause * 2)
 
 
 def answer_record(ans: Any) -> dict:
@@ -126,7 +144,7 @@ async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, view:
         log.exception("agent %s failed", model)
         rec = _failed(f"{type(e).__name__}: {e}")
     try:
-        await run_in_threadpool(arena.store.record_answer, battle_id, side, rec)
+        await when_store_back(arena, arena.store.record_answer, battle_id, side, rec)
     except Exception:  # the page still gets the answer; the record is lost only for this battle
         log.exception("storing answer %s of battle %s failed", side, battle_id)
     return rec
@@ -247,7 +265,13 @@ async def _answers_from_store(arena: ArenaContext, bid: str, sent: set, websocke
     deadline = created + arena.settings.agent_timeout_s + 5.0
     pause = POLL_FIRST_S
     while len(sent) < 2 and time.time() < deadline:
-        stored = await run_in_threadpool(arena.store.answers_stored, bid)
+        try:
+            stored = await run_in_threadpool(arena.store.answers_stored, bid)
+        except StoreUnavailable:
+            # the worker that asked the models keeps its answers until the store is back: wait as long
+            deadline = max(deadline, time.time() + arena.settings.store_retry_s)
+            await asyncio.sleep(POLL_MAX_S)
+            continue
         if any(have and side not in sent for side, have in zip("AB", stored)):
             rec = await run_in_threadpool(arena.store.battle, bid)
             for side, key in (("A", "answer_a"), ("B", "answer_b")):
@@ -266,6 +290,9 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
     sid = websocket.cookies.get(SESSION_COOKIE)
     try:
         rec = await run_in_threadpool(arena.store.battle, bid)
+    except StoreUnavailable:
+        await websocket.close(code=1013, reason="the database is unreachable; try again")  # RFC 6455: try again later
+        return
     except ArenaError:
         await websocket.close(code=4404)
         return
@@ -292,7 +319,8 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
         if len(sent) < 2:  # a battle from before a restart whose answers were lost
             await websocket.send_json({"type": "error", "message": "answers unavailable"})
         else:
-            await run_in_threadpool(arena.store.mark_shown, bid)
+            # "ready" (the vote buttons) only once the store knows the answers were shown: a vote needs it
+            await when_store_back(arena, arena.store.mark_shown, bid)
             arena.pending.pop(bid, None)
             await websocket.send_json({"type": "ready"})
         # keep the socket open until the page leaves; ignore whatever it sends
@@ -300,6 +328,10 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
             await websocket.receive_text()
     except WebSocketDisconnect:
         return
+    except StoreUnavailable:  # past store_retry_s: the page shows the message and may reload
+        await websocket.send_json({"type": "error", "message": "the arena's database is unreachable; reload the "
+                                                               "page in a minute to see this battle"})
+        await websocket.close(code=1013)
 
 
 class VoteIn(BaseModel):

@@ -35,6 +35,8 @@ class ArenaSettings:
         include_flagged: count flagged sessions' votes on the leaderboard.
         few_votes: models with fewer votes than this are marked on the leaderboard instead of an interval.
         agent_timeout_s: a model answer slower than this becomes a failed answer.
+        store_retry_s: how long a battle in flight keeps trying to store its answers and "shown"
+            while the database is unreachable (new battles and votes get 503 meanwhile).
         model_image_side_px: images with a longer side are downscaled (in a worker thread) before
             they go to the models, and the points mapped back to the original pixels; ``None``:
             send the original. Served models downscale large images anyway, and a 4096 px
@@ -62,6 +64,7 @@ class ArenaSettings:
     include_flagged: bool = False
     few_votes: int = 50
     agent_timeout_s: float = 60.0
+    store_retry_s: float = 120.0
     model_image_side_px: int | None = 1600
     elo_start: float = 1000.0
     elo_k: float = 2.0

@@ -12,6 +12,12 @@ once with the winner acknowledged (``lost``), no battle holds a vote nobody was 
 
 Baseline: single-row ``INSERT`` + ``COMMIT`` into a scratch table of the same database from this
 process (what a vote costs at least), run before the load.
+
+``measure_arena_outage`` runs the same voters while the database is stopped and started again
+(``pause``/``resume`` callables): the voters behave as the page does (a 503 is sent again after
+``Retry-After``, a websocket closed with 1013 is opened again, a 409 on a vote sent again after a
+503 is resolved by reading the battle), and the report says how many 503s and other 5xx the voters
+saw, and the same integrity check.
 """
 
 from __future__ import annotations
@@ -64,35 +70,83 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _voter(base: str, k: int, deadline: float, images: list[str], out: dict) -> None:
-    import httpx
+async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw):
+    """One request as the page sends it: a 503 is sent again after its ``Retry-After`` (at most
+    ``retry_cap_s``), 40 times at most. Returns ``(last response, whether a 503 came first)``; every
+    status is counted in ``out["status"]``."""
+    had_503 = False
+    for _ in range(40):
+        r = await c.request(method, url, **kw)
+        out["status"][r.status_code] = out["status"].get(r.status_code, 0) + 1
+        if r.status_code != 503:
+            return r, had_503
+        had_503 = True
+        await asyncio.sleep(min(retry_cap_s, float(r.headers.get("Retry-After", "1"))))
+    return r, had_503
+
+
+async def _wait_ready(base: str, bid: str, cookie: str, out: dict, deadline: float) -> bool:
+    """As the page does: one websocket per battle, the server pushes both answers, then "ready";
+    a close with 1013 (database unreachable) is opened again. False on "error" or past ``deadline``."""
     import websockets
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+    while time.monotonic() < deadline:
+        try:
+            async with websockets.connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
+                                          additional_headers={"Cookie": cookie}) as ws:
+                while True:
+                    kind = json.loads(await ws.recv()).get("type")
+                    if kind in ("ready", "error"):
+                        return kind == "ready"
+        except ConnectionClosed as e:
+            out["ws_1013"] += e.rcvd is not None and e.rcvd.code == 1013
+            await asyncio.sleep(0.5)
+        except InvalidStatus as e:
+            out["errors"].append(f"websocket {e.response.status_code}")
+            return False
+    return False
+
+
+async def _voter(base: str, k: int, deadline: float, images: list[str], out: dict, retry_cap_s: float = 30.0) -> None:
+    import httpx
+
+    from .store import VOTE_CHOICES
 
     rng = random.Random(k)
     async with httpx.AsyncClient(base_url=base, timeout=30.0) as c:
         while time.monotonic() < deadline:
             t0 = time.perf_counter()
-            r = await c.post("/api/battles", data={"instruction": "Point to the red cube",
-                                                   "image_name": images[rng.randrange(len(images))]})
+            r, _ = await _send(c, "POST", "/api/battles", out, retry_cap_s,
+                               data={"instruction": "Point to the red cube",
+                                     "image_name": images[rng.randrange(len(images))]})
             if r.status_code != 200:
                 out["errors"].append(f"battle {r.status_code}: {r.text[:100]}")
                 await asyncio.sleep(0.1)
                 continue
             out["battle_s"].append(time.perf_counter() - t0)
             bid = r.json()["battle_id"]
-            # as the page does: one websocket per battle, the server pushes both answers, then "ready"
+            out["created_at"][bid] = time.monotonic()
             cookie = "; ".join(f"{k}={v}" for k, v in c.cookies.items())
-            async with websockets.connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
-                                          additional_headers={"Cookie": cookie}) as ws:
-                while json.loads(await ws.recv()).get("type") not in ("ready", "error"):
-                    pass
+            if not await _wait_ready(base, bid, cookie, out, time.monotonic() + 180.0):
+                out["errors"].append(f"battle {bid}: no answers")
+                continue
             choice = rng.choice(CHOICES)
             t0 = time.perf_counter()
-            v = await c.post(f"/api/battles/{bid}/vote", json={"choice": choice})
+            v, retried = await _send(c, "POST", f"/api/battles/{bid}/vote", out, retry_cap_s, json={"choice": choice})
             dt = time.perf_counter() - t0
             if v.status_code == 200:
                 out["vote_s"].append(dt)
-                out["acked"][bid] = choice
+                out["acked"][bid], out["acked_at"][bid] = choice, time.monotonic()
+            elif v.status_code == 409 and retried:
+                # the vote sent during the outage may have been committed before its answer was cut: the
+                # page reads the battle and shows the reveal when its vote is the one stored
+                b, _ = await _send(c, "GET", f"/api/battles/{bid}", out, retry_cap_s)
+                if b.status_code == 200 and b.json().get("reveal", {}).get("winner") == VOTE_CHOICES[choice]:
+                    out["acked"][bid], out["acked_at"][bid] = choice, time.monotonic()
+                    out["resolved_409"] += 1
+                else:
+                    out["errors"].append(f"vote 409 after 503: {b.text[:100]}")
             else:
                 out["errors"].append(f"vote {v.status_code}: {v.text[:100]}")
 
@@ -121,13 +175,68 @@ def measure_arena_perf(db: str, *, workers: int = 4, voters: int = 50, duration_
 
     Raises: RuntimeError when the arena does not start; ValueError for bad arguments.
     """
-    import httpx
-
     from pointlab.benchmark.perfstats import summarize
 
     if workers < 1 or voters < 1 or duration_s <= 0:
         raise ValueError("workers >= 1, voters >= 1, duration_s > 0 required")
     base_times = bare_insert_times(db, baseline_inserts)
+    out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s)
+    check = _check(db, out["acked"])
+    ms = ("n", "p50", "p90", "p99", "max")
+    return {"db": db.split("@")[-1] if "://" in db else db, "workers": workers, "voters": voters,
+            "duration_s": round(wall, 2), "votes_per_s": round(len(out["vote_s"]) / wall, 1),
+            "battle_create_ms": summarize(out["battle_s"], ms, scale=1e3, digits=1),
+            "vote_ms": summarize(out["vote_s"], ms, scale=1e3, digits=1),
+            "baseline_bare_insert_ms": summarize(base_times, ms, scale=1e3, digits=2),
+            "vote_p50_over_insert_p50": (round(float(summarize(out["vote_s"], ("p50",))["p50"])
+                                               / float(summarize(base_times, ("p50",))["p50"]), 1)
+                                         if out["vote_s"] else None),
+            "integrity": check, "errors": len(out["errors"]), "first_errors": out["errors"][:5]}
+
+
+def measure_arena_outage(db: str, pause, resume, *, workers: int = 2, voters: int = 10, duration_s: float = 20.0,
+                         outage_at_s: float = 5.0, outage_s: float = 5.0, retry_cap_s: float = 1.0,
+                         start_timeout_s: float = 120.0) -> dict[str, Any]:
+    """The voters of ``measure_arena_perf`` while the database goes away: ``pause()`` is called
+    ``outage_at_s`` into the load and ``resume()`` ``outage_s`` later (from a thread). Voters wait
+    at most ``retry_cap_s`` between tries (the server's Retry-After is longer; a test need not wait
+    it). Returns ``{"outage_s", "status": {code: n}, "server_errors": 5xx other than 503, "ws_1013",
+    "resolved_409", "votes_after" (acknowledged after the database came back), "across_outage"
+    (battles started before it went away and voted on after it came back), "integrity", "errors",
+    "first_errors"}``."""
+    import threading
+
+    marks: dict[str, float] = {}
+
+    def outage() -> None:
+        time.sleep(outage_at_s)
+        marks["down"] = time.monotonic()
+        pause()
+        time.sleep(outage_s)
+        resume()
+        marks["up"] = time.monotonic()
+
+    t = threading.Thread(target=outage, name="db-outage", daemon=True)
+    out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s, retry_cap_s=retry_cap_s, start=t.start)
+    t.join(timeout=outage_at_s + outage_s + 120)
+    return {"duration_s": round(wall, 2), "outage_s": round(marks["up"] - marks["down"], 2) if "up" in marks else None,
+            "status": dict(sorted(out["status"].items())),
+            "server_errors": sum(n for code, n in out["status"].items() if code >= 500 and code != 503),
+            "ws_1013": out["ws_1013"], "resolved_409": out["resolved_409"],
+            "votes_after": sum(1 for w in out["acked_at"].values() if w > marks.get("up", float("inf"))),
+            # battles started before the database went away and voted on after it came back
+            "across_outage": sum(1 for b, w in out["acked_at"].items()
+                                 if out["created_at"].get(b, w) < marks.get("down", 0) and w > marks.get("up", w)),
+            "integrity": _check(db, out["acked"]), "errors": len(out["errors"]), "first_errors": out["errors"][:5]}
+
+
+def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeout_s: float, *,
+              retry_cap_s: float = 30.0, start=None) -> tuple[dict, float]:
+    """Start ``pointlab bench arena`` on ``db``, run ``voters`` until ``duration_s``, stop it.
+    ``start``: called once the arena answers (the outage thread). Returns the voters' record and
+    the load's wall time."""
+    import httpx
+
     port = _free_port()
     tmp = Path(tempfile.mkdtemp(prefix="pointlab-perf-arena-"))
     cmd = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "bench", "arena", "--db", db, "--workers", str(workers),
@@ -150,12 +259,15 @@ def measure_arena_perf(db: str, *, workers: int = 4, voters: int = 50, duration_
                 raise RuntimeError("the arena did not start")
             time.sleep(0.1)
         images = [i["name"] for i in httpx.get(base + "/api/images").json()["images"]]
-        out: dict = {"battle_s": [], "vote_s": [], "acked": {}, "errors": []}
+        out: dict = {"battle_s": [], "vote_s": [], "acked": {}, "acked_at": {}, "created_at": {}, "errors": [], "status": {}, "ws_1013": 0,
+                     "resolved_409": 0}
 
         async def load() -> float:
             deadline = time.monotonic() + duration_s
             t = time.perf_counter()
-            await asyncio.gather(*(_voter(base, k, deadline, images, out) for k in range(voters)))
+            if start is not None:
+                start()
+            await asyncio.gather(*(_voter(base, k, deadline, images, out, retry_cap_s) for k in range(voters)))
             return time.perf_counter() - t
         wall = asyncio.run(load())
     finally:
@@ -165,14 +277,5 @@ def measure_arena_perf(db: str, *, workers: int = 4, voters: int = 50, duration_
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-    check = _check(db, out["acked"])
-    ms = ("n", "p50", "p90", "p99", "max")
-    return {"db": db.split("@")[-1] if "://" in db else db, "workers": workers, "voters": voters,
-            "duration_s": round(wall, 2), "votes_per_s": round(len(out["vote_s"]) / wall, 1),
-            "battle_create_ms": summarize(out["battle_s"], ms, scale=1e3, digits=1),
-            "vote_ms": summarize(out["vote_s"], ms, scale=1e3, digits=1),
-            "baseline_bare_insert_ms": summarize(base_times, ms, scale=1e3, digits=2),
-            "vote_p50_over_insert_p50": (round(float(summarize(out["vote_s"], ("p50",))["p50"])
-                                               / float(summarize(base_times, ("p50",))["p50"]), 1)
-                                         if out["vote_s"] else None),
-            "integrity": check, "errors": len(out["errors"]), "first_errors": out["errors"][:5]}
+    return out, wall
+

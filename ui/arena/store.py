@@ -22,6 +22,13 @@ schema version; a database from an older pointlab is upgraded in place (columns 
 newer one is refused.
 
 Every write commits before returning. Timestamps are Unix seconds (``*_unix_s``, float, UTC).
+
+**An unreachable database** (server stopped or restarting, network gone, pool exhausted, SQLite
+busy past its timeout) raises ``StoreUnavailable`` (an ``ArenaError`` with status 503 and
+``retry_after_s``) from every method, never a driver exception: the web layer answers 503 with
+``Retry-After`` (docs/arena.md, "When the database is unreachable"). A write whose commit was cut by
+the outage may or may not have been applied; every write here is idempotent or conditional (the
+vote), so a client that repeats it after a 503 changes nothing twice.
 """
 
 from __future__ import annotations
@@ -37,10 +44,11 @@ from typing import Any
 from sqlalchemy import (JSON, Boolean, Float, Index, Integer, String, Text, create_engine, event, func, inspect,
                         select, text, update)
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-__all__ = ["ArenaStore", "ArenaError", "VOTE_CHOICES", "BattleRow", "SessionRow", "SCHEMA_VERSION", "store_url"]
+__all__ = ["ArenaStore", "ArenaError", "StoreUnavailable", "VOTE_CHOICES", "BattleRow", "SessionRow", "SCHEMA_VERSION", "store_url"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +63,23 @@ class ArenaError(Exception):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+class StoreUnavailable(ArenaError):
+    """The database cannot be reached now (status 503); try again after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: int = 3):
+        super().__init__(message, 503)
+        self.retry_after_s = retry_after_s
+
+
+def _unreachable(e: Exception) -> bool:
+    """Whether a SQLAlchemy error means the database is out of reach (not a bad statement): the
+    driver's OperationalError/InterfaceError (connection refused, server shut down, connection
+    lost mid-transaction; SQLite: database locked past busy_timeout), an invalidated connection, or
+    no pooled connection free within the pool's timeout."""
+    return (isinstance(e, (OperationalError, InterfaceError, PoolTimeout))
+            or (isinstance(e, DBAPIError) and e.connection_invalidated))
 
 
 class Base(DeclarativeBase):
@@ -229,8 +254,17 @@ class ArenaStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
-        with self._sessions() as s, s.begin():
-            yield s
+        """One transaction, committed on exit. Raises: StoreUnavailable when the database cannot be
+        reached (from the statement or from the commit)."""
+        try:
+            with self._sessions() as s, s.begin():
+                yield s
+        except (DBAPIError, PoolTimeout) as e:
+            if not _unreachable(e):
+                raise
+            log.warning("arena store unreachable: %s", str(e).splitlines()[0][:200])
+            raise StoreUnavailable("the arena's database is unreachable for the moment; try again in a few "
+                                   "seconds") from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -43,6 +43,20 @@ function draw(side) {
   }
 }
 
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The store answers 503 with Retry-After while its database is unreachable (docs/arena.md): say so and
+// send the same request again when it says, for about two minutes. Returns the last response.
+async function fetchRetrying(url, opts, what) {
+  for (let i = 0; ; i++) {
+    const r = await fetch(url, opts);
+    if (r.status !== 503 || i >= 40) return r;
+    const wait = Math.min(30, Math.max(1, parseInt(r.headers.get("Retry-After") || "3", 10) || 3));
+    status(`The arena's database is unreachable for the moment; ${what} again in ${wait} s…`, true);
+    await sleep(wait * 1000);
+  }
+}
+
 async function startBattle(ev) {
   ev.preventDefault();
   voteButtons(false);
@@ -55,7 +69,7 @@ async function startBattle(ev) {
   else { status("Choose an image or upload one.", true); return; }
   status("Asking both models…");
   $("start").disabled = true;
-  const r = await fetch("/api/battles", { method: "POST", body: fd });
+  const r = await fetchRetrying("/api/battles", { method: "POST", body: fd }, "asking");
   const data = await r.json().catch(() => ({}));
   $("start").disabled = false;
   if (!r.ok) { status(data.detail || `could not start the battle (HTTP ${r.status})`, true); return; }
@@ -70,6 +84,12 @@ function listen(bid) {
   const proto = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${proto}://${location.host}/api/battles/${bid}/ws`);
   state.ws = ws;
+  ws.onclose = (ev) => {  // 1013: the database is unreachable; the answers wait on the server
+    if (ev.code === 1013 && bid === state.battle && state.ws === ws) {
+      status("The arena's database is unreachable for the moment; waiting for the answers…", true);
+      setTimeout(() => { if (bid === state.battle) listen(bid); }, 3000);
+    }
+  };
   ws.onmessage = (ev) => {
     const m = JSON.parse(ev.data);
     if (bid !== state.battle) return;
@@ -81,12 +101,19 @@ function listen(bid) {
 
 async function vote(choice) {
   voteButtons(false);
-  const r = await fetch(`/api/battles/${state.battle}/vote`, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ choice }) });
-  const data = await r.json();
-  if (!r.ok) { status(data.detail || "vote refused", true); return; }
-  $("name-A").textContent = "Model A was " + data.reveal.A;
-  $("name-B").textContent = "Model B was " + data.reveal.B;
+  const bid = state.battle;
+  const r = await fetchRetrying(`/api/battles/${bid}/vote`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ choice }) }, "sending your vote");
+  const data = await r.json().catch(() => ({}));
+  let reveal = data.reveal;
+  if (r.status === 409) {
+    // a vote sent during an outage may have been stored before its answer was lost: ask the battle
+    const b = await fetch(`/api/battles/${bid}`).then((x) => x.json()).catch(() => ({}));
+    if (b.voted && b.reveal) reveal = b.reveal;
+  }
+  if (!reveal) { status(data.detail || `vote refused (HTTP ${r.status})`, true); return; }
+  $("name-A").textContent = "Model A was " + reveal.A;
+  $("name-B").textContent = "Model B was " + reveal.B;
   status("Vote recorded. Start another battle!");
 }
 
