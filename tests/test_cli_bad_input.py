@@ -144,8 +144,8 @@ def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):
     (["sim", "xarm-controller", "--port", "99999"], "--port"),
     (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
     (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--time-scale", "-1"], "--time-scale: "),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--depth-fps", "6"],
-     "--depth-fps: depth_fps 6 is above image_fps 5"),
+    (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--depth-fps", "-1"],
+     "--depth-fps: Input should be greater than 0"),
     (["act", "--db", "t.sqlite", "--depth-fps", "0"], "--depth-fps: Input should be greater than 0"),
     (["perf", "loop", "--images", "png"], "--images: Input should be 'compressed' or 'raw'"),
 ])

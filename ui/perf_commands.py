@@ -30,7 +30,7 @@ def perf_loop_cmd(
     image_fps: Optional[float] = typer.Option(None, "--image-fps", min=0.1,
                                               help="recorder: colour/depth frames per second in the MCAP"),
     depth_fps: Optional[float] = typer.Option(None, "--depth-fps", min=0.1,
-                                              help="recorder: aligned-depth frames per second (default: --image-fps)"),
+                                              help="recorder: aligned-depth frames per second (default 1, at most --image-fps)"),
     images: str = typer.Option("compressed", "--images", help="recorded images: compressed (JPEG + depth PNG) "
                                                               "or raw (sensor_msgs/Image)"),
     keep_recordings: Optional[Path] = typer.Option(None, "--keep-recordings",

@@ -33,8 +33,9 @@ CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table be
              "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")
 
 
-DEPTH_FPS_HELP = ("recorded aligned-depth frames per second (default: as the colour's, 5); the capture the agent "
-                  "pointed on is always kept; 1 makes recordings about 3x smaller (docs/recording.md)")
+DEPTH_FPS_HELP = ("recorded aligned-depth frames per second, at most the colour's 5 (default 1); the capture the "
+                  "agent pointed on is always kept whole; 5 keeps every colour frame's depth, 3x larger bags "
+                  "(docs/recording.md)")
 
 
 def recording_config(*, images: str = "compressed", image_fps: Optional[float] = None,
@@ -50,8 +51,7 @@ def recording_config(*, images: str = "compressed", image_fps: Optional[float] =
         return RecordingConfig(**given)
     except ValidationError as e:
         first = e.errors()[0]
-        # a model-level rule (depth above colour) has no field: it is about --depth-fps
-        field = str(first["loc"][0]) if first["loc"] else "depth_fps"
+        field = str(first["loc"][0]) if first["loc"] else "images"
         fail(f"--{field.replace('_', '-')}: {first.get('ctx', {}).get('error') or first['msg']}", 2)
 
 

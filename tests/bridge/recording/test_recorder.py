@@ -34,9 +34,10 @@ def stream_2s(real_frames):
 
 @pytest.fixture(scope="module")
 def recorded_2s(tmp_path_factory, stream_2s):
-    """One 2 s trial recorded (shared by the tests that only read it)."""
+    """One 2 s trial recorded (shared by the tests that only read it), every kept colour frame's depth
+    kept too (``depth_fps=None``; the default's 1 fps depth: ``test_depth_is_kept_at_most_at_the_colour_rate``)."""
     root = tmp_path_factory.mktemp("recordings")
-    return root, record(root, stream_2s)
+    return root, record(root, stream_2s, depth_fps=None)
 
 
 def feed(rec: Recorder, items, deadline_s: float = 60.0) -> None:
@@ -184,7 +185,7 @@ def test_rosbags_reads_the_bag_folder_and_the_record_beside_it(recorded_2s):
 
 def test_raw_images_are_the_bytes_that_arrived_and_ten_times_larger(tmp_path, stream_2s, recorded_2s, real_frames):
     root, compressed = recorded_2s
-    r = record(tmp_path, stream_2s, images="raw")
+    r = record(tmp_path, stream_2s, images="raw", depth_fps=None)
     _profile, msgs = read_mcap(tmp_path / r.mcap)
     colour = [m for topic, _l, _p, m in msgs if topic == TOPICS["color"]]
     assert len(colour) == r.color_frames == 10 and colour[0].encoding == "rgb8"
@@ -295,7 +296,7 @@ def test_a_full_disk_gives_an_incomplete_recording_and_no_crash(tmp_path, stream
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         (mnt / "store.sqlite").write_bytes(b"")  # the store beside the recordings
-        r = record(mnt / "recordings", stream_2s)  # 10 colour + depth pairs: ~1.6 MB bag, 0.4 MB clip
+        r = record(mnt / "recordings", stream_2s, depth_fps=None)  # 10 colour + depth pairs: ~1.6 MB bag, 0.4 MB clip
         left = sorted(p.name for p in (mnt / "recordings").iterdir())
         (mnt / "store.sqlite").write_bytes(b"x" * 100_000)  # the space went back to the store
     finally:
@@ -433,7 +434,7 @@ def test_the_cameras_jpeg_is_stored_as_it_arrived_and_feeds_the_clip(tmp_path, r
     # encode once: the camera's compressed colour is written byte for byte (a second encoding of
     # a decoded JPEG never gives the same bytes), its raw twin of the same capture is not kept a
     # second time, and the clip still gets its frames (decoded from the JPEG)
-    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, depth_fps=None))
     sent = {}
     items = []
     for i in range(10):  # 0.4 s at 25 fps: bag windows of 200 ms hold captures 0 and 5
@@ -636,7 +637,18 @@ def test_the_capture_the_agent_saw_is_kept_whole_whatever_the_rates(tmp_path, re
     assert late.agent_frame_ns == seen_late and late.complete
 
 
-def test_depth_above_the_colour_rate_is_refused():
-    with pytest.raises(ValueError, match="depth_fps 10 is above image_fps 5"):
-        RecordingConfig(image_fps=5, depth_fps=10)
-    assert RecordingConfig(image_fps=None, depth_fps=1).depth_fps == 1  # every colour frame, depth at 1 fps
+def test_depth_is_kept_at_most_at_the_colour_rate(tmp_path, real_frames, stream_2s):
+    """By default colour at 5 fps and depth at 1 fps, each depth a kept colour frame's capture;
+    depth_fps above image_fps keeps each kept colour frame's depth (a depth needs a new colour window
+    too); image_fps=None keeps every colour frame and depth_fps still thins the depth."""
+    default = record(tmp_path / "default", stream_2s)
+    _, msgs = read_mcap(tmp_path / "default" / default.mcap)
+    assert [stamp(m) for t, _l, _p, m in msgs if t == DEPTH_Z] == [T0, T0 + 25 * PERIOD_NS]
+    assert default.color_frames == 10
+    stream = [item for i in range(25) for item in cdr.capture(real_frames[i % len(real_frames)].color,
+                                                                real_frames[i % len(real_frames)].depth,
+                                                                real_frames[0].intrinsics, T0 + i * PERIOD_NS)]
+    fast = record(tmp_path / "fast", stream, image_fps=5, depth_fps=20)  # 1 s at 25 fps
+    every = record(tmp_path / "every", stream, image_fps=None, depth_fps=2)
+    assert (fast.color_frames, fast.depth_frames) == (5, 5)
+    assert (every.color_frames, every.depth_frames) == (25, 2)  # windows of 500 ms: captures 0 and 13

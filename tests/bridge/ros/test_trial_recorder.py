@@ -39,7 +39,8 @@ def recorded_trial(recorder, session, trial_id: str, instruction: str):
 
 
 def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
-    recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0))
+    # every kept colour frame's depth (the default keeps depth at 1 fps): each colour frame plays back
+    recorder = TrialRecorder(session.host, RecordingConfig(dir=tmp_path, min_free_mb=0, depth_fps=None))
     try:
         assert recorder.wait_ready(20)
         deadline = time.monotonic() + 10
@@ -51,7 +52,13 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
         recorder.close()
     assert res.robot_outcome == "done", res
     assert r.complete, r.errors
-    _, msgs = read_mcap(tmp_path / r.mcap)
+    _, all_msgs = read_mcap(tmp_path / r.mcap)
+    images = (TOPICS["color"] + "/compressed", TOPICS["depth"] + "/compressedDepth")
+    # the capture the agent was shown is in the bag, colour and depth; it arrived before the request
+    # and is written once its point_frame is seen, at its own reception time (out of file order)
+    seen = [t for t, _l, _p, m in all_msgs if t in images and stamp(m) == r.agent_frame_ns]
+    assert r.agent_frame_ns is not None and sorted(seen) == sorted(images), seen
+    msgs = [x for x in all_msgs if not (x[0] in images and stamp(x[3]) == r.agent_frame_ns)]
     topics = [t for t, *_ in msgs]
     # the state the trial started from comes first (latched, received before the recording began),
     # with the newest depth when its capture's colour was still to come (depth goes out first)
@@ -101,9 +108,11 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
                 got.append(cam.read())
     # a colour frame plays back when the bag has its aligned depth (within 20 ms, the reader's rule);
     # under load the recorder's reliable keep-last queue can lose one of a capture's two images
-    depth_stamps = [stamp(m) for t, _l, _p, m in msgs if t == TOPICS["depth"] + "/compressedDepth"]
-    paired = [m for m in colour if any(abs(stamp(m) - d) <= 20_000_000 for d in depth_stamps)]
-    assert len(paired) >= len(colour) - 1 and paired, (len(paired), len(colour))
+    # (the agent's capture included: it plays back at its place in log time, which is its stamp's place)
+    depth_stamps = [stamp(m) for t, _l, _p, m in all_msgs if t == images[1]]
+    colour_all = sorted((m for t, _l, _p, m in all_msgs if t == images[0]), key=stamp)
+    paired = [m for m in colour_all if any(abs(stamp(m) - d) <= 20_000_000 for d in depth_stamps)]
+    assert len(paired) >= len(colour_all) - 1 and paired, (len(paired), len(colour_all))
     assert [f.stamp_ns for f in got] == [stamp(m) for m in paired]
     for f, m in zip(got, paired):
         # the JPEG stored, decoded by plain OpenCV, is the frame that plays back

@@ -121,7 +121,9 @@ def _notes_and_stored(db):
 def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
     db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.Popen(POINTLAB + ["act", "trials", "--agent", "sim-oracle", "--db", str(db), "--repeat", "3"],
+    proc = subprocess.Popen(POINTLAB + ["act", "trials", "--agent", "sim-oracle", "--db", str(db), "--repeat", "3",
+                             # every colour frame's depth: bags of 4-8 MB, so the kill lands after chunks are flushed
+                             "--depth-fps", "5"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
     killed = None
     try:
