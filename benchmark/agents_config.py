@@ -38,6 +38,8 @@ from .agents import Agent, HumanAgent, OpenAIAgent
 from .points import POINT_FORMATS, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS
 from .prompts import PROMPT_STYLES
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["AgentConfig", "AgentsFile", "AgentsConfigError", "load_agents_config", "load_agents",
            "build_agent", "SIM_BASE_URL", "DEFAULT_AGENTS_FILE"]
 
@@ -51,7 +53,7 @@ PromptStyle = Literal["default", "two_shot", "cot", "unparsed"]
 assert set(PointFormat.__args__) == set(POINT_FORMATS) and set(PromptStyle.__args__) == set(PROMPT_STYLES)
 
 
-class AgentsConfigError(ValueError):
+class AgentsConfigError(BenchmarkError, ValueError):
     """The agents config is missing, unreadable or invalid (the message names the file and field)."""
 
 

@@ -22,6 +22,8 @@ import numpy as np
 
 from .figures import save_figure
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["STAGES", "CrossStageError", "fit_pair", "cross_stage_report", "plot_fig5b", "load_stage_file"]
 
 STAGES = ("point_bench", "point_battle", "point_act")
@@ -30,7 +32,7 @@ LABELS = {"point_bench": "Point-Bench accuracy (%)", "point_battle": "Point-Batt
 _PERCENT = {"point_bench", "point_act"}
 
 
-class CrossStageError(ValueError):
+class CrossStageError(BenchmarkError, ValueError):
     """A stage file is unreadable or malformed."""
 
 

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 from .model_client import ModelClient, RequestParams
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["recover_json_object", "JudgeVerdict", "LLMJudge", "JudgeValidationError", "JudgeCallError"]
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ def _loads_object(s: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-class JudgeCallError(RuntimeError):
+class JudgeCallError(BenchmarkError, RuntimeError):
     """The judge could not be reached or answered with an error status (after the client's retries)."""
 
     def __init__(self, message: str, attempts: int = 1) -> None:
@@ -95,7 +97,7 @@ class JudgeCallError(RuntimeError):
         self.attempts = attempts
 
 
-class JudgeValidationError(ValueError):
+class JudgeValidationError(BenchmarkError, ValueError):
     """Raised by a ``validate`` function when a recovered JSON object is not a usable verdict."""
 
 

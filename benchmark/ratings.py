@@ -26,6 +26,8 @@ from typing import Iterable, Literal, Sequence
 import numpy as np
 from scipy.optimize import minimize
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = [
     "VOTE_WINNERS", "TIE_WINNERS", "Vote", "Rating", "RatingsInputError",
     "load_votes_jsonl", "parse_vote", "elo_online", "elo_ratings", "bradley_terry", "interval_ranks",
@@ -37,7 +39,7 @@ TIE_WINNERS = ("both_good", "both_bad")
 TiesRule = Literal["exclude", "half"]
 
 
-class RatingsInputError(ValueError):
+class RatingsInputError(BenchmarkError, ValueError):
     """A vote file or vote record is malformed (missing key, unknown winner, a model against itself)."""
 
 

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["RecordError", "finite_json", "dumps_json", "iter_jsonl", "read_jsonl", "read_jsonl_lenient", "write_jsonl",
            "predictions_by_id", "by_unique_id", "Predictions", "read_predictions", "predictions_from_records"]
 
@@ -57,7 +59,7 @@ def dumps_json(obj: Any, *, indent: int | None = None, compact: bool = False) ->
     return json.dumps(finite_json(obj), indent=indent, allow_nan=False, ensure_ascii=False, separators=seps)
 
 
-class RecordError(ValueError):
+class RecordError(BenchmarkError, ValueError):
     """A JSONL file cannot be read, or a record in it is malformed; the message names the line."""
 
 

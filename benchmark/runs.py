@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .records import dumps_json
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["RUN_RECORD_VERSION", "RunRecord", "AnswerRecord", "read_run_record", "write_run_record",
            "read_answers", "append_answer", "RunRecordError"]
 
@@ -30,7 +32,7 @@ RUN_RECORD_VERSION = 2
 PARSER = "pointlab.benchmark.points.parse_points"
 
 
-class RunRecordError(ValueError):
+class RunRecordError(BenchmarkError, ValueError):
     """A run folder's ``run.json`` is missing, unreadable or not a run record."""
 
 

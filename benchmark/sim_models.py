@@ -18,12 +18,14 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["ENTRY_POINT_GROUP", "SimModelsUnavailable", "serve_sim_models"]
 
 ENTRY_POINT_GROUP = "pointlab.sim_model_servers"
 
 
-class SimModelsUnavailable(RuntimeError):
+class SimModelsUnavailable(BenchmarkError, RuntimeError):
     """No sim model server is registered for that source (the package is installed without sim_mock)."""
 
 

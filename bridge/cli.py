@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 import typer
 
 from pointlab.benchmark.clikit import GROUPS, SubApp, guard_options
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["ENTRY_POINT_GROUP", "LOG_LEVELS", "build_app", "main", "run"]
 
@@ -26,7 +27,7 @@ ENTRY_POINT_GROUP = "pointlab.cli"
 _RUNS_WITHOUT_SUBCOMMAND = {"act"}
 
 
-class CliAssemblyError(RuntimeError):
+class CliAssemblyError(BridgeError, RuntimeError):
     """Two packages register the same command name, or a sub-app is not a ``SubApp``."""
 
 

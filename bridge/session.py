@@ -43,13 +43,14 @@ from pointlab.robot.workspace import Workspace
 from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.trials.machine import TrialRules
 from pointlab.bridge.worlds import spec_kind, world_class_for
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["Session", "SessionConfig", "start_session", "SessionError"]
 
 log = logging.getLogger(__name__)
 
 
-class SessionError(RuntimeError):
+class SessionError(BridgeError, RuntimeError):
     """The session could not be started (bad spec, missing calibration, camera or arm not reachable)."""
 
 

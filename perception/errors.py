@@ -1,9 +1,24 @@
-"""Errors of the perception package."""
+"""Errors of the perception package, and ``PointlabError``, the base of every error pointlab raises on
+purpose.
 
-__all__ = ["PerceptionError", "CameraNotConnectedError", "CameraSourceError", "EndOfRecording", "CalibrationFileError"]
+Why ``PointlabError`` lives here: ``pointlab`` is an implicit namespace package with a fixed set of
+root folders (docs/architecture.md), and perception is the bottom of the package graph (everything
+else may import it; it imports none of ours). Each package has one base under it:
+``PerceptionError``, ``robot.errors.RobotError``, ``benchmark.errors.BenchmarkError``,
+``bridge.errors.BridgeError``, ``ui.errors.UiError``; ``tests/test_errors.py`` checks every error
+class. A caller that must tell pointlab's refusals from bugs catches ``PointlabError``, never a
+message: no code matches error text.
+"""
+
+__all__ = ["PointlabError", "PerceptionError", "CameraNotConnectedError", "CameraSourceError", "EndOfRecording", "CalibrationFileError"]
 
 
-class PerceptionError(Exception):
+class PointlabError(Exception):
+    """Base class of every error pointlab raises on purpose (bad input, a refused action, a part that
+    failed); anything else that escapes is a bug."""
+
+
+class PerceptionError(PointlabError):
     """Base class of perception errors."""
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pointlab.perception.errors import PointlabError
+
 if TYPE_CHECKING:  # arm.py imports this module
     from .arm import MotionReport
 
@@ -16,7 +18,7 @@ __all__ = [
 ]
 
 
-class RobotError(Exception):
+class RobotError(PointlabError):
     """Base class of robot errors."""
 
 

@@ -23,6 +23,8 @@ from pointlab.bridge.trials.station import StationBusy
 from .context import AppContext, CurrentTrial
 from .deps import unusable_text
 
+from pointlab.ui.errors import UiError
+
 __all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
            "prepare_block", "request_block_start", "ABORT_WORDS",
            "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
@@ -57,7 +59,7 @@ REFUSAL_WORDS = {
 }
 
 
-class FlowError(Exception):
+class FlowError(UiError):
     """A participant request that is not allowed now (wrong step, not their turn, arm busy, bad value)."""
 
 

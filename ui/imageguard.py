@@ -43,6 +43,7 @@ import numpy as np
 from PIL import Image
 
 from pointlab.benchmark.records import replaced_on_success
+from pointlab.ui.errors import UiError
 
 __all__ = ["ImageLimits", "ImageRejected", "DecodedImage", "decode_image", "decode_image_async",
            "encode_png", "write_png", "write_png_async", "check_png_text_chunks"]
@@ -51,7 +52,7 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt", b"iCCP")
 
 
-class ImageRejected(ValueError):
+class ImageRejected(UiError, ValueError):
     """An image refused by the guard. ``status``: HTTP status (413, 415, 422); ``reason``: a tag
     (``too_many_bytes``, ``empty``, ``format``, ``unreadable``, ``too_large_side``,
     ``too_many_pixels``, ``text_chunk``)."""

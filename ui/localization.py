@@ -28,12 +28,14 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
+from pointlab.ui.errors import UiError
+
 __all__ = ["LOCALIZATION_SETTINGS", "LocalizationStudy", "StudyDataError", "create_localization_app", "load_samples"]
 
 LOCALIZATION_SETTINGS = ("unguided", "model", "gt")
 
 
-class StudyDataError(ValueError):
+class StudyDataError(UiError, ValueError):
     """The samples file (or the model-description file) is missing or malformed."""
 
 

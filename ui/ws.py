@@ -33,6 +33,7 @@ from .context import AppContext
 from .deps import resolve_token
 from .flow import (FlowError, check_can_start, claim_arm, judge_trial, participant_state, participant_step,
                    prepare_block, release_arm, request_block_start, run_participant_trial, submit_sus)
+from pointlab.ui.errors import UiError
 
 __all__ = ["router", "parse_client_message", "ClientMessageError"]
 
@@ -83,7 +84,7 @@ _adapter = TypeAdapter(ClientMessage)
 _TYPES = ("instruction", "judge", "sus", "ping", "start_block")
 
 
-class ClientMessageError(ValueError):
+class ClientMessageError(UiError, ValueError):
     """A websocket message that cannot be accepted; the message is the reason sent back."""
 
 

@@ -12,13 +12,15 @@ from typing import Any
 
 from ..scorers import ItemScore, ScoreReport, register_scorer
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["LOCALIZATION_RADIUS", "LocalizationRecordError", "localization_score", "score_localization"]
 
 #: r of App. D.2, in normalized image coordinates.
 LOCALIZATION_RADIUS = 0.12
 
 
-class LocalizationRecordError(ValueError):
+class LocalizationRecordError(BenchmarkError, ValueError):
     """A ground-truth or response record lacks ``frame_index``/``x``/``y`` or holds non-numbers."""
 
 

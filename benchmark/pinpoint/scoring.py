@@ -36,6 +36,8 @@ from .fsd import FSD_PROMPT_VERSION, judge_fsd
 from .normalize import normalize_label
 from .ssp import SSPGroundTruthError, parse_json_maybe, score_ssp
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["TASKS", "QUESTION_TYPES", "PinpointScoreError", "task_of", "score_item", "score_pinpoint", "aggregate",
            "to_text_answer", "extract_yes_no", "extract_option_letter", "reference_target", "load_ground_truth",
            "load_predictions"]
@@ -49,7 +51,7 @@ _LONG_NAMES = {"target presence verification": "TPV", "nearest reference identif
                "fine-grained spatial description": "FSD", "structured spatial prediction": "SSP"}
 
 
-class PinpointScoreError(ValueError):
+class PinpointScoreError(BenchmarkError, ValueError):
     """A ground-truth record cannot be scored (unknown task, missing answer, malformed SSP JSON)."""
 
 

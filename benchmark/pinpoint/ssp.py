@@ -39,6 +39,8 @@ from scipy.optimize import linear_sum_assignment
 
 from .normalize import normalize_label, normalize_relation, normalize_surface
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["SSPResult", "score_ssp", "relation_credit", "distance_credit", "parse_ssp_gt", "SSP_WEIGHTS",
            "SSPGroundTruthError", "parse_json_maybe", "safe_float"]
 
@@ -51,7 +53,7 @@ _DISTANCE_BANDS = ((10.0, 5.0, 10.0), (30.0, 10.0, 15.0), (math.inf, 15.0, 20.0)
 _EPS_DECIMALS = 6  # pointlab compares distance errors after rounding to 1e-6 cm (12.3 - 7.3 is an error of 5)
 
 
-class SSPGroundTruthError(ValueError):
+class SSPGroundTruthError(BenchmarkError, ValueError):
     """The ground-truth SSP answer is not a JSON object."""
 
 

@@ -44,6 +44,8 @@ from .dataset import DatasetError, load_release, normalise_category, write_gt_js
 from .masks import mask_png
 from .scoring import score_points
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["AnnotationStore", "AnnotationError", "model_results", "filter_passes", "MAX_CORRECT", "MAX_ITEMS_PER_IMAGE"]
 
 MAX_CORRECT = 1  # the paper's filter: kept when "one or fewer models produced a correct prediction"
@@ -53,7 +55,7 @@ MAX_ITEMS_PER_IMAGE = 3
 STATE_DIR = ".annotation"
 
 
-class AnnotationError(ValueError):
+class AnnotationError(BenchmarkError, ValueError):
     """A refused annotation action; ``status`` is the HTTP status the web layer answers with."""
 
     def __init__(self, message: str, status: int = 400, detail: Any = None):

@@ -35,6 +35,8 @@ from PIL import Image, UnidentifiedImageError
 from ..records import json_error_text
 from .release import FileRef, ReleaseFiles, file_key, open_binary
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["CATEGORIES", "CATEGORY_ALIASES", "MASK_THRESHOLD", "MASK_RULES", "BenchItem", "Prediction", "DatasetError",
            "normalise_category", "load_mask", "load_release", "load_gt_jsonl", "write_gt_jsonl",
            "load_dataset", "load_pred_jsonl", "item_to_gt_dict"]
@@ -45,7 +47,7 @@ CATEGORY_ALIASES = {"affordable": "affordance", "steerability": "steerable", "co
 MASK_THRESHOLD = 127  # a mask pixel is a target when its value is above this
 
 
-class DatasetError(ValueError):
+class DatasetError(BenchmarkError, ValueError):
     """A dataset file is missing, malformed, or inconsistent (mask size differs from the image, ...)."""
 
 

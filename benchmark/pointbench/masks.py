@@ -24,12 +24,14 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["SEED_METHODS", "SegmenterError", "seed_mask", "default_box", "HttpSegmenter", "mask_png", "png_mask"]
 
 SEED_METHODS = ("grabcut", "watershed")
 
 
-class SegmenterError(RuntimeError):
+class SegmenterError(BenchmarkError, RuntimeError):
     """The seed could not be computed (bad point, a segmentation service that failed or answered badly)."""
 
 

@@ -36,13 +36,15 @@ from ..scorers import ItemScore
 from .scoring import item_record, score_prediction, summarize
 from .steer import STEER_MODES, apply_steer
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["RUN_RECORD_VERSION", "RunOptions", "ErrorRateExceeded", "run_pointing", "read_run_answers",
            "answers_to_scores", "aggregate_runs"]
 
 log = logging.getLogger(__name__)
 
 
-class ErrorRateExceeded(RuntimeError):
+class ErrorRateExceeded(BenchmarkError, RuntimeError):
     """A run stopped because its failed answers passed the threshold.
 
     Attributes:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..records import RecordError as BaseRecordError
 
+from pointlab.benchmark.errors import BenchmarkError
+
 __all__ = ["VideoBenchError", "FrameSourceError", "RecordError", "SceneDataError"]
 
 
-class VideoBenchError(Exception):
+class VideoBenchError(BenchmarkError):
     """Base class of every error raised by ``pointlab.benchmark.video``."""
 
 

@@ -18,11 +18,12 @@ import numpy as np
 
 from pointlab.perception.extrinsics import Calibration, RigidTransform
 from pointlab.perception.frame import RGBDFrame
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["fit_table_calibration", "TableFitError"]
 
 
-class TableFitError(ValueError):
+class TableFitError(BridgeError, ValueError):
     """No table plane could be found (too few valid depth pixels, or the plane faces away)."""
 
 

@@ -23,6 +23,8 @@ from typing import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from pointlab.bridge.errors import BridgeError
+
 __all__ = ["ClipSettings", "ClipWriter", "ClipError", "draw_points", "FIRST_POINT_RGB", "OTHER_POINT_RGB"]
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ FIRST_POINT_RGB = (255, 0, 255)
 OTHER_POINT_RGB = (0, 255, 255)
 
 
-class ClipError(RuntimeError):
+class ClipError(BridgeError, RuntimeError):
     """The clip could not be opened or written (codec, disk); the message says which."""
 
 

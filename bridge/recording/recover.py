@@ -28,13 +28,14 @@ from pointlab.bridge.recording.layout import check_trial_id
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION
 from pointlab.bridge.recording.static_tf import TF_STATIC
 from pointlab.bridge.recording.trial_bag import BagError, TrialBag
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["summarize_bag", "Recovered", "RecoveryError", "recover_bag"]
 
 log = logging.getLogger(__name__)
 
 
-class RecoveryError(RuntimeError):
+class RecoveryError(BridgeError, RuntimeError):
     """Nothing could be recovered (no MCAP, no whole chunk, or the new bag could not be written)."""
 
 

@@ -18,12 +18,14 @@ import logging
 import shutil
 from pathlib import Path
 
+from pointlab.bridge.errors import BridgeError
+
 __all__ = ["TrialBag", "typestore", "BagError"]
 
 log = logging.getLogger(__name__)
 
 
-class BagError(RuntimeError):
+class BagError(BridgeError, RuntimeError):
     """The bag could not be created or written (folder exists or not writable, disk full)."""
 
 

@@ -17,10 +17,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from pointlab.bridge.errors import BridgeError
+
 __all__ = ["DomainLock", "DomainBusy", "lock_path"]
 
 
-class DomainBusy(RuntimeError):
+class DomainBusy(BridgeError, RuntimeError):
     """Another session on this machine holds the ROS domain."""
 
 

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 
 from pointlab.bridge.ros.msgs import TOPICS
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["GraphClash", "find_clashes", "wait_for_clashes"]
 
@@ -26,7 +27,7 @@ _GUARDED = ("color", "depth", "camera_info", "point_request", "point_answer", "p
             "target_result", "arm_command", "arm_result", "arm_estop", "arm_halt", "arm_reset")
 
 
-class GraphClash(RuntimeError):
+class GraphClash(BridgeError, RuntimeError):
     """Another participant of the ROS graph would cross-talk with this session."""
 
 

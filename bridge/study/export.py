@@ -35,13 +35,14 @@ from pointlab.benchmark.records import dumps_json
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
 from pointlab.bridge.study.store import Store, StoreError
 from pointlab.bridge.study.results import blocks_csv, study_blocks, sus_csv, trial_log, trial_log_csv
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["export_study", "ExportError"]
 
 log = logging.getLogger(__name__)
 
 
-class ExportError(ValueError):
+class ExportError(BridgeError, ValueError):
     """The study does not exist or the output folder is not empty."""
 
 

@@ -37,6 +37,7 @@ from pointlab.bridge.study.sus import sus_score
 from pointlab.bridge.trials.timing import DEFAULT_REVEAL, RevealRule
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.bridge.study.trial_table import DEFAULT_MIN_FREE_MB, SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "trial_result"]
 
@@ -70,7 +71,7 @@ def _require_pointlab_schema(path: Path) -> None:
                          "nothing was written to it")
 
 
-class StoreError(Exception):
+class StoreError(BridgeError):
     """The database cannot be opened or used (missing, corrupt, wrong schema), or an unknown id / bad value."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pointlab.bridge.errors import BridgeError
+
 __all__ = ["SUS_ITEMS", "SusError", "sus_score", "validate_responses", "score_sus_lines", "score_sus_file"]
 
 # The ten statements of Brooke (1996), in order; shown to participants after each agent block.
@@ -31,7 +33,7 @@ SUS_ITEMS = (
 )
 
 
-class SusError(ValueError):
+class SusError(BridgeError, ValueError):
     """Responses that are not ten integers in 1..5; the message says which and why."""
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection
 from pointlab.bridge.trials.machine import DEFAULT_MIN_FREE_BYTES
 from pointlab.bridge.trials.outcomes import REFUSAL_STAGES
 from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attrs", "migrate", "MigrationError"]
 
@@ -42,7 +43,7 @@ STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "numb
                  "judged_unix_s")
 
 
-class MigrationError(RuntimeError):
+class MigrationError(BridgeError, RuntimeError):
     """A database of a version this pointlab cannot migrate from."""
 
 

@@ -37,6 +37,7 @@ from pointlab.bridge.trials.ports import Slot
 from pointlab.bridge.trials.record import TrialResult, text_problem
 from pointlab.bridge.trials.station import Station, TrialSettings
 from pointlab.bridge.trials.timing import RevealRule
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["InstructionsError", "load_instructions", "demo_script", "summarize_trials", "run_scripted_trials",
            "Progress", "HEADLESS_SETTINGS"]
@@ -44,7 +45,7 @@ __all__ = ["InstructionsError", "load_instructions", "demo_script", "summarize_t
 HEADLESS_SETTINGS = TrialSettings(reveal=RevealRule(0.0, 0.0))
 
 
-class InstructionsError(ValueError):
+class InstructionsError(BridgeError, ValueError):
     """The instructions file is missing or a line is not ``{"instruction": str, "expected"?: dict}``."""
 
 

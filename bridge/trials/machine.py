@@ -48,6 +48,7 @@ from pointlab.bridge.trials.outcomes import Abort, RobotErrorInfo
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, SceneEvidence, TargetReply, TrialFrame
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.robot.arm import MotionReport
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["Phase", "PHASES", "TRANSITIONS", "ABORTABLE", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
            # events
@@ -126,7 +127,7 @@ ABORTABLE: frozenset[str] = frozenset({"asking", "targeting", "revealing", "chec
 _ALLOWED = frozenset(TRANSITIONS)
 
 
-class IllegalTransition(RuntimeError):
+class IllegalTransition(BridgeError, RuntimeError):
     """A step tried a transition that ``TRANSITIONS`` does not have (a bug in this module)."""
 
 

@@ -32,6 +32,7 @@ from pointlab.bridge.trials.machine import DEFAULT_MIN_FREE_BYTES, TrialRules
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, CameraPort, HumanRelayPort, Ports, Slot
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.bridge.trials.timing import DEFAULT_REVEAL, RevealRule
+from pointlab.bridge.errors import BridgeError
 
 __all__ = ["Station", "TrialSettings", "Ran", "StationBusy", "KEEP_TRIAL_FRAMES", "PointActParts"]
 
@@ -43,7 +44,7 @@ NEEDS_HOME = "stopped away from home: press Home arm"
 KEEP_TRIAL_FRAMES = 50  # trials whose before/after JPEGs stay in memory (the store keeps them all)
 
 
-class StationBusy(RuntimeError):
+class StationBusy(BridgeError, RuntimeError):
     """A trial cannot start now; the message says why in words a participant can read."""
 
 

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..imageguard import ImageLimits, ImageRejected, decode_image
 
+from pointlab.ui.errors import UiError
+
 __all__ = ["CuratedImage", "CuratedSet", "CuratedSetError", "DEMO_GROUP", "IMAGE_SUFFIXES", "MANIFEST"]
 
 DEMO_GROUP = "pointlab.arena_demo_sets"
@@ -37,7 +39,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 _CURATED_LIMITS = ImageLimits(max_bytes=64 * 1024 * 1024, max_side_px=8192, max_pixels=8192 * 8192)
 
 
-class CuratedSetError(ValueError):
+class CuratedSetError(UiError, ValueError):
     """A curated folder, manifest or demo set is missing or malformed."""
 
 

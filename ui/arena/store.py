@@ -48,6 +48,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from pointlab.ui.errors import UiError
+
 __all__ = ["ArenaStore", "ArenaError", "StoreUnavailable", "VOTE_CHOICES", "BattleRow", "SessionRow", "SCHEMA_VERSION", "store_url"]
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,7 @@ SCHEMA_VERSION = 2
 VOTE_CHOICES = {"A": "model_a", "B": "model_b", "both_good": "both_good", "both_bad": "both_bad"}
 
 
-class ArenaError(Exception):
+class ArenaError(UiError):
     """A refused arena action. ``status`` is the HTTP status the web layer answers with."""
 
     def __init__(self, message: str, status: int = 400):
