@@ -571,14 +571,14 @@ class Recorder:
     def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg, *, pinned: bool = False) -> None:
         stamp = stamp_to_ns(msg.header.stamp)
         stored = _STORED_AS.get(topic, topic)  # one slot per stored stream: a raw and a JPEG colour share it
-        if stamp in t.kept.setdefault(stored, set()):
-            return  # this capture's frame is in already (the agent's capture comes twice: pinned, and in turn)
         windows = self._windows(topic, stamp)
         last = t.image_slot.get(stored)
         # kept when it opens a new window at every rate that applies (a depth: new colour window and new
-        # depth window), or when it is a frame of the agent's capture
+        # depth window), or when it is a frame of the agent's capture; once only (the agent's capture may
+        # come twice: pinned, and in turn)
         keep = (pinned or last is None or all(w is None or w != lw for w, lw in zip(windows, last))) and not (
-            topic == _COLOR_JPEG and self.config.images == "raw")  # a raw recording keeps raw colour only
+            topic == _COLOR_JPEG and self.config.images == "raw") and (  # a raw recording keeps raw colour only
+            stamp not in t.kept.setdefault(stored, set()))
         # the clip takes frames in stamp order; a frame of the agent's capture comes out of turn
         to_clip = (not pinned and topic in _COLORS and t.clip is not None
                    and stamp // self._clip_period_ns != t.clip_slot)
