@@ -140,6 +140,7 @@ _POINT_FRAME = TOPICS["point_frame"]
 # frames held for the agent's capture: at 30 fps colour + depth, about a second (the point_frame that
 # names it comes a few ms after the frame; the hold costs ~40 MB of references to received bytes)
 _RECENT_FRAMES = 64
+_MAX_PINS = 8  # agent captures kept per recording (a trial has one; a retried request a few)
 _KEEP_FINISHED = 200
 
 
@@ -159,15 +160,14 @@ def _peek_stamp_ns(cdr: bytes) -> int | None:
     return int.from_bytes(cdr[4:8], order, signed=True) * 1_000_000_000 + nsec
 
 
-def _point_frame_stamp(cdr: bytes) -> int | None:
-    """The ``stamp_ns`` of a serialized ``point_frame`` (``std_msgs/String`` JSON ``PointFrame``), or
-    ``None`` when it is not one. CDR of a String: 4-byte encapsulation header, uint32 length (with the
-    NUL), the bytes."""
+def _point_frame(cdr: bytes) -> PointFrame | None:
+    """A serialized ``point_frame`` (``std_msgs/String`` JSON ``PointFrame``), or ``None`` when it is
+    not one. CDR of a String: 4-byte encapsulation header, uint32 length (with the NUL), the bytes."""
     if len(cdr) < 8 or cdr[0] != 0 or cdr[1] not in (0, 1):
         return None
     n = int.from_bytes(cdr[4:8], "little" if cdr[1] else "big")
     try:
-        return PointFrame.model_validate_json(cdr[8:8 + n].rstrip(b"\0")).stamp_ns
+        return PointFrame.model_validate_json(cdr[8:8 + n].rstrip(b"\0"))
     except ValidationError:
         return None
 
@@ -253,7 +253,7 @@ class Recorder:
         # the latest frames (topic, stamp, log_ns, cdr), whatever the rates: the capture the agent is
         # shown arrives before its point_frame, so it is picked from here (``_pin``)
         self._recent: deque[tuple[str, int, int, bytes]] = deque(maxlen=_RECENT_FRAMES)
-        self._pins: deque[int] = deque(maxlen=8)  # stamps of the captures the agents were shown
+        self._pins: set[int] = set()  # stamps of the captures agents were shown in this recording (<= _MAX_PINS)
         self._running: set[str] = set()  # begun, not yet finished (caller's view)
         self._finished: OrderedDict[str, Recording] = OrderedDict()
         self._image_period_ns = None if config.image_fps is None else round(1e9 / config.image_fps)
@@ -329,11 +329,13 @@ class Recorder:
 
     def _pin(self, log_ns: int, cdr: bytes) -> None:
         """A ``point_frame`` names the capture the agent is shown: queue its frames already received
-        (from ``_recent``) and remember its stamp for those still to come."""
-        stamp = _point_frame_stamp(cdr)
-        if stamp is None or stamp in self._pins:
+        (from ``_recent``) and remember its stamp for those still to come. At most ``_MAX_PINS``
+        captures per recording (a flood of point_frames must not bypass ``max_queued``)."""
+        frame = _point_frame(cdr)
+        if frame is None or frame.stamp_ns in self._pins or len(self._pins) >= _MAX_PINS:
             return
-        self._pins.append(stamp)
+        stamp = frame.stamp_ns
+        self._pins.add(stamp)
         for topic, frame_stamp, frame_log_ns, frame in list(self._recent):
             if frame_stamp == stamp:
                 self._put(topic, frame_log_ns, frame, pin_ns=log_ns)
@@ -376,6 +378,9 @@ class Recorder:
                 raise ValueError(f"trial {trial_id!r} was already recorded")
             self._running.add(trial_id)
             dropped = self._dropped
+            # the early skipping (``_wanted_image``) and the pins start afresh: a capture whose window the
+            # last recording took, or that an agent was shown then, is this recording's to take again
+            self._offered_slots, self._offered_depth_window, self._pins = {}, None, set()
         held = list(self._latched.items())
         depth = self._last_depth
         if depth is not None and _peek_stamp_ns(depth[1]) != self._last_color_stamp:
@@ -547,7 +552,9 @@ class Recorder:
             self._image_to(t, topic, log_ns, cdr, msg, pinned=pinned)
             return
         if topic == _POINT_FRAME and t.agent_frame_ns is None:
-            t.agent_frame_ns = _point_frame_stamp(cdr)
+            frame = _point_frame(cdr)  # the recording's own request's (any, when begun without one)
+            if frame is not None and t.request_id in (None, frame.request_id):
+                t.agent_frame_ns = frame.stamp_ns
         if topic == _ANSWER and t.answer is None:
             self._answer_to(t, msg)
             if t.answer is not None:  # this trial's answer: its points over the image, for a viewer

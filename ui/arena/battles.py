@@ -291,6 +291,8 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
     try:
         rec = await run_in_threadpool(arena.store.battle, bid)
     except StoreUnavailable:
+        # accepted first: a close before the handshake is an HTTP 403, which a page cannot tell from a refusal
+        await websocket.accept()
         await websocket.close(code=1013, reason="the database is unreachable; try again")  # RFC 6455: try again later
         return
     except ArenaError:
@@ -319,8 +321,8 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
         if len(sent) < 2:  # a battle from before a restart whose answers were lost
             await websocket.send_json({"type": "error", "message": "answers unavailable"})
         else:
-            # "ready" (the vote buttons) only once the store knows the answers were shown: a vote needs it
-            await when_store_back(arena, arena.store.mark_shown, bid)
+            # "ready" (the vote buttons) only once the store has both answers and knows they were shown
+            await _settle(arena, bid, tasks)
             arena.pending.pop(bid, None)
             await websocket.send_json({"type": "ready"})
         # keep the socket open until the page leaves; ignore whatever it sends
@@ -328,10 +330,26 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
             await websocket.receive_text()
     except WebSocketDisconnect:
         return
-    except StoreUnavailable:  # past store_retry_s: the page shows the message and may reload
-        await websocket.send_json({"type": "error", "message": "the arena's database is unreachable; reload the "
-                                                               "page in a minute to see this battle"})
-        await websocket.close(code=1013)
+    except StoreUnavailable:
+        # past store_retry_s: the answers stay with this worker (``arena.pending``) and the page opens the
+        # socket again after a 1013, which stores them once the database is back (``_settle``)
+        await websocket.close(code=1013, reason="the database is unreachable; try again")
+    except ArenaError as e:  # the store refused (a battle whose answers were lost with a restart)
+        await websocket.send_json({"type": "error", "message": str(e)})
+        await websocket.close(code=1011)
+
+
+async def _settle(arena: ArenaContext, bid: str, tasks: dict) -> None:
+    """Both answers in the store, then "shown", each tried again while the store is unreachable
+    (``when_store_back``). An answer whose own write gave up (an outage longer than
+    ``store_retry_s``) is written again from this worker's finished task. Raises: StoreUnavailable,
+    or ArenaError when an answer is neither stored nor held here."""
+    stored = await when_store_back(arena, arena.store.answers_stored, bid)
+    for side, have in zip("AB", stored):
+        task = tasks.get(side)
+        if not have and task is not None and task.done():
+            await when_store_back(arena, arena.store.record_answer, bid, side, task.result())
+    await when_store_back(arena, arena.store.mark_shown, bid)
 
 
 class VoteIn(BaseModel):

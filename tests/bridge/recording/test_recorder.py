@@ -652,3 +652,43 @@ def test_depth_is_kept_at_most_at_the_colour_rate(tmp_path, real_frames, stream_
     every = record(tmp_path / "every", stream, image_fps=None, depth_fps=2)
     assert (fast.color_frames, fast.depth_frames) == (5, 5)
     assert (every.color_frames, every.depth_frames) == (25, 2)  # windows of 500 ms: captures 0 and 13
+
+
+def test_the_agent_s_capture_is_the_own_request_s_and_pins_start_afresh_per_recording(tmp_path, real_frames):
+    """Found by a breaking session: another request's point_frame must not name the recording's capture;
+    two trials shown the same capture (a stalled camera) both keep it; a recording that begins between a
+    capture's depth and colour right after another recording keeps the colour too; a flood of
+    point_frames cannot queue frames past a small bound."""
+    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, depth_fps=None))
+
+    def cap(i):
+        f = real_frames[i % len(real_frames)]
+        return cdr.capture(f.color, f.depth, f.intrinsics, T0 + i * PERIOD_NS)
+
+    def frame(req, i):
+        return TOPICS["point_frame"], cdr.string(PointFrame(request_id=req, stamp_ns=T0 + i * PERIOD_NS))
+
+    try:
+        feed(rec, [x for i in range(4) for x in cap(i)])
+        rec.begin("own", request_id="r2")
+        feed(rec, [frame("r1", 1), frame("r2", 3)])  # an older request's point_frame comes first
+        feed(rec, [x for i in range(4, 7) for x in cap(i)])
+        own = rec.end("own")
+        info, depth, colour = cap(7)
+        feed(rec, [info, depth])
+        rec.begin("same", request_id="r3")  # between capture 7's depth and colour, right after "own"
+        feed(rec, [colour, frame("r3", 3)])  # shown capture 3 again: the camera stalled
+        same = rec.end("same")
+        feed(rec, [x for i in range(9, 41) for x in cap(i)])  # the buffer holds captures 9-40 (64 frames)
+        rec.begin("flood", request_id="r4")
+        feed(rec, [frame("r4", 9 + k % 30) for k in range(300)])  # point_frames over 30 of them
+        flood = rec.end("flood")
+    finally:
+        rec.close()
+    assert own.agent_frame_ns == T0 + 3 * PERIOD_NS and own.complete
+    _, msgs = read_mcap(tmp_path / same.mcap)
+    kept = sorted((t.rsplit("/", 1)[1], round((stamp(m) - T0) / PERIOD_NS)) for t, _l, _p, m in msgs
+                  if t in (COLOR_Z, DEPTH_Z))
+    assert kept == [("compressed", 3), ("compressed", 7), ("compressedDepth", 3), ("compressedDepth", 7)]
+    assert same.agent_frame_ns == T0 + 3 * PERIOD_NS
+    assert flood.color_frames == flood.depth_frames == 8  # 8 captures pinned at most per recording

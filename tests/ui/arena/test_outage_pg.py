@@ -7,6 +7,7 @@ and the store holds every acknowledged vote once and nothing else."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -91,3 +92,87 @@ def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(c
         assert [v["winner"] for v in store.votes(include_flagged=True)] == ["model_b"]
     finally:
         store.close()
+
+
+class _GatedModel:
+    """A model that answers "[60, 40]" once ``gate`` is set (served by the sim model server, reached by the
+    real OpenAI client): the test decides whether the answers come during the outage."""
+
+    def __init__(self, gate) -> None:
+        self.gate = gate
+
+    def answer(self, request) -> str:
+        assert self.gate.wait(60)
+        return "[60, 40]"
+
+
+def test_an_outage_longer_than_the_retry_window_leaves_the_battle_votable(own_pg, uoc_tabletop, tmp_path):
+    """Found by a breaking session: the answers come while the database is down and their writes give
+    up (store_retry_s 1 s); a websocket opened during the outage is closed with 1013 (after the
+    handshake, not an HTTP 403); once the database is back, a new websocket stores the answers this
+    worker still holds, says "ready", and the vote is stored once."""
+    import asyncio
+    import concurrent.futures
+    import threading
+
+    import httpx
+    import websockets
+    from websockets.exceptions import ConnectionClosed
+
+    from pointlab.benchmark.agents_config import AgentConfig, build_agent
+    from pointlab.sim_mock.model_server import create_model_server, serve_in_thread
+    from pointlab.ui.arena import ArenaSettings, create_arena_app
+
+    from .helpers import curated
+
+    gate = threading.Event()
+    murl, stop_models = serve_in_thread(create_model_server({n: _GatedModel(gate) for n in ("m1", "m2")}))
+    agents = {n: build_agent(AgentConfig(name=n, kind="openai", base_url=murl, model=n, point_format="xy_pixels",
+                                         max_retries=0)) for n in ("m1", "m2")}
+    app = create_arena_app(agents, db_path=own_pg.url, curated_dir=curated(uoc_tabletop, tmp_path),
+                           settings=ArenaSettings(seed=1, store_retry_s=1.0))
+    url, stop = serve_in_thread(app)
+    base = url.removesuffix("/v1")
+    store = app.state.arena.store
+
+    async def socket(cookie: str, bid: str) -> list:
+        got = []
+        try:
+            async with websockets.connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
+                                          additional_headers={"Cookie": f"arena_session={cookie}"}) as ws:
+                while (kind := json.loads(await asyncio.wait_for(ws.recv(), 30))["type"]) not in ("ready", "error"):
+                    got.append(kind)
+                got.append(kind)
+        except ConnectionClosed as e:
+            got.append(f"closed {e.rcvd.code if e.rcvd else None}")
+        return got
+
+    def ws_messages(cookie: str, bid: str) -> list:
+        # on a thread of its own: a browser test before this one may leave an event loop in this thread
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, socket(cookie, bid)).result(timeout=60)
+
+    try:
+        with httpx.Client(base_url=base, timeout=30) as c:
+            r = c.post("/api/battles", data={"instruction": "Point to the bowl", "image_name": "000000-color.png"})
+            assert r.status_code == 200, r.text
+            bid, cookie = r.json()["battle_id"], c.cookies["arena_session"]
+            own_pg.pause()
+            try:
+                gate.set()  # the answers come now, while nothing can be written
+                deadline = time.monotonic() + 30
+                while any(t.done() is False for t in app.state.arena.pending[bid].values()):
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+                time.sleep(1.5)  # past store_retry_s: the answers' own writes gave up
+                assert ws_messages(cookie, bid) == ["closed 1013"]
+                assert c.post(f"/api/battles/{bid}/vote", json={"choice": "A"}).status_code == 503
+            finally:
+                own_pg.resume()
+            assert ws_messages(cookie, bid) == ["answer", "answer", "ready"]
+            v = c.post(f"/api/battles/{bid}/vote", json={"choice": "A"})
+            assert v.status_code == 200, v.text
+        assert [x["winner"] for x in store.votes(include_flagged=True)] == ["model_a"]
+    finally:
+        stop()
+        stop_models()

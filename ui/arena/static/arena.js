@@ -86,7 +86,7 @@ function listen(bid) {
   state.ws = ws;
   ws.onclose = (ev) => {  // 1013: the database is unreachable; the answers wait on the server
     if (ev.code === 1013 && bid === state.battle && state.ws === ws) {
-      status("The arena's database is unreachable for the moment; waiting for the answers…", true);
+      status("The arena's database is unreachable for the moment; the answers will show when it is back…", true);
       setTimeout(() => { if (bid === state.battle) listen(bid); }, 3000);
     }
   };
