@@ -137,7 +137,7 @@ def _guarded_callback(callback, where: str):
             if bad:
                 fail(f"{flags.get(name, name)}: {bad[0]} is not a finite number")
             if name in OUTPUT_OPTIONS and value is not None:
-                problem = _unwritable(value)
+                problem = unwritable(value)
                 if problem:
                     fail(f"{flags.get(name, name)} {value}: {problem}")
         return callback(*args, **kwargs)
@@ -146,7 +146,23 @@ def _guarded_callback(callback, where: str):
     return checked
 
 
-def _unwritable(path) -> str | None:
+def _can_create_in(folder) -> bool:
+    """Whether a file can be created in ``folder``, tried for real: ``os.access`` says yes to root on a
+    read-only or virtual file system (``/sys``). The probe is an unnamed temporary file (``O_TMPFILE``
+    on Linux), so nothing appears in the folder."""
+    import os
+    import tempfile
+
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def unwritable(path) -> str | None:
     """Why nothing can be written at ``path`` (or below it), or ``None``: its nearest existing
     ancestor must be a folder this process may write into."""
     import os
@@ -164,7 +180,7 @@ def _unwritable(path) -> str | None:
         anc = anc.parent
     if not anc.is_dir():
         return f"{anc} is a file, not a folder"
-    if not os.access(anc, os.W_OK | os.X_OK):
+    if not _can_create_in(anc):
         return f"folder {anc} is not writable"
     return None
 
@@ -181,10 +197,12 @@ def require_writable_file(path, option: str, *, sqlite: bool = False) -> None:
     folder = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         fail(f"{option} {p}: is a folder, not a file")
+    if folder.exists() and not folder.is_dir():
+        fail(f"{option} {p}: {folder} is a file, not a folder")
     if not folder.is_dir():
         fail(f"{option} {p}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        fail(f"{option} {p}: not writable")
+    if not _can_create_in(folder) or (p.exists() and not os.access(p, os.W_OK)):
+        fail(f"{option} {p}: not writable (folder {folder})")
     if sqlite and p.is_file() and p.stat().st_size > 0:
         with open(p, "rb") as f:
             if f.read(16) != b"SQLite format 3\x00":

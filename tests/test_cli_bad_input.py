@@ -148,6 +148,12 @@ def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):
      "--depth-fps: Input should be greater than 0"),
     (["act", "--db", "t.sqlite", "--depth-fps", "0"], "--depth-fps: Input should be greater than 0"),
     (["perf", "loop", "--images", "png"], "--images: Input should be 'compressed' or 'raw'"),
+    # a newcomer's: a file where the folder should be, the arena's store given a text file, a folder
+    # where nothing can be created even by root (sysfs; os.access says yes to root)
+    (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt/t.sqlite"], "notes.txt is a file, not a folder"),
+    (["bench", "arena", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
+    (["act", "trials", "--agent", "sim-oracle", "--db", "/sys/t.sqlite"], "--db /sys/t.sqlite: not writable"),
+    (["bench", "arena", "--db", "/sys/arena.db"], "--db /sys/arena.db: not writable"),
 ])
 def test_the_issue_s_examples_exit_2_in_one_line(tmp_path, monkeypatch, capsys, args, needle):
     monkeypatch.chdir(tmp_path)

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import SEED_MAX, SubApp, fail, print_json
+from pointlab.benchmark.clikit import SEED_MAX, SubApp, fail, print_json, require_writable_file, unwritable
 from pointlab.bridge.commands.act import CAL_HELP, CAMERA_HELP, DEPTH_FPS_HELP, ROBOT_HELP
 
 from .serve import KEEP_ALIVE_S, serve
@@ -124,7 +124,11 @@ def bench_arena_cmd(
     from .arena.store import ArenaError
 
     local = "://" not in db
+    if local and db != ":memory:":
+        require_writable_file(Path(db), "--db", sqlite=True)  # before the demo set is rendered beside it
     home = Path(db).resolve().parent if local else Path.cwd()
+    if images is None and (why := unwritable(demo_dir or home / "arena_demo")):
+        fail(f"--demo-dir {demo_dir or home / 'arena_demo'}: {why}")
     cfg = ArenaConfig(db=db, agents=str(agents) if agents else None, images=str(images) if images else None,
                       masks=str(masks) if masks else None, mask_names=list(mask_label),
                       demo_dir=str(demo_dir or home / "arena_demo"), data=str(data) if data else None,
