@@ -192,7 +192,8 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         with_ = p2c([r for r, f in zip(results, recorded_flags) if f])
         cores = {flag: _cores([c for c, f in zip(cpu, recorded_flags) if f == flag]) for flag in (False, True)}
         out["recording"] = {
-            "block": block, "image_fps": rec_config.image_fps, "depth_fps": rec_config.depth_fps, "clip_fps": rec_config.clip.fps,
+            "block": block, "image_fps": rec_config.image_fps, "depth_fps": rec_config.depth_fps,
+            "clip_fps": rec_config.clip.fps,
             "point_to_command_ms_without": without, "point_to_command_ms_with": with_,
             "ratio_p50": round(with_["p50"] / without["p50"], 3) if with_["n"] and without["n"] and without["p50"] else None,
             "images": rec_config.images,

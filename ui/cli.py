@@ -127,11 +127,12 @@ def bench_arena_cmd(
     if local and db != ":memory:":
         require_writable_file(Path(db), "--db", sqlite=True)  # before the demo set is rendered beside it
     home = Path(db).resolve().parent if local else Path.cwd()
-    if images is None and (why := unwritable(demo_dir or home / "arena_demo")):
-        fail(f"--demo-dir {demo_dir or home / 'arena_demo'}: {why}")
+    demo = demo_dir or home / "arena_demo"
+    if images is None and (why := unwritable(demo)):
+        fail(f"--demo-dir {demo}: {why}")
     cfg = ArenaConfig(db=db, agents=str(agents) if agents else None, images=str(images) if images else None,
                       masks=str(masks) if masks else None, mask_names=list(mask_label),
-                      demo_dir=str(demo_dir or home / "arena_demo"), data=str(data) if data else None,
+                      demo_dir=str(demo), data=str(data) if data else None,
                       uploads_dir=str(home / "uploads"),
                       settings={"sampler": sampler, "trusted_proxies": list(trusted_proxy), "few_votes": few_votes,
                                 "human_feedback": human_feedback, "max_battles_per_minute": rate_limit,

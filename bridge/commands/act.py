@@ -38,6 +38,15 @@ DEPTH_FPS_HELP = ("recorded aligned-depth frames per second, at most the colour'
                   "(docs/recording.md)")
 
 
+def _option_of(error: dict, renames: dict[str, str] | None = None) -> str:
+    """The command-line option a pydantic error is about (``--time-scale`` for ``time_scale``;
+    ``renames`` where the field is not the option's name), or ``"session"`` for a model-level one."""
+    field = str(error["loc"][0]) if error["loc"] else ""
+    if not field:
+        return "session"
+    return (renames or {}).get(field, "--" + field.replace("_", "-"))
+
+
 def recording_config(*, images: str = "compressed", image_fps: Optional[float] = None,
                      depth_fps: Optional[float] = None):
     """The ``RecordingConfig`` of a command's recording options (``--images``, ``--image-fps``,
@@ -51,8 +60,7 @@ def recording_config(*, images: str = "compressed", image_fps: Optional[float] =
         return RecordingConfig(**given)
     except ValidationError as e:
         first = e.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "images"
-        fail(f"--{field.replace('_', '-')}: {first.get('ctx', {}).get('error') or first['msg']}", 2)
+        fail(f"{_option_of(first)}: {first.get('ctx', {}).get('error') or first['msg']}", 2)
 
 
 def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
@@ -75,10 +83,7 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
     except ValidationError as e:
         first = e.errors()[0]
         # name the option the user typed (--time-scale), not the config field (time_scale)
-        field = str(first["loc"][0]) if first["loc"] else ""
-        where = {"agents_config": "--agents", "db_path": "--db"}.get(field, "--" + field.replace("_", "-")) \
-            if field else "session"
-        fail(f"{where}: {first['msg']}", 2)
+        fail(f"{_option_of(first, {'agents_config': '--agents', 'db_path': '--db'})}: {first['msg']}", 2)
     try:
         return start_session(config)
     except (AgentsConfigError, PerceptionError, ValueError) as e:

@@ -293,10 +293,10 @@ class Recorder:
             # a camera publishes a capture's depth before its colour (camera_node): a recording that
             # begins between the two would keep the colour without its depth, which playback skips
             self._last_depth = (log_ns, cdr)
-        elif topic in _COLORS:
-            self._last_color_stamp = _peek_stamp_ns(cdr)
         image = topic in _IMAGES
-        stamp = _peek_stamp_ns(cdr) if image else None
+        stamp = _peek_stamp_ns(cdr) if image else None  # peeked once: this runs for every frame at camera rate
+        if topic in _COLORS:
+            self._last_color_stamp = stamp
         if image and stamp is not None:
             self._recent.append((topic, stamp, log_ns, cdr))
         if not self._running or topic not in _INPUT_TYPES:
@@ -306,7 +306,7 @@ class Recorder:
         elif image and stamp is not None and stamp in self._pins:
             self._put(topic, log_ns, cdr, pin_ns=log_ns)  # the agent's capture, arriving after its request
             return
-        if image and not self._wanted_image(topic, cdr):
+        if image and not self._wanted_image(topic, stamp):
             return  # another frame of a window already taken: never queued, never decoded
         self._put(topic, log_ns, cdr)
 
@@ -340,12 +340,11 @@ class Recorder:
             if frame_stamp == stamp:
                 self._put(topic, frame_log_ns, frame, pin_ns=log_ns)
 
-    def _wanted_image(self, topic: str, cdr: bytes) -> bool:
+    def _wanted_image(self, topic: str, stamp: int | None) -> bool:
         """Whether an image is the first of its stamp window (``image_fps``, and ``clip.fps`` for
         colour) among those offered: only those can be kept, so only those are queued (a 30 fps
         camera then queues 15 images a second, not 60). The engine thread decides again per
-        recording, on the decoded message."""
-        stamp = _peek_stamp_ns(cdr)
+        recording, on the decoded message. ``stamp``: the frame's, peeked (``None``: unreadable)."""
         if stamp is None:
             return True  # let the engine decode it and say what is wrong
         slots = (None if self._image_period_ns is None else stamp // self._image_period_ns,

@@ -67,9 +67,12 @@ def session_id(request: Request, response: Response, arena: Arena) -> str:
 Sid = Annotated[str, Depends(session_id)]
 
 
-def _http(e: ArenaError | ImageRejected | CuratedSetError) -> HTTPException:
-    retry = {"Retry-After": str(e.retry_after_s)} if isinstance(e, StoreUnavailable) else None
-    return HTTPException(getattr(e, "status", 404), str(e), headers=retry)
+def _http(e: ArenaError | ImageRejected | CuratedSetError) -> Exception:
+    """The exception a route raises for a refused action: ``StoreUnavailable`` as it is (the app's
+    handler answers 503 with Retry-After), anything else as an HTTPException of its status."""
+    if isinstance(e, StoreUnavailable):
+        return e
+    return HTTPException(getattr(e, "status", 404), str(e))
 
 
 async def when_store_back(arena: ArenaContext, fn, *args) -> Any:

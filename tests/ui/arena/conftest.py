@@ -7,15 +7,26 @@ import pytest
 from tests.pgcluster import PgCluster, PgUnavailable
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """A running private PostgreSQL cluster (``.url``) for the whole test session."""
+def _cluster():
+    """A started private cluster, stopped when the fixture ends; skipped with the reason when none starts."""
     try:
         cluster = PgCluster().start()
     except PgUnavailable as e:
         pytest.skip(f"PostgreSQL server unavailable: {e}")
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A running private PostgreSQL cluster (``.url``) for the whole test session."""
+    yield from _cluster()
+
+
+@pytest.fixture
+def own_pg():
+    """A cluster of the test's own, for a test that stops and starts it (the shared one must not be)."""
+    yield from _cluster()
 
 
 _db_counter = iter(range(10**6))

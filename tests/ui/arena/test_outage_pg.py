@@ -12,20 +12,8 @@ import time
 import pytest
 
 from pointlab.ui.arena.perf import measure_arena_outage
-from tests.pgcluster import PgCluster, PgUnavailable
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def own_pg():
-    """A cluster of this test's own: it is stopped and started, which the shared one must not be."""
-    try:
-        cluster = PgCluster().start()
-    except PgUnavailable as e:
-        pytest.skip(f"PostgreSQL server unavailable: {e}")
-    yield cluster
-    cluster.stop()
 
 
 def test_voters_through_a_postgresql_outage_lose_nothing_and_see_no_500(own_pg):
