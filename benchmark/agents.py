@@ -91,11 +91,21 @@ class AgentAnswer:
 
     def to_dict(self) -> dict:
         """JSON-ready record (the raw text is kept for re-scoring)."""
-        return {"points": [[float(u), float(v)] for u, v in self.points_px], "raw_text": self.raw_text,
-                "parse_error": self.parse_error, "latency_s": round(self.latency_s, 6), "error": self.error,
-                "model": self.model, "point_format": self.point_format, "prompt_style": self.prompt_style,
-                "attempts": self.attempts, "status": self.status, "entries": [e.to_dict() for e in self.entries or []],
-                "sent_size": list(self.sent_size) if self.sent_size else None, "prompt": self.prompt}
+        return {
+            "points": [[float(u), float(v)] for u, v in self.points_px],
+            "raw_text": self.raw_text,
+            "parse_error": self.parse_error,
+            "latency_s": round(self.latency_s, 6),
+            "error": self.error,
+            "model": self.model,
+            "point_format": self.point_format,
+            "prompt_style": self.prompt_style,
+            "attempts": self.attempts,
+            "status": self.status,
+            "entries": [e.to_dict() for e in self.entries or []],
+            "sent_size": list(self.sent_size) if self.sent_size else None,
+            "prompt": self.prompt,
+        }
 
 
 def _check_image(image_rgb: np.ndarray) -> str | None:
@@ -149,12 +159,27 @@ class OpenAIAgent(Agent):
         ValueError: unknown point format or prompt style, or bad numeric settings.
     """
 
-    def __init__(self, name: str, *, base_url: str, model: str, api_key_env: str = "", point_format: str = "xy_pixels",
-                 prompt_style: str = "default", temperature: float | None = 0.0, timeout_s: float = 60.0,
-                 max_retries: int = 2, max_tokens: int | None = 1024, max_completion_tokens: int | None = None,
-                 reasoning_effort: str | None = None, extra_body: dict | None = None,
-                 max_image_side_px: int | None = None, image_encoding: str = "jpeg",
-                 qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str = "",
+        point_format: str = "xy_pixels",
+        prompt_style: str = "default",
+        temperature: float | None = 0.0,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        max_tokens: int | None = 1024,
+        max_completion_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        extra_body: dict | None = None,
+        max_image_side_px: int | None = None,
+        image_encoding: str = "jpeg",
+        qwen_min_pixels: int = QWEN_MIN_PIXELS,
+        qwen_max_pixels: int = QWEN_MAX_PIXELS,
+    ) -> None:
         super().__init__(name)
         check_format_and_style(point_format, prompt_style)
         if timeout_s <= 0 or max_retries < 0 or (temperature is not None and temperature < 0):
@@ -164,9 +189,13 @@ class OpenAIAgent(Agent):
         self.point_format, self.prompt_style = point_format, prompt_style
         self.temperature = None if temperature is None else float(temperature)
         self.timeout_s, self.max_retries = float(timeout_s), int(max_retries)
-        self.params = RequestParams(temperature=self.temperature, max_tokens=max_tokens,
-                                    max_completion_tokens=max_completion_tokens, reasoning_effort=reasoning_effort,
-                                    extra_body=dict(extra_body or {}))
+        self.params = RequestParams(
+            temperature=self.temperature,
+            max_tokens=max_tokens,
+            max_completion_tokens=max_completion_tokens,
+            reasoning_effort=reasoning_effort,
+            extra_body=dict(extra_body or {}),
+        )
         self.max_image_side_px = max_image_side_px
         self.image_encoding = image_encoding
         self.qwen_min_pixels, self.qwen_max_pixels = qwen_min_pixels, qwen_max_pixels
@@ -180,15 +209,25 @@ class OpenAIAgent(Agent):
     def client(self, key: str | None = None) -> ModelClient:
         """The agent's ``ModelClient`` (made on first use with the key from ``api_key_env``)."""
         if self._model_client is None:
-            self._model_client = ModelClient(base_url=self.base_url, model=self.model,
-                                             api_key=key or self._api_key() or "EMPTY", timeout_s=self.timeout_s,
-                                             max_retries=self.max_retries, params=self.params)
+            self._model_client = ModelClient(
+                base_url=self.base_url,
+                model=self.model,
+                api_key=key or self._api_key() or "EMPTY",
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                params=self.params,
+            )
         return self._model_client
 
     def describe(self) -> dict:
         """The request settings a run records (``ModelClient.describe`` plus format and prompt style)."""
-        return {**self.client().describe(), "point_format": self.point_format, "prompt_style": self.prompt_style,
-                "qwen_min_pixels": self.qwen_min_pixels, "qwen_max_pixels": self.qwen_max_pixels}
+        return {
+            **self.client().describe(),
+            "point_format": self.point_format,
+            "prompt_style": self.prompt_style,
+            "qwen_min_pixels": self.qwen_min_pixels,
+            "qwen_max_pixels": self.qwen_max_pixels,
+        }
 
     def _sent_image(self, image_rgb: np.ndarray) -> np.ndarray:
         h, w = image_rgb.shape[:2]
@@ -211,8 +250,15 @@ class OpenAIAgent(Agent):
     def parse(self, text: str, width: int, height: int, sent_size: tuple[int, int] | None = None) -> ParsedPoints:
         """Parse an answer of this agent for a ``width x height`` original sent at ``sent_size``."""
         sw, sh = sent_size or (width, height)
-        return parse_points(text, self.point_format, width, height, model_size=self.model_size(sw, sh),
-                            qwen_min_pixels=self.qwen_min_pixels, qwen_max_pixels=self.qwen_max_pixels)
+        return parse_points(
+            text,
+            self.point_format,
+            width,
+            height,
+            model_size=self.model_size(sw, sh),
+            qwen_min_pixels=self.qwen_min_pixels,
+            qwen_max_pixels=self.qwen_max_pixels,
+        )
 
     async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
         t0 = time.perf_counter()
@@ -227,8 +273,15 @@ class OpenAIAgent(Agent):
         try:
             sent = self._sent_image(image_rgb)
             sh, sw = sent.shape[:2]
-            messages = build_messages(instruction, sent, self.point_format, self.prompt_style, width=sw, height=sh,
-                                      encoding=self.image_encoding)
+            messages = build_messages(
+                instruction,
+                sent,
+                self.point_format,
+                self.prompt_style,
+                width=sw,
+                height=sh,
+                encoding=self.image_encoding,
+            )
             prompt = build_prompt(instruction, self.point_format, self.prompt_style, width=sw, height=sh)
         except Exception as e:  # a bad image or setting must not crash the caller
             return AgentAnswer(error=f"prompt: {e}", latency_s=time.perf_counter() - t0, **base)
@@ -242,10 +295,15 @@ class OpenAIAgent(Agent):
             parsed = self.parse(text, width, height, (sw, sh))
         except Exception as e:  # parse_points does not raise on model text; keep point()'s contract anyway
             log.exception("agent %s: parsing %r failed", self.name, text[:200])
-            return AgentAnswer(raw_text=text, parse_error=f"unparseable: parser failed: {e}", latency_s=latency,
-                               **base)
-        return AgentAnswer(points_px=parsed.points_px, raw_text=text, parse_error=parsed.reason, latency_s=latency,
-                           entries=list(parsed.entries), **base)
+            return AgentAnswer(raw_text=text, parse_error=f"unparseable: parser failed: {e}", latency_s=latency, **base)
+        return AgentAnswer(
+            points_px=parsed.points_px,
+            raw_text=text,
+            parse_error=parsed.reason,
+            latency_s=latency,
+            entries=list(parsed.entries),
+            **base,
+        )
 
     async def aclose(self) -> None:
         if self._model_client is not None:
@@ -278,8 +336,13 @@ class HumanRequest:
 
     def to_dict(self) -> dict:
         """Metadata without the image."""
-        return {"request_id": self.request_id, "instruction": self.instruction, "width": self.width,
-                "height": self.height, "created_s": self.created_s}
+        return {
+            "request_id": self.request_id,
+            "instruction": self.instruction,
+            "width": self.width,
+            "height": self.height,
+            "created_s": self.created_s,
+        }
 
 
 class HumanAgent(Agent):
@@ -366,8 +429,12 @@ class HumanAgent(Agent):
         try:
             clicked = await asyncio.wait_for(fut, timeout=self.timeout_s)
         except asyncio.TimeoutError:
-            return AgentAnswer(error=f"timeout: no human answer within {self.timeout_s:g} s",
-                               latency_s=time.perf_counter() - t0, attempts=1, **base)
+            return AgentAnswer(
+                error=f"timeout: no human answer within {self.timeout_s:g} s",
+                latency_s=time.perf_counter() - t0,
+                attempts=1,
+                **base,
+            )
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():  # our own task was cancelled, not the request
@@ -377,11 +444,24 @@ class HumanAgent(Agent):
             with self._lock:
                 self._pending.pop(req.request_id, None)
         if clicked is None:  # declined: no point, as a model that names none
-            return AgentAnswer(raw_text="", latency_s=time.perf_counter() - t0, attempts=1, entries=[],
-                               sent_size=(req.width, req.height), **base)
+            return AgentAnswer(
+                raw_text="",
+                latency_s=time.perf_counter() - t0,
+                attempts=1,
+                entries=[],
+                sent_size=(req.width, req.height),
+                **base,
+            )
         u, v = clicked
         pts = np.array([[u, v]], dtype=np.float64)
         # the click is a pixel centre of the image shown (xy_pixels), parsed like any answer
         entry = parse_points(f"[{u!r}, {v!r}]", "xy_pixels", req.width, req.height).first
-        return AgentAnswer(points_px=pts, raw_text=f"[{u:.1f}, {v:.1f}]", latency_s=time.perf_counter() - t0,
-                           attempts=1, entries=[entry], sent_size=(req.width, req.height), **base)
+        return AgentAnswer(
+            points_px=pts,
+            raw_text=f"[{u:.1f}, {v:.1f}]",
+            latency_s=time.perf_counter() - t0,
+            attempts=1,
+            entries=[entry],
+            sent_size=(req.width, req.height),
+            **base,
+        )

@@ -40,8 +40,16 @@ from .prompts import PROMPT_STYLES
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["AgentConfig", "AgentsFile", "AgentsConfigError", "load_agents_config", "load_agents",
-           "build_agent", "SIM_BASE_URL", "DEFAULT_AGENTS_FILE"]
+__all__ = [
+    "AgentConfig",
+    "AgentsFile",
+    "AgentsConfigError",
+    "load_agents_config",
+    "load_agents",
+    "build_agent",
+    "SIM_BASE_URL",
+    "DEFAULT_AGENTS_FILE",
+]
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +106,18 @@ class AgentConfig(BaseModel):
     @model_validator(mode="after")
     def _kind_fields(self) -> "AgentConfig":
         if self.qwen_min_pixels > self.qwen_max_pixels:
-            raise ValueError(f"agent {self.name!r}: qwen_min_pixels ({self.qwen_min_pixels}) is above "
-                             f"qwen_max_pixels ({self.qwen_max_pixels})")
+            raise ValueError(
+                f"agent {self.name!r}: qwen_min_pixels ({self.qwen_min_pixels}) is above "
+                f"qwen_max_pixels ({self.qwen_max_pixels})"
+            )
         if self.kind == "openai":
             if not self.base_url or not self.model:
                 raise ValueError(f"agent {self.name!r}: kind 'openai' needs base_url and model")
             if self.point_format == "auto" and self.prompt_style != "unparsed":
-                raise ValueError(f"agent {self.name!r}: point_format 'auto' needs prompt_style 'unparsed' "
-                                 "(auto has no answer instruction)")
+                raise ValueError(
+                    f"agent {self.name!r}: point_format 'auto' needs prompt_style 'unparsed' "
+                    "(auto has no answer instruction)"
+                )
         else:
             extra = [k for k in ("base_url", "model") if getattr(self, k) is not None]
             if extra or self.api_key_env:
@@ -173,18 +185,31 @@ def build_agent(cfg: AgentConfig, *, sim_base_url: str | None = None) -> Agent:
     base_url = cfg.base_url
     if base_url == SIM_BASE_URL:
         if not sim_base_url:
-            raise AgentsConfigError(f'agent {cfg.name!r} uses base_url = "sim" but no sim model server is running '
-                                    "(pass sim_base_url)")
+            raise AgentsConfigError(
+                f'agent {cfg.name!r} uses base_url = "sim" but no sim model server is running (pass sim_base_url)'
+            )
         base_url = sim_base_url
     if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
         log.warning("agent %s: environment variable %s is not set; its calls will fail", cfg.name, cfg.api_key_env)
-    return OpenAIAgent(cfg.name, base_url=base_url, model=cfg.model, api_key_env=cfg.api_key_env,
-                       point_format=cfg.point_format, prompt_style=cfg.prompt_style, temperature=cfg.temperature,
-                       timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, max_tokens=cfg.max_tokens,
-                       max_completion_tokens=cfg.max_completion_tokens, reasoning_effort=cfg.reasoning_effort,
-                       extra_body=cfg.extra_body, max_image_side_px=cfg.max_image_side_px,
-                       image_encoding=cfg.image_encoding, qwen_min_pixels=cfg.qwen_min_pixels,
-                       qwen_max_pixels=cfg.qwen_max_pixels)
+    return OpenAIAgent(
+        cfg.name,
+        base_url=base_url,
+        model=cfg.model,
+        api_key_env=cfg.api_key_env,
+        point_format=cfg.point_format,
+        prompt_style=cfg.prompt_style,
+        temperature=cfg.temperature,
+        timeout_s=cfg.timeout_s,
+        max_retries=cfg.max_retries,
+        max_tokens=cfg.max_tokens,
+        max_completion_tokens=cfg.max_completion_tokens,
+        reasoning_effort=cfg.reasoning_effort,
+        extra_body=cfg.extra_body,
+        max_image_side_px=cfg.max_image_side_px,
+        image_encoding=cfg.image_encoding,
+        qwen_min_pixels=cfg.qwen_min_pixels,
+        qwen_max_pixels=cfg.qwen_max_pixels,
+    )
 
 
 def load_agents(path: str | os.PathLike | None = None, *, sim_base_url: str | None = None) -> dict[str, Agent]:

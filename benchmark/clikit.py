@@ -25,8 +25,16 @@ import typer
 
 from .records import dumps_json
 
-__all__ = ["SubApp", "GROUPS", "SEED_MAX", "OUTPUT_OPTIONS", "print_json", "fail", "guard_options",
-           "require_writable_file"]
+__all__ = [
+    "SubApp",
+    "GROUPS",
+    "SEED_MAX",
+    "OUTPUT_OPTIONS",
+    "print_json",
+    "fail",
+    "guard_options",
+    "require_writable_file",
+]
 
 #: the largest ``--seed`` (numpy's generators take 0 .. 2**32 - 1 as a legacy seed; a negative one
 #: raised ``ValueError`` deep inside a run)

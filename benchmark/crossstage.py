@@ -27,8 +27,11 @@ from pointlab.benchmark.errors import BenchmarkError
 __all__ = ["STAGES", "CrossStageError", "fit_pair", "cross_stage_report", "plot_fig5b", "load_stage_file"]
 
 STAGES = ("point_bench", "point_battle", "point_act")
-LABELS = {"point_bench": "Point-Bench accuracy (%)", "point_battle": "Point-Battle rating",
-          "point_act": "Point-Act success (%)"}
+LABELS = {
+    "point_bench": "Point-Bench accuracy (%)",
+    "point_battle": "Point-Battle rating",
+    "point_act": "Point-Act success (%)",
+}
 _PERCENT = {"point_bench", "point_act"}
 
 
@@ -60,8 +63,7 @@ def cross_stage_report(stages: Mapping[str, Mapping[str, float]]) -> dict:
     """``{"stages": {stage: {model: value}}, "pairs": {"x_vs_y": fit_pair(...)}}`` for every pair of
     the given stages (names from ``STAGES``, in that order)."""
     names = [s for s in STAGES if s in stages]
-    pairs = {f"{b}_vs_{a}": dict(fit_pair(stages[a], stages[b]), x=a, y=b)
-             for a, b in itertools.combinations(names, 2)}
+    pairs = {f"{b}_vs_{a}": dict(fit_pair(stages[a], stages[b]), x=a, y=b) for a, b in itertools.combinations(names, 2)}
     return {"stages": {s: dict(stages[s]) for s in names}, "pairs": pairs}
 
 
@@ -122,8 +124,11 @@ def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:
         d = d["agents"]
     if isinstance(d, list):
         try:
-            return {str(r.get("agent", r.get("model"))): float(r["success_rate"]) for r in d
-                    if isinstance(r, dict) and r.get("success_rate") is not None}
+            return {
+                str(r.get("agent", r.get("model"))): float(r["success_rate"])
+                for r in d
+                if isinstance(r, dict) and r.get("success_rate") is not None
+            }
         except (KeyError, TypeError, ValueError):
             raise CrossStageError(f"{p}: expected [{{agent, success_rate}}, ...]") from None
     if not isinstance(d, dict):

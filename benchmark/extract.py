@@ -24,8 +24,16 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
-    "PARSERS", "answer_part", "extract_yes_no", "parse_yes_no_strict", "extract_choice_letter", "parse_choice_strict",
-    "parse_choice_lenient", "extract_number", "parse_number_strict", "parse_number_lenient",
+    "PARSERS",
+    "answer_part",
+    "extract_yes_no",
+    "parse_yes_no_strict",
+    "extract_choice_letter",
+    "parse_choice_strict",
+    "parse_choice_lenient",
+    "extract_number",
+    "parse_number_strict",
+    "parse_number_lenient",
     "words_to_number",
 ]
 
@@ -40,8 +48,11 @@ _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.IGNORECASE | re.DOT
 # word "answer" so that "the answer depends" is not a marker).
 # (adjacent optional "\s*" runs are folded into one each: "answer" + 4000 spaces made the old
 # pattern backtrack cubically)
-_ANSWER_MARKER = re.compile(r"(?:final\s+answer|answer)(?:\s*(?:\*\*|__))?\s*[:：](?:\s*(?:\*\*|__))?"
-                            r"|final\s+answer\s+is\b", re.IGNORECASE)
+_ANSWER_MARKER = re.compile(
+    r"(?:final\s+answer|answer)(?:\s*(?:\*\*|__))?\s*[:：](?:\s*(?:\*\*|__))?"
+    r"|final\s+answer\s+is\b",
+    re.IGNORECASE,
+)
 _MARKDOWN = re.compile(r"[*_`]+")
 
 
@@ -59,7 +70,7 @@ def _drop_reasoning_blocks(text: str) -> str:
         if m is None:
             out.append(text[pos:])
             break
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         close = _THINK_CLOSE_OF[m.group(1).lower()].search(text, m.end())
         if close is None:
             break
@@ -81,13 +92,13 @@ def answer_part(text: str | None) -> str:
     # an unclosed-at-start reasoning block ("...reasoning</think> B"): keep what follows the close
     closes = list(_THINK_CLOSE.finditer(t))
     if closes:
-        t = t[closes[-1].end():]
+        t = t[closes[-1].end() :]
     tags = _ANSWER_TAG.findall(t)
     if tags and tags[-1].strip():
         t = tags[-1]
     markers = list(_ANSWER_MARKER.finditer(t))
-    if markers and t[markers[-1].end():].strip():
-        t = t[markers[-1].end():]
+    if markers and t[markers[-1].end() :].strip():
+        t = t[markers[-1].end() :]
     return t.strip()
 
 
@@ -143,6 +154,7 @@ def parse_yes_no_strict(text: str | None) -> str | None:
 
 # ---------------------------------------------------------------- multiple choice
 
+
 def _letter_set(letters: str | Sequence[str]) -> list[str]:
     out = [str(x).strip().upper() for x in letters]
     if not out or any(len(x) != 1 or not x.isalpha() for x in out):
@@ -177,15 +189,17 @@ def parse_choice_strict(text: str | None, letters: str | Sequence[str] = "ABCD")
 # each whitespace run is matched by one quantifier only: "answer" + 4000 spaces + "x" took 150 s
 # with "\s*(is)?\s*(option\s*)?[\s...]*" (three adjacent runs backtrack cubically)
 _EXPLICIT = re.compile(
-    r"(?i:answer|option|choice)(?:\s*(?i:is|would\s+be|:|=))?(?:\s*(?i:option))?[\s*_`(\[]*([A-Z])\b(?![\w'-])")
+    r"(?i:answer|option|choice)(?:\s*(?i:is|would\s+be|:|=))?(?:\s*(?i:option))?[\s*_`(\[]*([A-Z])\b(?![\w'-])"
+)
 _BRACKETED = re.compile(r"[(\[]\s*([A-Z])\s*[)\]]")
 _LINE_START = re.compile(r"(?m)^[ \t]*[*_`]*([A-Z])[*_`]*[ \t]*[.):]")  # one line: no rescans over blank lines
 _BOLD = re.compile(r"(?:\*\*|__)\s*\(?([A-Z])\)?[.)]?\s*(?:\*\*|__)")
 _LONE = re.compile(r"(?<![\w'-])([A-Z])(?![\w'-])")
 
 
-def parse_choice_lenient(text: str | None, letters: str | Sequence[str] = "ABCD",
-                         options: Sequence[str] | None = None) -> str | None:
+def parse_choice_lenient(
+    text: str | None, letters: str | Sequence[str] = "ABCD", options: Sequence[str] | None = None
+) -> str | None:
     """Lenient multiple-choice parser: an explicit "answer/option/choice is X" (the last one),
     else the strict reading, else (in this order) a bracketed "(X)", "X." / "X)" at a line start, a bold **X**,
     the one option text the answer names (``options`` as in the released data, e.g.
@@ -241,8 +255,9 @@ def _match_option_text(t: str, allowed: list[str], options: Sequence[str]) -> st
     return None
 
 
-def extract_choice_letter(text: str | None, letters: str | Sequence[str] = "ABCD",
-                          options: Sequence[str] | None = None) -> str | None:
+def extract_choice_letter(
+    text: str | None, letters: str | Sequence[str] = "ABCD", options: Sequence[str] | None = None
+) -> str | None:
     """The option letter a model answer names (lenient reading, see :func:`parse_choice_lenient`),
     upper case, or ``None``. Raises ``ValueError`` only for a bad ``letters`` argument."""
     return parse_choice_lenient(text, letters, options)
@@ -251,24 +266,73 @@ def extract_choice_letter(text: str | None, letters: str | Sequence[str] = "ABCD
 # ---------------------------------------------------------------- numbers
 
 _UNITS_WORDS = {
-    "zero": 0, "none": 0, "one": 1, "a": 1, "an": 1, "single": 1, "two": 2, "three": 3, "four": 4,
-    "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "zero": 0,
+    "none": 0,
+    "one": 1,
+    "a": 1,
+    "an": 1,
+    "single": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
     "nineteen": 19,
 }
-_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-               "eighty": 80, "ninety": 90}
+_TENS_WORDS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 _NUMBER_WORD = re.compile(
     r"\b(?:(?:" + "|".join(_TENS_WORDS) + r")(?:[\s-]+(?:one|two|three|four|five|six|seven|eight|nine))?"
     r"|(?:(?:a\s+)?dozen)|(?:" + "|".join(k for k in _UNITS_WORDS if k not in {"a", "an", "single", "none"}) + r"))"
-    r"(?:\s+hundred(?:\s+(?:and\s+)?\w+(?:-\w+)?)?)?\b", re.IGNORECASE)
+    r"(?:\s+hundred(?:\s+(?:and\s+)?\w+(?:-\w+)?)?)?\b",
+    re.IGNORECASE,
+)
 
 # metres per unit, for converting a length the model wrote in another unit
-_LENGTH_M = {"m": 1.0, "meter": 1.0, "meters": 1.0, "metre": 1.0, "metres": 1.0,
-             "cm": 0.01, "centimeter": 0.01, "centimeters": 0.01, "centimetre": 0.01, "centimetres": 0.01,
-             "mm": 0.001, "millimeter": 0.001, "millimeters": 0.001, "millimetre": 0.001, "millimetres": 0.001,
-             "km": 1000.0, "in": 0.0254, "inch": 0.0254, "inches": 0.0254,
-             "ft": 0.3048, "foot": 0.3048, "feet": 0.3048}
+_LENGTH_M = {
+    "m": 1.0,
+    "meter": 1.0,
+    "meters": 1.0,
+    "metre": 1.0,
+    "metres": 1.0,
+    "cm": 0.01,
+    "centimeter": 0.01,
+    "centimeters": 0.01,
+    "centimetre": 0.01,
+    "centimetres": 0.01,
+    "mm": 0.001,
+    "millimeter": 0.001,
+    "millimeters": 0.001,
+    "millimetre": 0.001,
+    "millimetres": 0.001,
+    "km": 1000.0,
+    "in": 0.0254,
+    "inch": 0.0254,
+    "inches": 0.0254,
+    "ft": 0.3048,
+    "foot": 0.3048,
+    "feet": 0.3048,
+}
 _NUMBER_TEXT = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?"
 # a number, not inside a word or an identifier ("frame_00003", "v2"), with the word after it
 _NUMBER = re.compile(r"(?<![\w.])(" + _NUMBER_TEXT + r")(?:\s*([A-Za-z]+)\b)?")
@@ -345,7 +409,7 @@ def parse_number_lenient(text: str | None, unit: str | None = None) -> float | N
     if w is not None and (best is None or w.start() < best[0]):
         v = words_to_number(w.group(0))
         if v is not None:
-            after = re.match(r"\s*([A-Za-z]+)\b", t[w.end():])
+            after = re.match(r"\s*([A-Za-z]+)\b", t[w.end() :])
             best = (w.start(), v, after.group(1) if after else None, w.end() + (after.end() if after else 0))
     if best is None:
         # "None." / "There are none" is a count of zero (ReVSI counts on dummy videos, gt 0)

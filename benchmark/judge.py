@@ -62,7 +62,7 @@ def recover_json_object(text: Any) -> dict | None:
     first, last = raw.find("{"), raw.rfind("}")
     if first == -1 or last <= first:
         return None
-    obj = _loads_object(raw[first:last + 1])
+    obj = _loads_object(raw[first : last + 1])
     if obj is not None:
         return obj
     decoder = json.JSONDecoder()
@@ -153,10 +153,20 @@ class LLMJudge:
         extra_body, reasoning_effort: passed through.
     """
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 temperature: float | None = 0.0, max_tokens: int | None = 1024, max_retries: int = 2,
-                 timeout_s: float = 120.0, response_format: dict | None = None, extra_body: dict | None = None,
-                 reasoning_effort: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = 1024,
+        max_retries: int = 2,
+        timeout_s: float = 120.0,
+        response_format: dict | None = None,
+        extra_body: dict | None = None,
+        reasoning_effort: str | None = None,
+    ) -> None:
         if not model:
             raise ValueError("judge model name is empty")
         self.model = model
@@ -167,11 +177,16 @@ class LLMJudge:
         body = dict(extra_body or {})
         if response_format is not None:
             body["response_format"] = response_format
-        self.client = ModelClient(base_url=self.base_url, model=model,
-                                  api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unused",
-                                  timeout_s=timeout_s, max_retries=self.max_retries,
-                                  params=RequestParams(temperature=self.temperature, max_tokens=max_tokens,
-                                                       reasoning_effort=reasoning_effort, extra_body=body))
+        self.client = ModelClient(
+            base_url=self.base_url,
+            model=model,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unused",
+            timeout_s=timeout_s,
+            max_retries=self.max_retries,
+            params=RequestParams(
+                temperature=self.temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort, extra_body=body
+            ),
+        )
 
     def describe(self) -> dict:
         """What every verdict records about the judge: model, server, request parameters as sent."""
@@ -201,19 +216,50 @@ class LLMJudge:
         try:
             text, attempts, latency_s = self.ask(prompt)
         except JudgeCallError as e:
-            return JudgeVerdict(ok=False, raw_text="", parsed=None, result=None, error=str(e),
-                                attempts=e.attempts, latency_s=0.0, **base)
+            return JudgeVerdict(
+                ok=False,
+                raw_text="",
+                parsed=None,
+                result=None,
+                error=str(e),
+                attempts=e.attempts,
+                latency_s=0.0,
+                **base,
+            )
         parsed = recover_json_object(text)
         if parsed is None:
-            return JudgeVerdict(ok=False, raw_text=text, parsed=None, result=None,
-                                error="no JSON object in the judge answer", attempts=attempts,
-                                latency_s=latency_s, **base)
+            return JudgeVerdict(
+                ok=False,
+                raw_text=text,
+                parsed=None,
+                result=None,
+                error="no JSON object in the judge answer",
+                attempts=attempts,
+                latency_s=latency_s,
+                **base,
+            )
         result = parsed
         if validate is not None:
             try:
                 result = validate(dict(parsed))
             except (JudgeValidationError, ValueError, KeyError, TypeError, ArithmeticError) as e:
-                return JudgeVerdict(ok=False, raw_text=text, parsed=parsed, result=None,
-                                    error=f"invalid verdict: {e}", attempts=attempts, latency_s=latency_s, **base)
-        return JudgeVerdict(ok=True, raw_text=text, parsed=parsed, result=result, error=None,
-                            attempts=attempts, latency_s=latency_s, **base)
+                return JudgeVerdict(
+                    ok=False,
+                    raw_text=text,
+                    parsed=parsed,
+                    result=None,
+                    error=f"invalid verdict: {e}",
+                    attempts=attempts,
+                    latency_s=latency_s,
+                    **base,
+                )
+        return JudgeVerdict(
+            ok=True,
+            raw_text=text,
+            parsed=parsed,
+            result=result,
+            error=None,
+            attempts=attempts,
+            latency_s=latency_s,
+            **base,
+        )

@@ -19,15 +19,24 @@ from typing import Any, Iterable, Mapping
 
 from .records import Predictions, RecordError, dumps_json, json_error_text, read_jsonl_lenient
 
-__all__ = ["is_samples_log", "sample_text", "read_samples_log", "samples_predictions", "samples_ground_truth",
-           "results_form", "write_results"]
+__all__ = [
+    "is_samples_log",
+    "sample_text",
+    "read_samples_log",
+    "samples_predictions",
+    "samples_ground_truth",
+    "results_form",
+    "write_results",
+]
 
 
 def is_samples_log(records: Iterable[tuple[str, dict]] | Iterable[dict]) -> bool:
     """The first record looks like an lmms-eval sample (``doc`` and ``filtered_resps`` or ``resps``)."""
     for rec in records:
         rec = rec[1] if isinstance(rec, tuple) else rec
-        return isinstance(rec, dict) and isinstance(rec.get("doc"), dict) and ("filtered_resps" in rec or "resps" in rec)
+        return (
+            isinstance(rec, dict) and isinstance(rec.get("doc"), dict) and ("filtered_resps" in rec or "resps" in rec)
+        )
     return False
 
 
@@ -66,7 +75,9 @@ def samples_ground_truth(samples: Iterable[tuple[str, dict]]) -> list[dict]:
     return out
 
 
-def samples_predictions(samples: Iterable[tuple[str, dict]], key: Any = None, unreadable: Iterable[str] = ()) -> Predictions:
+def samples_predictions(
+    samples: Iterable[tuple[str, dict]], key: Any = None, unreadable: Iterable[str] = ()
+) -> Predictions:
     """``Predictions`` ``{id: text}`` from samples; ``key(rec)`` gives the id (default as
     ``samples_ground_truth``)."""
     out = Predictions()
@@ -88,18 +99,24 @@ def samples_predictions(samples: Iterable[tuple[str, dict]], key: Any = None, un
     return out
 
 
-def results_form(task: str, metrics: Mapping[str, float | None], *, n: int, rules: str, scorer: str,
-                 version: Any = "pointlab") -> dict[str, Any]:
+def results_form(
+    task: str, metrics: Mapping[str, float | None], *, n: int, rules: str, scorer: str, version: Any = "pointlab"
+) -> dict[str, Any]:
     """lmms-eval's results JSON for one task (module docstring)."""
     res: dict[str, Any] = {"alias": task}
     for name, value in metrics.items():
         res[f"{name},none"] = value
         res[f"{name}_stderr,none"] = "N/A"
-    return {"results": {task: res}, "group_subtasks": {task: []}, "configs": {task: {"task": task}},
-            "versions": {task: version}, "n-shot": {task: 0},
-            "higher_is_better": {task: {name: True for name in metrics}},
-            "n-samples": {task: {"original": n, "effective": n}},
-            "config": {"model": "pointlab score", "pointlab": {"rules": rules, "scorer": scorer}}}
+    return {
+        "results": {task: res},
+        "group_subtasks": {task: []},
+        "configs": {task: {"task": task}},
+        "versions": {task: version},
+        "n-shot": {task: 0},
+        "higher_is_better": {task: {name: True for name in metrics}},
+        "n-samples": {task: {"original": n, "effective": n}},
+        "config": {"model": "pointlab score", "pointlab": {"rules": rules, "scorer": scorer}},
+    }
 
 
 def write_results(path: str | Path, forms: Iterable[dict[str, Any]]) -> Path:

@@ -26,8 +26,15 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["RETRY_STATUSES", "RequestParams", "Completion", "ModelClient", "reasoning_family", "request_kwargs",
-           "retryable_status"]
+__all__ = [
+    "RETRY_STATUSES",
+    "RequestParams",
+    "Completion",
+    "ModelClient",
+    "reasoning_family",
+    "request_kwargs",
+    "retryable_status",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +80,13 @@ class RequestParams:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens,
-                "max_completion_tokens": self.max_completion_tokens, "reasoning_effort": self.reasoning_effort,
-                "extra_body": dict(self.extra_body)}
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "max_completion_tokens": self.max_completion_tokens,
+            "reasoning_effort": self.reasoning_effort,
+            "extra_body": dict(self.extra_body),
+        }
 
 
 def request_kwargs(model: str, params: RequestParams) -> tuple[dict[str, Any], list[str]]:
@@ -203,8 +214,16 @@ class ModelClient:
         ValueError: ``timeout_s <= 0`` or ``max_retries < 0``.
     """
 
-    def __init__(self, *, base_url: str | None, model: str, api_key: str, timeout_s: float = 60.0,
-                 max_retries: int = 2, params: RequestParams | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        model: str,
+        api_key: str,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        params: RequestParams | None = None,
+    ) -> None:
         if not timeout_s > 0 or max_retries < 0:
             raise ValueError(f"need timeout_s > 0 and max_retries >= 0, got {timeout_s}, {max_retries}")
         self.base_url, self.model, self.api_key = base_url, model, api_key
@@ -220,9 +239,14 @@ class ModelClient:
 
     def describe(self) -> dict:
         """What a run record keeps about the requests: model, server, parameters as sent, notes."""
-        return {"model": self.model, "base_url": self.base_url, "timeout_s": self.timeout_s,
-                "max_retries": self.max_retries, "request": {k: v for k, v in self.kwargs.items()},
-                "request_notes": list(self.notes)}
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+            "request": {k: v for k, v in self.kwargs.items()},
+            "request_notes": list(self.notes),
+        }
 
     @property
     def call_budget_s(self) -> float:
@@ -234,16 +258,18 @@ class ModelClient:
         client = self._async.get(loop)
         if client is None:
             cls, _ = _client_classes()
-            client = cls(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s,
-                         max_retries=self.max_retries)
+            client = cls(
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries
+            )
             self._async[loop] = client
         return client
 
     def _sync_client(self):
         if self._sync is None:
             _, cls = _client_classes()
-            self._sync = cls(base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s,
-                             max_retries=self.max_retries)
+            self._sync = cls(
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries
+            )
         return self._sync
 
     async def acomplete(self, messages: list[dict]) -> Completion:
@@ -254,9 +280,10 @@ class ModelClient:
         try:
             client = self._async_client()
             # wait_for backs up the client's own timeouts (a stalled stream, a slow TLS handshake)
-            resp = await asyncio.wait_for(client.chat.completions.create(model=self.model, messages=messages,
-                                                                         **self.kwargs),
-                                          timeout=self.call_budget_s)
+            resp = await asyncio.wait_for(
+                client.chat.completions.create(model=self.model, messages=messages, **self.kwargs),
+                timeout=self.call_budget_s,
+            )
             return self._result(resp, box[0], t0)
         except Exception as e:
             return self._failure(e, box[0], t0)
@@ -279,20 +306,29 @@ class ModelClient:
     def _result(self, resp: Any, attempts: int, t0: float) -> Completion:
         latency = time.perf_counter() - t0
         if not hasattr(resp, "choices"):  # a 200 whose body is not JSON comes back as a str
-            return Completion(None, f"malformed response: not a chat completion ({_short(str(resp), 80)})", None,
-                              attempts, latency)
+            return Completion(
+                None, f"malformed response: not a chat completion ({_short(str(resp), 80)})", None, attempts, latency
+            )
         choice = resp.choices[0] if resp.choices else None
         content = choice.message.content if choice is not None and choice.message is not None else None
         finish = getattr(choice, "finish_reason", None) if choice is not None else None
         if content is None:
             why = "empty response: no message content"
             if finish == "length":
-                why += " (finish_reason length: the token cap was spent, e.g. on reasoning; raise max_completion_tokens)"
+                why += (
+                    " (finish_reason length: the token cap was spent, e.g. on reasoning; raise max_completion_tokens)"
+                )
             return Completion(None, why, None, attempts, latency, finish)
         text = _content_text(content)
         if text is None:  # the client does not check the type: a number or an object got through
-            return Completion(None, f"malformed response: message content is {type(content).__name__}", None,
-                              attempts, latency, finish)
+            return Completion(
+                None,
+                f"malformed response: message content is {type(content).__name__}",
+                None,
+                attempts,
+                latency,
+                finish,
+            )
         return Completion(text, None, None, attempts, latency, finish)
 
     def _failure(self, e: Exception, attempts: int, t0: float) -> Completion:
@@ -310,8 +346,9 @@ class ModelClient:
         if isinstance(e, asyncio.TimeoutError):
             return Completion(None, f"timeout after {self.call_budget_s:g} s (all attempts)", None, attempts, latency)
         if isinstance(e, openai.APIConnectionError):
-            return Completion(None, f"{type(e).__name__}: {_short(str(e)) or 'connection failed'}", None, attempts,
-                              latency)
+            return Completion(
+                None, f"{type(e).__name__}: {_short(str(e)) or 'connection failed'}", None, attempts, latency
+            )
         # malformed response, client bug: recorded, never raised to the caller
         return Completion(None, f"{type(e).__name__}: {_short(str(e))}", None, attempts, latency)
 

@@ -11,8 +11,9 @@ __all__ = ["summarize", "ALL_KEYS"]
 ALL_KEYS = ("n", "p50", "p90", "p99", "mean", "min", "max")
 
 
-def summarize(values: Iterable[float], keys: Sequence[str] = ALL_KEYS, *, scale: float = 1.0,
-              digits: int | None = None) -> dict:
+def summarize(
+    values: Iterable[float], keys: Sequence[str] = ALL_KEYS, *, scale: float = 1.0, digits: int | None = None
+) -> dict:
     """``keys`` of the sample ``values`` times ``scale`` (e.g. 1e3 for seconds -> ms): percentiles by
     numpy's linear interpolation, ``n``, ``mean``, ``min``, ``max``; rounded to ``digits`` when given.
     An empty sample gives ``n = 0`` and ``None`` for the rest."""

@@ -18,12 +18,28 @@ perf_app, pinpoint_app, score_app = sub.group("perf"), sub.group("pinpoint"), su
 
 @score_app.command("pinpoint")
 def score_pinpoint_cmd(
-    gt: Path = typer.Option(..., "--gt", help="ground truth: the released test.jsonl, or a gt_dir of <scene>.json with qa_pairs"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or the released pred_dir of <scene>.json'),
-    rules: str = typer.Option("pointlab", "--rules", help="reference (the authors' released evaluator, item for item) | pointlab (default; docs/scoring.md)"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="FSD judge model (OpenAI-compatible; the authors used gpt-5.4); omit to leave FSD unscored"),
-    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1 (default $OPENAI_BASE_URL)"),
-    lmms_results: Optional[Path] = typer.Option(None, "--lmms-results", help="also write Micro / Macro per task in lmms-eval's results form"),
+    gt: Path = typer.Option(
+        ..., "--gt", help="ground truth: the released test.jsonl, or a gt_dir of <scene>.json with qa_pairs"
+    ),
+    pred: Path = typer.Option(
+        ..., "--pred", help='predictions JSONL {"id", "prediction"}, or the released pred_dir of <scene>.json'
+    ),
+    rules: str = typer.Option(
+        "pointlab",
+        "--rules",
+        help="reference (the authors' released evaluator, item for item) | pointlab (default; docs/scoring.md)",
+    ),
+    judge: Optional[str] = typer.Option(
+        None,
+        "--judge",
+        help="FSD judge model (OpenAI-compatible; the authors used gpt-5.4); omit to leave FSD unscored",
+    ),
+    judge_base_url: Optional[str] = typer.Option(
+        None, "--judge-base-url", help="judge server URL ending in /v1 (default $OPENAI_BASE_URL)"
+    ),
+    lmms_results: Optional[Path] = typer.Option(
+        None, "--lmms-results", help="also write Micro / Macro per task in lmms-eval's results form"
+    ),
 ) -> None:
     """Score PinpointQA predictions: {"items": [{id, value, parsed, reason, metadata}], "summary": {Micro/Macro per task}}."""
     from .lmms import results_form, write_results
@@ -43,8 +59,10 @@ def score_pinpoint_cmd(
         t = report.summary["tasks"]
         metrics = {f"{task}_{kind}": t[task][kind] for task in t for kind in ("micro", "macro")}
         metrics.update({"avg_micro": report.summary["avg_micro"], "avg_macro": report.summary["avg_macro"]})
-        write_results(lmms_results, [results_form("pinpointqa", metrics, n=report.summary["n_items"], rules=rules,
-                                                  scorer="pinpoint")])
+        write_results(
+            lmms_results,
+            [results_form("pinpointqa", metrics, n=report.summary["n_items"], rules=rules, scorer="pinpoint")],
+        )
     print_json(report.to_dict())
 
 
@@ -59,7 +77,7 @@ def score_localization_cmd(
     from .scorers import get_scorer
 
     try:
-        responses, unreadable = read_jsonl_lenient(pred)   # one bad response line never stops the run
+        responses, unreadable = read_jsonl_lenient(pred)  # one bad response line never stops the run
         gt_recs = read_jsonl(gt)
         require_items(gt_recs, gt)
         report = get_scorer("localization")(gt_recs, [r for _, r in responses])
@@ -71,11 +89,20 @@ def score_localization_cmd(
 
 @pinpoint_app.command("generate")
 def pinpoint_generate_cmd(
-    scenes: list[Path] = typer.Option(..., "--scenes", help="scene files or folders (VSI-Bench meta, ReVSI boxes, ScanNet, ScanNet++); repeat the option"),
-    out: Path = typer.Option(..., "--out", help="output folder (train/val/test.jsonl, representations.jsonl, summary.json)"),
-    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX,
-                             help="seed of negatives, distractors, answer letters and the split"),
-    sources: Optional[str] = typer.Option(None, "--sources", help="comma-separated source datasets to keep, e.g. scannet,scannetpp"),
+    scenes: list[Path] = typer.Option(
+        ...,
+        "--scenes",
+        help="scene files or folders (VSI-Bench meta, ReVSI boxes, ScanNet, ScanNet++); repeat the option",
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="output folder (train/val/test.jsonl, representations.jsonl, summary.json)"
+    ),
+    seed: int = typer.Option(
+        0, "--seed", min=0, max=SEED_MAX, help="seed of negatives, distractors, answer letters and the split"
+    ),
+    sources: Optional[str] = typer.Option(
+        None, "--sources", help="comma-separated source datasets to keep, e.g. scannet,scannetpp"
+    ),
 ) -> None:
     """Generate TPV / NRI / FSD / SSP questions from 3D scenes; prints the summary (counts per task, source, split)."""
     from .pinpoint.dataset import generate_dataset
@@ -105,5 +132,4 @@ def perf_pinpoint_cmd(
 
     if objects < 10 or vertices < 10 * objects or repeat < 1 or ssp_answers < 1:
         fail("need --objects >= 10, --vertices >= 10 per object, --repeat >= 1, --ssp-answers >= 1")
-    print_json(perf_pinpoint(n_objects=objects, n_vertices=vertices, repeat=repeat, ssp_answers=ssp_answers,
-                             seed=seed))
+    print_json(perf_pinpoint(n_objects=objects, n_vertices=vertices, repeat=repeat, ssp_answers=ssp_answers, seed=seed))

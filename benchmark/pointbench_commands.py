@@ -45,11 +45,21 @@ def _lmms_point_predictions(path: Path, items, fmt: str | None):
 
 @score_app.command("pointing")
 def score_pointing_cmd(
-    gt: Path = typer.Option(..., "--gt", help="data.json (release: folders or the Hugging Face zips), a release folder, or GT JSONL"),
-    pred: Path = typer.Option(..., "--pred", help="PRED JSONL {id, prediction, format} / {id, points}, a run_<k>.jsonl, or an lmms-eval samples log"),
+    gt: Path = typer.Option(
+        ..., "--gt", help="data.json (release: folders or the Hugging Face zips), a release folder, or GT JSONL"
+    ),
+    pred: Path = typer.Option(
+        ...,
+        "--pred",
+        help="PRED JSONL {id, prediction, format} / {id, points}, a run_<k>.jsonl, or an lmms-eval samples log",
+    ),
     rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
-    lmms_format: Optional[str] = typer.Option(None, "--lmms-format", help="point format of an lmms-eval log (default grid1000; qwen3 for pointbench_json)"),
-    lmms_results: Optional[Path] = typer.Option(None, "--lmms-results", help="also write the scores in lmms-eval's results form here"),
+    lmms_format: Optional[str] = typer.Option(
+        None, "--lmms-format", help="point format of an lmms-eval log (default grid1000; qwen3 for pointbench_json)"
+    ),
+    lmms_results: Optional[Path] = typer.Option(
+        None, "--lmms-results", help="also write the scores in lmms-eval's results form here"
+    ),
 ) -> None:
     """Score predictions against masks (PointArena sec. 3.1, 4.1) from their raw text. Prints {"items", "summary"}."""
     from pointlab.benchmark.lmms import is_samples_log, results_form, write_results
@@ -75,15 +85,19 @@ def score_pointing_cmd(
             fail(f"{it.id}: {e}")
     report = get_scorer("pointing")(items, preds, rules=rules)
     if lmms_results is not None:
-        write_results(lmms_results, [results_form("pointbench", report.summary["lmms_eval"], n=len(items), rules=rules,
-                                                  scorer="pointing")])
+        write_results(
+            lmms_results,
+            [results_form("pointbench", report.summary["lmms_eval"], n=len(items), rules=rules, scorer="pointing")],
+        )
     print_json(report.to_dict())
 
 
 @bench_app.command("build-dataset")
 def build_dataset_cmd(
     src: Path = typer.Option(..., "--src", help="folder holding the images and masks"),
-    queries: Path = typer.Option(..., "--queries", help="JSONL {image, query, category, mask | instance_masks, count?, reference_points_px?}"),
+    queries: Path = typer.Option(
+        ..., "--queries", help="JSONL {image, query, category, mask | instance_masks, count?, reference_points_px?}"
+    ),
     out: Path = typer.Option(..., "--out", help="output folder (release layout + gt.jsonl)"),
 ) -> None:
     """Check images, masks and queries and write a Point-Bench dataset. Prints a summary."""
@@ -96,27 +110,51 @@ def build_dataset_cmd(
         items = build_dataset(src, queries, out)
     except DatasetError as e:
         fail(str(e))
-    print_json({"out": str(out), "items": len(items), "categories": dict(Counter(i.category for i in items)),
-                "gt": str(out / "gt.jsonl")})
+    print_json(
+        {
+            "out": str(out),
+            "items": len(items),
+            "categories": dict(Counter(i.category for i in items)),
+            "gt": str(out / "gt.jsonl"),
+        }
+    )
 
 
 @bench_app.command("pointing")
 def bench_pointing_cmd(
-    data: Path = typer.Option(..., "--data", help="dataset: release folder or data.json (folders or zips), GT JSONL, or folder with gt.jsonl"),
+    data: Path = typer.Option(
+        ..., "--data", help="dataset: release folder or data.json (folders or zips), GT JSONL, or folder with gt.jsonl"
+    ),
     model: str = typer.Option(..., "--model", help="agent name in the agents config"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the embedded sim agents)"),
     runs: int = typer.Option(3, "--runs", min=1, help="independent runs (PointArena: 3)"),
-    prompt_style: Optional[str] = typer.Option(None, "--prompt-style", help="default | two_shot | cot | unparsed (Table 1); default: the agent's"),
+    prompt_style: Optional[str] = typer.Option(
+        None, "--prompt-style", help="default | two_shot | cot | unparsed (Table 1); default: the agent's"
+    ),
     steer: str = typer.Option("describe", "--steer", help="steerable reference: describe | draw | both | none"),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="requests in flight"),
-    max_error_rate: float = typer.Option(0.1, "--max-error-rate", min=0.0, max=1.0, help="stop (exit 1) once more than this share of the answers asked for failed"),
+    max_error_rate: float = typer.Option(
+        0.1,
+        "--max-error-rate",
+        min=0.0,
+        max=1.0,
+        help="stop (exit 1) once more than this share of the answers asked for failed",
+    ),
     rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: pointbench_runs/<model>-<style>-<steer>)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="run folder (default: pointbench_runs/<model>-<style>-<steer>)"
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run a model over Point-Bench (greedy, cached, resumable); prints mean/std per category and
     writes results.json, lmms_results.json, results.md and fig3.png/svg in the run folder."""
-    from pointlab.benchmark.agents_config import SIM_BASE_URL, AgentConfig, AgentsConfigError, build_agent, load_agents_config
+    from pointlab.benchmark.agents_config import (
+        SIM_BASE_URL,
+        AgentConfig,
+        AgentsConfigError,
+        build_agent,
+        load_agents_config,
+    )
     from pointlab.benchmark.lmms import results_form, write_results
     from pointlab.benchmark.pointbench import DatasetError, load_dataset
     from pointlab.benchmark.pointbench.report import plot_fig3, results_table
@@ -134,8 +172,14 @@ def bench_pointing_cmd(
         if prompt_style:
             upd["prompt_style"] = prompt_style
         cfg = AgentConfig.model_validate({**cfg.model_dump(), **upd})
-        opts = RunOptions(runs=runs, concurrency=concurrency, steer_mode=steer, progress=progress,
-                          max_error_rate=max_error_rate, rules=rules)
+        opts = RunOptions(
+            runs=runs,
+            concurrency=concurrency,
+            steer_mode=steer,
+            progress=progress,
+            max_error_rate=max_error_rate,
+            rules=rules,
+        )
     except (DatasetError, AgentsConfigError, ValueError) as e:
         fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     stop = None
@@ -152,8 +196,13 @@ def bench_pointing_cmd(
     try:
         agent = build_agent(cfg, sim_base_url=sim_url)
         out_dir = out or Path("pointbench_runs") / f"{model}-{cfg.prompt_style}-{steer}"
-        res = run_pointing(items, agent, out_dir, options=opts,
-                           record={"dataset": str(Path(data).resolve()), "agent": cfg.model_dump(exclude={"api_key_env"})})
+        res = run_pointing(
+            items,
+            agent,
+            out_dir,
+            options=opts,
+            record={"dataset": str(Path(data).resolve()), "agent": cfg.model_dump(exclude={"api_key_env"})},
+        )
     except ErrorRateExceeded as e:
         fail(str(e), 1)
     except ValueError as e:
@@ -163,12 +212,23 @@ def bench_pointing_cmd(
             stop()
     table = results_table({model: res["aggregate"]})
     # the rule set is part of the number (docs/scoring.md): a table without it cannot be compared
-    (out_dir / "results.md").write_text(f"Scored under `--rules {rules}` (docs/scoring.md).\n\n{table}", encoding="utf-8")
+    (out_dir / "results.md").write_text(
+        f"Scored under `--rules {rules}` (docs/scoring.md).\n\n{table}", encoding="utf-8"
+    )
     charts = plot_fig3({model: res["aggregate"]}, out_dir / "fig3", title=f"Point-Bench: {model} ({cfg.prompt_style})")
     agg = res["aggregate"]
-    write_results(out_dir / "lmms_results.json", [results_form(
-        "pointbench", {"pointbench_binary_acc": agg.get("overall", {}).get("mean")}, n=len(items), rules=rules,
-        scorer="pointing")])
+    write_results(
+        out_dir / "lmms_results.json",
+        [
+            results_form(
+                "pointbench",
+                {"pointbench_binary_acc": agg.get("overall", {}).get("mean")},
+                n=len(items),
+                rules=rules,
+                scorer="pointing",
+            )
+        ],
+    )
     res["table"] = table
     res["charts"] = [str(p) for p in charts]
     print_json(res)
@@ -194,7 +254,11 @@ def bench_report_cmd(
     try:
         for d in run_dirs:
             r = json.loads((d / "results.json").read_text(encoding="utf-8"))
-            name = r["model"] if r["model"] not in aggs else f"{r['model']} ({r.get('prompt_style')}, {r.get('steer_mode')})"
+            name = (
+                r["model"]
+                if r["model"] not in aggs
+                else f"{r['model']} ({r.get('prompt_style')}, {r.get('steer_mode')})"
+            )
             aggs[name] = r["aggregate"]
         if human is not None:
             if data is None:
@@ -227,8 +291,19 @@ def ratings_cmd(
     from pointlab.benchmark.ratings import RatingsInputError, compute_ratings, load_votes_jsonl
 
     try:
-        print_json(compute_ratings(load_votes_jsonl(votes), method, ties=ties, k=k, start=start, base=base,
-                                   scale=scale, bootstrap_rounds=rounds, seed=seed))
+        print_json(
+            compute_ratings(
+                load_votes_jsonl(votes),
+                method,
+                ties=ties,
+                k=k,
+                start=start,
+                base=base,
+                scale=scale,
+                bootstrap_rounds=rounds,
+                seed=seed,
+            )
+        )
     except RatingsInputError as e:
         fail(str(e))
 
@@ -250,9 +325,13 @@ def perf_score_cmd(
 
 @bench_app.command("crossstage")
 def crossstage_cmd(
-    bench: list[Path] = typer.Option([], "--bench", help="Point-Bench run folder/results.json or {model: accuracy} JSON (repeatable)"),
+    bench: list[Path] = typer.Option(
+        [], "--bench", help="Point-Bench run folder/results.json or {model: accuracy} JSON (repeatable)"
+    ),
     battle: Optional[Path] = typer.Option(None, "--battle", help="pointlab ratings output or {model: rating} JSON"),
-    act: Optional[Path] = typer.Option(None, "--act", help="{model: success rate} JSON or Point-Act [{agent, success_rate}]"),
+    act: Optional[Path] = typer.Option(
+        None, "--act", help="{model: success rate} JSON or Point-Act [{agent, success_rate}]"
+    ),
     out: Path = typer.Option(Path("crossstage"), "--out", help="output stem for the Fig. 5b scatter plots (.png/.svg)"),
 ) -> None:
     """R^2 between stages per pair of Point-Bench / Point-Battle / Point-Act, with scatter plots (Fig. 5b)."""

@@ -66,9 +66,22 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["POINT_FORMATS", "AREA_FRAME_FORMATS", "PointEntry", "ParsedPoints", "parse_points", "format_points",
-           "smart_resize", "qwen_model_size", "inside_image", "MAX_ANSWER_CHARS", "QWEN_FACTOR", "QWEN_MIN_PIXELS",
-           "QWEN_MAX_PIXELS", "QWEN_PROCESSOR_CLASS_MAX_PIXELS"]
+__all__ = [
+    "POINT_FORMATS",
+    "AREA_FRAME_FORMATS",
+    "PointEntry",
+    "ParsedPoints",
+    "parse_points",
+    "format_points",
+    "smart_resize",
+    "qwen_model_size",
+    "inside_image",
+    "MAX_ANSWER_CHARS",
+    "QWEN_FACTOR",
+    "QWEN_MIN_PIXELS",
+    "QWEN_MAX_PIXELS",
+    "QWEN_PROCESSOR_CLASS_MAX_PIXELS",
+]
 
 POINT_FORMATS = ("molmo", "molmo2", "gemini", "grid1000", "qwen", "qwen3", "robopoint", "xy_pixels", "auto")
 #: formats whose frame spans the image area [0, W) (module docstring); ``xy_pixels`` names pixel centres.
@@ -129,8 +142,13 @@ class PointEntry(BaseModel):
     def usable(self) -> bool:
         """Valid and both coordinates finite numbers: what targeting may act on (a point outside the image
         is then refused there, ``outside_image``)."""
-        return (self.valid and self.u_px is not None and self.v_px is not None
-                and math.isfinite(self.u_px) and math.isfinite(self.v_px))
+        return (
+            self.valid
+            and self.u_px is not None
+            and self.v_px is not None
+            and math.isfinite(self.u_px)
+            and math.isfinite(self.v_px)
+        )
 
     @property
     def inside(self) -> bool:
@@ -179,21 +197,32 @@ class ParsedPoints:
 
     def to_dict(self) -> dict:
         """JSON-ready dict (points as lists of floats; entries with their validity and reasons)."""
-        return {"points": [[float(u), float(v)] for u, v in self.points_px], "ok": self.ok,
-                "format": self.format, "reason": self.reason, "entries": [e.to_dict() for e in self.entries]}
+        return {
+            "points": [[float(u), float(v)] for u, v in self.points_px],
+            "ok": self.ok,
+            "format": self.format,
+            "reason": self.reason,
+            "entries": [e.to_dict() for e in self.entries],
+        }
 
 
 def inside_image(u: float, v: float, width: int, height: int) -> bool:
     """``(u, v)`` lies in the area of the pixels ``0..W-1`` x ``0..H-1``: ``-0.5 <= u < W - 0.5`` and the same
     for ``v`` (docs/architecture.md); False for non-finite values."""
-    return (math.isfinite(u) and math.isfinite(v) and -0.5 <= u < width - 0.5 and -0.5 <= v < height - 0.5)
+    return math.isfinite(u) and math.isfinite(v) and -0.5 <= u < width - 0.5 and -0.5 <= v < height - 0.5
 
 
 # --------------------------------------------------------------------------------------------
 # Qwen2.5-VL resize
 
-def smart_resize(height: int, width: int, factor: int = QWEN_FACTOR, min_pixels: int = QWEN_MIN_PIXELS,
-                 max_pixels: int = QWEN_MAX_PIXELS) -> tuple[int, int]:
+
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = QWEN_FACTOR,
+    min_pixels: int = QWEN_MIN_PIXELS,
+    max_pixels: int = QWEN_MAX_PIXELS,
+) -> tuple[int, int]:
     """Qwen2-VL / Qwen2.5-VL processor resize: ``(height, width) -> (h_bar, w_bar)``.
 
     Same arithmetic as ``transformers.models.qwen2_vl.image_processing_qwen2_vl.smart_resize``: both
@@ -207,7 +236,9 @@ def smart_resize(height: int, width: int, factor: int = QWEN_FACTOR, min_pixels:
     if height < factor or width < factor:
         raise ValueError(f"height:{height} or width:{width} must be larger than factor:{factor}")
     if max(height, width) / min(height, width) > 200:
-        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
+        raise ValueError(
+            f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}"
+        )
     h_bar = round(height / factor) * factor
     w_bar = round(width / factor) * factor
     if h_bar * w_bar > max_pixels:
@@ -221,8 +252,9 @@ def smart_resize(height: int, width: int, factor: int = QWEN_FACTOR, min_pixels:
     return h_bar, w_bar
 
 
-def qwen_model_size(width: int, height: int, *, min_pixels: int = QWEN_MIN_PIXELS,
-                    max_pixels: int = QWEN_MAX_PIXELS) -> tuple[int, int]:
+def qwen_model_size(
+    width: int, height: int, *, min_pixels: int = QWEN_MIN_PIXELS, max_pixels: int = QWEN_MAX_PIXELS
+) -> tuple[int, int]:
     """The ``(width, height)`` Qwen2.5-VL sees for an original ``width x height`` image (see ``smart_resize``)."""
     h, w = smart_resize(height, width, QWEN_FACTOR, min_pixels, max_pixels)
     return w, h
@@ -336,7 +368,9 @@ def _is_pair(v: Any) -> bool:
     return isinstance(v, list) and len(v) == 2 and all(_num(c) is not None for c in v)
 
 
-def _pick_json_answer(values: list[Any], extract: Callable[[Any], list[tuple[float, float]]]) -> list[tuple[float, float]]:
+def _pick_json_answer(
+    values: list[Any], extract: Callable[[Any], list[tuple[float, float]]]
+) -> list[tuple[float, float]]:
     """Apply ``extract`` to the JSON values; keep all when they are bare pairs, else the last hit."""
     hits = [(v, pts) for v in values if (pts := extract(v))]
     if not hits:
@@ -350,12 +384,14 @@ def _pick_json_answer(values: list[Any], extract: Callable[[Any], list[tuple[flo
 # Per-format readers. Each returns raw (x, y) numbers in the format's own frame, x first, in the
 # model's order; ``_finish`` maps them into original pixels.
 
+
 def _molmo_raw(text: str) -> list[tuple[float, float]]:
     """Molmo 1 tags -> (x%, y%) pairs, in order; skips Molmo 2 ``coords=`` tags."""
     out: list[tuple[float, float]] = []
     for m in _TAG.finditer(text):
-        attrs = {k.lower(): (a if a is not None and a != "" else b if b else c)
-                 for k, a, b, c in _ATTR.findall(m.group(2))}
+        attrs = {
+            k.lower(): (a if a is not None and a != "" else b if b else c) for k, a, b, c in _ATTR.findall(m.group(2))
+        }
         if "coords" in attrs:
             continue
         if "x" in attrs and "y" in attrs:
@@ -408,8 +444,9 @@ def _centre(a: float, b: float) -> float:
     return s / 2 if math.isfinite(s) or not (isinstance(a, _Overflow) or isinstance(b, _Overflow)) else _OVERFLOW
 
 
-def _key_pairs(v: Any, point_key: str, box_key: str | None, box_centre: Callable[[list[float]], tuple[float, float]]
-               ) -> list[tuple[float, float]]:
+def _key_pairs(
+    v: Any, point_key: str, box_key: str | None, box_centre: Callable[[list[float]], tuple[float, float]]
+) -> list[tuple[float, float]]:
     """(a, b) pairs from objects holding ``point_key`` (a pair) or ``box_key`` (4 numbers -> centre)."""
     out: list[tuple[float, float]] = []
     for o in _objects(v):
@@ -431,15 +468,19 @@ def _box_centre(b: list[float]) -> tuple[float, float]:
 
 def _gemini_raw(text: str) -> list[tuple[float, float]]:
     """Gemini ``point: [y, x]`` / ``box_2d: [ymin, xmin, ymax, xmax]`` -> (x, y) on 0-1000."""
+
     def extract(v: Any) -> list[tuple[float, float]]:
         return [(x, y) for y, x in _key_pairs(v, "point", "box_2d", _box_centre)]
+
     return _pick_json_answer(_json_values(text), extract)
 
 
 def _qwen_raw(text: str) -> list[tuple[float, float]]:
     """Qwen ``point_2d: [x, y]`` / ``bbox_2d`` centre, or Qwen XML ``<points x1 y1>`` -> (x, y) model pixels."""
+
     def extract(v: Any) -> list[tuple[float, float]]:
         return _key_pairs(v, "point_2d", "bbox_2d", _box_centre)
+
     pts = _pick_json_answer(_json_values(text), extract)
     return pts if pts else _molmo_raw(text)
 
@@ -451,7 +492,9 @@ def _xy_extract(v: Any) -> list[tuple[float, float]]:
         return [(_num(q[0]), _num(q[1])) for q in v]  # type: ignore[misc]
     pts = _key_pairs(v, "point", None, lambda b: (0.0, 0.0))
     if not pts:  # {"x": .., "y": ..} objects, a common GPT-style answer
-        pts = [(x, y) for o in _objects(v) if (x := _num(o.get("x"))) is not None and (y := _num(o.get("y"))) is not None]
+        pts = [
+            (x, y) for o in _objects(v) if (x := _num(o.get("x"))) is not None and (y := _num(o.get("y"))) is not None
+        ]
     if not pts and isinstance(v, dict):
         for key in ("points", "point_px", "answer"):
             if key in v:
@@ -489,8 +532,16 @@ def _tuple_raw(text: str) -> list[tuple[float, float]]:
 # --------------------------------------------------------------------------------------------
 # Mapping into original pixels
 
-def _finish(raw: list[tuple[float, float]], fmt: str, width: int, height: int, frame: tuple[float, float],
-            area: bool, empty_reason: str) -> ParsedPoints:
+
+def _finish(
+    raw: list[tuple[float, float]],
+    fmt: str,
+    width: int,
+    height: int,
+    frame: tuple[float, float],
+    area: bool,
+    empty_reason: str,
+) -> ParsedPoints:
     """Entries and points of ``raw`` (x, y) read in a ``frame`` (w, h): area frames map
     ``u = x * W / w - 0.5``, pixel frames ``u = (x + 0.5) * W / w - 0.5`` (module docstring)."""
     fw, fh = frame
@@ -513,8 +564,9 @@ def _finish(raw: list[tuple[float, float]], fmt: str, width: int, height: int, f
             entries.append(PointEntry(u_px=u, v_px=v))
         else:
             where = f"({x:g}, {y:g}) in a {fw:g}x{fh:g} frame" if (fw, fh) != (width, height) else f"({x:g}, {y:g})"
-            entries.append(PointEntry(u_px=u, v_px=v,
-                                      reason=f"outside_image: {where} is outside the {width}x{height} image"))
+            entries.append(
+                PointEntry(u_px=u, v_px=v, reason=f"outside_image: {where} is outside the {width}x{height} image")
+            )
     finite = [(e.u_px, e.v_px) for e in entries if e.u_px is not None]
     if not finite:
         if entries:
@@ -538,8 +590,9 @@ _READERS: dict[str, tuple[Callable[[str], list], tuple[float, float] | None, boo
 }
 
 
-def _model_frame(fmt: str, width: int, height: int, model_size: tuple[int, int] | None,
-                 qwen_pixels: tuple[int, int]) -> tuple[float, float]:
+def _model_frame(
+    fmt: str, width: int, height: int, model_size: tuple[int, int] | None, qwen_pixels: tuple[int, int]
+) -> tuple[float, float]:
     """``(width, height)`` of the pixel frame absolute coordinates (``qwen``, ``xy_pixels``) refer to."""
     if model_size is not None:
         return float(model_size[0]), float(model_size[1])
@@ -549,15 +602,20 @@ def _model_frame(fmt: str, width: int, height: int, model_size: tuple[int, int] 
     return float(width), float(height)
 
 
-def _parse_named(text: str, fmt: str, width: int, height: int, model_size: tuple[int, int] | None,
-                 qwen_pixels: tuple[int, int]) -> ParsedPoints:
+def _parse_named(
+    text: str, fmt: str, width: int, height: int, model_size: tuple[int, int] | None, qwen_pixels: tuple[int, int]
+) -> ParsedPoints:
     reader, frame, area, empty = _READERS[fmt]
     if frame is None:
         try:
             frame = _model_frame(fmt, width, height, model_size, qwen_pixels)
         except ValueError as e:  # Qwen's resize refuses the image (a side < 28 px, aspect > 200)
-            return ParsedPoints(np.zeros((0, 2), dtype=np.float64), False, fmt,
-                                f"unparseable: no Qwen2.5-VL model size for a {width}x{height} image ({e}); pass model_size")
+            return ParsedPoints(
+                np.zeros((0, 2), dtype=np.float64),
+                False,
+                fmt,
+                f"unparseable: no Qwen2.5-VL model size for a {width}x{height} image ({e}); pass model_size",
+            )
     out = _finish(reader(text), fmt, width, height, frame, area, empty)
     if fmt == "qwen" and model_size is None:
         out = _flag_qwen_resize(out, frame, qwen_pixels)
@@ -567,10 +625,14 @@ def _parse_named(text: str, fmt: str, width: int, height: int, model_size: tuple
 def _flag_qwen_resize(parsed: ParsedPoints, frame: tuple[float, float], qwen_pixels: tuple[int, int]) -> ParsedPoints:
     """Name the assumed resize in the reason of a Qwen point outside the image: a served checkpoint
     with other ``min_pixels``/``max_pixels`` sees another frame, and its correct points land outside."""
-    note = (f" under the assumed Qwen2.5-VL resize to {frame[0]:g}x{frame[1]:g} (min_pixels={qwen_pixels[0]}, "
-            f"max_pixels={qwen_pixels[1]}; set qwen_min_pixels/qwen_max_pixels to the served checkpoint's)")
-    entries = tuple(e.model_copy(update={"reason": e.reason + note})
-                    if e.reason and e.reason.startswith("outside_image") else e for e in parsed.entries)
+    note = (
+        f" under the assumed Qwen2.5-VL resize to {frame[0]:g}x{frame[1]:g} (min_pixels={qwen_pixels[0]}, "
+        f"max_pixels={qwen_pixels[1]}; set qwen_min_pixels/qwen_max_pixels to the served checkpoint's)"
+    )
+    entries = tuple(
+        e.model_copy(update={"reason": e.reason + note}) if e.reason and e.reason.startswith("outside_image") else e
+        for e in parsed.entries
+    )
     return ParsedPoints(parsed.points_px, parsed.ok, parsed.format, parsed.reason, entries)
 
 
@@ -584,9 +646,16 @@ def _detect(text: str) -> str | None:
     return None
 
 
-def parse_points(text: str, fmt: str, width: int, height: int, *,
-                 model_size: tuple[int, int] | None = None, qwen_min_pixels: int = QWEN_MIN_PIXELS,
-                 qwen_max_pixels: int = QWEN_MAX_PIXELS) -> ParsedPoints:
+def parse_points(
+    text: str,
+    fmt: str,
+    width: int,
+    height: int,
+    *,
+    model_size: tuple[int, int] | None = None,
+    qwen_min_pixels: int = QWEN_MIN_PIXELS,
+    qwen_max_pixels: int = QWEN_MAX_PIXELS,
+) -> ParsedPoints:
     """Parse a model answer into original-image pixels (conventions in the module docstring).
 
     Args:
@@ -620,8 +689,12 @@ def parse_points(text: str, fmt: str, width: int, height: int, *,
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     if len(text) > MAX_ANSWER_CHARS:
-        return ParsedPoints(np.zeros((0, 2), dtype=np.float64), False, fmt,
-                            f"unparseable: answer too long ({len(text)} characters > {MAX_ANSWER_CHARS})")
+        return ParsedPoints(
+            np.zeros((0, 2), dtype=np.float64),
+            False,
+            fmt,
+            f"unparseable: answer too long ({len(text)} characters > {MAX_ANSWER_CHARS})",
+        )
     qwen_pixels = (int(qwen_min_pixels), int(qwen_max_pixels))
     if fmt != "auto":
         return _parse_named(text, fmt, width, height, model_size, qwen_pixels)
@@ -629,21 +702,33 @@ def parse_points(text: str, fmt: str, width: int, height: int, *,
     if found is not None:
         return _parse_named(text, found, width, height, model_size, qwen_pixels)
     ambiguous = _pick_json_answer(_json_values(text), _xy_extract)
-    why = ("ambiguous, name the format (gemini [y, x] on 0-1000 or xy_pixels [x, y] in pixels)" if ambiguous
-           else "no self-identifying point form (auto reads Molmo tags, Molmo 2 coords, point_2d)")
+    why = (
+        "ambiguous, name the format (gemini [y, x] on 0-1000 or xy_pixels [x, y] in pixels)"
+        if ambiguous
+        else "no self-identifying point form (auto reads Molmo tags, Molmo 2 coords, point_2d)"
+    )
     return ParsedPoints(np.zeros((0, 2), dtype=np.float64), False, "auto", f"unparseable: {why}")
 
 
 # --------------------------------------------------------------------------------------------
 # Writing points (the sim oracle answers in a chosen format)
 
+
 def _esc(label: str) -> str:
     return label.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def format_points(points_px: Any, fmt: str, width: int, height: int, *,
-                  model_size: tuple[int, int] | None = None, label: str = "target",
-                  qwen_min_pixels: int = QWEN_MIN_PIXELS, qwen_max_pixels: int = QWEN_MAX_PIXELS) -> str:
+def format_points(
+    points_px: Any,
+    fmt: str,
+    width: int,
+    height: int,
+    *,
+    model_size: tuple[int, int] | None = None,
+    label: str = "target",
+    qwen_min_pixels: int = QWEN_MIN_PIXELS,
+    qwen_max_pixels: int = QWEN_MAX_PIXELS,
+) -> str:
     """Write original-image pixel points as a model of format ``fmt`` would (inverse of ``parse_points``).
 
     Precision: Molmo 1 decimal of a percent, Molmo 2, Gemini, grid1000 and qwen3 integers on 0-1000 (at

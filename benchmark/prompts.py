@@ -26,8 +26,17 @@ import numpy as np
 
 from .points import POINT_FORMATS, format_points
 
-__all__ = ["PROMPT_STYLES", "build_prompt", "build_messages", "check_format_and_style", "extract_instruction", "image_to_data_url",
-           "data_url_to_image", "JPEG_QUALITY", "MAX_DATA_URL_PIXELS"]
+__all__ = [
+    "PROMPT_STYLES",
+    "build_prompt",
+    "build_messages",
+    "check_format_and_style",
+    "extract_instruction",
+    "image_to_data_url",
+    "data_url_to_image",
+    "JPEG_QUALITY",
+    "MAX_DATA_URL_PIXELS",
+]
 
 PROMPT_STYLES = ("default", "two_shot", "cot", "unparsed")
 JPEG_QUALITY = 90
@@ -40,30 +49,44 @@ JPEG_QUALITY = 90
 _TEMPLATES = {
     "molmo": "{instruction}\nPoint to the answer.",
     "molmo2": "{instruction}\nPoint to the answer.",
-    "gemini": ("{instruction}\nPoint to the location that answers the instruction above. The answer should "
-               'follow the json format: [{{"point": <point>, "label": <label1>}}, ...]. '
-               "The points are in [y, x] format normalized to 0-1000."),
-    "qwen": ("{instruction}\nLocate the answer to the instruction above with points and output its point "
-             'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}].'),
-    "grid1000": ("{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
-                 "where each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
-                 "coordinates should be integers between 0 and 999, representing the pixel locations scaled to a "
-                 "1000x1000 grid."),
-    "qwen3": ("{instruction}\nLocate the answer to the instruction above with points and output its point "
-              'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}], with x and y normalized '
-              "to the range [0, 1000]."),
-    "robopoint": ("{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
-                  "where each tuple contains the x and y coordinates of a point satisfying the conditions above. "
-                  "The coordinates should be between 0 and 1, indicating the normalized pixel locations of the "
-                  "points in the image."),
-    "xy_pixels": ("{instruction}\nThe image is {width} pixels wide and {height} pixels high. Answer with the point as "
-                  "[x, y], where x is the horizontal and y the vertical pixel coordinate, origin at the top-left "
-                  "corner. If the instruction needs several points, answer with a list [[x1, y1], [x2, y2], ...]. "
-                  "Output only the coordinates."),
+    "gemini": (
+        "{instruction}\nPoint to the location that answers the instruction above. The answer should "
+        'follow the json format: [{{"point": <point>, "label": <label1>}}, ...]. '
+        "The points are in [y, x] format normalized to 0-1000."
+    ),
+    "qwen": (
+        "{instruction}\nLocate the answer to the instruction above with points and output its point "
+        'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}].'
+    ),
+    "grid1000": (
+        "{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
+        "where each tuple contains the x and y coordinates of a point satisfying the conditions above. The "
+        "coordinates should be integers between 0 and 999, representing the pixel locations scaled to a "
+        "1000x1000 grid."
+    ),
+    "qwen3": (
+        "{instruction}\nLocate the answer to the instruction above with points and output its point "
+        'coordinates in JSON format: [{{"point_2d": [x, y], "label": "<label>"}}], with x and y normalized '
+        "to the range [0, 1000]."
+    ),
+    "robopoint": (
+        "{instruction} Your answer should be formatted as a list of tuples, i.e. [(x1, y1), (x2, y2), ...], "
+        "where each tuple contains the x and y coordinates of a point satisfying the conditions above. "
+        "The coordinates should be between 0 and 1, indicating the normalized pixel locations of the "
+        "points in the image."
+    ),
+    "xy_pixels": (
+        "{instruction}\nThe image is {width} pixels wide and {height} pixels high. Answer with the point as "
+        "[x, y], where x is the horizontal and y the vertical pixel coordinate, origin at the top-left "
+        "corner. If the instruction needs several points, answer with a list [[x1, y1], [x2, y2], ...]. "
+        "Output only the coordinates."
+    ),
 }
-_COT = ("{body}\nBefore answering, think step by step: describe the objects in the image that matter for the "
-        "instruction and where they are, then decide which location answers it. Give the final answer, in "
-        "the format asked for above, on the last line.")
+_COT = (
+    "{body}\nBefore answering, think step by step: describe the objects in the image that matter for the "
+    "instruction and where they are, then decide which location answers it. Give the final answer, in "
+    "the format asked for above, on the last line."
+)
 
 # Two worked examples: (instruction, label, points as fractions of width and height). The answers
 # are written in the agent's format at the current image size, so they teach the exact syntax.
@@ -177,8 +200,9 @@ def data_url_to_image(url: str) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def build_messages(instruction: str, image_rgb: np.ndarray, fmt: str, style: str, *, width: int, height: int,
-                   encoding: str = "jpeg") -> list[dict]:
+def build_messages(
+    instruction: str, image_rgb: np.ndarray, fmt: str, style: str, *, width: int, height: int, encoding: str = "jpeg"
+) -> list[dict]:
     """OpenAI chat messages asking a model to point for ``instruction`` on ``image_rgb``.
 
     Args:
@@ -201,13 +225,23 @@ def build_messages(instruction: str, image_rgb: np.ndarray, fmt: str, style: str
     if style == "two_shot":
         for n, (shot, label, fractions) in enumerate(_SHOTS, start=1):
             pts = np.array([[fx * width, fy * height] for fx, fy in fractions])
-            messages.append({"role": "user", "content": _SHOT_INTRO.format(n=n, width=width, height=height)
-                             + build_prompt(shot, fmt, "default", width=width, height=height)})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": _SHOT_INTRO.format(n=n, width=width, height=height)
+                    + build_prompt(shot, fmt, "default", width=width, height=height),
+                }
+            )
             messages.append({"role": "assistant", "content": format_points(pts, fmt, width, height, label=label)})
-    messages.append({"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": image_to_data_url(image_rgb, encoding)}},
-        {"type": "text", "text": text},
-    ]})
+    messages.append(
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": image_to_data_url(image_rgb, encoding)}},
+                {"type": "text", "text": text},
+            ],
+        }
+    )
     return messages
 
 

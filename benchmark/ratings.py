@@ -29,8 +29,17 @@ from scipy.optimize import minimize
 from pointlab.benchmark.errors import BenchmarkError
 
 __all__ = [
-    "VOTE_WINNERS", "TIE_WINNERS", "Vote", "Rating", "RatingsInputError",
-    "load_votes_jsonl", "parse_vote", "elo_online", "elo_ratings", "bradley_terry", "interval_ranks",
+    "VOTE_WINNERS",
+    "TIE_WINNERS",
+    "Vote",
+    "Rating",
+    "RatingsInputError",
+    "load_votes_jsonl",
+    "parse_vote",
+    "elo_online",
+    "elo_ratings",
+    "bradley_terry",
+    "interval_ranks",
     "compute_ratings",
 ]
 
@@ -101,14 +110,16 @@ def load_votes_jsonl(path: str | Path) -> list[Vote]:
         raise RatingsInputError(str(e)) from e
 
 
-def _check_params(*, start: float, base: float, scale: float, k: float | None = None,
-                  bootstrap_rounds: int | None = None) -> None:
+def _check_params(
+    *, start: float, base: float, scale: float, k: float | None = None, bootstrap_rounds: int | None = None
+) -> None:
     """Refuse parameters that make ``1 / (1 + base ** (d / scale))`` NaN, constant or undefined.
 
     ``k`` and ``scale`` finite and > 0, ``base`` finite and > 1 (``base == 1`` makes every expected
     score 0.5 whatever the ratings; ``ln(base) <= 0`` breaks the Bradley-Terry mapping), ``start``
     finite, ``bootstrap_rounds`` an integer >= 0 (0: no bootstrap, zero-width intervals).
     """
+
     def finite(name: str, value: float) -> float:
         try:
             v = float(value)
@@ -125,8 +136,9 @@ def _check_params(*, start: float, base: float, scale: float, k: float | None = 
         raise RatingsInputError(f"scale must be a finite number > 0, got {scale!r}")
     if k is not None and finite("k", k) <= 0.0:
         raise RatingsInputError(f"k must be a finite number > 0, got {k!r}")
-    if bootstrap_rounds is not None and (isinstance(bootstrap_rounds, bool) or not isinstance(bootstrap_rounds, int)
-                                         or bootstrap_rounds < 0):
+    if bootstrap_rounds is not None and (
+        isinstance(bootstrap_rounds, bool) or not isinstance(bootstrap_rounds, int) or bootstrap_rounds < 0
+    ):
         raise RatingsInputError(f"bootstrap_rounds must be an integer >= 0, got {bootstrap_rounds!r}")
 
 
@@ -155,8 +167,15 @@ def _encode(votes: Sequence[Vote], ties: TiesRule) -> tuple[list[str], np.ndarra
     return models, np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64), np.asarray(s, dtype=np.float64)
 
 
-def elo_online(votes: Sequence[Vote], *, start: float = 1000.0, k: float = 2.0, base: float = 10.0,
-               scale: float = 400.0, ties: TiesRule = "exclude") -> dict[str, float]:
+def elo_online(
+    votes: Sequence[Vote],
+    *,
+    start: float = 1000.0,
+    k: float = 2.0,
+    base: float = 10.0,
+    scale: float = 400.0,
+    ties: TiesRule = "exclude",
+) -> dict[str, float]:
     """Online Elo in vote order (order-dependent by design).
 
     For each vote: ``E_a = 1 / (1 + base ** ((R_b - R_a) / scale))``, ``R_a += k (S_a - E_a)``,
@@ -173,8 +192,9 @@ def elo_online(votes: Sequence[Vote], *, start: float = 1000.0, k: float = 2.0, 
     return {m: float(r[i]) for i, m in enumerate(models)}
 
 
-def _elo_rounds(n_models: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, start: float, k: float,
-                base: float, scale: float) -> np.ndarray:
+def _elo_rounds(
+    n_models: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, start: float, k: float, base: float, scale: float
+) -> np.ndarray:
     """Run online Elo for R independent vote sequences at once: ``a, b, s`` are ``(R, N)``.
 
     One Python step per vote position, vectorised over the R sequences (bootstrap rounds).
@@ -192,8 +212,15 @@ def _elo_rounds(n_models: int, a: np.ndarray, b: np.ndarray, s: np.ndarray, star
     return r
 
 
-def _bt_fit(n_models: int, ci: np.ndarray, cj: np.ndarray, cs: np.ndarray, counts: np.ndarray,
-            reg: float, x0: np.ndarray | None = None) -> np.ndarray:
+def _bt_fit(
+    n_models: int,
+    ci: np.ndarray,
+    cj: np.ndarray,
+    cs: np.ndarray,
+    counts: np.ndarray,
+    reg: float,
+    x0: np.ndarray | None = None,
+) -> np.ndarray:
     """Bradley-Terry log-strengths (natural log-odds units, mean 0) from aggregated cells.
 
     ``counts`` is ``(C,)`` for one fit or ``(R, C)`` for R independent fits over the same cells
@@ -210,8 +237,9 @@ def _bt_fit(n_models: int, ci: np.ndarray, cj: np.ndarray, cs: np.ndarray, count
     rounds, n_cells = w.shape
     rows = np.arange(n_cells)
     # (C, n) signed incidence: d = beta @ D.T, grad = g_cell @ D
-    inc = csr_matrix((np.r_[np.ones(n_cells), -np.ones(n_cells)], (np.r_[rows, rows], np.r_[ci, cj])),
-                     shape=(n_cells, n_models))
+    inc = csr_matrix(
+        (np.r_[np.ones(n_cells), -np.ones(n_cells)], (np.r_[rows, rows], np.r_[ci, cj])), shape=(n_cells, n_models)
+    )
     inc_t = inc.T.tocsr()
 
     def f(flat: np.ndarray) -> tuple[float, np.ndarray]:
@@ -224,8 +252,13 @@ def _bt_fit(n_models: int, ci: np.ndarray, cj: np.ndarray, cs: np.ndarray, count
         return nll + 0.5 * reg * float(flat @ flat), (grad + reg * beta).ravel()
 
     start = np.zeros((rounds, n_models)) if x0 is None else np.broadcast_to(x0, (rounds, n_models))
-    res = minimize(f, np.ascontiguousarray(start, dtype=np.float64).ravel(), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 1000, "gtol": 1e-8, "ftol": 1e-15})
+    res = minimize(
+        f,
+        np.ascontiguousarray(start, dtype=np.float64).ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 1000, "gtol": 1e-8, "ftol": 1e-15},
+    )
     beta = res.x.reshape(rounds, n_models)
     beta = beta - beta.mean(axis=1, keepdims=True)
     return beta[0] if np.ndim(counts) == 1 else beta
@@ -257,13 +290,22 @@ def _assemble(models: list[str], point: np.ndarray, boots: np.ndarray, games: np
     else:
         lo, hi = point.copy(), point.copy()
     ranks = interval_ranks(lo, hi)
-    return {m: Rating(float(point[i]), float(lo[i]), float(hi[i]), ranks[i], int(games[i]))
-            for i, m in enumerate(models)}
+    return {
+        m: Rating(float(point[i]), float(lo[i]), float(hi[i]), ranks[i], int(games[i])) for i, m in enumerate(models)
+    }
 
 
-def bradley_terry(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: float = 1000.0,
-                  base: float = 10.0, scale: float = 400.0, bootstrap_rounds: int = 100, seed: int = 0,
-                  reg: float = 1e-6) -> dict[str, Rating]:
+def bradley_terry(
+    votes: Sequence[Vote],
+    *,
+    ties: TiesRule = "exclude",
+    start: float = 1000.0,
+    base: float = 10.0,
+    scale: float = 400.0,
+    bootstrap_rounds: int = 100,
+    seed: int = 0,
+    reg: float = 1e-6,
+) -> dict[str, Rating]:
     """Bradley-Terry ratings by maximum likelihood with bootstrap 95 % intervals.
 
     ``rating = scale * beta / ln(base) + start`` with the log-strengths ``beta`` centred on 0, so
@@ -294,9 +336,17 @@ def bradley_terry(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: f
     return _assemble(models, point, boots, _games(n, a, b))
 
 
-def elo_ratings(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: float = 1000.0, k: float = 2.0,
-                base: float = 10.0, scale: float = 400.0, bootstrap_rounds: int = 100,
-                seed: int = 0) -> dict[str, Rating]:
+def elo_ratings(
+    votes: Sequence[Vote],
+    *,
+    ties: TiesRule = "exclude",
+    start: float = 1000.0,
+    k: float = 2.0,
+    base: float = 10.0,
+    scale: float = 400.0,
+    bootstrap_rounds: int = 100,
+    seed: int = 0,
+) -> dict[str, Rating]:
     """Online Elo (vote order) with bootstrap 95 % intervals.
 
     The point rating is online Elo over the votes in their order. Each bootstrap round resamples the
@@ -318,9 +368,18 @@ def elo_ratings(votes: Sequence[Vote], *, ties: TiesRule = "exclude", start: flo
     return _assemble(models, point, boots, _games(n, a, b))
 
 
-def compute_ratings(votes: Iterable[Vote], method: str = "bt", *, ties: TiesRule = "exclude",
-                    k: float = 2.0, start: float = 1000.0, base: float = 10.0, scale: float = 400.0,
-                    bootstrap_rounds: int = 100, seed: int = 0) -> dict[str, dict]:
+def compute_ratings(
+    votes: Iterable[Vote],
+    method: str = "bt",
+    *,
+    ties: TiesRule = "exclude",
+    k: float = 2.0,
+    start: float = 1000.0,
+    base: float = 10.0,
+    scale: float = 400.0,
+    bootstrap_rounds: int = 100,
+    seed: int = 0,
+) -> dict[str, dict]:
     """``{model: {rating, ci_low, ci_high, rank, games}}`` by ``method`` ``"elo"`` or ``"bt"``.
 
     Raises: RatingsInputError for an unknown method or ties rule, or a degenerate parameter
@@ -330,11 +389,13 @@ def compute_ratings(votes: Iterable[Vote], method: str = "bt", *, ties: TiesRule
     _check_params(start=start, base=base, scale=scale, k=k, bootstrap_rounds=bootstrap_rounds)
     votes = list(votes)
     if method == "bt":
-        out = bradley_terry(votes, ties=ties, start=start, base=base, scale=scale,
-                            bootstrap_rounds=bootstrap_rounds, seed=seed)
+        out = bradley_terry(
+            votes, ties=ties, start=start, base=base, scale=scale, bootstrap_rounds=bootstrap_rounds, seed=seed
+        )
     elif method == "elo":
-        out = elo_ratings(votes, ties=ties, start=start, k=k, base=base, scale=scale,
-                          bootstrap_rounds=bootstrap_rounds, seed=seed)
+        out = elo_ratings(
+            votes, ties=ties, start=start, k=k, base=base, scale=scale, bootstrap_rounds=bootstrap_rounds, seed=seed
+        )
     else:
         raise RatingsInputError(f"method must be 'elo' or 'bt', got {method!r}")
     return {m: r.to_dict() for m, r in sorted(out.items(), key=lambda kv: -kv[1].rating)}

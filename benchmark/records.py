@@ -25,8 +25,20 @@ from typing import Any
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["RecordError", "finite_json", "dumps_json", "iter_jsonl", "read_jsonl", "read_jsonl_lenient", "write_jsonl",
-           "predictions_by_id", "by_unique_id", "Predictions", "read_predictions", "predictions_from_records"]
+__all__ = [
+    "RecordError",
+    "finite_json",
+    "dumps_json",
+    "iter_jsonl",
+    "read_jsonl",
+    "read_jsonl_lenient",
+    "write_jsonl",
+    "predictions_by_id",
+    "by_unique_id",
+    "Predictions",
+    "read_predictions",
+    "predictions_from_records",
+]
 
 
 def finite_json(obj: Any) -> Any:
@@ -155,8 +167,9 @@ def read_predictions(path: str | Path, field: str = "prediction") -> Predictions
     return predictions_from_records(good, field, bad)
 
 
-def predictions_from_records(records: Iterable[tuple[str, dict[str, Any]]], field: str = "prediction",
-                             unreadable: Iterable[str] = ()) -> Predictions:
+def predictions_from_records(
+    records: Iterable[tuple[str, dict[str, Any]]], field: str = "prediction", unreadable: Iterable[str] = ()
+) -> Predictions:
     """``Predictions`` from ``(where, record)`` pairs (see ``read_predictions``)."""
     out = Predictions()
     out.unreadable.extend(unreadable)
@@ -231,8 +244,9 @@ def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions"
     return out
 
 
-def by_unique_id(records: Iterable[dict[str, Any]], source: str = "ground-truth",
-                 error: type[RecordError] = RecordError) -> Iterator[tuple[str, dict[str, Any]]]:
+def by_unique_id(
+    records: Iterable[dict[str, Any]], source: str = "ground-truth", error: type[RecordError] = RecordError
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(id as text, record)`` for each record, in order.
 
     Raises:

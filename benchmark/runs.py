@@ -25,8 +25,16 @@ from .records import dumps_json
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["RUN_RECORD_VERSION", "RunRecord", "AnswerRecord", "read_run_record", "write_run_record",
-           "read_answers", "append_answer", "RunRecordError"]
+__all__ = [
+    "RUN_RECORD_VERSION",
+    "RunRecord",
+    "AnswerRecord",
+    "read_run_record",
+    "write_run_record",
+    "read_answers",
+    "append_answer",
+    "RunRecordError",
+]
 
 RUN_RECORD_VERSION = 2
 PARSER = "pointlab.benchmark.points.parse_points"

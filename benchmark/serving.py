@@ -37,8 +37,9 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
 WS_PER_MESSAGE_DEFLATE = False
 
 
-def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
-                    ) -> tuple[str, Callable[[], None]]:
+def serve_in_thread(
+    app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
+) -> tuple[str, Callable[[], None]]:
     """Run ``app`` with uvicorn in a daemon thread.
 
     Returns:
@@ -53,10 +54,12 @@ def serve_in_thread(app, host: str = "127.0.0.1", port: int = 0, *, start_timeou
 
     sock = bind_socket(host, port)
     actual = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                           ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}",
-                              daemon=True)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, log_level="warning", lifespan="off", access_log=False, ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}", daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s
     while not server.started:

@@ -29,7 +29,9 @@ def _gt_and_predictions(gt: Path | None, pred: Path):
     from_log = is_samples_log(pred_recs[:1])
     if gt is None:
         if not from_log:
-            raise RecordError("--gt is needed unless --pred is an lmms-eval samples log (its docs hold the ground truth)")
+            raise RecordError(
+                "--gt is needed unless --pred is an lmms-eval samples log (its docs hold the ground truth)"
+            )
         gt_recs = samples_ground_truth(pred_recs)
     else:
         good, gt_bad = load_json_or_jsonl(gt)
@@ -39,16 +41,26 @@ def _gt_and_predictions(gt: Path | None, pred: Path):
         if not from_log and any(isinstance(r.get("id"), type(None)) for r in gt_recs):
             # released arrays without ids: the position is the id
             gt_recs = [dict(r, id=r.get("id", i)) for i, r in enumerate(gt_recs)]
-    preds = samples_predictions(pred_recs, unreadable=bad) if from_log else predictions_from_records(pred_recs, unreadable=bad)
+    preds = (
+        samples_predictions(pred_recs, unreadable=bad)
+        if from_log
+        else predictions_from_records(pred_recs, unreadable=bad)
+    )
     return gt_recs, preds
 
 
 @score_app.command("vsi")
 def score_vsi_cmd(
-    gt: Path | None = typer.Option(None, "--gt", help="ground truth: JSONL, a JSON array (VSI-Bench, ReVSI), or an lmms-eval samples log"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or an lmms-eval samples log'),
+    gt: Path | None = typer.Option(
+        None, "--gt", help="ground truth: JSONL, a JSON array (VSI-Bench, ReVSI), or an lmms-eval samples log"
+    ),
+    pred: Path = typer.Option(
+        ..., "--pred", help='predictions JSONL {"id", "prediction"}, or an lmms-eval samples log'
+    ),
     rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
-    lmms_results: Path | None = typer.Option(None, "--lmms-results", help="also write the scores in lmms-eval's results form here"),
+    lmms_results: Path | None = typer.Option(
+        None, "--lmms-results", help="also write the scores in lmms-eval's results form here"
+    ),
 ) -> None:
     """Score VSI-Bench / ReVSI predictions: {"items": [{id, value, parsed, reason, metadata}], "summary": {...}}."""
     from .lmms import results_form, write_results
@@ -66,8 +78,13 @@ def score_vsi_cmd(
         fail(str(e))
     if lmms_results is not None:
         summary = {**report.summary, "rules": rules}
-        write_results(lmms_results, [results_form(task, m, n=report.summary["n_questions"], rules=rules, scorer="vsi")
-                                     for task, m in vsi_lmms(summary)])
+        write_results(
+            lmms_results,
+            [
+                results_form(task, m, n=report.summary["n_questions"], rules=rules, scorer="vsi")
+                for task, m in vsi_lmms(summary)
+            ],
+        )
     print_json(report.to_dict())
 
 
@@ -93,8 +110,13 @@ def video_frames_cmd(
     try:
         with open_frames(video) as src:
             sel = sample_frames(src.total, budget, sampler)
-        out = {"frames": list(sel.indices), "total": sel.total, "sampler": sel.sampler, "budget": sel.budget,
-               "num_frames": sel.num_frames}
+        out = {
+            "frames": list(sel.indices),
+            "total": sel.total,
+            "sampler": sel.sampler,
+            "budget": sel.budget,
+            "num_frames": sel.num_frames,
+        }
         if dummy:
             table = VisibilityTable.load(visibility) if visibility else None
             refs = [q.strip() for q in query.split(",") if q.strip()]
@@ -131,12 +153,22 @@ def _egopoint_inputs(gt: Path, pred: Path):
 
 @score_app.command("egopoint")
 def score_egopoint_cmd(
-    gt: Path = typer.Option(..., "--gt", help="EgoPoint ground truth: the released JSON array (pure_real_test.json) or JSONL"),
-    pred: Path = typer.Option(..., "--pred", help='predictions JSONL {"id", "prediction"}, or the playground results file (details)'),
+    gt: Path = typer.Option(
+        ..., "--gt", help="EgoPoint ground truth: the released JSON array (pure_real_test.json) or JSONL"
+    ),
+    pred: Path = typer.Option(
+        ..., "--pred", help='predictions JSONL {"id", "prediction"}, or the playground results file (details)'
+    ),
     rules: str = typer.Option("pointlab", "--rules", help=RULES_HELP),
-    judge: str | None = typer.Option(None, "--judge", help="open-ended judge model (OpenAI-compatible; the paper used GPT-4o); omit to use stored verdicts only"),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="open-ended judge model (OpenAI-compatible; the paper used GPT-4o); omit to use stored verdicts only",
+    ),
     judge_base_url: str | None = typer.Option(None, "--judge-base-url", help="judge server URL ending in /v1"),
-    verdicts: Path | None = typer.Option(None, "--verdicts", help="JSONL of stored judge verdicts: read, and new ones appended"),
+    verdicts: Path | None = typer.Option(
+        None, "--verdicts", help="JSONL of stored judge verdicts: read, and new ones appended"
+    ),
 ) -> None:
     """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2 (pointlab); tables per
     dimension, deixis level, question type and domain with the random baseline."""
@@ -157,8 +189,14 @@ def score_egopoint_cmd(
         require_items(gt_recs, gt)
         sink = verdicts.open("a", encoding="utf-8") if verdicts and j else None
         try:
-            report = get_scorer("egopoint")(gt_recs, preds, rules=rules, judge=j, verdicts=stored,
-                                            on_verdict=(lambda r: sink.write(json.dumps(r) + "\n")) if sink else None)
+            report = get_scorer("egopoint")(
+                gt_recs,
+                preds,
+                rules=rules,
+                judge=j,
+                verdicts=stored,
+                on_verdict=(lambda r: sink.write(json.dumps(r) + "\n")) if sink else None,
+            )
         finally:
             if sink:
                 sink.close()
@@ -179,7 +217,9 @@ def video_generate_cmd(
     scene_id: str | None = typer.Option(None, "--scene-id", help="only this scene (required with --frames)"),
     sampler: str = typer.Option("nested", "--sampler", help="frame sampler for the budgets"),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="seed of every random choice"),
-    vsibench_filters: bool = typer.Option(False, "--vsibench-filters", help="VSI-Bench's thresholds instead of ReVSI's"),
+    vsibench_filters: bool = typer.Option(
+        False, "--vsibench-filters", help="VSI-Bench's thresholds instead of ReVSI's"
+    ),
 ) -> None:
     """Generate VSI-Bench / ReVSI questions from 3D boxes; with --frames and --visibility, one record per
     answerable (question, budget). Prints the counts per task and per filter."""
@@ -213,12 +253,17 @@ def video_generate_cmd(
             with open_frames(frames) as src:
                 total = src.total
             table = VisibilityTable.load(visibility)
-        records, per_budget = expand_budgets(questions, wanted, total_frames=total, visibility=table, sampler=sampler,
-                                             config=cfg)
+        records, per_budget = expand_budgets(
+            questions, wanted, total_frames=total, visibility=table, sampler=sampler, config=cfg
+        )
         n = write_jsonl(out / "questions.jsonl", records)
-        summary = {"questions_file": str(out / "questions.jsonl"), "records": n, "generation": report.to_dict(),
-                   "budgets": per_budget, "config": {"seed": seed, "filters": "vsibench" if vsibench_filters else "revsi",
-                                                     "sampler": sampler}}
+        summary = {
+            "questions_file": str(out / "questions.jsonl"),
+            "records": n,
+            "generation": report.to_dict(),
+            "budgets": per_budget,
+            "config": {"seed": seed, "filters": "vsibench" if vsibench_filters else "revsi", "sampler": sampler},
+        }
         (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     except (VideoBenchError, SceneFormatError, ValueError) as e:
         fail(str(e))

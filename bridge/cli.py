@@ -52,11 +52,16 @@ def build_app() -> typer.Typer:
     Raises:
         CliAssemblyError: a command registered twice, or an entry point that gives no ``SubApp``.
     """
-    app = typer.Typer(name="pointlab", no_args_is_help=True, add_completion=False,
-                      help="Evaluate how well multimodal models point: Point-Act, Point-Battle, Point-Bench, "
-                           "video tasks.")
-    groups = {name: typer.Typer(help=text, add_completion=False, no_args_is_help=name not in _RUNS_WITHOUT_SUBCOMMAND)
-              for name, text in GROUPS.items()}
+    app = typer.Typer(
+        name="pointlab",
+        no_args_is_help=True,
+        add_completion=False,
+        help="Evaluate how well multimodal models point: Point-Act, Point-Battle, Point-Bench, video tasks.",
+    )
+    groups = {
+        name: typer.Typer(help=text, add_completion=False, no_args_is_help=name not in _RUNS_WITHOUT_SUBCOMMAND)
+        for name, text in GROUPS.items()
+    }
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         sub = ep.load()()
         if not isinstance(sub, SubApp):
@@ -85,8 +90,11 @@ def main(argv: list[str] | None = None) -> None:
         debug, args = True, args[1:]
     level = os.environ.get("POINTLAB_LOG", "WARNING").upper()
     if level not in LOG_LEVELS:
-        print(f"pointlab: error: POINTLAB_LOG={os.environ['POINTLAB_LOG']!r} is not a log level "
-              f"({', '.join(LOG_LEVELS)})", file=sys.stderr)
+        print(
+            f"pointlab: error: POINTLAB_LOG={os.environ['POINTLAB_LOG']!r} is not a log level "
+            f"({', '.join(LOG_LEVELS)})",
+            file=sys.stderr,
+        )
         sys.exit(2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sys.exit(run(args, debug=debug))
@@ -104,7 +112,7 @@ def run(args: list[str], *, debug: bool = False) -> int:
         return 130
     except typer.TyperException as e:  # click's usage errors (typer vendors click): one line
         if type(e).__name__ == "NoArgsIsHelpError":  # a group without its subcommand: typer has
-            if e.format_message():                     # printed the help (older versions put it here)
+            if e.format_message():  # printed the help (older versions put it here)
                 print(e.format_message(), file=sys.stderr)
             return 2
         where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "pointlab"
@@ -115,8 +123,9 @@ def run(args: list[str], *, debug: bool = False) -> int:
         if debug:
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"pointlab: error: {type(e).__name__}: {first} (pointlab --debug ... shows the traceback)",
-              file=sys.stderr)
+        print(
+            f"pointlab: error: {type(e).__name__}: {first} (pointlab --debug ... shows the traceback)", file=sys.stderr
+        )
         return 1
     # standalone_mode=False returns a command's typer.Exit code, or its return value (ours: None)
     return rv if isinstance(rv, int) and not isinstance(rv, bool) else 0

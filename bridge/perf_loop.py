@@ -56,21 +56,33 @@ def _recording_costs(recs: list, ends_s: list[float]) -> dict:
     clip_mb = sum(r.clip_bytes for r in recs) / 1e6
     per_s = (lambda mb: round(mb / secs, 4)) if secs > 0 else (lambda mb: None)
     return {
-        "recordings": len(recs), "incomplete": sum(not r.complete for r in recs),
+        "recordings": len(recs),
+        "incomplete": sum(not r.complete for r in recs),
         "errors": sorted({e for r in recs for e in r.errors})[:5],
-        "seconds_recorded": round(secs, 2), "dropped_messages": sum(r.dropped for r in recs),
+        "seconds_recorded": round(secs, 2),
+        "dropped_messages": sum(r.dropped for r in recs),
         "color_frames_per_s": round(sum(r.color_frames for r in recs) / secs, 2) if secs else None,
         "clip_frames_per_s": round(sum(r.clip_frames for r in recs) / secs, 2) if secs else None,
-        "mcap_mb_per_s": per_s(mcap_mb), "clip_mb_per_s": per_s(clip_mb),
+        "mcap_mb_per_s": per_s(mcap_mb),
+        "clip_mb_per_s": per_s(clip_mb),
         "mcap_mb_per_20s_trial": None if not secs else round(20 * mcap_mb / secs, 2),
         "clip_mb_per_20s_trial": None if not secs else round(20 * clip_mb / secs, 3),
         "end_ms": percentiles_ms(ends_s),
     }
 
 
-def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "sim-oracle", poll_hz: float = 60.0,
-                 baseline_repeats: int = 200, recording: bool = True, block: int = 5,
-                 recordings_dir: str | Path | None = None, recording_config=None) -> dict:
+def measure_loop(
+    trials: int = 40,
+    *,
+    time_scale: float = 0.02,
+    agent: str = "sim-oracle",
+    poll_hz: float = 60.0,
+    baseline_repeats: int = 200,
+    recording: bool = True,
+    block: int = 5,
+    recordings_dir: str | Path | None = None,
+    recording_config=None,
+) -> dict:
     """Run ``trials`` sim trials (the demo script, the scene reset after each pass) and measure.
 
     Args:
@@ -99,7 +111,8 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
     script = demo_script("sim", "sim")
     tmp = None if recordings_dir is not None else tempfile.TemporaryDirectory(prefix="pointlab-perf-rec-")
     rec_config = (recording_config or RecordingConfig()).model_copy(
-        update={"dir": Path(recordings_dir if recordings_dir is not None else tmp.name)})
+        update={"dir": Path(recordings_dir if recordings_dir is not None else tmp.name)}
+    )
     session = start_session(SessionConfig(time_scale=time_scale))
     try:
         station, world = session.station, session.world
@@ -129,8 +142,13 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
                     c0, w0 = time.process_time(), time.monotonic()
                     if recorder is not None:
                         recorder.begin(f"perf-{i:04d}")
-                    ran = await station.run_trial(agent, item["instruction"], expected=item["expected"],
-                                                  settings=HEADLESS_SETTINGS, auto_judge=True)
+                    ran = await station.run_trial(
+                        agent,
+                        item["instruction"],
+                        expected=item["expected"],
+                        settings=HEADLESS_SETTINGS,
+                        auto_judge=True,
+                    )
                     out.append(ran.result)
                     recorded_flags.append(recorder is not None)
                     if recorder is not None:
@@ -182,22 +200,36 @@ def measure_loop(trials: int = 40, *, time_scale: float = 0.02, agent: str = "si
         "done": sum(r.robot_outcome == "done" for r in results),
         "sim_success": sum(bool(r.sim_success) for r in results),
         "physics_real_time_factor": _rtf(world),
-        "failures": [{"trial": i, "instruction": r.instruction, "action": r.action, "robot_outcome": r.robot_outcome,
-                      "sim_detail": r.sim_detail,
-                      "reason": str(r.refusal or r.abort or r.robot_error or "") or None}
-                     for i, r in enumerate(results) if not r.sim_success][:10],
+        "failures": [
+            {
+                "trial": i,
+                "instruction": r.instruction,
+                "action": r.action,
+                "robot_outcome": r.robot_outcome,
+                "sim_detail": r.sim_detail,
+                "reason": str(r.refusal or r.abort or r.robot_error or "") or None,
+            }
+            for i, r in enumerate(results)
+            if not r.sim_success
+        ][:10],
     }
     if recording:
         without = p2c([r for r, f in zip(results, recorded_flags) if not f])
         with_ = p2c([r for r, f in zip(results, recorded_flags) if f])
         cores = {flag: _cores([c for c, f in zip(cpu, recorded_flags) if f == flag]) for flag in (False, True)}
         out["recording"] = {
-            "block": block, "image_fps": rec_config.image_fps, "depth_fps": rec_config.depth_fps,
+            "block": block,
+            "image_fps": rec_config.image_fps,
+            "depth_fps": rec_config.depth_fps,
             "clip_fps": rec_config.clip.fps,
-            "point_to_command_ms_without": without, "point_to_command_ms_with": with_,
-            "ratio_p50": round(with_["p50"] / without["p50"], 3) if with_["n"] and without["n"] and without["p50"] else None,
+            "point_to_command_ms_without": without,
+            "point_to_command_ms_with": with_,
+            "ratio_p50": round(with_["p50"] / without["p50"], 3)
+            if with_["n"] and without["n"] and without["p50"]
+            else None,
             "images": rec_config.images,
-            "cpu_cores_without": cores[False], "cpu_cores_with": cores[True],
+            "cpu_cores_without": cores[False],
+            "cpu_cores_with": cores[True],
             "cpu_cores_added": None if None in cores.values() else round(cores[True] - cores[False], 3),
             **_recording_costs([r for r in recs if r is not None], ends),
         }

@@ -165,8 +165,9 @@ class SessionConfig(BaseModel):
         return "table" if isinstance(v, str) and v == "table" else v
 
 
-def _calibration(config: SessionConfig, world, sim_camera: bool, sim_robot: bool,
-                 make_probe: Callable[[], Any]) -> Calibration:
+def _calibration(
+    config: SessionConfig, world, sim_camera: bool, sim_robot: bool, make_probe: Callable[[], Any]
+) -> Calibration:
     calibration = config.calibration
     if calibration is None and spec_kind(config.camera) in ("replay", "bag") and sim_robot:
         calibration = "table"
@@ -186,8 +187,9 @@ def _calibration(config: SessionConfig, world, sim_camera: bool, sim_robot: bool
         return load_camera_to_base(calibration)
     if sim_camera:  # the simulated camera's exact pose in the world's base frame
         return world.calibration()
-    raise SessionError("a real camera with a real robot needs a calibration file (--calibration FILE, "
-                       "see docs/perception.md)")
+    raise SessionError(
+        "a real camera with a real robot needs a calibration file (--calibration FILE, see docs/perception.md)"
+    )
 
 
 def _sim_agents(config) -> bool:
@@ -232,7 +234,6 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     from pointlab.perception.camera import make_camera
     from pointlab.robot.arm import Arm, MotionConfig, make_arm
 
-
     world_cls = world_class_for(config.camera, config.robot)
     world = world_cls() if world_cls is not None else None
     sim_camera = world is not None and spec_kind(config.camera) in world.camera_kinds
@@ -243,8 +244,18 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
 
     cam = new_camera()  # a bad camera spec is a CameraSourceError before anything else
     cal = _calibration(config, world, sim_camera, sim_robot, new_camera)
-    session = Session(station=None, ports=None, store=None, host=None, agents={}, calibration=cal, world=world,
-                      camera_spec=config.camera, robot_spec=config.robot, world_drives_scene=sim_camera and sim_robot)
+    session = Session(
+        station=None,
+        ports=None,
+        store=None,
+        host=None,
+        agents={},
+        calibration=cal,
+        world=world,
+        camera_spec=config.camera,
+        robot_spec=config.robot,
+        world_drives_scene=sim_camera and sim_robot,
+    )
     session._closers.append(lock.release)  # released last
     try:
         if sim_robot:
@@ -277,7 +288,8 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
             session._closers.append(session.store.close)
             # before any new trial: a killed session's unfinished trials, with their recordings recovered
             session.interrupted = close_interrupted(
-                session.store, (config.recording or RecordingConfig()).resolved_dir(config.db_path))
+                session.store, (config.recording or RecordingConfig()).resolved_dir(config.db_path)
+            )
 
         from pointlab.bridge.ros.arm_node import ArmNode
         from pointlab.bridge.ros.camera_node import CameraNode
@@ -298,8 +310,13 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         humans = [n for n, a in agents.items() if isinstance(a, HumanAgent)]
         from pointlab.bridge.ros.trial_ports import RosRecorderPort, RosTrialPorts
 
-        session.ports = RosTrialPorts(host, session=nonce, human=agents[humans[0]] if humans else None,
-                                      human_agent_names=humans, watch_camera_qos=False)
+        session.ports = RosTrialPorts(
+            host,
+            session=nonce,
+            human=agents[humans[0]] if humans else None,
+            human_agent_names=humans,
+            watch_camera_qos=False,
+        )
         session._closers.append(session.ports.close)
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
@@ -310,8 +327,12 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
             from pointlab.bridge.recording.static_tf import StaticTransform
 
             # every recording carries the camera's pose in the base frame, for a 3D viewer
-            session.recorder = TrialRecorder(host, config.recording, db_path=config.db_path,
-                                             static_transforms=[StaticTransform.of_calibration(session.calibration)])
+            session.recorder = TrialRecorder(
+                host,
+                config.recording,
+                db_path=config.db_path,
+                static_transforms=[StaticTransform.of_calibration(session.calibration)],
+            )
             session._closers.append(session.recorder.close)  # before the host goes
             recorder = RosRecorderPort(session.recorder)
         if config.foxglove_port is not None:
@@ -319,8 +340,11 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
             from pointlab.bridge.ros.foxglove_live import FoxgloveLive
 
             try:
-                session.foxglove = FoxgloveLive(host, port=config.foxglove_port,
-                                                static_transforms=[StaticTransform.of_calibration(session.calibration)])
+                session.foxglove = FoxgloveLive(
+                    host,
+                    port=config.foxglove_port,
+                    static_transforms=[StaticTransform.of_calibration(session.calibration)],
+                )
             except RuntimeError as e:
                 raise SessionError(str(e)) from e
             session._closers.append(session.foxglove.close)  # before the host goes
@@ -364,8 +388,16 @@ def _station(config: SessionConfig, session: Session, world, sim_camera: bool, h
 
         store = StudyStorePort(session.store)
     p = session.ports
-    ports = Ports(agent=p.pointing, targeting=p.pointing, arm=p.arm, camera=p.camera, storage=DiskStorage(*where),
-                  scene=scene, recorder=recorder, store=store)
+    ports = Ports(
+        agent=p.pointing,
+        targeting=p.pointing,
+        arm=p.arm,
+        camera=p.camera,
+        storage=DiskStorage(*where),
+        scene=scene,
+        recorder=recorder,
+        store=store,
+    )
     station = Station(ports, list(session.agents), human_agents=humans, rules=config.timeouts, seed=config.seed)
     station.sync_belief()
     return station
@@ -394,4 +426,3 @@ def _close_agents(pointing_node, agents: dict) -> None:
         asyncio.run_coroutine_threadsafe(_all(), loop).result(timeout=5.0)
     except Exception:
         log.debug("closing agents timed out", exc_info=True)
-

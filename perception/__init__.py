@@ -7,8 +7,22 @@ from .extrinsics import Calibration, RigidTransform, load_calibration, save_cali
 from .frame import CAMERA_OPTICAL_FRAME, Intrinsics, RGBDFrame
 
 __all__ = [
-    "CAMERA_SOURCES", "Camera", "make_camera", "DepthRule", "Deprojection", "deproject_pixel",
-    "CalibrationFileError", "CameraNotConnectedError", "CameraSourceError", "EndOfRecording", "PerceptionError",
-    "Calibration", "RigidTransform", "load_calibration", "save_calibration",
-    "CAMERA_OPTICAL_FRAME", "Intrinsics", "RGBDFrame",
+    "CAMERA_SOURCES",
+    "Camera",
+    "make_camera",
+    "DepthRule",
+    "Deprojection",
+    "deproject_pixel",
+    "CalibrationFileError",
+    "CameraNotConnectedError",
+    "CameraSourceError",
+    "EndOfRecording",
+    "PerceptionError",
+    "Calibration",
+    "RigidTransform",
+    "load_calibration",
+    "save_calibration",
+    "CAMERA_OPTICAL_FRAME",
+    "Intrinsics",
+    "RGBDFrame",
 ]

@@ -120,11 +120,11 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
     try:
         u, v = float(u), float(v)
     except (TypeError, ValueError):
-        return Deprojection((math.nan, math.nan), False, refusal="outside_image",
-                            detail="coordinates are not numbers")
+        return Deprojection((math.nan, math.nan), False, refusal="outside_image", detail="coordinates are not numbers")
     if not intr.contains(u, v):
-        return Deprojection((u, v), False, refusal="outside_image",
-                            detail=f"({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}")
+        return Deprojection(
+            (u, v), False, refusal="outside_image", detail=f"({u:.6g}, {v:.6g}) not in {intr.width}x{intr.height}"
+        )
     col, row = intr.pixel_index(u, v)
     r = rule.window_radius_px
     r0, r1 = max(0, row - r), min(intr.height, row + r + 1)
@@ -134,8 +134,13 @@ def deproject_pixel(frame: RGBDFrame, u: float, v: float, rule: DepthRule = Dept
     depths = win[ok]
     n = int(depths.size)
     if n < rule.min_valid_px:
-        return Deprojection((u, v), False, valid_px=n,
-                            refusal="no_depth", detail=f"{n} valid depth pixels within {r} px (need {rule.min_valid_px})")
+        return Deprojection(
+            (u, v),
+            False,
+            valid_px=n,
+            refusal="no_depth",
+            detail=f"{n} valid depth pixels within {r} px (need {rule.min_valid_px})",
+        )
 
     centre = frame.depth[row, col] * frame.depth_scale_m
     if rule.min_depth_m <= centre <= rule.max_depth_m:

@@ -10,7 +10,14 @@ class. A caller that must tell pointlab's refusals from bugs catches ``PointlabE
 message: no code matches error text.
 """
 
-__all__ = ["PointlabError", "PerceptionError", "CameraNotConnectedError", "CameraSourceError", "EndOfRecording", "CalibrationFileError"]
+__all__ = [
+    "PointlabError",
+    "PerceptionError",
+    "CameraNotConnectedError",
+    "CameraSourceError",
+    "EndOfRecording",
+    "CalibrationFileError",
+]
 
 
 class PointlabError(Exception):

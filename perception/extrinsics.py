@@ -29,8 +29,17 @@ from scipy.spatial.transform import Rotation
 
 from .errors import CalibrationFileError
 
-__all__ = ["RigidTransform", "Calibration", "load_calibration", "load_camera_to_base", "save_calibration",
-           "CALIBRATION_FORMAT", "look_at_rotation", "optical_pose", "unit_vector"]
+__all__ = [
+    "RigidTransform",
+    "Calibration",
+    "load_calibration",
+    "load_camera_to_base",
+    "save_calibration",
+    "CALIBRATION_FORMAT",
+    "look_at_rotation",
+    "optical_pose",
+    "unit_vector",
+]
 
 CALIBRATION_FORMAT = "pointlab.calibration/1"
 _MAX_TRANSLATION_M = 5.0
@@ -150,8 +159,11 @@ class Calibration:
 
     def to_dict(self) -> dict:
         d = {
-            "format": CALIBRATION_FORMAT, "parent_frame": self.parent_frame, "child_frame": self.child_frame,
-            "T_parent_child": self.T_base_camera.matrix.round(9).tolist(), "setup": self.setup,
+            "format": CALIBRATION_FORMAT,
+            "parent_frame": self.parent_frame,
+            "child_frame": self.child_frame,
+            "T_parent_child": self.T_base_camera.matrix.round(9).tolist(),
+            "setup": self.setup,
         }
         for k in ("method", "created"):
             if getattr(self, k):
@@ -176,21 +188,29 @@ def load_calibration(path: str | Path) -> Calibration:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CalibrationFileError(f"calibration file {path} is not valid JSON: {e}") from e
     if not isinstance(d, dict) or d.get("format") != CALIBRATION_FORMAT:
-        raise CalibrationFileError(f"{path}: expected \"format\": \"{CALIBRATION_FORMAT}\"")
+        raise CalibrationFileError(f'{path}: expected "format": "{CALIBRATION_FORMAT}"')
     try:
         T = RigidTransform(np.array(d["T_parent_child"], dtype=np.float64))
     except (KeyError, ValueError, TypeError) as e:
         raise CalibrationFileError(f"{path}: T_parent_child is not a rigid 4x4 transform ({e})") from e
     if np.linalg.norm(T.translation_m) > _MAX_TRANSLATION_M:
         raise CalibrationFileError(
-            f"{path}: translation {T.translation_m.tolist()} is over {_MAX_TRANSLATION_M} m; the file must be in metres")
+            f"{path}: translation {T.translation_m.tolist()} is over {_MAX_TRANSLATION_M} m; the file must be in metres"
+        )
     if d.get("setup", "eye_to_hand") not in ("eye_to_hand", "eye_in_hand"):
         raise CalibrationFileError(f"{path}: setup must be eye_to_hand or eye_in_hand")
     for key in ("parent_frame", "child_frame"):  # TF frame ids: a number or null would fail in ROS later
         if key in d and not (isinstance(d[key], str) and d[key].strip()):
             raise CalibrationFileError(f"{path}: {key} must be a non-empty frame name, got {d[key]!r}")
-    return Calibration(T, d.get("parent_frame", "link_base"), d.get("child_frame", "camera_color_optical_frame"),
-                       d.get("setup", "eye_to_hand"), d.get("method"), d.get("created"), d.get("residuals", {}))
+    return Calibration(
+        T,
+        d.get("parent_frame", "link_base"),
+        d.get("child_frame", "camera_color_optical_frame"),
+        d.get("setup", "eye_to_hand"),
+        d.get("method"),
+        d.get("created"),
+        d.get("residuals", {}),
+    )
 
 
 def load_camera_to_base(path: str | Path) -> Calibration:
@@ -204,7 +224,8 @@ def load_camera_to_base(path: str | Path) -> Calibration:
     if cal.setup != "eye_to_hand":
         raise CalibrationFileError(
             f"{path}: setup {cal.setup!r} gives the camera in the {cal.parent_frame} frame; Point-Act targeting "
-            "needs an eye_to_hand calibration (camera fixed, T_base_camera)")
+            "needs an eye_to_hand calibration (camera fixed, T_base_camera)"
+        )
     return cal
 
 

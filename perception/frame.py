@@ -65,7 +65,9 @@ class Intrinsics:
         area of the pixels with indices ``0..W-1``, ``0..H-1`` that PointArena sec. 3.1 bounds a
         point by; ``pixel_index`` maps a contained point to its pixel. The same convention is used
         by deprojection, Point-Bench mask scoring and the web pages' clicks."""
-        return bool(np.isfinite(u) and np.isfinite(v) and -0.5 <= u < self.width - 0.5 and -0.5 <= v < self.height - 0.5)
+        return bool(
+            np.isfinite(u) and np.isfinite(v) and -0.5 <= u < self.width - 0.5 and -0.5 <= v < self.height - 0.5
+        )
 
     @staticmethod
     def pixel_index(u: float, v: float) -> tuple[int, int]:
@@ -111,14 +113,26 @@ class Intrinsics:
 
     def to_dict(self) -> dict:
         return {
-            "width": self.width, "height": self.height, "fx": self.fx, "fy": self.fy,
-            "ppx": self.ppx, "ppy": self.ppy, "coeffs": list(self.coeffs),
+            "width": self.width,
+            "height": self.height,
+            "fx": self.fx,
+            "fy": self.fy,
+            "ppx": self.ppx,
+            "ppy": self.ppy,
+            "coeffs": list(self.coeffs),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> "Intrinsics":
-        return cls(int(d["width"]), int(d["height"]), float(d["fx"]), float(d["fy"]),
-                   float(d["ppx"]), float(d["ppy"]), tuple(float(c) for c in d.get("coeffs", (0,) * 5)))
+        return cls(
+            int(d["width"]),
+            int(d["height"]),
+            float(d["fx"]),
+            float(d["fy"]),
+            float(d["ppx"]),
+            float(d["ppy"]),
+            tuple(float(c) for c in d.get("coeffs", (0,) * 5)),
+        )
 
 
 @dataclass(frozen=True)

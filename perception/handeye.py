@@ -27,12 +27,22 @@ from scipy.spatial.transform import Rotation
 from .extrinsics import RigidTransform
 from .frame import Intrinsics
 
-__all__ = ["CharucoBoardSpec", "BoardDetection", "detect_board", "HandEyeResult", "solve_hand_eye", "mean_transform",
-           "HAND_EYE_METHODS"]
+__all__ = [
+    "CharucoBoardSpec",
+    "BoardDetection",
+    "detect_board",
+    "HandEyeResult",
+    "solve_hand_eye",
+    "mean_transform",
+    "HAND_EYE_METHODS",
+]
 
 HAND_EYE_METHODS = {
-    "TSAI": cv2.CALIB_HAND_EYE_TSAI, "PARK": cv2.CALIB_HAND_EYE_PARK, "HORAUD": cv2.CALIB_HAND_EYE_HORAUD,
-    "ANDREFF": cv2.CALIB_HAND_EYE_ANDREFF, "DANIILIDIS": cv2.CALIB_HAND_EYE_DANIILIDIS,
+    "TSAI": cv2.CALIB_HAND_EYE_TSAI,
+    "PARK": cv2.CALIB_HAND_EYE_PARK,
+    "HORAUD": cv2.CALIB_HAND_EYE_HORAUD,
+    "ANDREFF": cv2.CALIB_HAND_EYE_ANDREFF,
+    "DANIILIDIS": cv2.CALIB_HAND_EYE_DANIILIDIS,
 }
 
 
@@ -71,8 +81,9 @@ class BoardDetection:
     reprojection_px: float
 
 
-def detect_board(image_rgb: np.ndarray, intrinsics: Intrinsics, spec: CharucoBoardSpec = CharucoBoardSpec(),
-                 min_corners: int = 6) -> BoardDetection | None:
+def detect_board(
+    image_rgb: np.ndarray, intrinsics: Intrinsics, spec: CharucoBoardSpec = CharucoBoardSpec(), min_corners: int = 6
+) -> BoardDetection | None:
     """Find the board in an ``(H, W, 3)`` uint8 RGB image and solve its pose with ``cv2.solvePnP``.
 
     Returns ``None`` when fewer than ``min_corners`` ChArUco corners are found."""
@@ -110,11 +121,19 @@ class HandEyeResult:
 
     def summary(self) -> dict:
         return {
-            "setup": self.setup, "method": self.method, "poses": len(self.residual_mm),
-            "residual_mm": {"mean": float(np.mean(self.residual_mm)), "max": float(np.max(self.residual_mm)),
-                            "per_pose": [round(x, 3) for x in self.residual_mm]},
-            "residual_deg": {"mean": float(np.mean(self.residual_deg)), "max": float(np.max(self.residual_deg)),
-                             "per_pose": [round(x, 4) for x in self.residual_deg]},
+            "setup": self.setup,
+            "method": self.method,
+            "poses": len(self.residual_mm),
+            "residual_mm": {
+                "mean": float(np.mean(self.residual_mm)),
+                "max": float(np.max(self.residual_mm)),
+                "per_pose": [round(x, 3) for x in self.residual_mm],
+            },
+            "residual_deg": {
+                "mean": float(np.mean(self.residual_deg)),
+                "max": float(np.max(self.residual_deg)),
+                "per_pose": [round(x, 4) for x in self.residual_deg],
+            },
         }
 
 
@@ -127,8 +146,12 @@ def mean_transform(ts: list[np.ndarray]) -> np.ndarray:
     return m
 
 
-def solve_hand_eye(T_base_flange: list[RigidTransform], T_camera_board: list[RigidTransform],
-                   setup: str = "eye_to_hand", method: str = "PARK") -> HandEyeResult:
+def solve_hand_eye(
+    T_base_flange: list[RigidTransform],
+    T_camera_board: list[RigidTransform],
+    setup: str = "eye_to_hand",
+    method: str = "PARK",
+) -> HandEyeResult:
     """Solve the hand-eye transform from paired flange and board poses (metres).
 
     Args:
@@ -148,9 +171,13 @@ def solve_hand_eye(T_base_flange: list[RigidTransform], T_camera_board: list[Rig
         raise ValueError(f"unknown method {method!r}; one of {sorted(HAND_EYE_METHODS)}")
     # eye-to-hand: OpenCV solves it when given base->gripper instead of gripper->base
     arm = [t.inverse() if setup == "eye_to_hand" else t for t in T_base_flange]
-    R, t = cv2.calibrateHandEye([a.rotation for a in arm], [a.translation_m for a in arm],
-                                [c.rotation for c in T_camera_board], [c.translation_m for c in T_camera_board],
-                                method=HAND_EYE_METHODS[method])
+    R, t = cv2.calibrateHandEye(
+        [a.rotation for a in arm],
+        [a.translation_m for a in arm],
+        [c.rotation for c in T_camera_board],
+        [c.translation_m for c in T_camera_board],
+        method=HAND_EYE_METHODS[method],
+    )
     X = RigidTransform.from_rt(R, t.reshape(3))
     if setup == "eye_to_hand":  # board in the flange frame must be constant
         inv = [(f.inverse() @ X @ c).matrix for f, c in zip(T_base_flange, T_camera_board)]

@@ -25,8 +25,16 @@ import struct
 
 import numpy as np
 
-__all__ = ["COMPRESSED_SUFFIX", "COMPRESSED_DEPTH_SUFFIX", "DEPTH_HEADER_BYTES", "encode_color", "encode_depth",
-           "decode_color", "decode_depth", "is_compressed"]
+__all__ = [
+    "COMPRESSED_SUFFIX",
+    "COMPRESSED_DEPTH_SUFFIX",
+    "DEPTH_HEADER_BYTES",
+    "encode_color",
+    "encode_depth",
+    "decode_color",
+    "decode_depth",
+    "is_compressed",
+]
 
 COMPRESSED_SUFFIX = "/compressed"
 COMPRESSED_DEPTH_SUFFIX = "/compressedDepth"

@@ -22,8 +22,15 @@ import numpy as np
 from .frame import Intrinsics
 from .image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED_SUFFIX, decode_color, decode_depth, is_compressed
 
-__all__ = ["DEPTH_TOPIC_SCALE_M", "REALSENSE_TOPICS", "REALSENSE_COMPRESSED_TOPICS", "stamp_to_ns", "image_to_rgb", "image_to_depth",
-           "camera_info_to_intrinsics"]
+__all__ = [
+    "DEPTH_TOPIC_SCALE_M",
+    "REALSENSE_TOPICS",
+    "REALSENSE_COMPRESSED_TOPICS",
+    "stamp_to_ns",
+    "image_to_rgb",
+    "image_to_depth",
+    "camera_info_to_intrinsics",
+]
 
 # Metres per unit of the 16UC1 depth on the topic: millimetres, as realsense-ros publishes it.
 DEPTH_TOPIC_SCALE_M = 0.001

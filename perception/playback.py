@@ -51,8 +51,12 @@ class PlaybackOptions:
     loop: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.rate, bool) or not isinstance(self.rate, (int, float)) \
-                or not math.isfinite(self.rate) or self.rate < 0:
+        if (
+            isinstance(self.rate, bool)
+            or not isinstance(self.rate, (int, float))
+            or not math.isfinite(self.rate)
+            or self.rate < 0
+        ):
             raise CameraSourceError(f"bag option rate: expected a number >= 0 or 'max', got {self.rate!r}")
         object.__setattr__(self, "rate", float(self.rate))
         object.__setattr__(self, "loop", bool(self.loop))

@@ -67,8 +67,9 @@ class _SensorSource:
         self.syncer = rs.syncer()
         self.sensors = []
         for sensor in device.query_sensors():
-            profiles = [p for p in sensor.get_stream_profiles()
-                        if p.stream_type() in (rs.stream.depth, rs.stream.color)]
+            profiles = [
+                p for p in sensor.get_stream_profiles() if p.stream_type() in (rs.stream.depth, rs.stream.color)
+            ]
             if not profiles:
                 continue
             sensor.open(profiles[0])
@@ -97,8 +98,15 @@ class RealSenseCamera(Camera):
             pipeline.
     """
 
-    def __init__(self, serial: str | None = None, width: int = 640, height: int = 480, fps: int = 30,
-                 timeout_ms: int = 5000, device=None) -> None:
+    def __init__(
+        self,
+        serial: str | None = None,
+        width: int = 640,
+        height: int = 480,
+        fps: int = 30,
+        timeout_ms: int = 5000,
+        device=None,
+    ) -> None:
         super().__init__()
         self.serial, self.width, self.height, self.fps = serial, width, height, fps
         self.timeout_ms = timeout_ms
@@ -174,8 +182,14 @@ class RealSenseCamera(Camera):
             raise CameraSourceError(f"unsupported colour format {color.profile.format()}")
         # depth units may change per frame on some devices; the frame's own value wins
         scale = float(depth.get_units()) or self._depth_scale_m
-        return RGBDFrame(np.ascontiguousarray(rgb).copy(), np.asanyarray(depth.get_data()).astype(np.uint16, copy=True),
-                         scale, intr, stamp_ns, index)
+        return RGBDFrame(
+            np.ascontiguousarray(rgb).copy(),
+            np.asanyarray(depth.get_data()).astype(np.uint16, copy=True),
+            scale,
+            intr,
+            stamp_ns,
+            index,
+        )
 
     def _disconnect(self) -> None:
         if self._source is not None:

@@ -39,8 +39,12 @@ def load_camera_params(folder: Path) -> tuple[Intrinsics, float]:
     try:
         d = json.loads(path.read_text())
         intr = Intrinsics(
-            width=int(d["img_width"]), height=int(d["img_height"]),
-            fx=float(d["fx"]), fy=float(d["fy"]), ppx=float(d["x_offset"]), ppy=float(d["y_offset"]),
+            width=int(d["img_width"]),
+            height=int(d["img_height"]),
+            fx=float(d["fx"]),
+            fy=float(d["fy"]),
+            ppx=float(d["x_offset"]),
+            ppy=float(d["y_offset"]),
             coeffs=tuple(float(c) for c in d.get("coeffs", (0.0,) * 5)),
         )
         scale = float(d.get("depth_scale", DEFAULT_DEPTH_SCALE_M))
@@ -64,8 +68,14 @@ def list_frame_ids(folder: Path) -> list[str]:
     return ids
 
 
-def load_rgbd_frame(folder: Path, frame_id: str | int, *, intrinsics: Intrinsics | None = None,
-                    depth_scale_m: float | None = None, stamp_ns: int | None = None) -> RGBDFrame:
+def load_rgbd_frame(
+    folder: Path,
+    frame_id: str | int,
+    *,
+    intrinsics: Intrinsics | None = None,
+    depth_scale_m: float | None = None,
+    stamp_ns: int | None = None,
+) -> RGBDFrame:
     """Load one frame of a replay folder. ``frame_id`` is ``"000003"`` or ``3``.
 
     Raises:
@@ -89,8 +99,14 @@ def load_rgbd_frame(folder: Path, frame_id: str | int, *, intrinsics: Intrinsics
         raise CameraSourceError(f"{dpath}: depth must be a 16-bit single-channel PNG, got {depth.dtype} {depth.shape}")
     color = cv2.cvtColor(color, cv2.COLOR_BGR2RGB)  # OpenCV decodes to BGR; frames travel as RGB
     try:
-        return RGBDFrame(color=color, depth=depth, depth_scale_m=depth_scale_m, intrinsics=intrinsics,
-                         stamp_ns=time.time_ns() if stamp_ns is None else stamp_ns, index=int(fid))
+        return RGBDFrame(
+            color=color,
+            depth=depth,
+            depth_scale_m=depth_scale_m,
+            intrinsics=intrinsics,
+            stamp_ns=time.time_ns() if stamp_ns is None else stamp_ns,
+            index=int(fid),
+        )
     except ValueError as e:
         raise CameraSourceError(f"frame {fid} in {folder}: {e}") from e
 
@@ -129,7 +145,9 @@ class ReplayCamera(Camera):
         ids = self._ids or list_frame_ids(self.folder)
         missing = [i for i in ids if i not in set(list_frame_ids(self.folder))]
         if not ids or missing:
-            raise CameraSourceError(f"replay folder {self.folder}: no frames" if not ids else f"missing frames {missing}")
+            raise CameraSourceError(
+                f"replay folder {self.folder}: no frames" if not ids else f"missing frames {missing}"
+            )
         self._ids = ids
         self._pos = 0
 

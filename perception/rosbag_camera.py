@@ -43,9 +43,14 @@ from typing import Iterator
 from .camera import Camera
 from .errors import CameraSourceError, EndOfRecording
 from .frame import CAMERA_OPTICAL_FRAME, RGBDFrame
-from .image_msgs import (REALSENSE_COMPRESSED_TOPICS, REALSENSE_TOPICS, camera_info_to_intrinsics, image_to_depth,
-                         image_to_rgb,
-                         stamp_to_ns)
+from .image_msgs import (
+    REALSENSE_COMPRESSED_TOPICS,
+    REALSENSE_TOPICS,
+    camera_info_to_intrinsics,
+    image_to_depth,
+    image_to_rgb,
+    stamp_to_ns,
+)
 from .playback import Laps, PlaybackClock, PlaybackOptions, split_playback_spec
 
 __all__ = ["RosbagCamera", "bag_camera", "holds_topic"]
@@ -73,8 +78,10 @@ def _streams_in(have: set[str]) -> dict[str, str]:
     """The realsense-ros topic of each stream that a bag holding ``have`` plays: the raw image, else
     image_transport's compressed one (``compressed`` colour, ``compressedDepth`` depth: what
     pointlab's recorder writes and what a lab records to keep bags small)."""
-    return {k: raw if raw in have or REALSENSE_COMPRESSED_TOPICS[k] not in have else REALSENSE_COMPRESSED_TOPICS[k]
-            for k, raw in REALSENSE_TOPICS.items()}
+    return {
+        k: raw if raw in have or REALSENSE_COMPRESSED_TOPICS[k] not in have else REALSENSE_COMPRESSED_TOPICS[k]
+        for k, raw in REALSENSE_TOPICS.items()
+    }
 
 
 def holds_topic(path: str | Path, topic: str) -> bool:
@@ -105,8 +112,14 @@ class RosbagCamera(Camera):
             one without the three topics.
     """
 
-    def __init__(self, path: str | Path, topics: dict[str, str] | None = None, max_pair_gap_ms: float = 20.0,
-                 rate: float = 1.0, loop: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        topics: dict[str, str] | None = None,
+        max_pair_gap_ms: float = 20.0,
+        rate: float = 1.0,
+        loop: bool = True,
+    ) -> None:
         super().__init__()
         self.path = Path(path)
         self._topics_given = topics is not None
@@ -231,8 +244,12 @@ class RosbagCamera(Camera):
             yield from drain(final=False)
         yield from drain(final=True)
         if pending and self._laps.lap == 0:  # said once, not on every lap
-            log.warning("%s: %d colour frames came before any camera_info on %s and were not played",
-                        self.path, len(pending), t["camera_info"])
+            log.warning(
+                "%s: %d colour frames came before any camera_info on %s and were not played",
+                self.path,
+                len(pending),
+                t["camera_info"],
+            )
 
     def _frame(self, stamp: int, color_msg, depths: OrderedDict, intr, index: int) -> RGBDFrame | None:
         depth_msg = depths.get(stamp)
@@ -242,14 +259,14 @@ class RosbagCamera(Camera):
         if depth_msg is None:
             self.skipped += 1
             if self.skipped == 1:
-                log.warning("%s: a colour frame has no aligned depth within %.0f ms; skipped",
-                            self.path, self.max_gap_ns / 1e6)
+                log.warning(
+                    "%s: a colour frame has no aligned depth within %.0f ms; skipped", self.path, self.max_gap_ns / 1e6
+                )
             return None
         try:
             rgb = image_to_rgb(color_msg)
             depth, scale = image_to_depth(depth_msg)
-            return RGBDFrame(rgb, depth, scale, intr, stamp, index,
-                             color_msg.header.frame_id or CAMERA_OPTICAL_FRAME)
+            return RGBDFrame(rgb, depth, scale, intr, stamp, index, color_msg.header.frame_id or CAMERA_OPTICAL_FRAME)
         except ValueError as e:  # a buffer that does not match, or intrinsics of another size
             self._note_bad(f"frame at {stamp}: {e}")
             return None

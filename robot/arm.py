@@ -33,13 +33,33 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, model_serializer
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from .errors import (ArmConnectionError, ArmNotConnectedError, ArmTimeoutError, EmergencyStopError, MotionHaltedError,
-                     ReachRefusedError, RobotError, UnreachableTargetError, UnsafeTargetError)
+from .errors import (
+    ArmConnectionError,
+    ArmNotConnectedError,
+    ArmTimeoutError,
+    EmergencyStopError,
+    MotionHaltedError,
+    ReachRefusedError,
+    RobotError,
+    UnreachableTargetError,
+    UnsafeTargetError,
+)
 from .workspace import Workspace
 
 __all__ = [
-    "TcpPose", "Tool", "TOOLS", "MotionConfig", "ArmState", "MotionReport", "ArmDriver", "Arm",
-    "ARM_DRIVERS", "ENTRY_POINT_GROUP", "arm_drivers", "make_arm", "TOOL_DOWN_RPY_DEG",
+    "TcpPose",
+    "Tool",
+    "TOOLS",
+    "MotionConfig",
+    "ArmState",
+    "MotionReport",
+    "ArmDriver",
+    "Arm",
+    "ARM_DRIVERS",
+    "ENTRY_POINT_GROUP",
+    "arm_drivers",
+    "make_arm",
+    "TOOL_DOWN_RPY_DEG",
 ]
 
 log = logging.getLogger(__name__)
@@ -286,8 +306,9 @@ class Arm:
         motion: speeds, heights and the home pose.
     """
 
-    def __init__(self, driver: ArmDriver, workspace: Workspace = Workspace(),
-                 motion: MotionConfig = MotionConfig()) -> None:
+    def __init__(
+        self, driver: ArmDriver, workspace: Workspace = Workspace(), motion: MotionConfig = MotionConfig()
+    ) -> None:
         self.driver, self.workspace, self.motion = driver, workspace, motion
         self._connected = False
         self._holding = False
@@ -428,8 +449,11 @@ class Arm:
         # A driver halt shows up as MotionHaltedError; the default halt (a driver that cannot halt)
         # is its emergency stop, which shows up as EmergencyStopError. An emergency stop of ours
         # wins over a halt, and any other error during a halt is a fault.
-        return (self._halt_requested.is_set() and not self._estopped
-                and isinstance(e, (MotionHaltedError, EmergencyStopError)))
+        return (
+            self._halt_requested.is_set()
+            and not self._estopped
+            and isinstance(e, (MotionHaltedError, EmergencyStopError))
+        )
 
     def _begin_sequence(self) -> None:
         with self._halt_lock:
@@ -594,9 +618,16 @@ class Arm:
                     log.warning("reading arm state failed (arm already faulted): %s", e)
             except RobotError as e:
                 log.warning("reading arm state failed: %s", e)
-        return ArmState(connected=self._connected, tool_closed=self._tool_closed, holding=self._holding,
-                        estopped=self._estopped, fault=self._fault, motions_done=done,
-                        busy=self._motion_lock.locked(), **read)
+        return ArmState(
+            connected=self._connected,
+            tool_closed=self._tool_closed,
+            holding=self._holding,
+            estopped=self._estopped,
+            fault=self._fault,
+            motions_done=done,
+            busy=self._motion_lock.locked(),
+            **read,
+        )
 
     @property
     def holding(self) -> bool:
@@ -624,8 +655,9 @@ def arm_drivers() -> dict[str, str]:
     return {**{ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}, **ARM_DRIVERS}
 
 
-def make_arm(spec: str, workspace: Workspace = Workspace(), motion: MotionConfig = MotionConfig(),
-             **driver_kwargs) -> Arm:
+def make_arm(
+    spec: str, workspace: Workspace = Workspace(), motion: MotionConfig = MotionConfig(), **driver_kwargs
+) -> Arm:
     """Build (not connect) the arm named by ``spec``: ``sim`` or ``xarm:IP[:PORT]``.
 
     Raises:

@@ -11,9 +11,17 @@ if TYPE_CHECKING:  # arm.py imports this module
     from .arm import MotionReport
 
 __all__ = [
-    "RobotError", "ArmNotConnectedError", "MotionRefusedError", "UnsafeTargetError", "ReachRefusedError",
+    "RobotError",
+    "ArmNotConnectedError",
+    "MotionRefusedError",
+    "UnsafeTargetError",
+    "ReachRefusedError",
     "UnreachableTargetError",
-    "ArmFaultError", "ArmProtocolError", "ArmConnectionError", "ArmTimeoutError", "EmergencyStopError",
+    "ArmFaultError",
+    "ArmProtocolError",
+    "ArmConnectionError",
+    "ArmTimeoutError",
+    "EmergencyStopError",
     "MotionHaltedError",
 ]
 

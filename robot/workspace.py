@@ -66,8 +66,7 @@ class Workspace:
         x, y, z = (float(c) for c in p)
         for axis, val, (lo, hi) in (("x", x, self.x_m), ("y", y, self.y_m), ("z", z, self.z_m)):
             if not lo <= val <= hi:
-                raise UnsafeTargetError(
-                    f"outside_box: {what} {axis}={val:.3f} m outside [{lo:.3f}, {hi:.3f}] m")
+                raise UnsafeTargetError(f"outside_box: {what} {axis}={val:.3f} m outside [{lo:.3f}, {hi:.3f}] m")
         if what == "target":
             floor = self.table_z_m - self.target_tolerance_m
         else:
@@ -76,9 +75,13 @@ class Workspace:
             raise UnsafeTargetError(f"below_table: {what} z={z:.3f} m below the allowed {floor:.3f} m")
         r = math.hypot(x, y)
         if r > self.max_reach_m:
-            raise UnsafeTargetError(f"beyond_reach: {what} is {r:.3f} m from the base axis (max {self.max_reach_m:.3f} m)")
+            raise UnsafeTargetError(
+                f"beyond_reach: {what} is {r:.3f} m from the base axis (max {self.max_reach_m:.3f} m)"
+            )
         if r < self.min_radius_m:
-            raise UnsafeTargetError(f"too_close_to_base: {what} is {r:.3f} m from the base axis (min {self.min_radius_m:.3f} m)")
+            raise UnsafeTargetError(
+                f"too_close_to_base: {what} is {r:.3f} m from the base axis (min {self.min_radius_m:.3f} m)"
+            )
 
     def contains(self, point_m: np.ndarray) -> bool:
         try:

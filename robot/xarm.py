@@ -52,11 +52,23 @@ import numpy as np
 
 from .arm import TOOLS, ArmDriver, TcpPose, Tool
 from .errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, MotionHaltedError,
-    RobotError, UnreachableTargetError, UnsafeTargetError,
+    ArmConnectionError,
+    ArmFaultError,
+    ArmNotConnectedError,
+    ArmProtocolError,
+    ArmTimeoutError,
+    MotionHaltedError,
+    RobotError,
+    UnreachableTargetError,
+    UnsafeTargetError,
 )
 from .xarm_codes import (
-    API_EXCEPTION, CONNECTION_CODES, POSE_NOT_REACHED, TIMEOUT_CODES, api_code_text, controller_error_text,
+    API_EXCEPTION,
+    CONNECTION_CODES,
+    POSE_NOT_REACHED,
+    TIMEOUT_CODES,
+    api_code_text,
+    controller_error_text,
 )
 
 __all__ = ["Lite6Config", "XArmDriver", "DEFAULT_PORT", "REPORT_PORTS", "LITE6_JOINT_LIMITS_DEG"]
@@ -68,8 +80,14 @@ REPORT_PORTS = range(30000, 30004)  # the SDK's report ports: never a command po
 LITE6_AXIS, LITE6_TYPE = 6, 9
 # Lite 6 joint ranges J1..J6, degrees (UFACTORY Lite 6 specification; the same as the lite6 URDF of
 # xarm_ros2): a joint solution outside them is unreachable.
-LITE6_JOINT_LIMITS_DEG = ((-360.0, 360.0), (-150.0, 150.0), (-3.5, 300.0), (-360.0, 360.0), (-124.0, 124.0),
-                          (-360.0, 360.0))
+LITE6_JOINT_LIMITS_DEG = (
+    (-360.0, 360.0),
+    (-150.0, 150.0),
+    (-3.5, 300.0),
+    (-360.0, 360.0),
+    (-124.0, 124.0),
+    (-360.0, 360.0),
+)
 
 _PORT_LOCK = threading.Lock()
 # What a motion call answers when a halt (state 4) ended it or came just before it: the SDK's
@@ -124,16 +142,23 @@ class Lite6Config:
         except ValueError as e:
             raise ValueError(f"xarm: {self.ip!r} is not an IPv4 address") from e
         if not 0 < int(self.port) < 65536 or int(self.port) in REPORT_PORTS:
-            raise ValueError(f"xarm: bad command port {self.port} "
-                             "(502 on a real controller; 30000-30003 are report ports)")
+            raise ValueError(
+                f"xarm: bad command port {self.port} (502 on a real controller; 30000-30003 are report ports)"
+            )
         if self.tool not in TOOLS:
             raise ValueError(f"xarm: unknown tool {self.tool!r}; known: {', '.join(sorted(TOOLS))}")
         if not (0 < self.max_speed_mm_s <= 500.0):
             raise ValueError("xarm: max_speed_mm_s must be in (0, 500] (Lite 6 TCP speed limit)")
         if self.reach_check_max_points < 0:
             raise ValueError("xarm: reach_check_max_points must be >= 0")
-        for name in ("max_acc_mm_s2", "cmd_timeout_s", "motion_timeout_s", "reach_tolerance_mm",
-                     "reach_check_step_mm", "reconnect_timeout_s"):
+        for name in (
+            "max_acc_mm_s2",
+            "cmd_timeout_s",
+            "motion_timeout_s",
+            "reach_tolerance_mm",
+            "reach_check_step_mm",
+            "reconnect_timeout_s",
+        ):
             if not getattr(self, name) > 0:
                 raise ValueError(f"xarm: {name} must be positive")
         if self.state_settle_s < 0:
@@ -267,8 +292,9 @@ class XArmDriver(ArmDriver):
         """
         cfg = self.config
         XArmAPI = _sdk_to_stderr()
-        api = XArmAPI(cfg.ip, do_not_open=True, is_radian=False, enable_report=True, report_type="normal",
-                      forbid_uds=True)
+        api = XArmAPI(
+            cfg.ip, do_not_open=True, is_radian=False, enable_report=True, report_type="normal", forbid_uds=True
+        )
         try:
             with contextlib.redirect_stdout(sys.stderr), _sdk_control_port(cfg.port):
                 api.connect()
@@ -281,7 +307,8 @@ class XArmDriver(ArmDriver):
             api.disconnect()
             raise ArmConnectionError(
                 f"controller at {cfg.ip}:{cfg.port} reports axis {api.axis} type {api.device_type} "
-                f"({api.version}), not a Lite 6 (axis 6, type 9)")
+                f"({api.version}), not a Lite 6 (axis 6, type 9)"
+            )
         return _GuardedApi(api)
 
     def _bring_up(self) -> None:
@@ -306,8 +333,11 @@ class XArmDriver(ArmDriver):
         code, (err, warn) = api.get_err_warn_code()
         self._check("get_err_warn_code", code)
         if err or state not in (0, 1, 2):
-            raise ArmFaultError("set_state", 9, f"arm not ready after {after}: state {state}, "
-                                f"{controller_error_text(err)}, warning {warn}")
+            raise ArmFaultError(
+                "set_state",
+                9,
+                f"arm not ready after {after}: state {state}, {controller_error_text(err)}, warning {warn}",
+            )
 
     def disconnect(self) -> None:
         api, self._api = self._api, None
@@ -377,8 +407,18 @@ class XArmDriver(ArmDriver):
         speed_mm_s = min(speed_m_s * 1000.0, cfg.max_speed_mm_s)
         acc_mm_s2 = min(acc_m_s2 * 1000.0, cfg.max_acc_mm_s2)
         self._refuse_if_halting("set_position")
-        code = api.set_position(x_mm, y_mm, z_mm, roll_deg, pitch_deg, yaw_deg, speed=speed_mm_s, mvacc=acc_mm_s2,
-                                wait=True, timeout=cfg.motion_timeout_s)
+        code = api.set_position(
+            x_mm,
+            y_mm,
+            z_mm,
+            roll_deg,
+            pitch_deg,
+            yaw_deg,
+            speed=speed_mm_s,
+            mvacc=acc_mm_s2,
+            wait=True,
+            timeout=cfg.motion_timeout_s,
+        )
         self._check_halted("set_position", code)
         self._check("set_position", code)
         code, pos = api.get_position(is_radian=False)
@@ -386,8 +426,9 @@ class XArmDriver(ArmDriver):
         miss_mm = math.dist(pos[:3], (x_mm, y_mm, z_mm))
         if miss_mm > cfg.reach_tolerance_mm:
             self._check_halted("set_position", POSE_NOT_REACHED)  # the stop came as the wait ended
-            raise ArmFaultError("set_position", POSE_NOT_REACHED,
-                                f"TCP is {miss_mm:.1f} mm from the target after the motion")
+            raise ArmFaultError(
+                "set_position", POSE_NOT_REACHED, f"TCP is {miss_mm:.1f} mm from the target after the motion"
+            )
 
     def _refuse_if_halting(self, call: str) -> None:
         if self._halting:
@@ -442,23 +483,32 @@ class XArmDriver(ArmDriver):
 
     def _ik_deg(self, point: list[float], goal: TcpPose, ref_deg: list[float] | None) -> list[float]:
         api = self._require_api()
-        code, angles = api.get_inverse_kinematics(point, input_is_radian=False, return_is_radian=False,
-                                                  ref_angles=ref_deg)
+        code, angles = api.get_inverse_kinematics(
+            point, input_is_radian=False, return_is_radian=False, ref_angles=ref_deg
+        )
         code = int(code)
-        where = (f"pose ({point[0]:.1f}, {point[1]:.1f}, {point[2]:.1f}) mm, rpy ({point[3]:.1f}, "
-                 f"{point[4]:.1f}, {point[5]:.1f}) deg on the way to {goal.to_dict()}")
+        where = (
+            f"pose ({point[0]:.1f}, {point[1]:.1f}, {point[2]:.1f}) mm, rpy ({point[3]:.1f}, "
+            f"{point[4]:.1f}, {point[5]:.1f}) deg on the way to {goal.to_dict()}"
+        )
         if code in CONNECTION_CODES or code in TIMEOUT_CODES or not api.connected:
             self._check("get_inverse_kinematics", code if code else -1)
         if code != 0:
-            raise UnreachableTargetError(f"unreachable: {where}: the controller has no joint solution "
-                                         f"(get_inverse_kinematics code {code}: {api_code_text(code)})")
+            raise UnreachableTargetError(
+                f"unreachable: {where}: the controller has no joint solution "
+                f"(get_inverse_kinematics code {code}: {api_code_text(code)})"
+            )
         joints = [float(a) for a in angles[:6]]
-        bad = [i + 1 for i, (a, (lo, hi)) in enumerate(zip(joints, LITE6_JOINT_LIMITS_DEG))
-               if not _within_limit_deg(a, lo, hi)]
+        bad = [
+            i + 1
+            for i, (a, (lo, hi)) in enumerate(zip(joints, LITE6_JOINT_LIMITS_DEG))
+            if not _within_limit_deg(a, lo, hi)
+        ]
         if bad:
             raise UnreachableTargetError(
                 f"unreachable: {where}: joint solution {[round(a, 1) for a in joints]} deg is outside "
-                f"the Lite 6 limits of joint(s) {bad}")
+                f"the Lite 6 limits of joint(s) {bad}"
+            )
         return joints
 
     def set_tool(self, closed: bool) -> None:
@@ -473,8 +523,10 @@ class XArmDriver(ArmDriver):
         api = self._require_api()
         self._refuse_if_halting("set_tool")
         if self.tool.name == "lite_vacuum":
-            self._check("set_vacuum_gripper", api.set_vacuum_gripper(
-                bool(closed), wait=False, hardware_version=self.config.vacuum_hardware_version))
+            self._check(
+                "set_vacuum_gripper",
+                api.set_vacuum_gripper(bool(closed), wait=False, hardware_version=self.config.vacuum_hardware_version),
+            )
         elif closed:
             self._check("close_lite6_gripper", api.close_lite6_gripper())
         else:
@@ -544,8 +596,10 @@ class XArmDriver(ArmDriver):
         sent = self._reconnect_and_stop()
         if sent:
             return ArmConnectionError(f"{message}; reconnected and sent the stop")
-        return ArmConnectionError(f"{message}; could not reconnect within {self.config.reconnect_timeout_s:g} s "
-                                  "to send the stop: the arm may still be moving, use the emergency stop button")
+        return ArmConnectionError(
+            f"{message}; could not reconnect within {self.config.reconnect_timeout_s:g} s "
+            "to send the stop: the arm may still be moving, use the emergency stop button"
+        )
 
     def _reconnect_and_stop(self) -> bool:
         """Open a new session (retrying for ``reconnect_timeout_s``) and send the stop; whether it
@@ -568,8 +622,12 @@ class XArmDriver(ArmDriver):
                 return True
             except Exception as e:  # the SDK raises bare Exception; ours are typed: all mean "not yet"
                 if time.monotonic() >= deadline:
-                    log.critical("connection to the controller lost and not back within %.1f s (%s): the arm may "
-                                 "still be moving; use the emergency stop button", self.config.reconnect_timeout_s, e)
+                    log.critical(
+                        "connection to the controller lost and not back within %.1f s (%s): the arm may "
+                        "still be moving; use the emergency stop button",
+                        self.config.reconnect_timeout_s,
+                        e,
+                    )
                     return False
                 time.sleep(0.2)
 
@@ -579,8 +637,9 @@ class XArmDriver(ArmDriver):
         api = self._require_api()
         code, pos = api.get_position(is_radian=False)
         self._check("get_position", code)
-        return TcpPose((pos[0] / 1000.0, pos[1] / 1000.0, pos[2] / 1000.0),
-                       (float(pos[3]), float(pos[4]), float(pos[5])))
+        return TcpPose(
+            (pos[0] / 1000.0, pos[1] / 1000.0, pos[2] / 1000.0), (float(pos[3]), float(pos[4]), float(pos[5]))
+        )
 
     def get_joints_rad(self) -> list[float]:
         """Six joint angles in radians (``get_servo_angle(is_radian=True)``)."""

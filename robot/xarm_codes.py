@@ -11,8 +11,15 @@ Two kinds of numbers (see docs/robot.md for the lab table):
 
 from __future__ import annotations
 
-__all__ = ["API_CODES", "CONNECTION_CODES", "TIMEOUT_CODES", "POSE_NOT_REACHED", "API_EXCEPTION", "api_code_text",
-           "controller_error_text"]
+__all__ = [
+    "API_CODES",
+    "CONNECTION_CODES",
+    "TIMEOUT_CODES",
+    "POSE_NOT_REACHED",
+    "API_EXCEPTION",
+    "api_code_text",
+    "controller_error_text",
+]
 
 # pointlab's own code: set_position returned 0 but the TCP is not at the target afterwards (the
 # controller dropped the motion, e.g. one sent too soon after a state change).

@@ -86,8 +86,14 @@ class ImageKeyedOracle:
                     raise ValueError(f"mask {t['mask']} is {mask.shape[::-1]}, image {e['image']} is {(w, h)}")
                 names = [str(n).lower() for n in t["names"]]
                 targets.append({"names": names, "point": _interior(mask)})
-            self._images.append({"key": hashlib.sha256(rgb.tobytes()).hexdigest()[:16], "thumb": _thumb(rgb),
-                                 "size": (w, h), "targets": targets})
+            self._images.append(
+                {
+                    "key": hashlib.sha256(rgb.tobytes()).hexdigest()[:16],
+                    "thumb": _thumb(rgb),
+                    "size": (w, h),
+                    "targets": targets,
+                }
+            )
         self._lock = threading.Lock()
         self._cache: dict[bytes, dict | None] = {}
 
@@ -175,4 +181,3 @@ def arena_sim_models(entries: Sequence[dict], **kw: Any) -> dict:
     """``{model id: model}`` of the four arena agents over ``entries`` (see ``ImageKeyedOracle``)."""
     oracle = ImageKeyedOracle(entries)
     return {f"arena-{b}": _ArenaModel(oracle, b, **kw) for b in ("exact", "noisy", "center", "wrongfmt")}
-

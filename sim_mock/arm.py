@@ -25,8 +25,14 @@ import math
 import numpy as np
 
 from pointlab.robot.arm import TOOLS, ArmDriver, TcpPose
-from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
-                                   MotionHaltedError, UnreachableTargetError)
+from pointlab.robot.errors import (
+    ArmConnectionError,
+    ArmFaultError,
+    ArmNotConnectedError,
+    EmergencyStopError,
+    MotionHaltedError,
+    UnreachableTargetError,
+)
 
 from .lite6_sim import MotionStopped
 from .trapezoid import trapezoid_duration_s
@@ -37,7 +43,7 @@ __all__ = ["SimArmDriver", "trapezoid_duration_s", "OUT_OF_RANGE_CODE", "HAS_ERR
 log = logging.getLogger(__name__)
 
 OUT_OF_RANGE_CODE = -8  # xarm APIState.OUT_OF_RANGE: a parameter out of range
-HAS_ERROR_CODE = 1      # xarm APIState.HAS_ERROR: the controller has an uncleared error
+HAS_ERROR_CODE = 1  # xarm APIState.HAS_ERROR: the controller has an uncleared error
 
 
 class SimArmDriver(ArmDriver):
@@ -51,8 +57,14 @@ class SimArmDriver(ArmDriver):
         step_m: spacing of the IK checks along a linear move, metres.
     """
 
-    def __init__(self, world: SimWorld | None = None, tool: str = "lite_gripper", time_scale: float = 1.0,
-                 step_m: float = 0.02, **_ignored) -> None:
+    def __init__(
+        self,
+        world: SimWorld | None = None,
+        tool: str = "lite_gripper",
+        time_scale: float = 1.0,
+        step_m: float = 0.02,
+        **_ignored,
+    ) -> None:
         if tool not in TOOLS:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(TOOLS))}")
         if not (math.isfinite(time_scale) and time_scale >= 0) or step_m <= 0:
@@ -69,8 +81,15 @@ class SimArmDriver(ArmDriver):
         return self.lite6.time_scale
 
     @classmethod
-    def from_spec(cls, arg: str | None, *, world: SimWorld | None = None, tool: str = "lite_gripper",
-                  time_scale: float = 1.0, **kw) -> "SimArmDriver":
+    def from_spec(
+        cls,
+        arg: str | None,
+        *,
+        world: SimWorld | None = None,
+        tool: str = "lite_gripper",
+        time_scale: float = 1.0,
+        **kw,
+    ) -> "SimArmDriver":
         """Build from the ``make_arm`` spec ``sim`` or ``sim:TOOL`` (``sim:lite_vacuum``)."""
         if arg:
             tool = arg

@@ -36,12 +36,21 @@ from .trapezoid import trapezoid_duration_s, trapezoid_fraction
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ArmBackend", "KinematicArmBackend", "MotionLayerBackend", "PlanningError", "check_line_joint_speeds",
-           "world_backend",
-           "KINEMATIC_ERROR", "JOINT_LIMIT_ERROR", "SPEED_LIMIT_ERROR", "LITE6_MAX_JOINT_SPEED_RAD_S"]
+__all__ = [
+    "ArmBackend",
+    "KinematicArmBackend",
+    "MotionLayerBackend",
+    "PlanningError",
+    "check_line_joint_speeds",
+    "world_backend",
+    "KINEMATIC_ERROR",
+    "JOINT_LIMIT_ERROR",
+    "SPEED_LIMIT_ERROR",
+    "LITE6_MAX_JOINT_SPEED_RAD_S",
+]
 
 # Controller error codes a planning failure becomes (the SDK's ControllerErrorCodeMap titles).
-KINEMATIC_ERROR = 21    # C21 "Kinematic Error": no joint solution along the path
+KINEMATIC_ERROR = 21  # C21 "Kinematic Error": no joint solution along the path
 JOINT_LIMIT_ERROR = 23  # C23 "Joints Angle Exceed Limit"
 SPEED_LIMIT_ERROR = 24  # C24 "Speed Exceeds Limit": the path needs a joint faster than its limit (singularity)
 LITE6_MAX_JOINT_SPEED_RAD_S = math.pi  # Lite 6 specification: 180 deg/s
@@ -88,8 +97,7 @@ class ArmBackend(Protocol):
             PlanningError: a target outside the joint limits (``JOINT_LIMIT_ERROR``); nothing moves.
         """
 
-    def move_linear(self, tcp_goal_T: np.ndarray, tool_T: np.ndarray, speed_m_s: float,
-                    acc_m_s2: float) -> float:
+    def move_linear(self, tcp_goal_T: np.ndarray, tool_T: np.ndarray, speed_m_s: float, acc_m_s2: float) -> float:
         """Start a straight-line move of the TCP (flange @ ``tool_T``) to ``tcp_goal_T``; return its
         duration (s).
 
@@ -133,16 +141,19 @@ def check_line_joint_speeds(fracs, path, profile: tuple[float, float, float], ma
     need = float(np.max(dq_ds)) * peak_path_rate
     if need > max_joint_speed_rad_s * 1.001:
         joint = int(np.argmax(np.max(dq_ds, axis=0))) + 1
-        raise PlanningError(SPEED_LIMIT_ERROR, f"joint {joint} would need {math.degrees(need):.0f} deg/s "
-                            f"(limit {math.degrees(max_joint_speed_rad_s):.0f} deg/s) on this line")
+        raise PlanningError(
+            SPEED_LIMIT_ERROR,
+            f"joint {joint} would need {math.degrees(need):.0f} deg/s "
+            f"(limit {math.degrees(max_joint_speed_rad_s):.0f} deg/s) on this line",
+        )
 
 
 @dataclass
 class _Motion:
     t0: float
     duration_s: float
-    fracs: np.ndarray   # path parameter (0..1) at each waypoint
-    path: np.ndarray    # joints at each waypoint, (n, 6)
+    fracs: np.ndarray  # path parameter (0..1) at each waypoint
+    path: np.ndarray  # joints at each waypoint, (n, 6)
     profile: tuple[float, float, float]  # distance, speed, acc of the axis that paces the motion
 
 
@@ -162,8 +173,9 @@ class _FlangeKinematics:
         T = np.asarray(flange_T, dtype=np.float64)
         if not np.all(np.isfinite(T)):
             return None
-        q = self.kin.ik(T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64),
-                        tool=None)
+        q = self.kin.ik(
+            T[:3, 3], matrix_to_rpy_deg(T[:3, :3]), seed_rad=np.asarray(seed_rad, dtype=np.float64), tool=None
+        )
         return None if q is None else np.asarray(q, dtype=np.float64)
 
     def within_limits(self, joints_rad) -> bool:
@@ -192,11 +204,22 @@ class KinematicArmBackend(_FlangeKinematics):
         clock: the time source (s), ``time.monotonic`` by default; tests pass a fake one.
     """
 
-    def __init__(self, kinematics=None, *, joints_rad=None, time_scale: float = 1.0, min_motion_s: float = 0.1,
-                 max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S, line_step_m: float = 0.01,
-                 line_step_rad: float = math.radians(5.0), max_line_points: int = 60,
-                 rot_speed_rad_s: float = 1.0, rot_acc_rad_s2: float = 2.7, vacuum: bool = False,
-                 clock=time.monotonic) -> None:
+    def __init__(
+        self,
+        kinematics=None,
+        *,
+        joints_rad=None,
+        time_scale: float = 1.0,
+        min_motion_s: float = 0.1,
+        max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S,
+        line_step_m: float = 0.01,
+        line_step_rad: float = math.radians(5.0),
+        max_line_points: int = 60,
+        rot_speed_rad_s: float = 1.0,
+        rot_acc_rad_s2: float = 2.7,
+        vacuum: bool = False,
+        clock=time.monotonic,
+    ) -> None:
         if kinematics is None:
             from .kinematics import Lite6Kinematics
 
@@ -256,8 +279,11 @@ class KinematicArmBackend(_FlangeKinematics):
     def move_joints(self, target_rad, speed_rad_s: float, acc_rad_s2: float) -> float:
         q1 = np.asarray(target_rad, dtype=np.float64).reshape(6)
         if not self.within_limits(q1):
-            raise PlanningError(JOINT_LIMIT_ERROR, f"joint target {np.degrees(q1).round(1).tolist()} deg is outside "
-                                f"the limits {np.degrees(self.joint_limits_rad).round(1).tolist()}")
+            raise PlanningError(
+                JOINT_LIMIT_ERROR,
+                f"joint target {np.degrees(q1).round(1).tolist()} deg is outside "
+                f"the limits {np.degrees(self.joint_limits_rad).round(1).tolist()}",
+            )
         with self._lock:
             self._advance()
             q0 = self._q.copy()
@@ -277,8 +303,9 @@ class KinematicArmBackend(_FlangeKinematics):
             fracs, path = self._line_path(start, goal, rots, dist, angle, tool, q0)
             t_lin = trapezoid_duration_s(dist, speed_m_s, acc_m_s2)
             t_rot = trapezoid_duration_s(angle, self.rot_speed_rad_s, self.rot_acc_rad_s2)
-            profile = (dist, speed_m_s, acc_m_s2) if t_lin >= t_rot else (angle, self.rot_speed_rad_s,
-                                                                            self.rot_acc_rad_s2)
+            profile = (
+                (dist, speed_m_s, acc_m_s2) if t_lin >= t_rot else (angle, self.rot_speed_rad_s, self.rot_acc_rad_s2)
+            )
             natural = max(t_lin, t_rot)
             check_line_joint_speeds(fracs, path, profile, self.max_joint_speed_rad_s)
             return self._start(fracs, path, profile, natural)
@@ -299,8 +326,9 @@ class KinematicArmBackend(_FlangeKinematics):
             q = self.ik(T @ tool_inv, path[-1])
             if q is None:
                 where = "at the goal" if s == 1.0 else f"{100 * s:.0f}% along the line"
-                raise PlanningError(KINEMATIC_ERROR, f"no joint solution {where}: TCP "
-                                    f"{np.round(T[:3, 3] * 1000, 1).tolist()} mm")
+                raise PlanningError(
+                    KINEMATIC_ERROR, f"no joint solution {where}: TCP {np.round(T[:3, 3] * 1000, 1).tolist()} mm"
+                )
             path.append(q)
         return fracs, np.stack(path)
 
@@ -345,15 +373,22 @@ class MotionLayerBackend(_FlangeKinematics):
         max_joint_speed_rad_s: as ``KinematicArmBackend``.
     """
 
-    def __init__(self, layer, kinematics, layer_tool_T, *, max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S,
-                 stop_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        layer,
+        kinematics,
+        layer_tool_T,
+        *,
+        max_joint_speed_rad_s: float = LITE6_MAX_JOINT_SPEED_RAD_S,
+        stop_timeout_s: float = 5.0,
+    ) -> None:
         self.layer, self.kin = layer, kinematics
         self.layer_tool_T = np.asarray(layer_tool_T, dtype=np.float64)
         self.joint_limits_rad = np.asarray(kinematics.joint_limits_rad, dtype=np.float64).reshape(6, 2)
         self.max_joint_speed_rad_s, self.stop_timeout_s = float(max_joint_speed_rad_s), float(stop_timeout_s)
         self._jobs: queue.Queue = queue.Queue()
-        self._busy = threading.Event()     # a job is queued or running
-        self._motion = threading.Event()   # a motion job is running
+        self._busy = threading.Event()  # a job is queued or running
+        self._motion = threading.Event()  # a motion job is running
         self._pending = 0
         self._lock = threading.Lock()
         self._tool_closed: bool | None = None
@@ -393,8 +428,9 @@ class MotionLayerBackend(_FlangeKinematics):
     def move_joints(self, target_rad, speed_rad_s: float, acc_rad_s2: float) -> float:
         q1 = np.asarray(target_rad, dtype=np.float64).reshape(6)
         if not self.within_limits(q1):
-            raise PlanningError(JOINT_LIMIT_ERROR, f"joint target {np.degrees(q1).round(1).tolist()} deg is outside "
-                                "the limits")
+            raise PlanningError(
+                JOINT_LIMIT_ERROR, f"joint target {np.degrees(q1).round(1).tolist()} deg is outside the limits"
+            )
         dist = float(np.max(np.abs(q1 - self.joints_rad())))
         self._submit(self.layer.move_joints, q1, speed_rad_s, acc_rad_s2, motion=True)
         return trapezoid_duration_s(dist, speed_rad_s, acc_rad_s2)

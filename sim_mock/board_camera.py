@@ -47,8 +47,15 @@ from .camera import DEPTH_SCALE_M, SimCamera
 from .charuco_render import render_board
 from .world import SimWorld, default_world
 
-__all__ = ["BoardCamera", "MOUNTS", "board_mounted_at", "DEFAULT_T_TCP_BOARD", "DEFAULT_T_BASE_BOARD",
-           "DEFAULT_T_TCP_CAMERA", "tcp_transform"]
+__all__ = [
+    "BoardCamera",
+    "MOUNTS",
+    "board_mounted_at",
+    "DEFAULT_T_TCP_BOARD",
+    "DEFAULT_T_BASE_BOARD",
+    "DEFAULT_T_TCP_CAMERA",
+    "tcp_transform",
+]
 
 MOUNTS = ("hand", "table", "wrist")
 _MARGIN_PX = 9  # render_board's white paper margin (15x15 dilation) plus its blur
@@ -104,8 +111,9 @@ DEFAULT_T_TCP_BOARD = _board_in_hand(CharucoBoardSpec())
 DEFAULT_T_BASE_BOARD = _board_on_table(CharucoBoardSpec())
 # A wrist camera on a bracket 7 cm beside the tool axis and 12 cm above the TCP (towards the flange),
 # looking along the tool (down when the tool points down), image x along tool -y.
-DEFAULT_T_TCP_CAMERA = RigidTransform.from_rt(Rotation.from_euler("z", 90, degrees=True).as_matrix(),
-                                              [0.07, 0.0, -0.12])
+DEFAULT_T_TCP_CAMERA = RigidTransform.from_rt(
+    Rotation.from_euler("z", 90, degrees=True).as_matrix(), [0.07, 0.0, -0.12]
+)
 
 
 def tcp_transform(tcp_m, rpy_deg) -> RigidTransform:
@@ -134,11 +142,21 @@ class BoardCamera(Camera):
         CameraSourceError: unknown mount.
     """
 
-    def __init__(self, world: SimWorld | None = None, mount: str = "hand", board: CharucoBoardSpec = CharucoBoardSpec(),
-                 T_tcp_board: RigidTransform | None = None, T_base_board: RigidTransform | None = None,
-                 T_tcp_camera: RigidTransform = DEFAULT_T_TCP_CAMERA, fps: float = 30.0, seed: int = 0,
-                 noise: bool = True, noise_sigma: float = 2.0, blur_sigma_px: float = 0.6,
-                 tcp_source: Callable[[], RigidTransform] | None = None) -> None:
+    def __init__(
+        self,
+        world: SimWorld | None = None,
+        mount: str = "hand",
+        board: CharucoBoardSpec = CharucoBoardSpec(),
+        T_tcp_board: RigidTransform | None = None,
+        T_base_board: RigidTransform | None = None,
+        T_tcp_camera: RigidTransform = DEFAULT_T_TCP_CAMERA,
+        fps: float = 30.0,
+        seed: int = 0,
+        noise: bool = True,
+        noise_sigma: float = 2.0,
+        blur_sigma_px: float = 0.6,
+        tcp_source: Callable[[], RigidTransform] | None = None,
+    ) -> None:
         super().__init__()
         if mount not in MOUNTS:
             raise CameraSourceError(f"sim-board camera: unknown mount {mount!r}; known: {', '.join(MOUNTS)}")
@@ -175,12 +193,14 @@ class BoardCamera(Camera):
                 kw.setdefault("noise", False)
             elif o.startswith("board="):
                 try:
-                    kw.setdefault("board", parse_board_spec(o[len("board="):]))
+                    kw.setdefault("board", parse_board_spec(o[len("board=") :]))
                 except ValueError as e:
                     raise CameraSourceError(f"sim-board camera: {e}") from e
             else:
-                raise CameraSourceError(f"sim-board camera: unknown option {o!r}; known: "
-                                        f"{', '.join(MOUNTS)}, clean, board=SXxSY:SQUARE_M:MARKER_M:DICT")
+                raise CameraSourceError(
+                    f"sim-board camera: unknown option {o!r}; known: "
+                    f"{', '.join(MOUNTS)}, clean, board=SXxSY:SQUARE_M:MARKER_M:DICT"
+                )
         if len(mounts) > 1:
             raise CameraSourceError(f"sim-board camera: one mount, got {mounts}")
         if mounts:
@@ -238,8 +258,14 @@ class BoardCamera(Camera):
         self._index += 1
         color, depth_m = self._overlay(color, depth_m, T_base_cam.inverse() @ T_base_board)
         depth = np.clip(np.rint(depth_m / DEPTH_SCALE_M), 0, 65535).astype(np.uint16)
-        return RGBDFrame(color=color, depth=depth, depth_scale_m=DEPTH_SCALE_M, intrinsics=self.intrinsics,
-                         stamp_ns=time.time_ns(), index=self._index)
+        return RGBDFrame(
+            color=color,
+            depth=depth,
+            depth_scale_m=DEPTH_SCALE_M,
+            intrinsics=self.intrinsics,
+            stamp_ns=time.time_ns(),
+            index=self._index,
+        )
 
     def _pace(self) -> None:
         if self.fps > 0:
@@ -281,8 +307,15 @@ class BoardCamera(Camera):
         if not faces_camera:
             color[front] = (205, 205, 200)  # the back of the plate
             return color, depth_m
-        drawn = render_board(self.board, T_cam_board, intr, background=color, noise_sigma=self.noise_sigma,
-                             blur_sigma_px=self.blur_sigma_px, seed=self.seed + self._index)
+        drawn = render_board(
+            self.board,
+            T_cam_board,
+            intr,
+            background=color,
+            noise_sigma=self.noise_sigma,
+            blur_sigma_px=self.blur_sigma_px,
+            seed=self.seed + self._index,
+        )
         region = cv2.dilate(plate, np.ones((2 * _MARGIN_PX + 1,) * 2, np.uint8)) > 0
         if self.mount == "hand":  # things in front of the held plate stay in front of it
             region &= ~((plate > 0) & ~front)

@@ -60,9 +60,16 @@ class SimCamera(Camera):
         render_s: wall seconds spent rendering (for ``pointlab perf``).
     """
 
-    def __init__(self, world: SimWorld | None = None, fps: float = 30.0, seed: int = 0, noise: bool = True,
-                 depth_noise_m: float = 0.0015, dropout_fraction: float = 0.002,
-                 moving_render_hz: float = 15.0) -> None:
+    def __init__(
+        self,
+        world: SimWorld | None = None,
+        fps: float = 30.0,
+        seed: int = 0,
+        noise: bool = True,
+        depth_noise_m: float = 0.0015,
+        dropout_fraction: float = 0.002,
+        moving_render_hz: float = 15.0,
+    ) -> None:
         super().__init__()
         if fps < 0 or depth_noise_m < 0 or not 0 <= dropout_fraction < 1:
             raise CameraSourceError("sim camera: fps and depth noise must be >= 0, dropout_fraction in [0, 1)")
@@ -82,8 +89,9 @@ class SimCamera(Camera):
         self._k_last = -1
 
     @classmethod
-    def from_spec(cls, arg: str | None, *, world: SimWorld | None = None, fps: float = 30.0, seed: int = 0,
-                  **kw) -> "SimCamera":
+    def from_spec(
+        cls, arg: str | None, *, world: SimWorld | None = None, fps: float = 30.0, seed: int = 0, **kw
+    ) -> "SimCamera":
         """Build from ``sim`` or ``sim:clean``.
 
         Raises:
@@ -147,12 +155,22 @@ class SimCamera(Camera):
             color, depth_m = view.color, view.depth_m if want_depth else None
         depth = to_depth_units(depth_m, DEPTH_SCALE_M) if depth_m is not None else self._zeros
         self._index += 1
-        return RGBDFrame(color=color, depth=depth, depth_scale_m=DEPTH_SCALE_M, intrinsics=self.world.intrinsics,
-                         stamp_ns=stamp_ns, index=self._index)
+        return RGBDFrame(
+            color=color,
+            depth=depth,
+            depth_scale_m=DEPTH_SCALE_M,
+            intrinsics=self.world.intrinsics,
+            stamp_ns=stamp_ns,
+            index=self._index,
+        )
 
     def _throttled(self, capture, want_depth: bool) -> bool:
-        if (self._view is None or self.moving_render_hz <= 0 or not self.world.arm.moving
-                or (want_depth and self._view.depth_m is None)):
+        if (
+            self._view is None
+            or self.moving_render_hz <= 0
+            or not self.world.arm.moving
+            or (want_depth and self._view.depth_m is None)
+        ):
             return False
         return time.monotonic() - self._last_render_t < 1.0 / self.moving_render_hz
 
@@ -172,5 +190,7 @@ class SimCamera(Camera):
 
     def _surface_labels(self) -> tuple[list[int], list[int]]:
         objects = self.world.scene.objects
-        return ([k for k, o in enumerate(objects) if o.surface == "shiny"],
-                [k for k, o in enumerate(objects) if albedo_luma(o.color_rgb) < DARK_LUMA])
+        return (
+            [k for k, o in enumerate(objects) if o.surface == "shiny"],
+            [k for k, o in enumerate(objects) if albedo_luma(o.color_rgb) < DARK_LUMA],
+        )

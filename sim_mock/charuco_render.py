@@ -21,9 +21,15 @@ __all__ = ["render_board"]
 _PX_PER_M = 6000.0  # board picture resolution: 6 px per mm
 
 
-def render_board(spec: CharucoBoardSpec, T_camera_board: RigidTransform, intrinsics: Intrinsics,
-                 background: np.ndarray | None = None, noise_sigma: float = 2.0, blur_sigma_px: float = 0.6,
-                 seed: int = 0) -> np.ndarray:
+def render_board(
+    spec: CharucoBoardSpec,
+    T_camera_board: RigidTransform,
+    intrinsics: Intrinsics,
+    background: np.ndarray | None = None,
+    noise_sigma: float = 2.0,
+    blur_sigma_px: float = 0.6,
+    seed: int = 0,
+) -> np.ndarray:
     """Return an ``(H, W, 3)`` uint8 RGB image with the board drawn at ``T_camera_board`` (metres).
 
     Board frame (OpenCV's): origin at the top-left outer corner, x along the squares_x side, y

@@ -19,8 +19,9 @@ sim_app = sub.group("sim")
 def model_server_cmd(
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0: any free port)"),
     host: str = typer.Option("127.0.0.1", "--host", help="bind address (keep it local)"),
-    script: Path | None = typer.Option(None, "--script", help='JSONL of {"answer"} / {"match", "answer"} lines, '
-                                                               'served as model "scripted"'),
+    script: Path | None = typer.Option(
+        None, "--script", help='JSONL of {"answer"} / {"match", "answer"} lines, served as model "scripted"'
+    ),
     noise_px: float = typer.Option(28.0, "--noise-px", help="pixel noise (sigma) of the sim-noisy model"),
 ) -> None:
     """Serve sim-oracle, sim-noisy, oracle-<format> (from the default sim scene) and, with --script, "scripted".
@@ -102,15 +103,28 @@ def timing_check_cmd(
 
     from .timing_check import run_timing_check
 
-    for name, v in (("--time-scale", time_scale), ("--arm-time-scale", arm_time_scale), ("--reveal-low", reveal_low),
-                    ("--reveal-high", reveal_high), ("--human-median", human_median), ("--human-sigma", human_sigma)):
+    for name, v in (
+        ("--time-scale", time_scale),
+        ("--arm-time-scale", arm_time_scale),
+        ("--reveal-low", reveal_low),
+        ("--reveal-high", reveal_high),
+        ("--human-median", human_median),
+        ("--human-sigma", human_sigma),
+    ):
         if not math.isfinite(v) or v < 0:
             fail(f"{name} must be a finite number >= 0, got {v}")
     try:
-        out = run_timing_check(rounds=rounds, time_scale=time_scale, arm_time_scale=arm_time_scale,
-                               reveal_low_s=reveal_low, reveal_high_s=reveal_high, human_median_s=human_median,
-                               human_sigma=human_sigma, seed=seed,
-                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+        out = run_timing_check(
+            rounds=rounds,
+            time_scale=time_scale,
+            arm_time_scale=arm_time_scale,
+            reveal_low_s=reveal_low,
+            reveal_high_s=reveal_high,
+            human_median_s=human_median,
+            human_sigma=human_sigma,
+            seed=seed,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     except ValueError as e:
         fail(str(e))
     print_json(out)

@@ -36,8 +36,19 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-__all__ = ["DepthModel", "CleanView", "albedo_luma", "EDGE_JUMP_M", "DARK_LUMA", "DARK_DROPOUT", "SHINY_DROPOUT", "COLOR_NOISE",
-           "NOISE_CORR_PX", "edge_bands", "to_depth_units"]
+__all__ = [
+    "DepthModel",
+    "CleanView",
+    "albedo_luma",
+    "EDGE_JUMP_M",
+    "DARK_LUMA",
+    "DARK_DROPOUT",
+    "SHINY_DROPOUT",
+    "COLOR_NOISE",
+    "NOISE_CORR_PX",
+    "edge_bands",
+    "to_depth_units",
+]
 
 EDGE_JUMP_M = 0.02
 DARK_LUMA = 60.0
@@ -93,8 +104,9 @@ class CleanView:
     dark: np.ndarray
 
     @classmethod
-    def build(cls, color: np.ndarray, depth_m: np.ndarray | None, shiny_blocks: np.ndarray,
-              dark_blocks: np.ndarray) -> "CleanView":
+    def build(
+        cls, color: np.ndarray, depth_m: np.ndarray | None, shiny_blocks: np.ndarray, dark_blocks: np.ndarray
+    ) -> "CleanView":
         """From a clean render and block masks (``(H/4, W/4)`` bool) of shiny and of dark objects."""
         h, w = color.shape[:2]
         luma = cv2.cvtColor(color, cv2.COLOR_RGB2GRAY)
@@ -116,7 +128,7 @@ def _correlated(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     pad = int(4 * max(sx, sy)) + 1
     # blurred with wrap-around padding: the field is periodic, so a rolled copy has no seam
     white = np.pad(rng.standard_normal((h, w), dtype=np.float32), pad, mode="wrap")
-    field = cv2.GaussianBlur(white, (0, 0), sigmaX=sx, sigmaY=sy)[pad:pad + h, pad:pad + w]
+    field = cv2.GaussianBlur(white, (0, 0), sigmaX=sx, sigmaY=sy)[pad : pad + h, pad : pad + w]
     return field / np.float32(field.std())
 
 
@@ -135,8 +147,9 @@ class DepthModel:
         dropout_fraction: fraction of pixels randomly set to 0 depth.
     """
 
-    def __init__(self, height: int, width: int, seed: int = 0, depth_noise_m: float = 0.0015,
-                 dropout_fraction: float = 0.002) -> None:
+    def __init__(
+        self, height: int, width: int, seed: int = 0, depth_noise_m: float = 0.0015, dropout_fraction: float = 0.002
+    ) -> None:
         self.rng = np.random.default_rng(seed)
         self.depth_noise_m, self.dropout_fraction = float(depth_noise_m), float(dropout_fraction)
         cnoise = self.rng.normal(0.0, COLOR_NOISE, size=(3, height, width, 3)).round()
@@ -159,7 +172,7 @@ class DepthModel:
         # a 2-D shift keeps the field's correlation (a flat one would put a seam in every row):
         # the field rolled by (dy, dx) is the window of its 2 x 2 tiling at (h - dy, w - dx)
         dy, dx = int(rng.integers(0, h)), int(rng.integers(0, w))
-        unit = self._depth_noise[k, h - dy:2 * h - dy, w - dx:2 * w - dx]
+        unit = self._depth_noise[k, h - dy : 2 * h - dy, w - dx : 2 * w - dx]
         sigma_scale = np.float32(self.depth_noise_m / 0.49)  # sigma(z) = sigma_0.7 * (z / 0.7)^2
         noisy = sigma_scale * depth_m  # depth + sigma_scale * depth^2 * unit, in place, same order
         noisy *= depth_m

@@ -28,10 +28,18 @@ import numpy as np
 
 from .physics import ROBOT_LABEL, Capture
 
-__all__ = ["FrameLog", "FrameLabels", "HISTORY_FRAMES", "THUMB_SIZE", "MATCH_MAX_DIFF", "MATCH_MAX_PIXEL_DIFF",
-           "thumbnail", "thumb_difference"]
+__all__ = [
+    "FrameLog",
+    "FrameLabels",
+    "HISTORY_FRAMES",
+    "THUMB_SIZE",
+    "MATCH_MAX_DIFF",
+    "MATCH_MAX_PIXEL_DIFF",
+    "thumbnail",
+    "thumb_difference",
+]
 
-HISTORY_FRAMES = 900        # 30 s at 30 fps
+HISTORY_FRAMES = 900  # 30 s at 30 fps
 HISTORY_CAPTURES = 400
 THUMB_SIZE = (64, 48)
 MATCH_MAX_DIFF = 6.0
@@ -93,15 +101,16 @@ class FrameLog:
     def __init__(self, world) -> None:
         self.world = world
         self._lock = threading.Lock()
-        self._frames: OrderedDict[int, int] = OrderedDict()       # stamp_ns -> capture version
+        self._frames: OrderedDict[int, int] = OrderedDict()  # stamp_ns -> capture version
         self._captures: OrderedDict[int, tuple[Capture, np.ndarray | None]] = OrderedDict()
         self._seg: OrderedDict[int, FrameLabels] = OrderedDict()
 
     def record(self, stamp_ns: int, capture: Capture, clean_color: np.ndarray | None = None) -> None:
         """Note that the frame stamped ``stamp_ns`` shows ``capture`` (rendered as ``clean_color``)."""
         with self._lock:
-            if capture.version not in self._captures or (clean_color is not None
-                                                          and self._captures[capture.version][1] is None):
+            if capture.version not in self._captures or (
+                clean_color is not None and self._captures[capture.version][1] is None
+            ):
                 self._captures[capture.version] = (capture, None if clean_color is None else thumbnail(clean_color))
             self._captures.move_to_end(capture.version)
             self._frames[int(stamp_ns)] = capture.version

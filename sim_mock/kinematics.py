@@ -25,8 +25,17 @@ from scipy.spatial.transform import Rotation
 # the Lite 6's model lives with the product (robot/): the sim and the recordings share it
 from pointlab.robot.lite6_model import LITE6_JOINTS, LITE6_TOOL_OFFSETS_M, TOOL_JOINTS, JointSpec
 
-__all__ = ["Lite6Kinematics", "JointSpec", "LITE6_JOINTS", "LITE6_TOOL_OFFSETS_M", "rpy_deg_to_matrix",
-           "matrix_to_rpy_deg", "lite6_urdf_text", "MAX_POSITION_ERROR_M", "MAX_ORIENTATION_ERROR_DEG"]
+__all__ = [
+    "Lite6Kinematics",
+    "JointSpec",
+    "LITE6_JOINTS",
+    "LITE6_TOOL_OFFSETS_M",
+    "rpy_deg_to_matrix",
+    "matrix_to_rpy_deg",
+    "lite6_urdf_text",
+    "MAX_POSITION_ERROR_M",
+    "MAX_ORIENTATION_ERROR_DEG",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +82,10 @@ def lite6_urdf_text(tool: str | None = None) -> str:
         jname, lname = _TOOL_JOINT[tool]
         links.append(lname)
         offset_m = LITE6_TOOL_OFFSETS_M[tool]
-        joints.append(f'<joint name="{jname}" type="fixed"><origin xyz="0 0 {offset_m!r}" rpy="0 0 0"/>'
-                      f'<parent link="link6"/><child link="{lname}"/></joint>')
+        joints.append(
+            f'<joint name="{jname}" type="fixed"><origin xyz="0 0 {offset_m!r}" rpy="0 0 0"/>'
+            f'<parent link="link6"/><child link="{lname}"/></joint>'
+        )
     body = "\n  ".join([f'<link name="{n}"/>' for n in links] + joints)
     return f'<?xml version="1.0"?>\n<robot name="lite6">\n  {body}\n</robot>\n'
 
@@ -176,8 +187,9 @@ class Lite6Kinematics:
         rot_err = float(np.degrees(Rotation.from_matrix(T[:3, :3] @ target_R.T).magnitude()))
         return pos_err, rot_err
 
-    def ik(self, position_m, rpy_deg=(180.0, 0.0, 0.0), seed_rad=None,
-           tool: str | None = "lite_gripper") -> np.ndarray | None:
+    def ik(
+        self, position_m, rpy_deg=(180.0, 0.0, 0.0), seed_rad=None, tool: str | None = "lite_gripper"
+    ) -> np.ndarray | None:
         """Joint angles (6, radians) that put the flange/TCP at ``position_m`` (metres, base frame)
         with orientation ``rpy_deg`` (xArm roll, pitch, yaw, degrees), or ``None`` when there is no
         solution within the joint limits with position error <= 1 mm and orientation error <= 1 deg.
@@ -205,8 +217,9 @@ class Lite6Kinematics:
             seed = np.clip(seed, self.joint_limits_rad[:, 0], self.joint_limits_rad[:, 1])
             with self._lock, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                full = chain.inverse_kinematics_frame(target, initial_position=self._full(chain, seed),
-                                                      orientation_mode="all")
+                full = chain.inverse_kinematics_frame(
+                    target, initial_position=self._full(chain, seed), orientation_mode="all"
+                )
             q = np.asarray(full[1:7], dtype=np.float64)
             if not self.within_limits(q):
                 continue

@@ -31,13 +31,28 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["LINK_MESHES", "ASSET_DIR", "asset_dir", "read_xacro_inertials", "build_lite6_assets",
-           "load_inertials", "VISUAL_KEEP", "HULL_MAX_FACES", "GRIPPER_FINGER_Z_M"]
+__all__ = [
+    "LINK_MESHES",
+    "ASSET_DIR",
+    "asset_dir",
+    "read_xacro_inertials",
+    "build_lite6_assets",
+    "load_inertials",
+    "VISUAL_KEEP",
+    "HULL_MAX_FACES",
+    "GRIPPER_FINGER_Z_M",
+]
 
 # mesh file stem -> link name in the xacro (prefix removed)
 LINK_MESHES: dict[str, str] = {
-    "base": "link_base", "link1": "link1", "link2": "link2", "link3": "link3", "link4": "link4",
-    "link5": "link5", "link6": "link6", "gripper_lite": "uflite_gripper_link",
+    "base": "link_base",
+    "link1": "link1",
+    "link2": "link2",
+    "link3": "link3",
+    "link4": "link4",
+    "link5": "link5",
+    "link6": "link6",
+    "gripper_lite": "uflite_gripper_link",
     "vacuum_gripper_lite": "uflite_vacuum_gripper_link",
 }
 _XACROS = ("lite6.urdf.xacro", "lite_gripper.urdf.xacro", "lite_vacuum_gripper.urdf.xacro")
@@ -75,9 +90,11 @@ def read_xacro_inertials(src_dir: str | Path) -> dict[str, dict]:
             if any(float(c) != 0.0 for c in origin.get("rpy", "0 0 0").split()):
                 raise ValueError(f"{name}: link {lname}: rotated inertial frames are not supported")
             keys = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
-            out[lname] = {"mass_kg": float(mass.get("value")),
-                          "com_m": [float(c) for c in origin.get("xyz").split()],
-                          "inertia": [float(inertia.get(k)) for k in keys]}
+            out[lname] = {
+                "mass_kg": float(mass.get("value")),
+                "com_m": [float(c) for c in origin.get("xyz").split()],
+                "inertia": [float(inertia.get(k)) for k in keys],
+            }
     return out
 
 
@@ -140,7 +157,6 @@ def mesh_bounds_m(path: str | Path) -> np.ndarray:
     """``(2, 3)`` min/max corner of a binary STL's vertices, metres (no trimesh needed)."""
     data = Path(path).read_bytes()
     n = int(np.frombuffer(data, dtype="<u4", count=1, offset=80)[0])
-    rec = np.frombuffer(data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]),
-                        count=n, offset=84)
+    rec = np.frombuffer(data, dtype=np.dtype([("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")]), count=n, offset=84)
     v = rec["v"].reshape(-1, 3)
     return np.stack([v.min(axis=0), v.max(axis=0)]).astype(np.float64)

@@ -47,7 +47,7 @@ __all__ = ["SimLite6", "MotionStopped", "TICK_STEPS", "SETTLE_MAX_S", "RELEASE_S
 
 log = logging.getLogger(__name__)
 
-TICK_STEPS = 8               # 16 ms of simulated time per lock hold
+TICK_STEPS = 8  # 16 ms of simulated time per lock hold
 SETTLE_MAX_S = 0.3
 RELEASE_SETTLE_MAX_S = 1.5
 IN_POSITION_RAD = 2e-4
@@ -141,7 +141,8 @@ class SimLite6:
                 where = "goal" if f == 1.0 else f"{100 * f:.0f}% along the line"
                 raise UnreachableTargetError(
                     f"no joint solution within the Lite 6 limits at the {where}: "
-                    f"TCP {np.round(p, 4).tolist()} m, rpy {np.round(rpy, 2).tolist()} deg")
+                    f"TCP {np.round(p, 4).tolist()} m, rpy {np.round(rpy, 2).tolist()} deg"
+                )
             path.append(q)
         return dist, fractions, np.array(path)
 
@@ -210,8 +211,7 @@ class SimLite6:
             w.tool_physics.command(closed)
             hold = w.physics.arm_targets()
             w.bump()
-        self._execute(lambda t: hold, GRIP_CLOSE_S if not w.tool_physics.is_vacuum else SUCTION_ON_S,
-                      settle_max_s=0.0)
+        self._execute(lambda t: hold, GRIP_CLOSE_S if not w.tool_physics.is_vacuum else SUCTION_ON_S, settle_max_s=0.0)
         if not closed:
             self._execute(lambda t: hold, 0.0, settle_max_s=RELEASE_SETTLE_MAX_S)
 

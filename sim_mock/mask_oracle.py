@@ -56,8 +56,9 @@ class MaskOracle:
         """Items whose query is the longest one contained in ``instruction`` (case-insensitive);
         every item when no query is contained."""
         text = (instruction or "").lower()
-        lengths = {id(it): len(it.query.strip()) for it in self.items
-                   if it.query.strip() and it.query.strip().lower() in text}
+        lengths = {
+            id(it): len(it.query.strip()) for it in self.items if it.query.strip() and it.query.strip().lower() in text
+        }
         if not lengths:
             return list(self.items)
         longest = max(lengths.values())
@@ -122,7 +123,7 @@ class MaskOracle:
             order = sorted(range(1, n), key=lambda k: -stats[k, cv2.CC_STAT_AREA])
             masks = [labels == k for k in order]
         if item.count is not None:
-            masks = masks[:item.count]
+            masks = masks[: item.count]
         return [p for p in (self._one(m) for m in masks) if p is not None]
 
     def points(self, instruction: str, image_rgb: np.ndarray) -> list[tuple[float, float]]:

@@ -42,10 +42,31 @@ from .kinematics import LITE6_JOINTS, LITE6_TOOL_OFFSETS_M
 from .lite6_assets import LINK_MESHES, asset_dir, load_inertials
 from .scene import ObjectSpec, Scene
 
-__all__ = ["ModelSpec", "build_mjcf", "TIMESTEP_S", "CAMERA_NAME", "TCP_SITE", "ARM_JOINTS", "ARM_ACTUATORS",
-           "FINGER_JOINTS", "FINGER_ACTUATOR", "SUCTION_ACTUATOR", "CUP_GEOM", "PAD_GEOMS", "FINGER_FORCE_N",
-           "FINGER_OPEN_GAP_M", "FINGER_CLOSED_GAP_M", "CUP_RADIUS_M", "OBJECT_PREFIX", "ARM_KP",
-           "GROUP_OBJECTS", "GROUP_ARM", "GROUP_TABLE", "TABLE_GEOM", "SUCTION_FORCE_N"]
+__all__ = [
+    "ModelSpec",
+    "build_mjcf",
+    "TIMESTEP_S",
+    "CAMERA_NAME",
+    "TCP_SITE",
+    "ARM_JOINTS",
+    "ARM_ACTUATORS",
+    "FINGER_JOINTS",
+    "FINGER_ACTUATOR",
+    "SUCTION_ACTUATOR",
+    "CUP_GEOM",
+    "PAD_GEOMS",
+    "FINGER_FORCE_N",
+    "FINGER_OPEN_GAP_M",
+    "FINGER_CLOSED_GAP_M",
+    "CUP_RADIUS_M",
+    "OBJECT_PREFIX",
+    "ARM_KP",
+    "GROUP_OBJECTS",
+    "GROUP_ARM",
+    "GROUP_TABLE",
+    "TABLE_GEOM",
+    "SUCTION_FORCE_N",
+]
 
 TIMESTEP_S = 0.002
 CAMERA_NAME = "sim_camera"
@@ -67,11 +88,11 @@ ARM_TORQUE_NM = (50.0, 50.0, 32.0, 32.0, 32.0, 20.0)
 ARM_ARMATURE = 0.05
 
 FINGER_FORCE_N = 12.0
-FINGER_OPEN_GAP_M = 0.068    # assumption (see docs/simulation.md): wide enough for the yawed blocks
+FINGER_OPEN_GAP_M = 0.068  # assumption (see docs/simulation.md): wide enough for the yawed blocks
 FINGER_CLOSED_GAP_M = 0.012
-FINGER_PLATE_M = (0.012, 0.0025, 0.022)   # x (width), y (thickness), z (length) of the mesh's plates
-FINGER_PAD_M = 0.0015                     # pad thickness on the inner face
-FINGER_TOP_Z_M = 0.0616                   # the plates' top in the gripper frame (the mesh's, 0.0636, less 2 mm)
+FINGER_PLATE_M = (0.012, 0.0025, 0.022)  # x (width), y (thickness), z (length) of the mesh's plates
+FINGER_PAD_M = 0.0015  # pad thickness on the inner face
+FINGER_TOP_Z_M = 0.0616  # the plates' top in the gripper frame (the mesh's, 0.0636, less 2 mm)
 PAD_FRICTION = 1.2
 CUP_RADIUS_M = 0.009
 CUP_HEIGHT_M = 0.004
@@ -122,10 +143,29 @@ def _sub(parent: ET.Element, tag: str, **attrs) -> ET.Element:
 
 # -- the arm -------------------------------------------------------------------------------------
 def _link_geoms(body: ET.Element, stem: str) -> None:
-    _sub(body, "geom", name=f"vis_{stem}", type="mesh", mesh=f"{stem}_visual", contype=0, conaffinity=0,
-         group=GROUP_ARM, rgba=_RGBA_ARM, material="arm")
-    _sub(body, "geom", name=f"col_{stem}", type="mesh", mesh=f"{stem}_collision", contype=2, conaffinity=1,
-         group=GROUP_ARM, rgba="0 0 0 0")
+    _sub(
+        body,
+        "geom",
+        name=f"vis_{stem}",
+        type="mesh",
+        mesh=f"{stem}_visual",
+        contype=0,
+        conaffinity=0,
+        group=GROUP_ARM,
+        rgba=_RGBA_ARM,
+        material="arm",
+    )
+    _sub(
+        body,
+        "geom",
+        name=f"col_{stem}",
+        type="mesh",
+        mesh=f"{stem}_collision",
+        contype=2,
+        conaffinity=1,
+        group=GROUP_ARM,
+        rgba="0 0 0 0",
+    )
 
 
 def _inertial(body: ET.Element, link: str, inertials: dict) -> None:
@@ -143,8 +183,17 @@ def _arm(world: ET.Element, tool: str, inertials: dict) -> None:
     for j, kp in zip(LITE6_JOINTS, ARM_KP):
         body = _sub(parent, "body", name=j.child, pos=_f(j.xyz_m), quat=_quat_from_rpy(j.rpy_rad), gravcomp="1")
         _inertial(body, j.child, inertials)
-        _sub(body, "joint", name=j.name, type="hinge", axis=_f(j.axis), range=_f([j.lower_rad, j.upper_rad]),
-             damping="1.0", armature=repr(ARM_ARMATURE), limited="true")
+        _sub(
+            body,
+            "joint",
+            name=j.name,
+            type="hinge",
+            axis=_f(j.axis),
+            range=_f([j.lower_rad, j.upper_rad]),
+            damping="1.0",
+            armature=repr(ARM_ARMATURE),
+            limited="true",
+        )
         _link_geoms(body, stems[j.child])
         parent = body
     if tool == "lite_gripper":
@@ -157,8 +206,7 @@ def _gripper(link6: ET.Element, inertials: dict) -> None:
     body = _sub(link6, "body", name="gripper", pos="0 0 0", gravcomp="1")
     _inertial(body, "uflite_gripper_link", inertials)
     _link_geoms(body, "gripper_lite")
-    _sub(body, "site", name=TCP_SITE, pos=_f([0, 0, LITE6_TOOL_OFFSETS_M["lite_gripper"]]), size="0.002",
-         group="4")
+    _sub(body, "site", name=TCP_SITE, pos=_f([0, 0, LITE6_TOOL_OFFSETS_M["lite_gripper"]]), size="0.002", group="4")
     px, py, pz = FINGER_PLATE_M
     open_y = FINGER_OPEN_GAP_M / 2 + FINGER_PAD_M + py / 2  # plate centre, open
     travel = (FINGER_OPEN_GAP_M - FINGER_CLOSED_GAP_M) / 2
@@ -167,14 +215,47 @@ def _gripper(link6: ET.Element, inertials: dict) -> None:
         f = _sub(body, "body", name=f"finger_{side}", pos=_f([0, sign * open_y, zc]), gravcomp="1")
         _sub(f, "inertial", pos="0 0 0", mass="0.02", diaginertia="2e-6 2e-6 1e-6")
         # the joint moves the finger inwards (towards y = 0) for positive values
-        _sub(f, "joint", name=f"finger_{side}", type="slide", axis=_f([0, -sign, 0]), range=_f([0, travel]),
-             damping="4", armature="0.01", limited="true", solreflimit="0.004 1")
-        _sub(f, "geom", name=f"plate_{side}", type="box", size=_f([px / 2, py / 2, pz / 2]), rgba=_RGBA_ARM,
-             material="arm", contype=2, conaffinity=1, group=GROUP_ARM, friction="0.5 0.005 0.0001")
-        _sub(f, "geom", name=f"pad_{side}", type="box", size=_f([px / 2, FINGER_PAD_M / 2, pz / 2 - 0.001]),
-             pos=_f([0, -sign * (py + FINGER_PAD_M) / 2, 0.0005]), rgba=_RGBA_DARK, contype=2, conaffinity=1,
-             group=GROUP_ARM, condim="4", friction=f"{PAD_FRICTION} 0.01 0.0001", solref="0.004 1",
-             solimp="0.95 0.99 0.001")
+        _sub(
+            f,
+            "joint",
+            name=f"finger_{side}",
+            type="slide",
+            axis=_f([0, -sign, 0]),
+            range=_f([0, travel]),
+            damping="4",
+            armature="0.01",
+            limited="true",
+            solreflimit="0.004 1",
+        )
+        _sub(
+            f,
+            "geom",
+            name=f"plate_{side}",
+            type="box",
+            size=_f([px / 2, py / 2, pz / 2]),
+            rgba=_RGBA_ARM,
+            material="arm",
+            contype=2,
+            conaffinity=1,
+            group=GROUP_ARM,
+            friction="0.5 0.005 0.0001",
+        )
+        _sub(
+            f,
+            "geom",
+            name=f"pad_{side}",
+            type="box",
+            size=_f([px / 2, FINGER_PAD_M / 2, pz / 2 - 0.001]),
+            pos=_f([0, -sign * (py + FINGER_PAD_M) / 2, 0.0005]),
+            rgba=_RGBA_DARK,
+            contype=2,
+            conaffinity=1,
+            group=GROUP_ARM,
+            condim="4",
+            friction=f"{PAD_FRICTION} 0.01 0.0001",
+            solref="0.004 1",
+            solimp="0.95 0.99 0.001",
+        )
 
 
 def _vacuum(link6: ET.Element, inertials: dict) -> None:
@@ -186,24 +267,56 @@ def _vacuum(link6: ET.Element, inertials: dict) -> None:
     cup = _sub(body, "body", name="cup", pos=_f([0, 0, tcp - CUP_HEIGHT_M / 2]), gravcomp="1")
     _sub(cup, "inertial", pos="0 0 0", mass="0.005", diaginertia="1e-7 1e-7 1e-7")
     # the cup is welded to the tool body (no joint): adhesion acts on the cup body's contacts
-    _sub(cup, "geom", name=CUP_GEOM, type="cylinder", size=_f([CUP_RADIUS_M, CUP_HEIGHT_M / 2]), rgba=_RGBA_DARK,
-         contype=2, conaffinity=1, group=GROUP_ARM, condim="4", friction="1.0 0.01 0.0001", margin="0.002",
-         gap="0.002")
+    _sub(
+        cup,
+        "geom",
+        name=CUP_GEOM,
+        type="cylinder",
+        size=_f([CUP_RADIUS_M, CUP_HEIGHT_M / 2]),
+        rgba=_RGBA_DARK,
+        contype=2,
+        conaffinity=1,
+        group=GROUP_ARM,
+        condim="4",
+        friction="1.0 0.01 0.0001",
+        margin="0.002",
+        gap="0.002",
+    )
 
 
 # -- the table and the objects ----------------------------------------------------------------------
-def _ring(body: ET.Element, name: str, o: ObjectSpec, rgba: str, material: str, density: float, segments: int,
-          z0: float, z1: float) -> None:
+def _ring(
+    body: ET.Element,
+    name: str,
+    o: ObjectSpec,
+    rgba: str,
+    material: str,
+    density: float,
+    segments: int,
+    z0: float,
+    z1: float,
+) -> None:
     """A round wall of ``segments`` boxes between heights z0 and z1 (object frame)."""
     r_out = o.size_m[0] / 2
     r_mid = r_out - o.wall_m / 2
     half_len = r_out * math.tan(math.pi / segments) * 1.02
     for k in range(segments):
         a = 2 * math.pi * k / segments
-        _sub(body, "geom", name=f"{name}/wall{k}", type="box", size=_f([o.wall_m / 2, half_len, (z1 - z0) / 2]),
-             pos=_f([r_mid * math.cos(a), r_mid * math.sin(a), (z0 + z1) / 2]), euler=_f([0, 0, a]), rgba=rgba,
-             material=material, density=repr(density), condim="4", friction=f"{o.friction} 0.005 0.0001",
-             group=GROUP_OBJECTS)
+        _sub(
+            body,
+            "geom",
+            name=f"{name}/wall{k}",
+            type="box",
+            size=_f([o.wall_m / 2, half_len, (z1 - z0) / 2]),
+            pos=_f([r_mid * math.cos(a), r_mid * math.sin(a), (z0 + z1) / 2]),
+            euler=_f([0, 0, a]),
+            rgba=rgba,
+            material=material,
+            density=repr(density),
+            condim="4",
+            friction=f"{o.friction} 0.005 0.0001",
+            group=GROUP_OBJECTS,
+        )
 
 
 def _object_volume_of_geoms(o: ObjectSpec, segments: int) -> float:
@@ -231,28 +344,63 @@ def _object(world: ET.Element, o: ObjectSpec) -> None:
     material = "shiny" if o.surface == "shiny" else "matte"
     segments = 24 if o.shape == "bowl" else 20
     density = o.mass / _object_volume_of_geoms(o, segments)
-    common = dict(rgba=rgba, material=material, density=repr(density), condim="4",
-                  friction=f"{o.friction} 0.005 0.0001", group=GROUP_OBJECTS)
+    common = dict(
+        rgba=rgba,
+        material=material,
+        density=repr(density),
+        condim="4",
+        friction=f"{o.friction} 0.005 0.0001",
+        group=GROUP_OBJECTS,
+    )
     sx, sy, h = o.size_m
     if o.shape == "box":
-        _sub(body, "geom", name=f"{name}/box", type="box", size=_f([sx / 2, sy / 2, h / 2]), pos=_f([0, 0, h / 2]),
-             **common)
+        _sub(
+            body,
+            "geom",
+            name=f"{name}/box",
+            type="box",
+            size=_f([sx / 2, sy / 2, h / 2]),
+            pos=_f([0, 0, h / 2]),
+            **common,
+        )
     elif o.shape == "cylinder":
-        _sub(body, "geom", name=f"{name}/cyl", type="cylinder", size=_f([sx / 2, h / 2]), pos=_f([0, 0, h / 2]),
-             **common)
+        _sub(
+            body, "geom", name=f"{name}/cyl", type="cylinder", size=_f([sx / 2, h / 2]), pos=_f([0, 0, h / 2]), **common
+        )
     else:
-        _sub(body, "geom", name=f"{name}/floor", type="cylinder", size=_f([sx / 2, o.floor_m / 2]),
-             pos=_f([0, 0, o.floor_m / 2]), **common)
+        _sub(
+            body,
+            "geom",
+            name=f"{name}/floor",
+            type="cylinder",
+            size=_f([sx / 2, o.floor_m / 2]),
+            pos=_f([0, 0, o.floor_m / 2]),
+            **common,
+        )
         _ring(body, name, o, rgba, material, density, segments, o.floor_m, h)
         if o.shape == "mug":
             t, r = 0.008, sx / 2
             reach = r + o.handle_m
             zs = (0.25 * h, 0.75 * h)
             for k, zk in enumerate(zs):  # two horizontal arms and an upright grip, on the local +x side
-                _sub(body, "geom", name=f"{name}/handle{k}", type="box", size=_f([o.handle_m / 2 + t / 2, t / 2, t / 2]),
-                     pos=_f([r + o.handle_m / 2 - t / 2, 0, zk]), **common)
-            _sub(body, "geom", name=f"{name}/handle2", type="box", size=_f([t / 2, t / 2, (zs[1] - zs[0]) / 2 + t / 2]),
-                 pos=_f([reach - t / 2, 0, h / 2]), **common)
+                _sub(
+                    body,
+                    "geom",
+                    name=f"{name}/handle{k}",
+                    type="box",
+                    size=_f([o.handle_m / 2 + t / 2, t / 2, t / 2]),
+                    pos=_f([r + o.handle_m / 2 - t / 2, 0, zk]),
+                    **common,
+                )
+            _sub(
+                body,
+                "geom",
+                name=f"{name}/handle2",
+                type="box",
+                size=_f([t / 2, t / 2, (zs[1] - zs[0]) / 2 + t / 2]),
+                pos=_f([reach - t / 2, 0, h / 2]),
+                **common,
+            )
 
 
 def _camera(world: ET.Element, T_base_camera: RigidTransform, intr: Intrinsics) -> None:
@@ -264,9 +412,17 @@ def _camera(world: ET.Element, T_base_camera: RigidTransform, intr: Intrinsics) 
     dx = intr.ppx - (intr.width / 2 - 0.5)
     dy = (intr.height / 2 - 0.5) - intr.ppy
     pixel_m = 5.6e-6  # any sensor pixel size gives the same image; fx in pixels is what counts
-    _sub(world, "camera", name=CAMERA_NAME, pos=_f(T_base_camera.translation_m), quat=_quat_from_matrix(R),
-         resolution=f"{intr.width} {intr.height}", focalpixel=_f([intr.fx, intr.fy]), principalpixel=_f([dx, dy]),
-         sensorsize=_f([intr.width * pixel_m, intr.height * pixel_m]))
+    _sub(
+        world,
+        "camera",
+        name=CAMERA_NAME,
+        pos=_f(T_base_camera.translation_m),
+        quat=_quat_from_matrix(R),
+        resolution=f"{intr.width} {intr.height}",
+        focalpixel=_f([intr.fx, intr.fy]),
+        principalpixel=_f([dx, dy]),
+        sensorsize=_f([intr.width * pixel_m, intr.height * pixel_m]),
+    )
 
 
 def build_mjcf(spec: ModelSpec) -> str:
@@ -294,28 +450,64 @@ def build_mjcf(spec: ModelSpec) -> str:
     _sub(asset, "material", name="shiny", specular="0.9", shininess="0.9", reflectance="0.0")
     _sub(asset, "material", name="table", specular="0.02", shininess="0.0")
     world = _sub(root, "worldbody")
-    _sub(world, "light", name="sun", pos="0.5 0.3 1.5", dir="-0.3 -0.2 -1", directional="true",
-         diffuse="0.55 0.55 0.55", specular="0.2 0.2 0.2", castshadow="false")
+    _sub(
+        world,
+        "light",
+        name="sun",
+        pos="0.5 0.3 1.5",
+        dir="-0.3 -0.2 -1",
+        directional="true",
+        diffuse="0.55 0.55 0.55",
+        specular="0.2 0.2 0.2",
+        castshadow="false",
+    )
     sc = spec.scene
     # table top at table_z_m, 1.0 x 1.1 m, extending behind the robot's base
-    _sub(world, "geom", name=TABLE_GEOM, type="box", size="0.5 0.55 0.02", pos=_f([0.3, 0.0, sc.table_z_m - 0.02]),
-         rgba=_rgba(sc.table_color_rgb), material="table", group=GROUP_TABLE, friction="0.6 0.005 0.0001")
-    _sub(world, "geom", name="floor", type="plane", size="3 3 0.1", pos=_f([0, 0, sc.table_z_m - 0.75]),
-         rgba="0.25 0.25 0.27 1", group=GROUP_TABLE, contype=0, conaffinity=0)
+    _sub(
+        world,
+        "geom",
+        name=TABLE_GEOM,
+        type="box",
+        size="0.5 0.55 0.02",
+        pos=_f([0.3, 0.0, sc.table_z_m - 0.02]),
+        rgba=_rgba(sc.table_color_rgb),
+        material="table",
+        group=GROUP_TABLE,
+        friction="0.6 0.005 0.0001",
+    )
+    _sub(
+        world,
+        "geom",
+        name="floor",
+        type="plane",
+        size="3 3 0.1",
+        pos=_f([0, 0, sc.table_z_m - 0.75]),
+        rgba="0.25 0.25 0.27 1",
+        group=GROUP_TABLE,
+        contype=0,
+        conaffinity=0,
+    )
     _arm(world, spec.tool, load_inertials())
     for o in sc.objects:
         _object(world, o)
     _camera(world, spec.T_base_camera, spec.intrinsics)
     act = _sub(root, "actuator")
     for jname, aname, kp, tau in zip(ARM_JOINTS, ARM_ACTUATORS, ARM_KP, ARM_TORQUE_NM):
-        _sub(act, "position", name=aname, joint=jname, kp=repr(kp), dampratio="1", forcerange=_f([-tau, tau]),
-             inheritrange="1")
+        _sub(
+            act,
+            "position",
+            name=aname,
+            joint=jname,
+            kp=repr(kp),
+            dampratio="1",
+            forcerange=_f([-tau, tau]),
+            inheritrange="1",
+        )
     if spec.tool == "lite_gripper":
         # ctrl +1 closes, -1 opens (an on/off gripper with no position feedback, like the Lite's)
         _sub(act, "motor", name=FINGER_ACTUATOR, joint=FINGER_JOINTS[0], gear=repr(FINGER_FORCE_N), ctrlrange="-1 1")
         eq = _sub(root, "equality")
-        _sub(eq, "joint", joint1=FINGER_JOINTS[1], joint2=FINGER_JOINTS[0], polycoef="0 1 0 0 0",
-             solref="0.005 1")
+        _sub(eq, "joint", joint1=FINGER_JOINTS[1], joint2=FINGER_JOINTS[0], polycoef="0 1 0 0 0", solref="0.005 1")
         contact = _sub(root, "contact")
         _sub(contact, "exclude", body1="gripper", body2="finger_left")
         _sub(contact, "exclude", body1="gripper", body2="finger_right")

@@ -79,8 +79,9 @@ class MjRenderer:
             self._pool.submit(self._init_gl).result()
         except Exception as e:
             self._pool.shutdown(wait=False)
-            raise RuntimeError(f"MuJoCo could not create an OpenGL context (MUJOCO_GL="
-                               f"{os.environ.get('MUJOCO_GL')}): {e}") from e
+            raise RuntimeError(
+                f"MuJoCo could not create an OpenGL context (MUJOCO_GL={os.environ.get('MUJOCO_GL')}): {e}"
+            ) from e
 
     # -- worker-thread side -----------------------------------------------------------------------
     def _init_gl(self) -> None:
@@ -112,8 +113,9 @@ class MjRenderer:
         self._data.qpos[:] = qpos
         mujoco.mj_kinematics(self.model, self._data)
         mujoco.mj_camlight(self.model, self._data)
-        mujoco.mjv_updateScene(self.model, self._data, self._opt, None, self._cam, mujoco.mjtCatBit.mjCAT_ALL,
-                               self._scene)
+        mujoco.mjv_updateScene(
+            self.model, self._data, self._opt, None, self._cam, mujoco.mjtCatBit.mjCAT_ALL, self._scene
+        )
 
     def _linear_depth(self, z: np.ndarray) -> np.ndarray:
         # MuJoCo renders with reversed z into a float buffer: undo its perspective mapping (the
@@ -144,7 +146,9 @@ class MjRenderer:
             flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = 0
             flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = 0
         rgb = np.flipud(rgb)
-        segid = rgb[..., 0].astype(np.int32) | (rgb[..., 1].astype(np.int32) << 8) | (rgb[..., 2].astype(np.int32) << 16)
+        segid = (
+            rgb[..., 0].astype(np.int32) | (rgb[..., 1].astype(np.int32) << 8) | (rgb[..., 2].astype(np.int32) << 16)
+        )
         lut = self._segid_lut()  # segid 0 = background, else scene geom index + 1
         return lut[np.minimum(segid, len(lut) - 1)], np.flipud(zbuf)
 
@@ -189,8 +193,9 @@ class MjRenderer:
         self._gl.free()
 
     # -- any thread ---------------------------------------------------------------------------------
-    def render(self, qpos, *, color: bool = True, segmentation: bool = False, depth: bool = True,
-               coarse_segmentation: int = 0) -> RenderResult:
+    def render(
+        self, qpos, *, color: bool = True, segmentation: bool = False, depth: bool = True, coarse_segmentation: int = 0
+    ) -> RenderResult:
         """Render the model posed at ``qpos`` (``(model.nq,)``): colour (+ depth unless ``depth`` is
         false), and/or a full-resolution segmentation (with its own depth), and/or a segmentation
         at 1/``coarse_segmentation`` of the resolution (cheap: for the depth model's surface classes).

@@ -51,9 +51,20 @@ from pointlab.benchmark.points import POINT_FORMATS, format_points
 from pointlab.benchmark.serving import bind_socket, serve_in_thread  # noqa: F401 - part of this module's API
 from pointlab.benchmark.prompts import data_url_to_image, extract_instruction
 
-__all__ = ["ChatRequest", "Model", "OracleModel", "ScriptedModel", "OpenAIReasoningRules", "ModelInputError",
-           "ModelStatusError", "create_model_server", "serve_in_thread", "default_sim_models", "SIM_NOISE_PX",
-           "NOT_FOUND_TEXT"]
+__all__ = [
+    "ChatRequest",
+    "Model",
+    "OracleModel",
+    "ScriptedModel",
+    "OpenAIReasoningRules",
+    "ModelInputError",
+    "ModelStatusError",
+    "create_model_server",
+    "serve_in_thread",
+    "default_sim_models",
+    "SIM_NOISE_PX",
+    "NOT_FOUND_TEXT",
+]
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +180,9 @@ class ScriptedModel:
                 st, hdr = row["status"], row.get("headers") or {}
                 if not (isinstance(st, int) and 400 <= st <= 599) or not isinstance(hdr, dict):
                     raise ValueError(f'{where}: "status" must be an HTTP error status 400-599 and "headers" an object')
-                ans: Any = ModelStatusError(st, str(row.get("message") or f"scripted HTTP {st}"),
-                                            {str(k): str(v) for k, v in hdr.items()})
+                ans: Any = ModelStatusError(
+                    st, str(row.get("message") or f"scripted HTTP {st}"), {str(k): str(v) for k, v in hdr.items()}
+                )
             elif isinstance(row.get("answer"), str):
                 ans = row["answer"]
             else:
@@ -216,12 +228,20 @@ class OpenAIReasoningRules:
     def answer(self, request: ChatRequest) -> str:
         body = request.body or {}
         if "max_tokens" in body:
-            raise ModelStatusError(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                                        "Use 'max_completion_tokens' instead.", param="max_tokens")
+            raise ModelStatusError(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                param="max_tokens",
+            )
         t = body.get("temperature")
         if t is not None and t != 1:
-            raise ModelStatusError(400, f"Unsupported value: 'temperature' does not support {t} with this model. "
-                                        "Only the default (1) value is supported.", param="temperature")
+            raise ModelStatusError(
+                400,
+                f"Unsupported value: 'temperature' does not support {t} with this model. "
+                "Only the default (1) value is supported.",
+                param="temperature",
+            )
         return self.model.answer(request)
 
 
@@ -242,14 +262,28 @@ def default_sim_models(oracle: Any, *, noise_px: float = SIM_NOISE_PX, seed: int
 # ------------------------------------------------------------------------------------------------
 # HTTP
 
-def _error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
-           headers: dict[str, str] | None = None):
-    return JSONResponse(status_code=status, headers=headers,
-                        content={"error": {"message": message, "type": type_, "param": param, "code": code}})
+
+def _error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+):
+    return JSONResponse(
+        status_code=status,
+        headers=headers,
+        content={"error": {"message": message, "type": type_, "param": param, "code": code}},
+    )
 
 
-_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "invalid_request_error",
-                429: "rate_limit_error"}
+_ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
 def _parts(content: Any) -> tuple[list[str], list[str]]:
@@ -294,11 +328,17 @@ def _to_request(body: dict) -> ChatRequest:
             image = data_url_to_image(image_url)
         except ValueError as e:
             raise ModelInputError(str(e)) from e
-    return ChatRequest(model=model, messages=messages, prompt_text=prompt_text, all_text="\n".join(all_texts),
-                       instruction=extract_instruction(prompt_text), image_rgb=image,
-                       temperature=_opt(body.get("temperature"), float),
-                       max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int),
-                       body={k: v for k, v in body.items() if k != "messages"})
+    return ChatRequest(
+        model=model,
+        messages=messages,
+        prompt_text=prompt_text,
+        all_text="\n".join(all_texts),
+        instruction=extract_instruction(prompt_text),
+        image_rgb=image,
+        temperature=_opt(body.get("temperature"), float),
+        max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int),
+        body={k: v for k, v in body.items() if k != "messages"},
+    )
 
 
 def _opt(v: Any, cast: Callable) -> Any:
@@ -322,8 +362,12 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
 
     @app.get("/v1/models")
     async def list_models() -> dict:
-        return {"object": "list", "data": [{"id": k, "object": "model", "created": created, "owned_by": "pointlab-sim"}
-                                           for k in app.state.models]}
+        return {
+            "object": "list",
+            "data": [
+                {"id": k, "object": "model", "created": created, "owned_by": "pointlab-sim"} for k in app.state.models
+            ],
+        }
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
@@ -348,8 +392,13 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
         request.state.model = req.model
         model = app.state.models.get(req.model)
         if model is None:
-            return _error(404, f"The model `{req.model}` does not exist (served: {', '.join(app.state.models)})",
-                          "invalid_request_error", code="model_not_found", param="model")
+            return _error(
+                404,
+                f"The model `{req.model}` does not exist (served: {', '.join(app.state.models)})",
+                "invalid_request_error",
+                code="model_not_found",
+                param="model",
+            )
         try:
             text = await run_in_threadpool(model.answer, req)
         except ModelInputError as e:
@@ -369,10 +418,19 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
             "object": "chat.completion",
             "created": int(time.time()),
             "model": req.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
-                         "logprobs": None}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
 
     return app

@@ -178,14 +178,18 @@ class SceneOracle:
         h, wid = labels.labels.shape
         for c in sorted(centres, key=lambda c: np.hypot(*(c - np.asarray(DEFAULT_CAMERA_TARGET_M[:2])))):
             r = float(np.hypot(*c))
-            if not (ws.x_m[0] <= c[0] <= ws.x_m[1] and ws.y_m[0] <= c[1] <= ws.y_m[1]
-                    and ws.min_radius_m + held_r <= r <= ws.max_reach_m - held_r):
+            if not (
+                ws.x_m[0] <= c[0] <= ws.x_m[1]
+                and ws.y_m[0] <= c[1] <= ws.y_m[1]
+                and ws.min_radius_m + held_r <= r <= ws.max_reach_m - held_r
+            ):
                 continue
             pts = np.column_stack([c + patch, np.full(len(patch), table_z)])
             uv = w.intrinsics.project(to_cam.apply(pts))
             cols, rows = np.floor(uv[:, 0] + 0.5), np.floor(uv[:, 1] + 0.5)
-            if not (np.all(np.isfinite(uv)) and cols.min() >= 0 and rows.min() >= 0 and cols.max() < wid
-                    and rows.max() < h):
+            if not (
+                np.all(np.isfinite(uv)) and cols.min() >= 0 and rows.min() >= 0 and cols.max() < wid and rows.max() < h
+            ):
                 continue
             if np.all(labels.labels[rows.astype(int), cols.astype(int)] == _TABLE_LABEL):
                 return w.intrinsics.project(to_cam.apply(np.array([[*c, table_z]])))[0]
@@ -196,7 +200,9 @@ class SceneOracle:
 
         m = self.world.physics.model
         prefix = f"obj:{name}/{part}"
-        ids = [g for g in range(m.ngeom) if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or "").startswith(prefix)]
+        ids = [
+            g for g in range(m.ngeom) if (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or "").startswith(prefix)
+        ]
         return np.isin(labels.geom_ids, ids) if labels.geom_ids is not None else np.zeros(labels.labels.shape, bool)
 
 
@@ -207,8 +213,8 @@ def _pose_in(labels: FrameLabels, world: SimWorld, name: str) -> tuple[np.ndarra
     ph = world.physics
     a = ph._obj_qadr[name]
     q = labels.capture.qpos
-    w, x, y, z = q[a + 3:a + 7]
-    return np.array(q[a:a + 3]), Rotation.from_quat([x, y, z, w]).as_matrix()
+    w, x, y, z = q[a + 3 : a + 7]
+    return np.array(q[a : a + 3]), Rotation.from_quat([x, y, z, w]).as_matrix()
 
 
 def _middle(region: np.ndarray, silhouette: np.ndarray) -> np.ndarray | None:

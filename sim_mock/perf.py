@@ -46,8 +46,9 @@ def _sweep(world: SimWorld, i: int) -> None:
         world.bump()
 
 
-def _frame_times(world: SimWorld, frames: int, seed: int, *, moving: bool, depth: bool = True,
-                 masks: bool = False) -> list[float]:
+def _frame_times(
+    world: SimWorld, frames: int, seed: int, *, moving: bool, depth: bool = True, masks: bool = False
+) -> list[float]:
     world.reset()
     cam = SimCamera(world=world, fps=0, seed=seed).connect()
     cam.want_depth = depth
@@ -67,9 +68,12 @@ def _frame_times(world: SimWorld, frames: int, seed: int, *, moving: bool, depth
 
 def _case(times: list[float], baseline_p50_ms: float) -> dict[str, Any]:
     p = percentiles_ms(times)
-    return {"frame_ms": p, "fps_at_p50": round(1000.0 / p["p50"], 1) if p["p50"] > 0 else None,
-            "p90_under_30fps_budget": p["p90"] < _FRAME_BUDGET_MS,
-            "speedup_vs_baseline_p50": round(baseline_p50_ms / p["p50"], 2) if p["p50"] > 0 else None}
+    return {
+        "frame_ms": p,
+        "fps_at_p50": round(1000.0 / p["p50"], 1) if p["p50"] > 0 else None,
+        "p90_under_30fps_budget": p["p90"] < _FRAME_BUDGET_MS,
+        "speedup_vs_baseline_p50": round(baseline_p50_ms / p["p50"], 2) if p["p50"] > 0 else None,
+    }
 
 
 def physics_rtf(world: SimWorld) -> dict[str, Any]:
@@ -90,10 +94,14 @@ def physics_rtf(world: SimWorld) -> dict[str, Any]:
     step_wall = ph.step_wall_s - wall0
     ok, _ = world.judge({"action": "place", "object": "red cube", "container": "blue bowl"})
     world.reset()
-    return {"simulated_s": round(sim_s, 3), "stepping_wall_s": round(step_wall, 3), "total_wall_s": round(total_wall, 3),
-            "real_time_factor": round(sim_s / step_wall, 1) if step_wall > 0 else None,
-            "real_time_factor_with_ik": round(sim_s / total_wall, 1) if total_wall > 0 else None,
-            "placed_in_bowl": ok}
+    return {
+        "simulated_s": round(sim_s, 3),
+        "stepping_wall_s": round(step_wall, 3),
+        "total_wall_s": round(total_wall, 3),
+        "real_time_factor": round(sim_s / step_wall, 1) if step_wall > 0 else None,
+        "real_time_factor_with_ik": round(sim_s / total_wall, 1) if total_wall > 0 else None,
+        "placed_in_bowl": ok,
+    }
 
 
 def _ik_times(world: SimWorld, calls: int) -> dict[str, Any]:
@@ -131,10 +139,15 @@ def measure_sim_perf(frames: int = 150, ik_calls: int = 50, seed: int = 0) -> di
             "masks": _frame_times(world, frames, seed, moving=True, masks=True),
         }
         return {
-            "camera": {"size": [world.intrinsics.width, world.intrinsics.height], "frames_per_case": frames,
-                       "baseline_full_render": {"what": "arm moving: a new render every frame (colour + depth)",
-                                                "frame_ms": percentiles_ms(baseline)},
-                       **{name: _case(t, base_p50) for name, t in cases.items()}},
+            "camera": {
+                "size": [world.intrinsics.width, world.intrinsics.height],
+                "frames_per_case": frames,
+                "baseline_full_render": {
+                    "what": "arm moving: a new render every frame (colour + depth)",
+                    "frame_ms": percentiles_ms(baseline),
+                },
+                **{name: _case(t, base_p50) for name, t in cases.items()},
+            },
             "physics": physics_rtf(world),
             "ik": _ik_times(world, ik_calls),
         }

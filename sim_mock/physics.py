@@ -20,14 +20,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mjcf import (ARM_ACTUATORS, ARM_JOINTS, CUP_GEOM, FINGER_ACTUATOR, FINGER_JOINTS, OBJECT_PREFIX, PAD_GEOMS,
-                   SUCTION_ACTUATOR, TABLE_GEOM, TCP_SITE, ModelSpec, build_mjcf)
+from .mjcf import (
+    ARM_ACTUATORS,
+    ARM_JOINTS,
+    CUP_GEOM,
+    FINGER_ACTUATOR,
+    FINGER_JOINTS,
+    OBJECT_PREFIX,
+    PAD_GEOMS,
+    SUCTION_ACTUATOR,
+    TABLE_GEOM,
+    TCP_SITE,
+    ModelSpec,
+    build_mjcf,
+)
 from .mjrender import ensure_gl_backend
 
 __all__ = ["Physics", "Capture", "SETTLE_INITIAL_S", "REST_SPEED_M_S", "ROBOT_LABEL", "TABLE_LABEL"]
 
 SETTLE_INITIAL_S = 0.4
-REST_SPEED_M_S = 0.002      # an object slower than this (and spinning < 0.05 rad/s) is at rest
+REST_SPEED_M_S = 0.002  # an object slower than this (and spinning < 0.05 rad/s) is at rest
 REST_SPIN_RAD_S = 0.05
 ROBOT_LABEL = "robot"
 TABLE_LABEL = "table"
@@ -81,12 +93,19 @@ class Physics:
         self.tool = spec.tool
         self.finger_act = name2id(mujoco.mjtObj.mjOBJ_ACTUATOR, FINGER_ACTUATOR)
         self.suction_act = name2id(mujoco.mjtObj.mjOBJ_ACTUATOR, SUCTION_ACTUATOR)
-        self.finger_qadr = [m.jnt_qposadr[name2id(mujoco.mjtObj.mjOBJ_JOINT, j)] for j in FINGER_JOINTS] \
-            if self.tool == "lite_gripper" else []
-        self.pad_geoms = ({name2id(mujoco.mjtObj.mjOBJ_GEOM, g) for g in PAD_GEOMS} if self.tool == "lite_gripper"
-                          else set())
-        self.plate_geoms = ([name2id(mujoco.mjtObj.mjOBJ_GEOM, f"plate_{s}") for s in ("left", "right")]
-                            if self.tool == "lite_gripper" else [])
+        self.finger_qadr = (
+            [m.jnt_qposadr[name2id(mujoco.mjtObj.mjOBJ_JOINT, j)] for j in FINGER_JOINTS]
+            if self.tool == "lite_gripper"
+            else []
+        )
+        self.pad_geoms = (
+            {name2id(mujoco.mjtObj.mjOBJ_GEOM, g) for g in PAD_GEOMS} if self.tool == "lite_gripper" else set()
+        )
+        self.plate_geoms = (
+            [name2id(mujoco.mjtObj.mjOBJ_GEOM, f"plate_{s}") for s in ("left", "right")]
+            if self.tool == "lite_gripper"
+            else []
+        )
         self.cup_geom = name2id(mujoco.mjtObj.mjOBJ_GEOM, CUP_GEOM)
         self.table_geom = name2id(mujoco.mjtObj.mjOBJ_GEOM, TABLE_GEOM)
         self.object_names = [o.name for o in spec.scene.objects]
@@ -150,7 +169,7 @@ class Physics:
         v = self.data.qvel
         for n in self.object_names:
             a = self._obj_dadr[n]
-            if np.linalg.norm(v[a:a + 3]) > REST_SPEED_M_S or np.linalg.norm(v[a + 3:a + 6]) > REST_SPIN_RAD_S:
+            if np.linalg.norm(v[a : a + 3]) > REST_SPEED_M_S or np.linalg.norm(v[a + 3 : a + 6]) > REST_SPIN_RAD_S:
                 return False
         return bool(np.all(np.abs(v[self._arm_dadr]) < 0.01))
 
@@ -193,9 +212,9 @@ class Physics:
     def set_object_pose(self, name: str, position_m, yaw_rad: float) -> None:
         """Teleport an object upright to ``position_m`` with ``yaw_rad``, at rest."""
         a, d = self._obj_qadr[name], self._obj_dadr[name]
-        self.data.qpos[a:a + 3] = position_m
-        self.data.qpos[a + 3:a + 7] = [math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)]
-        self.data.qvel[d:d + 6] = 0.0
+        self.data.qpos[a : a + 3] = position_m
+        self.data.qpos[a + 3 : a + 7] = [math.cos(yaw_rad / 2), 0.0, 0.0, math.sin(yaw_rad / 2)]
+        self.data.qvel[d : d + 6] = 0.0
         self._mj.mj_forward(self.model, self.data)
 
     # -- contacts ------------------------------------------------------------------------------------
@@ -248,9 +267,9 @@ class Physics:
         groups = np.zeros(6, np.uint8)
         groups[GROUP_OBJECTS] = 1
         gid = np.array([-1], np.int32)
-        d = self._mj.mj_ray(self.model, self.data, np.asarray(origin, np.float64), np.asarray(direction, np.float64),
-                            groups, 1, -1, gid)
+        d = self._mj.mj_ray(
+            self.model, self.data, np.asarray(origin, np.float64), np.asarray(direction, np.float64), groups, 1, -1, gid
+        )
         if gid[0] < 0 or d < 0 or d > max_m:
             return None, math.inf
         return self.body_object(int(gid[0])), float(d)
-

@@ -128,5 +128,8 @@ class SimWorldPlugin:
         spent in ``mj_step``)."""
         ph = self.sim.physics
         sim_s = ph.steps_total * ph.model.opt.timestep
-        return {"simulated_s": round(sim_s, 3), "stepping_wall_s": round(ph.step_wall_s, 3),
-                "real_time_factor": round(sim_s / ph.step_wall_s, 1) if ph.step_wall_s > 0 else None}
+        return {
+            "simulated_s": round(sim_s, 3),
+            "stepping_wall_s": round(ph.step_wall_s, 3),
+            "real_time_factor": round(sim_s / ph.step_wall_s, 1) if ph.step_wall_s > 0 else None,
+        }

@@ -46,8 +46,14 @@ class SyntheticRealSense:
         color_intrinsics, depth_intrinsics: the ``rs.intrinsics`` of each stream.
     """
 
-    def __init__(self, depth_units_m: float = 0.001, scene: SwScene = SwScene(), fps: int = 30,
-                 width: int = 640, height: int = 480) -> None:
+    def __init__(
+        self,
+        depth_units_m: float = 0.001,
+        scene: SwScene = SwScene(),
+        fps: int = 30,
+        width: int = 640,
+        height: int = 480,
+    ) -> None:
         import pyrealsense2 as rs
 
         self.rs, self.scene, self.fps, self.units = rs, scene, fps, depth_units_m
@@ -57,10 +63,12 @@ class SyntheticRealSense:
         self.device = rs.software_device()
         self._depth_sensor = self.device.add_sensor("Depth")
         self._color_sensor = self.device.add_sensor("Color")
-        self._depth_profile = self._add_stream(self._depth_sensor, rs.stream.depth, rs.format.z16, 2,
-                                               self.depth_intrinsics, 0)
-        self._color_profile = self._add_stream(self._color_sensor, rs.stream.color, rs.format.rgb8, 3,
-                                               self.color_intrinsics, 1)
+        self._depth_profile = self._add_stream(
+            self._depth_sensor, rs.stream.depth, rs.format.z16, 2, self.depth_intrinsics, 0
+        )
+        self._color_profile = self._add_stream(
+            self._color_sensor, rs.stream.color, rs.format.rgb8, 3, self.color_intrinsics, 1
+        )
         self._depth_sensor.add_read_only_option(rs.option.depth_units, depth_units_m)
         ext = rs.extrinsics()
         ext.rotation = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -99,8 +107,10 @@ class SyntheticRealSense:
     def _push(self) -> None:
         rs = self.rs
         ts = time.time() * 1000
-        for sensor, profile, img, bpp in ((self._depth_sensor, self._depth_profile, self._depth_img, 2),
-                                          (self._color_sensor, self._color_profile, self._color_img, 3)):
+        for sensor, profile, img, bpp in (
+            (self._depth_sensor, self._depth_profile, self._depth_img, 2),
+            (self._color_sensor, self._color_profile, self._color_img, 3),
+        ):
             f = rs.software_video_frame()
             f.pixels = img
             f.stride, f.bpp = self.w * bpp, bpp

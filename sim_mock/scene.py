@@ -43,8 +43,16 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["ObjectSpec", "Scene", "default_scene", "load_scene", "normalize_text", "TABLE_COLOR_RGB", "SHAPES",
-           "DEFAULT_SCENE_FILE"]
+__all__ = [
+    "ObjectSpec",
+    "Scene",
+    "default_scene",
+    "load_scene",
+    "normalize_text",
+    "TABLE_COLOR_RGB",
+    "SHAPES",
+    "DEFAULT_SCENE_FILE",
+]
 
 TABLE_COLOR_RGB = (150, 146, 140)
 SHAPES = ("box", "cylinder", "bowl", "mug")
@@ -318,9 +326,12 @@ def load_scene(path: str | Path) -> Scene:
     if not objects:
         raise ValueError(f"{path}: a scene needs at least one [[objects]] entry")
     try:
-        return Scene(tuple(objects), table_z_m=float(doc.get("table_z_m", 0.0)),
-                     table_color_rgb=tuple(int(c) for c in doc.get("table_color_rgb", TABLE_COLOR_RGB)),
-                     name=str(doc.get("name", path.stem)))
+        return Scene(
+            tuple(objects),
+            table_z_m=float(doc.get("table_z_m", 0.0)),
+            table_color_rgb=tuple(int(c) for c in doc.get("table_color_rgb", TABLE_COLOR_RGB)),
+            name=str(doc.get("name", path.stem)),
+        )
     except (TypeError, ValueError) as e:
         raise ValueError(f"{path}: {e}") from None
 

@@ -30,8 +30,15 @@ import cv2
 import numpy as np
 
 from pointlab.bridge.study.trial_store import StudyStorePort
-from pointlab.bridge.trials.ports import (AgentReply, ArmReadiness, ArmReply, Ports, SceneEvidence, TargetReply,
-                                          TrialFrame)
+from pointlab.bridge.trials.ports import (
+    AgentReply,
+    ArmReadiness,
+    ArmReply,
+    Ports,
+    SceneEvidence,
+    TargetReply,
+    TrialFrame,
+)
 from pointlab.bridge.trials.station import PointActParts, Station
 from pointlab.bridge.trials.targeting import Target, entries_from_points, first_point
 
@@ -54,12 +61,22 @@ class ScriptedWorld:
         free_bytes: what the storage port reports.
     """
 
-    def __init__(self, agent_points: dict[str, tuple[float, float] | None] | None = None,
-                 human_agents: tuple[str, ...] = ("human",), width: int = 320, height: int = 240,
-                 trial_delay_s: float = 0.05, motion_s: float = 0.05, raw_text: str = "As model-x I point at",
-                 automatic_scene: bool = True, grasps: Iterable[bool] = (), free_bytes: int | None = 10 ** 12) -> None:
-        self.agent_points = dict(agent_points if agent_points is not None else
-                                 {"sim-oracle": (100.0, 80.0), "sim-noisy": (30.0, 200.0)})
+    def __init__(
+        self,
+        agent_points: dict[str, tuple[float, float] | None] | None = None,
+        human_agents: tuple[str, ...] = ("human",),
+        width: int = 320,
+        height: int = 240,
+        trial_delay_s: float = 0.05,
+        motion_s: float = 0.05,
+        raw_text: str = "As model-x I point at",
+        automatic_scene: bool = True,
+        grasps: Iterable[bool] = (),
+        free_bytes: int | None = 10**12,
+    ) -> None:
+        self.agent_points = dict(
+            agent_points if agent_points is not None else {"sim-oracle": (100.0, 80.0), "sim-noisy": (30.0, 200.0)}
+        )
         self.human_agents = tuple(human_agents)
         self.agent_names = list(self.agent_points) + list(self.human_agents)
         self.width, self.height = width, height
@@ -85,8 +102,15 @@ class ScriptedWorld:
     # -- building --------------------------------------------------------------------------------
     def station(self, store=None, **kw) -> Station:
         """A real station over this world (``store``: the study store its trials are saved in)."""
-        ports = Ports(agent=self, targeting=self, arm=self, camera=self, storage=self, scene=self,
-                      store=None if store is None else StudyStorePort(store))
+        ports = Ports(
+            agent=self,
+            targeting=self,
+            arm=self,
+            camera=self,
+            storage=self,
+            scene=self,
+            store=None if store is None else StudyStorePort(store),
+        )
         return Station(ports, self.agent_names, human_agents=self.human_agents, **kw)
 
     def parts(self, store=None, **kw) -> PointActParts:
@@ -131,14 +155,24 @@ class ScriptedWorld:
         if point is None:
             return AgentReply(raw_answer=raw, parse_error=f"unparseable answer from {agent}", frame=frame)
         entries = tuple(entries_from_points([point]))
-        return AgentReply(raw_answer=raw, points=entries, points_px=tuple((e.u_px, e.v_px) for e in entries if e.usable),
-                          frame=frame, answered_ns=time.time_ns())
+        return AgentReply(
+            raw_answer=raw,
+            points=entries,
+            points_px=tuple((e.u_px, e.v_px) for e in entries if e.usable),
+            frame=frame,
+            answered_ns=time.time_ns(),
+        )
 
     async def _ask_human(self, request_id: str, instruction: str, frame: TrialFrame) -> AgentReply:
         fut = asyncio.get_running_loop().create_future()
         with self._lock:
-            self._requests[request_id] = {"request_id": request_id, "instruction": instruction, "width": self.width,
-                                          "height": self.height, "jpeg_b64": base64.b64encode(frame.jpeg).decode()}
+            self._requests[request_id] = {
+                "request_id": request_id,
+                "instruction": instruction,
+                "width": self.width,
+                "height": self.height,
+                "jpeg_b64": base64.b64encode(frame.jpeg).decode(),
+            }
             self._futures[request_id] = (asyncio.get_running_loop(), fut)
         try:
             clicked = await fut
@@ -149,14 +183,21 @@ class ScriptedWorld:
         if clicked is None:
             return AgentReply(frame=frame, answered_ns=time.time_ns())
         entries = tuple(entries_from_points([clicked]))
-        return AgentReply(raw_answer=f"[{clicked[0]}, {clicked[1]}]", points=entries,
-                          points_px=tuple((e.u_px, e.v_px) for e in entries), frame=frame, answered_ns=time.time_ns())
+        return AgentReply(
+            raw_answer=f"[{clicked[0]}, {clicked[1]}]",
+            points=entries,
+            points_px=tuple((e.u_px, e.v_px) for e in entries),
+            frame=frame,
+            answered_ns=time.time_ns(),
+        )
 
     # HumanRelayPort (the operator console)
     def pending(self, with_images: bool = True) -> list[dict]:
         with self._lock:
-            return [dict(r) if with_images else {k: v for k, v in r.items() if k != "jpeg_b64"}
-                    for r in self._requests.values()]
+            return [
+                dict(r) if with_images else {k: v for k, v in r.items() if k != "jpeg_b64"}
+                for r in self._requests.values()
+            ]
 
     def _resolve(self, request_id: str, value) -> bool:
         with self._lock:
@@ -204,8 +245,11 @@ class ScriptedWorld:
             self.held = "ball" if (self._grasps.pop(0) if self._grasps else True) else None
         elif action in ("place", "release"):
             self.tool_closed, self.held = False, None
-        return ArmReply("done", motion={"action": action, "target_m": list(target_m or []), "duration_s": self.motion_s},
-                        command_rx_ns=time.time_ns())
+        return ArmReply(
+            "done",
+            motion={"action": action, "target_m": list(target_m or []), "duration_s": self.motion_s},
+            command_rx_ns=time.time_ns(),
+        )
 
     def halt(self) -> None:
         self.halts += 1
@@ -224,8 +268,13 @@ class ScriptedWorld:
         return ArmReadiness(False, "estop", "emergency stop") if self._estop.is_set() else ArmReadiness(True)
 
     def state(self) -> dict:
-        return {"connected": True, "estopped": self._estop.is_set(), "fault": None, "tool_closed": self.tool_closed,
-                "holding": self.held is not None}
+        return {
+            "connected": True,
+            "estopped": self._estop.is_set(),
+            "fault": None,
+            "tool_closed": self.tool_closed,
+            "holding": self.held is not None,
+        }
 
     # -- scene and storage -----------------------------------------------------------------------
     def restore(self) -> None:

@@ -29,9 +29,16 @@ def flood_mask(rgb: np.ndarray, u: float, v: float, tol: int = 12, box=None) -> 
     if box is not None:  # outside the box is a wall
         x0, y0, x1, y1 = (int(b) for b in box)
         ff[:, :] = 1
-        ff[y0 + 1:y1 + 1, x0 + 1:x1 + 1] = 0
-    cv2.floodFill(img, ff, (int(round(u)), int(round(v))), (0, 0, 0), (tol,) * 3, (tol,) * 3,
-                  8 | cv2.FLOODFILL_MASK_ONLY | (255 << 8))
+        ff[y0 + 1 : y1 + 1, x0 + 1 : x1 + 1] = 0
+    cv2.floodFill(
+        img,
+        ff,
+        (int(round(u)), int(round(v))),
+        (0, 0, 0),
+        (tol,) * 3,
+        (tol,) * 3,
+        8 | cv2.FLOODFILL_MASK_ONLY | (255 << 8),
+    )
     return ff[1:-1, 1:-1] == 255
 
 

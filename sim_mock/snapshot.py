@@ -48,9 +48,15 @@ def write_snapshot(out_dir: str | Path, world: SimWorld | None = None, *, noise:
             counts[name] = int(m.sum())
             if name != ROBOT_LABEL:
                 files["masks"][name] = path
-        return {"out_dir": str(out), "depth_scale_m": frame.depth_scale_m, "intrinsics": frame.intrinsics.to_dict(),
-                "stamp_ns": frame.stamp_ns, "depth_valid_fraction": round(float((frame.depth > 0).mean()), 4),
-                "files": files, "mask_pixels": counts}
+        return {
+            "out_dir": str(out),
+            "depth_scale_m": frame.depth_scale_m,
+            "intrinsics": frame.intrinsics.to_dict(),
+            "stamp_ns": frame.stamp_ns,
+            "depth_valid_fraction": round(float((frame.depth > 0).mean()), 4),
+            "files": files,
+            "mask_pixels": counts,
+        }
     finally:
         if own:
             world.close()

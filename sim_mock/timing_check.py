@@ -76,9 +76,18 @@ class HumanScript:
             self._stop.wait(0.01)
 
 
-def run_timing_check(*, rounds: int = 30, time_scale: float = 0.1, arm_time_scale: float = 0.05,
-                     reveal_low_s: float = 10.0, reveal_high_s: float = 26.0, human_median_s: float = 9.0,
-                     human_sigma: float = 0.35, seed: int = 0, progress=None) -> dict:
+def run_timing_check(
+    *,
+    rounds: int = 30,
+    time_scale: float = 0.1,
+    arm_time_scale: float = 0.05,
+    reveal_low_s: float = 10.0,
+    reveal_high_s: float = 26.0,
+    human_median_s: float = 9.0,
+    human_sigma: float = 0.35,
+    seed: int = 0,
+    progress=None,
+) -> dict:
     """Run the check (module docstring) and return ``{"agents": {name: {"n", "to_motion_s": {p5, p50,
     p95}, "late_share"}}, "ks": {model: {"statistic", "pvalue"}}, "settings": {...}}``.
 
@@ -115,12 +124,18 @@ def run_timing_check(*, rounds: int = 30, time_scale: float = 0.1, arm_time_scal
                         times[agent].append(tm["to_motion"] / time_scale)
                         lates[agent].append(tm["ready"] > tm["reveal"])
                     if progress is not None:
-                        progress(f"round {k + 1}/{rounds} {agent}: "
-                                 + (f"motion at {tm['to_motion'] / time_scale:.1f} s" if "to_motion" in tm
-                                    else f"no motion ({ran.result.robot_outcome})"))
+                        progress(
+                            f"round {k + 1}/{rounds} {agent}: "
+                            + (
+                                f"motion at {tm['to_motion'] / time_scale:.1f} s"
+                                if "to_motion" in tm
+                                else f"no motion ({ran.result.robot_outcome})"
+                            )
+                        )
 
-        with HumanScript(session.ports.human, oracle, median_s=human_median_s * time_scale, sigma=human_sigma,
-                         seed=seed):
+        with HumanScript(
+            session.ports.human, oracle, median_s=human_median_s * time_scale, sigma=human_sigma, seed=seed
+        ):
             t0 = time.monotonic()
             asyncio.run(go())
             elapsed = time.monotonic() - t0
@@ -128,15 +143,36 @@ def run_timing_check(*, rounds: int = 30, time_scale: float = 0.1, arm_time_scal
     def summary(xs: list[float]) -> dict:
         import numpy as np
 
-        return {"p5": round(float(np.percentile(xs, 5)), 2), "p50": round(float(np.percentile(xs, 50)), 2),
-                "p95": round(float(np.percentile(xs, 95)), 2)} if xs else {}
+        return (
+            {
+                "p5": round(float(np.percentile(xs, 5)), 2),
+                "p50": round(float(np.percentile(xs, 50)), 2),
+                "p95": round(float(np.percentile(xs, 95)), 2),
+            }
+            if xs
+            else {}
+        )
 
-    out = {"agents": {a: {"n": len(times[a]), "to_motion_s": summary(times[a]),
-                          "late_share": round(sum(lates[a]) / len(lates[a]), 3) if lates[a] else None}
-                      for a in agents},
-           "ks": {}, "settings": {"rounds": rounds, "time_scale": time_scale, "reveal_s": [reveal_low_s, reveal_high_s],
-                                  "human_median_s": human_median_s, "human_sigma": human_sigma, "seed": seed},
-           "elapsed_s": round(elapsed, 1)}
+    out = {
+        "agents": {
+            a: {
+                "n": len(times[a]),
+                "to_motion_s": summary(times[a]),
+                "late_share": round(sum(lates[a]) / len(lates[a]), 3) if lates[a] else None,
+            }
+            for a in agents
+        },
+        "ks": {},
+        "settings": {
+            "rounds": rounds,
+            "time_scale": time_scale,
+            "reveal_s": [reveal_low_s, reveal_high_s],
+            "human_median_s": human_median_s,
+            "human_sigma": human_sigma,
+            "seed": seed,
+        },
+        "elapsed_s": round(elapsed, 1),
+    }
     for model in ("sim-oracle", "sim-noisy"):
         if times["human"] and times[model]:
             ks = stats.ks_2samp(times["human"], times[model])

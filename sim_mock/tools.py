@@ -28,7 +28,7 @@ __all__ = ["ToolPhysics", "SEAL_RAYS", "SEAL_GAP_M", "GRIP_CLOSE_S", "SUCTION_ON
 
 SEAL_RAYS = 8
 SEAL_GAP_M = 0.003
-GRIP_CLOSE_S = 0.35     # simulated time given to the fingers to close or open
+GRIP_CLOSE_S = 0.35  # simulated time given to the fingers to close or open
 SUCTION_ON_S = 0.15
 
 

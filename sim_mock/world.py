@@ -34,8 +34,18 @@ from .physics import Capture, Physics
 from .scene import ObjectSpec, Scene, default_scene
 from .tools import ToolPhysics
 
-__all__ = ["SimWorld", "ArmSimState", "default_world", "look_at", "DEFAULT_INTRINSICS", "DEFAULT_CAMERA_EYE_M",
-           "DEFAULT_CAMERA_TARGET_M", "HOME_TCP_M", "FAULT_KINDS", "NEAR_DISTANCE_M"]
+__all__ = [
+    "SimWorld",
+    "ArmSimState",
+    "default_world",
+    "look_at",
+    "DEFAULT_INTRINSICS",
+    "DEFAULT_CAMERA_EYE_M",
+    "DEFAULT_CAMERA_TARGET_M",
+    "HOME_TCP_M",
+    "FAULT_KINDS",
+    "NEAR_DISTANCE_M",
+]
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +143,16 @@ class SimWorld:
         frames: the ``frames.FrameLog`` of the camera frames produced from this world.
     """
 
-    def __init__(self, scene: Scene | None = None, *, tool: str = "lite_gripper",
-                 T_base_camera: RigidTransform | None = None, intrinsics: Intrinsics | None = None,
-                 kinematics: Lite6Kinematics | None = None, home_tcp_m=HOME_TCP_M) -> None:
+    def __init__(
+        self,
+        scene: Scene | None = None,
+        *,
+        tool: str = "lite_gripper",
+        T_base_camera: RigidTransform | None = None,
+        intrinsics: Intrinsics | None = None,
+        kinematics: Lite6Kinematics | None = None,
+        home_tcp_m=HOME_TCP_M,
+    ) -> None:
         from .frames import FrameLog
         from .lite6_sim import SimLite6
 
@@ -281,12 +298,18 @@ class SimWorld:
             out = {}
             for o in self.scene.objects:
                 p, R = self.physics.object_pose(o.name)
-                out[o.name] = {"position_m": [round(float(c), 6) for c in p],
-                               "yaw_deg": round(math.degrees(math.atan2(R[1, 0], R[0, 0])), 4),
-                               "upright": bool(R[2, 2] > math.cos(math.radians(20))),
-                               "held": o.name == held, "container": o.is_container}
-            out["_arm"] = {"tcp_m": [round(float(c), 6) for c in self.physics.tcp()[0]],
-                           "tool_closed": self.tool_physics.closed, "attached": held}
+                out[o.name] = {
+                    "position_m": [round(float(c), 6) for c in p],
+                    "yaw_deg": round(math.degrees(math.atan2(R[1, 0], R[0, 0])), 4),
+                    "upright": bool(R[2, 2] > math.cos(math.radians(20))),
+                    "held": o.name == held,
+                    "container": o.is_container,
+                }
+            out["_arm"] = {
+                "tcp_m": [round(float(c), 6) for c in self.physics.tcp()[0]],
+                "tool_closed": self.tool_physics.closed,
+                "attached": held,
+            }
         return out
 
     # -- faults (for tests) -------------------------------------------------------------------------
@@ -333,10 +356,15 @@ class SimWorld:
         disc = spec.shape != "box"
         across = sx / 2 * math.hypot(R[2, 0], R[2, 1]) if disc else sx / 2 * abs(R[2, 0]) + sy / 2 * abs(R[2, 1])
         half_z = h / 2 * abs(R[2, 2]) + across
-        return ObjectBox(center_xy_m=(float(centre[0]), float(centre[1])), size_xy_m=(sx, sy),
-                         bottom_z_m=float(centre[2] - half_z), top_z_m=float(centre[2] + half_z),
-                         yaw_deg=math.degrees(math.atan2(R[1, 0], R[0, 0])), footprint="disc" if disc else "rect",
-                         wall_m=spec.wall_m if spec.is_container else None)
+        return ObjectBox(
+            center_xy_m=(float(centre[0]), float(centre[1])),
+            size_xy_m=(sx, sy),
+            bottom_z_m=float(centre[2] - half_z),
+            top_z_m=float(centre[2] + half_z),
+            yaw_deg=math.degrees(math.atan2(R[1, 0], R[0, 0])),
+            footprint="disc" if disc else "rect",
+            wall_m=spec.wall_m if spec.is_container else None,
+        )
 
     def infer_expected(self, instruction: str, action: str) -> dict | None:
         """What a typed ``instruction`` asks of the sim, as a ``judge`` expectation, read before the
@@ -399,12 +427,19 @@ class SimWorld:
                 return False, f"bad_expected: {canon} cannot be placed relative to itself"
             if held == canon:
                 return False, f"{canon} is still held"
-            return check_placement(self.object_box(canon), self.object_box(ref), _WANTED[key],
-                                   table_z_m=self.scene.table_z_m, placed_name=canon, reference_name=ref)
+            return check_placement(
+                self.object_box(canon),
+                self.object_box(ref),
+                _WANTED[key],
+                table_z_m=self.scene.table_z_m,
+                placed_name=canon,
+                reference_name=ref,
+            )
 
     # -- camera ------------------------------------------------------------------------------------
-    def calibration(self, translation_noise_m: float = 0.0, rotation_noise_deg: float = 0.0,
-                    seed: int = 0) -> Calibration:
+    def calibration(
+        self, translation_noise_m: float = 0.0, rotation_noise_deg: float = 0.0, seed: int = 0
+    ) -> Calibration:
         """The sim camera's ``T_base_camera`` as a ``Calibration``: exact by default, or perturbed
         by a random translation of norm ``translation_noise_m`` and a random rotation of angle
         ``rotation_noise_deg`` (like a real hand-eye calibration's 3-10 mm error)."""
@@ -426,8 +461,9 @@ class SimWorld:
 
         with self.lock:
             if self._renderer is None:
-                self._renderer = MjRenderer(self.physics.model, CAMERA_NAME, self.intrinsics.width,
-                                            self.intrinsics.height)
+                self._renderer = MjRenderer(
+                    self.physics.model, CAMERA_NAME, self.intrinsics.width, self.intrinsics.height
+                )
             return self._renderer
 
     def masks(self, frame) -> dict[str, np.ndarray]:

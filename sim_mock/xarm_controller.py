@@ -37,7 +37,7 @@ __all__ = ["XArmControllerEmulator", "Fault", "FAULT_KINDS", "LITE6_VERSION", "D
 log = logging.getLogger(__name__)
 
 DEFAULT_FAULT_CODE = 31  # C31 "Collision Caused Abnormal Current": a plausible spontaneous fault
-CLOCK_PERIOD_S = 0.01    # how often the cached commands advance when nobody asks
+CLOCK_PERIOD_S = 0.01  # how often the cached commands advance when nobody asks
 FAULT_KINDS = ("drop", "error", "error_no_data", "stall")
 
 
@@ -75,25 +75,46 @@ class XArmControllerEmulator:
         ValueError: ``host`` is not a loopback address, or an unknown tool.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, report_port: int | None = 30001, *,
-                 rich_report_port: int | None = 30002, real_report_port: int | None = 30003,
-                 time_scale: float = 1.0, tool: str = "lite_gripper", version: str = LITE6_VERSION,
-                 state_settle_s: float = 0.1, settle_drop_probability: float = 0.0,
-                 report_rates_hz: dict | None = None, kinematics=None, backend: ArmBackend | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        report_port: int | None = 30001,
+        *,
+        rich_report_port: int | None = 30002,
+        real_report_port: int | None = 30003,
+        time_scale: float = 1.0,
+        tool: str = "lite_gripper",
+        version: str = LITE6_VERSION,
+        state_settle_s: float = 0.1,
+        settle_drop_probability: float = 0.0,
+        report_rates_hz: dict | None = None,
+        kinematics=None,
+        backend: ArmBackend | None = None,
+    ) -> None:
         if not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"the emulator binds loopback addresses only, not {host!r}")
         if tool not in ("lite_gripper", "lite_vacuum"):
             raise ValueError(f"unknown tool {tool!r}")
         self.host, self._want_port = host, port
-        self._want_report_ports = {k: p for k, p in (("normal", report_port), ("rich", rich_report_port),
-                                                     ("real", real_report_port)) if p is not None}
+        self._want_report_ports = {
+            k: p
+            for k, p in (("normal", report_port), ("rich", rich_report_port), ("real", real_report_port))
+            if p is not None
+        }
         self.report_rates_hz = {**REPORT_RATES_HZ, **(report_rates_hz or {})}
         self.time_scale = float(time_scale)
         if backend is None:
             backend = KinematicArmBackend(kinematics, time_scale=time_scale, vacuum=tool == "lite_vacuum")
         self.backend = backend
-        self.model = Lite6ControllerModel(backend, tool=tool, version=version, state_settle_s=state_settle_s,
-                                          settle_drop_probability=settle_drop_probability, time_scale=time_scale)
+        self.model = Lite6ControllerModel(
+            backend,
+            tool=tool,
+            version=version,
+            state_settle_s=state_settle_s,
+            settle_drop_probability=settle_drop_probability,
+            time_scale=time_scale,
+        )
         self._lock = self.model.lock
         self.log: list[dict] = []
         self._faults: list[Fault] = []
@@ -182,8 +203,9 @@ class XArmControllerEmulator:
         return [float(v) for v in self.backend.joints_rad()]
 
     # -- faults --------------------------------------------------------------------------------
-    def inject(self, kind: str, on_register: int | str | None = None, *, code: int = DEFAULT_FAULT_CODE,
-               count: int = 1) -> None:
+    def inject(
+        self, kind: str, on_register: int | str | None = None, *, code: int = DEFAULT_FAULT_CODE, count: int = 1
+    ) -> None:
         """Arm a fault for the next request to ``on_register`` (number or name, e.g. ``"move_line"``;
         ``None`` = any register).
 
@@ -386,8 +408,14 @@ class XArmControllerEmulator:
     def _process(self, req: Request) -> bytes:
         params = decode_params(req)
         with self._lock:
-            entry = {"t": time.monotonic(), "register": req.register, "name": req.name, "params": params,
-                     "trans_id": req.trans_id, "protocol": req.protocol}
+            entry = {
+                "t": time.monotonic(),
+                "register": req.register,
+                "name": req.name,
+                "params": params,
+                "trans_id": req.trans_id,
+                "protocol": req.protocol,
+            }
             self.log.append(entry)
             fault = self._take_fault(req.register)
             if fault is not None:

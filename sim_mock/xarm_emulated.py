@@ -38,7 +38,8 @@ class EmulatedXArmDriver(XArmDriver):
         from .xarm_controller import XArmControllerEmulator
 
         self.emulator = XArmControllerEmulator.start_on_free_loopback(
-            time_scale=time_scale, tool=world.tool.name, backend=world_backend(world, time_scale=time_scale))
+            time_scale=time_scale, tool=world.tool.name, backend=world_backend(world, time_scale=time_scale)
+        )
         spec = XArmDriver.from_spec(f"{self.emulator.host}:{self.emulator.port}", tool=world.tool.name, **kw)
         super().__init__(spec.config)
         log.info("xarm-sim: the SDK drives the emulator on %s:%d", self.emulator.host, self.emulator.port)

@@ -43,34 +43,67 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .arm_backend import ArmBackend, KINEMATIC_ERROR, PlanningError
-from .xarm_protocol import (POSE_KEYS, REG, STATE_FLAG_ERROR, STATE_FLAG_INVALID, STATE_FLAG_NOT_READY,
-                            STATE_FLAG_WARN, TGPIO_DIGITAL_IN, TGPIO_DIGITAL_OUT, TGPIO_OUTPUT_STATE, Request)
+from .xarm_protocol import (
+    POSE_KEYS,
+    REG,
+    STATE_FLAG_ERROR,
+    STATE_FLAG_INVALID,
+    STATE_FLAG_NOT_READY,
+    STATE_FLAG_WARN,
+    TGPIO_DIGITAL_IN,
+    TGPIO_DIGITAL_OUT,
+    TGPIO_OUTPUT_STATE,
+    Request,
+)
 from .xarm_reports import ReportSnapshot
 
-__all__ = ["Lite6ControllerModel", "LITE6_VERSION", "STATE_MOVING", "STATE_READY", "STATE_PAUSED",
-           "STATE_STOPPED", "STATE_CONFIG", "LITE6_MAX_TCP_SPEED_MM_S", "LITE6_MAX_JOINT_SPEED_RAD_S",
-           "CACHE_FULL_WARNING", "UNKNOWN_COMMAND_WARNING"]
+__all__ = [
+    "Lite6ControllerModel",
+    "LITE6_VERSION",
+    "STATE_MOVING",
+    "STATE_READY",
+    "STATE_PAUSED",
+    "STATE_STOPPED",
+    "STATE_CONFIG",
+    "LITE6_MAX_TCP_SPEED_MM_S",
+    "LITE6_MAX_JOINT_SPEED_RAD_S",
+    "CACHE_FULL_WARNING",
+    "UNKNOWN_COMMAND_WARNING",
+]
 
 log = logging.getLogger(__name__)
 
 LITE6_VERSION = "6,9,LI1003,DL1000,v2.0.0"  # axis 6, type 9 (Lite 6), robot SN, box SN, firmware
 STATE_MOVING, STATE_READY, STATE_PAUSED, STATE_STOPPED, STATE_CONFIG = 1, 2, 3, 4, 5
-LITE6_MAX_TCP_SPEED_MM_S = 500.0        # Lite 6 specification: TCP speed up to 500 mm/s
+LITE6_MAX_TCP_SPEED_MM_S = 500.0  # Lite 6 specification: TCP speed up to 500 mm/s
 LITE6_MAX_TCP_ACC_MM_S2 = 50000.0
-LITE6_MAX_JOINT_SPEED_RAD_S = math.pi   # 180 deg/s
+LITE6_MAX_JOINT_SPEED_RAD_S = math.pi  # 180 deg/s
 LITE6_MAX_JOINT_ACC_RAD_S2 = 20.0
-CACHE_FULL_WARNING = 11       # "Current controller cache is full"
+CACHE_FULL_WARNING = 11  # "Current controller cache is full"
 UNKNOWN_COMMAND_WARNING = 13  # "User command control code does not exist"
-CACHE_SIZE = 1024             # the SDK's XCONF.MAX_CMD_NUM
-ALL_AXES = 8                  # motion_en / set_brake axis id meaning "every joint"
-AXES_MASK = 0x3F              # six joints
+CACHE_SIZE = 1024  # the SDK's XCONF.MAX_CMD_NUM
+ALL_AXES = 8  # motion_en / set_brake axis id meaning "every joint"
+AXES_MASK = 0x3F  # six joints
 
 # Registers that are a "system reset": motion stops, the cache is cleared, state 5 when enabled.
-RESET_REGISTERS = {REG[n] for n in ("set_mode", "set_tcp_offset", "set_load_param", "set_collis_sens",
-                                    "set_teach_sens", "clean_conf")}
+RESET_REGISTERS = {
+    REG[n] for n in ("set_mode", "set_tcp_offset", "set_load_param", "set_collis_sens", "set_teach_sens", "clean_conf")
+}
 # Registers the emulator knows but does not model: refused with the invalid bit (SDK code 10).
-UNMODELED = {REG[n] for n in ("move_circle", "move_servoj", "move_servo_cart", "vc_set_jointv", "vc_set_cartv",
-                              "move_servo_cart_aa", "rs485_rtu", "check_verify", "get_tcp_rotation_radius")}
+UNMODELED = {
+    REG[n]
+    for n in (
+        "move_circle",
+        "move_servoj",
+        "move_servo_cart",
+        "vc_set_jointv",
+        "vc_set_cartv",
+        "move_servo_cart_aa",
+        "rs485_rtu",
+        "check_verify",
+        "get_tcp_rotation_radius",
+    )
+}
 
 
 def _rpy_matrix(rpy_rad) -> np.ndarray:
@@ -100,7 +133,7 @@ class _Command:
     kind: str
     params: dict
     entry: dict
-    target: object = None      # resolved at the first start: (tcp_T) or joints, kept across a pause
+    target: object = None  # resolved at the first start: (tcp_T) or joints, kept across a pause
     remaining_s: float | None = None  # a sleep's time left (kept across a pause)
     until: float = 0.0
 
@@ -133,9 +166,17 @@ class Lite6ControllerModel:
         seed: seed of the drop draws (``None``: unseeded).
     """
 
-    def __init__(self, backend: ArmBackend, *, tool: str = "lite_gripper", version: str = LITE6_VERSION,
-                 state_settle_s: float = 0.1, settle_drop_probability: float = 0.0, time_scale: float = 1.0,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        backend: ArmBackend,
+        *,
+        tool: str = "lite_gripper",
+        version: str = LITE6_VERSION,
+        state_settle_s: float = 0.1,
+        settle_drop_probability: float = 0.0,
+        time_scale: float = 1.0,
+        seed: int | None = None,
+    ) -> None:
         if not 0.0 <= settle_drop_probability <= 1.0:
             raise ValueError(f"settle_drop_probability must be 0-1, got {settle_drop_probability}")
         self.settle_drop_probability = float(settle_drop_probability)
@@ -202,8 +243,13 @@ class Lite6ControllerModel:
                 return
             self._current = None
             self._target_speed = (0.0, (0.0,) * 7)
-        while self._current is None and self._queue and self.state in (STATE_MOVING, STATE_READY) \
-                and not self.error_code and self.enabled:
+        while (
+            self._current is None
+            and self._queue
+            and self.state in (STATE_MOVING, STATE_READY)
+            and not self.error_code
+            and self.enabled
+        ):
             self._start(self._queue.popleft(), now)
         if self._current is None and self.state == STATE_MOVING:
             self.state = STATE_READY
@@ -266,14 +312,14 @@ class Lite6ControllerModel:
             goal[:3, 3] += d[:3] / 1000.0
             if p.get("is_angle_axis"):  # a rotation in the base frame
                 goal[:3, :3] = Rotation.from_rotvec(d[3:6]).as_matrix() @ now_T[:3, :3]
-            else:                       # roll, pitch, yaw added to the current ones
+            else:  # roll, pitch, yaw added to the current ones
                 goal[:3, :3] = _rpy_matrix(T_to_pose(now_T)[3:] + d[3:6])
             return goal
         vals = np.array([p[k] for k in POSE_KEYS], dtype=np.float64)
         axis_angle = bool(p.get("is_axis_angle"))
         if p.get("coord") == 1:  # in the tool frame, relative to the current TCP
             return now_T @ pose_to_T(vals, axis_angle)
-        if p.get("relative"):   # move_line_aa relative in the base frame
+        if p.get("relative"):  # move_line_aa relative in the base frame
             goal = now_T.copy()
             goal[:3, 3] += vals[:3] / 1000.0
             goal[:3, :3] = Rotation.from_rotvec(vals[3:6]).as_matrix() @ now_T[:3, :3]
@@ -367,7 +413,8 @@ class Lite6ControllerModel:
             self.warn_code = CACHE_FULL_WARNING
             return "cache_full", 0
         values = [v for v in params.values() if isinstance(v, float)] + [
-            v for k in ("delta", "joints_rad") for v in params.get(k, [])]
+            v for k in ("delta", "joints_rad") for v in params.get(k, [])
+        ]
         if any(math.isnan(v) for v in values):
             self.fault(KINEMATIC_ERROR)
             return "unreachable", 0
@@ -540,7 +587,7 @@ class Lite6ControllerModel:
         to = tuple(self.tool_outputs)
         if self.tool == "lite_gripper":  # TO0=1, TO1=0 open; TO0=0, TO1=1 close; both 0 stop
             return {(1, 0): False, (0, 1): True}.get(to)
-        return to == (1, 0)              # vacuum: TO0=1, TO1=0 on; TO0=0, TO1=1 off
+        return to == (1, 0)  # vacuum: TO0=1, TO1=0 on; TO0=0, TO1=1 off
 
     @property
     def tool_closed(self) -> bool:
@@ -564,17 +611,34 @@ class Lite6ControllerModel:
         s = self.settings
         tcp_speed, joint_speeds = self._target_speed
         return ReportSnapshot(
-            state=self.state, mode=self.mode, cmd_num=self.cmd_num, joints_rad=tuple(q),
-            pose_mm_rad=tuple(T_to_pose(T)), error_code=self.error_code, warn_code=self.warn_code,
-            enabled_mask=self.enabled_mask, brake_mask=self.brake_mask, tcp_offset_mm_rad=tuple(s.tcp_offset),
-            tcp_load=tuple(s.tcp_load), collision_sens=s.collis_sens, teach_sens=s.teach_sens,
-            gravity_direction=tuple(s.gravity), firmware=self.version.split(",")[-1], tcp_jerk=s.tcp_jerk,
-            tcp_acc_limits=(1.0, s.tcp_maxacc), tcp_speed_limits=(0.1, LITE6_MAX_TCP_SPEED_MM_S),
-            joint_jerk=s.joint_jerk, joint_acc_limits=(0.01, s.joint_maxacc),
-            joint_speed_limits=(0.0001, LITE6_MAX_JOINT_SPEED_RAD_S), target_tcp_speed=tcp_speed,
-            target_joint_speeds=joint_speeds, counter=self.counter, world_offset_mm_rad=tuple(s.world_offset),
+            state=self.state,
+            mode=self.mode,
+            cmd_num=self.cmd_num,
+            joints_rad=tuple(q),
+            pose_mm_rad=tuple(T_to_pose(T)),
+            error_code=self.error_code,
+            warn_code=self.warn_code,
+            enabled_mask=self.enabled_mask,
+            brake_mask=self.brake_mask,
+            tcp_offset_mm_rad=tuple(s.tcp_offset),
+            tcp_load=tuple(s.tcp_load),
+            collision_sens=s.collis_sens,
+            teach_sens=s.teach_sens,
+            gravity_direction=tuple(s.gravity),
+            firmware=self.version.split(",")[-1],
+            tcp_jerk=s.tcp_jerk,
+            tcp_acc_limits=(1.0, s.tcp_maxacc),
+            tcp_speed_limits=(0.1, LITE6_MAX_TCP_SPEED_MM_S),
+            joint_jerk=s.joint_jerk,
+            joint_acc_limits=(0.01, s.joint_maxacc),
+            joint_speed_limits=(0.0001, LITE6_MAX_JOINT_SPEED_RAD_S),
+            target_tcp_speed=tcp_speed,
+            target_joint_speeds=joint_speeds,
+            counter=self.counter,
+            world_offset_mm_rad=tuple(s.world_offset),
             axis_angle_rad=tuple(Rotation.from_matrix(T[:3, :3]).as_rotvec()),
-            joint_limits_rad=tuple(map(tuple, self.backend.joint_limits_rad)))
+            joint_limits_rad=tuple(map(tuple, self.backend.joint_limits_rad)),
+        )
 
 
 def _queued(kind: str):
@@ -584,10 +648,12 @@ def _queued(kind: str):
 
 def _setting(attr: str, key: str = "value"):
     """Handler that stores a parameter in the controller settings (reported, not otherwise used)."""
+
     def handler(model, params, entry):
         v = params[key]
         setattr(model.settings, attr, tuple(v) if isinstance(v, list) else v)
         return "ok", 0, b""
+
     return handler
 
 
@@ -601,24 +667,49 @@ def _ok(model, params, entry):
 
 _M = Lite6ControllerModel
 _HANDLERS = {
-    "get_version": _M._get_version, "get_robot_sn": _M._get_robot_sn, "get_state": _M._get_state,
-    "get_cmdnum": _M._get_cmdnum, "get_error": _M._get_error, "clean_err": _M._clean_err,
-    "clean_war": _M._clean_war, "motion_en": _M._motion_en, "set_brake": _M._set_brake, "set_state": _M._set_state,
-    "move_line": _M._move_line, "move_lineb": _M._move_line, "move_line_aa": _M._move_line_aa,
-    "move_line_tool": _M._move_line_tool, "move_joint": _M._move_joint, "move_jointb": _M._move_joint,
-    "move_home": _M._move_home, "move_relative": _M._move_relative, "sleep_instt": _M._sleep,
-    "cnter_reset": _queued("counter_reset"), "cnter_plus": _queued("counter_plus"),
-    "set_tcp_jerk": _setting("tcp_jerk"), "set_tcp_maxacc": _setting("tcp_maxacc"),
-    "set_joint_jerk": _setting("joint_jerk"), "set_joint_maxacc": _setting("joint_maxacc"),
+    "get_version": _M._get_version,
+    "get_robot_sn": _M._get_robot_sn,
+    "get_state": _M._get_state,
+    "get_cmdnum": _M._get_cmdnum,
+    "get_error": _M._get_error,
+    "clean_err": _M._clean_err,
+    "clean_war": _M._clean_war,
+    "motion_en": _M._motion_en,
+    "set_brake": _M._set_brake,
+    "set_state": _M._set_state,
+    "move_line": _M._move_line,
+    "move_lineb": _M._move_line,
+    "move_line_aa": _M._move_line_aa,
+    "move_line_tool": _M._move_line_tool,
+    "move_joint": _M._move_joint,
+    "move_jointb": _M._move_joint,
+    "move_home": _M._move_home,
+    "move_relative": _M._move_relative,
+    "sleep_instt": _M._sleep,
+    "cnter_reset": _queued("counter_reset"),
+    "cnter_plus": _queued("counter_plus"),
+    "set_tcp_jerk": _setting("tcp_jerk"),
+    "set_tcp_maxacc": _setting("tcp_maxacc"),
+    "set_joint_jerk": _setting("joint_jerk"),
+    "set_joint_maxacc": _setting("joint_maxacc"),
     "set_gravity_dir": _setting("gravity", "direction"),
     "set_world_offset": lambda m, p, e: _setting("world_offset", "pose")(m, {"pose": [p[k] for k in POSE_KEYS]}, e),
     "report_tau_or_i": _setting("report_tau_or_i"),
-    "save_conf": _ok, "reload_dynamics": _ok, "system_control": _ok,
-    "get_tcp_pose": _M._get_tcp_pose, "get_tcp_pose_aa": _M._get_tcp_pose_aa, "get_joint_pos": _M._get_joint_pos,
-    "get_joint_tau": _M._get_joint_tau, "get_ik": _M._get_ik, "get_fk": _M._get_fk,
-    "is_joint_limit": _M._is_joint_limit, "is_tcp_limit": _M._is_tcp_limit,
+    "save_conf": _ok,
+    "reload_dynamics": _ok,
+    "system_control": _ok,
+    "get_tcp_pose": _M._get_tcp_pose,
+    "get_tcp_pose_aa": _M._get_tcp_pose_aa,
+    "get_joint_pos": _M._get_joint_pos,
+    "get_joint_tau": _M._get_joint_tau,
+    "get_ik": _M._get_ik,
+    "get_fk": _M._get_fk,
+    "is_joint_limit": _M._is_joint_limit,
+    "is_tcp_limit": _M._is_tcp_limit,
     "get_report_tau_or_i": _byte_answer(lambda m: m.settings.report_tau_or_i),
     "get_allow_approx_motion": _byte_answer(lambda m: 0),
-    "tgpio_w16b": _M._tgpio_write, "tgpio_w32b": _M._tgpio_write,
-    "tgpio_r16b": _M._tgpio_read, "tgpio_r32b": _M._tgpio_read,
+    "tgpio_w16b": _M._tgpio_write,
+    "tgpio_w32b": _M._tgpio_write,
+    "tgpio_r16b": _M._tgpio_read,
+    "tgpio_r32b": _M._tgpio_read,
 }

@@ -25,9 +25,20 @@ import struct
 from dataclasses import dataclass
 
 __all__ = [
-    "Request", "REGISTERS", "REG", "FrameReader", "build_reply", "decode_params", "STATE_FLAG_ERROR",
-    "STATE_FLAG_WARN", "STATE_FLAG_NOT_READY", "STATE_FLAG_INVALID", "TGPIO_DIGITAL_IN", "TGPIO_DIGITAL_OUT",
-    "TGPIO_OUTPUT_STATE", "POSE_KEYS",
+    "Request",
+    "REGISTERS",
+    "REG",
+    "FrameReader",
+    "build_reply",
+    "decode_params",
+    "STATE_FLAG_ERROR",
+    "STATE_FLAG_WARN",
+    "STATE_FLAG_NOT_READY",
+    "STATE_FLAG_INVALID",
+    "TGPIO_DIGITAL_IN",
+    "TGPIO_DIGITAL_OUT",
+    "TGPIO_OUTPUT_STATE",
+    "POSE_KEYS",
 ]
 
 STATE_FLAG_ERROR = 0x40
@@ -45,19 +56,66 @@ JOINT_KEYS = tuple(f"j{i}_rad" for i in range(1, 8))
 
 # register number -> name (the SDK's XCONF.UxbusReg names, lower case)
 REGISTERS: dict[int, str] = {
-    1: "get_version", 2: "get_robot_sn", 3: "check_verify", 4: "reload_dynamics", 5: "get_report_tau_or_i",
-    6: "get_tcp_rotation_radius", 7: "get_allow_approx_motion",
-    10: "system_control", 11: "motion_en", 12: "set_state", 13: "get_state", 14: "get_cmdnum", 15: "get_error",
-    16: "clean_err", 17: "clean_war", 18: "set_brake", 19: "set_mode",
-    21: "move_line", 22: "move_lineb", 23: "move_joint", 24: "move_jointb", 25: "move_home", 26: "sleep_instt",
-    27: "move_circle", 28: "move_line_tool", 29: "move_servoj", 30: "move_servo_cart",
-    31: "set_tcp_jerk", 32: "set_tcp_maxacc", 33: "set_joint_jerk", 34: "set_joint_maxacc", 35: "set_tcp_offset",
-    36: "set_load_param", 37: "set_collis_sens", 38: "set_teach_sens", 39: "clean_conf", 40: "save_conf",
-    41: "get_tcp_pose", 42: "get_joint_pos", 43: "get_ik", 44: "get_fk", 45: "is_joint_limit", 46: "is_tcp_limit",
-    51: "set_gravity_dir", 55: "get_joint_tau", 70: "report_tau_or_i", 73: "set_world_offset",
-    74: "cnter_reset", 75: "cnter_plus", 81: "vc_set_jointv", 82: "vc_set_cartv", 83: "move_relative",
-    91: "get_tcp_pose_aa", 92: "move_line_aa", 93: "move_servo_cart_aa",
-    124: "rs485_rtu", 127: "tgpio_w16b", 128: "tgpio_r16b", 129: "tgpio_w32b", 130: "tgpio_r32b",
+    1: "get_version",
+    2: "get_robot_sn",
+    3: "check_verify",
+    4: "reload_dynamics",
+    5: "get_report_tau_or_i",
+    6: "get_tcp_rotation_radius",
+    7: "get_allow_approx_motion",
+    10: "system_control",
+    11: "motion_en",
+    12: "set_state",
+    13: "get_state",
+    14: "get_cmdnum",
+    15: "get_error",
+    16: "clean_err",
+    17: "clean_war",
+    18: "set_brake",
+    19: "set_mode",
+    21: "move_line",
+    22: "move_lineb",
+    23: "move_joint",
+    24: "move_jointb",
+    25: "move_home",
+    26: "sleep_instt",
+    27: "move_circle",
+    28: "move_line_tool",
+    29: "move_servoj",
+    30: "move_servo_cart",
+    31: "set_tcp_jerk",
+    32: "set_tcp_maxacc",
+    33: "set_joint_jerk",
+    34: "set_joint_maxacc",
+    35: "set_tcp_offset",
+    36: "set_load_param",
+    37: "set_collis_sens",
+    38: "set_teach_sens",
+    39: "clean_conf",
+    40: "save_conf",
+    41: "get_tcp_pose",
+    42: "get_joint_pos",
+    43: "get_ik",
+    44: "get_fk",
+    45: "is_joint_limit",
+    46: "is_tcp_limit",
+    51: "set_gravity_dir",
+    55: "get_joint_tau",
+    70: "report_tau_or_i",
+    73: "set_world_offset",
+    74: "cnter_reset",
+    75: "cnter_plus",
+    81: "vc_set_jointv",
+    82: "vc_set_cartv",
+    83: "move_relative",
+    91: "get_tcp_pose_aa",
+    92: "move_line_aa",
+    93: "move_servo_cart_aa",
+    124: "rs485_rtu",
+    127: "tgpio_w16b",
+    128: "tgpio_r16b",
+    129: "tgpio_w32b",
+    130: "tgpio_r32b",
 }
 REG = {name: num for num, name in REGISTERS.items()}
 
@@ -89,7 +147,7 @@ class FrameReader:
             trans_id, protocol, length = struct.unpack(">HHH", self._buf[:6])
             if len(self._buf) < 6 + length:
                 break
-            body, self._buf = self._buf[6:6 + length], self._buf[6 + length:]
+            body, self._buf = self._buf[6 : 6 + length], self._buf[6 + length :]
             if length == 0:
                 continue
             out.append(Request(trans_id, protocol, body[0], bytes(body[1:])))
@@ -104,7 +162,7 @@ def build_reply(req: Request, state_flags: int, data: bytes = b"") -> bytes:
 def _floats(payload: bytes, n: int) -> list[float]:
     if len(payload) < 4 * n:
         raise struct.error(f"need {4 * n} bytes of floats, got {len(payload)}")
-    return list(struct.unpack(f"<{n}f", payload[:4 * n]))
+    return list(struct.unpack(f"<{n}f", payload[: 4 * n]))
 
 
 def _tail(out: dict, payload: bytes, keys: tuple[str, ...]) -> dict:
@@ -194,15 +252,24 @@ def _byte_keys(*keys: str):
 
 
 _DECODERS = {
-    "motion_en": _byte_keys("axis", "enable"), "set_brake": _byte_keys("axis", "enable"),
-    "set_state": _byte_keys("value"), "set_collis_sens": _byte_keys("value"), "set_teach_sens": _byte_keys("value"),
-    "system_control": _byte_keys("value"), "report_tau_or_i": _byte_keys("value"),
+    "motion_en": _byte_keys("axis", "enable"),
+    "set_brake": _byte_keys("axis", "enable"),
+    "set_state": _byte_keys("value"),
+    "set_collis_sens": _byte_keys("value"),
+    "set_teach_sens": _byte_keys("value"),
+    "system_control": _byte_keys("value"),
+    "report_tau_or_i": _byte_keys("value"),
     "set_mode": _byte_keys("mode", "detection_param"),
     "get_joint_pos": lambda p: {"num": p[0]} if p else {},
     "get_tcp_rotation_radius": _byte_keys("joint"),
-    "move_line": _decode_move_line, "move_lineb": _decode_move_lineb, "move_joint": _decode_move_joint,
-    "move_jointb": _decode_move_joint, "move_home": _decode_move_home, "move_relative": _decode_move_relative,
-    "move_line_aa": _decode_move_line_aa, "move_line_tool": _decode_move_line_tool,
+    "move_line": _decode_move_line,
+    "move_lineb": _decode_move_lineb,
+    "move_joint": _decode_move_joint,
+    "move_jointb": _decode_move_joint,
+    "move_home": _decode_move_home,
+    "move_relative": _decode_move_relative,
+    "move_line_aa": _decode_move_line_aa,
+    "move_line_tool": _decode_move_line_tool,
     "sleep_instt": lambda p: {"seconds": _floats(p, 1)[0]},
     "set_tcp_offset": lambda p: dict(zip(POSE_KEYS, _floats(p, 6))),
     "set_world_offset": lambda p: dict(zip(POSE_KEYS, _floats(p, 6))),
@@ -210,13 +277,16 @@ _DECODERS = {
     "get_fk": lambda p: {"joints_rad": _floats(p, 7)},
     "is_joint_limit": lambda p: {"joints_rad": _floats(p, 7)},
     "is_tcp_limit": lambda p: dict(zip(POSE_KEYS, _floats(p, 6))),
-    "set_tcp_jerk": lambda p: {"value": _floats(p, 1)[0]}, "set_tcp_maxacc": lambda p: {"value": _floats(p, 1)[0]},
+    "set_tcp_jerk": lambda p: {"value": _floats(p, 1)[0]},
+    "set_tcp_maxacc": lambda p: {"value": _floats(p, 1)[0]},
     "set_joint_jerk": lambda p: {"value": _floats(p, 1)[0]},
     "set_joint_maxacc": lambda p: {"value": _floats(p, 1)[0]},
     "set_load_param": lambda p: (lambda v: {"mass_kg": v[0], "com_mm": v[1:]})(_floats(p, 4)),
     "set_gravity_dir": lambda p: {"direction": _floats(p, 3)},
-    "tgpio_w16b": lambda p: _decode_tgpio(p, True), "tgpio_w32b": lambda p: _decode_tgpio(p, True),
-    "tgpio_r16b": lambda p: _decode_tgpio(p, False), "tgpio_r32b": lambda p: _decode_tgpio(p, False),
+    "tgpio_w16b": lambda p: _decode_tgpio(p, True),
+    "tgpio_w32b": lambda p: _decode_tgpio(p, True),
+    "tgpio_r16b": lambda p: _decode_tgpio(p, False),
+    "tgpio_r32b": lambda p: _decode_tgpio(p, False),
 }
 
 

@@ -27,9 +27,19 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["ReportSnapshot", "build_normal_report", "build_rich_report", "build_real_report", "build_report",
-           "REPORT_PORTS", "REPORT_SIZES", "REPORT_RATES_HZ", "NORMAL_REPORT_SIZE", "RICH_REPORT_SIZE",
-           "REAL_REPORT_SIZE"]
+__all__ = [
+    "ReportSnapshot",
+    "build_normal_report",
+    "build_rich_report",
+    "build_real_report",
+    "build_report",
+    "REPORT_PORTS",
+    "REPORT_SIZES",
+    "REPORT_RATES_HZ",
+    "NORMAL_REPORT_SIZE",
+    "RICH_REPORT_SIZE",
+    "REAL_REPORT_SIZE",
+]
 
 NORMAL_REPORT_SIZE, RICH_REPORT_SIZE, REAL_REPORT_SIZE = 145, 587, 135
 REPORT_PORTS = {"normal": 30001, "rich": 30002, "real": 30003}
@@ -95,19 +105,28 @@ def _pad(values, n: int) -> list[float]:
 def _common87(s: ReportSnapshot, size: int) -> bytes:
     """Bytes 1-87, shared by all three streams: size, state|mode<<4, cached commands, joints, pose,
     joint torques."""
-    return (struct.pack(">I", size) + bytes([(s.state & 0x0F) | ((s.mode & 0x0F) << 4)])
-            + struct.pack(">H", s.cmd_num & 0xFFFF) + _f32(*_pad(s.joints_rad, 7)) + _f32(*_pad(s.pose_mm_rad, 6))
-            + _f32(*[0.0] * 7))
+    return (
+        struct.pack(">I", size)
+        + bytes([(s.state & 0x0F) | ((s.mode & 0x0F) << 4)])
+        + struct.pack(">H", s.cmd_num & 0xFFFF)
+        + _f32(*_pad(s.joints_rad, 7))
+        + _f32(*_pad(s.pose_mm_rad, 6))
+        + _f32(*[0.0] * 7)
+    )
 
 
 def build_normal_report(s: ReportSnapshot) -> bytes:
     """The 145-byte "normal" frame (port 30001): bytes 1-87 of the real-time frame, then brake and
     enable bit masks, error and warning codes, TCP offset, TCP payload, collision and teach
     sensitivity, gravity direction."""
-    data = (_common87(s, NORMAL_REPORT_SIZE) + bytes([s.brake_mask & 0xFF, s.enabled_mask & 0xFF, s.error_code & 0xFF,
-                                                      s.warn_code & 0xFF])
-            + _f32(*_pad(s.tcp_offset_mm_rad, 6)) + _f32(*_pad(s.tcp_load, 4))
-            + bytes([s.collision_sens & 0xFF, s.teach_sens & 0xFF]) + _f32(*_pad(s.gravity_direction, 3)))
+    data = (
+        _common87(s, NORMAL_REPORT_SIZE)
+        + bytes([s.brake_mask & 0xFF, s.enabled_mask & 0xFF, s.error_code & 0xFF, s.warn_code & 0xFF])
+        + _f32(*_pad(s.tcp_offset_mm_rad, 6))
+        + _f32(*_pad(s.tcp_load, 4))
+        + bytes([s.collision_sens & 0xFF, s.teach_sens & 0xFF])
+        + _f32(*_pad(s.gravity_direction, 3))
+    )
     assert len(data) == NORMAL_REPORT_SIZE
     return data
 
@@ -120,26 +139,26 @@ def build_rich_report(s: ReportSnapshot) -> bytes:
     flags, reduced-mode limits, fence, alarm and monitor-device fields."""
     body = bytearray(build_normal_report(s))
     body[0:4] = struct.pack(">I", RICH_REPORT_SIZE)
-    body += bytes([s.robot_type & 0xFF, s.axis & 0xFF, 0xAA, 0x55, 0, 0])              # 146-151
-    body += s.firmware.encode("ascii")[:30].ljust(30, b"\0")                           # 152-181
-    body += _f32(s.tcp_jerk, *s.tcp_acc_limits, *s.tcp_speed_limits)                   # 182-201
-    body += _f32(s.joint_jerk, *s.joint_acc_limits, *s.joint_speed_limits)             # 202-221
-    body += _f32(s.rot_jerk, s.rot_max_acc)                                            # 222-229
-    body += bytes(14) + bytes(2)                                                       # servo, tool IO codes
+    body += bytes([s.robot_type & 0xFF, s.axis & 0xFF, 0xAA, 0x55, 0, 0])  # 146-151
+    body += s.firmware.encode("ascii")[:30].ljust(30, b"\0")  # 152-181
+    body += _f32(s.tcp_jerk, *s.tcp_acc_limits, *s.tcp_speed_limits)  # 182-201
+    body += _f32(s.joint_jerk, *s.joint_acc_limits, *s.joint_speed_limits)  # 202-221
+    body += _f32(s.rot_jerk, s.rot_max_acc)  # 222-229
+    body += bytes(14) + bytes(2)  # servo, tool IO codes
     body += struct.pack(">7b", *[max(-128, min(127, int(t))) for t in _pad(s.temperatures_c, 7)])  # 246-252
-    body += _f32(s.target_tcp_speed, *_pad(s.target_joint_speeds, 7))                  # 253-284
-    body += struct.pack(">I", s.counter & 0xFFFFFFFF)                                   # 285-288
-    body += _f32(*_pad(s.world_offset_mm_rad, 6))                                      # 289-312
-    body += bytes([0, 0, 0, 0, 0]) + _f32(*[0.0] * 6)                                  # 313-341: IO reset,
+    body += _f32(s.target_tcp_speed, *_pad(s.target_joint_speeds, 7))  # 253-284
+    body += struct.pack(">I", s.counter & 0xFFFFFFFF)  # 285-288
+    body += _f32(*_pad(s.world_offset_mm_rad, 6))  # 289-312
+    body += bytes([0, 0, 0, 0, 0]) + _f32(*[0.0] * 6)  # 313-341: IO reset,
     # simulation robot 0 (a real arm), self-collision detection off, tool type 0, tool model params
     body += struct.pack(">7H", *[int(round(v * 100)) & 0xFFFF for v in _pad(s.joint_voltages_v, 7)])  # 342-355
-    body += _f32(*[0.0] * 7)                                                           # 356-383 currents
-    body += bytes([0, 0]) + struct.pack(">8H", *[0] * 8) + bytes(32)                   # 384-433 GPIO module
-    body += _f32(*[0.0] * 12)                                                          # 434-481 FT data
-    body += bytes([0]) + _f32(*_pad(s.axis_angle_rad, 3))                              # 482-494
-    body += bytes([0, 0]) + struct.pack(">6h", *[0] * 6) + _f32(0.0, 0.0)               # 495-516 reduced mode
+    body += _f32(*[0.0] * 7)  # 356-383 currents
+    body += bytes([0, 0]) + struct.pack(">8H", *[0] * 8) + bytes(32)  # 384-433 GPIO module
+    body += _f32(*[0.0] * 12)  # 434-481 FT data
+    body += bytes([0]) + _f32(*_pad(s.axis_angle_rad, 3))  # 482-494
+    body += bytes([0, 0]) + struct.pack(">6h", *[0] * 6) + _f32(0.0, 0.0)  # 495-516 reduced mode
     limits = [v for lo_hi in s.joint_limits_rad for v in lo_hi]
-    body += _f32(*_pad(limits, 14))                                                    # 517-572 joint ranges
+    body += _f32(*_pad(limits, 14))  # 517-572 joint ranges
     body += bytes([0, 0]) + struct.pack(">I", 0) + bytes([0, 0, 0]) + struct.pack(">3h", 0, 0, 0)  # 573-587
     assert len(body) == RICH_REPORT_SIZE, len(body)
     return bytes(body)

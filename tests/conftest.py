@@ -15,8 +15,15 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("POINTLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 CHROMIUM = os.environ.get("POINTLAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 @pytest.fixture(scope="session")
@@ -114,8 +121,11 @@ _unmarked_slow: list[tuple[str, float]] = []
 
 
 def pytest_addoption(parser):
-    parser.addoption("--fail-unmarked-slow", action="store_true",
-                     help=f"fail the run when a test without a tier marker took more than {SLOW_S} s")
+    parser.addoption(
+        "--fail-unmarked-slow",
+        action="store_true",
+        help=f"fail the run when a test without a tier marker took more than {SLOW_S} s",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

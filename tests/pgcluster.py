@@ -90,10 +90,13 @@ class PgCluster:
 
     def resume(self) -> None:
         """Start the server on the existing cluster (after ``start`` made it, or after ``pause``)."""
-        opts = (f"-c listen_addresses='' -k {self.sock} -p {self.port} -c max_connections={self.max_connections} "
-                f"-c fsync={'on' if self.fsync else 'off'} -c shared_buffers=64MB")
-        self._run("pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.root / "server.log"), "-w", "-t", "60",
-                  "start")
+        opts = (
+            f"-c listen_addresses='' -k {self.sock} -p {self.port} -c max_connections={self.max_connections} "
+            f"-c fsync={'on' if self.fsync else 'off'} -c shared_buffers=64MB"
+        )
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"
+        )
 
     def pause(self) -> None:
         """Stop the server as an outage would (``-m fast``: open connections are cut, transactions in

@@ -106,8 +106,13 @@ def test_the_commands_have_numeric_options_to_check():
     # the property below is only as good as what it draws from
     names = {(" ".join(p), o) for p, o in NUMERIC}
     assert len(NUMERIC) >= 40, len(NUMERIC)
-    for must in [("calibrate", "--settle-s"), ("bench arena-sim", "--seed"), ("sim xarm-controller", "--port"),
-                 ("act trials", "--time-scale"), ("perf loop", "--trials")]:
+    for must in [
+        ("calibrate", "--settle-s"),
+        ("bench arena-sim", "--seed"),
+        ("sim xarm-controller", "--port"),
+        ("act trials", "--time-scale"),
+        ("perf loop", "--trials"),
+    ]:
         assert must in names, must
 
 
@@ -137,24 +142,29 @@ def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):
     assert left == [], (args, left)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["calibrate", "--robot", "sim", "--camera", "sim", "--out", "c.json", "--settle-s", "nan"], "--settle-s"),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "nodir/x.sqlite"], "folder nodir does not exist"),
-    (["bench", "arena-sim", "--seed", "-1"], "--seed"),
-    (["sim", "xarm-controller", "--port", "99999"], "--port"),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--time-scale", "-1"], "--time-scale: "),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--depth-fps", "-1"],
-     "--depth-fps: Input should be greater than 0"),
-    (["act", "--db", "t.sqlite", "--depth-fps", "0"], "--depth-fps: Input should be greater than 0"),
-    (["perf", "loop", "--images", "png"], "--images: Input should be 'compressed' or 'raw'"),
-    # a newcomer's: a file where the folder should be, the arena's store given a text file, a folder
-    # where nothing can be created even by root (sysfs; os.access says yes to root)
-    (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt/t.sqlite"], "notes.txt is a file, not a folder"),
-    (["bench", "arena", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
-    (["act", "trials", "--agent", "sim-oracle", "--db", "/sys/t.sqlite"], "--db /sys/t.sqlite: not writable"),
-    (["bench", "arena", "--db", "/sys/arena.db"], "--db /sys/arena.db: not writable"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["calibrate", "--robot", "sim", "--camera", "sim", "--out", "c.json", "--settle-s", "nan"], "--settle-s"),
+        (["act", "trials", "--agent", "sim-oracle", "--db", "nodir/x.sqlite"], "folder nodir does not exist"),
+        (["bench", "arena-sim", "--seed", "-1"], "--seed"),
+        (["sim", "xarm-controller", "--port", "99999"], "--port"),
+        (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
+        (["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--time-scale", "-1"], "--time-scale: "),
+        (
+            ["act", "trials", "--agent", "sim-oracle", "--db", "t.sqlite", "--depth-fps", "-1"],
+            "--depth-fps: Input should be greater than 0",
+        ),
+        (["act", "--db", "t.sqlite", "--depth-fps", "0"], "--depth-fps: Input should be greater than 0"),
+        (["perf", "loop", "--images", "png"], "--images: Input should be 'compressed' or 'raw'"),
+        # a newcomer's: a file where the folder should be, the arena's store given a text file, a folder
+        # where nothing can be created even by root (sysfs; os.access says yes to root)
+        (["act", "trials", "--agent", "sim-oracle", "--db", "notes.txt/t.sqlite"], "notes.txt is a file, not a folder"),
+        (["bench", "arena", "--db", "notes.txt"], "--db notes.txt: not an SQLite database"),
+        (["act", "trials", "--agent", "sim-oracle", "--db", "/sys/t.sqlite"], "--db /sys/t.sqlite: not writable"),
+        (["bench", "arena", "--db", "/sys/arena.db"], "--db /sys/arena.db: not writable"),
+    ],
+)
 def test_the_issue_s_examples_exit_2_in_one_line(tmp_path, monkeypatch, capsys, args, needle):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("a text file given as the database\n")
@@ -169,8 +179,13 @@ def test_an_unknown_log_level_is_one_line_and_exit_2(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "--help"],
-                       env={**os.environ, "POINTLAB_LOG": "verbose"}, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "--help"],
+        env={**os.environ, "POINTLAB_LOG": "verbose"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "POINTLAB_LOG='verbose'" in r.stderr, r
 
 
@@ -212,5 +227,7 @@ def test_an_output_under_a_file_is_refused_before_anything_runs(tmp_path, monkey
     args = [*path, *_filler(cmd, option), option, "afile/result"]
     assert run(args) == 2, args
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert len(err) == 1 and (f"{option} afile/result" in err[0] or "Missing" in err[0] or "does not exist" in err[0]), err
+    assert len(err) == 1 and (
+        f"{option} afile/result" in err[0] or "Missing" in err[0] or "does not exist" in err[0]
+    ), err
     assert sorted(q.name for q in tmp_path.iterdir()) == ["afile"]

@@ -13,9 +13,13 @@ import pytest
 from pointlab.perception.errors import PointlabError
 
 REPO = Path(__file__).resolve().parent.parent
-BASES = {"perception": "pointlab.perception.errors:PerceptionError", "robot": "pointlab.robot.errors:RobotError",
-         "benchmark": "pointlab.benchmark.errors:BenchmarkError", "bridge": "pointlab.bridge.errors:BridgeError",
-         "ui": "pointlab.ui.errors:UiError"}
+BASES = {
+    "perception": "pointlab.perception.errors:PerceptionError",
+    "robot": "pointlab.robot.errors:RobotError",
+    "benchmark": "pointlab.benchmark.errors:BenchmarkError",
+    "bridge": "pointlab.bridge.errors:BridgeError",
+    "ui": "pointlab.ui.errors:UiError",
+}
 # the calibration procedure's errors are about the camera's pose: perception errors raised by bridge
 ACROSS = {"pointlab.bridge.calibration.procedure": "perception"}
 
@@ -48,13 +52,16 @@ def test_every_error_class_is_a_pointlab_error_of_its_package():
     assert found >= 60, found  # the walk found the errors (66 on 2026-12-03)
 
 
-@pytest.mark.parametrize("spec, builtin", [
-    ("pointlab.benchmark.agents_config:AgentsConfigError", ValueError),
-    ("pointlab.bridge.session:SessionError", RuntimeError),
-    ("pointlab.robot.errors:ArmTimeoutError", TimeoutError),
-    ("pointlab.ui.arena.curated:CuratedSetError", ValueError),
-    ("pointlab.benchmark.video.errors:RecordError", ValueError),
-])
+@pytest.mark.parametrize(
+    "spec, builtin",
+    [
+        ("pointlab.benchmark.agents_config:AgentsConfigError", ValueError),
+        ("pointlab.bridge.session:SessionError", RuntimeError),
+        ("pointlab.robot.errors:ArmTimeoutError", TimeoutError),
+        ("pointlab.ui.arena.curated:CuratedSetError", ValueError),
+        ("pointlab.benchmark.video.errors:RecordError", ValueError),
+    ],
+)
 def test_errors_keep_the_built_in_class_callers_catch(spec, builtin):
     cls = _base(spec)
     assert issubclass(cls, builtin) and issubclass(cls, PointlabError)
@@ -72,8 +79,11 @@ def test_no_code_matches_error_messages():
                     right = [ast.unparse(c) for c in node.comparators]
                     if any(r.startswith("str(e") or r.startswith("str(exc") for r in right):
                         bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                        node.func.attr in ("startswith", "endswith") and \
-                        ast.unparse(node.func.value).startswith(("str(e", "str(exc")):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("startswith", "endswith")
+                    and ast.unparse(node.func.value).startswith(("str(e", "str(exc"))
+                ):
                     bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
     assert bad == []

@@ -93,7 +93,8 @@ def test_every_import_follows_the_drawn_graph():
     allowed = drawn_edges()
     wrong = {e: where for e, where in actual_edges().items() if e not in allowed}
     assert not wrong, "imports against docs/architecture.md's package graph:\n" + "\n".join(
-        f"  {a} -> {b}: {w}" for (a, b), ws in sorted(wrong.items()) for w in ws)
+        f"  {a} -> {b}: {w}" for (a, b), ws in sorted(wrong.items()) for w in ws
+    )
 
 
 def test_nothing_imports_sim_mock_and_sim_mock_has_no_drawn_users():
@@ -125,8 +126,16 @@ def test_the_walker_sees_relative_and_function_level_imports(tmp_path):
         probe.unlink()
 
 
-@pytest.mark.parametrize("group", ["pointlab.cli", "pointlab.camera_sources", "pointlab.arm_drivers",
-                                   "pointlab.worlds", "pointlab.sim_model_servers"])
+@pytest.mark.parametrize(
+    "group",
+    [
+        "pointlab.cli",
+        "pointlab.camera_sources",
+        "pointlab.arm_drivers",
+        "pointlab.worlds",
+        "pointlab.sim_model_servers",
+    ],
+)
 def test_every_registry_entry_point_is_installed_and_loads(group):
     declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"][group]
     installed = {ep.name: ep for ep in entry_points(group=group)}

@@ -25,7 +25,9 @@ from .context import AppContext, UiSettings
 __all__ = ["create_app", "UiSettings"]
 
 
-def create_app(parts: PointActParts, store: Store, *, operator_token: str, settings: UiSettings | None = None) -> FastAPI:
+def create_app(
+    parts: PointActParts, store: Store, *, operator_token: str, settings: UiSettings | None = None
+) -> FastAPI:
     """Build the app.
 
     Args:

@@ -45,13 +45,23 @@ def act(
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="port of the web app"),
     calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier"),
-    operator_token: Optional[str] = typer.Option(None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN",
-                                                 help="secret of the operator console (default: random)"),
-    public_url: Optional[str] = typer.Option(None, "--public-url",
-                                             help="base URL participants reach this server at (invite links), e.g. "
-                                                  "https://robot.lab.example; default: the URL the operator uses"),
-    foxglove: bool = typer.Option(False, "--foxglove", help="serve the topics live to Foxglove/Lichtblick over the "
-                                                             "Foxglove WebSocket protocol (127.0.0.1 only)"),
+    operator_token: Optional[str] = typer.Option(
+        None,
+        "--operator-token",
+        envvar="POINTLAB_OPERATOR_TOKEN",
+        help="secret of the operator console (default: random)",
+    ),
+    public_url: Optional[str] = typer.Option(
+        None,
+        "--public-url",
+        help="base URL participants reach this server at (invite links), e.g. "
+        "https://robot.lab.example; default: the URL the operator uses",
+    ),
+    foxglove: bool = typer.Option(
+        False,
+        "--foxglove",
+        help="serve the topics live to Foxglove/Lichtblick over the Foxglove WebSocket protocol (127.0.0.1 only)",
+    ),
     foxglove_port: int = typer.Option(8765, "--foxglove-port", min=1, max=65535, help="port of --foxglove"),
     depth_fps: Optional[float] = typer.Option(None, "--depth-fps", help=DEPTH_FPS_HELP),
 ) -> None:
@@ -73,18 +83,30 @@ def act(
     if foxglove:
         check_port("127.0.0.1", foxglove_port)
     token = operator_token or secrets.token_urlsafe(16)
-    session = start_or_fail(camera, robot, agents, db, calibration, time_scale,
-                            foxglove_port if foxglove else None, depth_fps)
+    session = start_or_fail(
+        camera, robot, agents, db, calibration, time_scale, foxglove_port if foxglove else None, depth_fps
+    )
     try:
-        app = create_app(session.parts, session.store, operator_token=token,
-                         settings=UiSettings(public_url=public_url))
-        serve(app, host, port, [
-            f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",
-            f"Operator console: {url_of(host, port)}/operator#token={token}",
-            "Invite participants from the console: create a study, then 'Invite participant' gives a link to send.",
-            *([f"Foxglove: open a connection to ws://127.0.0.1:{session.foxglove.port} (layout: "
-               "docs/foxglove/pointlab_trial_layout.json)"] if session.foxglove is not None else []),
-            "Stop with Ctrl-C."])
+        app = create_app(session.parts, session.store, operator_token=token, settings=UiSettings(public_url=public_url))
+        serve(
+            app,
+            host,
+            port,
+            [
+                f"Point-Act session: camera={camera} robot={robot} agents={', '.join(session.agents)} db={db}",
+                f"Operator console: {url_of(host, port)}/operator#token={token}",
+                "Invite participants from the console: create a study, then 'Invite participant' gives a link to send.",
+                *(
+                    [
+                        f"Foxglove: open a connection to ws://127.0.0.1:{session.foxglove.port} (layout: "
+                        "docs/foxglove/pointlab_trial_layout.json)"
+                    ]
+                    if session.foxglove is not None
+                    else []
+                ),
+                "Stop with Ctrl-C.",
+            ],
+        )
     finally:
         session.close()
 
@@ -92,23 +114,42 @@ def act(
 @bench_app.command("arena")
 def bench_arena_cmd(
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the four sim arena agents)"),
-    db: str = typer.Option("arena.db", "--db", help="store: SQLite file or SQLAlchemy URL "
-                                                     "(postgresql+psycopg://user@host/db for several workers)"),
-    images: Optional[Path] = typer.Option(None, "--images", help="folder of curated images (default: the demo "
-                                                                 "set of sim tabletop images with masks)"),
-    masks: Optional[Path] = typer.Option(None, "--masks", help="folder of target masks matched to --images by file stem"),
-    mask_label: list[str] = typer.Option(["hand"], "--mask-label", help="name(s) an instruction uses for the masked target"),
-    demo_dir: Optional[Path] = typer.Option(None, "--demo-dir", help="where the demo set is rendered (default: next to --db)"),
+    db: str = typer.Option(
+        "arena.db",
+        "--db",
+        help="store: SQLite file or SQLAlchemy URL (postgresql+psycopg://user@host/db for several workers)",
+    ),
+    images: Optional[Path] = typer.Option(
+        None, "--images", help="folder of curated images (default: the demo set of sim tabletop images with masks)"
+    ),
+    masks: Optional[Path] = typer.Option(
+        None, "--masks", help="folder of target masks matched to --images by file stem"
+    ),
+    mask_label: list[str] = typer.Option(
+        ["hand"], "--mask-label", help="name(s) an instruction uses for the masked target"
+    ),
+    demo_dir: Optional[Path] = typer.Option(
+        None, "--demo-dir", help="where the demo set is rendered (default: next to --db)"
+    ),
     data: Optional[Path] = typer.Option(None, "--data", help="Point-Bench dataset for the human baseline page"),
     sampler: str = typer.Option("uniform", "--sampler", help="uniform | adaptive"),
     workers: int = typer.Option(1, "--workers", min=1, help="worker processes (use a PostgreSQL --db for more than 1)"),
-    trusted_proxy: list[str] = typer.Option([], "--trusted-proxy", help="address of a reverse proxy whose X-Forwarded-For is trusted (repeat)"),
+    trusted_proxy: list[str] = typer.Option(
+        [], "--trusted-proxy", help="address of a reverse proxy whose X-Forwarded-For is trusted (repeat)"
+    ),
     rate_limit: int = typer.Option(20, "--rate-limit", help="new battles per session per minute"),
-    address_rate_limit: int = typer.Option(120, "--address-rate-limit", help="new battles per client address per minute"),
-    few_votes: int = typer.Option(50, "--few-votes", help="models with fewer votes are marked instead of given an interval"),
-    human_feedback: bool = typer.Option(False, "--human-feedback", help="show correctness on the human baseline page (training only)"),
-    admin_token: Optional[str] = typer.Option(None, "--admin-token", envvar="POINTLAB_ARENA_ADMIN_TOKEN",
-                                              help="secret of the admin routes (default: random)"),
+    address_rate_limit: int = typer.Option(
+        120, "--address-rate-limit", help="new battles per client address per minute"
+    ),
+    few_votes: int = typer.Option(
+        50, "--few-votes", help="models with fewer votes are marked instead of given an interval"
+    ),
+    human_feedback: bool = typer.Option(
+        False, "--human-feedback", help="show correctness on the human baseline page (training only)"
+    ),
+    admin_token: Optional[str] = typer.Option(
+        None, "--admin-token", envvar="POINTLAB_ARENA_ADMIN_TOKEN", help="secret of the admin routes (default: random)"
+    ),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8010, "--port", min=0, max=65535),
 ) -> None:
@@ -130,14 +171,25 @@ def bench_arena_cmd(
     demo = demo_dir or home / "arena_demo"
     if images is None and (why := unwritable(demo)):
         fail(f"--demo-dir {demo}: {why}")
-    cfg = ArenaConfig(db=db, agents=str(agents) if agents else None, images=str(images) if images else None,
-                      masks=str(masks) if masks else None, mask_names=list(mask_label),
-                      demo_dir=str(demo), data=str(data) if data else None,
-                      uploads_dir=str(home / "uploads"),
-                      settings={"sampler": sampler, "trusted_proxies": list(trusted_proxy), "few_votes": few_votes,
-                                "human_feedback": human_feedback, "max_battles_per_minute": rate_limit,
-                                "max_battles_per_minute_per_address": address_rate_limit},
-                      admin_token=admin_token or secrets.token_urlsafe(16))
+    cfg = ArenaConfig(
+        db=db,
+        agents=str(agents) if agents else None,
+        images=str(images) if images else None,
+        masks=str(masks) if masks else None,
+        mask_names=list(mask_label),
+        demo_dir=str(demo),
+        data=str(data) if data else None,
+        uploads_dir=str(home / "uploads"),
+        settings={
+            "sampler": sampler,
+            "trusted_proxies": list(trusted_proxy),
+            "few_votes": few_votes,
+            "human_feedback": human_feedback,
+            "max_battles_per_minute": rate_limit,
+            "max_battles_per_minute_per_address": address_rate_limit,
+        },
+        admin_token=admin_token or secrets.token_urlsafe(16),
+    )
     stop = None
     try:
         curated = load_curated(cfg)
@@ -156,11 +208,13 @@ def bench_arena_cmd(
             stop()
         fail(str(e))
     base = public_url(host, port)
-    banner = [f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
-              f"images: {len(curated)} ({'demo set' if not images else images}); votes in {db} "
-              f"(export: {base}/api/votes.jsonl); workers: {workers}",
-              f"human-baseline admin: {base}/human/summary#token={cfg.admin_token}",
-              "Stop with Ctrl-C."]
+    banner = [
+        f"Point-Battle: {base}/  (leaderboard {base}/leaderboard, human baseline {base}/human)",
+        f"images: {len(curated)} ({'demo set' if not images else images}); votes in {db} "
+        f"(export: {base}/api/votes.jsonl); workers: {workers}",
+        f"human-baseline admin: {base}/human/summary#token={cfg.admin_token}",
+        "Stop with Ctrl-C.",
+    ]
     try:
         if arena is not None:
             serve(arena, host, port, banner, proxy_headers=False)
@@ -186,8 +240,16 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
     try:
         for line in banner:
             typer.echo(line)
-        uvicorn.run("pointlab.ui.arena.asgi:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", proxy_headers=False, timeout_keep_alive=KEEP_ALIVE_S)
+        uvicorn.run(
+            "pointlab.ui.arena.asgi:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            proxy_headers=False,
+            timeout_keep_alive=KEEP_ALIVE_S,
+        )
     finally:
         Path(f.name).unlink(missing_ok=True)
 
@@ -195,12 +257,22 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
 @bench_app.command("annotate")
 def bench_annotate_cmd(
     images: Optional[Path] = typer.Option(None, "--images", help="folder of images to annotate"),
-    out: Path = typer.Option(..., "--out", help="dataset folder: verified items are written here (release layout + gt.jsonl)"),
-    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML of the models asked (default: the sim arena agents)"),
-    models: int = typer.Option(3, "--models", min=1, help="how many of the configured models answer each query (PointArena: 3)"),
-    annotator: list[str] = typer.Option([], "--annotator", help="NAME=TOKEN of one person (repeat; default: two with random tokens)"),
+    out: Path = typer.Option(
+        ..., "--out", help="dataset folder: verified items are written here (release layout + gt.jsonl)"
+    ),
+    agents: Optional[Path] = typer.Option(
+        None, "--agents", help="agents TOML of the models asked (default: the sim arena agents)"
+    ),
+    models: int = typer.Option(
+        3, "--models", min=1, help="how many of the configured models answer each query (PointArena: 3)"
+    ),
+    annotator: list[str] = typer.Option(
+        [], "--annotator", help="NAME=TOKEN of one person (repeat; default: two with random tokens)"
+    ),
     segmenter: str = typer.Option("grabcut", "--segmenter", help="grabcut | watershed | URL of a segmentation service"),
-    from_arena: Optional[str] = typer.Option(None, "--from-arena", help="arena store (path or URL) whose voted battles become candidates"),
+    from_arena: Optional[str] = typer.Option(
+        None, "--from-arena", help="arena store (path or URL) whose voted battles become candidates"
+    ),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8030, "--port", min=0, max=65535),
 ) -> None:
@@ -233,6 +305,7 @@ def bench_annotate_cmd(
             store.add_folder(images)
         if from_arena:
             from .arena.store import ArenaStore
+
             store.promote_battles(ArenaStore(from_arena).voted_battles(), copy_to=store.state / "arena_images")
         if not store.candidates(open_only=False):
             fail("nothing to annotate: give --images and/or --from-arena")
@@ -240,6 +313,7 @@ def bench_annotate_cmd(
         cfgs = [a for a in load_agents_config(path).agents if a.kind == "openai"][:models]
         if any(a.base_url == SIM_BASE_URL for a in cfgs):
             from pointlab.benchmark.sim_models import serve_sim_models
+
             sim_url, stop = serve_sim_models("arena", [])
         else:
             sim_url = None
@@ -252,8 +326,10 @@ def bench_annotate_cmd(
             stop()
         fail(str(e))
     base = public_url(host, port)
-    lines = [f"Point-Bench annotation of {len(store.candidates(open_only=False))} images -> {out} "
-             f"(models: {', '.join(ags)}; segmenter: {segmenter})"]
+    lines = [
+        f"Point-Bench annotation of {len(store.candidates(open_only=False))} images -> {out} "
+        f"(models: {', '.join(ags)}; segmenter: {segmenter})"
+    ]
     lines += [f"  {name}: {base}/#token={tok}   (verify: {base}/verify#token={tok})" for tok, name in tokens.items()]
     lines.append("Stop with Ctrl-C. Verified items are written to the dataset as they are accepted.")
     try:
@@ -276,15 +352,25 @@ def bench_arena_sim_cmd(
     reach a Spearman rank correlation of 0.9 / 0.95 / 0.98 with the true order (docs/arena.md)."""
     from .arena.sampling_sim import compare_samplers
 
-    print_json(compare_samplers(n_models=models, spread=spread, n_votes=votes, repeats=repeats,
-                                targets=(0.9, 0.95, 0.98), budgets=tuple(b for b in (250, 500, 1000, 2000, 4000)
-                                                                          if b <= votes),
-                                checkpoint=checkpoint, seed=seed))
+    print_json(
+        compare_samplers(
+            n_models=models,
+            spread=spread,
+            n_votes=votes,
+            repeats=repeats,
+            targets=(0.9, 0.95, 0.98),
+            budgets=tuple(b for b in (250, 500, 1000, 2000, 4000) if b <= votes),
+            checkpoint=checkpoint,
+            seed=seed,
+        )
+    )
 
 
 @perf_app.command("arena")
 def perf_arena_cmd(
-    db: str = typer.Option(..., "--db", help="an empty arena store: SQLAlchemy URL (postgresql+psycopg://...) or SQLite path"),
+    db: str = typer.Option(
+        ..., "--db", help="an empty arena store: SQLAlchemy URL (postgresql+psycopg://...) or SQLite path"
+    ),
     workers: int = typer.Option(4, "--workers", min=1),
     voters: int = typer.Option(50, "--voters", min=1, help="concurrent simulated voters"),
     duration_s: float = typer.Option(20.0, "--duration-s", help="how long the voters vote"),
@@ -302,9 +388,13 @@ def perf_arena_cmd(
 @pinpoint_app.command("study")
 def pinpoint_study_cmd(
     samples: Path = typer.Option(..., "--samples", help="samples JSON (released demo_samples.json shape)"),
-    responses: Path = typer.Option(..., "--responses", help="JSONL the answers are appended to (pointlab score localization --pred)"),
+    responses: Path = typer.Option(
+        ..., "--responses", help="JSONL the answers are appended to (pointlab score localization --pred)"
+    ),
     setting: str = typer.Option("gt", "--setting", help="unguided, model or gt (App. D.1)"),
-    model_fsd: Optional[Path] = typer.Option(None, "--model-fsd", help='model descriptions JSONL {"id", "prediction"} for --setting model'),
+    model_fsd: Optional[Path] = typer.Option(
+        None, "--model-fsd", help='model descriptions JSONL {"id", "prediction"} for --setting model'
+    ),
     port: int = typer.Option(8020, "--port", min=0, max=65535, help="port on 127.0.0.1"),
 ) -> None:
     """Serve the human localization study page (PinpointQA App. D) on http://127.0.0.1:PORT/."""

@@ -148,8 +148,9 @@ class FrameFeed:
         if self.fresh(index) is None:
             try:
                 async with self._changed:
-                    await asyncio.wait_for(self._changed.wait_for(lambda: self.fresh(index) is not None),
-                                           max(0.0, timeout_s))
+                    await asyncio.wait_for(
+                        self._changed.wait_for(lambda: self.fresh(index) is not None), max(0.0, timeout_s)
+                    )
             except asyncio.TimeoutError:  # TimeoutError itself only from 3.11
                 return None
         return self.fresh(index)

@@ -24,8 +24,24 @@ from pointlab.bridge.trials.record import text_problem
 
 from .context import AppContext
 
-__all__ = ["Caller", "get_ctx", "get_store", "resolve_token", "caller", "operator", "participant",
-           "Ctx", "Db", "AnyCaller", "Operator", "Participant", "IdPath", "IdQuery", "unusable_text", "StorableStr"]
+__all__ = [
+    "Caller",
+    "get_ctx",
+    "get_store",
+    "resolve_token",
+    "caller",
+    "operator",
+    "participant",
+    "Ctx",
+    "Db",
+    "AnyCaller",
+    "Operator",
+    "Participant",
+    "IdPath",
+    "IdQuery",
+    "unusable_text",
+    "StorableStr",
+]
 
 
 @dataclass(frozen=True)
@@ -64,8 +80,9 @@ def caller(request: Request, ctx: Annotated[AppContext, Depends(get_ctx)]) -> Ca
     """Raises 401 when the bearer token is missing or unknown."""
     c = resolve_token(ctx, _bearer(request))
     if c is None:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or unknown token",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED, "missing or unknown token", headers={"WWW-Authenticate": "Bearer"}
+        )
     return c
 
 
@@ -91,7 +108,7 @@ Participant = Annotated[Caller, Depends(participant)]
 
 # Row ids are SQLite INTEGERs (64-bit); a larger number would make the driver raise OverflowError
 # (a 500) instead of the route's 404, so ids are bounded where they enter.
-_ID_MAX = 2 ** 63 - 1
+_ID_MAX = 2**63 - 1
 IdPath = Annotated[int, Path(ge=1, le=_ID_MAX)]
 IdQuery = Annotated[int, Query(ge=1, le=_ID_MAX)]
 

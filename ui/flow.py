@@ -25,9 +25,22 @@ from .deps import unusable_text
 
 from pointlab.ui.errors import UiError
 
-__all__ = ["FlowError", "participant_step", "participant_state", "blinded_trial", "claim_arm", "release_arm",
-           "prepare_block", "request_block_start", "ABORT_WORDS",
-           "run_participant_trial", "judge_trial", "submit_sus", "current_action", "OUTCOME_MESSAGES"]
+__all__ = [
+    "FlowError",
+    "participant_step",
+    "participant_state",
+    "blinded_trial",
+    "claim_arm",
+    "release_arm",
+    "prepare_block",
+    "request_block_start",
+    "ABORT_WORDS",
+    "run_participant_trial",
+    "judge_trial",
+    "submit_sus",
+    "current_action",
+    "OUTCOME_MESSAGES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +94,10 @@ ABORT_WORDS = {
     "system_error": "the system did not respond correctly",
     "interrupted": "the system stopped during the trial",
 }
-AGAIN = {True: "The same trial is offered again.",
-         False: "This agent's repeats are used up, so the trial is not offered again."}
+AGAIN = {
+    True: "The same trial is offered again.",
+    False: "This agent's repeats are used up, so the trial is not offered again.",
+}
 
 
 def participant_step(ctx: AppContext, participant: dict) -> Step:
@@ -90,9 +105,14 @@ def participant_step(ctx: AppContext, participant: dict) -> Step:
     trials = ctx.store.trials(participant_id=participant["id"])
     surveyed = {s["block"] for s in ctx.store.surveys(participant_id=participant["id"])}
     started = {b["block"] for b in ctx.store.block_starts(participant_id=participant["id"])}
-    return next_step(n_blocks=len(study["agents"]), trials_per_agent=study["trials_per_agent"],
-                     trials=trials, surveyed_blocks=surveyed, started_blocks=started,
-                     max_repeats=study.get("max_repeats", 2))
+    return next_step(
+        n_blocks=len(study["agents"]),
+        trials_per_agent=study["trials_per_agent"],
+        trials=trials,
+        surveyed_blocks=surveyed,
+        started_blocks=started,
+        max_repeats=study.get("max_repeats", 2),
+    )
 
 
 def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
@@ -107,8 +127,9 @@ def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
         why = ABORT_WORDS.get((row.get("abort") or {}).get("code"), "the trial could not be completed")
         message = f"This trial does not count: {why}. {AGAIN[bool(offered_again)]}"
     else:
-        message = OUTCOME_MESSAGES[outcome].format(action=row["action"],
-                                                   refusal=REFUSAL_WORDS.get(refusal, "no safe target"))
+        message = OUTCOME_MESSAGES[outcome].format(
+            action=row["action"], refusal=REFUSAL_WORDS.get(refusal, "no safe target")
+        )
     # Blinding: only the first point (the one acted on: PointArena sec. 4.1), as integer pixels inside
     # the image, for every agent: a human reference clicks exactly one point, on the image, at
     # half-pixel precision, so more points, a model's native grid (Molmo's percent, Gemini's per mille)
@@ -116,19 +137,27 @@ def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
     # bare NaN in the JSON, which browsers cannot parse.
     size = row.get("frame_size")
     points = _shown_point(row, size)
-    return {"trial_id": row["id"], "number": row.get("number"),
-            "alias": alias(row["block"]) if row.get("block") is not None else None,
-            "instruction": row["instruction"], "action": row["action"], "points_px": points,
-            "frame_size": [int(x) for x in size] if size else None,
-            "outcome": "aborted" if aborted else outcome, "message": message,
-            "judgement": row.get("judgement"), "has_after": row.get("after_frame_index") is not None}
+    return {
+        "trial_id": row["id"],
+        "number": row.get("number"),
+        "alias": alias(row["block"]) if row.get("block") is not None else None,
+        "instruction": row["instruction"],
+        "action": row["action"],
+        "points_px": points,
+        "frame_size": [int(x) for x in size] if size else None,
+        "outcome": "aborted" if aborted else outcome,
+        "message": message,
+        "judgement": row.get("judgement"),
+        "has_after": row.get("after_frame_index") is not None,
+    }
 
 
 def _shown_point(row: dict, size) -> list[list[int]]:
     """The trial's first point as ``[[u, v]]`` integer pixels when it is a usable point on the image,
     else ``[]`` (a refusal at pointing reads "no point")."""
-    entries = row.get("points") or [{"u_px": p[0], "v_px": p[1]} for p in row.get("points_px") or []
-                                     if isinstance(p, (list, tuple)) and len(p) == 2]  # a row without entries
+    entries = row.get("points") or [
+        {"u_px": p[0], "v_px": p[1]} for p in row.get("points_px") or [] if isinstance(p, (list, tuple)) and len(p) == 2
+    ]  # a row without entries
     first = entries[0] if entries else None
     if not isinstance(first, dict) or not first.get("valid", True):
         return []
@@ -145,13 +174,21 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
     step = participant_step(ctx, participant)
     pos = ctx.queue.position(participant["id"])
     mine_running = ctx.current is not None and ctx.current.participant_id == participant["id"]
-    state = {"type": "state", "label": participant["label"], "step": step.to_dict(),
-             "queue_position": pos, "queue_length": len(ctx.queue.snapshot()),
-             "action": current_action(ctx), "arm_busy": ctx.current is not None, "running": mine_running,
-             "stopped": ctx.stopped, "pending_trial": None,
-             # after a reset the arm waits for the operator's Home arm (or a fault for a reset): the page
-             # says the operator is getting it ready, instead of offering a Send that would be refused
-             "not_ready": ctx.station.needs_reset is not None and not ctx.stopped}
+    state = {
+        "type": "state",
+        "label": participant["label"],
+        "step": step.to_dict(),
+        "queue_position": pos,
+        "queue_length": len(ctx.queue.snapshot()),
+        "action": current_action(ctx),
+        "arm_busy": ctx.current is not None,
+        "running": mine_running,
+        "stopped": ctx.stopped,
+        "pending_trial": None,
+        # after a reset the arm waits for the operator's Home arm (or a fault for a reset): the page
+        # says the operator is getting it ready, instead of offering a Send that would be refused
+        "not_ready": ctx.station.needs_reset is not None and not ctx.stopped,
+    }
     if step.kind == "judge" and step.trial_id is not None:
         state["pending_trial"] = blinded_trial(ctx.store.trial(step.trial_id))
     if step.kind == "sus":  # the page shows the same statements the score is computed for
@@ -180,8 +217,13 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
     if ctx.stopped:
         raise FlowError("the robot is stopped; wait for the operator to reset it")
     if step.kind != "trial":
-        raise FlowError({"judge": "judge the last trial first", "sus": "fill in the questionnaire first",
-                         "setup": "wait until the robot and the scene are reset for this agent"}[step.kind])
+        raise FlowError(
+            {
+                "judge": "judge the last trial first",
+                "sus": "fill in the questionnaire first",
+                "setup": "wait until the robot and the scene are reset for this agent",
+            }[step.kind]
+        )
     if ctx.current is not None:
         raise FlowError("the robot is busy")
     if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"]))):
@@ -195,8 +237,16 @@ def claim_arm(ctx: AppContext, participant: dict, step: Step, text: str) -> Curr
     Call it right after :func:`check_can_start` on the event loop: messages that arrive together
     (a double click, a script) are all read before a trial task first runs, so a claim made only
     inside the task would let every one of them pass ``check_can_start``."""
-    ctx.current = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block,
-                               step.alias, participant["agent_order"][step.block], text, current_action(ctx))
+    ctx.current = CurrentTrial(
+        participant["id"],
+        participant["label"],
+        participant["study_id"],
+        step.block,
+        step.alias,
+        participant["agent_order"][step.block],
+        text,
+        current_action(ctx),
+    )
     return ctx.current
 
 
@@ -206,8 +256,9 @@ def release_arm(ctx: AppContext, claim: CurrentTrial) -> None:
         ctx.current = None
 
 
-async def run_participant_trial(ctx: AppContext, participant: dict, step: Step, text: str,
-                                claim: CurrentTrial | None = None) -> dict[str, Any]:
+async def run_participant_trial(
+    ctx: AppContext, participant: dict, step: Step, text: str, claim: CurrentTrial | None = None
+) -> dict[str, Any]:
     """Run and store one trial of ``step``'s block; returns the blinded trial. ``claim`` is the
     :func:`claim_arm` made for it (``None``: claim here). Raises FlowError when the arm got busy
     meanwhile or the runner itself crashed (nothing is stored then)."""
@@ -252,8 +303,7 @@ def request_block_start(ctx: AppContext, participant: dict) -> Step:
         raise FlowError("the robot is busy")
     # the block start moves the arm too: nothing moves when a trial could not start (no room, not
     # ready), except that it homes first, so an arm a reset left where it stopped is no reason
-    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"])),
-                                            homes_first=True):
+    if problem := ctx.station.start_problem(trial_settings(ctx.store.study(participant["study_id"])), homes_first=True):
         raise FlowError(problem)
     return step
 
@@ -263,8 +313,16 @@ async def prepare_block(ctx: AppContext, participant: dict, step: Step, *, metho
     gripper and clear what it holds, home, restore the scene (a simulator does it exactly; for real
     hardware ``method`` is ``operator_confirmed``: the operator has put the scene back), then keep a
     fresh camera frame. Raises FlowError when the arm cannot be reset (nothing is stored then)."""
-    claim = CurrentTrial(participant["id"], participant["label"], participant["study_id"], step.block, step.alias,
-                         participant["agent_order"][step.block], "(resetting the scene)", "reset")
+    claim = CurrentTrial(
+        participant["id"],
+        participant["label"],
+        participant["study_id"],
+        step.block,
+        step.alias,
+        participant["agent_order"][step.block],
+        "(resetting the scene)",
+        "reset",
+    )
     if ctx.busy():
         raise FlowError("the robot is busy")
     ctx.current = claim
@@ -273,9 +331,14 @@ async def prepare_block(ctx: AppContext, participant: dict, step: Step, *, metho
         if res.get("outcome") != "done":
             raise FlowError("the robot could not be reset for the next agent; please tell the operator")
         frame = await _fresh_frame(ctx)
-        ctx.store.save_block_start(study_id=participant["study_id"], participant_id=participant["id"],
-                                   block=step.block, method=method, frame_jpeg=frame[0] if frame else None,
-                                   frame_index=frame[1] if frame else None)
+        ctx.store.save_block_start(
+            study_id=participant["study_id"],
+            participant_id=participant["id"],
+            block=step.block,
+            method=method,
+            frame_jpeg=frame[0] if frame else None,
+            frame_index=frame[1] if frame else None,
+        )
     finally:
         release_arm(ctx, claim)
     return {"type": "block_started", "block": step.block, "alias": step.alias}
@@ -317,8 +380,13 @@ def submit_sus(ctx: AppContext, participant: dict, block: Any, responses: Any) -
     if step.kind != "sus" or step.block != block:
         raise FlowError("no questionnaire is due for this block")
     try:
-        sid = ctx.store.save_survey(responses, study_id=participant["study_id"], participant_id=participant["id"],
-                                    block=block, agent=participant["agent_order"][block])
+        sid = ctx.store.save_survey(
+            responses,
+            study_id=participant["study_id"],
+            participant_id=participant["id"],
+            block=block,
+            agent=participant["agent_order"][block],
+        )
     except SusError as e:
         raise FlowError(f"questionnaire: {e}") from e
     score = next(s["score"] for s in ctx.store.surveys(participant_id=participant["id"]) if s["id"] == sid)

@@ -45,8 +45,17 @@ from PIL import Image
 from pointlab.benchmark.records import replaced_on_success
 from pointlab.ui.errors import UiError
 
-__all__ = ["ImageLimits", "ImageRejected", "DecodedImage", "decode_image", "decode_image_async",
-           "encode_png", "write_png", "write_png_async", "check_png_text_chunks"]
+__all__ = [
+    "ImageLimits",
+    "ImageRejected",
+    "DecodedImage",
+    "decode_image",
+    "decode_image_async",
+    "encode_png",
+    "write_png",
+    "write_png_async",
+    "check_png_text_chunks",
+]
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt", b"iCCP")
@@ -125,7 +134,7 @@ def check_png_text_chunks(data: bytes, limits: ImageLimits) -> None:
         return
     pos, total, n = len(_PNG_SIGNATURE), 0, len(data)
     while pos + 8 <= n:
-        length, ctype = struct.unpack(">I4s", data[pos:pos + 8])
+        length, ctype = struct.unpack(">I4s", data[pos : pos + 8])
         body_start, body_end = pos + 8, pos + 8 + length
         if body_end + 4 > n:
             raise ImageRejected(f"PNG chunk {ctype!r} runs past the end of the file", 415, "unreadable")
@@ -134,11 +143,15 @@ def check_png_text_chunks(data: bytes, limits: ImageLimits) -> None:
             size = _text_chunk_size(ctype, body, limits.max_text_chunk_bytes)
             total += size
             if size > limits.max_text_chunk_bytes:
-                raise ImageRejected(f"PNG {ctype.decode('latin-1')} chunk inflates past "
-                                    f"{limits.max_text_chunk_bytes} bytes", 422, "text_chunk")
+                raise ImageRejected(
+                    f"PNG {ctype.decode('latin-1')} chunk inflates past {limits.max_text_chunk_bytes} bytes",
+                    422,
+                    "text_chunk",
+                )
             if total > limits.max_text_total_bytes:
-                raise ImageRejected(f"PNG text chunks inflate past {limits.max_text_total_bytes} bytes in all",
-                                    422, "text_chunk")
+                raise ImageRejected(
+                    f"PNG text chunks inflate past {limits.max_text_total_bytes} bytes in all", 422, "text_chunk"
+                )
         if ctype == b"IEND":
             return
         pos = body_end + 4  # skip the CRC
@@ -151,12 +164,12 @@ def _text_chunk_size(ctype: bytes, body: bytes, limit: int) -> int:
             return len(body)
         keyword_end = body.index(b"\x00")
         if ctype in (b"zTXt", b"iCCP"):  # keyword \0 method(1) zlib-stream
-            return keyword_end + 1 + _inflated_size(body[keyword_end + 2:], limit)
+            return keyword_end + 1 + _inflated_size(body[keyword_end + 2 :], limit)
         # iTXt: keyword \0 flag(1) method(1) language \0 translated keyword \0 text
         flag = body[keyword_end + 1]
         lang_end = body.index(b"\x00", keyword_end + 3)
         tk_end = body.index(b"\x00", lang_end + 1)
-        text = body[tk_end + 1:]
+        text = body[tk_end + 1 :]
         return tk_end + 1 + (_inflated_size(text, limit) if flag else len(text))
     except (ValueError, IndexError, zlib.error):
         raise ImageRejected(f"PNG {ctype.decode('latin-1')} chunk is malformed", 415, "unreadable") from None
@@ -176,23 +189,25 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> DecodedIma
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.format not in limits.formats:
-                raise ImageRejected(f"image type {im.format} not accepted (use {', '.join(limits.formats)})",
-                                    415, "format")
+                raise ImageRejected(
+                    f"image type {im.format} not accepted (use {', '.join(limits.formats)})", 415, "format"
+                )
             w, h = im.size
             if max(w, h) > limits.max_side_px:
-                raise ImageRejected(f"image is {w}x{h}, largest side allowed {limits.max_side_px}", 422,
-                                    "too_large_side")
+                raise ImageRejected(
+                    f"image is {w}x{h}, largest side allowed {limits.max_side_px}", 422, "too_large_side"
+                )
             if w * h > limits.max_pixels:
-                raise ImageRejected(f"image is {w}x{h} = {w * h} pixels, limit {limits.max_pixels}", 422,
-                                    "too_many_pixels")
+                raise ImageRejected(
+                    f"image is {w}x{h} = {w * h} pixels, limit {limits.max_pixels}", 422, "too_many_pixels"
+                )
             fmt = im.format
             rgb = np.asarray(im.convert("RGB"))
     except ImageRejected:
         raise
     except Image.DecompressionBombError as e:  # Pillow's own pixel limit fired before ours
         raise ImageRejected(f"image has too many pixels: {str(e)[:160]}", 422, "too_many_pixels") from None
-    except (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError, TypeError,
-            KeyError) as e:
+    except (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError, TypeError, KeyError) as e:
         # Pillow's decoders raise all of these on corrupt input (SyntaxError for broken PNG chunks)
         raise ImageRejected(f"not a readable image: {type(e).__name__}: {str(e)[:200]}", 415, "unreadable") from None
     except MemoryError:

@@ -111,11 +111,22 @@ class LocalizationStudy:
         """What the page may show: never the ground-truth location."""
         out = []
         for s in self.samples:
-            guidance = {"gt": s.get("ground_truth_text") or "", "model": self.model_fsd.get(s["id"], ""),
-                        "unguided": ""}[setting]
-            out.append({"id": s["id"], "title": s.get("title", s["id"]), "target": s.get("target", ""),
-                        "question": s.get("question", ""), "instruction": s.get("instruction", ""),
-                        "guidance": guidance, "frames": [f"/frames/{s['id']}/{k}" for k in range(len(s["_files"]))]})
+            guidance = {
+                "gt": s.get("ground_truth_text") or "",
+                "model": self.model_fsd.get(s["id"], ""),
+                "unguided": "",
+            }[setting]
+            out.append(
+                {
+                    "id": s["id"],
+                    "title": s.get("title", s["id"]),
+                    "target": s.get("target", ""),
+                    "question": s.get("question", ""),
+                    "instruction": s.get("instruction", ""),
+                    "guidance": guidance,
+                    "frames": [f"/frames/{s['id']}/{k}" for k in range(len(s["_files"]))],
+                }
+            )
         return {"setting": setting, "samples": out, "unavailable": self.unavailable}
 
     def save(self, r: Response) -> dict:
@@ -167,8 +178,9 @@ def _router(study: LocalizationStudy, default_setting: str) -> APIRouter:
     return router
 
 
-def create_localization_app(samples_path: Path, responses_path: Path, *, setting: str = "gt",
-                            model_fsd_path: Path | None = None) -> FastAPI:
+def create_localization_app(
+    samples_path: Path, responses_path: Path, *, setting: str = "gt", model_fsd_path: Path | None = None
+) -> FastAPI:
     """Build the study app (serve it with uvicorn on 127.0.0.1).
 
     Raises:

@@ -22,8 +22,15 @@ from pathlib import Path
 
 __all__ = ["measure_live_view", "CHROMIUM_ARGS"]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def _run_trials(station, stop: threading.Event, agent: str, out: list) -> None:
@@ -38,8 +45,9 @@ def _run_trials(station, stop: threading.Event, agent: str, out: list) -> None:
                 await station.reset_block()
                 await asyncio.sleep(0.2)
             item = script[i % len(script)]
-            ran = await station.run_trial(agent, item["instruction"], expected=item["expected"],
-                                          settings=HEADLESS_SETTINGS, auto_judge=True)
+            ran = await station.run_trial(
+                agent, item["instruction"], expected=item["expected"], settings=HEADLESS_SETTINGS, auto_judge=True
+            )
             out.append(ran.result)
             i += 1
 
@@ -51,9 +59,16 @@ def _renders(cam) -> tuple[int, float]:
     return int(getattr(cam, "renders", 0)), float(getattr(cam, "render_s", 0.0))
 
 
-def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: float = 1.0, agent: str = "sim-oracle",
-                      chromium: str = "/usr/bin/chromium", frame_rate_hz: float | None = None,
-                      recording: bool = True) -> dict:
+def measure_live_view(
+    browsers: int = 5,
+    seconds: float = 20.0,
+    *,
+    time_scale: float = 1.0,
+    agent: str = "sim-oracle",
+    chromium: str = "/usr/bin/chromium",
+    frame_rate_hz: float | None = None,
+    recording: bool = True,
+) -> dict:
     """Open ``browsers`` participant pages and measure for ``seconds`` (module docstring).
 
     ``recording``: every trial recorded (MCAP + clip, the session's default); ``False``: none.
@@ -86,8 +101,9 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     try:
         token = secrets.token_urlsafe(16)
         settings = UiSettings() if frame_rate_hz is None else UiSettings(frame_rate_hz=frame_rate_hz)
-        url, stop_server = serve_in_thread(create_app(session.parts, session.store, operator_token=token,
-                                                      settings=settings))
+        url, stop_server = serve_in_thread(
+            create_app(session.parts, session.store, operator_token=token, settings=settings)
+        )
         base = url.removesuffix("/v1")
         study = session.store.create_study(agents=[agent], trials_per_agent=1, scene="perf")
         invites = [invite_participant(session.store, study, label=f"page {k}")[1] for k in range(browsers)]
@@ -103,8 +119,7 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
                     pages.append(page)
                 for page in pages:
                     page.wait_for_function("window.__pl && window.__pl.frames > 0", timeout=30_000)
-                worker = threading.Thread(target=_run_trials, args=(session.station, stop, agent, trials),
-                                          daemon=True)
+                worker = threading.Thread(target=_run_trials, args=(session.station, stop, agent, trials), daemon=True)
                 worker.start()
                 time.sleep(min(2.0, seconds / 4))  # the first trial under way
                 f0 = [page.evaluate("window.__pl.frames") for page in pages]
@@ -130,16 +145,24 @@ def measure_live_view(browsers: int = 5, seconds: float = 20.0, *, time_scale: f
     physics = None
     if ph0 is not None:
         sim_s, wall_s = ph1["simulated_s"] - ph0["simulated_s"], ph1["stepping_wall_s"] - ph0["stepping_wall_s"]
-        physics = {"simulated_s": round(sim_s, 3), "stepping_wall_s": round(wall_s, 3),
-                   "real_time_factor": round(sim_s / wall_s, 1) if wall_s > 0 else None,
-                   "simulated_per_wall": round(sim_s / elapsed, 3)}
+        physics = {
+            "simulated_s": round(sim_s, 3),
+            "stepping_wall_s": round(wall_s, 3),
+            "real_time_factor": round(sim_s / wall_s, 1) if wall_s > 0 else None,
+            "simulated_per_wall": round(sim_s / elapsed, 3),
+        }
     return {
-        "browsers": browsers, "seconds": round(elapsed, 2), "time_scale": time_scale, "recording": recording,
+        "browsers": browsers,
+        "seconds": round(elapsed, 2),
+        "time_scale": time_scale,
+        "recording": recording,
         "push_rate_hz": settings.frame_rate_hz,
-        "page_fps": fps, "page_fps_min": min(fps),
+        "page_fps": fps,
+        "page_fps_min": min(fps),
         "camera_frames_published_per_s": round((pub1 - pub0) / elapsed, 2),
         "renders_per_s": round(renders / elapsed, 2),
         "render_ms_mean": round(1e3 * (rs1 - rs0) / renders, 2) if renders else None,
         "physics": physics,
-        "trials_run": len(trials), "trial_successes": sum(bool(t.sim_success) for t in trials),
+        "trials_run": len(trials),
+        "trial_successes": sum(bool(t.sim_success) for t in trials),
     }

@@ -65,9 +65,16 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     for entry, row in zip(log, trials):
         entry["clip_url"] = clip_url(ctx, row["id"]) if _clip_path(ctx, row) is not None else None
     blocks = study_blocks(study, trials, participants)
-    return finite_json({"study": study, "agents": agent_results(study["agents"], trials, surveys, blocks),
-                        "blocks": blocks, "surveys": surveys, "trials": log,
-                        "block_starts": db.block_starts(study_id=study_id)})
+    return finite_json(
+        {
+            "study": study,
+            "agents": agent_results(study["agents"], trials, surveys, blocks),
+            "blocks": blocks,
+            "surveys": surveys,
+            "trials": log,
+            "block_starts": db.block_starts(study_id=study_id),
+        }
+    )
 
 
 @router.get("/results/plot.svg")
@@ -92,14 +99,22 @@ def results_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
         db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
-    return Response(trial_log_csv(db.trials(study_id=study_id), db.participants(study_id)), media_type="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'})
+    return Response(
+        trial_log_csv(db.trials(study_id=study_id), db.participants(study_id)),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'},
+    )
 
 
 @router.get("/trials/{trial_id}/clip")
-def trial_clip(trial_id: IdPath, request: Request, ctx: Ctx, db: Db,
-               exp: Annotated[int | None, Query(ge=0, le=2**40)] = None,
-               sig: Annotated[str | None, Query(max_length=128)] = None) -> FileResponse:
+def trial_clip(
+    trial_id: IdPath,
+    request: Request,
+    ctx: Ctx,
+    db: Db,
+    exp: Annotated[int | None, Query(ge=0, le=2**40)] = None,
+    sig: Annotated[str | None, Query(max_length=128)] = None,
+) -> FileResponse:
     """Trial row ``trial_id``'s clip as ``video/mp4`` with range support (206 for ``Range:``).
 
     Auth: the operator's bearer token, or a signed URL from ``/api/results`` (``exp``, ``sig``).
@@ -108,8 +123,11 @@ def trial_clip(trial_id: IdPath, request: Request, ctx: Ctx, db: Db,
     h = request.headers.get("authorization", "")
     who = resolve_token(ctx, h[7:].strip()) if h.lower().startswith("bearer ") else None
     if who is None and sig is None:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "operator token or signed clip URL required",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "operator token or signed clip URL required",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     if who is not None and who.role != "operator":
         raise HTTPException(status.HTTP_403_FORBIDDEN, "operator token required")
     if who is None:
@@ -124,5 +142,10 @@ def trial_clip(trial_id: IdPath, request: Request, ctx: Ctx, db: Db,
     path = _clip_path(ctx, row)
     if path is None:
         raise HTTPException(404, f"trial {trial_id} has no clip")
-    return FileResponse(path, media_type="video/mp4", filename=f"trial-{trial_id}.mp4",
-                        content_disposition_type="inline", headers={"Cache-Control": "private, max-age=3600"})
+    return FileResponse(
+        path,
+        media_type="video/mp4",
+        filename=f"trial-{trial_id}.mp4",
+        content_disposition_type="inline",
+        headers={"Cache-Control": "private, max-age=3600"},
+    )

@@ -36,8 +36,11 @@ def abort_trial(_: Operator, ctx: Ctx) -> dict:
     no e-stop), a pick's gripper opened and the arm homed. 409 when none runs, or when its pick or
     place has already completed (its outcome is fixed: the trial stands; the e-stop still stops the arm)."""
     if not ctx.station.abort_current():
-        raise HTTPException(409, "no trial can be aborted now: none runs, or its action has completed "
-                                 "(the trial stands as it is; use the emergency stop to stop the arm)")
+        raise HTTPException(
+            409,
+            "no trial can be aborted now: none runs, or its action has completed "
+            "(the trial stands as it is; use the emergency stop to stop the arm)",
+        )
     return {"aborted": True}
 
 
@@ -47,8 +50,10 @@ async def home(_: Operator, ctx: Ctx) -> dict:
     _idle(ctx)
     res = await ctx.station.home()
     if res.get("outcome") != "done":
-        raise HTTPException(409 if res.get("outcome") == "stopped" else 500,
-                            f"the arm did not home ({res.get('outcome')}): {res.get('error')}")
+        raise HTTPException(
+            409 if res.get("outcome") == "stopped" else 500,
+            f"the arm did not home ({res.get('outcome')}): {res.get('error')}",
+        )
     return {"homed": True}
 
 
@@ -67,14 +72,18 @@ async def scene_reset(_: Operator, ctx: Ctx) -> dict:
         if step.kind != "setup" or step.block != block:
             raise HTTPException(409, "that participant no longer waits for a scene reset")
         try:
-            return await prepare_block(ctx, participant, step,
-                                       method="sim_reset" if ctx.parts.scene_automatic else "operator_confirmed")
+            return await prepare_block(
+                ctx, participant, step, method="sim_reset" if ctx.parts.scene_automatic else "operator_confirmed"
+            )
         except FlowError as e:
             ctx.pending_block = (pid, block)  # still waiting: the operator may try again
             raise HTTPException(409, str(e)) from e
     if not ctx.parts.scene_automatic:
-        raise HTTPException(409, "no participant waits for a scene reset (on real hardware you put the scene back "
-                                 "yourself; the console confirms it when a block starts)")
+        raise HTTPException(
+            409,
+            "no participant waits for a scene reset (on real hardware you put the scene back "
+            "yourself; the console confirms it when a block starts)",
+        )
     res = await ctx.station.reset_block()
     if res.get("outcome") != "done":
         raise HTTPException(409, f"the arm could not be reset ({res.get('outcome')}): {res.get('error')}")
@@ -111,8 +120,9 @@ def reference(study_id: IdPath, _: Operator, ctx: Ctx) -> Response:
 
 
 @router.get("/trials/{trial_id}/frame")
-def operator_trial_frame(trial_id: IdPath, _: Operator, ctx: Ctx,
-                         which: Literal["before", "after"] = "before") -> Response:
+def operator_trial_frame(
+    trial_id: IdPath, _: Operator, ctx: Ctx, which: Literal["before", "after"] = "before"
+) -> Response:
     """Any trial's ``before``/``after`` frame (the operator's attribution click, the results page)."""
     try:
         row = ctx.store.trial(trial_id)
@@ -157,5 +167,9 @@ def intended_object(trial_id: IdPath, body: ClickIn, _: Operator, ctx: Ctx) -> d
     if first and first.get("valid") and first.get("u_px") is not None and first.get("v_px") is not None:
         on = point_in_mask(mask, first["u_px"], first["v_px"])
     updated = ctx.store.set_point_on_target(trial_id, on)
-    return {"trial_id": trial_id, "point_on_target": on, "failure_stage": updated["failure_stage"],
-            "mask_px": int(mask.sum())}
+    return {
+        "trial_id": trial_id,
+        "point_on_target": on,
+        "failure_stage": updated["failure_stage"],
+        "mask_px": int(mask.sum()),
+    }

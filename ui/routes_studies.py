@@ -5,8 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from pointlab.bridge.study.store import (DEFAULT_MAX_REPEATS, DEFAULT_MIN_FREE_MB, DEFAULT_REVEAL_HIGH_S,
-                                        DEFAULT_REVEAL_LOW_S, StoreError)
+from pointlab.bridge.study.store import (
+    DEFAULT_MAX_REPEATS,
+    DEFAULT_MIN_FREE_MB,
+    DEFAULT_REVEAL_HIGH_S,
+    DEFAULT_REVEAL_LOW_S,
+    StoreError,
+)
 from pointlab.bridge.study.design import DESIGN, invite_participant
 
 from .deps import Ctx, Db, IdPath, Operator, StorableStr
@@ -48,10 +53,17 @@ def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
     if unknown:
         raise HTTPException(422, f"unknown agents {unknown}; known: {ctx.parts.agent_names}")
     try:
-        sid = db.create_study(agents=body.agents, trials_per_agent=body.trials_per_agent, scene=body.scene,
-                              name=body.name, design=DESIGN, max_repeats=body.max_repeats,
-                              reveal_low_s=body.reveal_low_s, reveal_high_s=body.reveal_high_s,
-                              min_free_mb=body.min_free_mb)
+        sid = db.create_study(
+            agents=body.agents,
+            trials_per_agent=body.trials_per_agent,
+            scene=body.scene,
+            name=body.name,
+            design=DESIGN,
+            max_repeats=body.max_repeats,
+            reveal_low_s=body.reveal_low_s,
+            reveal_high_s=body.reveal_high_s,
+            min_free_mb=body.min_free_mb,
+        )
     except StoreError as e:
         raise HTTPException(422, str(e)) from e
     return db.study(sid)
@@ -76,15 +88,23 @@ async def invite(study_id: IdPath, body: InviteIn, request: Request, _: Operator
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
     if missing:
-        raise HTTPException(409, f"this session does not run the study's agents {missing}; start pointlab act with "
-                                 f"an agents config that has them (running: {ctx.parts.agent_names})")
+        raise HTTPException(
+            409,
+            f"this session does not run the study's agents {missing}; start pointlab act with "
+            f"an agents config that has them (running: {ctx.parts.agent_names})",
+        )
     try:
         pid, token = invite_participant(db, study_id, label=body.label)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
     p = db.participant(pid)
-    return {"participant_id": pid, "label": p["label"], "agent_order": p["agent_order"], "token": token,
-            "url": _invite_url(ctx, request, token)}
+    return {
+        "participant_id": pid,
+        "label": p["label"],
+        "agent_order": p["agent_order"],
+        "token": token,
+        "url": _invite_url(ctx, request, token),
+    }
 
 
 def _invite_url(ctx, request: Request, token: str) -> str:
@@ -95,6 +115,13 @@ def _invite_url(ctx, request: Request, token: str) -> str:
 
 @router.get("/studies/{study_id}/participants")
 def participants(study_id: IdPath, request: Request, _: Operator, ctx: Ctx, db: Db) -> list[dict]:
-    return [{"participant_id": p["id"], "label": p["label"], "agent_order": p["agent_order"],
-             "url": _invite_url(ctx, request, p["token"]), "queue_position": ctx.queue.position(p["id"])}
-            for p in db.participants(study_id)]
+    return [
+        {
+            "participant_id": p["id"],
+            "label": p["label"],
+            "agent_order": p["agent_order"],
+            "url": _invite_url(ctx, request, p["token"]),
+            "queue_position": ctx.queue.position(p["id"]),
+        }
+        for p in db.participants(study_id)
+    ]

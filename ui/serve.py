@@ -50,5 +50,12 @@ def serve(app, host: str, port: int, banner: list[str], *, proxy_headers: bool =
 
     for line in banner:
         typer.echo(line)
-    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=proxy_headers,
-                timeout_keep_alive=KEEP_ALIVE_S, ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        proxy_headers=proxy_headers,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
+    )

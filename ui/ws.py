@@ -31,8 +31,19 @@ from pointlab.benchmark.records import dumps_json, finite_json
 
 from .context import AppContext
 from .deps import resolve_token
-from .flow import (FlowError, check_can_start, claim_arm, judge_trial, participant_state, participant_step,
-                   prepare_block, release_arm, request_block_start, run_participant_trial, submit_sus)
+from .flow import (
+    FlowError,
+    check_can_start,
+    claim_arm,
+    judge_trial,
+    participant_state,
+    participant_step,
+    prepare_block,
+    release_arm,
+    request_block_start,
+    run_participant_trial,
+    submit_sus,
+)
 from pointlab.ui.errors import UiError
 
 __all__ = ["router", "parse_client_message", "ClientMessageError"]
@@ -105,7 +116,7 @@ def parse_client_message(raw: dict, max_bytes: int, allowed: tuple[str, ...] = _
     except (json.JSONDecodeError, RecursionError):
         raise ClientMessageError("message is not valid JSON") from None
     if not isinstance(obj, dict):
-        raise ClientMessageError("message must be a JSON object with a \"type\"")
+        raise ClientMessageError('message must be a JSON object with a "type"')
     kind = obj.get("type")
     if kind not in allowed:
         raise ClientMessageError(f"unknown message type {str(kind)[:40]!r}; expected one of {list(allowed)}")
@@ -308,8 +319,10 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
             queue.append({"participant_id": pid, "label": "?", "study_id": None, "position": i})
     try:
         action = ctx.current.action if ctx.current is not None else None  # what the click is for
-        reqs = [{**{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}, "action": action}
-                for r in ctx.parts.human.pending(with_images=False)]
+        reqs = [
+            {**{k: r.get(k) for k in ("request_id", "instruction", "width", "height")}, "action": action}
+            for r in ctx.parts.human.pending(with_images=False)
+        ]
     except Exception:
         log.exception("human.pending() failed")
         reqs = []
@@ -320,11 +333,19 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
         pid, block = ctx.pending_block
         label = next((q["label"] for q in queue if q["participant_id"] == pid), "?")
         pending = {"participant_id": pid, "label": label, "block": block, "alias": f"Agent {block + 1}"}
-    return {"type": "status", "queue": queue, "current": ctx.current.to_dict() if ctx.current else None,
-            "human_requests": reqs, "stopped": ctx.stopped, "holding": ctx.station.belief.holding,
-            "belief": ctx.station.belief.to_dict(), "free_mb": None if free is None else round(free / 1e6),
-            "scene_automatic": ctx.parts.scene_automatic, "pending_block": pending,
-            "arm_state": finite_json(arm)}
+    return {
+        "type": "status",
+        "queue": queue,
+        "current": ctx.current.to_dict() if ctx.current else None,
+        "human_requests": reqs,
+        "stopped": ctx.stopped,
+        "holding": ctx.station.belief.holding,
+        "belief": ctx.station.belief.to_dict(),
+        "free_mb": None if free is None else round(free / 1e6),
+        "scene_automatic": ctx.parts.scene_automatic,
+        "pending_block": pending,
+        "arm_state": finite_json(arm),
+    }
 
 
 @router.websocket("/ws/operator")

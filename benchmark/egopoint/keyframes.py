@@ -56,8 +56,9 @@ def _high_mask(h: int, w: int, cutoff: float) -> np.ndarray:
     return np.sqrt(fy[:, None] ** 2 + fx[None, :] ** 2) > cutoff
 
 
-def clarity_metrics(img: np.ndarray, *, hf_cutoff: float = 0.25, canny_low: int = 100,
-                    canny_high: int = 200) -> ClarityMetrics:
+def clarity_metrics(
+    img: np.ndarray, *, hf_cutoff: float = 0.25, canny_low: int = 100, canny_high: int = 200
+) -> ClarityMetrics:
     """The three metrics of one (H, W, 3) uint8 RGB (or (H, W) gray) frame.
 
     Args:
@@ -92,8 +93,9 @@ def _minmax(x: np.ndarray) -> np.ndarray:
     return (x - x.min()) / span if span > 0 else np.zeros_like(x)
 
 
-def clarity_scores(frames: Sequence[np.ndarray], weights: Sequence[float] = DEFAULT_WEIGHTS,
-                   **metric_kwargs) -> tuple[np.ndarray, list[ClarityMetrics]]:
+def clarity_scores(
+    frames: Sequence[np.ndarray], weights: Sequence[float] = DEFAULT_WEIGHTS, **metric_kwargs
+) -> tuple[np.ndarray, list[ClarityMetrics]]:
     """Clarity score of every frame of a window: the weighted sum of the min-max normalised
     metrics, in [0, sum(weights)]. Returns ``(scores (N,) float64, raw metrics)``.
 

@@ -20,8 +20,17 @@ from pointlab.perception.extrinsics import look_at_rotation, optical_pose, unit_
 
 from ..video.visibility import project_box_px
 
-__all__ = ["look_at_rotation", "optical_pose", "skew", "rodrigues_alignment", "RayCheck", "ray_cast_valid",
-           "intrinsics_from_vfov", "project_point", "target_box_2d"]
+__all__ = [
+    "look_at_rotation",
+    "optical_pose",
+    "skew",
+    "rodrigues_alignment",
+    "RayCheck",
+    "ray_cast_valid",
+    "intrinsics_from_vfov",
+    "project_point",
+    "target_box_2d",
+]
 
 _EPS = 1e-9
 
@@ -128,8 +137,9 @@ def project_point(p_world, T_world_camera: np.ndarray, K: np.ndarray) -> tuple[f
     return float(K[0, 0] * pc[0] / pc[2] + K[0, 2]), float(K[1, 1] * pc[1] / pc[2] + K[1, 2])
 
 
-def target_box_2d(points_world, T_world_camera: np.ndarray, K: np.ndarray, width: int,
-                  height: int) -> tuple[float, float, float, float] | None:
+def target_box_2d(
+    points_world, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int
+) -> tuple[float, float, float, float] | None:
     """The target's 2D box ``b_obj = (u_min, v_min, u_max, v_max)`` in pixels, clipped to the image:
     the bounds of its projected box corners (8, 3) or mesh vertices (N, 3). ``None`` when it is
     behind the camera or wholly outside the image."""

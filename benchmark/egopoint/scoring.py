@@ -46,18 +46,49 @@ from ..records import by_unique_id as _unique
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from ..video.errors import RecordError
 
-__all__ = ["QUESTION_TYPES", "DIMENSIONS", "DEIXIS_LEVELS", "OQ_PROMPT_VERSION", "EgoItemScore",
-           "build_oq_prompt", "validate_oq_verdict", "score_egopoint", "prediction_hash", "reference_ground_truth",
-           "reference_extract", "release_records", "release_predictions"]
+__all__ = [
+    "QUESTION_TYPES",
+    "DIMENSIONS",
+    "DEIXIS_LEVELS",
+    "OQ_PROMPT_VERSION",
+    "EgoItemScore",
+    "build_oq_prompt",
+    "validate_oq_verdict",
+    "score_egopoint",
+    "prediction_hash",
+    "reference_ground_truth",
+    "reference_extract",
+    "release_records",
+    "release_predictions",
+]
 
 QUESTION_TYPES = ("TF", "SCQ", "OQ")
-_TYPE_ALIASES = {"tf": "TF", "true_false": "TF", "true/false": "TF", "scq": "SCQ", "single_choice": "SCQ",
-                 "mcq": "SCQ", "multiple_choice": "SCQ", "oq": "OQ", "open_ended": "OQ", "open": "OQ"}
+_TYPE_ALIASES = {
+    "tf": "TF",
+    "true_false": "TF",
+    "true/false": "TF",
+    "scq": "SCQ",
+    "single_choice": "SCQ",
+    "mcq": "SCQ",
+    "multiple_choice": "SCQ",
+    "oq": "OQ",
+    "open_ended": "OQ",
+    "open": "OQ",
+}
 DIMENSIONS = ("BP", "FS", "SC", "OCR", "AR")
 #: the release's dimension names -> the paper's codes (Table 3)
-_DIMENSION_NAMES = {"basic perception": "BP", "affordance & function": "FS", "function & state": "FS",
-                    "function and state": "FS", "context & relation": "SC", "spatial context": "SC",
-                    "ocr & text": "OCR", "ocr": "OCR", "adversarial": "AR", "adversarial resilience": "AR"}
+_DIMENSION_NAMES = {
+    "basic perception": "BP",
+    "affordance & function": "FS",
+    "function & state": "FS",
+    "function and state": "FS",
+    "context & relation": "SC",
+    "spatial context": "SC",
+    "ocr & text": "OCR",
+    "ocr": "OCR",
+    "adversarial": "AR",
+    "adversarial resilience": "AR",
+}
 DEIXIS_LEVELS = ("L1", "L2", "L3")
 OQ_PROMPT_VERSION = "egopoint-oq-v1"
 _STEP = 0.2
@@ -223,9 +254,15 @@ def _score_closed(rec: Mapping[str, Any], qtype: str, prediction: str | None, ru
     return truth, a_s, a_l, float(a_s == truth), float(a_l == truth), chance
 
 
-def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *,
-                   judge: Any = None, verdicts: Mapping[str, Mapping[str, Any]] | None = None,
-                   on_verdict: Callable[[dict], None] | None = None, rules: str = "pointlab") -> dict[str, Any]:
+def score_egopoint(
+    ground_truth: list[Mapping[str, Any]],
+    predictions: Mapping[str, Any],
+    *,
+    judge: Any = None,
+    verdicts: Mapping[str, Mapping[str, Any]] | None = None,
+    on_verdict: Callable[[dict], None] | None = None,
+    rules: str = "pointlab",
+) -> dict[str, Any]:
     """Score EgoPoint-Bench predictions; returns ``{"items": [...], "summary": {...}}``.
 
     Args:
@@ -254,9 +291,14 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
         elif pred is not None and not isinstance(pred, str):
             pred = str(pred)  # a bare JSON number or boolean is its text
         dim = str(rec.get("dimension", "unknown")).strip()
-        common = dict(id=qid, question_type=qtype, dimension=_DIMENSION_NAMES.get(dim.lower(), dim.upper()),
-                      deixis=str(rec.get("deixis", rec.get("deixis_level", "unknown"))).upper(),
-                      domain=str(rec.get("domain", "all")).strip().lower(), rules=rules)  # "Real" and "real" are one domain
+        common = dict(
+            id=qid,
+            question_type=qtype,
+            dimension=_DIMENSION_NAMES.get(dim.lower(), dim.upper()),
+            deixis=str(rec.get("deixis", rec.get("deixis_level", "unknown"))).upper(),
+            domain=str(rec.get("domain", "all")).strip().lower(),
+            rules=rules,
+        )  # "Real" and "real" are one domain
         if qid in problems:
             not_text, pred = f"invalid_prediction: {problems[qid]}", ""
         if qtype != "OQ":
@@ -269,15 +311,34 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
                 reason = "unparseable"
             else:
                 reason = "ok"
-            items.append(EgoItemScore(**common, score=s_s, score_lenient=s_l, answer_strict=a_s, answer_lenient=a_l,
-                                      ground_truth=truth, random_baseline=chance, reason=reason))
+            items.append(
+                EgoItemScore(
+                    **common,
+                    score=s_s,
+                    score_lenient=s_l,
+                    answer_strict=a_s,
+                    answer_lenient=a_l,
+                    ground_truth=truth,
+                    random_baseline=chance,
+                    reason=reason,
+                )
+            )
             continue
         truth = str(rec.get("answer", rec.get("ground_truth", "")))
         score: float | None = None
         if rules == "reference":
-            items.append(EgoItemScore(**common, score=None, score_lenient=None, answer_strict=None, answer_lenient=None,
-                                      ground_truth=truth, random_baseline=None,
-                                      reason="not scored by the released evaluator (open-ended: generation only)"))
+            items.append(
+                EgoItemScore(
+                    **common,
+                    score=None,
+                    score_lenient=None,
+                    answer_strict=None,
+                    answer_lenient=None,
+                    ground_truth=truth,
+                    random_baseline=None,
+                    reason="not scored by the released evaluator (open-ended: generation only)",
+                )
+            )
             continue
         if pred is None:
             score, reason = 0.0, "missing prediction"
@@ -287,8 +348,12 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
             h = prediction_hash(pred)
             stored = verdicts.get(qid)
             stored_score, stored_problem = None, None
-            if isinstance(stored, Mapping) and stored.get("prediction_sha1") == h \
-                    and stored.get("prompt_version") == OQ_PROMPT_VERSION and stored.get("score") is not None:
+            if (
+                isinstance(stored, Mapping)
+                and stored.get("prediction_sha1") == h
+                and stored.get("prompt_version") == OQ_PROMPT_VERSION
+                and stored.get("score") is not None
+            ):
                 # a verdict file is user data: a hand-edited or corrupt score is checked like a fresh one
                 try:
                     stored_score = validate_oq_verdict(dict(stored))["score"]
@@ -298,37 +363,63 @@ def score_egopoint(ground_truth: list[Mapping[str, Any]], predictions: Mapping[s
                 score, reason = stored_score, "stored verdict"
                 reused += 1
             elif judge is not None:
-                v = judge.judge(build_oq_prompt(str(rec.get("question", "")), truth, pred), validate=validate_oq_verdict)
+                v = judge.judge(
+                    build_oq_prompt(str(rec.get("question", "")), truth, pred), validate=validate_oq_verdict
+                )
                 judged_now += 1
-                record = {"id": qid, "prediction_sha1": h, "prompt_version": OQ_PROMPT_VERSION,
-                          "score": v.result["score"] if v.ok and v.result else None, "model": v.model,
-                          "raw_verdict": v.raw_text, "error": v.error}
+                record = {
+                    "id": qid,
+                    "prediction_sha1": h,
+                    "prompt_version": OQ_PROMPT_VERSION,
+                    "score": v.result["score"] if v.ok and v.result else None,
+                    "model": v.model,
+                    "raw_verdict": v.raw_text,
+                    "error": v.error,
+                }
                 if on_verdict is not None:
                     on_verdict(record)
                 score = record["score"]
                 reason = "judged" if v.ok else f"judge_failed: {v.error}"
             else:
                 reason = stored_problem or "no judge verdict"
-        items.append(EgoItemScore(**common, score=score, score_lenient=score, answer_strict=None, answer_lenient=None,
-                                  ground_truth=truth, random_baseline=None, reason=reason))
+        items.append(
+            EgoItemScore(
+                **common,
+                score=score,
+                score_lenient=score,
+                answer_strict=None,
+                answer_lenient=None,
+                ground_truth=truth,
+                random_baseline=None,
+                reason=reason,
+            )
+        )
     summary = _summary(items)
-    summary.update({"rules": rules, "judged_now": judged_now, "stored_verdicts_used": reused,
-                    "unknown_prediction_ids": sorted(set(map(str, predictions)) - {it.id for it in items}),
-                    "unreadable_prediction_lines": list(getattr(predictions, "unreadable", [])),
-                    "oq_prompt_version": OQ_PROMPT_VERSION,
-                    "judge": judge.describe() if judge is not None and hasattr(judge, "describe") else None})
+    summary.update(
+        {
+            "rules": rules,
+            "judged_now": judged_now,
+            "stored_verdicts_used": reused,
+            "unknown_prediction_ids": sorted(set(map(str, predictions)) - {it.id for it in items}),
+            "unreadable_prediction_lines": list(getattr(predictions, "unreadable", [])),
+            "oq_prompt_version": OQ_PROMPT_VERSION,
+            "judge": judge.describe() if judge is not None and hasattr(judge, "describe") else None,
+        }
+    )
     return {"items": [it.to_dict() for it in items], "summary": summary, "_scores": items}
 
 
 @register_scorer("egopoint", "EgoPoint-Bench (sec. 4.2): TF / SCQ exact match, open-ended LLM judge")
-def score_egopoint_contract(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *,
-                            rules: str = "pointlab", **options: Any) -> ScoreReport:
+def score_egopoint_contract(
+    ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *, rules: str = "pointlab", **options: Any
+) -> ScoreReport:
     """The registered EgoPoint-Bench scorer (contract form of ``score_egopoint``)."""
     out = score_egopoint(ground_truth, predictions, rules=rules, **options)
     summary = dict(out["summary"])
     summary.pop("rules", None)
-    return ScoreReport(scorer="egopoint", rules=rules, items=[it.to_contract() for it in out["_scores"]],
-                       summary=summary)
+    return ScoreReport(
+        scorer="egopoint", rules=rules, items=[it.to_contract() for it in out["_scores"]], summary=summary
+    )
 
 
 _TYPES = {"true_false": "TF", "multiple_choice": "SCQ", "open_ended": "OQ"}
@@ -360,16 +451,24 @@ def release_predictions(results: Mapping[str, Any]) -> list[tuple[str, dict[str,
     details = results.get("details")
     if not isinstance(details, list):
         raise RecordError("an EgoPoint results file needs a 'details' list")
-    return [(f"details[{i}]", {"id": str(d.get("id", i)), "prediction": d.get("model_output")})
-            for i, d in enumerate(details) if isinstance(d, dict)]
+    return [
+        (f"details[{i}]", {"id": str(d.get("id", i)), "prediction": d.get("model_output")})
+        for i, d in enumerate(details)
+        if isinstance(d, dict)
+    ]
 
 
 def _cell(items: list[EgoItemScore]) -> dict[str, Any]:
     scored = [it for it in items if it.score is not None]
     chance = [it.random_baseline for it in items if it.random_baseline is not None]
-    mean = (lambda xs: sum(xs) / len(xs) if xs else None)
-    return {"n": len(items), "n_scored": len(scored), "score": mean([it.score for it in scored]),
-            "score_lenient": mean([it.score_lenient for it in scored]), "random": mean(chance)}
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
+    return {
+        "n": len(items),
+        "n_scored": len(scored),
+        "score": mean([it.score for it in scored]),
+        "score_lenient": mean([it.score_lenient for it in scored]),
+        "random": mean(chance),
+    }
 
 
 def _summary(items: list[EgoItemScore]) -> dict[str, Any]:

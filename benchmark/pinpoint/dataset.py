@@ -42,8 +42,11 @@ def generate_records(scenes: list[Scene], seed: int = 0) -> tuple[list[dict], li
     for scene in scenes:
         key = (scene.scene_id, scene.variant)
         if key in seen:  # the same scene given twice would repeat question ids
-            log.warning("scene %s%s given more than once; using the first", scene.scene_id,
-                        f" ({scene.variant})" if scene.variant else "")
+            log.warning(
+                "scene %s%s given more than once; using the first",
+                scene.scene_id,
+                f" ({scene.variant})" if scene.variant else "",
+            )
             stats.drop("duplicate_scene")
             continue
         seen.add(key)
@@ -56,9 +59,17 @@ def generate_records(scenes: list[Scene], seed: int = 0) -> tuple[list[dict], li
                 log.info("excluded %s: %s", rec["id"], problems)
                 continue
             records.append(rec)
-    return records, reps, {"scenes": stats.scenes, "scenes_with_targets": stats.scenes_with_targets,
-                           "targets": stats.targets, "dropped": dict(stats.dropped),
-                           "quality_failures": dict(quality)}
+    return (
+        records,
+        reps,
+        {
+            "scenes": stats.scenes,
+            "scenes_with_targets": stats.scenes_with_targets,
+            "targets": stats.targets,
+            "dropped": dict(stats.dropped),
+            "quality_failures": dict(quality),
+        },
+    )
 
 
 def _write(tmp: Path, text: str) -> None:
@@ -69,8 +80,9 @@ def _jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: int = 0,
-                     sources: set[str] | None = None) -> dict:
+def generate_dataset(
+    scene_paths: list[Path | str], out_dir: Path | str, seed: int = 0, sources: set[str] | None = None
+) -> dict:
     """Generate a dataset folder (see module docstring) and return its summary.
 
     Args:
@@ -91,8 +103,10 @@ def generate_dataset(scene_paths: list[Path | str], out_dir: Path | str, seed: i
         present = {s.source_dataset for s in scenes}
         unknown = sorted(set(sources) - present)
         if unknown:  # refused before anything is written: a typo must not replace the splits with nothing
-            raise SceneFormatError(f"--sources {', '.join(unknown)}: no scene of that source; the scenes have "
-                                   f"{', '.join(sorted(present)) or 'none'}")
+            raise SceneFormatError(
+                f"--sources {', '.join(unknown)}: no scene of that source; the scenes have "
+                f"{', '.join(sorted(present)) or 'none'}"
+            )
         scenes = [s for s in scenes if s.source_dataset in sources]
     if not scenes:
         raise SceneFormatError(f"no scenes in {', '.join(str(p) for p in scene_paths)}")

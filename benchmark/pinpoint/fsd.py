@@ -23,17 +23,33 @@ from importlib import resources
 
 from ..judge import JudgeValidationError, JudgeVerdict, LLMJudge
 
-__all__ = ["FSD_DIMENSIONS", "FSD_ERROR_TAGS", "FSD_PROMPT_VERSION", "FSD_JSON_SCHEMA", "REFERENCE_JUDGE_MODEL",
-           "FSDJudgeResult", "fsd_prompt_template", "build_fsd_prompt", "correct_fsd_verdict", "judge_fsd",
-           "fsd_judge"]
+__all__ = [
+    "FSD_DIMENSIONS",
+    "FSD_ERROR_TAGS",
+    "FSD_PROMPT_VERSION",
+    "FSD_JSON_SCHEMA",
+    "REFERENCE_JUDGE_MODEL",
+    "FSDJudgeResult",
+    "fsd_prompt_template",
+    "build_fsd_prompt",
+    "correct_fsd_verdict",
+    "judge_fsd",
+    "fsd_judge",
+]
 
 #: dimension -> maximum points (App. B.1: 3 / 2 / 2 / 2 / 1, total 10).
-FSD_DIMENSIONS = {"main_location": 3, "reference_objects": 2, "spatial_relations": 2, "distance_cm": 2,
-                  "clarity": 1}
+FSD_DIMENSIONS = {"main_location": 3, "reference_objects": 2, "spatial_relations": 2, "distance_cm": 2, "clarity": 1}
 #: the error tags the judge may return.
-FSD_ERROR_TAGS = ("wrong_main_location", "wrong_support_surface", "missing_key_reference",
-                  "wrong_spatial_relation", "missing_numeric_distance", "wrong_numeric_distance",
-                  "unclear_expression", "hallucinated_reference")
+FSD_ERROR_TAGS = (
+    "wrong_main_location",
+    "wrong_support_surface",
+    "missing_key_reference",
+    "wrong_spatial_relation",
+    "missing_numeric_distance",
+    "wrong_numeric_distance",
+    "unclear_expression",
+    "hallucinated_reference",
+)
 #: the total may not exceed this when main_location and reference_objects are both 0.
 FSD_CAP_WITHOUT_ANCHOR = 2
 #: the released prompt, by its source commit.
@@ -43,20 +59,26 @@ REFERENCE_JUDGE_MODEL = "gpt-5.4"
 
 #: the released ``TASK3_JSON_SCHEMA`` (the structured output the judge is asked for).
 FSD_JSON_SCHEMA = {
-    "name": "task3_judge_result", "strict": True,
+    "name": "task3_judge_result",
+    "strict": True,
     "schema": {
         "type": "object",
         "properties": {
             "total_score": {"type": "integer", "minimum": 0, "maximum": 10},
             "dimension_scores": {
                 "type": "object",
-                "properties": {name: {"type": "integer", "minimum": 0, "maximum": top}
-                               for name, top in FSD_DIMENSIONS.items()},
-                "required": list(FSD_DIMENSIONS), "additionalProperties": False},
+                "properties": {
+                    name: {"type": "integer", "minimum": 0, "maximum": top} for name, top in FSD_DIMENSIONS.items()
+                },
+                "required": list(FSD_DIMENSIONS),
+                "additionalProperties": False,
+            },
             "error_tags": {"type": "array", "items": {"type": "string", "enum": sorted(FSD_ERROR_TAGS)}},
-            "explanation": {"type": "string"}},
+            "explanation": {"type": "string"},
+        },
         "required": ["total_score", "dimension_scores", "error_tags", "explanation"],
-        "additionalProperties": False},
+        "additionalProperties": False,
+    },
 }
 
 
@@ -68,16 +90,33 @@ def fsd_prompt_template() -> str:
 def build_fsd_prompt(target: str, ground_truth: str, prediction: str) -> str:
     """The judge prompt for one item: the released template with its three placeholders replaced (plain
     replacement, as the released ``_build_prompt``; braces in the texts are safe)."""
-    return (fsd_prompt_template().replace("{target}", target).replace("{ground_truth}", ground_truth)
-            .replace("{model_output}", prediction))
+    return (
+        fsd_prompt_template()
+        .replace("{target}", target)
+        .replace("{ground_truth}", ground_truth)
+        .replace("{model_output}", prediction)
+    )
 
 
-def fsd_judge(model: str, *, base_url: str | None = None, api_key: str | None = None, max_retries: int = 2,
-              timeout_s: float = 120.0) -> LLMJudge:
+def fsd_judge(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_retries: int = 2,
+    timeout_s: float = 120.0,
+) -> LLMJudge:
     """An ``LLMJudge`` set up as the released evaluator's: temperature 0, the released JSON schema."""
-    return LLMJudge(model, base_url=base_url, api_key=api_key, temperature=0.0, max_tokens=None,
-                    max_retries=max_retries, timeout_s=timeout_s,
-                    response_format={"type": "json_schema", "json_schema": FSD_JSON_SCHEMA})
+    return LLMJudge(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=0.0,
+        max_tokens=None,
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        response_format={"type": "json_schema", "json_schema": FSD_JSON_SCHEMA},
+    )
 
 
 @dataclass
@@ -107,14 +146,28 @@ class FSDJudgeResult:
     rules: str = "pointlab"
 
     def to_dict(self) -> dict:
-        return {"score": self.score, "parts": self.parts, "total": self.total, "judge_total": self.judge_total,
-                "total_corrected": self.total_corrected, "capped": self.capped, "error_tags": self.error_tags,
-                "explanation": self.explanation, "reason": self.reason,
-                "judge": {"model": self.verdict.model, "base_url": self.verdict.base_url,
-                          "temperature": self.verdict.temperature, "prompt_version": FSD_PROMPT_VERSION,
-                          "prompt": self.verdict.prompt, "raw_verdict": self.verdict.raw_text,
-                          "attempts": self.verdict.attempts, "error": self.verdict.error,
-                          "request": self.verdict.extra.get("request")}}
+        return {
+            "score": self.score,
+            "parts": self.parts,
+            "total": self.total,
+            "judge_total": self.judge_total,
+            "total_corrected": self.total_corrected,
+            "capped": self.capped,
+            "error_tags": self.error_tags,
+            "explanation": self.explanation,
+            "reason": self.reason,
+            "judge": {
+                "model": self.verdict.model,
+                "base_url": self.verdict.base_url,
+                "temperature": self.verdict.temperature,
+                "prompt_version": FSD_PROMPT_VERSION,
+                "prompt": self.verdict.prompt,
+                "raw_verdict": self.verdict.raw_text,
+                "attempts": self.verdict.attempts,
+                "error": self.verdict.error,
+                "request": self.verdict.extra.get("request"),
+            },
+        }
 
 
 def _as_int(value: object, name: str, maximum: int, rules: str) -> int:
@@ -123,8 +176,13 @@ def _as_int(value: object, name: str, maximum: int, rules: str) -> int:
             return int(value)  # the released code: int() of whatever the judge wrote
         except (TypeError, ValueError, OverflowError) as e:
             raise JudgeValidationError(f"{name} is not a number: {value!r}") from e
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (float("inf"), float("-inf")) \
-            or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value != value
+        or value in (float("inf"), float("-inf"))
+        or value != int(value)
+    ):
         raise JudgeValidationError(f"{name} must be an integer, got {value!r}")
     v = int(value)
     if not 0 <= v <= maximum:
@@ -157,24 +215,58 @@ def correct_fsd_verdict(obj: dict, rules: str = "pointlab") -> dict:
     if not isinstance(tags, list) or any(t not in FSD_ERROR_TAGS for t in tags):
         raise JudgeValidationError(f"unsupported error tags: {tags!r}")
     capped = False
-    if rules == "pointlab" and parts["main_location"] == 0 and parts["reference_objects"] == 0 \
-            and total > FSD_CAP_WITHOUT_ANCHOR:
+    if (
+        rules == "pointlab"
+        and parts["main_location"] == 0
+        and parts["reference_objects"] == 0
+        and total > FSD_CAP_WITHOUT_ANCHOR
+    ):
         total, capped = FSD_CAP_WITHOUT_ANCHOR, True
     explanation = obj.get("explanation") if isinstance(obj.get("explanation"), str) else ""
-    return {"parts": parts, "total": total, "judge_total": judge_total, "total_corrected": corrected,
-            "capped": capped, "error_tags": list(tags), "explanation": explanation}
+    return {
+        "parts": parts,
+        "total": total,
+        "judge_total": judge_total,
+        "total_corrected": corrected,
+        "capped": capped,
+        "error_tags": list(tags),
+        "explanation": explanation,
+    }
 
 
-def judge_fsd(judge: LLMJudge, target: str, ground_truth: str, prediction: str, *, rules: str = "pointlab") -> FSDJudgeResult:
+def judge_fsd(
+    judge: LLMJudge, target: str, ground_truth: str, prediction: str, *, rules: str = "pointlab"
+) -> FSDJudgeResult:
     """Judge one FSD prediction; a failed or invalid verdict gives ``score=None`` and the reason."""
-    verdict = judge.judge(build_fsd_prompt(target, ground_truth, prediction),
-                          validate=lambda obj: correct_fsd_verdict(obj, rules))
+    verdict = judge.judge(
+        build_fsd_prompt(target, ground_truth, prediction), validate=lambda obj: correct_fsd_verdict(obj, rules)
+    )
     verdict.extra["request"] = judge.describe()
     if not verdict.ok or verdict.result is None:
-        return FSDJudgeResult(score=None, parts={}, total=None, judge_total=None, total_corrected=False,
-                              capped=False, error_tags=[], explanation="", reason=f"judge_failed: {verdict.error}",
-                              verdict=verdict, rules=rules)
+        return FSDJudgeResult(
+            score=None,
+            parts={},
+            total=None,
+            judge_total=None,
+            total_corrected=False,
+            capped=False,
+            error_tags=[],
+            explanation="",
+            reason=f"judge_failed: {verdict.error}",
+            verdict=verdict,
+            rules=rules,
+        )
     r = verdict.result
-    return FSDJudgeResult(score=r["total"] / 10.0, parts=r["parts"], total=r["total"], judge_total=r["judge_total"],
-                          total_corrected=r["total_corrected"], capped=r["capped"], error_tags=r["error_tags"],
-                          explanation=r["explanation"], reason="ok", verdict=verdict, rules=rules)
+    return FSDJudgeResult(
+        score=r["total"] / 10.0,
+        parts=r["parts"],
+        total=r["total"],
+        judge_total=r["judge_total"],
+        total_corrected=r["total_corrected"],
+        capped=r["capped"],
+        error_tags=r["error_tags"],
+        explanation=r["explanation"],
+        reason="ok",
+        verdict=verdict,
+        rules=rules,
+    )

@@ -34,27 +34,50 @@ from .scoring import QUESTION_TYPES
 from .spatial import CONTACT_M, SceneIndex, TargetRepresentation, build_representation, valid_targets
 from .vocabulary import VOCABULARY_GROUPS, category_of, is_floor_or_wall, is_structural
 
-__all__ = ["RELATION_PHRASES", "NRI_TIE_M", "NRI_TIE_REL", "INSTRUCTIONS", "GenerationStats", "generate_scene",
-           "fsd_text", "ssp_answer", "round_cm"]
+__all__ = [
+    "RELATION_PHRASES",
+    "NRI_TIE_M",
+    "NRI_TIE_REL",
+    "INSTRUCTIONS",
+    "GenerationStats",
+    "generate_scene",
+    "fsd_text",
+    "ssp_answer",
+    "round_cm",
+]
 
-NRI_TIE_M = 0.02      # two closest reference labels within 2 cm ...
-NRI_TIE_REL = 0.10    # ... or within 10 % of the closest distance are a near tie
+NRI_TIE_M = 0.02  # two closest reference labels within 2 cm ...
+NRI_TIE_REL = 0.10  # ... or within 10 % of the closest distance are a near tie
 
 #: how each relation reads in an FSD sentence ("The scissors is to the side of and above the rack").
-RELATION_PHRASES = {"on": "on", "under": "under", "above": "above", "below": "below",
-                    "side_above": "to the side of and above", "side_below": "to the side of and below",
-                    "next_to": "next to", "near": "near", "attached_to": "attached to"}
+RELATION_PHRASES = {
+    "on": "on",
+    "under": "under",
+    "above": "above",
+    "below": "below",
+    "side_above": "to the side of and above",
+    "side_below": "to the side of and below",
+    "next_to": "next to",
+    "near": "near",
+    "attached_to": "attached to",
+}
 
 INSTRUCTIONS = {
     "TPV": "Answer with Yes or No only.",
-    "NRI": ("Choose the object closest to the target, not counting the surface it rests on, the floor, the walls, "
-            "or objects touching it. Answer with the option letter only."),
-    "FSD": ("Describe where the target is so that a person could find it: name the surface it is on (or its main "
-            "anchor), up to two nearby reference objects, the spatial relation to each, and each distance in "
-            "centimeters."),
-    "SSP": ('Answer with a JSON object only: {"target": str, "support_surface": str or null, "references": '
-            '[{"object": str, "relation": one of ' + ", ".join(RELATIONS) + ', "distance_cm": number}]} '
-            "with up to two references, closest first."),
+    "NRI": (
+        "Choose the object closest to the target, not counting the surface it rests on, the floor, the walls, "
+        "or objects touching it. Answer with the option letter only."
+    ),
+    "FSD": (
+        "Describe where the target is so that a person could find it: name the surface it is on (or its main "
+        "anchor), up to two nearby reference objects, the spatial relation to each, and each distance in "
+        "centimeters."
+    ),
+    "SSP": (
+        'Answer with a JSON object only: {"target": str, "support_surface": str or null, "references": '
+        '[{"object": str, "relation": one of ' + ", ".join(RELATIONS) + ', "distance_cm": number}]} '
+        "with up to two references, closest first."
+    ),
 }
 
 
@@ -88,10 +111,18 @@ def _rng(seed: int, scene_id: str) -> np.random.Generator:
 def _record(scene: Scene, task: str, n: int, question: str, answer: str, target: str, choices=None) -> dict:
     # a file may hold several annotations of one scene (ReVSI's revsi / vsi): the id names it
     prefix = f"{scene.scene_id}_{scene.variant}" if scene.variant else scene.scene_id
-    return {"id": f"{prefix}_{task.lower()}_{n:03d}", "scene_id": scene.scene_id,
-            "source_dataset": scene.source_dataset, "task": task, "question_type": QUESTION_TYPES[task],
-            "question": question, "instruction": INSTRUCTIONS[task], "answer": answer, "target": target,
-            "choices": choices}
+    return {
+        "id": f"{prefix}_{task.lower()}_{n:03d}",
+        "scene_id": scene.scene_id,
+        "source_dataset": scene.source_dataset,
+        "task": task,
+        "question_type": QUESTION_TYPES[task],
+        "question": question,
+        "instruction": INSTRUCTIONS[task],
+        "answer": answer,
+        "target": target,
+        "choices": choices,
+    }
 
 
 def _phrase(rel: str, label: str, distance_m: float) -> str:
@@ -122,14 +153,18 @@ def fsd_text(rep: TargetRepresentation) -> str | None:
 
 def ssp_answer(rep: TargetRepresentation) -> dict:
     """The SSP ground-truth object (distances in cm with one decimal)."""
-    return {"target": rep.target.label,
-            "support_surface": None if rep.support is None else rep.support.label,
-            "references": [{"object": r.label, "relation": r.relation, "distance_cm": _cm1(r.shortest_m)}
-                           for r in rep.references[:2]]}
+    return {
+        "target": rep.target.label,
+        "support_surface": None if rep.support is None else rep.support.label,
+        "references": [
+            {"object": r.label, "relation": r.relation, "distance_cm": _cm1(r.shortest_m)} for r in rep.references[:2]
+        ],
+    }
 
 
-def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
-         stats: GenerationStats) -> tuple[str, list[str]] | None:
+def _nri(
+    rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator, stats: GenerationStats
+) -> tuple[str, list[str]] | None:
     cands = [r for r in rep.references if not r.contact and r.shortest_m > CONTACT_M]
     if not cands:
         stats.drop("nri_no_valid_reference")
@@ -141,8 +176,13 @@ def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
             stats.drop("nri_near_tie")
             return None
     margin = max(NRI_TIE_M, NRI_TIE_REL * best.shortest_m)
-    if rep.support is not None and any(n.label == rep.support.label and n is not rep.support and not n.contact
-                                       and n.shortest_m < best.shortest_m + margin for n in rep.neighbours):
+    if rep.support is not None and any(
+        n.label == rep.support.label
+        and n is not rep.support
+        and not n.contact
+        and n.shortest_m < best.shortest_m + margin
+        for n in rep.neighbours
+    ):
         # another instance of the support's label (a second table) is as near as the answer
         stats.drop("nri_near_tie")
         return None
@@ -159,8 +199,15 @@ def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
     labels: set[str] = set()
     for j, o in enumerate(idx.scene.objects):
         lbl = o.label
-        if (lbl in excluded or lbl in contacts or lbl in farther or is_floor_or_wall(lbl) or is_structural(lbl)
-                or category_of(lbl) == rep.category or lbl in close_enough):
+        if (
+            lbl in excluded
+            or lbl in contacts
+            or lbl in farther
+            or is_floor_or_wall(lbl)
+            or is_structural(lbl)
+            or category_of(lbl) == rep.category
+            or lbl in close_enough
+        ):
             continue
         labels.add(lbl)
         # the box gap is a cheap lower bound: only objects that might be near get the exact distance
@@ -168,8 +215,9 @@ def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
             close_enough.add(lbl)
     pool_scene = sorted(labels - close_enough)
     present_cats = {category_of(o.label) for o in idx.scene.objects}
-    pool_absent = sorted(v for v, cat in ((v, category_of(v)) for v in _ALL_VARIANTS) if cat not in present_cats
-                         and v not in excluded)
+    pool_absent = sorted(
+        v for v, cat in ((v, category_of(v)) for v in _ALL_VARIANTS) if cat not in present_cats and v not in excluded
+    )
     distractors: list[str] = []
     for pool in (farther, list(rng.permutation(pool_scene)), list(rng.permutation(pool_absent))):
         for lbl in pool:
@@ -189,8 +237,9 @@ def _nri(rep: TargetRepresentation, idx: SceneIndex, rng: np.random.Generator,
 _ALL_VARIANTS = tuple(sorted(v for variants in VOCABULARY_GROUPS.values() for v in variants))
 
 
-def generate_scene(scene: Scene, seed: int = 0, stats: GenerationStats | None = None,
-                   index: SceneIndex | None = None) -> tuple[list[dict], list[dict]]:
+def generate_scene(
+    scene: Scene, seed: int = 0, stats: GenerationStats | None = None, index: SceneIndex | None = None
+) -> tuple[list[dict], list[dict]]:
     """All four tasks for one scene.
 
     Returns:
@@ -228,8 +277,7 @@ def generate_scene(scene: Scene, seed: int = 0, stats: GenerationStats | None = 
         nri = _nri(rep, idx, rng, stats)
         if nri is not None:
             letter, choices = nri
-            add("NRI", f"Which object is nearest to the {t}, not counting the surface it rests on?", letter, t,
-                choices)
+            add("NRI", f"Which object is nearest to the {t}, not counting the surface it rests on?", letter, t, choices)
         text = fsd_text(rep)
         if text is None:
             stats.drop("fsd_no_anchor")
@@ -239,6 +287,10 @@ def generate_scene(scene: Scene, seed: int = 0, stats: GenerationStats | None = 
         if not ssp["references"]:
             stats.drop("ssp_no_reference")
         else:
-            add("SSP", f"Output the final location of the {t} in the video as structured JSON.",
-                json.dumps(ssp, ensure_ascii=False), t)
+            add(
+                "SSP",
+                f"Output the final location of the {t} in the video as structured JSON.",
+                json.dumps(ssp, ensure_ascii=False),
+                t,
+            )
     return records, [r.to_dict() for r in reps]

@@ -24,8 +24,9 @@ class LocalizationRecordError(BenchmarkError, ValueError):
     """A ground-truth or response record lacks ``frame_index``/``x``/``y`` or holds non-numbers."""
 
 
-def localization_score(gt_frame: int, gt_x: float, gt_y: float, frame: int, x: float, y: float,
-                       radius: float = LOCALIZATION_RADIUS) -> float:
+def localization_score(
+    gt_frame: int, gt_x: float, gt_y: float, frame: int, x: float, y: float, radius: float = LOCALIZATION_RADIUS
+) -> float:
     """s of App. D.2 for one response (coordinates normalized to [0, 1]); 0 for a wrong frame."""
     if int(frame) != int(gt_frame):
         return 0.0
@@ -44,6 +45,7 @@ def _read(rec: dict, source: str) -> tuple[int, float, float]:
     a coordinate that is not finite or outside [0, 1]; _InvalidResponse for such a coordinate in a
     response, which scores 0 instead of aborting the whole run.
     """
+
     def bad(msg: str):
         # one response line never stops the run: it scores 0 with the reason; bad ground truth is an input error
         if source == "response":
@@ -100,32 +102,54 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
         seen.add(rid)
         gf, gx, gy = _read(rec, "ground truth")
         if rid not in responses:
-            items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
-                          "reason": "missing_response"})
+            items.append(
+                {"id": rid, "score": 0.0, "frame_correct": False, "distance": None, "reason": "missing_response"}
+            )
             continue
         try:
             if rid in duplicated:
                 raise _InvalidResponse(f"duplicate response id {rid!r}")
             f, x, y = _read(responses[rid], "response")
         except _InvalidResponse as e:
-            items.append({"id": rid, "score": 0.0, "frame_correct": False, "distance": None,
-                          "reason": "invalid_response", "detail": str(e)})
+            items.append(
+                {
+                    "id": rid,
+                    "score": 0.0,
+                    "frame_correct": False,
+                    "distance": None,
+                    "reason": "invalid_response",
+                    "detail": str(e),
+                }
+            )
             continue
         correct = f == gf
-        items.append({"id": rid, "score": localization_score(gf, gx, gy, f, x, y, radius),
-                      "frame_correct": correct, "distance": math.hypot(x - gx, y - gy) if correct else None,
-                      "reason": "ok" if correct else "wrong_frame"})
+        items.append(
+            {
+                "id": rid,
+                "score": localization_score(gf, gx, gy, f, x, y, radius),
+                "frame_correct": correct,
+                "distance": math.hypot(x - gx, y - gy) if correct else None,
+                "reason": "ok" if correct else "wrong_frame",
+            }
+        )
     n = len(items)
     dists = [it["distance"] for it in items if it["distance"] is not None]
-    elapsed = [t for t in (_seconds(r.get("elapsed_s")) for r in responses.values() if str(r.get("id")) in seen)
-               if t is not None]
-    summary = {"accuracy": 100.0 * sum(it["score"] for it in items) / n if n else None,
-               "frame_accuracy": sum(it["frame_correct"] for it in items) / n if n else None,
-               "mean_distance": sum(dists) / len(dists) if dists else None,
-               "mean_elapsed_s": sum(elapsed) / len(elapsed) if elapsed else None,
-               "n": n, "missing_responses": sum(it["reason"] == "missing_response" for it in items),
-               "invalid_responses": sum(it["reason"] == "invalid_response" for it in items),
-               "n_unknown_responses": len(set(responses) - seen), "radius": radius}
+    elapsed = [
+        t
+        for t in (_seconds(r.get("elapsed_s")) for r in responses.values() if str(r.get("id")) in seen)
+        if t is not None
+    ]
+    summary = {
+        "accuracy": 100.0 * sum(it["score"] for it in items) / n if n else None,
+        "frame_accuracy": sum(it["frame_correct"] for it in items) / n if n else None,
+        "mean_distance": sum(dists) / len(dists) if dists else None,
+        "mean_elapsed_s": sum(elapsed) / len(elapsed) if elapsed else None,
+        "n": n,
+        "missing_responses": sum(it["reason"] == "missing_response" for it in items),
+        "invalid_responses": sum(it["reason"] == "invalid_response" for it in items),
+        "n_unknown_responses": len(set(responses) - seen),
+        "radius": radius,
+    }
     return {"items": items, "summary": summary}
 
 
@@ -133,8 +157,16 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
 def score_localization_contract(gt: list[dict], pred: list[dict], *, rules: str = "pointlab") -> ScoreReport:
     """The registered localization scorer (one rule set: the released study has no scorer to follow)."""
     out = score_localization(gt, pred)
-    items = [ItemScore(id=it["id"], value=it["score"], parsed=None, reason=it["reason"],
-                       metadata={k: v for k, v in it.items() if k not in {"id", "score", "reason"}}) for it in out["items"]]
+    items = [
+        ItemScore(
+            id=it["id"],
+            value=it["score"],
+            parsed=None,
+            reason=it["reason"],
+            metadata={k: v for k, v in it.items() if k not in {"id", "score", "reason"}},
+        )
+        for it in out["items"]
+    ]
     return ScoreReport(scorer="localization", rules=rules, items=items, summary=out["summary"])
 
 

@@ -18,30 +18,71 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["RELATIONS", "OBJECT_SYNONYMS", "SURFACE_SYNONYMS", "RELATION_ALIASES", "normalize_label",
-           "normalize_surface", "normalize_relation", "singularize", "reference_singularize", "basic_label"]
+__all__ = [
+    "RELATIONS",
+    "OBJECT_SYNONYMS",
+    "SURFACE_SYNONYMS",
+    "RELATION_ALIASES",
+    "normalize_label",
+    "normalize_surface",
+    "normalize_relation",
+    "singularize",
+    "reference_singularize",
+    "basic_label",
+]
 
 #: the nine relation tokens (sec. 3.2).
 RELATIONS = ("on", "under", "above", "below", "side_above", "side_below", "next_to", "near", "attached_to")
 
 #: the released evaluator's DEFAULT_OBJECT_SYNONYMS (whole normalized labels).
 OBJECT_SYNONYMS: dict[str, str] = {
-    "couch": "sofa", "night stand": "nightstand", "night-stand": "nightstand", "trash can": "trashcan",
-    "trash bin": "trashcan", "garbage bin": "trashcan", "garbage can": "trashcan", "rubbish bin": "trashcan",
-    "cell phone": "phone", "cellphone": "phone", "mobile phone": "phone", "mobile": "phone", "smartphone": "phone",
-    "drawer unit": "drawer", "book shelf": "bookshelf", "cupboard": "cabinet", "display": "monitor",
+    "couch": "sofa",
+    "night stand": "nightstand",
+    "night-stand": "nightstand",
+    "trash can": "trashcan",
+    "trash bin": "trashcan",
+    "garbage bin": "trashcan",
+    "garbage can": "trashcan",
+    "rubbish bin": "trashcan",
+    "cell phone": "phone",
+    "cellphone": "phone",
+    "mobile phone": "phone",
+    "mobile": "phone",
+    "smartphone": "phone",
+    "drawer unit": "drawer",
+    "book shelf": "bookshelf",
+    "cupboard": "cabinet",
+    "display": "monitor",
 }
 #: the released evaluator's DEFAULT_SURFACE_SYNONYMS (supporting surfaces).
 SURFACE_SYNONYMS: dict[str, str] = {
-    "night stand": "nightstand", "night-stand": "nightstand", "bed side table": "nightstand",
-    "bedside table": "nightstand", "counter top": "countertop", "counter-top": "countertop", "table top": "table",
-    "table-top": "table", "sofa seat": "sofa",
+    "night stand": "nightstand",
+    "night-stand": "nightstand",
+    "bed side table": "nightstand",
+    "bedside table": "nightstand",
+    "counter top": "countertop",
+    "counter-top": "countertop",
+    "table top": "table",
+    "table-top": "table",
+    "sofa seat": "sofa",
 }
 #: the released evaluator's relation aliases (after lower-casing and space/hyphen -> underscore).
 RELATION_ALIASES: dict[str, str] = {
-    "nextto": "next_to", "sideabove": "side_above", "sidebelow": "side_below", "attached": "attached_to",
-    "close_to": "near", "closeby": "near", "nearby": "near", "near_by": "near", "by": "near", "beside": "next_to",
-    "adjacent": "next_to", "adjacent_to": "next_to", "alongside": "next_to", "on_top_of": "on", "ontopof": "on",
+    "nextto": "next_to",
+    "sideabove": "side_above",
+    "sidebelow": "side_below",
+    "attached": "attached_to",
+    "close_to": "near",
+    "closeby": "near",
+    "nearby": "near",
+    "near_by": "near",
+    "by": "near",
+    "beside": "next_to",
+    "adjacent": "next_to",
+    "adjacent_to": "next_to",
+    "alongside": "next_to",
+    "on_top_of": "on",
+    "ontopof": "on",
     "underneath": "under",
 }
 

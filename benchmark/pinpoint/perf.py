@@ -38,8 +38,9 @@ def _pct(xs) -> dict:
 def _box_points(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
     """``n`` random points on the surface of the axis-aligned box [lo, hi], faces by area."""
     ext = hi - lo
-    areas = np.array([ext[1] * ext[2], ext[1] * ext[2], ext[0] * ext[2], ext[0] * ext[2], ext[0] * ext[1],
-                      ext[0] * ext[1]])
+    areas = np.array(
+        [ext[1] * ext[2], ext[1] * ext[2], ext[0] * ext[2], ext[0] * ext[2], ext[0] * ext[1], ext[0] * ext[1]]
+    )
     face = rng.choice(6, size=n, p=areas / areas.sum())
     pts = lo + rng.random((n, 3)) * ext
     axis = face // 2
@@ -59,24 +60,37 @@ def synthetic_scene(n_objects: int = 300, n_vertices: int = 1_000_000, seed: int
     big_share = n_vertices // 2 // (n_tables + 1)
     small_share = max(50, (n_vertices - big_share * (n_tables + 1)) // max(1, n_small + n_chairs))
     side = int(np.ceil(np.sqrt(n_tables)))
-    objects = [SceneObject.from_vertices("floor", "floor", _box_points(
-        rng, np.array([-1.0, -1.0, -0.01]), np.array([3.0 * side, 3.0 * side, 0.0]), big_share))]
+    objects = [
+        SceneObject.from_vertices(
+            "floor",
+            "floor",
+            _box_points(rng, np.array([-1.0, -1.0, -0.01]), np.array([3.0 * side, 3.0 * side, 0.0]), big_share),
+        )
+    ]
     labels = [v for v in TARGET_VARIANTS if v not in {"phone", "smartphone", "mobile phone"}]
     k_small = 0
     for t in range(n_tables):
         cx, cy = 3.0 * (t % side), 3.0 * (t // side)
         lo, hi = np.array([cx - 0.8, cy - 0.5, 0.0]), np.array([cx + 0.8, cy + 0.5, 0.75])
         objects.append(SceneObject.from_vertices(f"table{t}", "table", _box_points(rng, lo, hi, big_share)))
-        objects.append(SceneObject.from_vertices(f"chair{t}", "chair", _box_points(
-            rng, np.array([cx - 0.25, cy - 1.1, 0.0]), np.array([cx + 0.25, cy - 0.6, 0.9]), small_share)))
+        objects.append(
+            SceneObject.from_vertices(
+                f"chair{t}",
+                "chair",
+                _box_points(
+                    rng, np.array([cx - 0.25, cy - 1.1, 0.0]), np.array([cx + 0.25, cy - 0.6, 0.9]), small_share
+                ),
+            )
+        )
         per_table = n_small // n_tables + (1 if t < n_small % n_tables else 0)
         for _ in range(per_table):
             size = rng.uniform(0.04, 0.15, 3)
             c = np.array([cx + rng.uniform(-0.7, 0.7), cy + rng.uniform(-0.4, 0.4)])
             lo = np.array([c[0] - size[0] / 2, c[1] - size[1] / 2, 0.75])
             label = labels[k_small % len(labels)] if k_small < len(labels) else f"item {k_small}"
-            objects.append(SceneObject.from_vertices(f"s{k_small}", label,
-                                                     _box_points(rng, lo, lo + size, small_share)))
+            objects.append(
+                SceneObject.from_vertices(f"s{k_small}", label, _box_points(rng, lo, lo + size, small_share))
+            )
             k_small += 1
     return Scene(scene_id="perf0000", source_dataset="scannetpp", objects=objects[:n_objects])
 
@@ -84,15 +98,20 @@ def synthetic_scene(n_objects: int = 300, n_vertices: int = 1_000_000, seed: int
 def _naive_min(a: np.ndarray, b: np.ndarray, chunk: int = 256) -> float:
     best = np.inf
     for s in range(0, len(a), chunk):
-        d = np.sqrt(((a[s:s + chunk, None, :] - b[None, :, :]) ** 2).sum(axis=2)).min()
+        d = np.sqrt(((a[s : s + chunk, None, :] - b[None, :, :]) ** 2).sum(axis=2)).min()
         best = min(best, float(d))
     return best
 
 
 def _ssp_cases(n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
-    gt = {"target": "mouse", "support_surface": "table", "references": [
-        {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
-        {"object": "monitor", "relation": "under", "distance_cm": 24.5}]}
+    gt = {
+        "target": "mouse",
+        "support_surface": "table",
+        "references": [
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "monitor", "relation": "under", "distance_cm": 24.5},
+        ],
+    }
     gt_text = json.dumps(gt)
     out = []
     for k in range(n):
@@ -109,14 +128,24 @@ def _ssp_cases(n: int, rng: np.random.Generator) -> list[tuple[str, str]]:
         if kind == 4:
             text = "Here is the answer:\n```json\n" + text + "\n```"
         elif kind == 5:
-            text = "The mouse is on the table, right next to the keyboard." if k % 12 == 5 else \
-                "I think the structure is " + text + " and that is all."
+            text = (
+                "The mouse is on the table, right next to the keyboard."
+                if k % 12 == 5
+                else "I think the structure is " + text + " and that is all."
+            )
         out.append((gt_text, text))
     return out
 
 
-def perf_pinpoint(*, n_objects: int = 300, n_vertices: int = 1_000_000, repeat: int = 3, ssp_answers: int = 10_000,
-                  naive_points: int = 1000, seed: int = 0) -> dict:
+def perf_pinpoint(
+    *,
+    n_objects: int = 300,
+    n_vertices: int = 1_000_000,
+    repeat: int = 3,
+    ssp_answers: int = 10_000,
+    naive_points: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Run both measurements; returns the JSON document printed by ``pointlab perf pinpoint``."""
     rng = np.random.default_rng(seed)
     scene = synthetic_scene(n_objects, n_vertices, seed)
@@ -172,8 +201,13 @@ def perf_pinpoint(*, n_objects: int = 300, n_vertices: int = 1_000_000, repeat: 
     reps = [build_representation(SceneIndex(scene), i) for i in valid_targets(scene)[:1]]
     return {
         "generation": {
-            "scene": {"objects": len(scene.objects), "vertices": n_verts, "targets": len(valid_targets(scene)),
-                      "records": n_records, "example_target": reps[0].target.label if reps else None},
+            "scene": {
+                "objects": len(scene.objects),
+                "vertices": n_verts,
+                "targets": len(valid_targets(scene)),
+                "records": n_records,
+                "example_target": reps[0].target.label if reps else None,
+            },
             "wall_s": _pct(gen_s),
             "pair_distance": {
                 "pairs": len(pairs),

@@ -23,8 +23,18 @@ from .scoring import QUESTION_TYPES
 
 __all__ = ["RELEASED_FIELDS", "check_record"]
 
-RELEASED_FIELDS = ("id", "scene_id", "source_dataset", "task", "question_type", "question", "instruction", "answer",
-                   "target", "choices")
+RELEASED_FIELDS = (
+    "id",
+    "scene_id",
+    "source_dataset",
+    "task",
+    "question_type",
+    "question",
+    "instruction",
+    "answer",
+    "target",
+    "choices",
+)
 _ANCHOR = re.compile(r"\b(on|under|above|below|next to|near|attached to|to the side of and (?:above|below)) the \w")
 
 
@@ -76,14 +86,22 @@ def _check_ssp(rec: dict) -> list[str]:
             problems.append("ssp_bad_reference")
         elif r.get("relation") not in RELATIONS:
             problems.append("ssp_bad_relation")
-        elif (isinstance(r.get("distance_cm"), bool) or not isinstance(r.get("distance_cm"), (int, float))
-              or r["distance_cm"] < 0 or round(r["distance_cm"], 1) != r["distance_cm"]):
+        elif (
+            isinstance(r.get("distance_cm"), bool)
+            or not isinstance(r.get("distance_cm"), (int, float))
+            or r["distance_cm"] < 0
+            or round(r["distance_cm"], 1) != r["distance_cm"]
+        ):
             problems.append("ssp_bad_distance")
     return problems
 
 
-_BY_TASK = {"TPV": lambda r: [] if r.get("answer") in ("Yes", "No") else ["tpv_answer_not_yes_no"],
-            "NRI": _check_nri, "FSD": _check_fsd, "SSP": _check_ssp}
+_BY_TASK = {
+    "TPV": lambda r: [] if r.get("answer") in ("Yes", "No") else ["tpv_answer_not_yes_no"],
+    "NRI": _check_nri,
+    "FSD": _check_fsd,
+    "SSP": _check_ssp,
+}
 
 
 def check_record(rec: dict) -> list[str]:

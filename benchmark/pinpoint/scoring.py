@@ -38,17 +38,37 @@ from .ssp import SSPGroundTruthError, parse_json_maybe, score_ssp
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["TASKS", "QUESTION_TYPES", "PinpointScoreError", "task_of", "score_item", "score_pinpoint", "aggregate",
-           "to_text_answer", "extract_yes_no", "extract_option_letter", "reference_target", "load_ground_truth",
-           "load_predictions"]
+__all__ = [
+    "TASKS",
+    "QUESTION_TYPES",
+    "PinpointScoreError",
+    "task_of",
+    "score_item",
+    "score_pinpoint",
+    "aggregate",
+    "to_text_answer",
+    "extract_yes_no",
+    "extract_option_letter",
+    "reference_target",
+    "load_ground_truth",
+    "load_predictions",
+]
 
 TASKS = ("TPV", "NRI", "FSD", "SSP")
 #: the released ``question_type`` of each task.
-QUESTION_TYPES = {"TPV": "presence", "NRI": "reference_mcq", "FSD": "free_form_localization",
-                  "SSP": "structured_localization"}
+QUESTION_TYPES = {
+    "TPV": "presence",
+    "NRI": "reference_mcq",
+    "FSD": "free_form_localization",
+    "SSP": "structured_localization",
+}
 _BY_QTYPE = {v: k for k, v in QUESTION_TYPES.items()}
-_LONG_NAMES = {"target presence verification": "TPV", "nearest reference identification": "NRI",
-               "fine-grained spatial description": "FSD", "structured spatial prediction": "SSP"}
+_LONG_NAMES = {
+    "target presence verification": "TPV",
+    "nearest reference identification": "NRI",
+    "fine-grained spatial description": "FSD",
+    "structured spatial prediction": "SSP",
+}
 
 
 class PinpointScoreError(BenchmarkError, ValueError):
@@ -104,8 +124,13 @@ def extract_option_letter(text: str, letters: str = "ABCD") -> str | None:
         return None
     s = str(text).strip()
     cls = "[" + re.escape(letters) + "]"
-    for p in (rf"^\s*({cls})\b", rf"^\s*({cls})\s*[.)]", rf"\b({cls})\s*[.)]", rf"\boption\s*({cls})\b",
-              rf"\bchoice\s*({cls})\b"):
+    for p in (
+        rf"^\s*({cls})\b",
+        rf"^\s*({cls})\s*[.)]",
+        rf"\b({cls})\s*[.)]",
+        rf"\boption\s*({cls})\b",
+        rf"\bchoice\s*({cls})\b",
+    ):
         m = re.search(p, s, flags=re.IGNORECASE)
         if m:
             return m.group(1).upper()
@@ -121,9 +146,15 @@ def _choice_letters(choices: Any) -> str:
     return "".join(dict.fromkeys(letters)) or "ABCD"
 
 
-_TARGET_PATTERNS = (r"did the ([^?]+?) appear", r"final location of the ([^?.,]+?) in",
-                    r"final location of the ([^?.,]+?)\b", r"location of the ([^?.,]+?) in",
-                    r"where .*? the ([^?.,]+?)\b", r"describe .*? the ([^?.,]+?)\b", r"output .*? the ([^?.,]+?)\b")
+_TARGET_PATTERNS = (
+    r"did the ([^?]+?) appear",
+    r"final location of the ([^?.,]+?) in",
+    r"final location of the ([^?.,]+?)\b",
+    r"location of the ([^?.,]+?) in",
+    r"where .*? the ([^?.,]+?)\b",
+    r"describe .*? the ([^?.,]+?)\b",
+    r"output .*? the ([^?.,]+?)\b",
+)
 
 
 def reference_target(rec: dict, scene_items: list[dict]) -> str:
@@ -140,7 +171,7 @@ def reference_target(rec: dict, scene_items: list[dict]) -> str:
     ordered = sorted(scene_items, key=lambda x: str(x.get("id")))
     ids = [str(x.get("id")) for x in ordered]
     i = ids.index(str(rec.get("id"))) if str(rec.get("id")) in ids else -1
-    for other in ordered[max(0, i - 2):i + 3] if i >= 0 else []:
+    for other in ordered[max(0, i - 2) : i + 3] if i >= 0 else []:
         if _safe_task(other) == "SSP":
             gt = parse_json_maybe(to_text_answer(other.get("answer")))
             if isinstance(gt, dict):
@@ -157,8 +188,14 @@ def _safe_task(rec: dict) -> str | None:
         return None
 
 
-def score_item(rec: dict, prediction: Any, judge: LLMJudge | None = None, *, rules: str = "pointlab",
-               scene_items: list[dict] | None = None) -> dict:
+def score_item(
+    rec: dict,
+    prediction: Any,
+    judge: LLMJudge | None = None,
+    *,
+    rules: str = "pointlab",
+    scene_items: list[dict] | None = None,
+) -> dict:
     """Score one ground-truth record against one raw prediction.
 
     Returns ``{"id", "scene_id", "task", "score", "parts", "reason"}`` (+ ``"judge"`` for FSD);
@@ -180,16 +217,24 @@ def score_item(rec: dict, prediction: Any, judge: LLMJudge | None = None, *, rul
         if expected is None:
             raise PinpointScoreError(f"item {out['id']!r}: TPV answer {answer!r} is not Yes/No")
         got = extract_yes_no(text)
-        return {**out, "score": float(got == expected), "parts": {"expected": expected, "extracted": got},
-                "reason": "ok" if got is not None else "unparseable"}
+        return {
+            **out,
+            "score": float(got == expected),
+            "parts": {"expected": expected, "extracted": got},
+            "reason": "ok" if got is not None else "unparseable",
+        }
     if task == "NRI":
         letters = "ABCD" if rules == "reference" else _choice_letters(rec.get("choices"))
         expected = extract_option_letter(to_text_answer(answer), letters)
         if expected is None:
             raise PinpointScoreError(f"item {out['id']!r}: NRI answer {answer!r} is not an option letter of {letters}")
         got = extract_option_letter(text, letters)
-        return {**out, "score": float(got == expected), "parts": {"expected": expected, "extracted": got},
-                "reason": "ok" if got is not None else "unparseable"}
+        return {
+            **out,
+            "score": float(got == expected),
+            "parts": {"expected": expected, "extracted": got},
+            "reason": "ok" if got is not None else "unparseable",
+        }
     if task == "SSP":
         try:
             r = score_ssp(answer if isinstance(answer, dict) else to_text_answer(answer), text, rules)
@@ -203,8 +248,13 @@ def score_item(rec: dict, prediction: Any, judge: LLMJudge | None = None, *, rul
     r = judge_fsd(judge, target, to_text_answer(answer), text, rules=rules)
     d = r.to_dict()
     record = {k: v for k, v in d.items() if k not in {"score", "parts", "reason", "judge"}}
-    return {**out, "score": r.score, "parts": r.parts, "reason": r.reason,
-            "judge": {**d["judge"], **record, "target": target}}
+    return {
+        **out,
+        "score": r.score,
+        "parts": r.parts,
+        "reason": r.reason,
+        "judge": {**d["judge"], **record, "target": target},
+    }
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -232,16 +282,25 @@ def aggregate(items: list[dict]) -> dict:
         per_scene: dict[str, list[float]] = defaultdict(list)
         for r in scored:
             per_scene[r["scene_id"]].append(r["score"])
-        table[task] = {"micro": _r6(_mean([r["score"] for r in scored])),
-                       "macro": _r6(_mean([_mean(v) for v in per_scene.values()])),
-                       "n": len(scored), "n_scenes": len(per_scene), "n_unscored": len(rows) - len(scored)}
+        table[task] = {
+            "micro": _r6(_mean([r["score"] for r in scored])),
+            "macro": _r6(_mean([_mean(v) for v in per_scene.values()])),
+            "n": len(scored),
+            "n_scenes": len(per_scene),
+            "n_unscored": len(rows) - len(scored),
+        }
     used = [t for t in TASKS if table[t]["micro"] is not None]
-    return {"tasks": table, "avg_micro": _mean([table[t]["micro"] for t in used]),
-            "avg_macro": _mean([table[t]["macro"] for t in used]), "tasks_in_average": used}
+    return {
+        "tasks": table,
+        "avg_micro": _mean([table[t]["micro"] for t in used]),
+        "avg_macro": _mean([table[t]["macro"] for t in used]),
+        "tasks_in_average": used,
+    }
 
 
-def score_pinpoint(gt: list[dict], predictions: dict[str, Any], judge: LLMJudge | None = None, *,
-                   rules: str = "pointlab") -> dict:
+def score_pinpoint(
+    gt: list[dict], predictions: dict[str, Any], judge: LLMJudge | None = None, *, rules: str = "pointlab"
+) -> dict:
     """Score a run: ``{"items": [...], "summary": {...}}`` (see ``score_item`` and ``aggregate``).
 
     Args:
@@ -265,15 +324,30 @@ def score_pinpoint(gt: list[dict], predictions: dict[str, Any], judge: LLMJudge 
             raise PinpointScoreError(f"duplicate ground-truth id {rid!r}")
         seen.add(rid)
         if rid in problems:
-            items.append({"id": rid, "scene_id": str(rec.get("scene_id", "")), "task": task_of(rec), "score": 0.0,
-                          "parts": {}, "reason": f"invalid_prediction: {problems[rid]}"})
+            items.append(
+                {
+                    "id": rid,
+                    "scene_id": str(rec.get("scene_id", "")),
+                    "task": task_of(rec),
+                    "score": 0.0,
+                    "parts": {},
+                    "reason": f"invalid_prediction: {problems[rid]}",
+                }
+            )
             continue
         if rules == "reference" and rid not in predictions:
             left_out += 1  # the released evaluator scores only the ids both files hold
             task_of(rec)
             continue
-        items.append(score_item(rec, predictions.get(rid), judge, rules=rules,
-                                scene_items=by_scene[str(rec.get("scene_id", rec.get("scene_name", "")))]))
+        items.append(
+            score_item(
+                rec,
+                predictions.get(rid),
+                judge,
+                rules=rules,
+                scene_items=by_scene[str(rec.get("scene_id", rec.get("scene_name", "")))],
+            )
+        )
     summary = aggregate(items)
     summary["rules"] = rules
     summary["n_items"] = len(items)
@@ -289,13 +363,19 @@ def score_pinpoint(gt: list[dict], predictions: dict[str, Any], judge: LLMJudge 
 
 def _contract(it: dict) -> ItemScore:
     meta = {k: v for k, v in it.items() if k not in {"id", "score", "reason"}}
-    return ItemScore(id=it["id"], value=it["score"], parsed=(it.get("parts") or {}).get("extracted"), reason=it["reason"],
-                     metadata=meta)
+    return ItemScore(
+        id=it["id"],
+        value=it["score"],
+        parsed=(it.get("parts") or {}).get("extracted"),
+        reason=it["reason"],
+        metadata=meta,
+    )
 
 
 @register_scorer("pinpoint", "PinpointQA (sec. 4.2, App. B): TPV / NRI exact match, FSD judge, SSP programmatic")
-def score_pinpoint_contract(gt: list[dict], predictions: dict[str, Any], *, rules: str = "pointlab",
-                            judge: LLMJudge | None = None) -> ScoreReport:
+def score_pinpoint_contract(
+    gt: list[dict], predictions: dict[str, Any], *, rules: str = "pointlab", judge: LLMJudge | None = None
+) -> ScoreReport:
     """The registered PinpointQA scorer (contract form of ``score_pinpoint``)."""
     out = score_pinpoint(gt, predictions, judge, rules=rules)
     summary = dict(out["summary"])
@@ -304,6 +384,7 @@ def score_pinpoint_contract(gt: list[dict], predictions: dict[str, Any], *, rule
 
 
 # ------------------------------------------------------------------ the released file layouts
+
 
 def _scene_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.json") if p.is_file()) + sorted(folder.glob("*/*.json"))

@@ -32,18 +32,27 @@ from scipy.spatial import cKDTree
 from ..scenes.model import Scene, SceneObject
 from .vocabulary import WALL_LIKE, category_of, is_floor_or_wall, is_structural, support_tier
 
-__all__ = ["NEIGHBOUR_RADIUS_M", "LEVEL_DZ_M", "CONTACT_M", "Neighbour", "TargetRepresentation", "SceneIndex",
-           "valid_targets", "build_representation", "relation_of"]
+__all__ = [
+    "NEIGHBOUR_RADIUS_M",
+    "LEVEL_DZ_M",
+    "CONTACT_M",
+    "Neighbour",
+    "TargetRepresentation",
+    "SceneIndex",
+    "valid_targets",
+    "build_representation",
+    "relation_of",
+]
 
-NEIGHBOUR_RADIUS_M = 1.0   # sec. 3.2: centroids within 1.0 m
-LEVEL_DZ_M = 0.05          # sec. 3.2: centroid heights differing by more than 5 cm
-CONTACT_M = 0.02           # sec. 3.2: shortest distance of no more than 2 cm is contact
-FOOTPRINT_M = 0.05         # a point lies "over" an object when an object point is this close in XY
-SUPPORT_GAP_ABOVE_M = 0.10   # a support's top under the target is at most this far below the target's bottom
+NEIGHBOUR_RADIUS_M = 1.0  # sec. 3.2: centroids within 1.0 m
+LEVEL_DZ_M = 0.05  # sec. 3.2: centroid heights differing by more than 5 cm
+CONTACT_M = 0.02  # sec. 3.2: shortest distance of no more than 2 cm is contact
+FOOTPRINT_M = 0.05  # a point lies "over" an object when an object point is this close in XY
+SUPPORT_GAP_ABOVE_M = 0.10  # a support's top under the target is at most this far below the target's bottom
 SUPPORT_CENTRE_BELOW_M = 0.02  # ... and at most this far above the target's centroid (box annotations overlap)
-UNDER_M = 0.30             # "under": below, overlapping in XY, and at most this far; farther is "below"
-NEXT_TO_M = 0.10           # same level and this close (or sharing the support and within 2x) is "next_to"
-BOX_SPACING_M = 0.01       # surface sampling step of box-mode objects
+UNDER_M = 0.30  # "under": below, overlapping in XY, and at most this far; farther is "below"
+NEXT_TO_M = 0.10  # same level and this close (or sharing the support and within 2x) is "next_to"
+BOX_SPACING_M = 0.01  # surface sampling step of box-mode objects
 
 
 @dataclass
@@ -54,12 +63,12 @@ class Neighbour:
     centroid_dist_m: float
     shortest_m: float
     xy_sep_m: float
-    z_offset_m: float          # target centroid z minus neighbour centroid z
-    level: str                 # "above" / "below" / "same": where the TARGET is
+    z_offset_m: float  # target centroid z minus neighbour centroid z
+    level: str  # "above" / "below" / "same": where the TARGET is
     contact: bool
-    xy_overlap: bool           # one centroid lies over the other's footprint (stacked, not side by side)
+    xy_overlap: bool  # one centroid lies over the other's footprint (stacked, not side by side)
     support_gap_m: float | None  # target bottom minus the neighbour's top under the target (None: not under)
-    rests_on: bool = False     # geometrically consistent placement on this neighbour (see module docstring)
+    rests_on: bool = False  # geometrically consistent placement on this neighbour (see module docstring)
     relation: str = ""
 
     @property
@@ -67,10 +76,20 @@ class Neighbour:
         return self.obj.label
 
     def to_dict(self) -> dict:
-        return {"object_id": self.obj.object_id, "label": self.label, "centroid_dist_m": self.centroid_dist_m,
-                "shortest_m": self.shortest_m, "xy_sep_m": self.xy_sep_m, "z_offset_m": self.z_offset_m,
-                "level": self.level, "contact": self.contact, "xy_overlap": self.xy_overlap,
-                "support_gap_m": self.support_gap_m, "rests_on": self.rests_on, "relation": self.relation}
+        return {
+            "object_id": self.obj.object_id,
+            "label": self.label,
+            "centroid_dist_m": self.centroid_dist_m,
+            "shortest_m": self.shortest_m,
+            "xy_sep_m": self.xy_sep_m,
+            "z_offset_m": self.z_offset_m,
+            "level": self.level,
+            "contact": self.contact,
+            "xy_overlap": self.xy_overlap,
+            "support_gap_m": self.support_gap_m,
+            "rests_on": self.rests_on,
+            "relation": self.relation,
+        }
 
 
 @dataclass
@@ -86,11 +105,16 @@ class TargetRepresentation:
     references: list[Neighbour] = field(default_factory=list)  # valid, one per label, closest first
 
     def to_dict(self) -> dict:
-        return {"scene_id": self.scene_id, "source_dataset": self.source_dataset, "target": self.target.label,
-                "target_id": self.target.object_id, "category": self.category,
-                "support": None if self.support is None else self.support.to_dict(),
-                "references": [n.to_dict() for n in self.references],
-                "neighbours": [n.to_dict() for n in self.neighbours]}
+        return {
+            "scene_id": self.scene_id,
+            "source_dataset": self.source_dataset,
+            "target": self.target.label,
+            "target_id": self.target.object_id,
+            "category": self.category,
+            "support": None if self.support is None else self.support.to_dict(),
+            "references": [n.to_dict() for n in self.references],
+            "neighbours": [n.to_dict() for n in self.neighbours],
+        }
 
 
 class SceneIndex:
@@ -160,8 +184,8 @@ def _box_column(box, xy: np.ndarray, slack_m: float) -> tuple[float, float] | No
     """The z interval where the vertical line through ``xy`` crosses ``box`` (half extents grown by
     ``slack_m``), or None when it misses. Exact for any box orientation."""
     half = box.extent / 2.0 + slack_m
-    a = box.rotation.T @ (np.array([xy[0], xy[1], 0.0]) - box.center)   # local coords at z = 0
-    b = box.rotation[2, :]                                                # d(local)/dz
+    a = box.rotation.T @ (np.array([xy[0], xy[1], 0.0]) - box.center)  # local coords at z = 0
+    b = box.rotation[2, :]  # d(local)/dz
     lo, hi = -np.inf, np.inf
     for ai, bi, hi_ in zip(a, b, half):
         if abs(bi) < 1e-12:
@@ -258,10 +282,18 @@ def _measure(idx: SceneIndex, i: int, j: int) -> Neighbour:
     top = _column_top(o, op, t.centroid[:2], float(t.centroid[2]) + SUPPORT_CENTRE_BELOW_M, radius)
     gap = None if top is None else float(t_lo[2] - top)
     rests = top is not None and gap <= SUPPORT_GAP_ABOVE_M and float(t.centroid[2]) - top >= -SUPPORT_CENTRE_BELOW_M
-    return Neighbour(obj=o, centroid_dist_m=float(np.linalg.norm(delta)), shortest_m=shortest,
-                     xy_sep_m=float(np.hypot(delta[0], delta[1])), z_offset_m=dz, level=level,
-                     contact=shortest <= CONTACT_M, xy_overlap=_stacked(t, tp, o, op), support_gap_m=gap,
-                     rests_on=bool(rests))
+    return Neighbour(
+        obj=o,
+        centroid_dist_m=float(np.linalg.norm(delta)),
+        shortest_m=shortest,
+        xy_sep_m=float(np.hypot(delta[0], delta[1])),
+        z_offset_m=dz,
+        level=level,
+        contact=shortest <= CONTACT_M,
+        xy_overlap=_stacked(t, tp, o, op),
+        support_gap_m=gap,
+        rests_on=bool(rests),
+    )
 
 
 def build_representation(idx: SceneIndex, i: int) -> TargetRepresentation:
@@ -297,6 +329,12 @@ def build_representation(idx: SceneIndex, i: int) -> TargetRepresentation:
             continue
         seen.add(n.label)
         refs.append(n)
-    return TargetRepresentation(scene_id=scene.scene_id, source_dataset=scene.source_dataset, target=target,
-                                category=category_of(target.label) or target.label, neighbours=neighbours,
-                                support=sup[1] if sup else None, references=refs)
+    return TargetRepresentation(
+        scene_id=scene.scene_id,
+        source_dataset=scene.source_dataset,
+        target=target,
+        category=category_of(target.label) or target.label,
+        neighbours=neighbours,
+        support=sup[1] if sup else None,
+        references=refs,
+    )

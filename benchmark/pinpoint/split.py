@@ -49,6 +49,7 @@ def split_scenes(records: list[dict], seed: int = 0, ratios: dict[str, float] | 
             totals.update(per_scene[s])
         placed = {k: Counter() for k in SPLITS}
         for s in scenes:
+
             def cost_if(k: str) -> float:
                 # squared distance of every (split, task) share from its target, with s placed in k;
                 # only the rows of k change, so compare the change of k's row

@@ -41,8 +41,17 @@ from .normalize import normalize_label, normalize_relation, normalize_surface
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["SSPResult", "score_ssp", "relation_credit", "distance_credit", "parse_ssp_gt", "SSP_WEIGHTS",
-           "SSPGroundTruthError", "parse_json_maybe", "safe_float"]
+__all__ = [
+    "SSPResult",
+    "score_ssp",
+    "relation_credit",
+    "distance_credit",
+    "parse_ssp_gt",
+    "SSP_WEIGHTS",
+    "SSPGroundTruthError",
+    "parse_json_maybe",
+    "safe_float",
+]
 
 #: App. B.2 weights of surface, object, relation, distance.
 SSP_WEIGHTS = {"surface": 0.4, "object": 0.2, "relation": 0.2, "distance": 0.2}
@@ -92,7 +101,7 @@ def parse_json_maybe(text: Any) -> Any:
     first, last = raw.find("{"), raw.rfind("}")
     if first != -1 and last > first:
         try:
-            return json.loads(raw[first:last + 1])
+            return json.loads(raw[first : last + 1])
         except (ValueError, RecursionError):
             return None
     return None

@@ -106,8 +106,9 @@ class ItemRow(_Base):
     verdict_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
-def model_results(answers: Sequence[dict], category: str, instance_masks: Sequence[np.ndarray],
-                  count: int | None) -> list[dict]:
+def model_results(
+    answers: Sequence[dict], category: str, instance_masks: Sequence[np.ndarray], count: int | None
+) -> list[dict]:
     """Each model answer scored against the drawn masks (Point-Bench rules): ``[{alias, model,
     points_px, correct, reason}]``; a failed or unparseable answer is not correct."""
     union = np.logical_or.reduce(list(instance_masks)) if instance_masks else None
@@ -136,8 +137,9 @@ class AnnotationStore:
         self.out = Path(out)
         self.state = self.out / STATE_DIR
         (self.state / "masks").mkdir(parents=True, exist_ok=True)
-        self.engine = create_engine(f"sqlite:///{self.state / 'annotation.db'}",
-                                    connect_args={"check_same_thread": False, "timeout": 10})
+        self.engine = create_engine(
+            f"sqlite:///{self.state / 'annotation.db'}", connect_args={"check_same_thread": False, "timeout": 10}
+        )
 
         @event.listens_for(self.engine, "connect")
         def _pragmas(conn, _):
@@ -145,6 +147,7 @@ class AnnotationStore:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
+
         _Base.metadata.create_all(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         # one server process per dataset folder (``pointlab bench annotate``): the per-image cap's
@@ -158,15 +161,29 @@ class AnnotationStore:
             yield s
 
     # -- candidates ---------------------------------------------------------------------------
-    def add_candidate(self, image: str | Path, source: str = "folder", *, suggested_query: str | None = None,
-                      arena: dict | None = None) -> str:
+    def add_candidate(
+        self,
+        image: str | Path,
+        source: str = "folder",
+        *,
+        suggested_query: str | None = None,
+        arena: dict | None = None,
+    ) -> str:
         """Add an image (idempotent per image path + source); returns the candidate id."""
         image = str(Path(image).resolve())
         cid = hashlib.sha256(f"{source}\n{image}".encode()).hexdigest()[:24]
         with self._tx() as s:
             if s.get(CandidateRow, cid) is None:
-                s.add(CandidateRow(id=cid, image=image, source=source, suggested_query=suggested_query, arena=arena,
-                                   created_unix_s=time.time()))
+                s.add(
+                    CandidateRow(
+                        id=cid,
+                        image=image,
+                        source=source,
+                        suggested_query=suggested_query,
+                        arena=arena,
+                        created_unix_s=time.time(),
+                    )
+                )
         return cid
 
     def add_folder(self, folder: str | Path) -> list[str]:
@@ -174,8 +191,11 @@ class AnnotationStore:
         d = Path(folder)
         if not d.is_dir():
             raise AnnotationError(f"{d} is not a folder of images")
-        return [self.add_candidate(p) for p in sorted(d.iterdir())
-                if p.is_file() and p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp")]
+        return [
+            self.add_candidate(p)
+            for p in sorted(d.iterdir())
+            if p.is_file() and p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp")
+        ]
 
     def promote_battles(self, battles: Sequence[dict], copy_to: str | Path | None = None) -> list[str]:
         """Arena battles with votes become candidates (the paper's augmentation of Point-Bench with
@@ -192,9 +212,15 @@ class AnnotationStore:
                 if not dst.exists():
                     shutil.copyfile(img, dst)
                 img = dst
-            arena = {"battle_id": b["id"], "vote": b["vote"], "instruction": b["instruction"],
-                     "answers": {b["model_a"]: (b.get("answer_a") or {}).get("points_px"),
-                                 b["model_b"]: (b.get("answer_b") or {}).get("points_px")}}
+            arena = {
+                "battle_id": b["id"],
+                "vote": b["vote"],
+                "instruction": b["instruction"],
+                "answers": {
+                    b["model_a"]: (b.get("answer_a") or {}).get("points_px"),
+                    b["model_b"]: (b.get("answer_b") or {}).get("points_px"),
+                },
+            }
             out.append(self.add_candidate(img, f"arena:{b['id']}", suggested_query=b["instruction"], arena=arena))
         return out
 
@@ -203,17 +229,31 @@ class AnnotationStore:
         with self._tx() as s:
             rows = s.scalars(select(CandidateRow).order_by(CandidateRow.created_unix_s, CandidateRow.id)).all()
             busy = {r.candidate_id for r in s.scalars(select(ItemRow).where(ItemRow.status != "rejected")).all()}
-        return [{"id": r.id, "image": r.image, "source": r.source, "suggested_query": r.suggested_query,
-                 "arena": r.arena, "drawn": r.id in busy}
-                for r in rows if not (open_only and r.id in busy)]
+        return [
+            {
+                "id": r.id,
+                "image": r.image,
+                "source": r.source,
+                "suggested_query": r.suggested_query,
+                "arena": r.arena,
+                "drawn": r.id in busy,
+            }
+            for r in rows
+            if not (open_only and r.id in busy)
+        ]
 
     def candidate(self, cid: str) -> dict:
         with self._tx() as s:
             r = s.get(CandidateRow, cid)
             if r is None:
                 raise AnnotationError("unknown candidate", 404)
-            return {"id": r.id, "image": r.image, "source": r.source, "suggested_query": r.suggested_query,
-                    "arena": r.arena}
+            return {
+                "id": r.id,
+                "image": r.image,
+                "source": r.source,
+                "suggested_query": r.suggested_query,
+                "arena": r.arena,
+            }
 
     # -- asking the models --------------------------------------------------------------------
     def record_ask(self, cid: str, query: str, answers: Sequence[dict], asked_by: str) -> str:
@@ -221,8 +261,16 @@ class AnnotationStore:
         self.candidate(cid)
         aid = uuid.uuid4().hex
         with self._tx() as s:
-            s.add(AskRow(id=aid, candidate_id=cid, query=query, answers=list(answers), asked_by=asked_by,
-                         created_unix_s=time.time()))
+            s.add(
+                AskRow(
+                    id=aid,
+                    candidate_id=cid,
+                    query=query,
+                    answers=list(answers),
+                    asked_by=asked_by,
+                    created_unix_s=time.time(),
+                )
+            )
         return aid
 
     def ask(self, aid: str) -> dict:
@@ -233,8 +281,17 @@ class AnnotationStore:
             return {"id": r.id, "candidate_id": r.candidate_id, "query": r.query, "answers": r.answers}
 
     # -- drawn items --------------------------------------------------------------------------
-    def submit(self, *, cid: str, ask_id: str, category: str, instance_masks: Sequence[np.ndarray], drawn_by: str,
-               keep_anyway: bool = False, reference_points_px: Sequence[Sequence[float]] | None = None) -> dict:
+    def submit(
+        self,
+        *,
+        cid: str,
+        ask_id: str,
+        category: str,
+        instance_masks: Sequence[np.ndarray],
+        drawn_by: str,
+        keep_anyway: bool = False,
+        reference_points_px: Sequence[Sequence[float]] | None = None,
+    ) -> dict:
         """Store a drawn item after the filter (see the module docstring).
 
         Raises:
@@ -263,8 +320,12 @@ class AnnotationStore:
         passed = filter_passes(results)
         if not passed and not keep_anyway:
             n = sum(r["correct"] for r in results)
-            raise AnnotationError(f"{n} of {len(results)} models got this query right (at most {MAX_CORRECT} may): "
-                                  "write a harder query, or keep it with its model results", 409, results)
+            raise AnnotationError(
+                f"{n} of {len(results)} models got this query right (at most {MAX_CORRECT} may): "
+                "write a harder query, or keep it with its model results",
+                409,
+                results,
+            )
         iid = uuid.uuid4().hex[:16]
         files = []
         for k, m in enumerate(masks):
@@ -272,22 +333,42 @@ class AnnotationStore:
             (self.state / "masks" / name).write_bytes(mask_png(m))
             files.append(name)
         with self._submit_lock, self._tx() as s:
-            held = s.scalar(select(func.count()).select_from(ItemRow).where(
-                ItemRow.candidate_id == cid, ItemRow.status != "rejected"))
+            held = s.scalar(
+                select(func.count())
+                .select_from(ItemRow)
+                .where(ItemRow.candidate_id == cid, ItemRow.status != "rejected")
+            )
             if held >= MAX_ITEMS_PER_IMAGE:
                 for name in files:
                     (self.state / "masks" / name).unlink(missing_ok=True)
-                raise AnnotationError(f"this image already has {held} items (at most {MAX_ITEMS_PER_IMAGE}); "
-                                      "choose another image", 409)
-            s.add(ItemRow(id=iid, candidate_id=cid, category=category, query=ask["query"], count=count,
-                          reference_points_px=refs, instance_masks=files, model_results=results,
-                          filter_passed=passed, status="drawn", drawn_by=drawn_by, drawn_unix_s=time.time()))
+                raise AnnotationError(
+                    f"this image already has {held} items (at most {MAX_ITEMS_PER_IMAGE}); choose another image", 409
+                )
+            s.add(
+                ItemRow(
+                    id=iid,
+                    candidate_id=cid,
+                    category=category,
+                    query=ask["query"],
+                    count=count,
+                    reference_points_px=refs,
+                    instance_masks=files,
+                    model_results=results,
+                    filter_passed=passed,
+                    status="drawn",
+                    drawn_by=drawn_by,
+                    drawn_unix_s=time.time(),
+                )
+            )
         return {"item_id": iid, "filter_passed": passed, "model_results": results}
 
     def items(self, status: str | None = None) -> list[dict]:
         with self._tx() as s:
-            q = select(ItemRow, CandidateRow).join(CandidateRow, CandidateRow.id == ItemRow.candidate_id) \
+            q = (
+                select(ItemRow, CandidateRow)
+                .join(CandidateRow, CandidateRow.id == ItemRow.candidate_id)
                 .order_by(ItemRow.drawn_unix_s)
+            )
             if status is not None:
                 q = q.where(ItemRow.status == status)
             return [_item_dict(i, c) for i, c in s.execute(q).all()]
@@ -313,10 +394,16 @@ class AnnotationStore:
         if not accept and not reason:
             raise AnnotationError("a rejection needs a reason", 400)
         with self._tx() as s:
-            won = s.execute(update(ItemRow).where(
-                ItemRow.id == iid, ItemRow.status == "drawn", ItemRow.drawn_by != verifier).values(
-                status="verified" if accept else "rejected", verified_by=verifier, verified_unix_s=time.time(),
-                verdict_reason=reason or None)).rowcount
+            won = s.execute(
+                update(ItemRow)
+                .where(ItemRow.id == iid, ItemRow.status == "drawn", ItemRow.drawn_by != verifier)
+                .values(
+                    status="verified" if accept else "rejected",
+                    verified_by=verifier,
+                    verified_unix_s=time.time(),
+                    verdict_reason=reason or None,
+                )
+            ).rowcount
             if won != 1:
                 i = s.get(ItemRow, iid)
                 if i is None:
@@ -358,10 +445,18 @@ class AnnotationStore:
                 (self.out / "masks" / out_name).write_bytes(mask_png(m))
                 inst.append(out_name)
             (self.out / "masks" / f"{it['item_id']}.png").write_bytes(mask_png(union))
-            e = {"image_filename": img_name, "mask_filename": f"{it['item_id']}.png", "user_input": it["query"],
-                 "category": it["category"], "source": it["source"], "drawn_by": it["drawn_by"],
-                 "verified_by": it["verified_by"], "filter_passed": it["filter_passed"],
-                 "model_results": it["model_results"], "annotation_id": it["item_id"]}
+            e = {
+                "image_filename": img_name,
+                "mask_filename": f"{it['item_id']}.png",
+                "user_input": it["query"],
+                "category": it["category"],
+                "source": it["source"],
+                "drawn_by": it["drawn_by"],
+                "verified_by": it["verified_by"],
+                "filter_passed": it["filter_passed"],
+                "model_results": it["model_results"],
+                "annotation_id": it["item_id"],
+            }
             if it["category"] == "counting" or len(inst) > 1:
                 e["instance_mask_filenames"] = inst
             if it["count"] is not None:
@@ -404,10 +499,20 @@ def _read_mask(path: Path) -> np.ndarray:
 
 
 def _item_dict(i: ItemRow, c: CandidateRow | None) -> dict:
-    return {"item_id": i.id, "candidate_id": i.candidate_id, "image": c.image if c else None,
-            "source": c.source if c else None, "category": i.category, "query": i.query, "count": i.count,
-            "reference_points_px": i.reference_points_px, "instance_masks": i.instance_masks,
-            "model_results": i.model_results, "filter_passed": i.filter_passed, "status": i.status,
-            "drawn_by": i.drawn_by, "verified_by": i.verified_by, "reason": i.verdict_reason}
-
-
+    return {
+        "item_id": i.id,
+        "candidate_id": i.candidate_id,
+        "image": c.image if c else None,
+        "source": c.source if c else None,
+        "category": i.category,
+        "query": i.query,
+        "count": i.count,
+        "reference_points_px": i.reference_points_px,
+        "instance_masks": i.instance_masks,
+        "model_results": i.model_results,
+        "filter_passed": i.filter_passed,
+        "status": i.status,
+        "drawn_by": i.drawn_by,
+        "verified_by": i.verified_by,
+        "reason": i.verdict_reason,
+    }

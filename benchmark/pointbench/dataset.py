@@ -37,9 +37,23 @@ from .release import FileRef, ReleaseFiles, file_key, open_binary
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["CATEGORIES", "CATEGORY_ALIASES", "MASK_THRESHOLD", "MASK_RULES", "BenchItem", "Prediction", "DatasetError",
-           "normalise_category", "load_mask", "load_release", "load_gt_jsonl", "write_gt_jsonl",
-           "load_dataset", "load_pred_jsonl", "item_to_gt_dict"]
+__all__ = [
+    "CATEGORIES",
+    "CATEGORY_ALIASES",
+    "MASK_THRESHOLD",
+    "MASK_RULES",
+    "BenchItem",
+    "Prediction",
+    "DatasetError",
+    "normalise_category",
+    "load_mask",
+    "load_release",
+    "load_gt_jsonl",
+    "write_gt_jsonl",
+    "load_dataset",
+    "load_pred_jsonl",
+    "item_to_gt_dict",
+]
 
 CATEGORIES = ("spatial", "affordance", "counting", "steerable", "reasoning")
 # Names used in the release's folders and in Table 1 of the paper.
@@ -171,8 +185,9 @@ def _load_mask_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any 
     return m
 
 
-def load_mask(path: str | Path, width: int | None = None, height: int | None = None, *,
-              rule: str = "pointlab") -> np.ndarray:
+def load_mask(
+    path: str | Path, width: int | None = None, height: int | None = None, *, rule: str = "pointlab"
+) -> np.ndarray:
     """Read a mask image as ``(H, W)`` bool target pixels under ``rule`` (``MASK_RULES``; pointlab: grey
     value above 127, or any colour channel above 127 with alpha ignored, 1-bit masks by their bit).
 
@@ -281,9 +296,20 @@ def load_release(root: str | Path, data_file: str | Path | None = None) -> list[
         count = e.get("count")
         if isinstance(count, str) and count.strip().isdecimal():  # digit text: what bare int() read before
             count = int(count)
-        items.append(BenchItem(iid, _resolved(img), str(query), cat, w, h, _resolved(mask) if mask else None,
-                               [_resolved(p) for p in inst],
-                               _positive_int(count, "count", where) if count is not None else None, refs))
+        items.append(
+            BenchItem(
+                iid,
+                _resolved(img),
+                str(query),
+                cat,
+                w,
+                h,
+                _resolved(mask) if mask else None,
+                [_resolved(p) for p in inst],
+                _positive_int(count, "count", where) if count is not None else None,
+                refs,
+            )
+        )
     return items
 
 
@@ -328,9 +354,20 @@ def load_gt_jsonl(path: str | Path) -> list[BenchItem]:
         if mask is None and not inst:
             raise DatasetError(f"{where}: no mask and no instance_masks")
         count = d.get("count")
-        items.append(BenchItem(iid, image, str(d.get("query", "")), cat, w, h, mask, inst,
-                               _positive_int(count, "count", where) if count is not None else None,
-                               _points_list(d.get("reference_points_px"), where)))
+        items.append(
+            BenchItem(
+                iid,
+                image,
+                str(d.get("query", "")),
+                cat,
+                w,
+                h,
+                mask,
+                inst,
+                _positive_int(count, "count", where) if count is not None else None,
+                _points_list(d.get("reference_points_px"), where),
+            )
+        )
     return items
 
 
@@ -338,7 +375,8 @@ def _positive_int(value: Any, name: str, where: str) -> int:
     """A ground-truth size or count: a JSON integer (or a float with an integer value) >= 1.
     Raises: DatasetError naming the field (a bool, 320.9, 0, -1, 1e400, text)."""
     ok = (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and math.isfinite(value) and value.is_integer())
+        isinstance(value, float) and math.isfinite(value) and value.is_integer()
+    )
     if not ok or value < 1:
         raise DatasetError(f"{where}: {name} must be a positive integer, got {value!r}"[:200])
     return int(value)
@@ -368,9 +406,15 @@ def _rel(path: Path, base: Path) -> str:
 
 def item_to_gt_dict(item: BenchItem, base: Path) -> dict:
     """One GT JSONL record for ``item`` with paths relative to ``base`` when below it."""
-    d: dict[str, Any] = {"id": item.id, "image": _rel(item.image, base), "width": item.width,
-                         "height": item.height, "category": item.category, "query": item.query,
-                         "mask": _rel(item.mask, base) if item.mask else None}
+    d: dict[str, Any] = {
+        "id": item.id,
+        "image": _rel(item.image, base),
+        "width": item.width,
+        "height": item.height,
+        "category": item.category,
+        "query": item.query,
+        "mask": _rel(item.mask, base) if item.mask else None,
+    }
     if item.instance_masks:
         d["instance_masks"] = [_rel(m, base) for m in item.instance_masks]
     if item.count is not None:
@@ -492,9 +536,14 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
                 sent = (int(size[0]), int(size[1])) if size else None
             except (TypeError, ValueError, IndexError, OverflowError):
                 sent = None
-            out[iid] = Prediction(iid, prediction=str(d.get("raw_text") or ""),
-                                  format=str(d.get("point_format") or "auto"), error=d.get("error") or None,
-                                  sent_size=sent, qwen_pixels=qwen)
+            out[iid] = Prediction(
+                iid,
+                prediction=str(d.get("raw_text") or ""),
+                format=str(d.get("point_format") or "auto"),
+                error=d.get("error") or None,
+                sent_size=sent,
+                qwen_pixels=qwen,
+            )
         elif "prediction" in d:
             out[iid] = Prediction(iid, prediction=str(d["prediction"] or ""), format=str(d.get("format") or "auto"))
         else:

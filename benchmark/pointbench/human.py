@@ -21,8 +21,14 @@ __all__ = ["page_item", "score_clicks", "clicks_to_pred_jsonl"]
 def page_item(item: BenchItem) -> dict:
     """What the clicking page needs (no masks): id, query, category, size, how many points to click."""
     n = item.count if item.count is not None else (len(item.instance_masks) if item.category == "counting" else 1)
-    return {"id": item.id, "query": item.query, "category": item.category, "width": item.width,
-            "height": item.height, "points_expected": n if item.category == "counting" else 1}
+    return {
+        "id": item.id,
+        "query": item.query,
+        "category": item.category,
+        "width": item.width,
+        "height": item.height,
+        "points_expected": n if item.category == "counting" else 1,
+    }
 
 
 def score_clicks(item: BenchItem, points_px: Sequence[Sequence[float]]) -> ItemScore:

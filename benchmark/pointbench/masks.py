@@ -53,8 +53,9 @@ def _component_at(mask: np.ndarray, u: int, v: int) -> np.ndarray:
     return labels == lab
 
 
-def seed_mask(rgb: np.ndarray, point: tuple[float, float], box: tuple[int, int, int, int] | None = None,
-              method: str = "grabcut") -> np.ndarray:
+def seed_mask(
+    rgb: np.ndarray, point: tuple[float, float], box: tuple[int, int, int, int] | None = None, method: str = "grabcut"
+) -> np.ndarray:
     """An initial mask around the clicked ``point`` (see the module docstring).
 
     Raises: SegmenterError for a point outside the image or an unknown method.
@@ -76,7 +77,7 @@ def seed_mask(rgb: np.ndarray, point: tuple[float, float], box: tuple[int, int, 
         mx, my = max(8, (x1 - x0) // 2), max(8, (y1 - y0) // 2)
         cx0, cy0, cx1, cy1 = max(0, x0 - mx), max(0, y0 - my), min(w, x1 + mx), min(h, y1 + my)
         m = np.full((cy1 - cy0, cx1 - cx0), cv2.GC_BGD, np.uint8)
-        m[y0 - cy0:y1 - cy0, x0 - cx0:x1 - cx0] = cv2.GC_PR_FGD
+        m[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] = cv2.GC_PR_FGD
         cv2.circle(m, (u - cx0, v - cy0), 2, cv2.GC_FGD, -1)
         bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
         cv2.grabCut(np.ascontiguousarray(bgr[cy0:cy1, cx0:cx1]), m, None, bgd, fgd, 5, cv2.GC_INIT_WITH_MASK)
@@ -86,7 +87,7 @@ def seed_mask(rgb: np.ndarray, point: tuple[float, float], box: tuple[int, int, 
         markers = np.zeros((h, w), np.int32)
         markers[:, :] = 0
         cv2.rectangle(markers, (x0, y0), (x1 - 1, y1 - 1), 1, 1)  # background: the box border
-        cv2.circle(markers, (u, v), 2, 2, -1)                      # foreground: the click
+        cv2.circle(markers, (u, v), 2, 2, -1)  # foreground: the click
         outside = np.ones((h, w), bool)
         outside[y0:y1, x0:x1] = False
         markers[outside] = 1
@@ -139,9 +140,12 @@ class HttpSegmenter:
 
         h, w = rgb.shape[:2]
         ok, buf = cv2.imencode(".png", cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR))
-        body = {"image": "data:image/png;base64," + base64.b64encode(buf.tobytes()).decode("ascii"),
-                "points": [[float(point[0]), float(point[1])]], "point_labels": [1],
-                "box": None if box is None else [int(x) for x in box]}
+        body = {
+            "image": "data:image/png;base64," + base64.b64encode(buf.tobytes()).decode("ascii"),
+            "points": [[float(point[0]), float(point[1])]],
+            "point_labels": [1],
+            "box": None if box is None else [int(x) for x in box],
+        }
         try:
             r = httpx.post(self.url, json=body, timeout=self.timeout_s)
             r.raise_for_status()

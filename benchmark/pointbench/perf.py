@@ -54,8 +54,16 @@ def _mask_items(tmp: Path, n: int, side_px: int, rng: np.random.Generator) -> li
     return items
 
 
-def perf_score(*, items: int = 50, side_px: int = 1000, votes: int = 100_000, models: int = 20, rounds: int = 100,
-               repeat: int = 5, seed: int = 0) -> dict:
+def perf_score(
+    *,
+    items: int = 50,
+    side_px: int = 1000,
+    votes: int = 100_000,
+    models: int = 20,
+    rounds: int = 100,
+    repeat: int = 5,
+    seed: int = 0,
+) -> dict:
     """Run both measurements; returns the JSON document printed by ``pointlab perf score``."""
     from ..ratings import Vote, bradley_terry
     from .dataset import _load_mask_cached, load_mask
@@ -83,11 +91,14 @@ def perf_score(*, items: int = 50, side_px: int = 1000, votes: int = 100_000, mo
                 score_points([p], "spatial", m)
 
         full_s, base_s, rule_s = _time(full, repeat), _time(decode_only, repeat), _time(rule_only, repeat)
-    mask = {"items_per_run": items, "mask_px": [side_px, side_px],
-            "items_per_s": _pct([items / t for t in full_s]),
-            "baseline_png_decode_items_per_s": _pct([items / t for t in base_s]),
-            "rule_only_items_per_s": _pct([items / t for t in rule_s]),
-            "ratio_full_over_decode_time": float(np.median(full_s) / np.median(base_s))}
+    mask = {
+        "items_per_run": items,
+        "mask_px": [side_px, side_px],
+        "items_per_s": _pct([items / t for t in full_s]),
+        "baseline_png_decode_items_per_s": _pct([items / t for t in base_s]),
+        "rule_only_items_per_s": _pct([items / t for t in rule_s]),
+        "ratio_full_over_decode_time": float(np.median(full_s) / np.median(base_s)),
+    }
 
     names = [f"model_{i:02d}" for i in range(models)]
     strength = np.linspace(300, -300, models)
@@ -99,7 +110,14 @@ def perf_score(*, items: int = 50, side_px: int = 1000, votes: int = 100_000, mo
     vs = [Vote(names[i], names[j], w) for i, j, w in zip(a, b, winner)]
     bt_s = _time(lambda: bradley_terry(vs, bootstrap_rounds=rounds, seed=seed), repeat)
     fit_s = _time(lambda: bradley_terry(vs, bootstrap_rounds=0), repeat)
-    bt = {"votes": votes, "models": models, "bootstrap_rounds": rounds, "seconds": _pct(bt_s),
-          "baseline_point_fit_seconds": _pct(fit_s), "ratio_bootstrap_over_point_fit": float(np.median(bt_s) / np.median(fit_s)),
-          "target_s": 10.0, "meets_target": bool(np.percentile(bt_s, 90) < 10.0)}
+    bt = {
+        "votes": votes,
+        "models": models,
+        "bootstrap_rounds": rounds,
+        "seconds": _pct(bt_s),
+        "baseline_point_fit_seconds": _pct(fit_s),
+        "ratio_bootstrap_over_point_fit": float(np.median(bt_s) / np.median(fit_s)),
+        "target_s": 10.0,
+        "meets_target": bool(np.percentile(bt_s, 90) < 10.0),
+    }
     return {"mask_scoring": mask, "bradley_terry": bt, "repeat": repeat}

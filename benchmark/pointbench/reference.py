@@ -33,14 +33,18 @@ __all__ = ["REFERENCE_READERS", "RefAnswer", "reference_answer", "ref_score", "p
 
 _PAIR = re.compile(r"\[(\d+\.?\d*),\s*(\d+\.?\d*)\]")
 _NUMBER_PAIRS = re.compile(r"(\d+\.?\d*)\s*[,\s]\s*(\d+\.?\d*)")
-_QWEN_XML = (re.compile(r'<points\s+x1=["\'"]?(\d+\.?\d*)["\'"]?\s+y1=["\'"]?(\d+\.?\d*)["\'"]?.*?>.*?</points>'),
-             re.compile(r'<points\s+x=["\'"]?(\d+\.?\d*)["\'"]?\s+y=["\'"]?(\d+\.?\d*)["\'"]?.*?>.*?</points>'),
-             re.compile(r"<points\s+(\d+\.?\d*)\s+(\d+\.?\d*)>.*?</points>"))
+_QWEN_XML = (
+    re.compile(r'<points\s+x1=["\'"]?(\d+\.?\d*)["\'"]?\s+y1=["\'"]?(\d+\.?\d*)["\'"]?.*?>.*?</points>'),
+    re.compile(r'<points\s+x=["\'"]?(\d+\.?\d*)["\'"]?\s+y=["\'"]?(\d+\.?\d*)["\'"]?.*?>.*?</points>'),
+    re.compile(r"<points\s+(\d+\.?\d*)\s+(\d+\.?\d*)>.*?</points>"),
+)
 _QWEN_ATTRS = re.compile(r'(?:x|x1)[=:" ]+(\d+\.?\d*)[ ",]*(?:y|y1)[=:" ]+(\d+\.?\d*)')
 _POINT_2D = re.compile(r'"point_2d":\s*\[(\d+\.?\d*),\s*(\d+\.?\d*)\]')
-_MOLMO = (re.compile(r"Click\(([0-9]+\.[0-9]), ?([0-9]+\.[0-9])\)"),
-          re.compile(r"\(([0-9]+\.[0-9]),? ?([0-9]+\.[0-9])\)"),
-          re.compile(r'x\d*="\s*([0-9]+(?:\.[0-9]+)?)"\s+y\d*="\s*([0-9]+(?:\.[0-9]+)?)"'))
+_MOLMO = (
+    re.compile(r"Click\(([0-9]+\.[0-9]), ?([0-9]+\.[0-9])\)"),
+    re.compile(r"\(([0-9]+\.[0-9]),? ?([0-9]+\.[0-9])\)"),
+    re.compile(r'x\d*="\s*([0-9]+(?:\.[0-9]+)?)"\s+y\d*="\s*([0-9]+(?:\.[0-9]+)?)"'),
+)
 _MOLMO_P = re.compile(r"(?:\d+|p)\s*=\s*([0-9]{3})\s*,\s*([0-9]{3})")
 _LMMS_TUPLE = re.compile(r"\(([-+]?\d*\.?\d+)\s*,\s*([-+]?\d*\.?\d+)\)")
 _LMMS_POINT2D = re.compile(r"[\[\(]\s*([-+]?\d+\.?\d*)\s*,\s*([-+]?\d+\.?\d*)\s*[\]\)]")
@@ -77,7 +81,7 @@ def _json_span(content: str) -> str | None:
     start = content.find("[")
     if start == -1:
         return None
-    return content[start:content.rfind("]") + 1]
+    return content[start : content.rfind("]") + 1]
 
 
 def _openai(content: str, width: int, height: int, category: str) -> list:
@@ -272,7 +276,9 @@ def _pa_pixel(point: Any, width: int, height: int) -> tuple[int, int] | None:
     return px, py
 
 
-def ref_score(answer: RefAnswer, category: str, mask: np.ndarray, count: int | None) -> tuple[bool, str, list, str | None]:
+def ref_score(
+    answer: RefAnswer, category: str, mask: np.ndarray, count: int | None
+) -> tuple[bool, str, list, str | None]:
     """Score ``answer`` as the released evaluator does: ``(success, reason, points_used, detail)``.
 
     ``reason`` uses pointlab's vocabulary: ``hit`` / ``all_targets``, ``no_points``, ``count_mismatch``,
@@ -362,4 +368,3 @@ def lmms_mask(path_or_file: Any) -> np.ndarray:
 
     with Image.open(path_or_file) as im:
         return np.array(im.convert("L")) > 127
-

@@ -34,8 +34,9 @@ def results_table(aggregates: Mapping[str, Mapping[str, dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_fig3(aggregates: Mapping[str, Mapping[str, dict]], path_stem: str | Path, *,
-              title: str = "Point-Bench success rate") -> list[Path]:
+def plot_fig3(
+    aggregates: Mapping[str, Mapping[str, dict]], path_stem: str | Path, *, title: str = "Point-Bench success rate"
+) -> list[Path]:
     """Grouped bar chart like Fig. 3 written as ``<stem>.png`` and ``<stem>.svg``; returns both paths.
 
     ``aggregates`` is ``{model: run.aggregate_runs(...)}`` (a model named ``Human`` is drawn last,
@@ -57,8 +58,18 @@ def plot_fig3(aggregates: Mapping[str, Mapping[str, dict]], path_stem: str | Pat
         stds = [100 * agg[c]["std"] if c in agg else 0.0 for c in FIG3_COLUMNS]
         top = max([top] + [a + b + 5 for a, b in zip(means, stds) if np.isfinite(a)])
         human = m.lower() == "human"
-        ax.bar(x - 0.4 + width * (k + 0.5), means, width, yerr=stds, capsize=3, label=m,
-               hatch="//" if human else None, color="0.75" if human else None, edgecolor="0.3", linewidth=0.5)
+        ax.bar(
+            x - 0.4 + width * (k + 0.5),
+            means,
+            width,
+            yerr=stds,
+            capsize=3,
+            label=m,
+            hatch="//" if human else None,
+            color="0.75" if human else None,
+            edgecolor="0.3",
+            linewidth=0.5,
+        )
     ax.set_xticks(x, [c.capitalize() for c in FIG3_COLUMNS])
     ax.set_ylabel("success rate (%)")
     ax.set_ylim(0, top)

@@ -38,8 +38,15 @@ from .steer import STEER_MODES, apply_steer
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["RUN_RECORD_VERSION", "RunOptions", "ErrorRateExceeded", "run_pointing", "read_run_answers",
-           "answers_to_scores", "aggregate_runs"]
+__all__ = [
+    "RUN_RECORD_VERSION",
+    "RunOptions",
+    "ErrorRateExceeded",
+    "run_pointing",
+    "read_run_answers",
+    "answers_to_scores",
+    "aggregate_runs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +60,17 @@ class ErrorRateExceeded(BenchmarkError, RuntimeError):
     """
 
     def __init__(self, errors: int, answered: int, planned: int, threshold: float, top_error: str) -> None:
-        self.errors, self.answered, self.planned, self.threshold, self.top_error = errors, answered, planned, threshold, top_error
-        super().__init__(f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
-                         f"more than {threshold:.0%} of the {planned} asked); the server said: {top_error}")
+        self.errors, self.answered, self.planned, self.threshold, self.top_error = (
+            errors,
+            answered,
+            planned,
+            threshold,
+            top_error,
+        )
+        super().__init__(
+            f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
+            f"more than {threshold:.0%} of the {planned} asked); the server said: {top_error}"
+        )
 
 
 @dataclass(frozen=True)
@@ -84,14 +99,24 @@ def _answer_record(item: BenchItem, run: int, instruction: str, ans: Any) -> Ans
     pts = np.asarray(getattr(ans, "points_px", np.zeros((0, 2))), dtype=float).reshape(-1, 2)
     entries = [e.to_dict() if hasattr(e, "to_dict") else dict(e) for e in (getattr(ans, "entries", None) or [])]
     sent = getattr(ans, "sent_size", None)
-    return AnswerRecord(id=item.id, run=run, raw_text=getattr(ans, "raw_text", "") or "",
-                        prompt=getattr(ans, "prompt", "") or "", instruction=instruction,
-                        point_format=getattr(ans, "point_format", "") or "",
-                        prompt_style=getattr(ans, "prompt_style", "") or "", image_size=[item.width, item.height],
-                        sent_size=list(sent) if sent else None, points_px=pts.tolist(), entries=entries,
-                        parse_error=getattr(ans, "parse_error", None), error=getattr(ans, "error", None),
-                        status=getattr(ans, "status", None), latency_s=getattr(ans, "latency_s", None),
-                        attempts=int(getattr(ans, "attempts", 0) or 0))
+    return AnswerRecord(
+        id=item.id,
+        run=run,
+        raw_text=getattr(ans, "raw_text", "") or "",
+        prompt=getattr(ans, "prompt", "") or "",
+        instruction=instruction,
+        point_format=getattr(ans, "point_format", "") or "",
+        prompt_style=getattr(ans, "prompt_style", "") or "",
+        image_size=[item.width, item.height],
+        sent_size=list(sent) if sent else None,
+        points_px=pts.tolist(),
+        entries=entries,
+        parse_error=getattr(ans, "parse_error", None),
+        error=getattr(ans, "error", None),
+        status=getattr(ans, "status", None),
+        latency_s=getattr(ans, "latency_s", None),
+        attempts=int(getattr(ans, "attempts", 0) or 0),
+    )
 
 
 def read_run_answers(path: str | Path) -> dict[str, dict]:
@@ -162,8 +187,13 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     messages: Counter = Counter()
     tasks: list[asyncio.Future] = []
     try:
-        with tqdm(total=len(todo), desc=f"{getattr(agent, 'name', 'agent')}", unit="item", disable=not opts.progress,
-                  leave=False) as bar:
+        with tqdm(
+            total=len(todo),
+            desc=f"{getattr(agent, 'name', 'agent')}",
+            unit="item",
+            disable=not opts.progress,
+            leave=False,
+        ) as bar:
             # tasks created in queue order start (and take the semaphore) in that order
             tasks = [asyncio.ensure_future(_ask(agent, it, run, images, sem)) for it, run in todo]
             for fut in asyncio.as_completed(tasks):
@@ -175,8 +205,9 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
                 append_answer(files[rec.run], rec)
                 bar.update(1)
                 if errors > allowed:
-                    raise ErrorRateExceeded(errors, answered, len(todo), opts.max_error_rate,
-                                            messages.most_common(1)[0][0])
+                    raise ErrorRateExceeded(
+                        errors, answered, len(todo), opts.max_error_rate, messages.most_common(1)[0][0]
+                    )
     finally:
         for t in tasks:
             t.cancel()
@@ -188,8 +219,13 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     return {"asked": len(todo), "cached": cached, "errors": errors}
 
 
-def answers_to_scores(items: Sequence[BenchItem], answers: dict[str, AnswerRecord | dict], *, rules: str = "pointlab",
-                      qwen_pixels: tuple[int, int] | None = None) -> list[ItemScore]:
+def answers_to_scores(
+    items: Sequence[BenchItem],
+    answers: dict[str, AnswerRecord | dict],
+    *,
+    rules: str = "pointlab",
+    qwen_pixels: tuple[int, int] | None = None,
+) -> list[ItemScore]:
     """Score one run's answers against the items from their RAW TEXT (never the stored points), under ``rules``."""
     scores = []
     for it in items:
@@ -198,8 +234,14 @@ def answers_to_scores(items: Sequence[BenchItem], answers: dict[str, AnswerRecor
             scores.append(score_prediction(it, None, rules=rules))
             continue
         a = a if isinstance(a, AnswerRecord) else AnswerRecord.model_validate(a)
-        pred = Prediction(it.id, prediction=a.raw_text, format=a.point_format or "auto", error=a.error or None,
-                          sent_size=tuple(a.sent_size) if a.sent_size else None, qwen_pixels=qwen_pixels)
+        pred = Prediction(
+            it.id,
+            prediction=a.raw_text,
+            format=a.point_format or "auto",
+            error=a.error or None,
+            sent_size=tuple(a.sent_size) if a.sent_size else None,
+            qwen_pixels=qwen_pixels,
+        )
         scores.append(score_prediction(it, pred, rules=rules))
     return scores
 
@@ -217,13 +259,22 @@ def aggregate_runs(summaries: Sequence[dict]) -> dict:
         vals = [(s["categories"][name]["accuracy"] if name in s["categories"] else s[name]) for s in summaries]
         vals = np.array([v for v in vals if v is not None], dtype=float)
         if len(vals):
-            out[name] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
-                         "runs": int(len(vals))}
+            out[name] = {
+                "mean": float(vals.mean()),
+                "std": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
+                "runs": int(len(vals)),
+            }
     return out
 
 
-def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *, options: RunOptions | None = None,
-                 record: dict | None = None) -> dict:
+def run_pointing(
+    items: Sequence[BenchItem],
+    agent: Any,
+    out_dir: str | Path,
+    *,
+    options: RunOptions | None = None,
+    record: dict | None = None,
+) -> dict:
     """Run ``agent`` over ``items`` ``options.runs`` times, score every run, aggregate.
 
     Args:
@@ -245,11 +296,20 @@ def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *,
     extra = dict(record or {})
     agent_cfg = extra.pop("agent", {})
     describe = getattr(agent, "describe", None)
-    meta = RunRecord(model=getattr(agent, "name", "agent"), point_format=getattr(agent, "point_format", None),
-                     prompt_style=getattr(agent, "prompt_style", None), temperature=getattr(agent, "temperature", None),
-                     steer_mode=opts.steer_mode, items=len(items), agent=agent_cfg,
-                     request=describe() if callable(describe) else {}, rules=opts.rules,
-                     max_error_rate=opts.max_error_rate, dataset=extra.pop("dataset", None), **extra)
+    meta = RunRecord(
+        model=getattr(agent, "name", "agent"),
+        point_format=getattr(agent, "point_format", None),
+        prompt_style=getattr(agent, "prompt_style", None),
+        temperature=getattr(agent, "temperature", None),
+        steer_mode=opts.steer_mode,
+        items=len(items),
+        agent=agent_cfg,
+        request=describe() if callable(describe) else {},
+        rules=opts.rules,
+        max_error_rate=opts.max_error_rate,
+        dataset=extra.pop("dataset", None),
+        **extra,
+    )
     meta_path = out / "run.json"
     if meta_path.exists():
         try:
@@ -258,8 +318,9 @@ def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *,
             raise ValueError(str(e)) from e
         keys = ("model", "point_format", "prompt_style", "steer_mode")
         if any(getattr(old, k) != getattr(meta, k) for k in keys):
-            raise ValueError(f"{out} holds answers of another setting ({ {k: getattr(old, k) for k in keys} }); "
-                             "use another --out")
+            raise ValueError(
+                f"{out} holds answers of another setting ({ {k: getattr(old, k) for k in keys} }); use another --out"
+            )
     meta.updated_unix_s = time.time()
     write_run_record(meta_path, meta)
     try:
@@ -275,9 +336,17 @@ def run_pointing(items: Sequence[BenchItem], agent: Any, out_dir: str | Path, *,
         scores = answers_to_scores(items, read_answers(out / f"run_{run}.jsonl"), rules=opts.rules, qwen_pixels=qwen)
         summaries.append(summarize(scores))
         per_item.append([item_record(s, opts.rules) for s in scores])
-    result = {"model": meta.model, "prompt_style": meta.prompt_style, "steer_mode": opts.steer_mode, "rules": opts.rules,
-              "runs": summaries, "aggregate": aggregate_runs(summaries), **stats, "out_dir": str(out),
-              "request_notes": meta.request.get("request_notes", [])}
+    result = {
+        "model": meta.model,
+        "prompt_style": meta.prompt_style,
+        "steer_mode": opts.steer_mode,
+        "rules": opts.rules,
+        "runs": summaries,
+        "aggregate": aggregate_runs(summaries),
+        **stats,
+        "out_dir": str(out),
+        "request_notes": meta.request.get("request_notes", []),
+    }
     from ..records import dumps_json
 
     (out / "results.json").write_text(dumps_json(result, indent=2), encoding="utf-8")

@@ -37,22 +37,61 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..points import POINT_FORMATS, QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, PointEntry, inside_image, parse_points, qwen_model_size
+from ..points import (
+    POINT_FORMATS,
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    PointEntry,
+    inside_image,
+    parse_points,
+    qwen_model_size,
+)
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
 from .reference import pixel_points_answer, point_pixel, ref_score, reference_answer
 
-__all__ = ["REASONS", "point_score", "item_record", "pixel_index", "score_points", "score_entries", "score_item",
-           "score_prediction", "score_predictions", "summarize", "pixel_entries"]
+__all__ = [
+    "REASONS",
+    "point_score",
+    "item_record",
+    "pixel_index",
+    "score_points",
+    "score_entries",
+    "score_item",
+    "score_prediction",
+    "score_predictions",
+    "summarize",
+    "pixel_entries",
+]
 
 # Every reason an item can carry. Success: "hit" (non-counting) or "all_targets" (counting).
-REASONS = ("hit", "all_targets", "miss", "outside_image", "no_points", "unparseable", "count_mismatch",
-           "point_outside_targets", "instance_uncovered", "model_error", "no_prediction", "bad_ground_truth",
-           "invalid_prediction")
+REASONS = (
+    "hit",
+    "all_targets",
+    "miss",
+    "outside_image",
+    "no_points",
+    "unparseable",
+    "count_mismatch",
+    "point_outside_targets",
+    "instance_uncovered",
+    "model_error",
+    "no_prediction",
+    "bad_ground_truth",
+    "invalid_prediction",
+)
 
 
-def point_score(item_id: str, category: str, success: bool, points: Sequence[Any] = (), reason: str = "", *,
-                detail: str | None = None, reader: str | None = None) -> ItemScore:
+def point_score(
+    item_id: str,
+    category: str,
+    success: bool,
+    points: Sequence[Any] = (),
+    reason: str = "",
+    *,
+    detail: str | None = None,
+    reader: str | None = None,
+) -> ItemScore:
     """One Point-Bench item as the score contract (module docstring): ``value`` 1.0 or 0.0, ``parsed`` the
     points used, ``metadata`` ``{"category", "success", "detail"?, "reader"?}`` in that order."""
     meta: dict[str, Any] = {"category": category, "success": bool(success)}
@@ -70,8 +109,13 @@ def _success(s: ItemScore) -> bool:
 def item_record(s: ItemScore, rules: str) -> dict[str, Any]:
     """The per-item form of ``score_predictions`` and a run's ``items.json``: ``{"id", "category", "success",
     "points", "reason", "detail"?, "rules", "reader"?}`` (``detail`` and ``reader`` only when known)."""
-    d: dict[str, Any] = {"id": s.id, "category": s.metadata["category"], "success": _success(s), "points": s.parsed,
-                         "reason": s.reason}
+    d: dict[str, Any] = {
+        "id": s.id,
+        "category": s.metadata["category"],
+        "success": _success(s),
+        "points": s.parsed,
+        "reason": s.reason,
+    }
     if s.metadata.get("detail") is not None:
         d["detail"] = s.metadata["detail"]
     d["rules"] = rules
@@ -91,8 +135,14 @@ def pixel_index(u: float, v: float, width: int, height: int) -> tuple[int, int] 
     return None
 
 
-def score_points(points_px: Sequence[Sequence[float]] | np.ndarray, category: str, mask: np.ndarray | None, *,
-                 instance_masks: Sequence[np.ndarray] = (), count: int | None = None) -> tuple[bool, str, list]:
+def score_points(
+    points_px: Sequence[Sequence[float]] | np.ndarray,
+    category: str,
+    mask: np.ndarray | None,
+    *,
+    instance_masks: Sequence[np.ndarray] = (),
+    count: int | None = None,
+) -> tuple[bool, str, list]:
     """Score pixel points for one item (rules in the module docstring).
 
     Args:
@@ -154,13 +204,22 @@ def pixel_entries(points_px: Sequence[Sequence[float]] | np.ndarray, width: int,
         elif inside_image(u, v, width, height):
             out.append(PointEntry(u_px=u, v_px=v))
         else:
-            out.append(PointEntry(u_px=u, v_px=v,
-                                  reason=f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image"))
+            out.append(
+                PointEntry(
+                    u_px=u, v_px=v, reason=f"outside_image: ({u:g}, {v:g}) is outside the {width}x{height} image"
+                )
+            )
     return out
 
 
-def score_entries(entries: Sequence[PointEntry], category: str, mask: np.ndarray | None, *,
-                  instance_masks: Sequence[np.ndarray] = (), count: int | None = None) -> tuple[bool, str, list, str | None]:
+def score_entries(
+    entries: Sequence[PointEntry],
+    category: str,
+    mask: np.ndarray | None,
+    *,
+    instance_masks: Sequence[np.ndarray] = (),
+    count: int | None = None,
+) -> tuple[bool, str, list, str | None]:
     """pointlab rules over the model's entries, in its order: ``(success, reason, points_used, detail)``.
 
     Non-counting: the FIRST entry is the answer; a non-finite or overflowing first point fails
@@ -173,8 +232,9 @@ def score_entries(entries: Sequence[PointEntry], category: str, mask: np.ndarray
         first = entries[0]
         if first.u_px is None:
             return False, "unparseable", [], f"first point: {first.reason}"
-        ok, reason, used = score_points([[first.u_px, first.v_px]], category, mask, instance_masks=instance_masks,
-                                        count=count)
+        ok, reason, used = score_points(
+            [[first.u_px, first.v_px]], category, mask, instance_masks=instance_masks, count=count
+        )
         return ok, reason, used, None
     bad = [e for e in entries if e.u_px is None]
     finite = [[e.u_px, e.v_px] for e in entries if e.u_px is not None]
@@ -184,9 +244,14 @@ def score_entries(entries: Sequence[PointEntry], category: str, mask: np.ndarray
     return ok, reason, used, None
 
 
-def score_item(item: BenchItem, points_px: Sequence[Sequence[float]] | np.ndarray | None, *,
-               failure: str | None = None, detail: str | None = None, entries: Sequence[PointEntry] | None = None
-               ) -> ItemScore:
+def score_item(
+    item: BenchItem,
+    points_px: Sequence[Sequence[float]] | np.ndarray | None,
+    *,
+    failure: str | None = None,
+    detail: str | None = None,
+    entries: Sequence[PointEntry] | None = None,
+) -> ItemScore:
     """Score one item under the pointlab rules given its pixel points (or the parser's ``entries``), or
     record ``failure`` (e.g. ``unparseable``, ``model_error``, ``no_prediction``) when there are no usable
     points. Never raises: an unreadable mask becomes ``bad_ground_truth``; a non-finite coordinate makes
@@ -236,8 +301,9 @@ def _score_reference(item: BenchItem, pred: Prediction, fmt: str | None) -> Item
     return point_score(item.id, item.category, ok, used, reason, detail=detail, reader=f"{ans.evaluator}:{ans.reader}")
 
 
-def score_prediction(item: BenchItem, pred: Prediction | None, *, rules: str = "pointlab",
-                     qwen_pixels: tuple[int, int] | None = None) -> ItemScore:
+def score_prediction(
+    item: BenchItem, pred: Prediction | None, *, rules: str = "pointlab", qwen_pixels: tuple[int, int] | None = None
+) -> ItemScore:
     """Score one PRED record under ``rules``: pixel points directly, or raw text read by the rule set's
     reader in the record's format (``auto`` allowed under pointlab). Missing prediction ->
     ``no_prediction``; an unusable line -> ``invalid_prediction``; unknown format or unparseable text ->
@@ -268,9 +334,15 @@ def _score_prediction(item: BenchItem, pred: Prediction | None, rules: str, qwen
     if pred.points_px is not None:
         return score_item(item, pred.points_px)
     qwen = qwen_pixels or pred.qwen_pixels or (QWEN_MIN_PIXELS, QWEN_MAX_PIXELS)
-    parsed = parse_points(pred.prediction or "", fmt, item.width, item.height,
-                          model_size=_model_size(pred, fmt, item, qwen), qwen_min_pixels=qwen[0],
-                          qwen_max_pixels=qwen[1])
+    parsed = parse_points(
+        pred.prediction or "",
+        fmt,
+        item.width,
+        item.height,
+        model_size=_model_size(pred, fmt, item, qwen),
+        qwen_min_pixels=qwen[0],
+        qwen_max_pixels=qwen[1],
+    )
     if not parsed.entries:
         return score_item(item, None, failure="unparseable", detail=parsed.reason)
     out = score_item(item, None, entries=parsed.entries)
@@ -305,10 +377,12 @@ def summarize(scores: Iterable[ItemScore]) -> dict:
     cats = {c: {"n": n, "success": k, "accuracy": (k / n if n else None)} for c, (n, k) in per.items()}
     present = [v["accuracy"] for v in cats.values() if v["n"]]
     n_all = sum(v["n"] for v in cats.values())
-    return {"categories": cats,
-            "average": float(np.mean(present)) if present else None,
-            "overall": (sum(v["success"] for v in cats.values()) / n_all) if n_all else None,
-            "n": n_all}
+    return {
+        "categories": cats,
+        "average": float(np.mean(present)) if present else None,
+        "overall": (sum(v["success"] for v in cats.values()) / n_all) if n_all else None,
+        "n": n_all,
+    }
 
 
 def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dict[str, float]:
@@ -319,13 +393,19 @@ def lmms_metrics(items: Sequence[BenchItem], scores: Sequence[ItemScore]) -> dic
     fracs = []
     for it, s in zip(items, scores):
         pts = [p for p in s.parsed if (isinstance(p, (list, tuple)) and len(p) == 2) or isinstance(p, dict)]
-        if not pts or not _success(s) and s.reason in ("unparseable", "no_points", "model_error", "no_prediction",
-                                                     "invalid_prediction", "bad_ground_truth"):
+        if (
+            not pts
+            or not _success(s)
+            and s.reason
+            in ("unparseable", "no_points", "model_error", "no_prediction", "invalid_prediction", "bad_ground_truth")
+        ):
             fracs.append(0.0)
             continue
         fracs.append(1.0 if _success(s) else _hit_fraction(it, s))
-    return {"pointbench_binary_acc": float(np.mean([_success(s) for s in scores])),
-            "pointbench_acc": float(np.mean(fracs))}
+    return {
+        "pointbench_binary_acc": float(np.mean([_success(s) for s in scores])),
+        "pointbench_acc": float(np.mean(fracs)),
+    }
 
 
 def _hit_fraction(item: BenchItem, s: ItemScore) -> float:

@@ -19,7 +19,9 @@ STEER_MODES = ("describe", "draw", "both", "none")
 MARKER_RGB = (255, 0, 0)
 
 
-def draw_reference(rgb: np.ndarray, points_px: Sequence[Sequence[float]], *, radius_px: int | None = None) -> np.ndarray:
+def draw_reference(
+    rgb: np.ndarray, points_px: Sequence[Sequence[float]], *, radius_px: int | None = None
+) -> np.ndarray:
     """A copy of ``rgb`` ``(H, W, 3)`` uint8 with a red filled dot (white ring) at each reference point.
 
     ``radius_px`` defaults to ``max(4, min(H, W) // 80)``.
@@ -39,12 +41,15 @@ def describe_reference(instruction: str, points_px: Sequence[Sequence[float]]) -
     if not len(points_px):
         return instruction
     pts = ", ".join(f"[{u:.1f}, {v:.1f}]" for u, v in points_px)
-    return (f"{instruction}\nThe image contains an existing reference point at pixel coordinates: {pts}. "
-            "The query refers to this point.")
+    return (
+        f"{instruction}\nThe image contains an existing reference point at pixel coordinates: {pts}. "
+        "The query refers to this point."
+    )
 
 
-def apply_steer(rgb: np.ndarray, instruction: str, points_px: Sequence[Sequence[float]], mode: str
-                ) -> tuple[np.ndarray, str]:
+def apply_steer(
+    rgb: np.ndarray, instruction: str, points_px: Sequence[Sequence[float]], mode: str
+) -> tuple[np.ndarray, str]:
     """``(image, instruction)`` as the model should see them under ``mode``.
 
     Raises: ValueError for an unknown mode.

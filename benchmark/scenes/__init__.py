@@ -11,5 +11,14 @@ from .model import OrientedBox, Scene, SceneObject
 from .revsi import read_revsi_boxes
 from .vsibench import read_vsibench_meta
 
-__all__ = ["load_scenes", "Scene", "SceneObject", "OrientedBox", "SceneFormatError", "read_vsibench_meta",
-           "read_revsi_boxes", "read_scannet_scene", "read_scannetpp_scene"]
+__all__ = [
+    "load_scenes",
+    "Scene",
+    "SceneObject",
+    "OrientedBox",
+    "SceneFormatError",
+    "read_vsibench_meta",
+    "read_revsi_boxes",
+    "read_scannet_scene",
+    "read_scannetpp_scene",
+]

@@ -27,8 +27,14 @@ from ._io import read_json
 from .errors import SceneFormatError
 from .model import Scene, SceneObject
 
-__all__ = ["read_ply_vertices", "read_scannet_scene", "read_scannetpp_scene", "is_scannet_dir",
-           "is_scannetpp_dir", "read_axis_alignment"]
+__all__ = [
+    "read_ply_vertices",
+    "read_scannet_scene",
+    "read_scannetpp_scene",
+    "is_scannet_dir",
+    "is_scannetpp_dir",
+    "read_axis_alignment",
+]
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,14 @@ def _scene(block: dict, scene_id: str, variant: str, path: Path) -> Scene:
             raise SceneFormatError(f"{where}: malformed entry ({e!r})") from e
         objects.append(SceneObject(object_id=str(oid), label=label, centroid=box.center, box=box))
     extra = {k: v for k, v in block.items() if k != "objects"}
-    return Scene(scene_id=scene_id, source_dataset=dataset_from_scene_id(scene_id), objects=objects,
-                 variant=variant, source_path=str(path), extra=extra)
+    return Scene(
+        scene_id=scene_id,
+        source_dataset=dataset_from_scene_id(scene_id),
+        objects=objects,
+        variant=variant,
+        source_path=str(path),
+        extra=extra,
+    )
 
 
 def read_revsi_boxes(path: Path | str, data: dict | None = None) -> list[Scene]:

@@ -22,8 +22,9 @@ __all__ = ["is_vsibench_meta", "read_vsibench_meta"]
 
 def is_vsibench_meta(data: object) -> bool:
     """True when parsed JSON looks like a VSI-Bench meta file (scene id -> dict with object_bbox)."""
-    return isinstance(data, dict) and bool(data) and all(
-        isinstance(v, dict) and "object_bbox" in v for v in data.values())
+    return (
+        isinstance(data, dict) and bool(data) and all(isinstance(v, dict) and "object_bbox" in v for v in data.values())
+    )
 
 
 def _box(entry: dict, where: str) -> OrientedBox:
@@ -64,13 +65,15 @@ def read_vsibench_meta(path: Path | str, data: dict | None = None) -> list[Scene
                 box = _box(entry, where)
                 objects.append(SceneObject(object_id=f"{label}#{i}", label=label, centroid=box.center, box=box))
         room_center = meta.get("room_center")
-        scenes.append(Scene(
-            scene_id=str(scene_id),
-            source_dataset=str(meta.get("dataset", "unknown")),
-            objects=objects,
-            room_size_m2=float(meta["room_size"]) if meta.get("room_size") is not None else None,
-            room_center=np.asarray(room_center, dtype=np.float64) if room_center is not None else None,
-            source_path=str(path),
-            extra={"video_path": meta.get("video_path", "")},
-        ))
+        scenes.append(
+            Scene(
+                scene_id=str(scene_id),
+                source_dataset=str(meta.get("dataset", "unknown")),
+                objects=objects,
+                room_size_m2=float(meta["room_size"]) if meta.get("room_size") is not None else None,
+                room_center=np.asarray(room_center, dtype=np.float64) if room_center is not None else None,
+                source_path=str(path),
+                extra={"video_path": meta.get("video_path", "")},
+            )
+        )
     return scenes

@@ -10,8 +10,33 @@ from .sampling import SAMPLERS, FrameSelection, nested_indices, sample_frames, u
 from .scoring import score_vsi, score_vsi_item
 from .visibility import BoxVisibility, VisibilityTable, box_visibility, table_from_poses
 
-__all__ = ["VideoBenchError", "FrameSourceError", "RecordError", "SceneDataError", "MRA_THRESHOLDS",
-           "mean_relative_accuracy", "score_vsi", "score_vsi_item", "FrameSource", "open_frames", "write_video",
-           "SAMPLERS", "FrameSelection", "nested_indices", "sample_frames", "uniform_indices", "DUMMY_KINDS",
-           "DummyVideo", "make_dummy", "render_dummy", "VisibilityTable", "BoxVisibility", "box_visibility",
-           "table_from_poses", "TASKS", "GenerationConfig", "expand_budgets", "generate_questions"]
+__all__ = [
+    "VideoBenchError",
+    "FrameSourceError",
+    "RecordError",
+    "SceneDataError",
+    "MRA_THRESHOLDS",
+    "mean_relative_accuracy",
+    "score_vsi",
+    "score_vsi_item",
+    "FrameSource",
+    "open_frames",
+    "write_video",
+    "SAMPLERS",
+    "FrameSelection",
+    "nested_indices",
+    "sample_frames",
+    "uniform_indices",
+    "DUMMY_KINDS",
+    "DummyVideo",
+    "make_dummy",
+    "render_dummy",
+    "VisibilityTable",
+    "BoxVisibility",
+    "box_visibility",
+    "table_from_poses",
+    "TASKS",
+    "GenerationConfig",
+    "expand_budgets",
+    "generate_questions",
+]

@@ -39,12 +39,23 @@ class DummyVideo:
     query_objects: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "budget": self.budget, "sampler": self.sampler, "frames": list(self.slots),
-                "num_frames": len(self.slots), "query_objects": list(self.query_objects)}
+        return {
+            "kind": self.kind,
+            "budget": self.budget,
+            "sampler": self.sampler,
+            "frames": list(self.slots),
+            "num_frames": len(self.slots),
+            "query_objects": list(self.query_objects),
+        }
 
 
-def make_dummy(kind: str, selection: FrameSelection, *, visibility: VisibilityTable | None = None,
-               query_objects: Sequence[str] = ()) -> DummyVideo:
+def make_dummy(
+    kind: str,
+    selection: FrameSelection,
+    *,
+    visibility: VisibilityTable | None = None,
+    query_objects: Sequence[str] = (),
+) -> DummyVideo:
     """Build one dummy video for the budget of ``selection``.
 
     Args:

@@ -21,8 +21,16 @@ import numpy as np
 
 from .errors import FrameSourceError
 
-__all__ = ["FrameSource", "FolderFrames", "VideoFileFrames", "open_frames", "IMAGE_SUFFIXES", "VIDEO_SUFFIXES",
-           "write_video", "write_frame_folder"]
+__all__ = [
+    "FrameSource",
+    "FolderFrames",
+    "VideoFileFrames",
+    "open_frames",
+    "IMAGE_SUFFIXES",
+    "VIDEO_SUFFIXES",
+    "write_video",
+    "write_frame_folder",
+]
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +209,10 @@ def _open_video(p: Path) -> FrameSource:
     return VideoFileFrames(p)
 
 
-_BACKENDS: dict[str, Callable[[Path], FrameSource]] = {"<dir>": _open_folder,
-                                                        **{s: _open_video for s in VIDEO_SUFFIXES}}
+_BACKENDS: dict[str, Callable[[Path], FrameSource]] = {
+    "<dir>": _open_folder,
+    **{s: _open_video for s in VIDEO_SUFFIXES},
+}
 
 
 def open_frames(path: str | Path) -> FrameSource:
@@ -216,12 +226,19 @@ def open_frames(path: str | Path) -> FrameSource:
         raise FrameSourceError(f"{p}: no such file or folder")
     key = "<dir>" if p.is_dir() else p.suffix.lower()
     if key not in _BACKENDS:
-        raise FrameSourceError(f"{p}: unknown video type {p.suffix!r}; use a folder of frames or {', '.join(VIDEO_SUFFIXES)}")
+        raise FrameSourceError(
+            f"{p}: unknown video type {p.suffix!r}; use a folder of frames or {', '.join(VIDEO_SUFFIXES)}"
+        )
     return _BACKENDS[key](p)
 
 
-def write_video(frames: Sequence[np.ndarray] | Iterator[np.ndarray], path: str | Path, fps: int = 30,
-                codec: str = "libx264", gop: int = 30) -> int:
+def write_video(
+    frames: Sequence[np.ndarray] | Iterator[np.ndarray],
+    path: str | Path,
+    fps: int = 30,
+    codec: str = "libx264",
+    gop: int = 30,
+) -> int:
     """Encode RGB frames (all the same (H, W, 3) uint8 shape, even sides for yuv420p) to ``path``.
 
     ``gop`` is the key-frame interval in frames. Returns the number of frames written.

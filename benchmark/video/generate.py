@@ -39,19 +39,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SceneDataError
-from .geometry import (box_distance_m, direction_angle_deg, horizontal_extent_m, longest_side_cm,
-                       polygon_area_m2)
+from .geometry import box_distance_m, direction_angle_deg, horizontal_extent_m, longest_side_cm, polygon_area_m2
 from .sampling import parse_budget, sample_frames
 from .visibility import VisibilityTable
 
-__all__ = ["TASKS", "DIRECTION_SUBTYPES", "GenerationConfig", "LetterBalancer", "GenerationReport",
-           "generate_questions", "expand_budgets", "direction_answer"]
+__all__ = [
+    "TASKS",
+    "DIRECTION_SUBTYPES",
+    "GenerationConfig",
+    "LetterBalancer",
+    "GenerationReport",
+    "generate_questions",
+    "expand_budgets",
+    "direction_answer",
+]
 
 log = logging.getLogger(__name__)
 
-TASKS = ("object_counting", "object_size_estimation", "object_abs_distance", "object_rel_distance",
-         "object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
-         "room_size_estimation")
+TASKS = (
+    "object_counting",
+    "object_size_estimation",
+    "object_abs_distance",
+    "object_rel_distance",
+    "object_rel_direction_easy",
+    "object_rel_direction_medium",
+    "object_rel_direction_hard",
+    "room_size_estimation",
+)
 
 # sub-type -> (answer of each sector, sector start angles in degrees; counter-clockwise = left)
 DIRECTION_SUBTYPES: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
@@ -63,19 +77,19 @@ DIRECTION_SUBTYPES: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
 _TEMPLATES = {
     "object_counting": "How many {label}(s) are in this room?",
     "object_size_estimation": "What is the length of the longest dimension (length, width, or height) of the {label}, "
-                              "measured in centimeters?",
+    "measured in centimeters?",
     "object_abs_distance": "Measuring from the closest point of each object, what is the direct distance between the "
-                           "{a} and the {b} (in meters)?",
+    "{a} and the {b} (in meters)?",
     "object_rel_distance": "Measuring from the closest point of each object, which of these objects ({choices}) is the "
-                           "{kind} to the {anchor}?",
+    "{kind} to the {anchor}?",
     "easy": "If I am standing by the {p} and facing the {o}, is the {q} to my left or the right?",
     "medium": "If I am standing by the {p} and facing the {o}, is the {q} to my left, right, or back? An object is to "
-              "my back if I would have to turn at least 135 degrees in order to face it.",
+    "my back if I would have to turn at least 135 degrees in order to face it.",
     "hard": "If I am standing by the {p} and facing the {o}, is the {q} to my front-left, front-right, back-left, or "
-            "back-right? The directions refer to the quadrants of a Cartesian plane (if I am standing at the origin "
-            "and facing along the positive y-axis).",
+    "back-right? The directions refer to the quadrants of a Cartesian plane (if I am standing at the origin "
+    "and facing along the positive y-axis).",
     "room_size_estimation": "What is the size of this room (in square meters)? If multiple rooms are shown, estimate "
-                            "the size of the combined space.",
+    "the size of the combined space.",
 }
 
 
@@ -103,10 +117,19 @@ class GenerationConfig:
     @classmethod
     def vsibench(cls, seed: int = 0) -> "GenerationConfig":
         """VSI-Bench's original thresholds (no ReVSI filters): 10-degree margins, 0.3 m pairs."""
-        return cls(seed=seed, counting_category_cap=None, abs_distance_min_m=0.0, abs_distance_drop=(),
-                   rel_distance_kinds=("closest",), rel_distance_min_m=0.0, rel_distance_min_gap_m=0.15,
-                   direction_max_extent_m=float("inf"), direction_min_pair_m=0.3, direction_margin_deg=10.0,
-                   room_size_min_budget=1)
+        return cls(
+            seed=seed,
+            counting_category_cap=None,
+            abs_distance_min_m=0.0,
+            abs_distance_drop=(),
+            rel_distance_kinds=("closest",),
+            rel_distance_min_m=0.0,
+            rel_distance_min_gap_m=0.15,
+            direction_max_extent_m=float("inf"),
+            direction_min_pair_m=0.3,
+            direction_margin_deg=10.0,
+            room_size_min_budget=1,
+        )
 
 
 class LetterBalancer:
@@ -144,9 +167,12 @@ class GenerationReport:
         self.filtered[task][reason] += n
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenes": self.scenes, "questions": sum(self.kept.values()),
-                "per_task": {t: self.kept.get(t, 0) for t in TASKS},
-                "filtered": {t: dict(sorted(c.items())) for t, c in sorted(self.filtered.items()) if c}}
+        return {
+            "scenes": self.scenes,
+            "questions": sum(self.kept.values()),
+            "per_task": {t: self.kept.get(t, 0) for t in TASKS},
+            "filtered": {t: dict(sorted(c.items())) for t, c in sorted(self.filtered.items()) if c},
+        }
 
 
 def direction_answer(angle_deg: float, subtype: str, margin_deg: float) -> str | None:
@@ -170,9 +196,16 @@ def _singles(scene) -> dict[str, Any]:
 
 
 def _record(scene, task: str, question: str, ground_truth: Any, objects: Sequence[str], **extra) -> dict[str, Any]:
-    rec = {"id": None, "dataset": scene.source_dataset, "scene_name": scene.scene_id, "question_type": task,
-           "question": question, "options": extra.pop("options", None), "ground_truth": ground_truth,
-           "objects": list(objects)}
+    rec = {
+        "id": None,
+        "dataset": scene.source_dataset,
+        "scene_name": scene.scene_id,
+        "question_type": task,
+        "question": question,
+        "options": extra.pop("options", None),
+        "ground_truth": ground_truth,
+        "objects": list(objects),
+    }
     rec.update(extra)
     return rec
 
@@ -184,7 +217,7 @@ def _fmt1(x: float) -> float:
 def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, report: GenerationReport) -> list[dict]:
     if any(o.box is None for o in scene.objects):
         raise SceneDataError(f"scene {scene.scene_id}: every object needs a box for the VSI tasks")
-    rng = (lambda task: random.Random(f"{cfg.seed}:{scene.scene_id}:{task}"))
+    rng = lambda task: random.Random(f"{cfg.seed}:{scene.scene_id}:{task}")
     by_label = _singles(scene)
     single = sorted(k for k, v in by_label.items() if len(v) == 1)
     out: list[dict] = []
@@ -195,14 +228,30 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
         if n < cfg.counting_min_count:
             report.drop("object_counting", f"count_below_{cfg.counting_min_count}")
             continue
-        out.append(_record(scene, "object_counting", _TEMPLATES["object_counting"].format(label=label), n,
-                           [o.object_id for o in by_label[label]], category=label))
+        out.append(
+            _record(
+                scene,
+                "object_counting",
+                _TEMPLATES["object_counting"].format(label=label),
+                n,
+                [o.object_id for o in by_label[label]],
+                category=label,
+            )
+        )
 
     # size
     for label in single:
         o = by_label[label][0]
-        out.append(_record(scene, "object_size_estimation", _TEMPLATES["object_size_estimation"].format(label=label),
-                           int(round(longest_side_cm(o))), [o.object_id], category=label))
+        out.append(
+            _record(
+                scene,
+                "object_size_estimation",
+                _TEMPLATES["object_size_estimation"].format(label=label),
+                int(round(longest_side_cm(o))),
+                [o.object_id],
+                category=label,
+            )
+        )
     report.drop("object_size_estimation", "multi_instance_category", sum(1 for v in by_label.values() if len(v) > 1))
 
     # absolute distance
@@ -226,14 +275,26 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
     for a, b, d in pairs:
         if r.random() < 0.5:
             a, b = b, a
-        out.append(_record(scene, "object_abs_distance", _TEMPLATES["object_abs_distance"].format(a=a, b=b), _fmt1(d),
-                           [by_label[a][0].object_id, by_label[b][0].object_id], distance_m=d))
+        out.append(
+            _record(
+                scene,
+                "object_abs_distance",
+                _TEMPLATES["object_abs_distance"].format(a=a, b=b),
+                _fmt1(d),
+                [by_label[a][0].object_id, by_label[b][0].object_id],
+                distance_m=d,
+            )
+        )
 
     # relative distance
     r = rng("object_rel_distance")
     anchors = list(single)
     if len(anchors) > cfg.max_anchors_per_scene:
-        report.drop("object_rel_distance", "per_scene_cap", (len(anchors) - cfg.max_anchors_per_scene) * len(cfg.rel_distance_kinds))
+        report.drop(
+            "object_rel_distance",
+            "per_scene_cap",
+            (len(anchors) - cfg.max_anchors_per_scene) * len(cfg.rel_distance_kinds),
+        )
         anchors = r.sample(anchors, cfg.max_anchors_per_scene)
     for anchor in anchors:
         a_obj = by_label[anchor][0]
@@ -246,8 +307,12 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
         far_enough = sorted(k for k, v in cand.items() if v[0] >= cfg.rel_distance_min_m)
         for kind in cfg.rel_distance_kinds:
             if len(far_enough) < 4:
-                report.drop("object_rel_distance", "fewer_than_4_options" if len(cand) < 4 else
-                            f"fewer_than_4_options_beyond_{cfg.rel_distance_min_m:g}m")
+                report.drop(
+                    "object_rel_distance",
+                    "fewer_than_4_options"
+                    if len(cand) < 4
+                    else f"fewer_than_4_options_beyond_{cfg.rel_distance_min_m:g}m",
+                )
                 continue
             opts = r.sample(far_enough, 4)
             ranked = sorted(opts, key=lambda k: cand[k][0], reverse=(kind == "farthest"))
@@ -255,12 +320,23 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
                 report.drop("object_rel_distance", f"gap_below_{cfg.rel_distance_min_gap_m:g}m")
                 continue
             options, letter = letters.place("object_rel_distance", ranked[0], ranked[1:])
-            q = _TEMPLATES["object_rel_distance"].format(choices=", ".join(o.split(". ", 1)[1] for o in options),
-                                                        kind=kind, anchor=anchor)
-            out.append(_record(scene, "object_rel_distance", q, letter,
-                               [a_obj.object_id] + [cand[k][1] for k in opts], options=options,
-                               answer_text=ranked[0], category=anchor, kind=kind,
-                               distances_m={k: cand[k][0] for k in opts}))
+            q = _TEMPLATES["object_rel_distance"].format(
+                choices=", ".join(o.split(". ", 1)[1] for o in options), kind=kind, anchor=anchor
+            )
+            out.append(
+                _record(
+                    scene,
+                    "object_rel_distance",
+                    q,
+                    letter,
+                    [a_obj.object_id] + [cand[k][1] for k in opts],
+                    options=options,
+                    answer_text=ranked[0],
+                    category=anchor,
+                    kind=kind,
+                    distances_m={k: cand[k][0] for k in opts},
+                )
+            )
 
     # relative direction
     r = rng("object_rel_direction")
@@ -279,7 +355,9 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
         objs = {k: by_label[k][0] for k in tri}
         ds = [box_distance_m(objs[x].box, objs[y].box) for x, y in itertools.combinations(tri, 2)]
         if min(ds) < cfg.direction_min_pair_m or max(ds) > cfg.direction_max_pair_m:
-            report.drop("object_rel_direction", f"pair_outside_{cfg.direction_min_pair_m:g}-{cfg.direction_max_pair_m:g}m")
+            report.drop(
+                "object_rel_direction", f"pair_outside_{cfg.direction_min_pair_m:g}-{cfg.direction_max_pair_m:g}m"
+            )
             continue
         for p, o, q in ((tri[0], tri[1], tri[2]), (tri[0], tri[2], tri[1]), (tri[1], tri[0], tri[2])):
             angle = direction_angle_deg(objs[p].centroid, objs[o].centroid, objs[q].centroid)
@@ -291,9 +369,18 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
                     continue
                 names = DIRECTION_SUBTYPES[sub][0]
                 options, letter = letters.place(task, ans, [x for x in names if x != ans])
-                out.append(_record(scene, task, _TEMPLATES[sub].format(p=p, o=o, q=q), letter,
-                                   [objs[p].object_id, objs[o].object_id, objs[q].object_id], options=options,
-                                   answer_text=ans, angle_deg=angle))
+                out.append(
+                    _record(
+                        scene,
+                        task,
+                        _TEMPLATES[sub].format(p=p, o=o, q=q),
+                        letter,
+                        [objs[p].object_id, objs[o].object_id, objs[q].object_id],
+                        options=options,
+                        answer_text=ans,
+                        angle_deg=angle,
+                    )
+                )
 
     # room size
     poly = scene.extra.get("room_polygon") if isinstance(scene.extra, dict) else None
@@ -301,8 +388,16 @@ def _scene_questions(scene, cfg: GenerationConfig, letters: LetterBalancer, repo
     if area is None or not area > 0:
         report.drop("room_size_estimation", "no_room_size")
     else:
-        out.append(_record(scene, "room_size_estimation", _TEMPLATES["room_size_estimation"], _fmt1(area), [],
-                           room_size_source="polygon" if poly else "meta"))
+        out.append(
+            _record(
+                scene,
+                "room_size_estimation",
+                _TEMPLATES["room_size_estimation"],
+                _fmt1(area),
+                [],
+                room_size_source="polygon" if poly else "meta",
+            )
+        )
 
     for i, rec in enumerate(out):
         rec["id"] = f"{scene.scene_id}:{rec['question_type']}:{i}"
@@ -345,9 +440,15 @@ def generate_questions(scenes: Iterable, config: GenerationConfig | None = None)
     return out, report
 
 
-def expand_budgets(questions: Sequence[dict], budgets: Sequence[int | str], *, total_frames: int | None = None,
-                   visibility: VisibilityTable | None = None, sampler: str = "nested",
-                   config: GenerationConfig | None = None) -> tuple[list[dict], dict[str, Any]]:
+def expand_budgets(
+    questions: Sequence[dict],
+    budgets: Sequence[int | str],
+    *,
+    total_frames: int | None = None,
+    visibility: VisibilityTable | None = None,
+    sampler: str = "nested",
+    config: GenerationConfig | None = None,
+) -> tuple[list[dict], dict[str, Any]]:
     """One record per (question, budget) that is answerable from that budget's frames.
 
     With ``total_frames`` and a visibility table: the budget's frames are sampled (``sampler``);
@@ -366,8 +467,16 @@ def expand_budgets(questions: Sequence[dict], budgets: Sequence[int | str], *, t
     out: list[dict] = []
     if total_frames is None or visibility is None:
         for q in questions:
-            out.append({**q, "budget": "all", "sampler": None, "num_frames": None, "frame_indices": None,
-                        "answerability": "unchecked: no frames"})
+            out.append(
+                {
+                    **q,
+                    "budget": "all",
+                    "sampler": None,
+                    "num_frames": None,
+                    "frame_indices": None,
+                    "answerability": "unchecked: no frames",
+                }
+            )
         stats["all"] = {"kept": dict(Counter(q["question_type"] for q in questions)), "dropped": {}}
         return out, stats
     for b in budgets:
@@ -375,9 +484,15 @@ def expand_budgets(questions: Sequence[dict], budgets: Sequence[int | str], *, t
         kept, dropped = Counter(), Counter()
         for q in questions:
             task = q["question_type"]
-            rec = {**q, "id": f"{q['id']}@{sel.budget}", "budget": sel.budget, "sampler": sel.sampler,
-                   "num_frames": sel.num_frames, "frame_indices": list(sel.indices),
-                   "answerability": "all objects visible in the sampled frames"}
+            rec = {
+                **q,
+                "id": f"{q['id']}@{sel.budget}",
+                "budget": sel.budget,
+                "sampler": sel.sampler,
+                "num_frames": sel.num_frames,
+                "frame_indices": list(sel.indices),
+                "answerability": "all objects visible in the sampled frames",
+            }
             if task == "room_size_estimation":
                 if sel.budget != "all" and int(sel.budget) < cfg.room_size_min_budget:
                     dropped[f"room_size_below_{cfg.room_size_min_budget}_frames"] += 1

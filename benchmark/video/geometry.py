@@ -19,8 +19,14 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import lsq_linear
 
-__all__ = ["box_distance_m", "min_distance_m", "longest_side_cm", "direction_angle_deg", "polygon_area_m2",
-           "horizontal_extent_m"]
+__all__ = [
+    "box_distance_m",
+    "min_distance_m",
+    "longest_side_cm",
+    "direction_angle_deg",
+    "polygon_area_m2",
+    "horizontal_extent_m",
+]
 
 
 def box_distance_m(box1, box2) -> float:

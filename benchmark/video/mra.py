@@ -22,8 +22,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MRA_THRESHOLDS", "MRA_TOLERANCES", "BOUNDARY_EPS", "mean_relative_accuracy", "relative_error",
-           "reference_mra"]
+__all__ = [
+    "MRA_THRESHOLDS",
+    "MRA_TOLERANCES",
+    "BOUNDARY_EPS",
+    "mean_relative_accuracy",
+    "relative_error",
+    "reference_mra",
+]
 
 #: confidence thresholds theta, written out (ReVSI / VSI-Bench C = {0.5, 0.55, ..., 0.95}).
 MRA_THRESHOLDS: tuple[float, ...] = (0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85, 0.90, 0.95)

@@ -35,8 +35,14 @@ def synthetic_frames(n: int, width: int, height: int) -> Iterator[np.ndarray]:
     """``n`` RGB frames of a drifting colour pattern with a frame counter bar (so that codecs
     cannot collapse them and every frame differs)."""
     yy, xx = np.mgrid[0:height, 0:width]
-    base = np.stack([(xx * 255 // max(width - 1, 1)), (yy * 255 // max(height - 1, 1)),
-                     ((xx + yy) * 127 // max(width + height - 2, 1))], axis=-1).astype(np.uint8)
+    base = np.stack(
+        [
+            (xx * 255 // max(width - 1, 1)),
+            (yy * 255 // max(height - 1, 1)),
+            ((xx + yy) * 127 // max(width + height - 2, 1)),
+        ],
+        axis=-1,
+    ).astype(np.uint8)
     for i in range(n):
         img = np.roll(base, shift=(i * 2) % width, axis=1)
         bar = int((i % 1000) / 1000 * width)
@@ -44,18 +50,27 @@ def synthetic_frames(n: int, width: int, height: int) -> Iterator[np.ndarray]:
         yield img
 
 
-def make_synthetic_video(path: str | Path, duration_s: float = 300.0, fps: int = 30, width: int = 320,
-                         height: int = 240, gop: int = 30) -> dict[str, Any]:
+def make_synthetic_video(
+    path: str | Path, duration_s: float = 300.0, fps: int = 30, width: int = 320, height: int = 240, gop: int = 30
+) -> dict[str, Any]:
     """Encode the synthetic video; returns its description and the encode time."""
     n = int(round(duration_s * fps))
     t0 = time.perf_counter()
     written = write_video(synthetic_frames(n, width, height), path, fps=fps, gop=gop)
-    return {"path": str(path), "frames": written, "fps": fps, "duration_s": written / fps, "size": [width, height],
-            "gop": gop, "encode_s": time.perf_counter() - t0}
+    return {
+        "path": str(path),
+        "frames": written,
+        "fps": fps,
+        "duration_s": written / fps,
+        "size": [width, height],
+        "gop": gop,
+        "encode_s": time.perf_counter() - t0,
+    }
 
 
-def measure_video_perf(path: str | Path, budgets: Sequence[int] = (16, 32, 64), repeats: int = 3,
-                       baseline_repeats: int = 2) -> dict[str, Any]:
+def measure_video_perf(
+    path: str | Path, budgets: Sequence[int] = (16, 32, 64), repeats: int = 3, baseline_repeats: int = 2
+) -> dict[str, Any]:
     """Time budget reads of one video (see module docstring). Raises ``FrameSourceError`` for a bad video."""
     t0 = time.perf_counter()
     src = VideoFileFrames(path)
@@ -76,11 +91,16 @@ def measure_video_perf(path: str | Path, budgets: Sequence[int] = (16, 32, 64), 
         decoded = largest.indices[-1] + 1
         base_p = percentiles(base)
         out: dict[str, Any] = {
-            "frames": src.total, "index_s": index_s, "sampler_us": percentiles(sampler_us),
-            "baseline_sequential": {"what": f"decode frames 0..{decoded - 1} and keep the {len(largest.indices)} "
-                                            f"of budget {max(budgets)}",
-                                    "wall_s": base_p, "decoded_fps": decoded / base_p["p50"]},
-            "seek": {}}
+            "frames": src.total,
+            "index_s": index_s,
+            "sampler_us": percentiles(sampler_us),
+            "baseline_sequential": {
+                "what": f"decode frames 0..{decoded - 1} and keep the {len(largest.indices)} of budget {max(budgets)}",
+                "wall_s": base_p,
+                "decoded_fps": decoded / base_p["p50"],
+            },
+            "seek": {},
+        }
         for b in budgets:
             sel = sample_frames(src.total, b, "nested")
             walls, per_frame = [], []
@@ -92,17 +112,28 @@ def measure_video_perf(path: str | Path, budgets: Sequence[int] = (16, 32, 64), 
                     per_frame.append((time.perf_counter() - ti) * 1e3)
                 walls.append(time.perf_counter() - t)
             w = percentiles(walls)
-            out["seek"][str(b)] = {"num_frames": sel.num_frames, "wall_s": w, "sampled_fps": sel.num_frames / w["p50"],
-                                   "per_frame_ms": percentiles(per_frame),
-                                   "speedup_vs_sequential": base_p["p50"] / w["p50"]}
+            out["seek"][str(b)] = {
+                "num_frames": sel.num_frames,
+                "wall_s": w,
+                "sampled_fps": sel.num_frames / w["p50"],
+                "per_frame_ms": percentiles(per_frame),
+                "speedup_vs_sequential": base_p["p50"] / w["p50"],
+            }
         return out
     finally:
         src.close()
 
 
-def run_video_perf(duration_s: float = 300.0, fps: int = 30, width: int = 320, height: int = 240, gop: int = 30,
-                   budgets: Sequence[int] = (16, 32, 64), repeats: int = 3, keep: str | Path | None = None
-                   ) -> dict[str, Any]:
+def run_video_perf(
+    duration_s: float = 300.0,
+    fps: int = 30,
+    width: int = 320,
+    height: int = 240,
+    gop: int = 30,
+    budgets: Sequence[int] = (16, 32, 64),
+    repeats: int = 3,
+    keep: str | Path | None = None,
+) -> dict[str, Any]:
     """Make the synthetic video (in a temporary folder unless ``keep`` names a file) and measure it."""
     with tempfile.TemporaryDirectory(prefix="pointlab-perf-video-") as tmp:
         path = Path(keep) if keep else Path(tmp) / "synthetic.mp4"

@@ -20,8 +20,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["FrameSelection", "NESTED_CHAIN", "SAMPLERS", "uniform_indices", "uniform_subset", "nested_indices",
-           "sample_frames", "parse_budget", "nested_selections"]
+__all__ = [
+    "FrameSelection",
+    "NESTED_CHAIN",
+    "SAMPLERS",
+    "uniform_indices",
+    "uniform_subset",
+    "nested_indices",
+    "sample_frames",
+    "parse_budget",
+    "nested_selections",
+]
 
 #: ReVSI's nested budgets, largest first (App. B.5).
 NESTED_CHAIN: tuple[int, ...] = (64, 32, 16)
@@ -104,8 +113,11 @@ def _all(total: int, n: int) -> list[int]:
     return list(range(total))
 
 
-SAMPLERS: dict[str, Callable[[int, int], list[int]]] = {"uniform": uniform_indices, "nested": nested_indices,
-                                                        "all": _all}
+SAMPLERS: dict[str, Callable[[int, int], list[int]]] = {
+    "uniform": uniform_indices,
+    "nested": nested_indices,
+    "all": _all,
+}
 
 
 def sample_frames(total: int, budget: int | str, sampler: str = "nested") -> FrameSelection:
@@ -128,7 +140,8 @@ def sample_frames(total: int, budget: int | str, sampler: str = "nested") -> Fra
     return FrameSelection(sampler=name, budget=b, indices=tuple(idx), total=total)
 
 
-def nested_selections(total: int, budgets: Sequence[int | str] = (16, 32, 64, "all"),
-                      sampler: str = "nested") -> dict[str, FrameSelection]:
+def nested_selections(
+    total: int, budgets: Sequence[int | str] = (16, 32, 64, "all"), sampler: str = "nested"
+) -> dict[str, FrameSelection]:
     """``{str(budget): FrameSelection}`` for several budgets of one video."""
     return {str(parse_budget(b)): sample_frames(total, b, sampler) for b in budgets}

@@ -39,32 +39,78 @@ from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .errors import RecordError
 from .mra import mean_relative_accuracy, reference_mra
 
-__all__ = ["MC_TASKS", "NUMERIC_TASKS", "REVSI_MC_TASKS", "REVSI_NUMERIC_TASKS", "TASK_UNITS", "COMPOSITES",
-           "VsiItemScore", "score_vsi_item", "score_vsi", "task_group", "budget_of", "detect_flavour",
-           "lmms_extract_number", "lmms_results"]
+__all__ = [
+    "MC_TASKS",
+    "NUMERIC_TASKS",
+    "REVSI_MC_TASKS",
+    "REVSI_NUMERIC_TASKS",
+    "TASK_UNITS",
+    "COMPOSITES",
+    "VsiItemScore",
+    "score_vsi_item",
+    "score_vsi",
+    "task_group",
+    "budget_of",
+    "detect_flavour",
+    "lmms_extract_number",
+    "lmms_results",
+]
 
 #: VSI-Bench multiple-choice question types (ground truth is an option letter).
-MC_TASKS = frozenset({"object_rel_direction_easy", "object_rel_direction_medium", "object_rel_direction_hard",
-                      "object_rel_distance", "route_planning", "obj_appearance_order"})
+MC_TASKS = frozenset(
+    {
+        "object_rel_direction_easy",
+        "object_rel_direction_medium",
+        "object_rel_direction_hard",
+        "object_rel_distance",
+        "route_planning",
+        "obj_appearance_order",
+    }
+)
 #: VSI-Bench numeric question types (ground truth is a number; scored by MRA).
-NUMERIC_TASKS = frozenset({"object_counting", "object_size_estimation", "object_abs_distance",
-                           "room_size_estimation"})
+NUMERIC_TASKS = frozenset({"object_counting", "object_size_estimation", "object_abs_distance", "room_size_estimation"})
 #: ReVSI's released question types (lmms-eval ``revsi`` MCQ_QUESTION_TYPES / NQ_QUESTION_TYPES).
-REVSI_MC_TASKS = frozenset({"object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
-                            "object_rel_direction_forward_hard", "object_rel_direction_backward_hard",
-                            "object_rel_distance_closest", "object_rel_distance_farthest", "route_planning"})
-REVSI_NUMERIC_TASKS = frozenset({"object_counting_single", "object_counting_multiple", "object_abs_distance",
-                                 "object_size_estimation", "room_size_estimation_single",
-                                 "room_size_estimation_multiple"})
+REVSI_MC_TASKS = frozenset(
+    {
+        "object_rel_direction_forward_easy",
+        "object_rel_direction_backward_easy",
+        "object_rel_direction_forward_hard",
+        "object_rel_direction_backward_hard",
+        "object_rel_distance_closest",
+        "object_rel_distance_farthest",
+        "route_planning",
+    }
+)
+REVSI_NUMERIC_TASKS = frozenset(
+    {
+        "object_counting_single",
+        "object_counting_multiple",
+        "object_abs_distance",
+        "object_size_estimation",
+        "room_size_estimation_single",
+        "room_size_estimation_multiple",
+    }
+)
 #: composite tasks (averaged over their sub-types) per flavour.
 COMPOSITES: dict[str, dict[str, tuple[str, ...]]] = {
-    "vsibench": {"object_rel_direction": ("object_rel_direction_easy", "object_rel_direction_medium",
-                                          "object_rel_direction_hard")},
-    "revsi": {"object_rel_direction": ("object_rel_direction_forward_easy", "object_rel_direction_backward_easy",
-                                       "object_rel_direction_forward_hard", "object_rel_direction_backward_hard"),
-              "object_rel_distance": ("object_rel_distance_closest", "object_rel_distance_farthest"),
-              "object_counting": ("object_counting_single", "object_counting_multiple"),
-              "room_size_estimation": ("room_size_estimation_single", "room_size_estimation_multiple")},
+    "vsibench": {
+        "object_rel_direction": (
+            "object_rel_direction_easy",
+            "object_rel_direction_medium",
+            "object_rel_direction_hard",
+        )
+    },
+    "revsi": {
+        "object_rel_direction": (
+            "object_rel_direction_forward_easy",
+            "object_rel_direction_backward_easy",
+            "object_rel_direction_forward_hard",
+            "object_rel_direction_backward_hard",
+        ),
+        "object_rel_distance": ("object_rel_distance_closest", "object_rel_distance_farthest"),
+        "object_counting": ("object_counting_single", "object_counting_multiple"),
+        "room_size_estimation": ("room_size_estimation_single", "room_size_estimation_multiple"),
+    },
 }
 #: unit of the ground truth of length tasks, used by the lenient parser to convert "1.2 m" -> 120 cm.
 TASK_UNITS = {"object_size_estimation": "cm", "object_abs_distance": "m"}
@@ -81,8 +127,10 @@ def detect_flavour(records: Sequence[Mapping[str, Any]]) -> str:
     revsi = types & (REVSI_MC_TASKS | REVSI_NUMERIC_TASKS) - (MC_TASKS | NUMERIC_TASKS)
     vsi = types & (MC_TASKS | NUMERIC_TASKS) - (REVSI_MC_TASKS | REVSI_NUMERIC_TASKS)
     if revsi and vsi:
-        raise RecordError(f"ReVSI question types ({sorted(revsi)[0]}, ...) and VSI-Bench ones ({sorted(vsi)[0]}, ...) "
-                          "in one file: score them separately")
+        raise RecordError(
+            f"ReVSI question types ({sorted(revsi)[0]}, ...) and VSI-Bench ones ({sorted(vsi)[0]}, ...) "
+            "in one file: score them separately"
+        )
     if revsi:
         return "revsi"
     if not vsi and records and all("scene_id" in r and "num_frames" in r for r in records):
@@ -128,19 +176,55 @@ class VsiItemScore:
         return asdict(self)
 
     def to_contract(self) -> ItemScore:
-        return ItemScore(id=self.id, value=self.score, parsed=self.answer, reason=self.reason,
-                         metadata={"question_type": self.question_type, "budget": self.budget,
-                                   "ground_truth": self.ground_truth, "flavour": self.flavour,
-                                   "lenient": {"answer": self.answer_lenient, "score": self.score_lenient}})
+        return ItemScore(
+            id=self.id,
+            value=self.score,
+            parsed=self.answer,
+            reason=self.reason,
+            metadata={
+                "question_type": self.question_type,
+                "budget": self.budget,
+                "ground_truth": self.ground_truth,
+                "flavour": self.flavour,
+                "lenient": {"answer": self.answer_lenient, "score": self.score_lenient},
+            },
+        )
 
 
 # ----------------------------------------------------------------------------- the released extraction
 
-_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-                 "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-                 "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-                 "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
-                 "thousand": 1000}
+_NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "thousand": 1000,
+}
 _LMMS_NUM = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -206,8 +290,11 @@ def _letters(qid: str, options: Sequence[str] | None) -> str:
     out = []
     for i, opt in enumerate(options):
         s = str(opt).strip()
-        out.append(s[0].upper() if len(s) > 1 and s[1] in ".)" and s[0].isascii() and s[0].isalpha()
-                   else string.ascii_uppercase[i])
+        out.append(
+            s[0].upper()
+            if len(s) > 1 and s[1] in ".)" and s[0].isascii() and s[0].isalpha()
+            else string.ascii_uppercase[i]
+        )
     return "".join(out)
 
 
@@ -218,14 +305,18 @@ def _mra(pred: float | None, truth: float, rules: str, flavour: str) -> tuple[fl
     if rules == "pointlab":
         return mean_relative_accuracy(pred, truth), None
     if truth == 0:
-        note = ("ReVSI's code scores 0 (ZeroDivisionError caught)" if flavour == "revsi" else
-                "VSI-Bench's code raises ZeroDivisionError here; scored 0 as ReVSI's code does")
+        note = (
+            "ReVSI's code scores 0 (ZeroDivisionError caught)"
+            if flavour == "revsi"
+            else "VSI-Bench's code raises ZeroDivisionError here; scored 0 as ReVSI's code does"
+        )
         return 0.0, note
     return reference_mra(pred, truth), None
 
 
-def score_vsi_item(gt: Mapping[str, Any], prediction: Any, *, rules: str = "pointlab",
-                   flavour: str | None = None) -> VsiItemScore:
+def score_vsi_item(
+    gt: Mapping[str, Any], prediction: Any, *, rules: str = "pointlab", flavour: str | None = None
+) -> VsiItemScore:
     """Score one prediction against one ground-truth record (fields of the released data: ``id``,
     ``question_type``, ``ground_truth``, ``options``; optional ``budget`` / ``num_frames``).
 
@@ -250,8 +341,9 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: Any, *, rules: str = "poin
         truth: str | float = str(gt.get("ground_truth", "")).strip().upper()
         letters = _letters(qid, gt.get("options"))
         if truth not in letters:  # no answer could ever match: bad ground truth, not a 0 for the model
-            raise RecordError(f"question {qid}: ground_truth {gt.get('ground_truth')!r} is not one of the "
-                              f"option letters {letters}")
+            raise RecordError(
+                f"question {qid}: ground_truth {gt.get('ground_truth')!r} is not one of the option letters {letters}"
+            )
         tok = _first_token(prediction, flavour) if prediction is not None else None
         answer = tok if tok else None
         s = float(tok is not None and tok.lower() == str(gt.get("ground_truth", "")).strip().lower() and bool(tok))
@@ -274,8 +366,9 @@ def score_vsi_item(gt: Mapping[str, Any], prediction: Any, *, rules: str = "poin
         a_l = parse_number_lenient(prediction, TASK_UNITS.get(qtype))
         s_l = mean_relative_accuracy(a_l, truth) if a_l is not None else 0.0
     else:
-        raise RecordError(f"question {qid}: unknown {'ReVSI' if flavour == 'revsi' else 'VSI-Bench'} question_type "
-                          f"{qtype!r}")
+        raise RecordError(
+            f"question {qid}: unknown {'ReVSI' if flavour == 'revsi' else 'VSI-Bench'} question_type {qtype!r}"
+        )
     if prediction is None:
         reason = "missing prediction"
     elif not_text:
@@ -306,8 +399,11 @@ def _table(items: list[VsiItemScore], attr: str, flavour: str) -> dict[str, Any]
         if task in COMPOSITES[flavour]:
             # the released code: the mean of the sub-type means (not the pooled mean)
             means = {q: _mean(by_type[q]) for q in subs}
-            tasks[task] = {"score": _mean(list(means.values())), "n": sum(len(by_type[q]) for q in subs),
-                           "subtypes": {q: {"score": v, "n": len(by_type[q])} for q, v in means.items()}}
+            tasks[task] = {
+                "score": _mean(list(means.values())),
+                "n": sum(len(by_type[q]) for q in subs),
+                "subtypes": {q: {"score": v, "n": len(by_type[q])} for q, v in means.items()},
+            }
         else:
             tasks[task] = {"score": _mean(by_type[task]), "n": len(by_type[task])}
     return {"tasks": tasks, "overall": _mean([t["score"] for t in tasks.values()]), "n": len(items)}
@@ -317,8 +413,9 @@ def _budget_key(b: str):
     return (not b.isdigit(), int(b) if b.isdigit() else 0, b)
 
 
-def score_vsi(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *,
-              rules: str = "pointlab") -> dict[str, Any]:
+def score_vsi(
+    ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *, rules: str = "pointlab"
+) -> dict[str, Any]:
     """Score every ground-truth question; returns ``{"items": [...], "summary": {...}}``.
 
     ``summary`` holds ``rules``, ``flavour``, ``overall`` (mean of task means), ``tasks``,
@@ -333,8 +430,9 @@ def score_vsi(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, A
     return {"items": [it for it in report["_items"]], "summary": report["summary"]}
 
 
-def score_vsi_report(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *,
-                     rules: str = "pointlab") -> dict[str, Any]:
+def score_vsi_report(
+    ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *, rules: str = "pointlab"
+) -> dict[str, Any]:
     check_rules(rules)
     recs = list(_unique(ground_truth, error=RecordError))
     flavour = detect_flavour([r for _, r in recs])
@@ -343,8 +441,19 @@ def score_vsi_report(ground_truth: list[Mapping[str, Any]], predictions: Mapping
     for qid, rec in recs:
         it = score_vsi_item(rec, predictions.get(qid), rules=rules, flavour=flavour)
         if qid in problems:
-            it = VsiItemScore(it.id, it.question_type, it.budget, 0.0, 0.0, None, None, it.ground_truth,
-                              f"invalid_prediction: {problems[qid]}", flavour, rules)
+            it = VsiItemScore(
+                it.id,
+                it.question_type,
+                it.budget,
+                0.0,
+                0.0,
+                None,
+                None,
+                it.ground_truth,
+                f"invalid_prediction: {problems[qid]}",
+                flavour,
+                rules,
+            )
         items.append(it)
     summary: dict[str, Any] = {"rules": rules, "flavour": flavour}
     budgets = sorted({it.budget for it in items}, key=_budget_key)
@@ -360,17 +469,30 @@ def score_vsi_report(ground_truth: list[Mapping[str, Any]], predictions: Mapping
     summary["unparseable"] = sum(it.reason.startswith("unparseable") for it in items)
     summary["unknown_prediction_ids"] = sorted(set(map(str, predictions)) - {it.id for it in items})
     summary["unreadable_prediction_lines"] = list(getattr(predictions, "unreadable", []))
-    summary["metric"] = {"multiple_choice": "exact match of the first token (the released extraction)",
-                         "numeric": ("MRA, theta 0.50..0.95; " + ("float boundary as lmms-eval" if rules == "reference"
-                                                                 else "an error within 1e-9 of a tolerance counts; "
-                                                                      "gt 0 by exact match"))}
+    summary["metric"] = {
+        "multiple_choice": "exact match of the first token (the released extraction)",
+        "numeric": (
+            "MRA, theta 0.50..0.95; "
+            + (
+                "float boundary as lmms-eval"
+                if rules == "reference"
+                else "an error within 1e-9 of a tolerance counts; gt 0 by exact match"
+            )
+        ),
+    }
     return {"_items": [it.to_dict() for it in items], "_scores": items, "summary": summary}
 
 
-_VSI_METRIC = {"obj_appearance_order": "obj_appearance_order_accuracy", "object_abs_distance": "object_abs_distance_mra",
-               "object_counting": "object_counting_mra", "object_rel_distance": "object_rel_distance_accuracy",
-               "object_size_estimation": "object_size_estimation_mra", "room_size_estimation": "room_size_estimation_mra",
-               "route_planning": "route_planning_accuracy", "object_rel_direction": "object_rel_direction_accuracy"}
+_VSI_METRIC = {
+    "obj_appearance_order": "obj_appearance_order_accuracy",
+    "object_abs_distance": "object_abs_distance_mra",
+    "object_counting": "object_counting_mra",
+    "object_rel_distance": "object_rel_distance_accuracy",
+    "object_size_estimation": "object_size_estimation_mra",
+    "room_size_estimation": "room_size_estimation_mra",
+    "route_planning": "route_planning_accuracy",
+    "object_rel_direction": "object_rel_direction_accuracy",
+}
 
 
 def lmms_results(summary: Mapping[str, Any]) -> list[tuple[str, dict[str, float | None]]]:
@@ -389,8 +511,9 @@ def lmms_results(summary: Mapping[str, Any]) -> list[tuple[str, dict[str, float 
 
 
 @register_scorer("vsi", "VSI-Bench / ReVSI (ReVSI sec. 6): exact match and Mean Relative Accuracy")
-def score_vsi_contract(ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *,
-                       rules: str = "pointlab") -> ScoreReport:
+def score_vsi_contract(
+    ground_truth: list[Mapping[str, Any]], predictions: Mapping[str, Any], *, rules: str = "pointlab"
+) -> ScoreReport:
     """The registered VSI scorer (contract form of ``score_vsi``)."""
     rep = score_vsi_report(ground_truth, predictions, rules=rules)
     summary = dict(rep["summary"])

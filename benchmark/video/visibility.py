@@ -57,7 +57,7 @@ class VisibilityTable:
         """From ``{"frames": {"<index>": [ids]}}``. Raises ``RecordError`` when malformed."""
         frames = data.get("frames") if isinstance(data, Mapping) else None
         if not isinstance(frames, Mapping):
-            raise RecordError(f"{source or 'visibility table'}: expected {{\"frames\": {{index: [object ids]}}}}")
+            raise RecordError(f'{source or "visibility table"}: expected {{"frames": {{index: [object ids]}}}}')
         out: dict[int, frozenset[str]] = {}
         for key, ids in frames.items():
             try:
@@ -108,8 +108,10 @@ class VisibilityTable:
     @classmethod
     def from_visibilities(cls, per_frame: Mapping[int, Mapping[str, "BoxVisibility"]]) -> "VisibilityTable":
         """A table from :func:`box_visibility` results ``{frame: {object_id: BoxVisibility}}``."""
-        return cls({int(f): frozenset(o for o, v in objs.items() if v.visible) for f, objs in per_frame.items()},
-                   source="poses")
+        return cls(
+            {int(f): frozenset(o for o, v in objs.items() if v.visible) for f, objs in per_frame.items()},
+            source="poses",
+        )
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,19 @@ class BoxVisibility:
     box_px: tuple[float, float, float, float] | None  # (u_min, v_min, u_max, v_max) clipped
 
 
-def box_visibility(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int,
-                   depth_m: np.ndarray | None = None, *, min_coverage_frac: float = 0.05,
-                   min_unoccluded_frac: float = 0.3, occlusion_tol_m: float = 0.1,
-                   near_m: float = 0.05) -> BoxVisibility:
+def box_visibility(
+    corners_world: np.ndarray,
+    T_world_camera: np.ndarray,
+    K: np.ndarray,
+    width: int,
+    height: int,
+    depth_m: np.ndarray | None = None,
+    *,
+    min_coverage_frac: float = 0.05,
+    min_unoccluded_frac: float = 0.3,
+    occlusion_tol_m: float = 0.1,
+    near_m: float = 0.05,
+) -> BoxVisibility:
     """Project a box into a frame and decide whether the frame shows it.
 
     Args:
@@ -170,7 +181,7 @@ def box_visibility(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.
         d = np.asarray(depth_m, dtype=np.float64)
         if d.shape != (height, width):
             raise ValueError(f"depth must be ({height}, {width}), got {d.shape}")
-        win = d[int(np.ceil(v0)):int(np.floor(v1)) + 1, int(np.ceil(u0)):int(np.floor(u1)) + 1]
+        win = d[int(np.ceil(v0)) : int(np.floor(v1)) + 1, int(np.ceil(u0)) : int(np.floor(u1)) + 1]
         win = win[win > 0]
         z_near, z_far = max(pc[:, 2].min(), near_m), pc[:, 2].max()
         occluder = np.count_nonzero(win < z_near - occlusion_tol_m)
@@ -178,12 +189,14 @@ def box_visibility(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.
         if occluder + on_object > 0:
             unoccluded = on_object / (occluder + on_object)
     visible = coverage >= min_coverage_frac and (unoccluded is None or unoccluded >= min_unoccluded_frac)
-    return BoxVisibility(True, float(coverage), unoccluded, bool(visible),
-                         bool(0 < coverage < min_coverage_frac), box_px)
+    return BoxVisibility(
+        True, float(coverage), unoccluded, bool(visible), bool(0 < coverage < min_coverage_frac), box_px
+    )
 
 
-def project_box_px(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int,
-                   near_m: float = 0.05) -> tuple[tuple[float, float, float, float], np.ndarray] | None:
+def project_box_px(
+    corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int, near_m: float = 0.05
+) -> tuple[tuple[float, float, float, float], np.ndarray] | None:
     """The 2D box ``(u_min, v_min, u_max, v_max)`` of a 3D box's projection, clipped to the image
     ``[-0.5, W-0.5] x [-0.5, H-0.5]`` (pixel centres at integers), and the (8, 3) corners in the
     camera optical frame. Edges crossing the near plane are clipped there. ``None`` when the box
@@ -219,9 +232,15 @@ def project_box_px(corners_world: np.ndarray, T_world_camera: np.ndarray, K: np.
     return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])), pc
 
 
-def table_from_poses(objects: Mapping[str, np.ndarray], poses: Sequence[np.ndarray], K: np.ndarray, width: int,
-                     height: int, depths: Sequence[np.ndarray | None] | None = None,
-                     **kwargs: Any) -> tuple[VisibilityTable, dict[int, dict[str, BoxVisibility]]]:
+def table_from_poses(
+    objects: Mapping[str, np.ndarray],
+    poses: Sequence[np.ndarray],
+    K: np.ndarray,
+    width: int,
+    height: int,
+    depths: Sequence[np.ndarray | None] | None = None,
+    **kwargs: Any,
+) -> tuple[VisibilityTable, dict[int, dict[str, BoxVisibility]]]:
     """A visibility table for a posed video: ``objects`` maps object id -> (8, 3) box corners;
     ``poses[i]`` is frame ``i``'s ``T_world_camera``. Returns the table and every per-frame result
     (for the ``needs_review`` list). ``kwargs`` go to :func:`box_visibility`."""

@@ -49,14 +49,38 @@ from pointlab.robot.workspace import Workspace
 from pointlab.perception.camera import Camera
 from pointlab.perception.errors import CameraSourceError, PerceptionError
 from pointlab.perception.extrinsics import Calibration, RigidTransform, save_calibration
-from pointlab.perception.handeye import (HAND_EYE_METHODS, CharucoBoardSpec, HandEyeResult, detect_board,
-                                         mean_transform, solve_hand_eye)
+from pointlab.perception.handeye import (
+    HAND_EYE_METHODS,
+    CharucoBoardSpec,
+    HandEyeResult,
+    detect_board,
+    mean_transform,
+    solve_hand_eye,
+)
 
-__all__ = ["CalibrationError", "CalibrationInputError", "CalibrationFailedError", "CalibrateOptions",
-           "PoseCapture", "CalibrationRun", "parse_board_spec", "default_poses", "load_poses", "check_poses",
-           "capture_poses", "solve_captures", "verify_calibration", "run_calibration", "calibrate",
-           "camera_spec_for_calibration", "hover_check", "check_calibration", "SETUPS", "DEFAULT_CENTRE_M",
-           "tcp_transform"]
+__all__ = [
+    "CalibrationError",
+    "CalibrationInputError",
+    "CalibrationFailedError",
+    "CalibrateOptions",
+    "PoseCapture",
+    "CalibrationRun",
+    "parse_board_spec",
+    "default_poses",
+    "load_poses",
+    "check_poses",
+    "capture_poses",
+    "solve_captures",
+    "verify_calibration",
+    "run_calibration",
+    "calibrate",
+    "camera_spec_for_calibration",
+    "hover_check",
+    "check_calibration",
+    "SETUPS",
+    "DEFAULT_CENTRE_M",
+    "tcp_transform",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +94,38 @@ TCP_FRAME = "link_tcp"
 # (d_roll, d_pitch, d_yaw) degrees added to tool-down (180, 0, 0), and (dx, dy, dz) metres added to
 # the centre. Rotations about x, y and z and mixed ones, so consecutive relative rotations have
 # non-parallel axes (what calibrateHandEye needs); positions spread over a 8 x 12 x 6 cm box.
-_ROTATIONS_DEG = ((0, 0, 0), (20, 0, 0), (-20, 0, 0), (0, 20, 0), (0, -20, 0), (0, 0, 40), (0, 0, -40),
-                  (15, 15, 25), (-15, 15, -25), (15, -15, -25), (-15, -15, 25), (25, -10, 10), (-10, 25, -15),
-                  (10, -20, 35))
-_OFFSETS_M = ((0, 0, 0), (0.03, -0.05, 0.02), (-0.03, 0.05, -0.02), (0.04, 0.04, 0.0), (-0.04, -0.04, 0.02),
-              (0.0, 0.06, 0.03), (0.0, -0.06, -0.03), (0.04, 0.0, -0.02), (-0.04, 0.0, 0.03), (0.02, 0.06, 0.0),
-              (-0.02, -0.06, 0.0), (0.03, 0.03, 0.03), (-0.03, -0.03, -0.03), (0.0, 0.0, -0.03))
+_ROTATIONS_DEG = (
+    (0, 0, 0),
+    (20, 0, 0),
+    (-20, 0, 0),
+    (0, 20, 0),
+    (0, -20, 0),
+    (0, 0, 40),
+    (0, 0, -40),
+    (15, 15, 25),
+    (-15, 15, -25),
+    (15, -15, -25),
+    (-15, -15, 25),
+    (25, -10, 10),
+    (-10, 25, -15),
+    (10, -20, 35),
+)
+_OFFSETS_M = (
+    (0, 0, 0),
+    (0.03, -0.05, 0.02),
+    (-0.03, 0.05, -0.02),
+    (0.04, 0.04, 0.0),
+    (-0.04, -0.04, 0.02),
+    (0.0, 0.06, 0.03),
+    (0.0, -0.06, -0.03),
+    (0.04, 0.0, -0.02),
+    (-0.04, 0.0, 0.03),
+    (0.02, 0.06, 0.0),
+    (-0.02, -0.06, 0.0),
+    (0.03, 0.03, 0.03),
+    (-0.03, -0.03, -0.03),
+    (0.0, 0.0, -0.03),
+)
 # Verification poses: between the calibration poses (other offsets, other rotations).
 _VERIFY_ROTATIONS_DEG = ((10, 10, -20), (-12, -8, 30), (8, -15, 15), (-15, 12, -35))
 _VERIFY_OFFSETS_M = ((0.02, 0.03, 0.01), (-0.02, -0.03, -0.01), (0.03, -0.02, 0.02), (-0.03, 0.02, -0.02))
@@ -129,10 +179,16 @@ class CalibrateOptions:
             raise CalibrationInputError(f"unknown setup {self.setup!r}; one of {', '.join(SETUPS)}")
         if self.method not in HAND_EYE_METHODS:
             raise CalibrationInputError(f"unknown method {self.method!r}; one of {', '.join(sorted(HAND_EYE_METHODS))}")
-        if (self.settle_s < 0 or self.flush_frames < 1 or self.min_corners < 4 or self.min_poses < 3
-                or not self.max_residual_mm > 0):
-            raise CalibrationInputError("need settle_s >= 0, flush_frames >= 1, min_corners >= 4, min_poses >= 3, "
-                                        "max_residual_mm > 0")
+        if (
+            self.settle_s < 0
+            or self.flush_frames < 1
+            or self.min_corners < 4
+            or self.min_poses < 3
+            or not self.max_residual_mm > 0
+        ):
+            raise CalibrationInputError(
+                "need settle_s >= 0, flush_frames >= 1, min_corners >= 4, min_poses >= 3, max_residual_mm > 0"
+            )
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -152,8 +208,9 @@ def parse_board_spec(text: str) -> CharucoBoardSpec:
         sx, sy = (int(v) for v in parts[0].lower().split("x"))
         square_m, marker_m = float(parts[1]), float(parts[2])
     except ValueError as e:
-        raise CalibrationInputError(f"board {text!r}: expected SXxSY:SQUARE_M:MARKER_M:DICT, "
-                                    f"e.g. 5x7:0.04:0.03:DICT_5X5_100 ({e})") from e
+        raise CalibrationInputError(
+            f"board {text!r}: expected SXxSY:SQUARE_M:MARKER_M:DICT, e.g. 5x7:0.04:0.03:DICT_5X5_100 ({e})"
+        ) from e
     name = parts[3].strip()
     if sx < 3 or sy < 3:
         raise CalibrationInputError(f"board {text!r}: need at least 3 x 3 squares")
@@ -189,13 +246,15 @@ def default_poses(setup: str = "eye_to_hand", centre_m=None) -> tuple[list[TcpPo
     yaw in degrees: tool-down ``(180, 0, 0)`` plus tilts of up to 25 degrees and yaw up to 40."""
     centre = DEFAULT_CENTRE_M[setup] if centre_m is None else centre_m
     pivot = _EYE_IN_HAND_PIVOT_M if setup == "eye_in_hand" else 0.0
-    return (_pose_set(centre, _ROTATIONS_DEG, _OFFSETS_M, pivot),
-            _pose_set(centre, _VERIFY_ROTATIONS_DEG, _VERIFY_OFFSETS_M, pivot))
+    return (
+        _pose_set(centre, _ROTATIONS_DEG, _OFFSETS_M, pivot),
+        _pose_set(centre, _VERIFY_ROTATIONS_DEG, _VERIFY_OFFSETS_M, pivot),
+    )
 
 
 def _parse_pose(d, where: str) -> TcpPose:
     if not isinstance(d, dict) or "position_m" not in d:
-        raise CalibrationInputError(f"{where}: expected {{\"position_m\": [x, y, z], \"rpy_deg\": [r, p, y]}}")
+        raise CalibrationInputError(f'{where}: expected {{"position_m": [x, y, z], "rpy_deg": [r, p, y]}}')
     try:
         p = [float(v) for v in d["position_m"]]
         r = [float(v) for v in d.get("rpy_deg", (180.0, 0.0, 0.0))]
@@ -226,7 +285,7 @@ def load_poses(path: str | Path) -> tuple[list[TcpPose], list[TcpPose] | None]:
     verify = None
     if isinstance(d, dict):
         if "calibrate" not in d:
-            raise CalibrationInputError(f"{path}: an object needs a \"calibrate\" list (and optionally \"verify\")")
+            raise CalibrationInputError(f'{path}: an object needs a "calibrate" list (and optionally "verify")')
         cal_list, verify_list = d["calibrate"], d.get("verify")
     else:
         cal_list, verify_list = d, None
@@ -235,7 +294,7 @@ def load_poses(path: str | Path) -> tuple[list[TcpPose], list[TcpPose] | None]:
     poses = [_parse_pose(p, f"{path} pose {i}") for i, p in enumerate(cal_list)]
     if verify_list is not None:
         if not isinstance(verify_list, list):
-            raise CalibrationInputError(f"{path}: \"verify\" must be a list of poses")
+            raise CalibrationInputError(f'{path}: "verify" must be a list of poses')
         verify = [_parse_pose(p, f"{path} verify pose {i}") for i, p in enumerate(verify_list)]
     return poses, verify
 
@@ -250,8 +309,9 @@ def check_poses(poses: list[TcpPose], workspace: Workspace, what: str = "calibra
         workspace.check(p.xyz, f"{what} {i}")
 
 
-def camera_spec_for_calibration(camera_spec: str, setup: str, board: CharucoBoardSpec,
-                                table_board: bool = False) -> str:
+def camera_spec_for_calibration(
+    camera_spec: str, setup: str, board: CharucoBoardSpec, table_board: bool = False
+) -> str:
     """The camera spec to open for a calibration: ``sim`` (whose tabletop has no board) becomes the
     ``sim-board`` source of ``sim_mock`` with the board on the TCP (eye-to-hand), a wrist camera over
     a board on the table (eye-in-hand), or the fixed camera over a board on the table (``table_board``,
@@ -294,9 +354,13 @@ class PoseCapture:
     skipped: str | None = None
 
     def to_dict(self) -> dict:
-        d = {"index": self.index, "commanded": self.commanded.to_dict(),
-             "tcp": self.tcp.to_dict() if self.tcp else None, "corners": self.corners,
-             "reprojection_px": None if self.reprojection_px is None else round(self.reprojection_px, 4)}
+        d = {
+            "index": self.index,
+            "commanded": self.commanded.to_dict(),
+            "tcp": self.tcp.to_dict() if self.tcp else None,
+            "corners": self.corners,
+            "reprojection_px": None if self.reprojection_px is None else round(self.reprojection_px, 4),
+        }
         if self.skipped:
             d["skipped"] = self.skipped
         return d
@@ -344,8 +408,9 @@ def _rotation_spread_deg(tcps: list[TcpPose]) -> tuple[float, float]:
     """Largest and second-largest singular value of the relative rotation vectors from the first pose
     (degrees): the second is near 0 when all rotations share one axis (a degenerate set)."""
     R0 = Rotation.from_euler("xyz", tcps[0].rpy_deg, degrees=True)
-    vecs = np.array([np.degrees((R0.inv() * Rotation.from_euler("xyz", t.rpy_deg, degrees=True)).as_rotvec())
-                     for t in tcps[1:]])
+    vecs = np.array(
+        [np.degrees((R0.inv() * Rotation.from_euler("xyz", t.rpy_deg, degrees=True)).as_rotvec()) for t in tcps[1:]]
+    )
     s = np.linalg.svd(vecs, compute_uv=False) / math.sqrt(len(vecs))
     return float(s[0]), float(s[1]) if len(s) > 1 else 0.0
 
@@ -367,12 +432,14 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         skipped = [f"{c.index}: {c.skipped}" for c in captures if c.skipped]
         raise CalibrationFailedError(
             f"board detected in {len(used)} of {len(captures)} poses, need at least {options.min_poses}; "
-            f"skipped: {'; '.join(skipped) or 'none'}. Check the board is in view and lit, and the --board size")
+            f"skipped: {'; '.join(skipped) or 'none'}. Check the board is in view and lit, and the --board size"
+        )
     s1, s2 = _rotation_spread_deg([c.tcp for c in used])
     if s2 < 2.0:
         raise CalibrationFailedError(
             f"the detected poses rotate about one axis only (spread {s1:.1f} / {s2:.1f} deg); "
-            "hand-eye needs rotations about at least two non-parallel axes (tilt and yaw the tool)")
+            "hand-eye needs rotations about at least two non-parallel axes (tilt and yaw the tool)"
+        )
     tcps = [tcp_transform(c.tcp) for c in used]
     boards = [c.T_camera_board for c in used]
     try:
@@ -384,7 +451,8 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         raise CalibrationFailedError(
             f"mean residual {mean_mm:.1f} mm is over {options.max_residual_mm} mm: the board is not rigid to the "
             f"{'tool' if options.setup == 'eye_to_hand' else 'table'}, the --setup is wrong, or the --board "
-            "square size is not what was printed")
+            "square size is not what was printed"
+        )
     X = result.transform
     if options.setup == "eye_to_hand":
         inv = [(t.inverse() @ X @ b).matrix for t, b in zip(tcps, boards)]
@@ -394,8 +462,9 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
 
 
 # -- verify ----------------------------------------------------------------------------------------
-def verify_calibration(captures: list[PoseCapture], result: HandEyeResult, T_fixed_board: RigidTransform,
-                       board: CharucoBoardSpec) -> dict:
+def verify_calibration(
+    captures: list[PoseCapture], result: HandEyeResult, T_fixed_board: RigidTransform, board: CharucoBoardSpec
+) -> dict:
     """Board corners in the base frame through the camera and the calibration, against the same corners
     through the arm's reported TCP pose and ``T_fixed_board`` (module docstring, step 4).
 
@@ -415,15 +484,19 @@ def verify_calibration(captures: list[PoseCapture], result: HandEyeResult, T_fix
         else:
             via_camera, via_arm = T_tcp @ X @ c.T_camera_board, T_fixed_board
         err = np.linalg.norm(via_camera.apply(corners) - via_arm.apply(corners), axis=1) * 1000.0
-        per_pose.append({"index": c.index, "mean_mm": round(float(err.mean()), 3),
-                         "max_mm": round(float(err.max()), 3)})
+        per_pose.append(
+            {"index": c.index, "mean_mm": round(float(err.mean()), 3), "max_mm": round(float(err.max()), 3)}
+        )
         all_err.append(err)
     skipped = [{"index": c.index, "reason": c.skipped} for c in captures if c.skipped]
     if not all_err:
         return {"poses": 0, "skipped": skipped, "error_mm": None}
     e = np.concatenate(all_err)
-    return {"poses": len(per_pose), "skipped": skipped,
-            "error_mm": {"mean": round(float(e.mean()), 3), "max": round(float(e.max()), 3), "per_pose": per_pose}}
+    return {
+        "poses": len(per_pose),
+        "skipped": skipped,
+        "error_mm": {"mean": round(float(e.mean()), 3), "max": round(float(e.max()), 3), "per_pose": per_pose},
+    }
 
 
 # -- the workflow ----------------------------------------------------------------------------------
@@ -451,41 +524,71 @@ class CalibrationRun:
         T = self.result.transform
         used = [c for c in self.captures if c.skipped is None]
         residuals = self.result.summary()
-        per_pose = [dict(c.to_dict(), residual_mm=round(mm, 3), residual_deg=round(deg, 4))
-                    for c, mm, deg in zip(used, self.result.residual_mm, self.result.residual_deg)]
+        per_pose = [
+            dict(c.to_dict(), residual_mm=round(mm, 3), residual_deg=round(deg, 4))
+            for c, mm, deg in zip(used, self.result.residual_mm, self.result.residual_deg)
+        ]
         return {
-            "method": self.result.method, "setup": self.result.setup,
-            "parent_frame": self.calibration.parent_frame, "child_frame": self.calibration.child_frame,
-            "transform": {"T_parent_child": T.matrix.round(9).tolist(),
-                          "translation_m": T.translation_m.round(6).tolist(),
-                          "rpy_deg": Rotation.from_matrix(T.rotation).as_euler("xyz", degrees=True).round(4).tolist()},
+            "method": self.result.method,
+            "setup": self.result.setup,
+            "parent_frame": self.calibration.parent_frame,
+            "child_frame": self.calibration.child_frame,
+            "transform": {
+                "T_parent_child": T.matrix.round(9).tolist(),
+                "translation_m": T.translation_m.round(6).tolist(),
+                "rpy_deg": Rotation.from_matrix(T.rotation).as_euler("xyz", degrees=True).round(4).tolist(),
+            },
             "residual_mm": {k: round(residuals["residual_mm"][k], 3) for k in ("mean", "max")},
             "residual_deg": {k: round(residuals["residual_deg"][k], 4) for k in ("mean", "max")},
-            "poses_used": len(used), "poses_total": len(self.captures), "poses": per_pose,
-            "skipped": [{"index": c.index, "pose": c.commanded.to_dict(), "reason": c.skipped}
-                        for c in self.captures if c.skipped],
+            "poses_used": len(used),
+            "poses_total": len(self.captures),
+            "poses": per_pose,
+            "skipped": [
+                {"index": c.index, "pose": c.commanded.to_dict(), "reason": c.skipped}
+                for c in self.captures
+                if c.skipped
+            ],
             "board_in_fixed_frame": {"T": self.T_fixed_board.matrix.round(9).tolist()},
-            "verify": self.verify, "out": self.out_path,
+            "verify": self.verify,
+            "out": self.out_path,
         }
 
 
 def _calibration_of(result: HandEyeResult, captures: list[PoseCapture], verify: dict | None) -> Calibration:
     s = result.summary()
     used = [c for c in captures if c.skipped is None]
-    residuals = {"residual_mm": s["residual_mm"], "residual_deg": s["residual_deg"], "poses": s["poses"],
-                 "skipped": len(captures) - len(used),
-                 "reprojection_px": {"mean": round(float(np.mean([c.reprojection_px for c in used])), 4),
-                                     "max": round(float(np.max([c.reprojection_px for c in used])), 4)}}
+    residuals = {
+        "residual_mm": s["residual_mm"],
+        "residual_deg": s["residual_deg"],
+        "poses": s["poses"],
+        "skipped": len(captures) - len(used),
+        "reprojection_px": {
+            "mean": round(float(np.mean([c.reprojection_px for c in used])), 4),
+            "max": round(float(np.max([c.reprojection_px for c in used])), 4),
+        },
+    }
     if verify is not None:
         residuals["verify_error_mm"] = verify["error_mm"] and {k: verify["error_mm"][k] for k in ("mean", "max")}
     parent = "link_base" if result.setup == "eye_to_hand" else TCP_FRAME
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Calibration(result.transform, parent_frame=parent, setup=result.setup, method=result.method,
-                       created=created, residuals=residuals)
+    return Calibration(
+        result.transform,
+        parent_frame=parent,
+        setup=result.setup,
+        method=result.method,
+        created=created,
+        residuals=residuals,
+    )
 
 
-def run_calibration(arm: Arm, camera: Camera, poses: list[TcpPose], options: CalibrateOptions,
-                    out_path: str | Path | None = None, verify_poses: list[TcpPose] | None = None) -> CalibrationRun:
+def run_calibration(
+    arm: Arm,
+    camera: Camera,
+    poses: list[TcpPose],
+    options: CalibrateOptions,
+    out_path: str | Path | None = None,
+    verify_poses: list[TcpPose] | None = None,
+) -> CalibrationRun:
     """The whole workflow on a connected arm and camera (module docstring). Writes ``out_path`` (if
     given) after a successful solve, and again with the verification numbers after verifying.
 
@@ -516,9 +619,16 @@ def run_calibration(arm: Arm, camera: Camera, poses: list[TcpPose], options: Cal
     return run
 
 
-def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: CalibrateOptions = CalibrateOptions(),
-              poses_path: str | Path | None = None, centre_m=None, workspace: Workspace | None = None,
-              time_scale: float = 1.0) -> CalibrationRun:
+def calibrate(
+    robot_spec: str,
+    camera_spec: str,
+    out_path: str | Path,
+    options: CalibrateOptions = CalibrateOptions(),
+    poses_path: str | Path | None = None,
+    centre_m=None,
+    workspace: Workspace | None = None,
+    time_scale: float = 1.0,
+) -> CalibrationRun:
     """Build the arm (``robot.make_arm``) and camera (``perception.make_camera``; ``sim`` becomes the
     board-showing ``sim-board``, see ``camera_spec_for_calibration``), connect, run
     ``run_calibration``, move the arm home and disconnect.
@@ -543,8 +653,9 @@ def calibrate(robot_spec: str, camera_spec: str, out_path: str | Path, options: 
     else:
         poses, verify_poses = default_poses(options.setup, centre_m)
     workspace = workspace or Workspace()
-    arm, camera = _build(robot_spec, camera_spec_for_calibration(camera_spec, options.setup, options.board),
-                         workspace, time_scale)
+    arm, camera = _build(
+        robot_spec, camera_spec_for_calibration(camera_spec, options.setup, options.board), workspace, time_scale
+    )
     check_poses(poses, workspace)  # refuse before connecting anything
     if options.verify:
         check_poses(verify_poses, workspace, "verification pose")
@@ -562,9 +673,17 @@ def _outer_corner_ids(board: CharucoBoardSpec) -> list[int]:
     return [0, nx - 1, nx * (ny - 1), nx * ny - 1]
 
 
-def hover_check(arm: Arm, camera: Camera, calibration: Calibration, board: CharucoBoardSpec = CharucoBoardSpec(),
-                hover_m: float = 0.01, approach_m: float = 0.05, settle_s: float = 0.5, flush_frames: int = 2,
-                min_corners: int = 8) -> dict:
+def hover_check(
+    arm: Arm,
+    camera: Camera,
+    calibration: Calibration,
+    board: CharucoBoardSpec = CharucoBoardSpec(),
+    hover_m: float = 0.01,
+    approach_m: float = 0.05,
+    settle_s: float = 0.5,
+    flush_frames: int = 2,
+    min_corners: int = 8,
+) -> dict:
     """The lab's end-to-end check of an eye-to-hand calibration: with the board lying flat on the table
     in view, detect it, map its four outermost inner corners into the base frame through the
     calibration, and hover the TCP (tool down) ``hover_m`` above each, approaching from ``approach_m``
@@ -609,16 +728,28 @@ def hover_check(arm: Arm, camera: Camera, calibration: Calibration, board: Charu
         arm.move_to(hover)
         time.sleep(settle_s)
         tcp = arm.state().tcp
-        out.append({"id": int(i), "corner_base_m": np.round(c, 6).tolist(),
-                    "hover_target_m": hover.to_dict()["position_m"],
-                    "tcp_m": None if tcp is None else tcp.to_dict()["position_m"]})
+        out.append(
+            {
+                "id": int(i),
+                "corner_base_m": np.round(c, 6).tolist(),
+                "hover_target_m": hover.to_dict()["position_m"],
+                "tcp_m": None if tcp is None else tcp.to_dict()["position_m"],
+            }
+        )
         arm.move_to(above)
     return {"hover_mm": round(hover_m * 1000, 3), "board_tilt_deg": round(tilt_deg, 3), "corners": out}
 
 
-def check_calibration(robot_spec: str, camera_spec: str, calibration_path: str | Path,
-                      board: CharucoBoardSpec = CharucoBoardSpec(), hover_m: float = 0.01, settle_s: float = 0.5,
-                      time_scale: float = 1.0, workspace: Workspace | None = None) -> dict:
+def check_calibration(
+    robot_spec: str,
+    camera_spec: str,
+    calibration_path: str | Path,
+    board: CharucoBoardSpec = CharucoBoardSpec(),
+    hover_m: float = 0.01,
+    settle_s: float = 0.5,
+    time_scale: float = 1.0,
+    workspace: Workspace | None = None,
+) -> dict:
     """Build and connect the arm and camera (``sim`` becomes the fixed camera over a board on the
     table), run ``hover_check`` with the calibration file, go home, disconnect.
 
@@ -629,8 +760,12 @@ def check_calibration(robot_spec: str, camera_spec: str, calibration_path: str |
     from pointlab.perception.extrinsics import load_calibration
 
     calibration = load_calibration(calibration_path)
-    arm, camera = _build(robot_spec, camera_spec_for_calibration(camera_spec, calibration.setup, board, True),
-                         workspace or Workspace(), time_scale)
+    arm, camera = _build(
+        robot_spec,
+        camera_spec_for_calibration(camera_spec, calibration.setup, board, True),
+        workspace or Workspace(),
+        time_scale,
+    )
     with arm, camera:
         try:
             return hover_check(arm, camera, calibration, board, hover_m, settle_s=settle_s)

@@ -27,8 +27,15 @@ class TableFitError(BridgeError, ValueError):
     """No table plane could be found (too few valid depth pixels, or the plane faces away)."""
 
 
-def fit_table_calibration(frame: RGBDFrame, table_x_m: float = 0.29, *, step_px: int = 4, iterations: int = 300,
-                          inlier_m: float = 0.01, seed: int = 0) -> Calibration:
+def fit_table_calibration(
+    frame: RGBDFrame,
+    table_x_m: float = 0.29,
+    *,
+    step_px: int = 4,
+    iterations: int = 300,
+    inlier_m: float = 0.01,
+    seed: int = 0,
+) -> Calibration:
     """``T_base_camera`` that puts the frame's dominant depth plane at base ``z = 0`` (see module docstring).
 
     Args:
@@ -43,7 +50,7 @@ def fit_table_calibration(frame: RGBDFrame, table_x_m: float = 0.29, *, step_px:
             or an optical axis parallel to the plane.
     """
     intr = frame.intrinsics
-    v, u = np.mgrid[0:intr.height:step_px, 0:intr.width:step_px]
+    v, u = np.mgrid[0 : intr.height : step_px, 0 : intr.width : step_px]
     z = frame.depth[v, u].astype(np.float64) * frame.depth_scale_m
     ok = (z > 0.1) & (z < 4.0)
     if ok.sum() < 100:
@@ -81,5 +88,8 @@ def fit_table_calibration(frame: RGBDFrame, table_x_m: float = 0.29, *, step_px:
     T = np.eye(4)
     T[:3, :3], T[:3, 3] = R, -R @ origin
     residual_mm = float(np.sqrt(np.mean(((q - centre) @ n) ** 2)) * 1e3)
-    return Calibration(RigidTransform(T), method="table_fit",
-                       residuals={"plane_rms_mm": round(residual_mm, 3), "inlier_fraction": round(float(best.mean()), 3)})
+    return Calibration(
+        RigidTransform(T),
+        method="table_fit",
+        residuals={"plane_rms_mm": round(residual_mm, 3), "inlier_fraction": round(float(best.mean()), 3)},
+    )

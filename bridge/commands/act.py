@@ -26,16 +26,22 @@ act_app = sub.group("act")
 
 log = logging.getLogger(__name__)
 
-CAMERA_HELP = ("camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop), realsense[:SERIAL] "
-               "or bag:PATH[#rate=R,loop=0|1] (a recording; default rate=1, loop=1; rate=max: unpaced)")
+CAMERA_HELP = (
+    "camera source: sim, replay:DIR (e.g. replay:../shared/data/rgbd/uoc_tabletop), realsense[:SERIAL] "
+    "or bag:PATH[#rate=R,loop=0|1] (a recording; default rate=1, loop=1; rate=max: unpaced)"
+)
 ROBOT_HELP = "robot: sim or xarm:IP[:PORT]"
-CAL_HELP = ("calibration file (T_base_camera), or 'table' (the recorded table becomes the sim table); default: "
-             "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim")
+CAL_HELP = (
+    "calibration file (T_base_camera), or 'table' (the recorded table becomes the sim table); default: "
+    "'table' for replay/bag with the sim arm, the sim camera's exact pose for --camera sim"
+)
 
 
-DEPTH_FPS_HELP = ("recorded aligned-depth frames per second, at most the colour's 5 (default 1); the capture the "
-                  "agent pointed on is always kept whole; 5 keeps every colour frame's depth, 3x larger bags "
-                  "(docs/recording.md)")
+DEPTH_FPS_HELP = (
+    "recorded aligned-depth frames per second, at most the colour's 5 (default 1); the capture the "
+    "agent pointed on is always kept whole; 5 keeps every colour frame's depth, 3x larger bags "
+    "(docs/recording.md)"
+)
 
 
 def _option_of(error: dict, renames: dict[str, str] | None = None) -> str:
@@ -47,8 +53,9 @@ def _option_of(error: dict, renames: dict[str, str] | None = None) -> str:
     return (renames or {}).get(field, "--" + field.replace("_", "-"))
 
 
-def recording_config(*, images: str = "compressed", image_fps: Optional[float] = None,
-                     depth_fps: Optional[float] = None):
+def recording_config(
+    *, images: str = "compressed", image_fps: Optional[float] = None, depth_fps: Optional[float] = None
+):
     """The ``RecordingConfig`` of a command's recording options (``--images``, ``--image-fps``,
     ``--depth-fps``; ``None``: the default), or a one-line error naming the option (exit 2)."""
     from pydantic import ValidationError
@@ -63,8 +70,16 @@ def recording_config(*, images: str = "compressed", image_fps: Optional[float] =
         fail(f"{_option_of(first)}: {first.get('ctx', {}).get('error') or first['msg']}", 2)
 
 
-def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[Path], calibration: Optional[str],
-                  time_scale: float, foxglove_port: Optional[int] = None, depth_fps: Optional[float] = None):
+def start_or_fail(
+    camera: str,
+    robot: str,
+    agents: Optional[Path],
+    db: Optional[Path],
+    calibration: Optional[str],
+    time_scale: float,
+    foxglove_port: Optional[int] = None,
+    depth_fps: Optional[float] = None,
+):
     """``start_session`` for a command: bad input exits 2, a part that does not start exits 1."""
     from pydantic import ValidationError
 
@@ -77,9 +92,16 @@ def start_or_fail(camera: str, robot: str, agents: Optional[Path], db: Optional[
         require_writable_file(db, "--db", sqlite=True)  # before the sim, the camera or the arm start
     recording = recording_config(depth_fps=depth_fps)
     try:
-        config = SessionConfig(camera=camera, robot=robot, agents_config=agents, db_path=db,
-                               calibration=calibration, time_scale=time_scale, foxglove_port=foxglove_port,
-                               recording=recording)
+        config = SessionConfig(
+            camera=camera,
+            robot=robot,
+            agents_config=agents,
+            db_path=db,
+            calibration=calibration,
+            time_scale=time_scale,
+            foxglove_port=foxglove_port,
+            recording=recording,
+        )
     except ValidationError as e:
         first = e.errors()[0]
         # name the option the user typed (--time-scale), not the config field (time_scale)
@@ -97,15 +119,19 @@ def trials_cmd(
     agent: str = typer.Option(..., "--agent", help="agent name from the agents config, e.g. sim-oracle"),
     camera: str = typer.Option("sim", "--camera", help=CAMERA_HELP),
     robot: str = typer.Option("sim", "--robot", help=ROBOT_HELP),
-    instructions: Optional[Path] = typer.Option(None, "--instructions",
-                                                help='JSONL of {"instruction", "expected"?} (default: the sim demo script)'),
+    instructions: Optional[Path] = typer.Option(
+        None, "--instructions", help='JSONL of {"instruction", "expected"?} (default: the sim demo script)'
+    ),
     db: Path = typer.Option(..., "--db", help="SQLite file the trials are saved in"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
     calibration: Optional[str] = typer.Option(None, "--calibration", help=CAL_HELP),
     time_scale: float = typer.Option(1.0, "--time-scale", help="sim arm motion-time multiplier (0.05: 20x faster)"),
-    max_repeats: int = typer.Option(2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"),
-    repeat: int = typer.Option(1, "--repeat", min=1, max=1000,
-                               help="run the script this many times, the scene restored before each (sim only)"),
+    max_repeats: int = typer.Option(
+        2, "--max-repeats", min=0, help="runs of an aborted trial's instruction again, at most"
+    ),
+    repeat: int = typer.Option(
+        1, "--repeat", min=1, max=1000, help="run the script this many times, the scene restored before each (sim only)"
+    ),
     depth_fps: Optional[float] = typer.Option(None, "--depth-fps", help=DEPTH_FPS_HELP),
 ) -> None:
     """Run scripted instructions through the ROS node set without a browser; one progress line per
@@ -131,14 +157,18 @@ def trials_cmd(
 
         world = world_class_for(camera, robot)
         if world is None or spec_kind(camera) not in world.camera_kinds or spec_kind(robot) not in world.robot_kinds:
-            fail("--repeat needs a simulated camera and arm (the scene is restored between runs); on real hardware "
-                 "run the script once per reset of the scene", 2)
+            fail(
+                "--repeat needs a simulated camera and arm (the scene is restored between runs); on real hardware "
+                "run the script once per reset of the scene",
+                2,
+            )
     from pointlab.bridge.trials.station import StationBusy
 
     session = start_or_fail(camera, robot, agents, db, calibration, time_scale, depth_fps=depth_fps)
     try:
-        out = run_scripted_trials(session.station, agent, script, max_repeats=max_repeats,
-                                  progress=_print_progress, repeat=repeat)
+        out = run_scripted_trials(
+            session.station, agent, script, max_repeats=max_repeats, progress=_print_progress, repeat=repeat
+        )
     except ValueError as e:
         fail(str(e), 2)
     except (StationBusy, RuntimeError) as e:
@@ -182,7 +212,9 @@ def node_cmd(
     camera: str = typer.Option("sim", "--camera", help=CAMERA_HELP + " (camera node)"),
     robot: str = typer.Option("sim", "--robot", help=ROBOT_HELP + " (arm node)"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (pointing node; no sim agents alone)"),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="calibration file (targeting node; required)"),
+    calibration: Optional[Path] = typer.Option(
+        None, "--calibration", help="calibration file (targeting node; required)"
+    ),
     fps: float = typer.Option(30.0, "--fps", help="camera node: upper bound of the frame rate"),
 ) -> None:
     """Run one ROS 2 node alone until Ctrl-C (the others may be realsense-ros, xarm_ros2 or ours).
@@ -195,17 +227,21 @@ def node_cmd(
     try:
         if which is NodeKind.camera:
             from pointlab.bridge.ros.camera_node import main
+
             main(camera, fps)
         elif which is NodeKind.pointing:
             from pointlab.bridge.ros.pointing_node import main
+
             main(str(agents) if agents else None)
         elif which is NodeKind.targeting:
             if calibration is None:
                 fail("the targeting node needs --calibration FILE", 2)
             from pointlab.bridge.ros.targeting_node import main
+
             main(str(calibration))
         else:
             from pointlab.bridge.ros.arm_node import main
+
             main(robot)
     except (AgentsConfigError, PerceptionError, ValueError) as e:
         fail(str(e), 2)
@@ -215,17 +251,29 @@ def node_cmd(
 
 @act_app.command("recordings")
 def recordings_cmd(
-    db: list[Path] = typer.Option(..., "--db", help="SQLite file whose trials record into the folder; repeat "
-                                                    "--db for every store that shares it"),
-    recordings: Optional[Path] = typer.Option(None, "--recordings",
-                                              help="recordings folder (default: recordings/ beside the db)"),
-    check: bool = typer.Option(True, "--check", help="compare the folder with the stored trials (always done; "
-                                                     "the flag is for scripts that say so)"),
-    recover: bool = typer.Option(False, "--recover", help="store the trials a killed session left unfinished "
-                                                          "(aborted, interrupted) and rewrite every MCAP a killed "
-                                                          "writer left without its summary from its whole chunks"),
-    prune: bool = typer.Option(False, "--prune", help="delete the recordings no given store names (refused while "
-                                                      "another store beside the folder was not given)"),
+    db: list[Path] = typer.Option(
+        ..., "--db", help="SQLite file whose trials record into the folder; repeat --db for every store that shares it"
+    ),
+    recordings: Optional[Path] = typer.Option(
+        None, "--recordings", help="recordings folder (default: recordings/ beside the db)"
+    ),
+    check: bool = typer.Option(
+        True,
+        "--check",
+        help="compare the folder with the stored trials (always done; the flag is for scripts that say so)",
+    ),
+    recover: bool = typer.Option(
+        False,
+        "--recover",
+        help="store the trials a killed session left unfinished "
+        "(aborted, interrupted) and rewrite every MCAP a killed "
+        "writer left without its summary from its whole chunks",
+    ),
+    prune: bool = typer.Option(
+        False,
+        "--prune",
+        help="delete the recordings no given store names (refused while another store beside the folder was not given)",
+    ),
 ) -> None:
     """List the recordings no stored trial names (orphans, e.g. after a killed session), the trials
     whose recording is missing, the MCAPs that are not whole, and the trials a killed session left
@@ -252,8 +300,11 @@ def recordings_cmd(
                 fail(str(e), 2)
         others = other_stores(root, db)
         if prune and others:
-            fail(f"{root} is shared with other stores beside it ({', '.join(others)}): their trials' recordings "
-                 "would look like orphans; pass each with --db too", 2)
+            fail(
+                f"{root} is shared with other stores beside it ({', '.join(others)}): their trials' recordings "
+                "would look like orphans; pass each with --db too",
+                2,
+            )
         closed = None
         if recover:  # what a session's start does: the killed session's trials, stored and linked
             from pointlab.bridge.study.interrupted import close_interrupted
@@ -284,8 +335,11 @@ def recordings_cmd(
                 out["pruned_bytes"] = prune_orphans(found)
             except OSError as e:
                 fail(f"pruning {root} failed: {e}", 1)
-            out = {**out, **check_recordings(rows, root).to_dict(),
-                   "pruned": [o["uid"] for o in found.orphans] + [d["clip"] for d in found.dead_clips]}
+            out = {
+                **out,
+                **check_recordings(rows, root).to_dict(),
+                "pruned": [o["uid"] for o in found.orphans] + [d["clip"] for d in found.dead_clips],
+            }
     finally:
         for store in stores:
             store.close()
@@ -299,8 +353,9 @@ def export_cmd(
     db: Path = typer.Option(..., "--db", help="SQLite file of the study"),
     study: int = typer.Option(..., "--study", min=1, help="study id (the operator console's study list)"),
     out: Path = typer.Option(..., "--out", help="folder to write (new or empty)"),
-    recordings: Optional[Path] = typer.Option(None, "--recordings",
-                                              help="recordings folder (default: recordings/ beside the db)"),
+    recordings: Optional[Path] = typer.Option(
+        None, "--recordings", help="recordings folder (default: recordings/ beside the db)"
+    ),
 ) -> None:
     """Write one study's trial CSV, SUS CSV, clips and MCAP recordings into one folder, with an
     export.json index; prints the index."""

@@ -20,15 +20,22 @@ def calibrate_cmd(
     robot: str = typer.Option(..., "--robot", help="sim or xarm:IP[:PORT]"),
     camera: str = typer.Option(..., "--camera", help="sim (the sim tabletop with the board) or realsense[:SERIAL]"),
     out: Path = typer.Option(..., "--out", help="calibration file to write (JSON, metres)"),
-    poses: Optional[Path] = typer.Option(None, "--poses", help="poses file: JSON list of position_m/rpy_deg objects, "
-                                                             "or calibrate/verify lists (docs/calibration.md)"),
+    poses: Optional[Path] = typer.Option(
+        None,
+        "--poses",
+        help="poses file: JSON list of position_m/rpy_deg objects, or calibrate/verify lists (docs/calibration.md)",
+    ),
     setup: str = typer.Option("eye_to_hand", "--setup", help="eye_to_hand (board on the tool) or eye_in_hand"),
     method: str = typer.Option("PARK", "--method", help="TSAI, PARK, HORAUD, ANDREFF or DANIILIDIS"),
-    board: str = typer.Option("5x7:0.04:0.03:DICT_5X5_100", "--board",
-                              help="SXxSY:SQUARE_M:MARKER_M:DICT, sizes as measured on the print, metres"),
+    board: str = typer.Option(
+        "5x7:0.04:0.03:DICT_5X5_100",
+        "--board",
+        help="SXxSY:SQUARE_M:MARKER_M:DICT, sizes as measured on the print, metres",
+    ),
     verify: bool = typer.Option(False, "--verify", help="check the result at poses not used in the solve"),
     centre: Optional[tuple[float, float, float]] = typer.Option(
-        None, "--centre", help="X Y Z (m, base frame): centre of the generated pose set"),
+        None, "--centre", help="X Y Z (m, base frame): centre of the generated pose set"
+    ),
     settle_s: float = typer.Option(0.5, "--settle-s", help="wait after each motion before reading frames, s"),
     min_poses: int = typer.Option(6, "--min-poses", help="detected poses needed for a solve"),
     max_residual_mm: float = typer.Option(15.0, "--max-residual-mm", help="fail when the mean residual is above"),
@@ -46,15 +53,27 @@ def calibrate_cmd(
     """
     from pointlab.robot.errors import RobotError, UnsafeTargetError
 
-    from pointlab.bridge.calibration.procedure import CalibrateOptions, CalibrationFailedError, CalibrationInputError, calibrate, parse_board_spec
+    from pointlab.bridge.calibration.procedure import (
+        CalibrateOptions,
+        CalibrationFailedError,
+        CalibrationInputError,
+        calibrate,
+        parse_board_spec,
+    )
     from pointlab.perception.errors import CameraSourceError, PerceptionError
 
     if settle_s < 0 or time_scale < 0:
         fail("--settle-s and --time-scale must be >= 0")
     try:
-        options = CalibrateOptions(setup=setup, method=method.upper(), board=parse_board_spec(board),
-                                   settle_s=settle_s, min_poses=min_poses, max_residual_mm=max_residual_mm,
-                                   verify=verify)
+        options = CalibrateOptions(
+            setup=setup,
+            method=method.upper(),
+            board=parse_board_spec(board),
+            settle_s=settle_s,
+            min_poses=min_poses,
+            max_residual_mm=max_residual_mm,
+            verify=verify,
+        )
     except CalibrationInputError as e:
         fail(str(e))
     if out.parent and not out.parent.is_dir():
@@ -89,7 +108,12 @@ def calibrate_check_cmd(
     """
     from pointlab.robot.errors import RobotError, UnsafeTargetError
 
-    from pointlab.bridge.calibration.procedure import CalibrationFailedError, CalibrationInputError, check_calibration, parse_board_spec
+    from pointlab.bridge.calibration.procedure import (
+        CalibrationFailedError,
+        CalibrationInputError,
+        check_calibration,
+        parse_board_spec,
+    )
     from pointlab.perception.errors import CalibrationFileError, CameraSourceError, PerceptionError
 
     if not 0 < hover_mm < 100 or settle_s < 0 or time_scale < 0:

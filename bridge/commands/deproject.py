@@ -15,7 +15,9 @@ app = sub.root
 
 @app.command("deproject")
 def deproject_cmd(
-    rgbd: Path = typer.Option(..., "--rgbd", help="replay folder (NNNNNN-color.png, NNNNNN-depth.png, camera_params.json)"),
+    rgbd: Path = typer.Option(
+        ..., "--rgbd", help="replay folder (NNNNNN-color.png, NNNNNN-depth.png, camera_params.json)"
+    ),
     frame: str = typer.Option(..., "--frame", help="frame id, e.g. 000003 or 3"),
     pixel: tuple[float, float] = typer.Option(..., "--pixel", help="U V in colour-image pixels"),
     window: int = typer.Option(5, "--window-radius", help="half-size of the depth window, pixels"),

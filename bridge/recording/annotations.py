@@ -26,9 +26,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["POINTS_TOPIC", "MARKERS_TOPIC", "IMAGE_ANNOTATIONS", "MARKER_ARRAY", "FOXGLOVE_MSGS",
-           "TARGET_DIAMETER_M", "points_annotations_cdr", "target_markers_cdr", "first_point_is_target",
-           "answer_annotations_cdr"]
+__all__ = [
+    "POINTS_TOPIC",
+    "MARKERS_TOPIC",
+    "IMAGE_ANNOTATIONS",
+    "MARKER_ARRAY",
+    "FOXGLOVE_MSGS",
+    "TARGET_DIAMETER_M",
+    "points_annotations_cdr",
+    "target_markers_cdr",
+    "first_point_is_target",
+    "answer_annotations_cdr",
+]
 
 POINTS_TOPIC = "/pointlab/points/annotations"
 MARKERS_TOPIC = "/pointlab/markers"
@@ -42,26 +51,31 @@ FOXGLOVE_MSGS = {
     "foxglove_msgs/msg/Color": "float64 r\nfloat64 g\nfloat64 b\nfloat64 a\n",
     "foxglove_msgs/msg/CircleAnnotation": (
         "builtin_interfaces/Time timestamp\nfoxglove_msgs/Point2 position\nfloat64 diameter\n"
-        "float64 thickness\nfoxglove_msgs/Color fill_color\nfoxglove_msgs/Color outline_color\n"),
+        "float64 thickness\nfoxglove_msgs/Color fill_color\nfoxglove_msgs/Color outline_color\n"
+    ),
     "foxglove_msgs/msg/PointsAnnotation": (
         "builtin_interfaces/Time timestamp\nuint8 UNKNOWN=0\nuint8 POINTS=1\nuint8 LINE_LOOP=2\n"
         "uint8 LINE_STRIP=3\nuint8 LINE_LIST=4\nuint8 type\nfoxglove_msgs/Point2[] points\n"
         "foxglove_msgs/Color outline_color\nfoxglove_msgs/Color[] outline_colors\n"
-        "foxglove_msgs/Color fill_color\nfloat64 thickness\n"),
+        "foxglove_msgs/Color fill_color\nfloat64 thickness\n"
+    ),
     "foxglove_msgs/msg/TextAnnotation": (
         "builtin_interfaces/Time timestamp\nfoxglove_msgs/Point2 position\nstring text\nfloat64 font_size\n"
-        "foxglove_msgs/Color text_color\nfoxglove_msgs/Color background_color\n"),
+        "foxglove_msgs/Color text_color\nfoxglove_msgs/Color background_color\n"
+    ),
     IMAGE_ANNOTATIONS: (
         "foxglove_msgs/CircleAnnotation[] circles\nfoxglove_msgs/PointsAnnotation[] points\n"
-        "foxglove_msgs/TextAnnotation[] texts\n"),
+        "foxglove_msgs/TextAnnotation[] texts\n"
+    ),
 }
 
 _MAGENTA, _CYAN = (1.0, 0.0, 1.0, 1.0), (0.0, 1.0, 1.0, 1.0)
 _WHITE, _BLACK, _GREEN = (1.0, 1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 1.0), (0.1, 0.9, 0.2, 0.9)
 
 
-def points_annotations_cdr(points_px: Sequence[Sequence[float]], stamp_ns: int, *, first_is_target: bool = True,
-                           scale: float = 1.0) -> bytes:
+def points_annotations_cdr(
+    points_px: Sequence[Sequence[float]], stamp_ns: int, *, first_is_target: bool = True, scale: float = 1.0
+) -> bytes:
     """``/pointlab/points/annotations`` for one answer, CDR bytes.
 
     Args:
@@ -87,11 +101,16 @@ def points_annotations_cdr(points_px: Sequence[Sequence[float]], stamp_ns: int, 
         if not (math.isfinite(u) and math.isfinite(v)):
             continue
         first = i == 0 and first_is_target
-        circles.append(T["foxglove_msgs/msg/CircleAnnotation"](
-            timestamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec),
-            position=T["foxglove_msgs/msg/Point2"](x=(u + 0.5) * scale, y=(v + 0.5) * scale),
-            diameter=18.0 if first else 8.0, thickness=2.0,
-            fill_color=color(_MAGENTA if first else _CYAN), outline_color=color(_WHITE if first else _BLACK)))
+        circles.append(
+            T["foxglove_msgs/msg/CircleAnnotation"](
+                timestamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec),
+                position=T["foxglove_msgs/msg/Point2"](x=(u + 0.5) * scale, y=(v + 0.5) * scale),
+                diameter=18.0 if first else 8.0,
+                thickness=2.0,
+                fill_color=color(_MAGENTA if first else _CYAN),
+                outline_color=color(_WHITE if first else _BLACK),
+            )
+        )
     circles.reverse()  # drawn in order: the first point last, on top of any other
     msg = T[IMAGE_ANNOTATIONS](circles=circles, points=[], texts=[])
     return bytes(store.serialize_cdr(msg, IMAGE_ANNOTATIONS))
@@ -106,8 +125,11 @@ def first_point_is_target(answer) -> bool:
 def answer_annotations_cdr(answer, fallback_stamp_ns: int) -> bytes:
     """``/pointlab/points/annotations`` for a ``PointAnswer`` (stamped with the frame the agent saw,
     else ``fallback_stamp_ns``), CDR bytes."""
-    return points_annotations_cdr([tuple(p) for p in answer.points_px], answer.stamp_ns or fallback_stamp_ns,
-                                  first_is_target=first_point_is_target(answer))
+    return points_annotations_cdr(
+        [tuple(p) for p in answer.points_px],
+        answer.stamp_ns or fallback_stamp_ns,
+        first_is_target=first_point_is_target(answer),
+    )
 
 
 def target_markers_cdr(target) -> bytes | None:
@@ -122,23 +144,40 @@ def target_markers_cdr(target) -> bytes | None:
     T = store.types
     M = T["visualization_msgs/msg/Marker"]
     header = T["std_msgs/msg/Header"](
-        stamp=T["builtin_interfaces/msg/Time"](sec=int(target.header.stamp.sec),
-                                               nanosec=int(target.header.stamp.nanosec)),
-        frame_id=str(target.header.frame_id))
+        stamp=T["builtin_interfaces/msg/Time"](
+            sec=int(target.header.stamp.sec), nanosec=int(target.header.stamp.nanosec)
+        ),
+        frame_id=str(target.header.frame_id),
+    )
     d = TARGET_DIAMETER_M
     marker = M(
-        header=header, ns="pointlab_target", id=0, type=M.SPHERE, action=M.ADD,
-        pose=T["geometry_msgs/msg/Pose"](position=T["geometry_msgs/msg/Point"](x=float(p.x), y=float(p.y), z=float(p.z)),
-                                         orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0)),
+        header=header,
+        ns="pointlab_target",
+        id=0,
+        type=M.SPHERE,
+        action=M.ADD,
+        pose=T["geometry_msgs/msg/Pose"](
+            position=T["geometry_msgs/msg/Point"](x=float(p.x), y=float(p.y), z=float(p.z)),
+            orientation=T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=0.0, w=1.0),
+        ),
         scale=T["geometry_msgs/msg/Vector3"](x=d, y=d, z=d),
         color=T["std_msgs/msg/ColorRGBA"](r=_GREEN[0], g=_GREEN[1], b=_GREEN[2], a=_GREEN[3]),
-        lifetime=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0), frame_locked=False,
-        points=[], colors=[], texture_resource="", texture=T["sensor_msgs/msg/CompressedImage"](
+        lifetime=T["builtin_interfaces/msg/Duration"](sec=0, nanosec=0),
+        frame_locked=False,
+        points=[],
+        colors=[],
+        texture_resource="",
+        texture=T["sensor_msgs/msg/CompressedImage"](
             header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id=""),
-            format="", data=_empty_bytes()),
-        uv_coordinates=[], text="", mesh_resource="",
+            format="",
+            data=_empty_bytes(),
+        ),
+        uv_coordinates=[],
+        text="",
+        mesh_resource="",
         mesh_file=T["visualization_msgs/msg/MeshFile"](filename="", data=_empty_bytes()),
-        mesh_use_embedded_materials=False)
+        mesh_use_embedded_materials=False,
+    )
     return bytes(store.serialize_cdr(T[MARKER_ARRAY](markers=[marker]), MARKER_ARRAY))
 
 

@@ -21,8 +21,15 @@ from typing import Iterable
 from pointlab.bridge.recording.layout import RecordingLayout, check_trial_id, recording_of
 from pointlab.bridge.recording.recorder import image_frames
 
-__all__ = ["MCAP_MAGIC", "mcap_is_whole", "RecordingsCheck", "check_recordings", "prune_orphans", "recover_truncated",
-           "other_stores"]
+__all__ = [
+    "MCAP_MAGIC",
+    "mcap_is_whole",
+    "RecordingsCheck",
+    "check_recordings",
+    "prune_orphans",
+    "recover_truncated",
+    "other_stores",
+]
 
 STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -77,10 +84,18 @@ class RecordingsCheck:
         return not (self.missing or self.truncated or self.orphans or self.dead_clips)
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "ok": self.ok, "trials": self.trials, "linked": self.linked,
-                "missing": self.missing, "truncated": self.truncated, "orphans": self.orphans,
-                "orphan_bytes": sum(o["bytes"] for o in self.orphans), "unrecorded": self.unrecorded,
-                "dead_clips": self.dead_clips}
+        return {
+            "root": self.root,
+            "ok": self.ok,
+            "trials": self.trials,
+            "linked": self.linked,
+            "missing": self.missing,
+            "truncated": self.truncated,
+            "orphans": self.orphans,
+            "orphan_bytes": sum(o["bytes"] for o in self.orphans),
+            "unrecorded": self.unrecorded,
+            "dead_clips": self.dead_clips,
+        }
 
 
 def _size(path: Path) -> int:
@@ -137,8 +152,11 @@ def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
         if rec is None or rec.mcap is None and rec.clip is None:
             out.unrecorded.append(row["id"])
             continue
-        gone = [rel for rel in (rec.mcap, rec.clip) if rel is not None
-                and ((p := layout.resolve(rel)) is None or not p.exists())]
+        gone = [
+            rel
+            for rel in (rec.mcap, rec.clip)
+            if rel is not None and ((p := layout.resolve(rel)) is None or not p.exists())
+        ]
         if gone:
             out.missing.append({"trial": row["id"], "uid": uid, "why": f"not found: {', '.join(gone)}"})
             continue
@@ -157,9 +175,14 @@ def check_recordings(rows: Iterable[dict], root: str | Path) -> RecordingsCheck:
         if not _is_recording(layout, uid):
             continue
         mcap = layout.mcap(uid)
-        out.orphans.append({"uid": uid, "paths": [layout.relative(p) for p in paths],
-                            "bytes": sum(_size(p) for p in paths),
-                            "whole": mcap_is_whole(mcap) if mcap.exists() else None})
+        out.orphans.append(
+            {
+                "uid": uid,
+                "paths": [layout.relative(p) for p in paths],
+                "bytes": sum(_size(p) for p in paths),
+                "whole": mcap_is_whole(mcap) if mcap.exists() else None,
+            }
+        )
     return out
 
 
@@ -210,12 +233,20 @@ def recover_truncated(check: RecordingsCheck, stored: dict | None = None) -> lis
         if rec is None:
             continue  # the writer died before the record: the bag alone is what there is
         color, depth = image_frames(got.messages)
-        rec = rec.model_copy(update={
-            "complete": False, "mcap_bytes": got.mcap_bytes, "messages": got.messages,
-            "color_frames": color, "depth_frames": depth,
-            "duration_s": round(max(0, got.last_log_ns - rec.started_unix_ns) / 1e9, 3),
-            "errors": [*rec.errors, f"recovered after its writer stopped: {got.total} messages kept "
-                                    f"({got.stopped_at})"]})
+        rec = rec.model_copy(
+            update={
+                "complete": False,
+                "mcap_bytes": got.mcap_bytes,
+                "messages": got.messages,
+                "color_frames": color,
+                "depth_frames": depth,
+                "duration_s": round(max(0, got.last_log_ns - rec.started_unix_ns) / 1e9, 3),
+                "errors": [
+                    *rec.errors,
+                    f"recovered after its writer stopped: {got.total} messages kept ({got.stopped_at})",
+                ],
+            }
+        )
         try:
             layout.save(rec)
             if uid in stored:

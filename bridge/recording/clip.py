@@ -65,8 +65,9 @@ def _disc(img: np.ndarray, center: tuple[int, int], radius: int, rgb, shift: int
     cv2.circle(img, center, radius << shift, rgb, thickness=-1, lineType=cv2.LINE_AA, shift=shift)
 
 
-def draw_points(rgb: np.ndarray, points_px: Sequence[Sequence[float]], *, first_is_target: bool = True,
-                scale: float = 1.0) -> np.ndarray:
+def draw_points(
+    rgb: np.ndarray, points_px: Sequence[Sequence[float]], *, first_is_target: bool = True, scale: float = 1.0
+) -> np.ndarray:
     """A copy of ``rgb`` ``(H, W, 3)`` uint8 with the points drawn.
 
     Args:
@@ -128,8 +129,13 @@ class ClipWriter:
             st = self._container.add_stream("libx264", rate=Fraction(s.fps).limit_denominator(1000))
             st.width, st.height, st.pix_fmt = w, h, "yuv420p"
             st.codec_context.time_base = Fraction(1, 1000)
-            st.options = {"crf": str(s.crf), "preset": s.preset, "maxrate": f"{s.max_kbps}k",
-                          "bufsize": f"{2 * s.max_kbps}k", "threads": str(s.threads)}
+            st.options = {
+                "crf": str(s.crf),
+                "preset": s.preset,
+                "maxrate": f"{s.max_kbps}k",
+                "bufsize": f"{2 * s.max_kbps}k",
+                "threads": str(s.threads),
+            }
         except Exception as e:  # PyAV raises its own OSError/ValueError subclasses
             self._abandon()
             raise ClipError(f"cannot open clip {self.path}: {type(e).__name__}: {e}") from e

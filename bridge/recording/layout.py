@@ -26,8 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pointlab.bridge.recording.clip import ClipSettings
 
-__all__ = ["Recording", "RecordingConfig", "RecordingLayout", "default_recordings_dir", "recording_of",
-           "check_trial_id", "EndedBy"]
+__all__ = [
+    "Recording",
+    "RecordingConfig",
+    "RecordingLayout",
+    "default_recordings_dir",
+    "recording_of",
+    "check_trial_id",
+    "EndedBy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +241,10 @@ def recording_of(row: dict[str, Any], layout: RecordingLayout) -> Recording | No
         try:
             return Recording.model_validate(stored)
         except ValidationError as e:
-            log.warning("trial %s: stored recording is not valid (%s); looking beside the files",
-                        row.get("id"), e.errors()[0]["msg"])
+            log.warning(
+                "trial %s: stored recording is not valid (%s); looking beside the files",
+                row.get("id"),
+                e.errors()[0]["msg"],
+            )
     uid = row.get("trial_uid")
     return layout.load(uid) if isinstance(uid, str) else None

@@ -58,8 +58,15 @@ from pointlab.perception.image_codecs import COMPRESSED_DEPTH_SUFFIX, COMPRESSED
 from pointlab.perception.image_msgs import image_to_depth, image_to_rgb, stamp_to_ns
 
 from pointlab.bridge.recording.clip import ClipError, ClipWriter, draw_points
-from pointlab.bridge.recording.annotations import (IMAGE_ANNOTATIONS, MARKER_ARRAY, MARKERS_TOPIC, POINTS_TOPIC,
-                                                    answer_annotations_cdr, first_point_is_target, target_markers_cdr)
+from pointlab.bridge.recording.annotations import (
+    IMAGE_ANNOTATIONS,
+    MARKER_ARRAY,
+    MARKERS_TOPIC,
+    POINTS_TOPIC,
+    answer_annotations_cdr,
+    first_point_is_target,
+    target_markers_cdr,
+)
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
 from pointlab.bridge.recording.static_tf import TF_MESSAGE, TF_STATIC, StaticTransform, tf_message_cdr
 from pointlab.bridge.recording.layout import EndedBy, Recording, RecordingConfig, RecordingLayout, check_trial_id
@@ -84,8 +91,19 @@ RECORDED_TOPICS: dict[str, str] = {
     TOPICS["joint_states"]: "sensor_msgs/msg/JointState",
     TOPICS["tcp_pose"]: "geometry_msgs/msg/PoseStamped",
     TOPICS["target"]: "geometry_msgs/msg/PointStamped",
-    **{TOPICS[k]: _STRING for k in ("frame_meta", "point_request", "point_frame", "point_answer", "target_result",
-                                    "arm_command", "arm_result", "arm_state")},
+    **{
+        TOPICS[k]: _STRING
+        for k in (
+            "frame_meta",
+            "point_request",
+            "point_frame",
+            "point_answer",
+            "target_result",
+            "arm_command",
+            "arm_result",
+            "arm_state",
+        )
+    },
     TOPICS["arm_estop"]: _EMPTY,
     TOPICS["arm_halt"]: _EMPTY,
     TOPICS["arm_reset"]: _EMPTY,
@@ -114,18 +132,27 @@ def input_topics(config: RecordingConfig) -> dict[str, str]:
     ``config.images == "compressed"``: the bytes the live view shows are the ones stored."""
     if config.images == "raw":
         return dict(RECORDED_TOPICS)
-    return {(_COLOR_JPEG if t == _COLOR else t): (_COMPRESSED if t == _COLOR else m) for t, m in RECORDED_TOPICS.items()}
+    return {
+        (_COLOR_JPEG if t == _COLOR else t): (_COMPRESSED if t == _COLOR else m) for t, m in RECORDED_TOPICS.items()
+    }
 
 
 def image_frames(counts: dict[str, int]) -> tuple[int, int]:
     """``(colour, depth)`` frames in a bag from its messages per topic, raw or compressed."""
-    return (counts.get(_COLOR, 0) + counts.get(_STORED_AS[_COLOR], 0),
-            counts.get(_DEPTH, 0) + counts.get(_STORED_AS[_DEPTH], 0))
+    return (
+        counts.get(_COLOR, 0) + counts.get(_STORED_AS[_COLOR], 0),
+        counts.get(_DEPTH, 0) + counts.get(_STORED_AS[_DEPTH], 0),
+    )
 
 
 # State topics whose latest message opens every recording (a trial starts from a known state).
-LATCHED = (TOPICS["camera_info"], TOPICS["depth_camera_info"], TOPICS["joint_states"], TOPICS["tcp_pose"],
-           TOPICS["arm_state"])
+LATCHED = (
+    TOPICS["camera_info"],
+    TOPICS["depth_camera_info"],
+    TOPICS["joint_states"],
+    TOPICS["tcp_pose"],
+    TOPICS["arm_state"],
+)
 _COLOR, _DEPTH, _ANSWER, _TARGET = TOPICS["color"], TOPICS["depth"], TOPICS["point_answer"], TOPICS["target"]
 _COLOR_JPEG = TOPICS["color_compressed"]
 _JOINTS = TOPICS["joint_states"]
@@ -167,7 +194,7 @@ def _point_frame(cdr: bytes) -> PointFrame | None:
         return None
     n = int.from_bytes(cdr[4:8], "little" if cdr[1] else "big")
     try:
-        return PointFrame.model_validate_json(cdr[8:8 + n].rstrip(b"\0"))
+        return PointFrame.model_validate_json(cdr[8 : 8 + n].rstrip(b"\0"))
     except ValidationError:
         return None
 
@@ -233,8 +260,13 @@ class Recorder:
         ValueError: a static transform that is not a proper rigid transform.
     """
 
-    def __init__(self, root: str | Path, config: RecordingConfig = RecordingConfig(), *,
-                 static_transforms: Sequence[StaticTransform] = ()) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        config: RecordingConfig = RecordingConfig(),
+        *,
+        static_transforms: Sequence[StaticTransform] = (),
+    ) -> None:
         self.layout = RecordingLayout(root)
         self.config = config
         # written on /tf_static at the start of every recording (the calibration's camera pose)
@@ -318,8 +350,9 @@ class Recorder:
             # images are bounded by max_queued (about 1.2 MB each); the small messages (answers,
             # commands, states) by far more, so a backlog of frames never costs an arm command. The
             # agent's capture (two frames per trial) is never dropped: it is what a reviewer checks.
-            full = pin_ns is None and (self._queued_images >= self.config.max_queued if image
-                                       else self._queued >= 100 * self.config.max_queued)
+            full = pin_ns is None and (
+                self._queued_images >= self.config.max_queued if image else self._queued >= 100 * self.config.max_queued
+            )
             if full:
                 self._dropped += 1
                 return
@@ -347,12 +380,15 @@ class Recorder:
         recording, on the decoded message. ``stamp``: the frame's, peeked (``None``: unreadable)."""
         if stamp is None:
             return True  # let the engine decode it and say what is wrong
-        slots = (None if self._image_period_ns is None else stamp // self._image_period_ns,
-                 stamp // self._clip_period_ns if topic in _COLORS else None)
+        slots = (
+            None if self._image_period_ns is None else stamp // self._image_period_ns,
+            stamp // self._clip_period_ns if topic in _COLORS else None,
+        )
         last = self._offered_slots.get(topic)
         self._offered_slots[topic] = slots
-        wanted = self._image_period_ns is None or last is None or any(
-            a is not None and a != b for a, b in zip(slots, last))
+        wanted = (
+            self._image_period_ns is None or last is None or any(a is not None and a != b for a, b in zip(slots, last))
+        )
         if wanted and topic == _DEPTH and self._depth_period_ns is not None:
             window = stamp // self._depth_period_ns
             wanted = window != self._offered_depth_window
@@ -405,8 +441,12 @@ class Recorder:
             return done.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
             log.error("recording %s was not finished within %.0f s", trial_id, timeout_s)
-            return Recording(trial_id=trial_id, started_unix_ns=end_ns, ended_by="failed",
-                             errors=[f"the recorder did not finish the files within {timeout_s:.0f} s"])
+            return Recording(
+                trial_id=trial_id,
+                started_unix_ns=end_ns,
+                ended_by="failed",
+                errors=[f"the recorder did not finish the files within {timeout_s:.0f} s"],
+            )
 
     async def end_async(self, trial_id: str, timeout_s: float = 30.0) -> Recording | None:
         """``end`` without blocking the event loop (it waits on a worker thread)."""
@@ -476,8 +516,11 @@ class Recorder:
             free = shutil.disk_usage(self.layout.root).free
         except OSError:
             return None  # the folder itself failing shows up when writing
-        return f"free disk space {free / 1e6:.0f} MB is below the floor of {self.config.min_free_mb:.0f} MB" \
-            if free < floor else None
+        return (
+            f"free disk space {free / 1e6:.0f} MB is below the floor of {self.config.min_free_mb:.0f} MB"
+            if free < floor
+            else None
+        )
 
     def _on_begin(self, active: dict[str, _Trial], b: _Begin) -> None:
         t = _Trial(b.trial_id, b.request_id, b.begin_ns, b.dropped_before)
@@ -499,8 +542,12 @@ class Recorder:
                 topics[TF_STATIC] = TF_MESSAGE
             if self.config.robot == "lite6":
                 topics[TF], topics[ROBOT_DESCRIPTION] = TF_MESSAGE, STRING
-            t.bag = TrialBag(self.layout.bag(t.trial_id), topics, compress=self.config.compress,
-                             latched=(TF_STATIC, ROBOT_DESCRIPTION))
+            t.bag = TrialBag(
+                self.layout.bag(t.trial_id),
+                topics,
+                compress=self.config.compress,
+                latched=(TF_STATIC, ROBOT_DESCRIPTION),
+            )
         except BagError as e:
             t.fail(str(e))
         t.clip = ClipWriter(self.layout.clip(t.trial_id), self.config.clip)
@@ -527,8 +574,9 @@ class Recorder:
         except Exception as e:  # rosbags raises SerdeError, struct.error, IndexError... on bad bytes
             return e
 
-    def _on_message(self, active: dict[str, _Trial], topic: str, log_ns: int, cdr: bytes,
-                    pin_ns: int | None = None) -> None:
+    def _on_message(
+        self, active: dict[str, _Trial], topic: str, log_ns: int, cdr: bytes, pin_ns: int | None = None
+    ) -> None:
         # a frame of the agent's capture belongs to the trials running when its point_frame came,
         # though the frame itself may have arrived just before the recording began
         mine = [t for t in active.values() if t.begin_ns <= (log_ns if pin_ns is None else pin_ns)]
@@ -571,8 +619,10 @@ class Recorder:
     def _windows(self, topic: str, stamp: int) -> tuple[int | None, int | None]:
         """The ``image_fps`` and (depth only) ``depth_fps`` stamp windows of a frame; ``None``: no
         thinning by that rate."""
-        return (None if self._image_period_ns is None else stamp // self._image_period_ns,
-                None if topic != _DEPTH or self._depth_period_ns is None else stamp // self._depth_period_ns)
+        return (
+            None if self._image_period_ns is None else stamp // self._image_period_ns,
+            None if topic != _DEPTH or self._depth_period_ns is None else stamp // self._depth_period_ns,
+        )
 
     def _image_to(self, t: _Trial, topic: str, log_ns: int, cdr: bytes, msg, *, pinned: bool = False) -> None:
         stamp = stamp_to_ns(msg.header.stamp)
@@ -582,12 +632,17 @@ class Recorder:
         # kept when it opens a new window at every rate that applies (a depth: new colour window and new
         # depth window), or when it is a frame of the agent's capture; once only (the agent's capture may
         # come twice: pinned, and in turn)
-        keep = (pinned or last is None or all(w is None or w != lw for w, lw in zip(windows, last))) and not (
-            topic == _COLOR_JPEG and self.config.images == "raw") and (  # a raw recording keeps raw colour only
-            stamp not in t.kept.setdefault(stored, set()))
+        keep = (
+            (pinned or last is None or all(w is None or w != lw for w, lw in zip(windows, last)))
+            and not (topic == _COLOR_JPEG and self.config.images == "raw")
+            and (  # a raw recording keeps raw colour only
+                stamp not in t.kept.setdefault(stored, set())
+            )
+        )
         # the clip takes frames in stamp order; a frame of the agent's capture comes out of turn
-        to_clip = (not pinned and topic in _COLORS and t.clip is not None
-                   and stamp // self._clip_period_ns != t.clip_slot)
+        to_clip = (
+            not pinned and topic in _COLORS and t.clip is not None and stamp // self._clip_period_ns != t.clip_slot
+        )
         if not (keep or to_clip):
             return
         pixels = None
@@ -614,8 +669,11 @@ class Recorder:
         """Write a kept frame as image_transport's compressed form, with the raw message's header
         (stamp and frame id unchanged)."""
         try:
-            fmt, data = (encode_color(pixels, self.config.jpeg_quality) if topic == _COLOR
-                         else encode_depth(pixels, self.config.png_level))
+            fmt, data = (
+                encode_color(pixels, self.config.jpeg_quality)
+                if topic == _COLOR
+                else encode_depth(pixels, self.config.png_level)
+            )
         except ValueError as e:
             self._bad(t, topic, str(e))
             return
@@ -662,8 +720,12 @@ class Recorder:
 
     def _finish(self, active: dict[str, _Trial], t: _Trial, ended_by: EndedBy, end_ns: int) -> None:
         active.pop(t.trial_id, None)
-        rec = Recording(trial_id=t.trial_id, started_unix_ns=t.begin_ns,
-                        duration_s=round(max(0, end_ns - t.begin_ns) / 1e9, 3), ended_by=ended_by)
+        rec = Recording(
+            trial_id=t.trial_id,
+            started_unix_ns=t.begin_ns,
+            duration_s=round(max(0, end_ns - t.begin_ns) / 1e9, 3),
+            ended_by=ended_by,
+        )
         if t.bag is not None:
             try:
                 rec.mcap_bytes = t.bag.close()
@@ -671,7 +733,8 @@ class Recorder:
                 rec.messages = {k: v for k, v in t.bag.counts.items() if v}
                 rec.color_frames, rec.depth_frames = image_frames(t.bag.counts)
                 if t.agent_frame_ns is not None and all(
-                        t.agent_frame_ns in t.kept.get(_STORED_AS[k], ()) for k in (_COLOR, _DEPTH)):
+                    t.agent_frame_ns in t.kept.get(_STORED_AS[k], ()) for k in (_COLOR, _DEPTH)
+                ):
                     rec.agent_frame_ns = t.agent_frame_ns
             except BagError as e:
                 t.fail(f"{e}; the partial bag was removed")
@@ -711,6 +774,14 @@ class Recorder:
         for w in t.waiters:
             if not w.done():
                 w.set_result(rec)
-        log.info("recording %s ended (%s): %.1f s, %d colour frames, %d clip frames, %.1f MB bag, %.2f MB clip%s",
-                 t.trial_id, ended_by, rec.duration_s, rec.color_frames, rec.clip_frames, rec.mcap_bytes / 1e6,
-                 rec.clip_bytes / 1e6, "" if rec.complete else f", incomplete: {'; '.join(rec.errors) or ended_by}")
+        log.info(
+            "recording %s ended (%s): %.1f s, %d colour frames, %d clip frames, %.1f MB bag, %.2f MB clip%s",
+            t.trial_id,
+            ended_by,
+            rec.duration_s,
+            rec.color_frames,
+            rec.clip_frames,
+            rec.mcap_bytes / 1e6,
+            rec.clip_bytes / 1e6,
+            "" if rec.complete else f", incomplete: {'; '.join(rec.errors) or ended_by}",
+        )

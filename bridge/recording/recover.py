@@ -94,8 +94,10 @@ def recover_bag(folder: str | Path) -> Recovered:
             except BagError:
                 raise
             except Exception as e:  # the cut: a short read, a partial record, a bad length...
-                stopped = (f"the file is cut inside a record after byte {f.tell()} of {mcap.stat().st_size} "
-                           f"({type(e).__name__})")
+                stopped = (
+                    f"the file is cut inside a record after byte {f.tell()} of {mcap.stat().st_size} "
+                    f"({type(e).__name__})"
+                )
         if bag is None or not any(bag.counts.values()):
             raise RecoveryError(f"{mcap}: no message in a whole chunk ({stopped})")
         size = bag.close()

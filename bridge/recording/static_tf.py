@@ -63,8 +63,9 @@ def tf_message_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
     mats = np.array([st.T_parent_child for st in transforms], dtype=float)
     rot = mats[:, :3, :3]
     homogeneous = np.isclose(mats[:, 3], [0, 0, 0, 1]).all(axis=1)
-    proper = (np.isclose(rot @ rot.transpose(0, 2, 1), np.eye(3), atol=1e-6).all(axis=(1, 2))
-              & (np.abs(np.linalg.det(rot) - 1) < 1e-6))
+    proper = np.isclose(rot @ rot.transpose(0, 2, 1), np.eye(3), atol=1e-6).all(axis=(1, 2)) & (
+        np.abs(np.linalg.det(rot) - 1) < 1e-6
+    )
     for st, h, p in zip(transforms, homogeneous, proper):
         if not h:
             raise ValueError(f"{st.parent_frame} -> {st.child_frame}: not a 4x4 homogeneous transform")
@@ -72,11 +73,14 @@ def tf_message_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
             raise ValueError(f"{st.parent_frame} -> {st.child_frame}: the rotation is not proper and orthonormal")
     quats = Rotation.from_matrix(rot).as_quat()
     for st, m, (qx, qy, qz, qw) in zip(transforms, mats, quats):
-        header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec),
-                                          frame_id=st.parent_frame)
+        header = T["std_msgs/msg/Header"](
+            stamp=T["builtin_interfaces/msg/Time"](sec=sec, nanosec=nsec), frame_id=st.parent_frame
+        )
         transform = T["geometry_msgs/msg/Transform"](
             translation=T["geometry_msgs/msg/Vector3"](x=float(m[0, 3]), y=float(m[1, 3]), z=float(m[2, 3])),
-            rotation=T["geometry_msgs/msg/Quaternion"](x=float(qx), y=float(qy), z=float(qz), w=float(qw)))
-        out.append(T["geometry_msgs/msg/TransformStamped"](header=header, child_frame_id=st.child_frame,
-                                                           transform=transform))
+            rotation=T["geometry_msgs/msg/Quaternion"](x=float(qx), y=float(qy), z=float(qz), w=float(qw)),
+        )
+        out.append(
+            T["geometry_msgs/msg/TransformStamped"](header=header, child_frame_id=st.child_frame, transform=transform)
+        )
     return bytes(store.serialize_cdr(T[TF_MESSAGE](transforms=out), TF_MESSAGE))

@@ -51,8 +51,17 @@ def _latched_qos():
     from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 
     infinite = QosTime(9223372036, 854775807)
-    return Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, infinite, infinite,
-               QosLiveliness.AUTOMATIC, infinite, False)
+    return Qos(
+        QosHistory.KEEP_LAST,
+        1,
+        QosReliability.RELIABLE,
+        QosDurability.TRANSIENT_LOCAL,
+        infinite,
+        infinite,
+        QosLiveliness.AUTOMATIC,
+        infinite,
+        False,
+    )
 
 
 LATCHED_QOS = _latched_qos()
@@ -72,8 +81,9 @@ class TrialBag:
         BagError: the folder exists, cannot be made, or a type is unknown.
     """
 
-    def __init__(self, folder: str | Path, topics: dict[str, str], *, compress: bool = True,
-                 latched: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, folder: str | Path, topics: dict[str, str], *, compress: bool = True, latched: tuple[str, ...] = ()
+    ) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
         from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
 
@@ -86,9 +96,12 @@ class TrialBag:
         try:
             self._writer.open()
             store = typestore()
-            self._conns = {t: self._writer.add_connection(t, msgtype, typestore=store,
-                                                          offered_qos_profiles=[LATCHED_QOS] if t in latched else ())
-                           for t, msgtype in topics.items()}
+            self._conns = {
+                t: self._writer.add_connection(
+                    t, msgtype, typestore=store, offered_qos_profiles=[LATCHED_QOS] if t in latched else ()
+                )
+                for t, msgtype in topics.items()
+            }
         except (WriterError, OSError, KeyError) as e:
             self.abort(remove=not isinstance(e, WriterError))  # an existing folder is not ours to remove
             raise BagError(f"cannot create bag {self.folder}: {type(e).__name__}: {e}") from e

@@ -58,8 +58,9 @@ class ArmClient:
     # -- commands -------------------------------------------------------------------------------
     def command(self, request_id: str, action: str, target_base_m=None) -> None:
         """Publish one command (thread-safe; the result comes to ``waiters`` as ``("arm", request_id)``)."""
-        self._pub_command.publish(to_msg(ArmCommand(request_id=request_id, action=action,
-                                                    target_base_m=target_base_m, session=self.session)))
+        self._pub_command.publish(
+            to_msg(ArmCommand(request_id=request_id, action=action, target_base_m=target_base_m, session=self.session))
+        )
 
     def halt(self) -> None:
         """Publish the controlled stop (``/pointlab/arm/halt``): the running command ends ``halted``,

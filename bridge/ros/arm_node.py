@@ -44,8 +44,13 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from scipy.spatial.transform import Rotation
 
 from pointlab.robot.arm import Arm
-from pointlab.robot.errors import (EmergencyStopError, MotionHaltedError, ReachRefusedError, RobotError,
-                                   UnsafeTargetError)
+from pointlab.robot.errors import (
+    EmergencyStopError,
+    MotionHaltedError,
+    ReachRefusedError,
+    RobotError,
+    UnsafeTargetError,
+)
 
 from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.ros.lean_node import LeanNode
@@ -78,8 +83,16 @@ class ArmNode(LeanNode):
             (``""``: a node run alone accepts any).
     """
 
-    def __init__(self, arm: Arm, *, context=None, state_rate_hz: float = 10.0, base_frame: str = "link_base",
-                 node_name: str = "pointlab_arm", session: str = "") -> None:
+    def __init__(
+        self,
+        arm: Arm,
+        *,
+        context=None,
+        state_rate_hz: float = 10.0,
+        base_frame: str = "link_base",
+        node_name: str = "pointlab_arm",
+        session: str = "",
+    ) -> None:
         super().__init__(node_name, context=context)
         from geometry_msgs.msg import PoseStamped
         from sensor_msgs.msg import JointState
@@ -152,8 +165,13 @@ class ArmNode(LeanNode):
         if cmd is not None and rid in self._seen:
             cmd, problem = None, "duplicate request_id"
         if cmd is None:
-            self._publish_result(rid, raw.get("action") if isinstance(raw.get("action"), str) else None, "refused",
-                                 refusal=Refusal(code="bad_command", detail=problem), rx_ns=rx_ns)
+            self._publish_result(
+                rid,
+                raw.get("action") if isinstance(raw.get("action"), str) else None,
+                "refused",
+                refusal=Refusal(code="bad_command", detail=problem),
+                rx_ns=rx_ns,
+            )
             return
         self._seen.add(rid)
         self._queue.put((rid, cmd.action, cmd.target_base_m, rx_ns, self._halts))
@@ -162,7 +180,9 @@ class ArmNode(LeanNode):
         log.warning("emergency stop requested")
         self._reset_pending = False  # a stop after a reset request wins
         self.arm.stop()
-        self._drop_queued("stopped", RobotErrorInfo(type="EmergencyStopError", detail="emergency stop before execution"))
+        self._drop_queued(
+            "stopped", RobotErrorInfo(type="EmergencyStopError", detail="emergency stop before execution")
+        )
         self.publish_state()
 
     def _on_halt(self, _msg) -> None:
@@ -228,9 +248,13 @@ class ArmNode(LeanNode):
             else:
                 report = self.arm.place(np.asarray(target, dtype=np.float64))
         except UnsafeTargetError as e:
-            self._publish_result(rid, action, "refused", refusal=Refusal(code="workspace", detail=e.reason), rx_ns=rx_ns)
+            self._publish_result(
+                rid, action, "refused", refusal=Refusal(code="workspace", detail=e.reason), rx_ns=rx_ns
+            )
         except ReachRefusedError as e:  # the reach pre-check said no (or nothing): nothing was sent
-            self._publish_result(rid, action, "refused", refusal=Refusal(code="unreachable", detail=str(e)), rx_ns=rx_ns)
+            self._publish_result(
+                rid, action, "refused", refusal=Refusal(code="unreachable", detail=str(e)), rx_ns=rx_ns
+            )
         except EmergencyStopError as e:
             self._publish_result(rid, action, "stopped", error=robot_error_info(e), rx_ns=rx_ns)
         except MotionHaltedError as e:  # the controlled stop: not an error, the arm is ready
@@ -246,12 +270,33 @@ class ArmNode(LeanNode):
             self._publish_result(rid, action, "done", motion=report.to_dict(), rx_ns=rx_ns)
         self.publish_state()
 
-    def _publish_result(self, rid: str, action: str | None, outcome: str, *, refusal: Refusal | None = None,
-                        error: RobotErrorInfo | None = None, motion: dict | None = None, rx_ns: int | None = None) -> None:
-        self._pub_result.publish(to_msg(ArmResult(
-            request_id=rid, action=action, outcome=outcome, refusal=refusal, error=error, motion=motion,
-            holding=self.arm.holding, motions_done=self.arm.motions_done, command_rx_ns=rx_ns,
-            finished_ns=time.time_ns())))
+    def _publish_result(
+        self,
+        rid: str,
+        action: str | None,
+        outcome: str,
+        *,
+        refusal: Refusal | None = None,
+        error: RobotErrorInfo | None = None,
+        motion: dict | None = None,
+        rx_ns: int | None = None,
+    ) -> None:
+        self._pub_result.publish(
+            to_msg(
+                ArmResult(
+                    request_id=rid,
+                    action=action,
+                    outcome=outcome,
+                    refusal=refusal,
+                    error=error,
+                    motion=motion,
+                    holding=self.arm.holding,
+                    motions_done=self.arm.motions_done,
+                    command_rx_ns=rx_ns,
+                    finished_ns=time.time_ns(),
+                )
+            )
+        )
 
     # -- state ----------------------------------------------------------------------------------
     def publish_state(self) -> None:

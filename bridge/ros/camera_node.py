@@ -38,8 +38,15 @@ from pointlab.perception.errors import EndOfRecording, PerceptionError
 from pointlab.bridge.ros.lean_node import LeanNode
 from pointlab.perception.image_codecs import encode_color
 
-from pointlab.bridge.ros.msgs import (DEPTH_TOPIC_SCALE_M, TOPICS, compressed_image, depth_to_image,
-                                      intrinsics_to_camera_info, rgb_to_image, to_depth_mm)
+from pointlab.bridge.ros.msgs import (
+    DEPTH_TOPIC_SCALE_M,
+    TOPICS,
+    compressed_image,
+    depth_to_image,
+    intrinsics_to_camera_info,
+    rgb_to_image,
+    to_depth_mm,
+)
 from pointlab.bridge.ros.payloads import FrameMeta, to_msg
 
 __all__ = ["CameraNode", "IMAGE_PUB_QOS", "main"]
@@ -68,8 +75,15 @@ class CameraNode(LeanNode):
         node_name: ROS node name.
     """
 
-    def __init__(self, camera: Camera, *, context=None, max_fps: float = 30.0, node_name: str = "pointlab_camera",
-                 jpeg_quality: int = 80) -> None:
+    def __init__(
+        self,
+        camera: Camera,
+        *,
+        context=None,
+        max_fps: float = 30.0,
+        node_name: str = "pointlab_camera",
+        jpeg_quality: int = 80,
+    ) -> None:
         # parameters like realsense-ros's (depth_scale_m), readable with ros2 param get
         super().__init__(node_name, context=context, services=True)
         if not 1 <= int(jpeg_quality) <= 100:
@@ -118,9 +132,16 @@ class CameraNode(LeanNode):
         self._pub_depth_info.publish(info)  # aligned to the colour: the same camera model
         # depth before colour: a consumer that reacts to a colour frame finds its depth already sent
         self._pub_depth.publish(depth_to_image(to_depth_mm(frame.depth, frame.depth_scale_m), stamp, fid))
-        self._pub_meta.publish(to_msg(FrameMeta(stamp_ns=stamp, index=int(frame.index),
-                                                device_depth_scale_m=frame.depth_scale_m,
-                                                depth_scale_m=DEPTH_TOPIC_SCALE_M)))
+        self._pub_meta.publish(
+            to_msg(
+                FrameMeta(
+                    stamp_ns=stamp,
+                    index=int(frame.index),
+                    device_depth_scale_m=frame.depth_scale_m,
+                    depth_scale_m=DEPTH_TOPIC_SCALE_M,
+                )
+            )
+        )
         if self._pub_jpeg.get_subscription_count() > 0:
             self._publish_jpeg(frame, stamp, fid)
         self._pub_color.publish(rgb_to_image(frame.color, stamp, fid))
@@ -147,8 +168,11 @@ class CameraNode(LeanNode):
                 frame = self.camera.read()
             except EndOfRecording as e:  # an expected end, not a failure to retry: say it once and stop
                 self.ended = True
-                log.warning("camera: %s; %d frames published, no more will be (loop=1 in the bag: spec "
-                            "plays it again)", e, self.frames_published)
+                log.warning(
+                    "camera: %s; %d frames published, no more will be (loop=1 in the bag: spec plays it again)",
+                    e,
+                    self.frames_published,
+                )
                 return
             except PerceptionError as e:
                 # a bad frame or a replugged camera must not end the node: log, back off, retry

@@ -48,9 +48,11 @@ class DomainLock:
             holder = os.pread(self._fd, 64, 0).decode("ascii", "replace").strip() or "?"
             os.close(self._fd)
             self._fd = None
-            raise DomainBusy(f"another Point-Act session (pid {holder}) runs on ROS_DOMAIN_ID={self.domain_id} on "
-                             f"this machine; stop it, or give this one its own ROS_DOMAIN_ID "
-                             f"(e.g. ROS_DOMAIN_ID=42 pointlab act ...)") from None
+            raise DomainBusy(
+                f"another Point-Act session (pid {holder}) runs on ROS_DOMAIN_ID={self.domain_id} on "
+                f"this machine; stop it, or give this one its own ROS_DOMAIN_ID "
+                f"(e.g. ROS_DOMAIN_ID=42 pointlab act ...)"
+            ) from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 

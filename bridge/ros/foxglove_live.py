@@ -23,8 +23,14 @@ from __future__ import annotations
 
 import time
 
-from pointlab.bridge.recording.annotations import (IMAGE_ANNOTATIONS, MARKER_ARRAY, MARKERS_TOPIC, POINTS_TOPIC,
-                                                    answer_annotations_cdr, target_markers_cdr)
+from pointlab.bridge.recording.annotations import (
+    IMAGE_ANNOTATIONS,
+    MARKER_ARRAY,
+    MARKERS_TOPIC,
+    POINTS_TOPIC,
+    answer_annotations_cdr,
+    target_markers_cdr,
+)
 from pointlab.bridge.recording.layout import RecordingConfig
 from pointlab.bridge.recording.recorder import input_topics
 from pointlab.bridge.recording.robot_tf import ROBOT_DESCRIPTION, STRING, TF, robot_description_cdr, tf_of_joint_state
@@ -49,15 +55,22 @@ class FoxgloveLive:
         RuntimeError: the server could not start (port taken).
     """
 
-    def __init__(self, host, *, port: int = 8765, bind: str = "127.0.0.1", static_transforms=(),
-                 tool: str = "lite_gripper") -> None:
+    def __init__(
+        self, host, *, port: int = 8765, bind: str = "127.0.0.1", static_transforms=(), tool: str = "lite_gripper"
+    ) -> None:
         import foxglove
 
         from pointlab.bridge.recording.trial_bag import typestore
 
         store = typestore()
-        topics = {**input_topics(RecordingConfig()), TF: TF_MESSAGE, TF_STATIC: TF_MESSAGE, ROBOT_DESCRIPTION: STRING,
-                  POINTS_TOPIC: IMAGE_ANNOTATIONS, MARKERS_TOPIC: MARKER_ARRAY}
+        topics = {
+            **input_topics(RecordingConfig()),
+            TF: TF_MESSAGE,
+            TF_STATIC: TF_MESSAGE,
+            ROBOT_DESCRIPTION: STRING,
+            POINTS_TOPIC: IMAGE_ANNOTATIONS,
+            MARKERS_TOPIC: MARKER_ARRAY,
+        }
         self.context = foxglove.Context()
         self._channels = {}
         for topic, ros_type in topics.items():
@@ -65,8 +78,10 @@ class FoxgloveLive:
             schema = foxglove.Schema(name=ros_type, encoding="ros2msg", data=text.encode())
             self._channels[topic] = foxglove.Channel(topic, schema=schema, message_encoding="cdr", context=self.context)
         now = time.time_ns()
-        self._latched = {TF_STATIC: tf_message_cdr(list(static_transforms), now) if static_transforms else None,
-                         ROBOT_DESCRIPTION: robot_description_cdr(tool)}
+        self._latched = {
+            TF_STATIC: tf_message_cdr(list(static_transforms), now) if static_transforms else None,
+            ROBOT_DESCRIPTION: robot_description_cdr(tool),
+        }
         live = self
 
         class _Listener(foxglove.ServerListener):
@@ -76,8 +91,9 @@ class FoxgloveLive:
                     live._channels[channel.topic].log(data, log_time=time.time_ns())
 
         try:
-            self.server = foxglove.start_server(name="pointlab", host=bind, port=port, context=self.context,
-                                                server_listener=_Listener())
+            self.server = foxglove.start_server(
+                name="pointlab", host=bind, port=port, context=self.context, server_listener=_Listener()
+            )
         except Exception as e:  # the SDK raises its own error type for a taken port
             raise RuntimeError(f"the Foxglove server could not listen on {bind}:{port}: {e}") from e
         self.port = self.server.port
@@ -85,8 +101,11 @@ class FoxgloveLive:
 
     def _callback(self, topic: str):
         channel = self._channels[topic]
-        derive = {TOPICS["joint_states"]: self._joint_tf, TOPICS["point_answer"]: self._answer_annotations,
-                  TOPICS["target"]: self._target_markers}.get(topic)
+        derive = {
+            TOPICS["joint_states"]: self._joint_tf,
+            TOPICS["point_answer"]: self._answer_annotations,
+            TOPICS["target"]: self._target_markers,
+        }.get(topic)
 
         def on_message(cdr: bytes) -> None:
             t = time.time_ns()

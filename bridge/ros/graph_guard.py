@@ -23,8 +23,21 @@ from pointlab.bridge.errors import BridgeError
 
 __all__ = ["GraphClash", "find_clashes", "wait_for_clashes"]
 
-_GUARDED = ("color", "depth", "camera_info", "point_request", "point_answer", "point_frame", "target",
-            "target_result", "arm_command", "arm_result", "arm_estop", "arm_halt", "arm_reset")
+_GUARDED = (
+    "color",
+    "depth",
+    "camera_info",
+    "point_request",
+    "point_answer",
+    "point_frame",
+    "target",
+    "target_result",
+    "arm_command",
+    "arm_result",
+    "arm_estop",
+    "arm_halt",
+    "arm_reset",
+)
 
 
 class GraphClash(BridgeError, RuntimeError):
@@ -66,9 +79,13 @@ def wait_for_clashes(nodes: list, wait_s: float = 1.0, poll_s: float = 0.1) -> N
         if clashes:
             domain = os.environ.get("ROS_DOMAIN_ID", "0")
             raise GraphClash(
-                "another Point-Act session or ROS 2 driver is on this ROS graph (ROS_DOMAIN_ID=" + domain + "): "
-                + "; ".join(clashes) + ". Stop it, or run this session with a different ROS_DOMAIN_ID "
-                "(e.g. ROS_DOMAIN_ID=42 pointlab act ...); see docs/ros.md")
+                "another Point-Act session or ROS 2 driver is on this ROS graph (ROS_DOMAIN_ID="
+                + domain
+                + "): "
+                + "; ".join(clashes)
+                + ". Stop it, or run this session with a different ROS_DOMAIN_ID "
+                "(e.g. ROS_DOMAIN_ID=42 pointlab act ...); see docs/ros.md"
+            )
         if time.monotonic() >= deadline:
             return
         time.sleep(poll_s)

@@ -42,8 +42,15 @@ class HumanRelay:
                     self._jpegs[rid] = jpeg_b64
             width = get("width") if get("width") is not None else (image.shape[1] if image is not None else None)
             height = get("height") if get("height") is not None else (image.shape[0] if image is not None else None)
-            out.append({"request_id": rid, "instruction": get("instruction"), "jpeg_b64": jpeg_b64,
-                        "width": width, "height": height})
+            out.append(
+                {
+                    "request_id": rid,
+                    "instruction": get("instruction"),
+                    "jpeg_b64": jpeg_b64,
+                    "width": width,
+                    "height": height,
+                }
+            )
         open_ids = {r["request_id"] for r in out}
         with self._lock:
             for rid in [r for r in self._jpegs if r not in open_ids]:

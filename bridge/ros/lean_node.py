@@ -51,15 +51,18 @@ class LeanNode(Node):
             from rclpy.type_description_service import START_TYPE_DESCRIPTION_SERVICE_PARAM
 
             kwargs.setdefault("start_parameter_services", False)
-            kwargs["parameter_overrides"] = [*kwargs.get("parameter_overrides", []),
-                                             Parameter(START_TYPE_DESCRIPTION_SERVICE_PARAM, value=False)]
+            kwargs["parameter_overrides"] = [
+                *kwargs.get("parameter_overrides", []),
+                Parameter(START_TYPE_DESCRIPTION_SERVICE_PARAM, value=False),
+            ]
         super().__init__(node_name, **kwargs)
 
     def create_publisher(self, *args, event_callbacks=None, **kwargs):
         return super().create_publisher(
-            *args, event_callbacks=event_callbacks or PublisherEventCallbacks(use_default_callbacks=False), **kwargs)
+            *args, event_callbacks=event_callbacks or PublisherEventCallbacks(use_default_callbacks=False), **kwargs
+        )
 
     def create_subscription(self, *args, event_callbacks=None, **kwargs):
         return super().create_subscription(
-            *args, event_callbacks=event_callbacks or SubscriptionEventCallbacks(use_default_callbacks=False),
-            **kwargs)
+            *args, event_callbacks=event_callbacks or SubscriptionEventCallbacks(use_default_callbacks=False), **kwargs
+        )

@@ -22,13 +22,31 @@ from typing import Any
 import numpy as np
 
 from pointlab.perception.frame import Intrinsics
-from pointlab.perception.image_msgs import (DEPTH_TOPIC_SCALE_M, REALSENSE_COMPRESSED_TOPICS, REALSENSE_TOPICS,
-                                            camera_info_to_intrinsics, image_to_depth, image_to_rgb, stamp_to_ns)
+from pointlab.perception.image_msgs import (
+    DEPTH_TOPIC_SCALE_M,
+    REALSENSE_COMPRESSED_TOPICS,
+    REALSENSE_TOPICS,
+    camera_info_to_intrinsics,
+    image_to_depth,
+    image_to_rgb,
+    stamp_to_ns,
+)
 
 __all__ = [
-    "DEPTH_TOPIC_SCALE_M", "TOPICS", "stamp_to_ns", "ns_to_stamp", "rgb_to_image", "compressed_image", "image_to_rgb",
-    "depth_to_image", "image_to_depth", "intrinsics_to_camera_info", "camera_info_to_intrinsics",
-    "to_depth_mm", "image_qos", "state_qos",
+    "DEPTH_TOPIC_SCALE_M",
+    "TOPICS",
+    "stamp_to_ns",
+    "ns_to_stamp",
+    "rgb_to_image",
+    "compressed_image",
+    "image_to_rgb",
+    "depth_to_image",
+    "image_to_depth",
+    "intrinsics_to_camera_info",
+    "camera_info_to_intrinsics",
+    "to_depth_mm",
+    "image_qos",
+    "state_qos",
 ]
 
 # Every topic of the node set, in one place (docs/ros.md lists them with their message types).
@@ -152,5 +170,3 @@ def intrinsics_to_camera_info(intr: Intrinsics, stamp_ns: int, frame_id: str):
     msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
     msg.p = [intr.fx, 0.0, intr.ppx, 0.0, 0.0, intr.fy, intr.ppy, 0.0, 0.0, 0.0, 1.0, 0.0]
     return msg
-
-

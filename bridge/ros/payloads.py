@@ -37,8 +37,19 @@ from pointlab.benchmark.records import dumps_json
 from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo, RobotOutcome
 from pointlab.bridge.trials.targeting import Target
 
-__all__ = ["Payload", "PointRequest", "PointFrame", "PointAnswer", "TargetResult", "ArmCommand", "ArmResult",
-           "FrameMeta", "ArmAction", "to_msg", "from_msg"]
+__all__ = [
+    "Payload",
+    "PointRequest",
+    "PointFrame",
+    "PointAnswer",
+    "TargetResult",
+    "ArmCommand",
+    "ArmResult",
+    "FrameMeta",
+    "ArmAction",
+    "to_msg",
+    "from_msg",
+]
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +111,14 @@ class PointAnswer(Payload):
         # a publisher that sends only points_px (an older or a lab's own pointing node): those
         # are the points as given, in order
         if isinstance(data, dict) and not data.get("points") and data.get("points_px"):
-            data = {**data, "points": [{"u_px": p[0], "v_px": p[1]} for p in data["points_px"]
-                                       if isinstance(p, (list, tuple)) and len(p) == 2]}
+            data = {
+                **data,
+                "points": [
+                    {"u_px": p[0], "v_px": p[1]}
+                    for p in data["points_px"]
+                    if isinstance(p, (list, tuple)) and len(p) == 2
+                ],
+            }
         return data
 
 
@@ -167,6 +184,11 @@ def from_msg(model: type[P], msg) -> P | None:
         return model.model_validate_json(msg.data)
     except ValidationError as e:
         first = e.errors()[0]
-        log.warning("dropping a %s that is not valid (%s: %s): %r", model.__name__,
-                    ".".join(str(x) for x in first["loc"]) or "message", first["msg"], str(msg.data)[:200])
+        log.warning(
+            "dropping a %s that is not valid (%s: %s): %r",
+            model.__name__,
+            ".".join(str(x) for x in first["loc"]) or "message",
+            first["msg"],
+            str(msg.data)[:200],
+        )
         return None

@@ -52,9 +52,17 @@ class PointingNode(LeanNode):
         watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
-    def __init__(self, agents: dict[str, Any], *, context=None, frame_timeout_s: float = 5.0, fresh_frame: bool = True,
-                 max_frame_age_s: float = 2.0, node_name: str = "pointlab_pointing",
-                 watch_camera_qos: bool = True) -> None:
+    def __init__(
+        self,
+        agents: dict[str, Any],
+        *,
+        context=None,
+        frame_timeout_s: float = 5.0,
+        fresh_frame: bool = True,
+        max_frame_age_s: float = 2.0,
+        node_name: str = "pointlab_pointing",
+        watch_camera_qos: bool = True,
+    ) -> None:
         super().__init__(node_name, context=context)
         from sensor_msgs.msg import Image
         from std_msgs.msg import String
@@ -67,8 +75,9 @@ class PointingNode(LeanNode):
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
-        self.create_subscription(Image, TOPICS["color"], self._on_color, image_qos(2),
-                                 event_callbacks=camera_events(watch_camera_qos))
+        self.create_subscription(
+            Image, TOPICS["color"], self._on_color, image_qos(2), event_callbacks=camera_events(watch_camera_qos)
+        )
         self.create_subscription(String, TOPICS["point_request"], self._on_request, 50)
         self._loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="pointlab-agents", daemon=True)
@@ -85,16 +94,21 @@ class PointingNode(LeanNode):
         if req is None:
             rid = _request_id_of(msg.data)
             if rid:  # say so to the waiting runner rather than let it time out
-                self._publish_answer(rid, error="bad_request: need request_id, agent, instruction", error_kind="request")
+                self._publish_answer(
+                    rid, error="bad_request: need request_id, agent, instruction", error_kind="request"
+                )
             return
         agent = self.agents.get(req.agent)
         if agent is None:
-            self._publish_answer(req.request_id, error="unknown_agent", error_kind="request")  # the name stays out of the answer
+            self._publish_answer(
+                req.request_id, error="unknown_agent", error_kind="request"
+            )  # the name stays out of the answer
             return
         # the frame is fetched on the agents' loop thread so waiting for it never blocks this
         # executor callback
-        asyncio.run_coroutine_threadsafe(self._answer(req.request_id, agent, req.instruction,
-                                                      (time.monotonic(), time.time_ns())), self._loop)
+        asyncio.run_coroutine_threadsafe(
+            self._answer(req.request_id, agent, req.instruction, (time.monotonic(), time.time_ns())), self._loop
+        )
 
     # -- work -----------------------------------------------------------------------------------
     def _take_frame(self, requested: tuple[float, int]):
@@ -121,8 +135,9 @@ class PointingNode(LeanNode):
     async def _answer(self, rid: str, agent, instruction: str, requested: tuple[float, int]) -> None:
         msg = await asyncio.to_thread(self._take_frame, requested)
         if msg is None:
-            self._publish_answer(rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s",
-                                 error_kind="camera")
+            self._publish_answer(
+                rid, error=f"no_frame: no colour frame within {self.frame_timeout_s:.1f} s", error_kind="camera"
+            )
             return
         stamp_ns = stamp_to_ns(msg.header.stamp)
         self._pub_frame.publish(to_msg(PointFrame(request_id=rid, stamp_ns=stamp_ns)))
@@ -136,8 +151,15 @@ class PointingNode(LeanNode):
             ans = await agent.point(image, instruction)
         except Exception as e:  # agents should not raise; one that does is an agent failure
             log.exception("agent raised")
-            self._publish_answer(rid, error=f"agent_error: {type(e).__name__}: {e}", error_kind="agent", stamp_ns=stamp_ns,
-                                 width=image.shape[1], height=image.shape[0], latency_s=time.monotonic() - t0)
+            self._publish_answer(
+                rid,
+                error=f"agent_error: {type(e).__name__}: {e}",
+                error_kind="agent",
+                stamp_ns=stamp_ns,
+                width=image.shape[1],
+                height=image.shape[0],
+                latency_s=time.monotonic() - t0,
+            )
             return
         # every point as the model gave it, invalid ones included: the first point is the point,
         # and a NaN first point must refuse the trial, not promote the second (bridge.trials.targeting)
@@ -149,20 +171,50 @@ class PointingNode(LeanNode):
         latency = getattr(ans, "latency_s", None)
         error = getattr(ans, "error", None)
         self._publish_answer(
-            rid, raw_answer=getattr(ans, "raw_text", "") or "", points=entries,
-            parse_error=getattr(ans, "parse_error", None), error=error, error_kind="agent" if error else None,
+            rid,
+            raw_answer=getattr(ans, "raw_text", "") or "",
+            points=entries,
+            parse_error=getattr(ans, "parse_error", None),
+            error=error,
+            error_kind="agent" if error else None,
             stamp_ns=stamp_ns,
-            width=image.shape[1], height=image.shape[0],
-            latency_s=float(latency) if latency is not None else time.monotonic() - t0)
+            width=image.shape[1],
+            height=image.shape[0],
+            latency_s=float(latency) if latency is not None else time.monotonic() - t0,
+        )
 
-    def _publish_answer(self, rid: str, *, raw_answer: str = "", points=(), parse_error=None, error=None,
-                        error_kind: str | None = None, stamp_ns: int | None = None, width: int | None = None,
-                        height: int | None = None, latency_s: float | None = None) -> None:
-        self._pub_answer.publish(to_msg(PointAnswer(
-            request_id=rid, raw_answer=raw_answer, points=list(points),
-            points_px=[(e.u_px, e.v_px) for e in points if e.usable], parse_error=parse_error, error=error,
-            error_kind=error_kind,
-            stamp_ns=stamp_ns, width=width, height=height, latency_s=latency_s, answered_ns=time.time_ns())))
+    def _publish_answer(
+        self,
+        rid: str,
+        *,
+        raw_answer: str = "",
+        points=(),
+        parse_error=None,
+        error=None,
+        error_kind: str | None = None,
+        stamp_ns: int | None = None,
+        width: int | None = None,
+        height: int | None = None,
+        latency_s: float | None = None,
+    ) -> None:
+        self._pub_answer.publish(
+            to_msg(
+                PointAnswer(
+                    request_id=rid,
+                    raw_answer=raw_answer,
+                    points=list(points),
+                    points_px=[(e.u_px, e.v_px) for e in points if e.usable],
+                    parse_error=parse_error,
+                    error=error,
+                    error_kind=error_kind,
+                    stamp_ns=stamp_ns,
+                    width=width,
+                    height=height,
+                    latency_s=latency_s,
+                    answered_ns=time.time_ns(),
+                )
+            )
+        )
 
     def destroy_node(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -40,8 +40,15 @@ class RawTap:
         node: the rclpy node. subs: ``{topic: subscription}``.
     """
 
-    def __init__(self, host, name: str, topics: dict[str, str], callback_of: Callable[[str], Callable[[bytes], None]],
-                 *, image_depth: int = 2) -> None:
+    def __init__(
+        self,
+        host,
+        name: str,
+        topics: dict[str, str],
+        callback_of: Callable[[str], Callable[[bytes], None]],
+        *,
+        image_depth: int = 2,
+    ) -> None:
         from rclpy.executors import SingleThreadedExecutor
 
         from pointlab.bridge.ros.lean_node import LeanNode
@@ -50,13 +57,21 @@ class RawTap:
         self.node = LeanNode(name, context=host.context)
         self.subs = {}
         for topic, ros_type in topics.items():
-            qos = image_qos(image_depth) if topic in _IMAGE_TOPICS else state_qos() if topic == TOPICS["arm_state"] else 50
-            self.subs[topic] = self.node.create_subscription(msg_class(ros_type), topic, callback_of(topic), qos,
-                                                             raw=True)
+            qos = (
+                image_qos(image_depth)
+                if topic in _IMAGE_TOPICS
+                else state_qos()
+                if topic == TOPICS["arm_state"]
+                else 50
+            )
+            self.subs[topic] = self.node.create_subscription(
+                msg_class(ros_type), topic, callback_of(topic), qos, raw=True
+            )
         self._executor = SingleThreadedExecutor(context=host.context)
         self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=spin_executor, args=(self._executor, f"{name} executor"),
-                                        name=f"{name}-ros", daemon=True)
+        self._thread = threading.Thread(
+            target=spin_executor, args=(self._executor, f"{name} executor"), name=f"{name}-ros", daemon=True
+        )
         self._thread.start()
         self._closed = False
 

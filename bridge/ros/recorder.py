@@ -46,8 +46,15 @@ class TrialRecorder:
         engine: the ``bridge.recording.recorder.Recorder`` doing the work.
     """
 
-    def __init__(self, host, config: RecordingConfig = RecordingConfig(), *, db_path: str | Path | None = None,
-                 image_depth: int = 5, static_transforms=()) -> None:
+    def __init__(
+        self,
+        host,
+        config: RecordingConfig = RecordingConfig(),
+        *,
+        db_path: str | Path | None = None,
+        image_depth: int = 5,
+        static_transforms=(),
+    ) -> None:
         self.engine = Recorder(config.resolved_dir(db_path), config, static_transforms=static_transforms)
         self._inputs = input_topics(config)
         # its own executor: the session's (the trial loop's callbacks) never waits for the recorder's
@@ -75,8 +82,11 @@ class TrialRecorder:
         color = TOPICS["color_compressed"] if TOPICS["color_compressed"] in self._inputs else TOPICS["color"]
         cams = [self._subs[t] for t in (color, TOPICS["depth"], TOPICS["camera_info"])]
         while time.monotonic() < deadline:
-            if (all(s.get_publisher_count() > 0 for s in cams) and self.engine.has_state(TOPICS["camera_info"])
-                    and self.engine.has_state(TOPICS["arm_state"])):
+            if (
+                all(s.get_publisher_count() > 0 for s in cams)
+                and self.engine.has_state(TOPICS["camera_info"])
+                and self.engine.has_state(TOPICS["arm_state"])
+            ):
                 return True
             time.sleep(0.02)
         return False

@@ -36,7 +36,14 @@ from pointlab.robot.workspace import Workspace
 
 from pointlab.bridge.trials.targeting import Target, compute_target, first_point
 from pointlab.bridge.ros.lean_node import LeanNode, camera_events
-from pointlab.bridge.ros.msgs import TOPICS, camera_info_to_intrinsics, image_qos, image_to_depth, ns_to_stamp, stamp_to_ns
+from pointlab.bridge.ros.msgs import (
+    TOPICS,
+    camera_info_to_intrinsics,
+    image_qos,
+    image_to_depth,
+    ns_to_stamp,
+    stamp_to_ns,
+)
 from pointlab.bridge.ros.payloads import PointAnswer, PointFrame, TargetResult, from_msg, to_msg
 
 __all__ = ["TargetingNode", "main"]
@@ -59,9 +66,19 @@ class TargetingNode(LeanNode):
         watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
-    def __init__(self, calibration: Calibration, workspace: Workspace = Workspace(), rule: DepthRule = DepthRule(), *,
-                 context=None, buffer_s: float = 2.0, max_stamp_skew_s: float = 0.02, pin_ttl_s: float = 900.0,
-                 node_name: str = "pointlab_targeting", watch_camera_qos: bool = True) -> None:
+    def __init__(
+        self,
+        calibration: Calibration,
+        workspace: Workspace = Workspace(),
+        rule: DepthRule = DepthRule(),
+        *,
+        context=None,
+        buffer_s: float = 2.0,
+        max_stamp_skew_s: float = 0.02,
+        pin_ttl_s: float = 900.0,
+        node_name: str = "pointlab_targeting",
+        watch_camera_qos: bool = True,
+    ) -> None:
         super().__init__(node_name, context=context)
         from geometry_msgs.msg import PointStamped
         from sensor_msgs.msg import CameraInfo, Image
@@ -75,10 +92,16 @@ class TargetingNode(LeanNode):
         self._wanted: dict[str, tuple[int, float]] = {}  # pins whose depth has not arrived yet
         self._pub_target = self.create_publisher(PointStamped, TOPICS["target"], 20)
         self._pub_result = self.create_publisher(String, TOPICS["target_result"], 50)
-        self.create_subscription(Image, TOPICS["depth"], self._on_depth, image_qos(5),
-                                 event_callbacks=camera_events(watch_camera_qos))
-        self.create_subscription(CameraInfo, TOPICS["camera_info"], self._on_info, image_qos(5),
-                                 event_callbacks=camera_events(watch_camera_qos))
+        self.create_subscription(
+            Image, TOPICS["depth"], self._on_depth, image_qos(5), event_callbacks=camera_events(watch_camera_qos)
+        )
+        self.create_subscription(
+            CameraInfo,
+            TOPICS["camera_info"],
+            self._on_info,
+            image_qos(5),
+            event_callbacks=camera_events(watch_camera_qos),
+        )
         self.create_subscription(String, TOPICS["point_frame"], self._on_point_frame, 50)
         self.create_subscription(String, TOPICS["point_answer"], self._on_answer, 50)
 
@@ -164,8 +187,13 @@ class TargetingNode(LeanNode):
             p.header.stamp = ns_to_stamp(stamp_ns if stamp_ns is not None else time.time_ns())
             p.point.x, p.point.y, p.point.z = (float(c) for c in target.point_base_m)
             self._pub_target.publish(p)
-        self._pub_result.publish(to_msg(TargetResult(request_id=rid, stamp_ns=stamp_ns, target=target,
-                                                     answer_rx_ns=rx_ns, published_ns=time.time_ns())))
+        self._pub_result.publish(
+            to_msg(
+                TargetResult(
+                    request_id=rid, stamp_ns=stamp_ns, target=target, answer_rx_ns=rx_ns, published_ns=time.time_ns()
+                )
+            )
+        )
 
 
 def main(calibration_file: str) -> None:

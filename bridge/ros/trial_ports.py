@@ -29,8 +29,15 @@ from pointlab.bridge.ros.frames import RecentFrames
 from pointlab.bridge.ros.human_relay import HumanRelay
 from pointlab.bridge.ros.live_view import RosLiveView
 from pointlab.bridge.ros.msgs import TOPICS, image_to_depth
-from pointlab.bridge.ros.payloads import (ArmResult, PointAnswer, PointFrame, PointRequest, TargetResult, from_msg,
-                                          to_msg)
+from pointlab.bridge.ros.payloads import (
+    ArmResult,
+    PointAnswer,
+    PointFrame,
+    PointRequest,
+    TargetResult,
+    from_msg,
+    to_msg,
+)
 from pointlab.bridge.ros.waiters import Waiters
 from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, TargetReply, TrialFrame
 
@@ -51,8 +58,14 @@ def _trial_frame(live_view: RosLiveView, color, depth, index: int | None) -> Tri
             d, scale = image_to_depth(depth)
         except ValueError as e:  # a depth image that does not decode: the frame has no depth
             log.warning("depth frame skipped: %s", e)
-    return TrialFrame(index=index, stamp_ns=stamp_to_ns(color.header.stamp), jpeg=live_view.jpeg_of(color),
-                      depth=d, depth_scale_m=scale, size=(int(color.width), int(color.height)))
+    return TrialFrame(
+        index=index,
+        stamp_ns=stamp_to_ns(color.header.stamp),
+        jpeg=live_view.jpeg_of(color),
+        depth=d,
+        depth_scale_m=scale,
+        size=(int(color.width), int(color.height)),
+    )
 
 
 class RosPointing:
@@ -67,8 +80,9 @@ class RosPointing:
         human_agent_names: agents answered by a person (their open request is withdrawn on cancel).
     """
 
-    def __init__(self, node, waiters: Waiters, frames: RecentFrames, live_view: RosLiveView, *, human=None,
-                 human_agent_names=()) -> None:
+    def __init__(
+        self, node, waiters: Waiters, frames: RecentFrames, live_view: RosLiveView, *, human=None, human_agent_names=()
+    ) -> None:
         from std_msgs.msg import String
 
         self.waiters, self.frames, self.live_view = waiters, frames, live_view
@@ -124,12 +138,25 @@ class RosPointing:
             seen = self._request_frames.pop(request_id, None)
         frame = None
         if seen is not None:
-            frame = await asyncio.to_thread(_trial_frame, self.live_view, seen[0], seen[1],
-                                            self.frames.index_of(ans.stamp_ns) if ans.stamp_ns is not None else None)
+            frame = await asyncio.to_thread(
+                _trial_frame,
+                self.live_view,
+                seen[0],
+                seen[1],
+                self.frames.index_of(ans.stamp_ns) if ans.stamp_ns is not None else None,
+            )
         kind = None if not ans.error else ("camera" if ans.error_kind == "camera" else "agent")
-        return AgentReply(raw_answer=ans.raw_answer, points=tuple(ans.points), points_px=tuple(ans.points_px),
-                          parse_error=ans.parse_error, error=ans.error, error_kind=kind, frame=frame,
-                          latency_s=ans.latency_s, answered_ns=ans.answered_ns)
+        return AgentReply(
+            raw_answer=ans.raw_answer,
+            points=tuple(ans.points),
+            points_px=tuple(ans.points_px),
+            parse_error=ans.parse_error,
+            error=ans.error,
+            error_kind=kind,
+            frame=frame,
+            latency_s=ans.latency_s,
+            answered_ns=ans.answered_ns,
+        )
 
     # -- TargetingPort ---------------------------------------------------------------------------
     async def target(self, request_id: str, reply: AgentReply) -> TargetReply:
@@ -159,8 +186,9 @@ class RosArmPort:
         finally:
             self.waiters.forget(request_id, ("arm",))
         outcome = res.outcome if res.outcome in ("done", "refused", "halted", "stopped") else "robot_failure"
-        return ArmReply(outcome, refusal=res.refusal, error=res.error, motion=res.motion,
-                        command_rx_ns=res.command_rx_ns)
+        return ArmReply(
+            outcome, refusal=res.refusal, error=res.error, motion=res.motion, command_rx_ns=res.command_rx_ns
+        )
 
     def halt(self) -> None:
         self.client.halt()
@@ -223,8 +251,16 @@ class RosTrialPorts:
         watch_camera_qos: log a camera publisher whose QoS or type does not match (``camera_events``).
     """
 
-    def __init__(self, host, *, session: str = "", human=None, human_agent_names=(), jpeg_quality: int = 80,
-                 watch_camera_qos: bool = True) -> None:
+    def __init__(
+        self,
+        host,
+        *,
+        session: str = "",
+        human=None,
+        human_agent_names=(),
+        jpeg_quality: int = 80,
+        watch_camera_qos: bool = True,
+    ) -> None:
         from pointlab.bridge.ros.lean_node import LeanNode
 
         self.node = LeanNode("pointlab_runner", context=host.context)
@@ -233,8 +269,9 @@ class RosTrialPorts:
         self.live_view = RosLiveView(self.node, self.frames, jpeg_quality=jpeg_quality)
         self.human = HumanRelay(human, jpeg_quality=jpeg_quality)
         self.arm_client = ArmClient(self.node, self.waiters, session=session)
-        self.pointing = RosPointing(self.node, self.waiters, self.frames, self.live_view, human=human,
-                                    human_agent_names=human_agent_names)
+        self.pointing = RosPointing(
+            self.node, self.waiters, self.frames, self.live_view, human=human, human_agent_names=human_agent_names
+        )
         self.arm = RosArmPort(self.arm_client, self.waiters)
         self.camera = RosCameraPort(self.frames, self.live_view)
         host.add(self.node)

@@ -23,8 +23,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-__all__ = ["DESIGN", "williams_design", "agent_order", "alias", "Step", "next_step", "ArmQueue",
-           "new_invite_token", "invite_participant", "BlockProgress", "block_progress", "trial_settings"]
+__all__ = [
+    "DESIGN",
+    "williams_design",
+    "agent_order",
+    "alias",
+    "Step",
+    "next_step",
+    "ArmQueue",
+    "new_invite_token",
+    "invite_participant",
+    "BlockProgress",
+    "block_progress",
+    "trial_settings",
+]
 
 DESIGN = "williams"
 
@@ -132,9 +144,16 @@ def block_progress(trials: Iterable[dict], *, trials_per_agent: int, max_repeats
     # a refusal already has its outcome (failed: nothing moved at the agent's point): nothing to ask
     pending = next((t["id"] for t in kept if t.get("judgement") is None and t.get("outcome") is None), None)
     used = len(kept) + max(0, len(aborted) - max_repeats)
-    return BlockProgress(kept=len(kept), judged=len(judged), succeeded=sum(t["outcome"] == "succeeded" for t in judged),
-                         aborted=len(aborted), slots_used=used, short=used >= trials_per_agent and len(kept) < trials_per_agent,
-                         pending=pending, last_aborted=bool(mine) and mine[-1].get("outcome") == "aborted")
+    return BlockProgress(
+        kept=len(kept),
+        judged=len(judged),
+        succeeded=sum(t["outcome"] == "succeeded" for t in judged),
+        aborted=len(aborted),
+        slots_used=used,
+        short=used >= trials_per_agent and len(kept) < trials_per_agent,
+        pending=pending,
+        last_aborted=bool(mine) and mine[-1].get("outcome") == "aborted",
+    )
 
 
 def trial_settings(study: dict):
@@ -144,12 +163,21 @@ def trial_settings(study: dict):
     from pointlab.bridge.trials.timing import RevealRule
 
     floor_mb = study.get("min_free_mb")
-    return TrialSettings(reveal=RevealRule(float(study["reveal_low_s"]), float(study["reveal_high_s"])),
-                         min_free_bytes=None if floor_mb is None else int(floor_mb) * 1_000_000)
+    return TrialSettings(
+        reveal=RevealRule(float(study["reveal_low_s"]), float(study["reveal_high_s"])),
+        min_free_bytes=None if floor_mb is None else int(floor_mb) * 1_000_000,
+    )
 
 
-def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], surveyed_blocks: Iterable[int],
-              started_blocks: Iterable[int] | None = None, max_repeats: int = 2) -> Step:
+def next_step(
+    *,
+    n_blocks: int,
+    trials_per_agent: int,
+    trials: Iterable[dict],
+    surveyed_blocks: Iterable[int],
+    started_blocks: Iterable[int] | None = None,
+    max_repeats: int = 2,
+) -> Step:
     """The participant's next step, derived only from what is stored (so a restart resumes).
 
     Args:
@@ -170,8 +198,9 @@ def next_step(*, n_blocks: int, trials_per_agent: int, trials: Iterable[dict], s
     started = None if started_blocks is None else set(started_blocks)
     common = {"trials_per_agent": trials_per_agent, "n_blocks": n_blocks}
     for b in range(n_blocks):
-        p = block_progress([t for t in trials if t.get("block") == b], trials_per_agent=trials_per_agent,
-                           max_repeats=max_repeats)
+        p = block_progress(
+            [t for t in trials if t.get("block") == b], trials_per_agent=trials_per_agent, max_repeats=max_repeats
+        )
         if p.pending is not None:
             return Step("judge", b, alias(b), p.kept, p.pending, **common)
         if p.slots_used < trials_per_agent:

@@ -121,11 +121,18 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
         if missing:
             missing_trials.append({"id": row["id"], "trial_uid": uid, "missing": missing, "why": why})
         items.append(item)
-    manifest = {"study": study, "n_trials": len(trials), "n_clips": sum(bool(i["clip"]) for i in items),
-                "n_recordings": sum(bool(i["bag"]) for i in items), "trials": items, "missing": missing_trials,
-                "short_blocks": [{k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")}
-                                 for b in blocks if b["short"]],
-                "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv", "blocks_csv": "blocks.csv"}}
+    manifest = {
+        "study": study,
+        "n_trials": len(trials),
+        "n_clips": sum(bool(i["clip"]) for i in items),
+        "n_recordings": sum(bool(i["bag"]) for i in items),
+        "trials": items,
+        "missing": missing_trials,
+        "short_blocks": [
+            {k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")} for b in blocks if b["short"]
+        ],
+        "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv", "blocks_csv": "blocks.csv"},
+    }
     (out / "export.json").write_text(dumps_json(manifest, indent=1))
     if missing_trials:
         log.warning("export of study %d: %d trial(s) without all their files", study_id, len(missing_trials))

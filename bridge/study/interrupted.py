@@ -57,13 +57,17 @@ def _recording(layout: RecordingLayout, uid: str, started_unix_ns: int) -> tuple
     rec.mcap_bytes, rec.messages = got.mcap_bytes, got.messages
     rec.color_frames, rec.depth_frames = image_frames(got.messages)
     rec.duration_s = round(max(0, got.last_log_ns - started_unix_ns) / 1e9, 3)
-    rec.errors = (["the session stopped after the bag was closed, before its record and the trial were stored"]
-                  if whole else
-                  [f"bag recovered after the session stopped: {got.total} messages kept ({got.stopped_at})"])
+    rec.errors = (
+        ["the session stopped after the bag was closed, before its record and the trial were stored"]
+        if whole
+        else [f"bag recovered after the session stopped: {got.total} messages kept ({got.stopped_at})"]
+    )
     if layout.clip(uid).exists():
         # an MP4 is indexed when it is closed: the one the kill cut plays nowhere; it stays beside the bag
-        rec.errors.append(f"clip {layout.relative(layout.clip(uid))}: cut by the kill before it was closed, so "
-                          "it has no index and cannot be played")
+        rec.errors.append(
+            f"clip {layout.relative(layout.clip(uid))}: cut by the kill before it was closed, so "
+            "it has no index and cannot be played"
+        )
     return rec, "whole" if whole else "recovered"
 
 
@@ -87,8 +91,13 @@ def _answer_in(layout: RecordingLayout, rec: Recording | None, uid: str) -> dict
                     continue
                 if ans.request_id == uid:
                     size = (ans.width, ans.height) if ans.width and ans.height else None
-                    return {"raw_answer": ans.raw_answer, "points": ans.points, "points_px": ans.points_px,
-                            "parse_error": ans.parse_error, "frame_size": size}
+                    return {
+                        "raw_answer": ans.raw_answer,
+                        "points": ans.points,
+                        "points_px": ans.points_px,
+                        "parse_error": ans.parse_error,
+                        "frame_size": size,
+                    }
     except Exception as e:  # an unreadable bag costs the answer only, never the trial
         log.warning("the answer of interrupted trial %s could not be read from its bag: %s", uid, e)
     return {}
@@ -110,20 +119,33 @@ def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:
         started_ns = int(note["started_unix_s"] * 1e9)
         rec, kind = _recording(layout, uid, started_ns) if layout is not None else (None, "none")
         answer = _answer_in(layout, rec, uid) if layout is not None else {}
-        result = TrialResult(trial_id=uid, agent=note["agent"], instruction=note["instruction"], action=note["action"],
-                             robot_outcome="interrupted", outcome="aborted", failure_stage="aborted",
-                             abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
-                             recording=None if rec is None else rec.model_dump(mode="json"), **answer)
+        result = TrialResult(
+            trial_id=uid,
+            agent=note["agent"],
+            instruction=note["instruction"],
+            action=note["action"],
+            robot_outcome="interrupted",
+            outcome="aborted",
+            failure_stage="aborted",
+            abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
+            recording=None if rec is None else rec.model_dump(mode="json"),
+            **answer,
+        )
         item = {"trial_uid": uid, "recording": kind}
         try:
             if rec is not None:
                 layout.save(rec)
-            item["row"] = store.save_trial(result, study_id=note["study_id"], participant_id=note["participant_id"],
-                                           block=note["block"])
+            item["row"] = store.save_trial(
+                result, study_id=note["study_id"], participant_id=note["participant_id"], block=note["block"]
+            )
         except Exception as e:  # a store that cannot take it now: the note stays for the next start
             item["error"] = f"{type(e).__name__}: {e}"
             log.error("interrupted trial %s could not be stored: %s", uid, e)
         out.append(item)
-        log.warning("trial %s (%s) was interrupted by the last session's end: stored as aborted, recording %s",
-                    uid, note["agent"], kind)
+        log.warning(
+            "trial %s (%s) was interrupted by the last session's end: stored as aborted, recording %s",
+            uid,
+            note["agent"],
+            kind,
+        )
     return out

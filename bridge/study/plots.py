@@ -33,8 +33,10 @@ def success_svg(rows: list[dict]) -> str:
 
     fig, ax = _figure(len(rows))
     x = np.arange(len(rows))
-    for off, key, ci_key, label, color in ((-0.18, "success_rate", "ci95", "participants", "#1f6feb"),
-                                           (0.18, "auto_success_rate", "auto_ci95", "automatic check", "#8c959f")):
+    for off, key, ci_key, label, color in (
+        (-0.18, "success_rate", "ci95", "participants", "#1f6feb"),
+        (0.18, "auto_success_rate", "auto_ci95", "automatic check", "#8c959f"),
+    ):
         vals = [r.get(key) if r.get(key) is not None else 0.0 for r in rows]
         lo = [v - r[ci_key][0] if r.get(ci_key) else 0.0 for v, r in zip(vals, rows)]
         hi = [r[ci_key][1] - v if r.get(ci_key) else 0.0 for v, r in zip(vals, rows)]

@@ -16,8 +16,20 @@ from pointlab.bridge.study.design import alias, block_progress
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.bridge.trials.timing import late
 
-__all__ = ["Z_95", "wilson_interval", "cohens_kappa", "agent_results", "trial_log", "trial_log_csv",
-           "TRIAL_LOG_COLUMNS", "SUS_COLUMNS", "sus_csv", "study_blocks", "BLOCK_COLUMNS", "blocks_csv"]
+__all__ = [
+    "Z_95",
+    "wilson_interval",
+    "cohens_kappa",
+    "agent_results",
+    "trial_log",
+    "trial_log_csv",
+    "TRIAL_LOG_COLUMNS",
+    "SUS_COLUMNS",
+    "sus_csv",
+    "study_blocks",
+    "BLOCK_COLUMNS",
+    "blocks_csv",
+]
 
 # Two-sided 95% normal quantile, scipy.stats.norm.ppf(0.975).
 Z_95 = 1.959963984540054
@@ -68,8 +80,9 @@ def cohens_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     return (po - pe) / (1 - pe)
 
 
-def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
-                  blocks: list[dict] | None = None) -> list[dict[str, Any]]:
+def agent_results(
+    agents: list[str], trials: list[dict], surveys: list[dict], blocks: list[dict] | None = None
+) -> list[dict[str, Any]]:
     """Per agent (in ``agents`` order, plus any other agent found in the rows):
 
     ``agent``, ``n_trials`` (stored), ``n_aborted`` (left out of every rate: PointArena counts judged
@@ -93,8 +106,11 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
         k = sum(t["outcome"] == "succeeded" for t in judged)
         auto = [(t.get("auto_check") or {}).get("success") for t in kept]
         auto = [x for x in auto if x is not None]
-        pairs = [(t["judgement"] == "succeeded", bool(t["auto_check"]["success"])) for t in kept
-                 if t.get("judgement") in ("succeeded", "failed") and (t.get("auto_check") or {}).get("success") is not None]
+        pairs = [
+            (t["judgement"] == "succeeded", bool(t["auto_check"]["success"]))
+            for t in kept
+            if t.get("judgement") in ("succeeded", "failed") and (t.get("auto_check") or {}).get("success") is not None
+        ]
         lates = [x for x in (late(t.get("timings_s") or {}) for t in mine) if x is not None]
         sim = [t["sim_success"] for t in kept if t.get("sim_success") is not None]
         sus = [s["score"] for s in surveys if s.get("agent") == a]
@@ -104,25 +120,48 @@ def agent_results(agents: list[str], trials: list[dict], surveys: list[dict],
                 stages[t["failure_stage"]] = stages.get(t["failure_stage"], 0) + 1
         ci = wilson_interval(k, len(judged))
         auto_ci = wilson_interval(sum(auto), len(auto))
-        out.append({
-            "agent": a, "n_trials": len(mine), "n_aborted": len(mine) - len(kept), "n_judged": len(judged),
-            "n_succeeded": k, "success_rate": k / len(judged) if judged else None,
-            "ci95": list(ci) if ci else None,
-            "auto_success_rate": sum(auto) / len(auto) if auto else None, "auto_ci95": list(auto_ci) if auto_ci else None,
-            "agreement": sum(x == y for x, y in pairs) / len(pairs) if pairs else None,
-            "kappa": cohens_kappa(pairs), "n_compared": len(pairs),
-            "sim_success_rate": sum(sim) / len(sim) if sim else None, "failure_stages": stages,
-            "late_share": sum(lates) / len(lates) if lates else None,
-            "n_short_blocks": sum(1 for b in blocks or () if b["agent"] == a and b["short"]),
-            "mean_sus": sum(sus) / len(sus) if sus else None, "sus": sus, "n_surveys": len(sus),
-        })
+        out.append(
+            {
+                "agent": a,
+                "n_trials": len(mine),
+                "n_aborted": len(mine) - len(kept),
+                "n_judged": len(judged),
+                "n_succeeded": k,
+                "success_rate": k / len(judged) if judged else None,
+                "ci95": list(ci) if ci else None,
+                "auto_success_rate": sum(auto) / len(auto) if auto else None,
+                "auto_ci95": list(auto_ci) if auto_ci else None,
+                "agreement": sum(x == y for x, y in pairs) / len(pairs) if pairs else None,
+                "kappa": cohens_kappa(pairs),
+                "n_compared": len(pairs),
+                "sim_success_rate": sum(sim) / len(sim) if sim else None,
+                "failure_stages": stages,
+                "late_share": sum(lates) / len(lates) if lates else None,
+                "n_short_blocks": sum(1 for b in blocks or () if b["agent"] == a and b["short"]),
+                "mean_sus": sum(sus) / len(sus) if sus else None,
+                "sus": sus,
+                "n_surveys": len(sus),
+            }
+        )
     return out
 
 
 # One row per participant and agent block: the same counts the participant's page shows (one rule,
 # ``study.design.block_progress``), with ``short`` when repeats ran out before the block's trials.
-BLOCK_COLUMNS = ("participant_id", "participant", "block", "alias", "agent", "kept", "judged", "succeeded", "aborted",
-                 "slots_used", "trials_per_agent", "short")
+BLOCK_COLUMNS = (
+    "participant_id",
+    "participant",
+    "block",
+    "alias",
+    "agent",
+    "kept",
+    "judged",
+    "succeeded",
+    "aborted",
+    "slots_used",
+    "trials_per_agent",
+    "short",
+)
 
 
 def study_blocks(study: dict, trials: list[dict], participants: list[dict]) -> list[dict[str, Any]]:
@@ -132,12 +171,27 @@ def study_blocks(study: dict, trials: list[dict], participants: list[dict]) -> l
     for p in participants:
         mine = [t for t in trials if t.get("participant_id") == p["id"]]
         for b, agent in enumerate(p["agent_order"]):
-            prog = block_progress([t for t in mine if t.get("block") == b], trials_per_agent=study["trials_per_agent"],
-                                  max_repeats=study.get("max_repeats", 2))
-            out.append({"participant_id": p["id"], "participant": p.get("label"), "block": b + 1, "alias": alias(b),
-                        "agent": agent, "kept": prog.kept, "judged": prog.judged, "succeeded": prog.succeeded,
-                        "aborted": prog.aborted, "slots_used": prog.slots_used,
-                        "trials_per_agent": study["trials_per_agent"], "short": prog.short})
+            prog = block_progress(
+                [t for t in mine if t.get("block") == b],
+                trials_per_agent=study["trials_per_agent"],
+                max_repeats=study.get("max_repeats", 2),
+            )
+            out.append(
+                {
+                    "participant_id": p["id"],
+                    "participant": p.get("label"),
+                    "block": b + 1,
+                    "alias": alias(b),
+                    "agent": agent,
+                    "kept": prog.kept,
+                    "judged": prog.judged,
+                    "succeeded": prog.succeeded,
+                    "aborted": prog.aborted,
+                    "slots_used": prog.slots_used,
+                    "trials_per_agent": study["trials_per_agent"],
+                    "short": prog.short,
+                }
+            )
     return out
 
 
@@ -148,9 +202,11 @@ def blocks_csv(blocks: list[dict]) -> str:
 
 # The store's own columns around every field of TrialResult (the record is written down once: a field
 # added there is a column of the log and the CSV too); ``participant`` is the label, not the id.
-TRIAL_LOG_COLUMNS = (("id", "trial_uid", "study_id", "number", "participant_id", "participant", "block")
-                     + tuple(f for f in TrialResult.model_fields if f != "trial_id")
-                     + ("judgement", "created_unix_s", "judged_unix_s"))
+TRIAL_LOG_COLUMNS = (
+    ("id", "trial_uid", "study_id", "number", "participant_id", "participant", "block")
+    + tuple(f for f in TrialResult.model_fields if f != "trial_id")
+    + ("judgement", "created_unix_s", "judged_unix_s")
+)
 
 
 def trial_log(trials: list[dict], participants: list[dict] = ()) -> list[dict[str, Any]]:
@@ -206,8 +262,11 @@ def trial_log_csv(trials: list[dict], participants: list[dict] = ()) -> str:
 
 
 # One row per SUS survey: the ten responses (1-5, Brooke 1996's item order) and the 0-100 score.
-SUS_COLUMNS = (("id", "study_id", "participant_id", "participant", "block", "agent")
-               + tuple(f"q{i}" for i in range(1, 11)) + ("score", "created_unix_s"))
+SUS_COLUMNS = (
+    ("id", "study_id", "participant_id", "participant", "block", "agent")
+    + tuple(f"q{i}" for i in range(1, 11))
+    + ("score", "created_unix_s")
+)
 
 
 def sus_csv(surveys: list[dict], participants: list[dict] = ()) -> str:

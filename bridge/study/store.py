@@ -25,8 +25,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (JSON, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine,
-                        event, func, select)
+from sqlalchemy import (
+    JSON,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    select,
+)
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -36,7 +48,13 @@ from pointlab.bridge.trials.attribution import settle
 from pointlab.bridge.study.sus import sus_score
 from pointlab.bridge.trials.timing import DEFAULT_REVEAL, RevealRule
 from pointlab.bridge.trials.record import TrialResult
-from pointlab.bridge.study.trial_table import DEFAULT_MIN_FREE_MB, SCHEMA_VERSION, MigrationError, migrate, trial_table_attrs
+from pointlab.bridge.study.trial_table import (
+    DEFAULT_MIN_FREE_MB,
+    SCHEMA_VERSION,
+    MigrationError,
+    migrate,
+    trial_table_attrs,
+)
 from pointlab.bridge.errors import BridgeError
 
 __all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "trial_result"]
@@ -48,7 +66,6 @@ DEFAULT_MAX_REPEATS = 2  # an aborted trial's slot is offered again at most this
 DEFAULT_REVEAL_LOW_S = DEFAULT_REVEAL.low_s  # reveal times are drawn from [low, high] s (bridge.trials.timing)
 DEFAULT_REVEAL_HIGH_S = DEFAULT_REVEAL.high_s
 FRAME_KINDS = ("before", "after")
-
 
 
 def _require_pointlab_schema(path: Path) -> None:
@@ -64,11 +81,14 @@ def _require_pointlab_schema(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as e:
-        raise StoreError(f"database {path} cannot be opened as a pointlab SQLite store (corrupt or not SQLite?): "
-                         f"{e}") from e
+        raise StoreError(
+            f"database {path} cannot be opened as a pointlab SQLite store (corrupt or not SQLite?): {e}"
+        ) from e
     if "meta" not in tables:
-        raise StoreError(f"database {path} is not a pointlab store (no meta table, {len(tables)} other tables); "
-                         "nothing was written to it")
+        raise StoreError(
+            f"database {path} is not a pointlab store (no meta table, {len(tables)} other tables); "
+            "nothing was written to it"
+        )
 
 
 class StoreError(BridgeError):
@@ -251,8 +271,10 @@ class Store:
             self._check_version()
         except (DatabaseError, OperationalError) as e:
             self._engine.dispose()
-            raise StoreError(f"database {self.path} cannot be opened as a pointlab SQLite store "
-                             f"(corrupt or not SQLite?): {e.orig if hasattr(e, 'orig') else e}") from e
+            raise StoreError(
+                f"database {self.path} cannot be opened as a pointlab SQLite store "
+                f"(corrupt or not SQLite?): {e.orig if hasattr(e, 'orig') else e}"
+            ) from e
         except StoreError:
             self._engine.dispose()
             raise
@@ -270,8 +292,10 @@ class Store:
                     version = int(row.value)
                     migrate(s.connection(), version)
                 except (ValueError, MigrationError) as e:
-                    raise StoreError(f"database {self.path} has schema version {row.value}, "
-                                     f"this pointlab writes version {SCHEMA_VERSION} ({e})") from e
+                    raise StoreError(
+                        f"database {self.path} has schema version {row.value}, "
+                        f"this pointlab writes version {SCHEMA_VERSION} ({e})"
+                    ) from e
                 row.value = str(SCHEMA_VERSION)
                 s.commit()
                 log.info("database %s migrated from schema version %d to %d", self.path, version, SCHEMA_VERSION)
@@ -294,10 +318,19 @@ class Store:
         self._engine.dispose()
 
     # -- studies and participants ---------------------------------------------------------------
-    def create_study(self, *, agents: Sequence[str], trials_per_agent: int, scene: str = "",
-                     name: str = "", design: str = "", max_repeats: int = DEFAULT_MAX_REPEATS,
-                     reveal_low_s: float = DEFAULT_REVEAL_LOW_S, reveal_high_s: float = DEFAULT_REVEAL_HIGH_S,
-                     min_free_mb: int = DEFAULT_MIN_FREE_MB) -> int:
+    def create_study(
+        self,
+        *,
+        agents: Sequence[str],
+        trials_per_agent: int,
+        scene: str = "",
+        name: str = "",
+        design: str = "",
+        max_repeats: int = DEFAULT_MAX_REPEATS,
+        reveal_low_s: float = DEFAULT_REVEAL_LOW_S,
+        reveal_high_s: float = DEFAULT_REVEAL_HIGH_S,
+        min_free_mb: int = DEFAULT_MIN_FREE_MB,
+    ) -> int:
         """Insert a study and return its id.
 
         Args:
@@ -328,10 +361,18 @@ class Store:
         if isinstance(min_free_mb, bool) or not isinstance(min_free_mb, int) or min_free_mb < 0:
             raise StoreError(f"min_free_mb must be a whole number of megabytes >= 0, got {min_free_mb!r}")
         with self.session() as s:
-            row = StudyRow(name=name, scene=scene, agents=agents, trials_per_agent=int(trials_per_agent),
-                           design=design, created_unix_s=time.time(), max_repeats=int(max_repeats),
-                           reveal_low_s=float(reveal.low_s), reveal_high_s=float(reveal.high_s),
-                           min_free_mb=int(min_free_mb))
+            row = StudyRow(
+                name=name,
+                scene=scene,
+                agents=agents,
+                trials_per_agent=int(trials_per_agent),
+                design=design,
+                created_unix_s=time.time(),
+                max_repeats=int(max_repeats),
+                reveal_low_s=float(reveal.low_s),
+                reveal_high_s=float(reveal.high_s),
+                min_free_mb=int(min_free_mb),
+            )
             s.add(row)
             s.flush()
             return row.id
@@ -364,8 +405,14 @@ class Store:
             if sorted(agent_order) != sorted(study.agents):
                 raise StoreError(f"agent order {list(agent_order)} is not a permutation of {study.agents}")
             n = self._count_participants(s, study_id)
-            row = ParticipantRow(study_id=study_id, token=token, label=label or f"P{n + 1}", order_index=n,
-                                 agent_order=list(agent_order), created_unix_s=time.time())
+            row = ParticipantRow(
+                study_id=study_id,
+                token=token,
+                label=label or f"P{n + 1}",
+                order_index=n,
+                agent_order=list(agent_order),
+                created_unix_s=time.time(),
+            )
             return _insert(s, row, lambda why: "invite token already in use")
 
     @staticmethod
@@ -398,8 +445,15 @@ class Store:
             return [_row_dict(r) for r in s.scalars(q)]
 
     # -- trials ---------------------------------------------------------------------------------
-    def save_trial(self, result: TrialResult, *, study_id: int | None = None, participant_id: int | None = None,
-                   block: int | None = None, frames: dict[str, bytes] | None = None) -> int:
+    def save_trial(
+        self,
+        result: TrialResult,
+        *,
+        study_id: int | None = None,
+        participant_id: int | None = None,
+        block: int | None = None,
+        frames: dict[str, bytes] | None = None,
+    ) -> int:
         """Store every field of ``result`` with its ``frames`` (``{"before"|"after": JPEG bytes}``), in
         one transaction (committed on return), and return the row id. The trial gets the next
         ``number`` of its study (1, 2, ...: what people are shown; trials outside any study are
@@ -417,10 +471,21 @@ class Store:
         with self.session() as s:
             same_study = TrialRow.study_id == study_id if study_id is not None else TrialRow.study_id.is_(None)
             number = (s.scalar(select(func.max(TrialRow.number)).where(same_study)) or 0) + 1
-            row = TrialRow(**data, study_id=study_id, participant_id=participant_id, block=block, number=number,
-                           created_unix_s=time.time())
-            tid = _insert(s, row, lambda why: f"trial {result.trial_id} cannot be stored (repeated id or unknown "
-                                              f"study/participant): {why}")
+            row = TrialRow(
+                **data,
+                study_id=study_id,
+                participant_id=participant_id,
+                block=block,
+                number=number,
+                created_unix_s=time.time(),
+            )
+            tid = _insert(
+                s,
+                row,
+                lambda why: (
+                    f"trial {result.trial_id} cannot be stored (repeated id or unknown study/participant): {why}"
+                ),
+            )
             started = s.get(TrialStartRow, result.trial_id)
             if started is not None:  # the trial is stored: no longer an unfinished one
                 s.delete(started)
@@ -429,8 +494,17 @@ class Store:
                     s.add(TrialFrameRow(trial_id=tid, which=which, jpeg=bytes(jpeg)))
             return tid
 
-    def begin_trial(self, trial_uid: str, *, agent: str, instruction: str, action: str, study_id: int | None = None,
-                    participant_id: int | None = None, block: int | None = None) -> None:
+    def begin_trial(
+        self,
+        trial_uid: str,
+        *,
+        agent: str,
+        instruction: str,
+        action: str,
+        study_id: int | None = None,
+        participant_id: int | None = None,
+        block: int | None = None,
+    ) -> None:
         """Note that trial ``trial_uid`` has begun (committed on return); ``save_trial`` removes the
         note in its own transaction. A note still here at the next start is an interrupted trial.
 
@@ -438,22 +512,50 @@ class Store:
             StoreError: the database cannot be written, or the id was noted before.
         """
         with self.session() as s:
-            _insert(s, TrialStartRow(trial_uid=trial_uid, study_id=study_id, participant_id=participant_id, block=block,
-                                     agent=agent, instruction=instruction, action=action, started_unix_s=time.time()),
-                    lambda why: f"trial {trial_uid} cannot be noted as begun: {why}")
+            _insert(
+                s,
+                TrialStartRow(
+                    trial_uid=trial_uid,
+                    study_id=study_id,
+                    participant_id=participant_id,
+                    block=block,
+                    agent=agent,
+                    instruction=instruction,
+                    action=action,
+                    started_unix_s=time.time(),
+                ),
+                lambda why: f"trial {trial_uid} cannot be noted as begun: {why}",
+            )
 
     def unfinished_trials(self) -> list[dict[str, Any]]:
         """The trials noted as begun and never stored, oldest first (``begin_trial``)."""
         with self.session() as s:
             rows = s.scalars(select(TrialStartRow).order_by(TrialStartRow.started_unix_s)).all()
-            return [{c: getattr(r, c) for c in ("trial_uid", "study_id", "participant_id", "block", "agent",
-                                                "instruction", "action", "started_unix_s")} for r in rows]
+            return [
+                {
+                    c: getattr(r, c)
+                    for c in (
+                        "trial_uid",
+                        "study_id",
+                        "participant_id",
+                        "block",
+                        "agent",
+                        "instruction",
+                        "action",
+                        "started_unix_s",
+                    )
+                }
+                for r in rows
+            ]
 
     def trial_frame(self, trial_uid: str, which: str) -> bytes | None:
         """The ``before``/``after`` JPEG of the trial whose record id is ``trial_uid``, or ``None``."""
         with self.session() as s:
-            q = (select(TrialFrameRow.jpeg).join(TrialRow, TrialRow.id == TrialFrameRow.trial_id)
-                 .where(TrialRow.trial_uid == trial_uid, TrialFrameRow.which == which))
+            q = (
+                select(TrialFrameRow.jpeg)
+                .join(TrialRow, TrialRow.id == TrialFrameRow.trial_id)
+                .where(TrialRow.trial_uid == trial_uid, TrialFrameRow.which == which)
+            )
             return s.scalar(q)
 
     def set_judgement(self, trial_id: int, judgement: str) -> None:
@@ -498,21 +600,38 @@ class Store:
             return _row_dict(row)
 
     # -- block starts and scene references -------------------------------------------------------
-    def save_block_start(self, *, study_id: int, participant_id: int, block: int, method: str,
-                         frame_jpeg: bytes | None, frame_index: int | None) -> int:
+    def save_block_start(
+        self,
+        *,
+        study_id: int,
+        participant_id: int,
+        block: int,
+        method: str,
+        frame_jpeg: bytes | None,
+        frame_index: int | None,
+    ) -> int:
         """Record the start of a participant's block (scene reset ``method`` and the starting frame).
 
         Raises:
             StoreError: the block was started before, or an unknown study/participant.
         """
         with self.session() as s:
-            row = BlockStartRow(study_id=study_id, participant_id=participant_id, block=block, method=method,
-                                frame_jpeg=frame_jpeg, frame_index=frame_index, created_unix_s=time.time())
-            return _insert(s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: "
-                                               f"{why}")
+            row = BlockStartRow(
+                study_id=study_id,
+                participant_id=participant_id,
+                block=block,
+                method=method,
+                frame_jpeg=frame_jpeg,
+                frame_index=frame_index,
+                created_unix_s=time.time(),
+            )
+            return _insert(
+                s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: {why}"
+            )
 
-    def block_starts(self, *, study_id: int | None = None, participant_id: int | None = None,
-                     with_frames: bool = False) -> list[dict[str, Any]]:
+    def block_starts(
+        self, *, study_id: int | None = None, participant_id: int | None = None, with_frames: bool = False
+    ) -> list[dict[str, Any]]:
         """Block starts as dicts, oldest first (``frame_jpeg`` only when ``with_frames``)."""
         with self.session() as s:
             q = _of(select(BlockStartRow).order_by(BlockStartRow.id), BlockStartRow, study_id, participant_id)
@@ -559,8 +678,15 @@ class Store:
             return [_row_dict(r) for r in s.scalars(q)]
 
     # -- surveys --------------------------------------------------------------------------------
-    def save_survey(self, responses: Sequence[int], *, study_id: int | None = None,
-                    participant_id: int | None = None, block: int | None = None, agent: str | None = None) -> int:
+    def save_survey(
+        self,
+        responses: Sequence[int],
+        *,
+        study_id: int | None = None,
+        participant_id: int | None = None,
+        block: int | None = None,
+        agent: str | None = None,
+    ) -> int:
         """Store ten SUS responses with their 0-100 score (:func:`pointlab.bridge.study.sus.sus_score`); returns the row id.
 
         Raises:
@@ -569,8 +695,15 @@ class Store:
         """
         score = sus_score(responses)
         with self.session() as s:
-            row = SurveyRow(study_id=study_id, participant_id=participant_id, block=block, agent=agent,
-                            responses=list(responses), score=score, created_unix_s=time.time())
+            row = SurveyRow(
+                study_id=study_id,
+                participant_id=participant_id,
+                block=block,
+                agent=agent,
+                responses=list(responses),
+                score=score,
+                created_unix_s=time.time(),
+            )
             return _insert(s, row, lambda why: f"survey cannot be stored (unknown study/participant): {why}")
 
     def surveys(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:

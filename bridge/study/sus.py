@@ -104,23 +104,31 @@ def score_sus_lines(lines: Iterable[str]) -> dict[str, Any]:
             # str(): ids may be any JSON value (a list is unhashable); 1 and "1" name one participant
             key = str(item_id)
             if key in seen:
-                items.append({"id": item_id, "score": None,
-                              "reason": f"line {lineno}: duplicate id {item_id!r} (the first line with it counts)"})
+                items.append(
+                    {
+                        "id": item_id,
+                        "score": None,
+                        "reason": f"line {lineno}: duplicate id {item_id!r} (the first line with it counts)",
+                    }
+                )
                 continue
             seen.add(key)
         else:
-            items.append({"id": item_id, "score": None, "reason": f"line {lineno}: missing \"id\""})
+            items.append({"id": item_id, "score": None, "reason": f'line {lineno}: missing "id"'})
             continue
         if "responses" not in obj:
-            items.append({"id": item_id, "score": None, "reason": "missing \"responses\""})
+            items.append({"id": item_id, "score": None, "reason": 'missing "responses"'})
             continue
         try:
             items.append({"id": item_id, "score": sus_score(obj["responses"])})
         except SusError as e:
             items.append({"id": item_id, "score": None, "reason": str(e)})
     valid = [it["score"] for it in items if it["score"] is not None]
-    summary = {"mean": (sum(valid) / len(valid)) if valid else None, "n": len(valid),
-               "n_invalid": len(items) - len(valid)}
+    summary = {
+        "mean": (sum(valid) / len(valid)) if valid else None,
+        "n": len(valid),
+        "n_invalid": len(items) - len(valid),
+    }
     return {"items": items, "summary": summary}
 
 

@@ -23,12 +23,20 @@ class StudyStorePort:
         self.store = store
 
     def begin(self, trial_id: str, slot: Slot, *, agent: str, instruction: str, action: str) -> None:
-        self.store.begin_trial(trial_id, agent=agent, instruction=instruction, action=action, study_id=slot.study_id,
-                               participant_id=slot.participant_id, block=slot.block)
+        self.store.begin_trial(
+            trial_id,
+            agent=agent,
+            instruction=instruction,
+            action=action,
+            study_id=slot.study_id,
+            participant_id=slot.participant_id,
+            block=slot.block,
+        )
 
     def save(self, result: TrialResult, slot: Slot, frames: dict[str, bytes]) -> int:
-        return self.store.save_trial(result, study_id=slot.study_id, participant_id=slot.participant_id,
-                                     block=slot.block, frames=frames)
+        return self.store.save_trial(
+            result, study_id=slot.study_id, participant_id=slot.participant_id, block=slot.block, frames=frames
+        )
 
     def frame(self, trial_id: str, which: str) -> bytes | None:
         return self.store.trial_frame(trial_id, which)

@@ -39,8 +39,17 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 6
 DEFAULT_MIN_FREE_MB = DEFAULT_MIN_FREE_BYTES // 1_000_000
-STORE_COLUMNS = ("id", "trial_uid", "study_id", "participant_id", "block", "number", "judgement", "created_unix_s",
-                 "judged_unix_s")
+STORE_COLUMNS = (
+    "id",
+    "trial_uid",
+    "study_id",
+    "participant_id",
+    "block",
+    "number",
+    "judgement",
+    "created_unix_s",
+    "judged_unix_s",
+)
 
 
 class MigrationError(BridgeError, RuntimeError):
@@ -92,7 +101,9 @@ def trial_table_attrs() -> dict[str, Any]:
         if name == "trial_uid":
             attrs[name] = Column(String(64), unique=True, nullable=False)
         else:
-            attrs[name] = Column(sql_type, nullable=True if name not in ("agent", "instruction", "action") else nullable)
+            attrs[name] = Column(
+                sql_type, nullable=True if name not in ("agent", "instruction", "action") else nullable
+            )
     return attrs
 
 
@@ -125,18 +136,25 @@ def _v2_row_to_v3(row: dict) -> dict:
         robot_error = {"type": "RobotError", "detail": error, "code": None}
     pts = json.loads(row["points_px"]) if row.get("points_px") else []
     points = [{"u_px": float(u), "v_px": float(v), "valid": True, "reason": None} for u, v in pts]
-    return {"target": json.dumps(target) if target is not None else None,
-            "refusal": json.dumps(refusal) if refusal else None,
-            "robot_error": json.dumps(robot_error) if robot_error else None,
-            "points": json.dumps(points)}
+    return {
+        "target": json.dumps(target) if target is not None else None,
+        "refusal": json.dumps(refusal) if refusal else None,
+        "robot_error": json.dumps(robot_error) if robot_error else None,
+        "points": json.dumps(points),
+    }
 
 
 def _v2_to_v3(conn: Connection) -> None:
     _add_missing_columns(conn)
     rows = conn.execute(text("SELECT id, target, robot_outcome, robot_error, points_px FROM trials")).mappings().all()
     for row in rows:
-        conn.execute(text("UPDATE trials SET target = :target, refusal = :refusal, robot_error = :robot_error, "
-                          "points = :points WHERE id = :id"), {**_v2_row_to_v3(dict(row)), "id": row["id"]})
+        conn.execute(
+            text(
+                "UPDATE trials SET target = :target, refusal = :refusal, robot_error = :robot_error, "
+                "points = :points WHERE id = :id"
+            ),
+            {**_v2_row_to_v3(dict(row)), "id": row["id"]},
+        )
     log.info("migrated %d trials from schema version 2 to 3", len(rows))
 
 
@@ -156,8 +174,12 @@ def _v4_to_v5(conn: Connection) -> None:
     if "number" not in {c["name"] for c in inspect(conn).get_columns("trials")}:
         conn.execute(text("ALTER TABLE trials ADD COLUMN number INTEGER"))
     # number the trials of each study (and those outside any study) in the order they were stored
-    conn.execute(text("UPDATE trials SET number = (SELECT COUNT(*) FROM trials AS t2 WHERE t2.id <= trials.id AND "
-                      "(t2.study_id = trials.study_id OR (t2.study_id IS NULL AND trials.study_id IS NULL)))"))
+    conn.execute(
+        text(
+            "UPDATE trials SET number = (SELECT COUNT(*) FROM trials AS t2 WHERE t2.id <= trials.id AND "
+            "(t2.study_id = trials.study_id OR (t2.study_id IS NULL AND trials.study_id IS NULL)))"
+        )
+    )
     have = {c["name"] for c in inspect(conn).get_columns("studies")}
     floor = "reveal_floor_s" if "reveal_floor_s" in have else "0"
     for col, value in (("reveal_low_s", floor), ("reveal_high_s", floor)):
@@ -180,8 +202,11 @@ def _add_missing_columns(conn: Connection) -> None:
     have = {c["name"] for c in inspect(conn).get_columns("trials")}
     for name, (sql_type, _) in trial_columns().items():
         if name not in have:
-            type_sql = sql_type.compile(dialect=conn.dialect) if not isinstance(sql_type, type) else \
-                sql_type().compile(dialect=conn.dialect)
+            type_sql = (
+                sql_type.compile(dialect=conn.dialect)
+                if not isinstance(sql_type, type)
+                else sql_type().compile(dialect=conn.dialect)
+            )
             conn.execute(text(f'ALTER TABLE trials ADD COLUMN "{name}" {type_sql}'))
 
 

@@ -24,8 +24,12 @@ from pointlab.bridge.trials.record import TrialResult
 __all__ = ["failure_stage", "settle", "point_in_mask", "mask_from_click"]
 
 _REFUSAL_TO_STAGE: dict[str, FailureStage] = {
-    "no_point": "no_point", "invalid_point": "pointing", "outside_image": "pointing", "no_depth": "depth",
-    "workspace": "reach", "unreachable": "reach",
+    "no_point": "no_point",
+    "invalid_point": "pointing",
+    "outside_image": "pointing",
+    "no_depth": "depth",
+    "workspace": "reach",
+    "unreachable": "reach",
 }
 
 
@@ -81,7 +85,7 @@ def mask_from_click(rgb: np.ndarray, u: float, v: float, *, box_frac: float = 0.
     x0, y0, x1, y1 = max(0, col - half), max(0, row - half), min(w, col + half), min(h, row + half)
     mask = np.full((h, w), cv2.GC_BGD, np.uint8)
     mask[y0:y1, x0:x1] = cv2.GC_PR_FGD
-    mask[max(0, row - 2):row + 3, max(0, col - 2):col + 3] = cv2.GC_FGD
+    mask[max(0, row - 2) : row + 3, max(0, col - 2) : col + 3] = cv2.GC_FGD
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
         cv2.grabCut(np.ascontiguousarray(rgb[:, :, ::-1]), mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)

@@ -30,22 +30,32 @@ from pointlab.bridge.trials.outcomes import AutoCheck
 __all__ = ["depth_check", "physics_check"]
 
 
-def _window_median_mm(depth: np.ndarray, depth_scale_m: float, u: float, v: float, r: int,
-                      min_valid: int) -> tuple[float | None, int]:
+def _window_median_mm(
+    depth: np.ndarray, depth_scale_m: float, u: float, v: float, r: int, min_valid: int
+) -> tuple[float | None, int]:
     h, w = depth.shape
     col, row = int(np.floor(u + 0.5)), int(np.floor(v + 0.5))
     if not (0 <= col < w and 0 <= row < h):
         return None, 0
-    win = depth[max(0, row - r):row + r + 1, max(0, col - r):col + r + 1].astype(np.float64)
+    win = depth[max(0, row - r) : row + r + 1, max(0, col - r) : col + r + 1].astype(np.float64)
     valid = win[win > 0] * depth_scale_m * 1000.0
     if valid.size < min_valid:
         return None, int(valid.size)
     return float(np.median(valid)), int(valid.size)
 
 
-def depth_check(action: str, pixel: tuple[float, float], before_depth: np.ndarray, after_depth: np.ndarray,
-                depth_scale_m: float, *, radius_px: int = 12, min_change_mm: float = 15.0, min_valid_px: int = 20,
-                holding_sensor: bool | None = None) -> AutoCheck:
+def depth_check(
+    action: str,
+    pixel: tuple[float, float],
+    before_depth: np.ndarray,
+    after_depth: np.ndarray,
+    depth_scale_m: float,
+    *,
+    radius_px: int = 12,
+    min_change_mm: float = 15.0,
+    min_valid_px: int = 20,
+    holding_sensor: bool | None = None,
+) -> AutoCheck:
     """The depth check of one trial.
 
     Args:
@@ -73,20 +83,35 @@ def depth_check(action: str, pixel: tuple[float, float], before_depth: np.ndarra
     before, nb = _window_median_mm(before_depth, depth_scale_m, u, v, radius_px, min_valid_px)
     after, na = _window_median_mm(after_depth, depth_scale_m, u, v, radius_px, min_valid_px)
     if before is None or after is None:
-        return AutoCheck(success=None, method="depth",
-                         detail=f"too little depth around the target ({nb} before, {na} after; need {min_valid_px})")
+        return AutoCheck(
+            success=None,
+            method="depth",
+            detail=f"too little depth around the target ({nb} before, {na} after; need {min_valid_px})",
+        )
     change = after - before
     where = f"median depth {change:+.0f} mm within {radius_px} px of the target"
     if action == "pick":
         ok = change >= min_change_mm
         if holding_sensor is False:
-            return AutoCheck(success=False, method="depth", depth_change_mm=round(change, 1),
-                             detail=f"{where}; the tool reports nothing held")
-        return AutoCheck(success=ok, method="depth", depth_change_mm=round(change, 1),
-                         detail=f"{where} ({'the object left' if ok else 'nothing left'})")
+            return AutoCheck(
+                success=False,
+                method="depth",
+                depth_change_mm=round(change, 1),
+                detail=f"{where}; the tool reports nothing held",
+            )
+        return AutoCheck(
+            success=ok,
+            method="depth",
+            depth_change_mm=round(change, 1),
+            detail=f"{where} ({'the object left' if ok else 'nothing left'})",
+        )
     ok = change <= -min_change_mm
-    return AutoCheck(success=ok, method="depth", depth_change_mm=round(change, 1),
-                     detail=f"{where} ({'something arrived' if ok else 'nothing arrived'})")
+    return AutoCheck(
+        success=ok,
+        method="depth",
+        depth_change_mm=round(change, 1),
+        detail=f"{where} ({'something arrived' if ok else 'nothing arrived'})",
+    )
 
 
 def physics_check(sim_success: bool | None, sim_detail: str | None) -> AutoCheck | None:

@@ -91,20 +91,39 @@ def belief_after(before: Belief, action: str, *, moved: bool, completed: bool, e
         return before
     if evidence.physics_known:
         held = evidence.physics_held
-        return Belief(held is not None, held, "physics", f"the simulator's contacts hold {held}" if held
-                      else "the simulator's contacts hold nothing")
+        return Belief(
+            held is not None,
+            held,
+            "physics",
+            f"the simulator's contacts hold {held}" if held else "the simulator's contacts hold nothing",
+        )
     if evidence.sensor is not None:
-        return Belief(bool(evidence.sensor), before.object if evidence.sensor else None, "sensor",
-                      "the tool's sensor reports holding" if evidence.sensor else "the tool's sensor reports nothing")
+        return Belief(
+            bool(evidence.sensor),
+            before.object if evidence.sensor else None,
+            "sensor",
+            "the tool's sensor reports holding" if evidence.sensor else "the tool's sensor reports nothing",
+        )
     if evidence.tool_open:
         return Belief(False, None, "sequence", "the tool was opened")
     if action == "pick":
         if completed and evidence.depth_pick is not None:
-            return Belief(bool(evidence.depth_pick), None, "depth",
-                          "the object's region emptied after the pick" if evidence.depth_pick
-                          else "the object's region did not empty after the pick")
-        return Belief(False, None, "unknown", "the pick could not be seen to lift anything; treated as empty"
-                      if completed else "the pick was interrupted; treated as empty")
+            return Belief(
+                bool(evidence.depth_pick),
+                None,
+                "depth",
+                "the object's region emptied after the pick"
+                if evidence.depth_pick
+                else "the object's region did not empty after the pick",
+            )
+        return Belief(
+            False,
+            None,
+            "unknown",
+            "the pick could not be seen to lift anything; treated as empty"
+            if completed
+            else "the pick was interrupted; treated as empty",
+        )
     # a place interrupted with the tool still closed: it holds what it held
     return Belief(before.holding, before.object, "sequence", "the place was interrupted before the tool opened")
 

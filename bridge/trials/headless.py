@@ -39,8 +39,15 @@ from pointlab.bridge.trials.station import Station, TrialSettings
 from pointlab.bridge.trials.timing import RevealRule
 from pointlab.bridge.errors import BridgeError
 
-__all__ = ["InstructionsError", "load_instructions", "demo_script", "summarize_trials", "run_scripted_trials",
-           "Progress", "HEADLESS_SETTINGS"]
+__all__ = [
+    "InstructionsError",
+    "load_instructions",
+    "demo_script",
+    "summarize_trials",
+    "run_scripted_trials",
+    "Progress",
+    "HEADLESS_SETTINGS",
+]
 
 HEADLESS_SETTINGS = TrialSettings(reveal=RevealRule(0.0, 0.0))
 
@@ -88,10 +95,11 @@ def demo_script(camera: str = "sim", robot: str = "sim") -> list[dict]:
 
     world_cls = world_class_for(camera, robot)
     if world_cls is None:
-        raise InstructionsError(f"camera {camera!r} with robot {robot!r} has no simulated scene and so no demo "
-                                "script: give --instructions FILE.jsonl")
+        raise InstructionsError(
+            f"camera {camera!r} with robot {robot!r} has no simulated scene and so no demo "
+            "script: give --instructions FILE.jsonl"
+        )
     return world_cls.demo_script()
-
 
 
 Progress = Callable[[dict], None]
@@ -102,8 +110,15 @@ def _rate_so_far(results: list[TrialResult]) -> tuple[int, int]:
     return sum(t.outcome == "succeeded" for t in judged), len(judged)
 
 
-async def _run(station: Station, agent: str, script: list[dict], max_repeats: int, settings: TrialSettings,
-               progress: Progress | None, repeat: int) -> tuple[list[TrialResult], list[dict], str | None]:
+async def _run(
+    station: Station,
+    agent: str,
+    script: list[dict],
+    max_repeats: int,
+    settings: TrialSettings,
+    progress: Progress | None,
+    repeat: int,
+) -> tuple[list[TrialResult], list[dict], str | None]:
     results: list[TrialResult] = []
     skipped: list[dict] = []
     lines = [(k, item) for _ in range(repeat) for k, item in enumerate(script, 1)]
@@ -115,47 +130,88 @@ async def _run(station: Station, agent: str, script: list[dict], max_repeats: in
         wanted = (item.get("expected") or {}).get("action")
         action = station.next_action()
         if wanted in ("pick", "place") and wanted != action:
-            why = (f"the script asks for a {wanted}, but the arm "
-                   + ("holds nothing (the pick before it held nothing, or did not run)" if wanted == "place"
-                      else "still holds something"))
-            skipped.append({"line": k, "round": n // len(script) + 1, "instruction": item["instruction"],
-                            "reason": why})
+            why = f"the script asks for a {wanted}, but the arm " + (
+                "holds nothing (the pick before it held nothing, or did not run)"
+                if wanted == "place"
+                else "still holds something"
+            )
+            skipped.append(
+                {"line": k, "round": n // len(script) + 1, "instruction": item["instruction"], "reason": why}
+            )
             if progress is not None:
-                progress({"event": "skipped", "line": k, "of": len(script), "round": n // len(script) + 1,
-                          "agent": agent, "reason": why})
+                progress(
+                    {
+                        "event": "skipped",
+                        "line": k,
+                        "of": len(script),
+                        "round": n // len(script) + 1,
+                        "agent": agent,
+                        "reason": why,
+                    }
+                )
             continue
         for _ in range(max_repeats + 1):
-            ran = await station.run_trial(agent, item["instruction"], expected=item.get("expected"), slot=Slot(),
-                                          settings=settings, auto_judge=True)
+            ran = await station.run_trial(
+                agent,
+                item["instruction"],
+                expected=item.get("expected"),
+                slot=Slot(),
+                settings=settings,
+                auto_judge=True,
+            )
             results.append(ran.result)
             if progress is not None:
                 ok, judged = _rate_so_far(results)
-                progress({"event": "trial", "line": k, "of": len(script), "round": n // len(script) + 1,
-                          "agent": agent,
-                          "action": ran.result.action, "outcome": ran.result.outcome,
-                          "failure_stage": ran.result.failure_stage,
-                          "abort": ran.result.abort.code if ran.result.abort else None, "successes": ok,
-                          "judged": judged})
+                progress(
+                    {
+                        "event": "trial",
+                        "line": k,
+                        "of": len(script),
+                        "round": n // len(script) + 1,
+                        "agent": agent,
+                        "action": ran.result.action,
+                        "outcome": ran.result.outcome,
+                        "failure_stage": ran.result.failure_stage,
+                        "abort": ran.result.abort.code if ran.result.abort else None,
+                        "successes": ok,
+                        "judged": judged,
+                    }
+                )
             if ran.result.outcome != "aborted":
                 break
         else:
-            if all(r.abort is not None and r.abort.code == "camera_error" for r in results[-(max_repeats + 1):]):
+            if all(r.abort is not None and r.abort.code == "camera_error" for r in results[-(max_repeats + 1) :]):
                 # every attempt found no picture (a recording that ended, a camera unplugged): the rest
                 # of the script would only repeat that; what ran is stored
-                return results, skipped, (f"the camera gave no picture in {max_repeats + 1} trial(s) in a row "
-                                          f"({ran.result.abort.detail}); stopped at line {k}")
+                return (
+                    results,
+                    skipped,
+                    (
+                        f"the camera gave no picture in {max_repeats + 1} trial(s) in a row "
+                        f"({ran.result.abort.detail}); stopped at line {k}"
+                    ),
+                )
         if ran.result.action == "pick" and ran.result.outcome == "failed" and station.belief.holding:
             # a failed pick that lifted something else: put it down (not a trial), so that the script's
             # place of the object it asked for is skipped as not applicable, as after an empty grasp
             await station.release()
             if progress is not None:
-                progress({"event": "released", "line": k, "of": len(script), "round": n // len(script) + 1,
-                          "agent": agent, "reason": "the failed pick lifted another object: the gripper was opened"})
+                progress(
+                    {
+                        "event": "released",
+                        "line": k,
+                        "of": len(script),
+                        "round": n // len(script) + 1,
+                        "agent": agent,
+                        "reason": "the failed pick lifted another object: the gripper was opened",
+                    }
+                )
     return results, skipped, None
 
 
-def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict] = (),
-                     stopped: str | None = None) -> dict:
+def summarize_trials(
+    agent: str, results: list[TrialResult], skipped: list[dict] = (), stopped: str | None = None
+) -> dict:
     """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
     "failure_stages": {stage: n}, "skipped": [...], "stopped"}``: the rate over exactly the trials with
     an outcome (``None`` when none); ``stopped`` says why the run ended early (``None``: it did not)."""
@@ -164,16 +220,30 @@ def summarize_trials(agent: str, results: list[TrialResult], skipped: list[dict]
     for t in results:
         if t.failure_stage is not None and t.outcome != "aborted":  # aborts are counted in ``aborted``
             stages[t.failure_stage] = stages.get(t.failure_stage, 0) + 1
-    return {"agent": agent, "trials": [t.to_dict() for t in results], "successes": ok, "judged": judged,
-            "success_rate": ok / judged if judged else None,
-            "aborted": sum(t.outcome == "aborted" for t in results),
-            "unjudged": sum(t.outcome is None for t in results), "failure_stages": stages,
-            "skipped": list(skipped), "stopped": stopped}
+    return {
+        "agent": agent,
+        "trials": [t.to_dict() for t in results],
+        "successes": ok,
+        "judged": judged,
+        "success_rate": ok / judged if judged else None,
+        "aborted": sum(t.outcome == "aborted" for t in results),
+        "unjudged": sum(t.outcome is None for t in results),
+        "failure_stages": stages,
+        "skipped": list(skipped),
+        "stopped": stopped,
+    }
 
 
-def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max_repeats: int = 2,
-                        settings: TrialSettings = HEADLESS_SETTINGS, progress: Progress | None = None,
-                        repeat: int = 1) -> dict:
+def run_scripted_trials(
+    station: Station,
+    agent: str,
+    script: list[dict],
+    *,
+    max_repeats: int = 2,
+    settings: TrialSettings = HEADLESS_SETTINGS,
+    progress: Progress | None = None,
+    repeat: int = 1,
+) -> dict:
     """Run ``script`` with ``agent`` on a station (each trial stored by the station's store port,
     outside any study); an aborted trial is repeated up to ``max_repeats`` times; a line that does not
     apply is skipped (module docstring). ``progress`` gets one dict per trial or skip, as it happens.
@@ -200,7 +270,9 @@ def run_scripted_trials(station: Station, agent: str, script: list[dict], *, max
         raise ValueError(f"repeat must be >= 1, got {repeat}")
     scene = station.ports.scene
     if repeat > 1 and not (scene is not None and scene.automatic):
-        raise ValueError("repeating the script needs a simulator to restore the scene; on real hardware run it "
-                         "once per reset of the scene")
+        raise ValueError(
+            "repeating the script needs a simulator to restore the scene; on real hardware run it "
+            "once per reset of the scene"
+        )
     results, skipped, stopped = asyncio.run(_run(station, agent, script, max_repeats, settings, progress, repeat))
     return summarize_trials(agent, results, skipped, stopped)

@@ -50,17 +50,57 @@ from pointlab.bridge.trials.record import TrialResult
 from pointlab.robot.arm import MotionReport
 from pointlab.bridge.errors import BridgeError
 
-__all__ = ["Phase", "PHASES", "TRANSITIONS", "ABORTABLE", "TrialRules", "TrialState", "start", "step", "DEFAULT_MIN_FREE_BYTES",
-           # events
-           "Answered", "Targeted", "Checked", "ArmEnded", "AfterFrame", "Evidenced", "TimerFired", "AbortAsked",
-           "EStopped", "Event",
-           # commands
-           "BeginRecording", "AskAgent", "CancelAgent", "AskTarget", "WakeAt", "CheckBeforeMotion", "CommandArm",
-           "HaltArm", "EStopArm", "CaptureAfter", "GatherEvidence", "Finish", "Command",
-           "IllegalTransition"]
+__all__ = [
+    "Phase",
+    "PHASES",
+    "TRANSITIONS",
+    "ABORTABLE",
+    "TrialRules",
+    "TrialState",
+    "start",
+    "step",
+    "DEFAULT_MIN_FREE_BYTES",
+    # events
+    "Answered",
+    "Targeted",
+    "Checked",
+    "ArmEnded",
+    "AfterFrame",
+    "Evidenced",
+    "TimerFired",
+    "AbortAsked",
+    "EStopped",
+    "Event",
+    # commands
+    "BeginRecording",
+    "AskAgent",
+    "CancelAgent",
+    "AskTarget",
+    "WakeAt",
+    "CheckBeforeMotion",
+    "CommandArm",
+    "HaltArm",
+    "EStopArm",
+    "CaptureAfter",
+    "GatherEvidence",
+    "Finish",
+    "Command",
+    "IllegalTransition",
+]
 
-Phase = Literal["asking", "targeting", "revealing", "checking", "moving", "halting", "recovering", "homing", "looking",
-                "judging", "ended"]
+Phase = Literal[
+    "asking",
+    "targeting",
+    "revealing",
+    "checking",
+    "moving",
+    "halting",
+    "recovering",
+    "homing",
+    "looking",
+    "judging",
+    "ended",
+]
 PHASES: tuple[str, ...] = Phase.__args__
 
 # Measured browser trials (a newcomer's session, docs/trials.md "Storage"): 77-247 MB of raw MCAP each,
@@ -316,8 +356,20 @@ class Finish:
     belief: Belief
 
 
-Command = (BeginRecording | AskAgent | CancelAgent | AskTarget | WakeAt | CheckBeforeMotion | CommandArm | HaltArm
-           | EStopArm | CaptureAfter | GatherEvidence | Finish)
+Command = (
+    BeginRecording
+    | AskAgent
+    | CancelAgent
+    | AskTarget
+    | WakeAt
+    | CheckBeforeMotion
+    | CommandArm
+    | HaltArm
+    | EStopArm
+    | CaptureAfter
+    | GatherEvidence
+    | Finish
+)
 
 
 # -- state -----------------------------------------------------------------------------------------
@@ -369,20 +421,48 @@ class TrialState:
     auto_judge: bool = False
 
 
-def start(*, t: float, trial_id: str, agent: str, instruction: str, belief: Belief, reveal_s: float,
-          expected: dict | None = None, human: bool = False, intended: np.ndarray | None = None,
-          min_free_bytes: int | None = DEFAULT_MIN_FREE_BYTES, rules: TrialRules = TrialRules(),
-          auto_judge: bool = False) -> tuple[TrialState, list[Command]]:
+def start(
+    *,
+    t: float,
+    trial_id: str,
+    agent: str,
+    instruction: str,
+    belief: Belief,
+    reveal_s: float,
+    expected: dict | None = None,
+    human: bool = False,
+    intended: np.ndarray | None = None,
+    min_free_bytes: int | None = DEFAULT_MIN_FREE_BYTES,
+    rules: TrialRules = TrialRules(),
+    auto_judge: bool = False,
+) -> tuple[TrialState, list[Command]]:
     """A new trial at monotonic time ``t``: the action follows the belief (pick when it holds nothing,
     PointArena sec. 3.4), the reveal time is ``t + reveal_s`` (drawn by the station from the study's
     ``RevealRule``). ``auto_judge``: no participant judges (headless runs): a completed motion's outcome
     is the automatic check's, when it can tell. Returns the ``asking`` state and its commands."""
     action = "place" if belief.holding else "pick"
-    record = TrialResult(trial_id=trial_id, agent=agent, instruction=instruction, action=action, expected=expected,
-                         timings_s={"reveal": round(float(reveal_s), 4)})
+    record = TrialResult(
+        trial_id=trial_id,
+        agent=agent,
+        instruction=instruction,
+        action=action,
+        expected=expected,
+        timings_s={"reveal": round(float(reveal_s), 4)},
+    )
     timeout = rules.human_answer_s if human else rules.answer_s
-    state = TrialState(phase="asking", record=record, t0=t, reveal_t=t + float(reveal_s), min_free_bytes=min_free_bytes,
-                       belief=belief, rules=rules, human=human, intended=intended, timer="answer", auto_judge=auto_judge)
+    state = TrialState(
+        phase="asking",
+        record=record,
+        t0=t,
+        reveal_t=t + float(reveal_s),
+        min_free_bytes=min_free_bytes,
+        belief=belief,
+        rules=rules,
+        human=human,
+        intended=intended,
+        timer="answer",
+        auto_judge=auto_judge,
+    )
     return state, [BeginRecording(trial_id), AskAgent(trial_id, agent, instruction), WakeAt("answer", t + timeout)]
 
 
@@ -424,18 +504,22 @@ def _timed(state: TrialState, t: float, **timings: float) -> dict[str, float]:
     return out
 
 
-def _arm(state: TrialState, t: float, action: str, timer: str, timeout_s: float, target_m=None
-         ) -> tuple[dict[str, Any], list[Command]]:
+def _arm(
+    state: TrialState, t: float, action: str, timer: str, timeout_s: float, target_m=None
+) -> tuple[dict[str, Any], list[Command]]:
     n = state.arm_count + 1
     # the action carries the trial's id (its answer, command and result share it in a recording);
     # what follows it (homing, a recovery) is numbered after it
     rid = state.record.trial_id if n == 1 else f"{state.record.trial_id}-{n}"
-    return ({"arm_request": rid, "arm_count": n, "arm_action": action, "timer": timer},
-            [CommandArm(rid, action, target_m), WakeAt(timer, t + timeout_s)])
+    return (
+        {"arm_request": rid, "arm_count": n, "arm_action": action, "timer": timer},
+        [CommandArm(rid, action, target_m), WakeAt(timer, t + timeout_s)],
+    )
 
 
-def _finish(state: TrialState, event: Any, t: float, to_label: str | None = None, **changes: Any
-            ) -> tuple[TrialState, list[Command]]:
+def _finish(
+    state: TrialState, event: Any, t: float, to_label: str | None = None, **changes: Any
+) -> tuple[TrialState, list[Command]]:
     """End the trial now (``ended``): settle its outcome, the automatic check and the belief."""
     state = dataclasses.replace(state, **changes)
     rec = state.record.model_copy(update={"timings_s": _timed(state, t)})
@@ -458,25 +542,31 @@ def _finish(state: TrialState, event: Any, t: float, to_label: str | None = None
     elif state.auto_judge and rec.auto_check is not None and rec.auto_check.success is not None:
         settle(rec, rec.auto_check.success)
     settle(rec, None)
-    evidence = Evidence(physics_known=ev is not None, physics_held=None if ev is None else ev.held,
-                        sensor=None if ev is None else ev.sensor, depth_pick=state.depth_pick,
-                        tool_open=state.tool_open)
+    evidence = Evidence(
+        physics_known=ev is not None,
+        physics_held=None if ev is None else ev.held,
+        sensor=None if ev is None else ev.sensor,
+        depth_pick=state.depth_pick,
+        tool_open=state.tool_open,
+    )
     belief = belief_after(state.belief, rec.action, moved=state.moved, completed=state.completed, evidence=evidence)
     frames = {k: f.jpeg for k, f in (("before", state.before), ("after", state.after)) if f is not None and f.jpeg}
     new = _go(state, event, "ended", to_label, record=rec, timer=None)
     return new, [Finish(rec, frames, belief)]
 
 
-def _aborted(state: TrialState, event: Any, code: str, detail: str, **record_update: Any
-             ) -> tuple[TrialState, list[Command]]:
+def _aborted(
+    state: TrialState, event: Any, code: str, detail: str, **record_update: Any
+) -> tuple[TrialState, list[Command]]:
     """Abort before any motion: the trial ends at once."""
     extra = {"robot_outcome": "not_moved", **record_update}
     state = dataclasses.replace(state, record=_rec(state, **extra), abort=Abort(code=code, detail=detail))
     return _finish(state, event, event.t)
 
 
-def _to_judging(state: TrialState, event: Any, cmds: list[Command] | None = None, **changes: Any
-                ) -> tuple[TrialState, list[Command]]:
+def _to_judging(
+    state: TrialState, event: Any, cmds: list[Command] | None = None, **changes: Any
+) -> tuple[TrialState, list[Command]]:
     """After a motion (completed or not): ask the simulator for its judgement and contact state."""
     new = _go(state, event, "judging", timer="judge", **changes)
     return new, [*(cmds or []), GatherEvidence(new.record.expected), WakeAt("judge", event.t + new.rules.judge_s)]
@@ -489,8 +579,12 @@ def _abort_code_of(reply: ArmReply) -> str:
 # -- handlers --------------------------------------------------------------------------------------
 def _asking_answer(s: TrialState, e: Answered) -> tuple[TrialState, list[Command]]:
     r = e.reply
-    upd: dict[str, Any] = {"raw_answer": r.raw_answer, "points": list(r.points), "points_px": list(r.points_px),
-                           "parse_error": r.parse_error}
+    upd: dict[str, Any] = {
+        "raw_answer": r.raw_answer,
+        "points": list(r.points),
+        "points_px": list(r.points_px),
+        "parse_error": r.parse_error,
+    }
     if r.frame is not None:
         upd["frame_index"] = r.frame.index
         if r.frame.size:
@@ -511,14 +605,23 @@ def _asking_answer(s: TrialState, e: Answered) -> tuple[TrialState, list[Command
 
 def _asking_timeout(s: TrialState, e: TimerFired) -> tuple[TrialState, list[Command]]:
     limit = s.rules.human_answer_s if s.human else s.rules.answer_s
-    new, cmds = _aborted(s, e, "timeout", f"no answer within {limit:.0f} s", robot_outcome="agent_failure",
-                         agent_error=f"no answer within {limit:.0f} s")
+    new, cmds = _aborted(
+        s,
+        e,
+        "timeout",
+        f"no answer within {limit:.0f} s",
+        robot_outcome="agent_failure",
+        agent_error=f"no answer within {limit:.0f} s",
+    )
     return new, [CancelAgent(s.record.trial_id), *cmds]
 
 
 def _early_abort(s: TrialState, e: AbortAsked | EStopped) -> tuple[TrialState, list[Command]]:
-    code, detail = ("operator_abort", f"before the motion ({s.phase})") if isinstance(e, AbortAsked) \
+    code, detail = (
+        ("operator_abort", f"before the motion ({s.phase})")
+        if isinstance(e, AbortAsked)
         else ("estop", f"emergency stop before the motion ({s.phase})")
+    )
     new, cmds = _aborted(s, e, code, detail)
     return new, ([CancelAgent(s.record.trial_id)] if s.phase == "asking" else []) + cmds
 
@@ -557,13 +660,22 @@ def _checking_checked(s: TrialState, e: Checked) -> tuple[TrialState, list[Comma
     if not e.arm.ready:
         code = "estop" if e.arm.problem == "estop" else "robot_fault"
         abort = Abort(code=code, detail=f"the arm is not ready: {e.arm.detail or e.arm.problem}")
-        return _finish(dataclasses.replace(s, record=_rec(s, robot_outcome="not_moved"), abort=abort),
-                       e, e.t, "checked[arm]")
+        return _finish(
+            dataclasses.replace(s, record=_rec(s, robot_outcome="not_moved"), abort=abort), e, e.t, "checked[arm]"
+        )
     if e.free_bytes is not None and s.min_free_bytes is not None and e.free_bytes < s.min_free_bytes:
-        detail = (f"{e.free_bytes / 1e6:.0f} MB free where trials are stored, below the study's floor of "
-                  f"{s.min_free_bytes / 1e6:.0f} MB")
-        return _finish(dataclasses.replace(s, record=_rec(s, robot_outcome="not_moved"),
-                                           abort=Abort(code="no_storage", detail=detail)), e, e.t, "checked[no_room]")
+        detail = (
+            f"{e.free_bytes / 1e6:.0f} MB free where trials are stored, below the study's floor of "
+            f"{s.min_free_bytes / 1e6:.0f} MB"
+        )
+        return _finish(
+            dataclasses.replace(
+                s, record=_rec(s, robot_outcome="not_moved"), abort=Abort(code="no_storage", detail=detail)
+            ),
+            e,
+            e.t,
+            "checked[no_room]",
+        )
     target = s.record.target.point_base_m
     changes, cmds = _arm(s, e.t, s.record.action, "motion", s.rules.motion_s, target)
     rec = _rec(s, timings_s=_timed(s, e.t, to_motion=e.t - s.t0))
@@ -589,8 +701,9 @@ def _moving_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]:
         # the arm refused the system's own command as malformed: no test of the agent
         rec = _rec(s, robot_outcome="refused", refusal=r.refusal, timings_s=_timed(s, e.t, **timings))
         abort = Abort(code="system_error", detail=str(r.refusal))
-        return _to_judging(dataclasses.replace(s, record=rec, abort=abort), _Labelled(e, "arm[failed]"),
-                           arm_request=None)
+        return _to_judging(
+            dataclasses.replace(s, record=rec, abort=abort), _Labelled(e, "arm[failed]"), arm_request=None
+        )
     if r.outcome == "refused":
         rec = _rec(s, robot_outcome="refused", refusal=r.refusal, timings_s=_timed(s, e.t, **timings))
         new = _go(dataclasses.replace(s, record=rec), e, "looking", "arm[refused]", timer="after", arm_request=None)
@@ -599,20 +712,26 @@ def _moving_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]:
     outcome = "stopped" if r.outcome == "stopped" else "robot_failure"
     rec = _rec(s, robot_outcome=outcome, motion=motion, robot_error=r.error, timings_s=_timed(s, e.t, **timings))
     abort = Abort(code=_abort_code_of(r), detail=str(r.error) if r.error else r.outcome)
-    return _to_judging(dataclasses.replace(s, record=rec, moved=True, abort=abort), _Labelled(e, "arm[failed]"),
-                       arm_request=None)
+    return _to_judging(
+        dataclasses.replace(s, record=rec, moved=True, abort=abort), _Labelled(e, "arm[failed]"), arm_request=None
+    )
 
 
 def _motion_timeout(s: TrialState, e: TimerFired) -> tuple[TrialState, list[Command]]:
-    limit = {"motion": s.rules.motion_s, "home": s.rules.home_s, "halt": s.rules.halt_s,
-             "recover": s.rules.recover_s}[e.name]
-    err = RobotErrorInfo(type="ArmTimeoutError", detail=f"the arm gave no result within {limit:.0f} s ({e.name}); "
-                                                        "emergency stop sent")
+    limit = {"motion": s.rules.motion_s, "home": s.rules.home_s, "halt": s.rules.halt_s, "recover": s.rules.recover_s}[
+        e.name
+    ]
+    err = RobotErrorInfo(
+        type="ArmTimeoutError", detail=f"the arm gave no result within {limit:.0f} s ({e.name}); emergency stop sent"
+    )
     upd: dict[str, Any] = {"robot_error": err}
     if s.phase == "moving":
         upd["robot_outcome"] = "robot_failure"
-    abort = s.abort if s.abort is not None and s.phase == "recovering" else \
-        Abort(code="timeout", detail=f"the arm gave no result within {limit:.0f} s ({e.name})")
+    abort = (
+        s.abort
+        if s.abort is not None and s.phase == "recovering"
+        else Abort(code="timeout", detail=f"the arm gave no result within {limit:.0f} s ({e.name})")
+    )
     s2 = dataclasses.replace(s, record=_rec(s, **upd), moved=True, abort=abort)
     return _to_judging(s2, e, [EStopArm()], arm_request=None)
 
@@ -625,10 +744,13 @@ def _moving_abort(s: TrialState, e: AbortAsked) -> tuple[TrialState, list[Comman
 def _motion_estop(s: TrialState, e: EStopped) -> tuple[TrialState, list[Command]]:
     upd: dict[str, Any] = {}
     if s.phase == "moving":
-        upd = {"robot_outcome": "stopped",
-               "robot_error": RobotErrorInfo(type="EmergencyStopError", detail="emergency stop during the motion")}
-    s2 = dataclasses.replace(s, record=_rec(s, **upd), moved=True,
-                             abort=Abort(code="estop", detail=f"emergency stop ({s.phase})"))
+        upd = {
+            "robot_outcome": "stopped",
+            "robot_error": RobotErrorInfo(type="EmergencyStopError", detail="emergency stop during the motion"),
+        }
+    s2 = dataclasses.replace(
+        s, record=_rec(s, **upd), moved=True, abort=Abort(code="estop", detail=f"emergency stop ({s.phase})")
+    )
     return _to_judging(s2, e, arm_request=None)
 
 
@@ -637,15 +759,25 @@ def _halting_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Command]]
     motion = None if r.motion is None else MotionReport.model_validate(r.motion)
     if r.outcome in ("stopped", "robot_failure"):
         outcome = "stopped" if r.outcome == "stopped" else "robot_failure"
-        rec = _rec(s, robot_outcome=outcome if s.record.robot_outcome != "done" else "done",
-                   robot_error=r.error, motion=motion or s.record.motion)
-        abort = Abort(code=_abort_code_of(r), detail=f"the controlled stop after the operator's abort ended in "
-                                                     f"{r.outcome}: {r.error}")
-        return _to_judging(dataclasses.replace(s, record=rec, moved=True, abort=abort), _Labelled(e, "arm[failed]"),
-                           arm_request=None)
+        rec = _rec(
+            s,
+            robot_outcome=outcome if s.record.robot_outcome != "done" else "done",
+            robot_error=r.error,
+            motion=motion or s.record.motion,
+        )
+        abort = Abort(
+            code=_abort_code_of(r),
+            detail=f"the controlled stop after the operator's abort ended in {r.outcome}: {r.error}",
+        )
+        return _to_judging(
+            dataclasses.replace(s, record=rec, moved=True, abort=abort), _Labelled(e, "arm[failed]"), arm_request=None
+        )
     # halted (or finished just before the halt took effect): put the slot back as it was
-    robot_outcome = s.record.robot_outcome if s.record.robot_outcome == "done" else (
-        "halted" if r.outcome == "halted" else r.outcome)
+    robot_outcome = (
+        s.record.robot_outcome
+        if s.record.robot_outcome == "done"
+        else ("halted" if r.outcome == "halted" else r.outcome)
+    )
     rec = _rec(s, robot_outcome=robot_outcome, motion=motion or s.record.motion)
     steps = ("release", "home") if s.record.action == "pick" else ("home",)
     s2 = dataclasses.replace(s, record=rec, moved=s.moved or r.outcome != "refused", recover=steps[1:])
@@ -661,8 +793,9 @@ def _recovering_arm(s: TrialState, e: ArmEnded) -> tuple[TrialState, list[Comman
         s = dataclasses.replace(s, tool_open=True)  # an open gripper holds nothing
     if s.recover:
         changes, cmds = _arm(s, e.t, s.recover[0], "recover", s.rules.recover_s)
-        return _go(dataclasses.replace(s, recover=s.recover[1:]), _Labelled(e, "arm[done]"), "recovering",
-                   **changes), cmds
+        return _go(
+            dataclasses.replace(s, recover=s.recover[1:]), _Labelled(e, "arm[done]"), "recovering", **changes
+        ), cmds
     return _to_judging(s, _Labelled(e, "arm[done]"), arm_request=None)
 
 
@@ -683,8 +816,14 @@ def _looking_after(s: TrialState, e: AfterFrame | TimerFired) -> tuple[TrialStat
     if frame is not None:
         upd["after_frame_index"] = frame.index
         before, tgt = s.before, s.record.target
-        if (before is not None and before.depth is not None and frame.depth is not None and tgt is not None
-                and tgt.pixel is not None and before.depth_scale_m):
+        if (
+            before is not None
+            and before.depth is not None
+            and frame.depth is not None
+            and tgt is not None
+            and tgt.pixel is not None
+            and before.depth_scale_m
+        ):
             try:
                 check = depth_check(s.record.action, tgt.pixel, before.depth, frame.depth, before.depth_scale_m)
             except ValueError:  # frames of different sizes (the camera changed): no check
@@ -697,7 +836,9 @@ def _looking_after(s: TrialState, e: AfterFrame | TimerFired) -> tuple[TrialStat
 
 
 def _looking_estop(s: TrialState, e: EStopped) -> tuple[TrialState, list[Command]]:
-    return _to_judging(dataclasses.replace(s, abort=Abort(code="estop", detail="after the motion")), e, arm_request=None)
+    return _to_judging(
+        dataclasses.replace(s, abort=Abort(code="estop", detail="after the motion")), e, arm_request=None
+    )
 
 
 def _judging_evidence(s: TrialState, e: Evidenced | TimerFired) -> tuple[TrialState, list[Command]]:

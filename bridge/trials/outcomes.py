@@ -27,17 +27,37 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-__all__ = ["RefusalCode", "RefusalStage", "Refusal", "REFUSAL_STAGES", "RobotOutcome", "ROBOT_OUTCOMES",
-           "RobotErrorInfo", "TrialOutcome", "AbortCode", "ABORT_CODES", "Abort", "FailureStage", "FAILURE_STAGES",
-           "AutoCheck"]
+__all__ = [
+    "RefusalCode",
+    "RefusalStage",
+    "Refusal",
+    "REFUSAL_STAGES",
+    "RobotOutcome",
+    "ROBOT_OUTCOMES",
+    "RobotErrorInfo",
+    "TrialOutcome",
+    "AbortCode",
+    "ABORT_CODES",
+    "Abort",
+    "FailureStage",
+    "FAILURE_STAGES",
+    "AutoCheck",
+]
 
-RefusalCode = Literal["no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable",
-                      "no_target", "bad_command"]
+RefusalCode = Literal[
+    "no_point", "invalid_point", "outside_image", "no_depth", "workspace", "unreachable", "no_target", "bad_command"
+]
 RefusalStage = Literal["no_point", "pointing", "depth", "reach", "targeting", "arm"]
 
 REFUSAL_STAGES: dict[str, str] = {
-    "no_point": "no_point", "invalid_point": "pointing", "outside_image": "pointing", "no_depth": "depth",
-    "workspace": "reach", "unreachable": "reach", "no_target": "targeting", "bad_command": "arm",
+    "no_point": "no_point",
+    "invalid_point": "pointing",
+    "outside_image": "pointing",
+    "no_depth": "depth",
+    "workspace": "reach",
+    "unreachable": "reach",
+    "no_target": "targeting",
+    "bad_command": "arm",
 }
 
 # done: the motion sequence completed; refused: nothing was sent to the arm (see ``Refusal``);
@@ -46,8 +66,9 @@ REFUSAL_STAGES: dict[str, str] = {
 # stopped: emergency stop; agent_failure: the agent or the camera gave no answer;
 # not_moved: the trial ended before the arm was asked anything (an abort before the motion);
 # interrupted: the session stopped during the trial (killed, crashed): what the arm did is not known.
-RobotOutcome = Literal["done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved",
-                       "interrupted"]
+RobotOutcome = Literal[
+    "done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved", "interrupted"
+]
 ROBOT_OUTCOMES: tuple[str, ...] = RobotOutcome.__args__
 
 
@@ -98,8 +119,17 @@ class RobotErrorInfo(BaseModel):
 #   interrupted     the session stopped during the trial; stored when the next one started
 #                   (``bridge.study.interrupted``)
 TrialOutcome = Literal["succeeded", "failed", "aborted"]
-AbortCode = Literal["operator_abort", "estop", "robot_fault", "agent_error", "camera_error", "timeout",
-                    "no_storage", "system_error", "interrupted"]
+AbortCode = Literal[
+    "operator_abort",
+    "estop",
+    "robot_fault",
+    "agent_error",
+    "camera_error",
+    "timeout",
+    "no_storage",
+    "system_error",
+    "interrupted",
+]
 ABORT_CODES: tuple[str, ...] = AbortCode.__args__
 
 # Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution

@@ -51,8 +51,18 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ObjectBox", "Placement", "Relation", "RELATIONS", "RESTING_TOL_M", "OVERLAP_TOL_M", "NEXT_TO_GAP_M",
-           "footprint_gap_m", "placement_relation", "check_placement"]
+__all__ = [
+    "ObjectBox",
+    "Placement",
+    "Relation",
+    "RELATIONS",
+    "RESTING_TOL_M",
+    "OVERLAP_TOL_M",
+    "NEXT_TO_GAP_M",
+    "footprint_gap_m",
+    "placement_relation",
+    "check_placement",
+]
 
 Relation = Literal["in", "on", "next_to", "apart", "elsewhere"]
 RELATIONS: tuple[str, ...] = ("in", "on", "next_to", "apart", "elsewhere")
@@ -118,7 +128,7 @@ class ObjectBox:
         if self.footprint == "disc":
             return self.size_xy_m[0] / 2 - math.hypot(dx, dy)
         c, s = math.cos(math.radians(self.yaw_deg)), math.sin(math.radians(self.yaw_deg))
-        ox = abs(c * dx + s * dy) - self.size_xy_m[0] / 2   # beyond the edge along the object's x
+        ox = abs(c * dx + s * dy) - self.size_xy_m[0] / 2  # beyond the edge along the object's x
         oy = abs(-s * dx + c * dy) - self.size_xy_m[1] / 2
         if ox <= 0 and oy <= 0:
             return -max(ox, oy)
@@ -132,8 +142,10 @@ class ObjectBox:
         (ux, uy), (vx, vy) = self._axes()
         hx, hy = self.size_xy_m[0] / 2, self.size_xy_m[1] / 2
         cx, cy = self.center_xy_m
-        return [(cx + a * hx * ux + b * hy * vx, cy + a * hx * uy + b * hy * vy)
-                for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+        return [
+            (cx + a * hx * ux + b * hy * vx, cy + a * hx * uy + b * hy * vy)
+            for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        ]
 
     def _half_extent_along(self, n: tuple[float, float]) -> float:
         (ux, uy), (vx, vy) = self._axes()
@@ -189,8 +201,11 @@ def placement_relation(placed: ObjectBox, reference: ObjectBox, table_z_m: float
         return Placement(relation, gap, above_table, above_ref)
 
     centre = placed.center_xy_m
-    if (reference.wall_m is not None and reference.depth_inside_m(centre) >= reference.wall_m
-            and placed.bottom_z_m < reference.top_z_m - RESTING_TOL_M):
+    if (
+        reference.wall_m is not None
+        and reference.depth_inside_m(centre) >= reference.wall_m
+        and placed.bottom_z_m < reference.top_z_m - RESTING_TOL_M
+    ):
         return found("in")
     if abs(above_ref) <= RESTING_TOL_M and reference.depth_inside_m(centre) >= 0:
         return found("on")
@@ -199,8 +214,15 @@ def placement_relation(placed: ObjectBox, reference: ObjectBox, table_z_m: float
     return found("elsewhere")
 
 
-def check_placement(placed: ObjectBox, reference: ObjectBox, wanted: Relation, *, table_z_m: float = 0.0,
-                    placed_name: str = "the object", reference_name: str = "the reference") -> tuple[bool, str]:
+def check_placement(
+    placed: ObjectBox,
+    reference: ObjectBox,
+    wanted: Relation,
+    *,
+    table_z_m: float = 0.0,
+    placed_name: str = "the object",
+    reference_name: str = "the reference",
+) -> tuple[bool, str]:
     """Did a place end in the ``wanted`` relation (``in``, ``on`` or ``next_to``)? Returns
     ``(success, reason)``; the reason names what was found instead ("... is on top of, not next
     to, ..."), with the gap in centimetres where it decides.
@@ -221,5 +243,7 @@ def check_placement(placed: ObjectBox, reference: ObjectBox, wanted: Relation, *
         return False, f"{a} is {_PHRASE[p.relation]}, not {want}, {b}"
     if p.relation == "apart":
         return False, f"{a} is {100 * p.gap_m:.1f} cm from {b} (beyond {limit_cm}), not {want} it"
-    return False, (f"{a} is not {want} {b}: its bottom is {100 * p.above_table_m:.1f} cm above the table and "
-                   f"{100 * p.above_reference_m:+.1f} cm from the top of {b}")
+    return False, (
+        f"{a} is not {want} {b}: its bottom is {100 * p.above_table_m:.1f} cm above the table and "
+        f"{100 * p.above_reference_m:+.1f} cm from the top of {b}"
+    )

@@ -37,9 +37,28 @@ from pointlab.benchmark.points import PointEntry
 from pointlab.bridge.trials.outcomes import Refusal, RobotErrorInfo
 from pointlab.bridge.trials.targeting import Target
 
-__all__ = ["TrialFrame", "AgentReply", "TargetReply", "ArmReply", "ArmReadiness", "SceneEvidence", "Slot",
-           "AgentPort", "TargetingPort", "ArmPort", "CameraPort", "ScenePort", "StoragePort", "RecorderPort",
-           "StorePort", "HumanRelayPort", "Clock", "MonotonicClock", "ArmReplyOutcome", "Ports"]
+__all__ = [
+    "TrialFrame",
+    "AgentReply",
+    "TargetReply",
+    "ArmReply",
+    "ArmReadiness",
+    "SceneEvidence",
+    "Slot",
+    "AgentPort",
+    "TargetingPort",
+    "ArmPort",
+    "CameraPort",
+    "ScenePort",
+    "StoragePort",
+    "RecorderPort",
+    "StorePort",
+    "HumanRelayPort",
+    "Clock",
+    "MonotonicClock",
+    "ArmReplyOutcome",
+    "Ports",
+]
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.benchmark.points import PointEntry
 from pointlab.robot.arm import MotionReport
-from pointlab.bridge.trials.outcomes import (ROBOT_OUTCOMES, Abort, AutoCheck, FailureStage, Refusal, RobotErrorInfo,
-                                             RobotOutcome, TrialOutcome)
+from pointlab.bridge.trials.outcomes import (
+    ROBOT_OUTCOMES,
+    Abort,
+    AutoCheck,
+    FailureStage,
+    Refusal,
+    RobotErrorInfo,
+    RobotOutcome,
+    TrialOutcome,
+)
 from pointlab.bridge.trials.targeting import Target
 
 __all__ = ["TrialResult", "ROBOT_OUTCOMES", "text_problem"]

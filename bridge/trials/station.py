@@ -81,8 +81,9 @@ class Station:
         seed: seeds the reveal-time draws (``None``: from the OS).
     """
 
-    def __init__(self, ports: Ports, agent_names, *, human_agents=(), rules: TrialRules = TrialRules(),
-                 seed: int | None = None) -> None:
+    def __init__(
+        self, ports: Ports, agent_names, *, human_agents=(), rules: TrialRules = TrialRules(), seed: int | None = None
+    ) -> None:
         self.ports = ports
         self.agent_names = list(agent_names)
         self.human_agents = set(human_agents)
@@ -119,8 +120,13 @@ class Station:
             arm = dict(self.ports.arm.state())
         except Exception as e:  # a state read must not break a page
             arm = {"error": str(e)}
-        return {**arm, "belief": self.belief.to_dict(), "stopped": self.stopped, "needs_reset": self.needs_reset,
-                "busy": self.busy}
+        return {
+            **arm,
+            "belief": self.belief.to_dict(),
+            "stopped": self.stopped,
+            "needs_reset": self.needs_reset,
+            "busy": self.busy,
+        }
 
     def free_bytes(self) -> int | None:
         try:
@@ -145,8 +151,16 @@ class Station:
             return ArmReadiness(False, "disconnected", str(e))
 
     # -- trials ----------------------------------------------------------------------------------
-    async def run_trial(self, agent: str, instruction: str, *, expected: dict | None = None, slot: Slot | None = None,
-                        settings: TrialSettings = TrialSettings(), auto_judge: bool = False) -> Ran:
+    async def run_trial(
+        self,
+        agent: str,
+        instruction: str,
+        *,
+        expected: dict | None = None,
+        slot: Slot | None = None,
+        settings: TrialSettings = TrialSettings(),
+        auto_judge: bool = False,
+    ) -> Ran:
         """Run one trial to its end and store it in ``slot`` (when the ports have a store and a slot is
         given). Never raises for what the agent, targeting or the arm did (those are recorded
         outcomes and aborts, docs/trials.md).
@@ -182,12 +196,21 @@ class Station:
             return f"the robot is not ready ({ready.problem}); please tell the operator"
         free = self.free_bytes()
         if settings.min_free_bytes is not None and free is not None and free < settings.min_free_bytes:
-            return (f"there is not enough room to record trials ({free / 1e6:.0f} MB free, the study needs "
-                    f"{settings.min_free_bytes / 1e6:.0f} MB); please tell the operator")
+            return (
+                f"there is not enough room to record trials ({free / 1e6:.0f} MB free, the study needs "
+                f"{settings.min_free_bytes / 1e6:.0f} MB); please tell the operator"
+            )
         return None
 
-    async def _run(self, agent: str, instruction: str, expected: dict | None, slot: Slot | None,
-                   settings: TrialSettings, auto_judge: bool) -> Ran:
+    async def _run(
+        self,
+        agent: str,
+        instruction: str,
+        expected: dict | None,
+        slot: Slot | None,
+        settings: TrialSettings,
+        auto_judge: bool,
+    ) -> Ran:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
         clock = self.ports.clock
@@ -196,18 +219,33 @@ class Station:
         if expected is None and scene is not None:
             # a typed instruction has no script: the sim reads what it asks for before anything moves
             expected = _quietly(lambda: scene.infer_expected(instruction, action), "reading the instruction")
-        intended = None if expected is None or scene is None else \
-            _quietly(lambda: scene.intended_mask(expected), "the intended object's mask")
+        intended = (
+            None
+            if expected is None or scene is None
+            else _quietly(lambda: scene.intended_mask(expected), "the intended object's mask")
+        )
         trial_id = uuid.uuid4().hex
         if self.ports.store is not None and slot is not None:
             # before anything moves or records: a session killed from here on leaves this note, and
             # its next start stores the trial as interrupted with its recovered recording
-            _quietly(lambda: self.ports.store.begin(trial_id, slot, agent=agent, instruction=instruction,
-                                                    action=action), "noting the trial's start")
-        state, cmds = m.start(t=clock.now(), trial_id=trial_id, agent=agent, instruction=instruction,
-                              belief=self.belief, reveal_s=settings.reveal.draw(self._rng), expected=expected,
-                              human=agent in self.human_agents, intended=intended,
-                              min_free_bytes=settings.min_free_bytes, rules=self.rules, auto_judge=auto_judge)
+            _quietly(
+                lambda: self.ports.store.begin(trial_id, slot, agent=agent, instruction=instruction, action=action),
+                "noting the trial's start",
+            )
+        state, cmds = m.start(
+            t=clock.now(),
+            trial_id=trial_id,
+            agent=agent,
+            instruction=instruction,
+            belief=self.belief,
+            reveal_s=settings.reveal.draw(self._rng),
+            expected=expected,
+            human=agent in self.human_agents,
+            intended=intended,
+            min_free_bytes=settings.min_free_bytes,
+            rules=self.rules,
+            auto_judge=auto_judge,
+        )
         run = _Run(self, events, loop)
         with self._lock:
             self._running = (loop, events)
@@ -259,8 +297,13 @@ class Station:
         try:
             return self.ports.store.save(result, slot, frames)
         except Exception:
-            log.error("trial %s (%s, %s) ran but could not be stored", result.trial_id, result.agent, result.outcome,
-                      exc_info=True)
+            log.error(
+                "trial %s (%s, %s) ran but could not be stored",
+                result.trial_id,
+                result.agent,
+                result.outcome,
+                exc_info=True,
+            )
             return None
 
     def _keep_frames(self, trial_id: str, frames: dict[str, bytes]) -> None:
@@ -369,14 +412,20 @@ class Station:
             reply = await asyncio.wait_for(self.ports.arm.run(uuid.uuid4().hex, action), timeout_s)
         except asyncio.TimeoutError:
             self.ports.arm.emergency_stop()
-            return {"outcome": "robot_failure", "holding": self.belief.holding,
-                    "error": f"the arm gave no result within {timeout_s:.0f} s; emergency stop sent"}
+            return {
+                "outcome": "robot_failure",
+                "holding": self.belief.holding,
+                "error": f"the arm gave no result within {timeout_s:.0f} s; emergency stop sent",
+            }
         if reply.outcome == "done" and action == "release":
             self.belief = Belief(False, None, "operator", "the operator opened the gripper")
         if reply.outcome == "done" and action == "home" and self.needs_reset == NEEDS_HOME:
             self.needs_reset = None
-        return {"outcome": reply.outcome, "error": None if reply.error is None else str(reply.error),
-                "holding": self.belief.holding}
+        return {
+            "outcome": reply.outcome,
+            "error": None if reply.error is None else str(reply.error),
+            "holding": self.belief.holding,
+        }
 
     async def release(self) -> dict:
         """Open the gripper where the arm is and clear the belief (the operator's fix when it is wrong).
@@ -428,8 +477,12 @@ class Station:
         if ev is not None:
             self.belief = Belief(ev.held is not None, ev.held, "physics", "the simulator's contacts at the start")
         else:
-            self.belief = Belief(False, None, "unknown", "the session (re)started: what the gripper holds is not "
-                                 "known; open the gripper if it holds something")
+            self.belief = Belief(
+                False,
+                None,
+                "unknown",
+                "the session (re)started: what the gripper holds is not known; open the gripper if it holds something",
+            )
         return self.belief
 
 

@@ -87,12 +87,19 @@ def first_point(entries: Sequence[PointEntry]) -> tuple[tuple[float, float] | No
         return None, Refusal(code="no_point", detail="the agent gave no parseable point")
     first = entries[0]
     if not first.usable:
-        return None, Refusal(code="invalid_point", detail=f"the first point is invalid: {first.reason or 'not a number'}")
+        return None, Refusal(
+            code="invalid_point", detail=f"the first point is invalid: {first.reason or 'not a number'}"
+        )
     return (first.u_px, first.v_px), None
 
 
-def compute_target(frame: RGBDFrame, points: Sequence[PointEntry] | Any, calibration: Calibration,
-                   workspace: Workspace, rule: DepthRule = DepthRule()) -> Target:
+def compute_target(
+    frame: RGBDFrame,
+    points: Sequence[PointEntry] | Any,
+    calibration: Calibration,
+    workspace: Workspace,
+    rule: DepthRule = DepthRule(),
+) -> Target:
     """Turn the first of ``points`` (``PointEntry``s in the model's order, or bare ``(N, 2)``
     original-image pixels, u then v) into a base-frame target. Never raises for bad points: returns
     a refusal instead."""

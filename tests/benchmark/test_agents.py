@@ -13,8 +13,7 @@ from pointlab.benchmark.agents import AgentAnswer, HumanAgent, OpenAIAgent
 from pointlab.benchmark.agents_config import AgentsConfigError, load_agents, load_agents_config
 from pointlab.benchmark.points import POINT_FORMATS
 from pointlab.benchmark.prompts import PROMPT_STYLES
-from pointlab.sim_mock.model_server import (ScriptedModel, create_model_server, default_sim_models,
-                                            serve_in_thread)
+from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, default_sim_models, serve_in_thread
 
 
 class StubOracle:
@@ -78,9 +77,18 @@ def server(tmp_path_factory):
     models = default_sim_models(StubOracle())
     qwen_script = tmp_path_factory.mktemp("q") / "qwen.jsonl"
     qwen_script.write_text('{"match": "mug", "answer": "{\\"point_2d\\": [5, 5]}"}\n')
-    models.update({"failing": Failing(), "slow": Slow(), "flaky": Flaky(), "scripted": ScriptedModel(script),
-                   "capture": CAPTURE, "scripted-qwen": ScriptedModel(qwen_script), "number": Returns(12345),
-                   "parts": Returns([{"type": "text", "text": "[30, "}, {"type": "text", "text": "40]"}])})
+    models.update(
+        {
+            "failing": Failing(),
+            "slow": Slow(),
+            "flaky": Flaky(),
+            "scripted": ScriptedModel(script),
+            "capture": CAPTURE,
+            "scripted-qwen": ScriptedModel(qwen_script),
+            "number": Returns(12345),
+            "parts": Returns([{"type": "text", "text": "[30, "}, {"type": "text", "text": "40]"}]),
+        }
+    )
     url, stop = serve_in_thread(create_model_server(models))
     yield url
     stop()
@@ -104,6 +112,7 @@ async def _point(agent, image=IMG, instruction="pick up the red mug"):
 
 
 # ------------------------------------------------------------------ config
+
 
 def test_default_config_has_the_three_agents(server):
     agents = load_agents(None, sim_base_url=server)
@@ -130,18 +139,24 @@ def test_sim_base_url_is_required_for_sim_agents():
         load_agents(None)
 
 
-@pytest.mark.parametrize("toml, needle", [
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\npoint_format = "pixels"\n', "point_format"),
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\ntemprature = 0\n', "temprature"),
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\n', "needs base_url and model"),
-    ('[[agents]]\nname = "a"\nkind = "human"\n[[agents]]\nname = "a"\nkind = "human"\n', "names repeat: a"),
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "ftp://x"\nmodel = "m"\n', "base_url"),
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\npoint_format = "auto"\n', "unparsed"),
-    ('[[agents]]\nname = "a"\nkind = "robot"\n', "kind"),
-    ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\ntimeout_s = 0\n', "timeout_s"),
-    ("agents = []\n", "agents"),
-    ("[[agents]\n", "bad TOML"),
-])
+@pytest.mark.parametrize(
+    "toml, needle",
+    [
+        (
+            '[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\npoint_format = "pixels"\n',
+            "point_format",
+        ),
+        ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\ntemprature = 0\n', "temprature"),
+        ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\n', "needs base_url and model"),
+        ('[[agents]]\nname = "a"\nkind = "human"\n[[agents]]\nname = "a"\nkind = "human"\n', "names repeat: a"),
+        ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "ftp://x"\nmodel = "m"\n', "base_url"),
+        ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\npoint_format = "auto"\n', "unparsed"),
+        ('[[agents]]\nname = "a"\nkind = "robot"\n', "kind"),
+        ('[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\ntimeout_s = 0\n', "timeout_s"),
+        ("agents = []\n", "agents"),
+        ("[[agents]\n", "bad TOML"),
+    ],
+)
 def test_invalid_configs_give_clear_errors(tmp_path, toml, needle):
     p = tmp_path / "agents.toml"
     p.write_text(toml)
@@ -153,12 +168,15 @@ def test_invalid_configs_give_clear_errors(tmp_path, toml, needle):
 _SIM = '[[agents]]\nname = "a"\nkind = "openai"\nbase_url = "sim"\nmodel = "m"\n'
 
 
-@pytest.mark.parametrize("extra, needle", [
-    ("timeout_s = inf\n", "timeout_s"),      # an agent that never times out
-    ("backoff_s = 0.5\n", "backoff_s"),      # retries are the client's: the key is gone, a typo-style error
-    ("timeout_s = nan\n", "timeout_s"),
-    ("qwen_min_pixels = 2000000\nqwen_max_pixels = 1000000\n", "qwen_min_pixels"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ("timeout_s = inf\n", "timeout_s"),  # an agent that never times out
+        ("backoff_s = 0.5\n", "backoff_s"),  # retries are the client's: the key is gone, a typo-style error
+        ("timeout_s = nan\n", "timeout_s"),
+        ("qwen_min_pixels = 2000000\nqwen_max_pixels = 1000000\n", "qwen_min_pixels"),
+    ],
+)
 def test_non_finite_or_inverted_settings_are_refused(tmp_path, extra, needle):
     p = tmp_path / "agents.toml"
     p.write_text(_SIM + extra)
@@ -174,9 +192,11 @@ def test_missing_config_file(tmp_path):
 
 # ------------------------------------------------------------------ every format and style end to end
 
+
 def _agent(url, model, fmt, style="default", **kw):
-    return OpenAIAgent("t", base_url=url, model=model, point_format=fmt, prompt_style=style, timeout_s=5,
-                       max_retries=0, **kw)
+    return OpenAIAgent(
+        "t", base_url=url, model=model, point_format=fmt, prompt_style=style, timeout_s=5, max_retries=0, **kw
+    )
 
 
 @pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])
@@ -233,9 +253,9 @@ def test_not_found_is_a_parse_error_not_a_call_error(server):
 
 # ------------------------------------------------------------------ failures recorded, never raised
 
+
 def test_server_error_is_recorded_after_retries(server):
-    agent = OpenAIAgent("t", base_url=server, model="failing", point_format="xy_pixels", max_retries=2,
-                        timeout_s=5)
+    agent = OpenAIAgent("t", base_url=server, model="failing", point_format="xy_pixels", max_retries=2, timeout_s=5)
     ans = run(_point(agent))
     assert ans.error.startswith("HTTP 500") and "boom" in ans.error
     assert ans.attempts == 3 and ans.points_px.shape == (0, 2) and not ans.ok
@@ -266,8 +286,9 @@ def test_connection_refused_is_recorded():
     sock = bind_socket()  # bound, never listening: connections are refused
     port = sock.getsockname()[1]
     try:
-        agent = OpenAIAgent("t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo",
-                            max_retries=1, timeout_s=2)
+        agent = OpenAIAgent(
+            "t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo", max_retries=1, timeout_s=2
+        )
         ans = run(_point(agent))
     finally:
         sock.close()
@@ -276,8 +297,9 @@ def test_connection_refused_is_recorded():
 
 def test_missing_api_key_and_bad_image_are_recorded(server, monkeypatch):
     monkeypatch.delenv("POINTLAB_TEST_NO_SUCH_KEY", raising=False)
-    agent = OpenAIAgent("t", base_url=server, model="sim-oracle", api_key_env="POINTLAB_TEST_NO_SUCH_KEY",
-                        point_format="molmo")
+    agent = OpenAIAgent(
+        "t", base_url=server, model="sim-oracle", api_key_env="POINTLAB_TEST_NO_SUCH_KEY", point_format="molmo"
+    )
     ans = run(_point(agent))
     assert ans.error == "missing API key: environment variable POINTLAB_TEST_NO_SUCH_KEY is not set"
     ans = run(_point(_agent(server, "sim-oracle", "molmo"), image=np.zeros((4, 4), np.float32)))
@@ -307,12 +329,14 @@ def test_api_key_from_env_is_used(monkeypatch):
     url, stop = serve_in_thread(create_model_server(default_sim_models(StubOracle()), api_key="secret-key-1"))
     try:
         monkeypatch.setenv("POINTLAB_TEST_KEY", "secret-key-1")
-        agent = OpenAIAgent("t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY",
-                            point_format="molmo", max_retries=0)
+        agent = OpenAIAgent(
+            "t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY", point_format="molmo", max_retries=0
+        )
         assert run(_point(agent)).ok
         monkeypatch.setenv("POINTLAB_TEST_KEY", "another-key")
-        agent = OpenAIAgent("t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY",
-                            point_format="molmo", max_retries=0)
+        agent = OpenAIAgent(
+            "t", base_url=url, model="sim-oracle", api_key_env="POINTLAB_TEST_KEY", point_format="molmo", max_retries=0
+        )
         ans = run(_point(agent))
         assert not ans.ok and "401" in (ans.error or "") and "Incorrect API key" in (ans.error or ""), ans
     finally:
@@ -320,6 +344,7 @@ def test_api_key_from_env_is_used(monkeypatch):
 
 
 # ------------------------------------------------------------------ human reference
+
 
 def test_human_answer_from_another_thread():
     agent = HumanAgent("human", timeout_s=5)

@@ -21,14 +21,18 @@ def test_r2_by_hand():
 
 def test_perfect_and_degenerate():
     assert fit_pair({"a": 0, "b": 1, "c": 2}, {"a": 10, "b": 8, "c": 6})["r2"] == pytest.approx(1.0)
-    assert fit_pair({"a": 0, "b": 1}, {"a": 1, "b": 2})["r2"] is None        # two models say nothing
+    assert fit_pair({"a": 0, "b": 1}, {"a": 1, "b": 2})["r2"] is None  # two models say nothing
     assert fit_pair({"a": 1, "b": 1, "c": 1}, {"a": 1, "b": 2, "c": 3})["r2"] is None  # constant x
 
 
 def test_report_pairs():
-    r = cross_stage_report({"point_act": {"a": 0.1, "b": 0.5, "c": 0.9},
-                            "point_bench": {"a": 0.2, "b": 0.4, "c": 0.6},
-                            "point_battle": {"a": 900, "b": 1000, "c": 1100}})
+    r = cross_stage_report(
+        {
+            "point_act": {"a": 0.1, "b": 0.5, "c": 0.9},
+            "point_bench": {"a": 0.2, "b": 0.4, "c": 0.6},
+            "point_battle": {"a": 900, "b": 1000, "c": 1100},
+        }
+    )
     assert set(r["pairs"]) == {"point_battle_vs_point_bench", "point_act_vs_point_bench", "point_act_vs_point_battle"}
     assert all(p["r2"] == pytest.approx(1.0) for p in r["pairs"].values())
 
@@ -41,11 +45,29 @@ def test_cli_reads_all_three_sources(tmp_path):
         d = tmp_path / m
         d.mkdir()
         (d / "results.json").write_text(json.dumps({"model": m, "aggregate": {"average": {"mean": acc}}}))
-    (tmp_path / "ratings.json").write_text(json.dumps({m: {"rating": r[1], "ci_low": 0, "ci_high": 0} for m, r in rows.items()}))
+    (tmp_path / "ratings.json").write_text(
+        json.dumps({m: {"rating": r[1], "ci_low": 0, "ci_high": 0} for m, r in rows.items()})
+    )
     (tmp_path / "act.json").write_text(json.dumps({m: r[2] for m, r in rows.items()}))
-    res = CliRunner().invoke(app, ["bench", "crossstage", "--bench", str(tmp_path / "m1"), "--bench", str(tmp_path / "m2"),
-                                   "--bench", str(tmp_path / "m3"), "--battle", str(tmp_path / "ratings.json"),
-                                   "--act", str(tmp_path / "act.json"), "--out", str(tmp_path / "fig5b")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "crossstage",
+            "--bench",
+            str(tmp_path / "m1"),
+            "--bench",
+            str(tmp_path / "m2"),
+            "--bench",
+            str(tmp_path / "m3"),
+            "--battle",
+            str(tmp_path / "ratings.json"),
+            "--act",
+            str(tmp_path / "act.json"),
+            "--out",
+            str(tmp_path / "fig5b"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     # battle vs bench by hand: x = .3 .5 .7, y = 950 1010 1040:
@@ -66,8 +88,11 @@ def test_stage_file_errors(tmp_path):
 
 
 def test_point_act_agent_results_form(tmp_path):
-    rows = [{"agent": "molmo", "n_judged": 10, "success_rate": 0.8}, {"agent": "gpt", "success_rate": 0.3},
-            {"agent": "idle", "success_rate": None}]
+    rows = [
+        {"agent": "molmo", "n_judged": 10, "success_rate": 0.8},
+        {"agent": "gpt", "success_rate": 0.3},
+        {"agent": "idle", "success_rate": None},
+    ]
     (tmp_path / "act.json").write_text(json.dumps({"agents": rows}))
     assert load_stage_file(tmp_path / "act.json", "point_act") == {"molmo": 0.8, "gpt": 0.3}
     (tmp_path / "act2.json").write_text(json.dumps(rows))

@@ -9,18 +9,21 @@ import pytest
 from pointlab.benchmark.judge import LLMJudge, recover_json_object
 
 
-@pytest.mark.parametrize("text,expected", [
-    ('{"a": 1}', {"a": 1}),
-    ('```json\n{"a": 1}\n```', {"a": 1}),
-    ('Verdict:\n```\n{"a": {"b": [1, 2]}}\n```\nDone.', {"a": {"b": [1, 2]}}),
-    ('The score is {"total": 7} because... {"other": 1}', {"total": 7}),   # first object that parses
-    ('I think {"total": 7}. Also {"x": }', {"total": 7}),                 # widest span fails, scan finds it
-    ("<think>{not json}</think> {\"ok\": true}", {"ok": True}),
-    ("[1, 2, 3]", None),
-    ("no json here", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('Verdict:\n```\n{"a": {"b": [1, 2]}}\n```\nDone.', {"a": {"b": [1, 2]}}),
+        ('The score is {"total": 7} because... {"other": 1}', {"total": 7}),  # first object that parses
+        ('I think {"total": 7}. Also {"x": }', {"total": 7}),  # widest span fails, scan finds it
+        ('<think>{not json}</think> {"ok": true}', {"ok": True}),
+        ("[1, 2, 3]", None),
+        ("no json here", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_recover_json_object(text, expected):
     assert recover_json_object(text) == expected
 
@@ -41,11 +44,14 @@ def test_empty_model_name_is_rejected():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("text,expected", [
-    ('{"a":' * 20000, None),                                 # nesting far past the recursion limit
-    ('[' * 20000 + '{"a": 1}' + ']' * 20000, {"a": 1}),      # deep list around an object: the object counts
-    ('{"a":1,' * 20000, None),                               # never closed (each "{" decoded to the end: quadratic)
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('{"a":' * 20000, None),  # nesting far past the recursion limit
+        ("[" * 20000 + '{"a": 1}' + "]" * 20000, {"a": 1}),  # deep list around an object: the object counts
+        ('{"a":1,' * 20000, None),  # never closed (each "{" decoded to the end: quadratic)
+    ],
+)
 def test_recover_json_object_pathological_answers(text, expected):
     assert recover_json_object(text) == expected
 
@@ -56,5 +62,5 @@ def test_recover_json_object_deep_then_valid_object():
 
     text = '{"a":' * (MAX_OBJECT_STARTS - 1) + ' then {"ok": 1}'
     assert recover_json_object(text) == {"ok": 1}
-    text = '{"a":' * 2000 + '{"ok": 1}' + "}" * 2000   # 2001 levels: past the recursion limit
+    text = '{"a":' * 2000 + '{"ok": 1}' + "}" * 2000  # 2001 levels: past the recursion limit
     assert recover_json_object(text) is None

@@ -28,14 +28,21 @@ def _script(tmp_path, name, lines):
 @pytest.fixture
 def server(tmp_path):
     models = {
-        "rate-limited": _script(tmp_path, "r", [{"status": 429, "headers": FAST}, {"status": 503, "headers": FAST},
-                                                {"answer": "[10, 20]"}]),
-        "bad-request": _script(tmp_path, "b", [{"status": 400, "message": "Unsupported parameter: 'x'"},
-                                               {"answer": "[1, 1]"}]),
-        "conflict": _script(tmp_path, "c", [{"status": 409, "headers": {"x-should-retry": "true"}}, {"answer": "[1, 1]"}]),
+        "rate-limited": _script(
+            tmp_path, "r", [{"status": 429, "headers": FAST}, {"status": 503, "headers": FAST}, {"answer": "[10, 20]"}]
+        ),
+        "bad-request": _script(
+            tmp_path, "b", [{"status": 400, "message": "Unsupported parameter: 'x'"}, {"answer": "[1, 1]"}]
+        ),
+        "conflict": _script(
+            tmp_path, "c", [{"status": 409, "headers": {"x-should-retry": "true"}}, {"answer": "[1, 1]"}]
+        ),
         "down": _script(tmp_path, "d", [{"status": 500, "headers": FAST}] * 20),
-        "o3-mini": OpenAIReasoningRules(_script(tmp_path, "o", [{"match": "Point", "answer": "[30, 40]"},
-                                                               {"match": "grade", "answer": '{"score": 1}'}])),
+        "o3-mini": OpenAIReasoningRules(
+            _script(
+                tmp_path, "o", [{"match": "Point", "answer": "[30, 40]"}, {"match": "grade", "answer": '{"score": 1}'}]
+            )
+        ),
         "judge-429": _script(tmp_path, "j", [{"status": 429, "headers": FAST}, {"answer": '{"score": 0.4}'}]),
     }
     app = create_model_server(models)
@@ -58,6 +65,7 @@ def _point(agent):
             return await agent.point(IMG, "Point to the mug.")
         finally:
             await agent.aclose()
+
     return asyncio.run(go())
 
 
@@ -108,19 +116,36 @@ def test_reasoning_model_rules_by_family(server):
 
 
 def test_request_parameters_are_passed_through():
-    kw, notes = request_kwargs("qwen2.5-vl-7b", RequestParams(temperature=None, max_tokens=None, max_completion_tokens=99,
-                                                            reasoning_effort="low", extra_body={"top_k": 1}))
+    kw, notes = request_kwargs(
+        "qwen2.5-vl-7b",
+        RequestParams(
+            temperature=None, max_tokens=None, max_completion_tokens=99, reasoning_effort="low", extra_body={"top_k": 1}
+        ),
+    )
     assert kw == {"max_completion_tokens": 99, "reasoning_effort": "low", "extra_body": {"top_k": 1}} and notes == []
     kw, _ = request_kwargs("gpt-4o", RequestParams(temperature=0.0, max_tokens=10))
     assert kw == {"temperature": 0.0, "max_tokens": 10}
     kw, notes = request_kwargs("openai/gpt-5-mini", RequestParams(temperature=1.0, max_tokens=10))
-    assert kw == {"max_completion_tokens": 10} and notes == ["max_tokens sent as max_completion_tokens: gpt-5 models "
-                                                            "reject max_tokens"]
+    assert kw == {"max_completion_tokens": 10} and notes == [
+        "max_tokens sent as max_completion_tokens: gpt-5 models reject max_tokens"
+    ]
 
 
-@pytest.mark.parametrize("model, family", [("o1", "o-series"), ("o3-mini", "o-series"), ("o4-mini-2025-04-16", "o-series"),
-                                           ("gpt-5", "gpt-5"), ("gpt-5.4", "gpt-5"), ("gpt-5-mini", "gpt-5"),
-                                           ("gpt-4o", None), ("gpt-4.1", None), ("omni-7b", None), ("qwen3-vl", None)])
+@pytest.mark.parametrize(
+    "model, family",
+    [
+        ("o1", "o-series"),
+        ("o3-mini", "o-series"),
+        ("o4-mini-2025-04-16", "o-series"),
+        ("gpt-5", "gpt-5"),
+        ("gpt-5.4", "gpt-5"),
+        ("gpt-5-mini", "gpt-5"),
+        ("gpt-4o", None),
+        ("gpt-4.1", None),
+        ("omni-7b", None),
+        ("qwen3-vl", None),
+    ],
+)
 def test_reasoning_families(model, family):
     assert reasoning_family(model) == family
 
@@ -129,8 +154,14 @@ def test_agents_toml_passes_parameters_through(tmp_path):
     from pointlab.benchmark.agents_config import build_agent, load_agents_config
 
     p = tmp_path / "agents.toml"
-    p.write_text('[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "vllm-qwen"\n'
-                 'temperature = "omit"\nmax_tokens = "omit"\nmax_completion_tokens = 512\nreasoning_effort = "high"\n'
-                 '[agents.extra_body]\ntop_k = 1\n')
+    p.write_text(
+        '[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "vllm-qwen"\n'
+        'temperature = "omit"\nmax_tokens = "omit"\nmax_completion_tokens = 512\nreasoning_effort = "high"\n'
+        "[agents.extra_body]\ntop_k = 1\n"
+    )
     agent = build_agent(load_agents_config(p).agents[0])
-    assert agent.client().kwargs == {"max_completion_tokens": 512, "reasoning_effort": "high", "extra_body": {"top_k": 1}}
+    assert agent.client().kwargs == {
+        "max_completion_tokens": 512,
+        "reasoning_effort": "high",
+        "extra_body": {"top_k": 1},
+    }

@@ -7,8 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from pointlab.benchmark.points import (POINT_FORMATS, QWEN_PROCESSOR_CLASS_MAX_PIXELS, PointEntry, format_points,
-                                       parse_points, qwen_model_size, smart_resize)
+from pointlab.benchmark.points import (
+    POINT_FORMATS,
+    QWEN_PROCESSOR_CLASS_MAX_PIXELS,
+    PointEntry,
+    format_points,
+    parse_points,
+    qwen_model_size,
+    smart_resize,
+)
 
 W, H = 640, 480
 
@@ -20,6 +27,7 @@ def pts(text, fmt, w=W, h=H, **kw):
 
 # ---------------------------------------------------------------- Molmo 1 (percent of W, H)
 
+
 def test_molmo_single_point_percent():
     p, xy = pts('<point x="50" y="25" alt="mug">mug</point>', "molmo")
     assert p.ok and p.format == "molmo" and p.reason is None
@@ -29,8 +37,10 @@ def test_molmo_single_point_percent():
 
 
 def test_molmo_points_x1_y1_in_index_order_with_reasoning_around():
-    text = ('Sure. Counting the <points x1="10" y1="10" x2="61.5" y2="40.4" x3="100" y3="100" '
-            'alt="cups">cups</points> shows a total of 3.')
+    text = (
+        'Sure. Counting the <points x1="10" y1="10" x2="61.5" y2="40.4" x3="100" y3="100" '
+        'alt="cups">cups</points> shows a total of 3.'
+    )
     p, xy = pts(text, "molmo")
     assert p.ok
     assert np.allclose(xy, [[63.5, 47.5], [393.1, 193.42], [639.5, 479.5]])  # 0.615*640 - 0.5, 0.404*480 - 0.5
@@ -43,6 +53,7 @@ def test_molmo_value_above_100_is_returned_as_parsed():
 
 
 # ---------------------------------------------------------------- Molmo 2 (0-1000, triplets)
+
 
 def test_molmo2_coords_triplets():
     text = 'Counting the <points coords="1 1 073 160 2 173 600" alt="boats">the boats</points> shows 2.'
@@ -59,6 +70,7 @@ def test_molmo2_multi_group_and_auto_detection():
 
 
 # ---------------------------------------------------------------- Gemini ([y, x] on 0-1000)
+
 
 def test_gemini_y_first_in_code_fence():
     text = 'Here you go:\n```json\n[{"point": [500, 250], "label": "cup"}]\n```\nDone.'
@@ -80,6 +92,7 @@ def test_gemini_multiple_points_keep_order():
 
 
 # ---------------------------------------------------------------- Qwen2.5-VL (resized pixels)
+
 
 def test_smart_resize_by_hand():
     # 1280x720: 720/28 = 25.71 -> 26*28 = 728; 1280/28 = 45.71 -> 46*28 = 1288;
@@ -116,6 +129,7 @@ def test_qwen_bbox_2d_centre():
 
 # ---------------------------------------------------------------- RoboPoint (0-1) and xy_pixels
 
+
 def test_robopoint_tuples():
     p, xy = pts("The free space is at [(0.5, 0.25), (0.1, 0.9)].", "robopoint")
     assert p.ok and np.allclose(xy, [[319.5, 119.5], [63.5, 431.5]])
@@ -142,12 +156,15 @@ def test_xy_pixels_model_size_rescales():
 
 
 def test_chain_of_thought_last_answer_wins():
-    text = ("The image is 640 by 480. The mug looks like it is near [[10, 10]] at first, but looking "
-            "again the handle is to the right.\nAnswer: [[500, 300]]")
+    text = (
+        "The image is 640 by 480. The mug looks like it is near [[10, 10]] at first, but looking "
+        "again the handle is to the right.\nAnswer: [[500, 300]]"
+    )
     assert pts(text, "xy_pixels")[1] == [[500.0, 300.0]]
 
 
 # ---------------------------------------------------------------- auto, garbage
+
 
 def test_auto_never_guesses_between_gemini_and_xy_pixels():
     for text in ('[{"point": [100, 200]}]', "[100, 200]", "[[1, 2], [3, 4]]"):
@@ -164,9 +181,25 @@ def test_auto_reads_self_identifying_forms():
 
 
 @pytest.mark.parametrize("fmt", POINT_FORMATS)
-@pytest.mark.parametrize("text", ["", "I cannot find it.", "[x, y]", "{'point': }", "<point x=>", "[NaN, NaN]",
-                                  "]]]{{{[[[", "(a, b)", "<points coords=\"\">x</points>", "\x00\xff" * 50,
-                                  "[" * 20000, "[1," * 5000, "[" * 2000 + "]" * 2000, '{"a":' * 3000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "I cannot find it.",
+        "[x, y]",
+        "{'point': }",
+        "<point x=>",
+        "[NaN, NaN]",
+        "]]]{{{[[[",
+        "(a, b)",
+        '<points coords="">x</points>',
+        "\x00\xff" * 50,
+        "[" * 20000,
+        "[1," * 5000,
+        "[" * 2000 + "]" * 2000,
+        '{"a":' * 3000,
+    ],
+)
 def test_garbage_never_raises(fmt, text):
     p = parse_points(text, fmt, W, H)
     assert not p.ok and p.reason.startswith("unparseable:") and p.points_px.shape == (0, 2)
@@ -203,8 +236,16 @@ def test_caller_errors_raise():
 # Rounding of each written form, in pixels of a 640x480 image: Molmo 0.05 % -> 0.32 px; 0-1000
 # integers -> 0.5/1000*640 = 0.32 px; RoboPoint 0.0005*640 = 0.32 px; xy_pixels 0.05 px;
 # Qwen integer resized pixels -> 0.5 * 640/644 < 0.5 px.
-ROUND_PX = {"molmo": 0.33, "molmo2": 0.33, "gemini": 0.33, "grid1000": 0.33, "qwen3": 0.33, "robopoint": 0.33,
-            "xy_pixels": 0.051, "qwen": 0.5}
+ROUND_PX = {
+    "molmo": 0.33,
+    "molmo2": 0.33,
+    "gemini": 0.33,
+    "grid1000": 0.33,
+    "qwen3": 0.33,
+    "robopoint": 0.33,
+    "xy_pixels": 0.051,
+    "qwen": 0.5,
+}
 
 
 @pytest.mark.parametrize("fmt", [f for f in POINT_FORMATS if f != "auto"])
@@ -229,11 +270,15 @@ def test_written_forms_by_hand():
     assert format_points([[639, 479]], "grid1000", W, H) == "[(999, 999)]"  # 999.2 -> 999, never 1000
     assert format_points([[320, 120]], "robopoint", W, H) == "[(0.501, 0.251)]"
     # 1280x720 -> 1288x728: 640.5/1280*1288 = 644.503 -> 645; 360.5/720*728 = 364.506 -> 365
-    assert format_points([[640, 360]], "qwen", 1280, 720, label="c") == '```json\n[{"point_2d": [645, 365], "label": "c"}]\n```'
+    assert (
+        format_points([[640, 360]], "qwen", 1280, 720, label="c")
+        == '```json\n[{"point_2d": [645, 365], "label": "c"}]\n```'
+    )
     assert format_points([], "gemini", W, H) == "There are none."
 
 
 # ---------------------------------------------------------------- adversarial answers (Breaker-A)
+
 
 @pytest.mark.parametrize("fmt", ["qwen", "auto"])
 def test_qwen_answer_on_an_image_qwen_cannot_resize_is_a_recorded_failure(fmt):
@@ -248,12 +293,15 @@ def test_qwen_answer_on_an_image_qwen_cannot_resize_is_a_recorded_failure(fmt):
     assert ok.ok and ok.points_px.tolist() == [[9.5, 4.5]]
 
 
-@pytest.mark.parametrize("text,fmt", [
-    ('<point x="1_000" y="50">m</point>', "molmo"),        # float() would read 1000 (-> 6400 px)
-    ('<point x="\u0661\u0662" y="50">m</point>', "molmo"),  # Arabic-Indic 12
-    ('<points coords="1 1 \u0661\u0660\u0660 \u0662\u0660\u0660">m</points>', "molmo2"),
-    ("[(\u0660.5, 0.5)]", "robopoint"),
-])
+@pytest.mark.parametrize(
+    "text,fmt",
+    [
+        ('<point x="1_000" y="50">m</point>', "molmo"),  # float() would read 1000 (-> 6400 px)
+        ('<point x="\u0661\u0662" y="50">m</point>', "molmo"),  # Arabic-Indic 12
+        ('<points coords="1 1 \u0661\u0660\u0660 \u0662\u0660\u0660">m</points>', "molmo2"),
+        ("[(\u0660.5, 0.5)]", "robopoint"),
+    ],
+)
 def test_numbers_must_be_ascii_as_the_formats_write_them(text, fmt):
     r = parse_points(text, fmt, W, H)
     assert not r.ok and r.reason.startswith("unparseable:")
@@ -267,12 +315,14 @@ def test_adversarial_answers_are_linear_not_quadratic():
 
     # also: "(" + 199000 digits (the number pattern, 21 s at 32000), an unclosed fence followed by a
     # long language tag or by newlines (minutes at 199000)
-    code = ("from pointlab.benchmark.points import parse_points\n"
-            "n = 199000\n"
-            "for t in ('[' + '(' * n, '(' + '1' * n + 'x', '```' + 'a' * n, '```' + '\\n' * n + 'x'):\n"
-            "    for f in ('xy_pixels', 'robopoint', 'gemini'):\n"
-            "        assert not parse_points(t, f, 640, 480).ok\n"
-            "print('ok')\n")
+    code = (
+        "from pointlab.benchmark.points import parse_points\n"
+        "n = 199000\n"
+        "for t in ('[' + '(' * n, '(' + '1' * n + 'x', '```' + 'a' * n, '```' + '\\n' * n + 'x'):\n"
+        "    for f in ('xy_pixels', 'robopoint', 'gemini'):\n"
+        "        assert not parse_points(t, f, 640, 480).ok\n"
+        "print('ok')\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
@@ -292,13 +342,23 @@ def test_molmo_tag_cut_off_by_the_token_limit_still_has_its_point(fmt):
     assert not parse_points('<point x="50" y="5', fmt, W, H).ok
 
 
-@pytest.mark.parametrize("text", ['```json\n[{"point": [500, 250]}]\n```', '``` json [{"point": [500, 250]}]```',
-                                  '```[{"point": [500, 250]}]```', 'Reasoning [{"point": [1, 1]}]\n```JSON\n[{"point": [500, 250]}]```'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n[{"point": [500, 250]}]\n```',
+        '``` json [{"point": [500, 250]}]```',
+        '```[{"point": [500, 250]}]```',
+        'Reasoning [{"point": [1, 1]}]\n```JSON\n[{"point": [500, 250]}]```',
+    ],
+)
 def test_fenced_json_forms_after_the_fence_fix(text):
-    assert parse_points(text, "gemini", W, H).points_px.tolist() == [[159.5, 239.5]]  # x 250/1000*640 - 0.5, y 500/1000*480 - 0.5
+    assert parse_points(text, "gemini", W, H).points_px.tolist() == [
+        [159.5, 239.5]
+    ]  # x 250/1000*640 - 0.5, y 500/1000*480 - 0.5
 
 
 # ---------------------------------------------------------------- the image-area convention (issue 12)
+
 
 def test_gemini_999_is_the_last_column_not_outside():
     # 999/1000 of 320 px = 319.68 from the left edge: column floor(319.68) = 319, inside the image
@@ -321,20 +381,31 @@ def test_grid1000_is_lmms_evals_point_bench_answer():
 
 # ---------------------------------------------------------------- entries: what the model said, in order (issue 14 #4, #5)
 
+
 def test_entries_keep_invalid_points_in_the_models_order():
     p = parse_points("[[NaN, NaN], [452, 148], [700, 10]]", "xy_pixels", 640, 480)
     assert [(e.valid, e.inside, e.reason and e.reason.split(":")[0]) for e in p.entries] == [
-        (False, False, "non-finite coordinate"), (True, True, None), (True, False, "outside_image")]
+        (False, False, "non-finite coordinate"),
+        (True, True, None),
+        (True, False, "outside_image"),
+    ]
     assert not p.first.valid and p.first.reason == "non-finite coordinate"
     assert p.points_px.tolist() == [[452.0, 148.0], [700.0, 10.0]]  # the finite points, as before
     assert p.valid_points_px.tolist() == [[452.0, 148.0]]
 
 
-@pytest.mark.parametrize("fmt,template", [
-    ("xy_pixels", "[{n}, 3]"), ("gemini", '[{{"point": [{n}, 3]}}]'), ("qwen", '[{{"point_2d": [{n}, 3]}}]'),
-    ("auto", '{{"point_2d": [{n}, 3]}}'), ("gemini", '[{{"box_2d": [{n}, 3, 5, 6]}}]'),
-    ("molmo", '<point x="{n}" y="3">a</point>'), ("robopoint", "[({n}, 0.5)]"),
-])
+@pytest.mark.parametrize(
+    "fmt,template",
+    [
+        ("xy_pixels", "[{n}, 3]"),
+        ("gemini", '[{{"point": [{n}, 3]}}]'),
+        ("qwen", '[{{"point_2d": [{n}, 3]}}]'),
+        ("auto", '{{"point_2d": [{n}, 3]}}'),
+        ("gemini", '[{{"box_2d": [{n}, 3, 5, 6]}}]'),
+        ("molmo", '<point x="{n}" y="3">a</point>'),
+        ("robopoint", "[({n}, 0.5)]"),
+    ],
+)
 def test_a_number_too_large_for_a_float_is_an_invalid_entry_not_an_overflow_error(fmt, template):
     # float(10**400) raises OverflowError; json.loads gives such an int without complaint
     p = parse_points(template.format(n="1" + "0" * 400), fmt, 640, 480)
@@ -364,8 +435,10 @@ def test_an_entry_has_two_json_forms_the_run_records_and_the_trials():
     outside = "outside_image: (5000, 20) is outside the 640x480 image"
     assert [e.to_dict() for e in p.entries] == [
         {"u_px": 100.0, "v_px": 50.0, "valid": True, "reason": None, "inside": True},
-        {"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False}]
+        {"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False},
+    ]
     assert json.dumps(p.entries[1].model_dump()) == (
-        '{"u_px": 5000.0, "v_px": 20.0, "valid": true, "reason": "%s"}' % outside)
+        '{"u_px": 5000.0, "v_px": 20.0, "valid": true, "reason": "%s"}' % outside
+    )
     back = PointEntry.model_validate({"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False})
     assert back == p.entries[1] and back.usable and not back.inside  # a run record's entry reads back too

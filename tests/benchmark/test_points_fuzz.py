@@ -16,13 +16,23 @@ from pointlab.benchmark.points import POINT_FORMATS, parse_points
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # numbers as a model (or a corrupt file) may write them: huge integers, NaN, inf, negative zero
-numbers = st.one_of(st.integers(min_value=-10**500, max_value=10**500), st.floats(allow_nan=True, allow_infinity=True),
-                    st.sampled_from([0, -0.0, 999, 1000, 1e308, -1e308, 10**309]))
+numbers = st.one_of(
+    st.integers(min_value=-(10**500), max_value=10**500),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, -0.0, 999, 1000, 1e308, -1e308, 10**309]),
+)
 json_values = st.recursive(
     st.one_of(numbers, st.text(max_size=8), st.booleans(), st.none()),
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(
-        st.sampled_from(["point", "point_2d", "box_2d", "bbox_2d", "x", "y", "points", "label"]), children, max_size=4)),
-    max_leaves=20)
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(
+            st.sampled_from(["point", "point_2d", "box_2d", "bbox_2d", "x", "y", "points", "label"]),
+            children,
+            max_size=4,
+        ),
+    ),
+    max_leaves=20,
+)
 
 
 def _dump(v) -> str:
@@ -56,8 +66,12 @@ def test_random_text_never_raises(text, fmt):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=json_values, fmt=st.sampled_from(POINT_FORMATS), fence=st.booleans(),
-       size=st.tuples(st.integers(1, 4000), st.integers(1, 4000)))
+@given(
+    value=json_values,
+    fmt=st.sampled_from(POINT_FORMATS),
+    fence=st.booleans(),
+    size=st.tuples(st.integers(1, 4000), st.integers(1, 4000)),
+)
 def test_random_json_answers_never_raise(value, fmt, fence, size):
     body = _dump(value)
     text = f"```json\n{body}\n```" if fence else f"The answer is {body}."
@@ -86,12 +100,18 @@ def _fits(c) -> bool:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tags=st.lists(st.tuples(st.sampled_from(["x", "y", "x1", "y1", "x2", "coords"]),
-                               st.text(alphabet="0123456789.-eE ;", max_size=12)), max_size=6),
-       cut=st.booleans())
+@given(
+    tags=st.lists(
+        st.tuples(
+            st.sampled_from(["x", "y", "x1", "y1", "x2", "coords"]), st.text(alphabet="0123456789.-eE ;", max_size=12)
+        ),
+        max_size=6,
+    ),
+    cut=st.booleans(),
+)
 def test_random_xml_tags_never_raise(tags, cut):
     attrs = " ".join(f'{k}="{v}"' for k, v in tags)
-    text = f"<points {attrs} alt=\"a\">a</points>" if not cut else f"<point {attrs}"
+    text = f'<points {attrs} alt="a">a</points>' if not cut else f"<point {attrs}"
     for fmt in ("molmo", "molmo2", "qwen", "auto"):
         _check(parse_points(text, fmt, 640, 480), 640, 480)
 

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from pointlab.benchmark.points import POINT_FORMATS, parse_points
-from pointlab.benchmark.prompts import (PROMPT_STYLES, build_messages, build_prompt, data_url_to_image,
-                                        extract_instruction, image_to_data_url)
+from pointlab.benchmark.prompts import (
+    PROMPT_STYLES,
+    build_messages,
+    build_prompt,
+    data_url_to_image,
+    extract_instruction,
+    image_to_data_url,
+)
 
 FORMATS = [f for f in POINT_FORMATS if f != "auto"]
 INSTR = "Pick up the red mug"
@@ -39,7 +45,9 @@ def test_two_shot_examples_are_answers_in_the_format(fmt):
     assert np.allclose(one.points_px, [[160.0, 288.0]], atol=0.5)
     assert np.allclose(two.points_px, [[396.8, 144.0], [512.0, 153.6]], atol=0.5)
     last = msgs[-1]["content"]
-    assert last[0]["type"] == "image_url" and last[1]["text"] == build_prompt(INSTR, fmt, "default", width=640, height=480)
+    assert last[0]["type"] == "image_url" and last[1]["text"] == build_prompt(
+        INSTR, fmt, "default", width=640, height=480
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -105,8 +113,12 @@ def test_data_url_image_over_the_pixel_limit_is_refused_from_its_header():
 
     # a header claiming 10000 x 7000 = 70 Mpx > 64 Mpx and one short data chunk: refused from the
     # header, before any decoding is tried
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 10000, 7000, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 10000, 7000, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
     assert 10000 * 7000 > MAX_DATA_URL_PIXELS
     with pytest.raises(ValueError, match="10000x7000 pixels"):
         data_url_to_image("data:image/png;base64," + base64.b64encode(png).decode())

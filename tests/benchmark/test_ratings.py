@@ -9,8 +9,16 @@ import math
 import numpy as np
 import pytest
 
-from pointlab.benchmark.ratings import (RatingsInputError, Vote, bradley_terry, compute_ratings, elo_online,
-                                        elo_ratings, interval_ranks, load_votes_jsonl)
+from pointlab.benchmark.ratings import (
+    RatingsInputError,
+    Vote,
+    bradley_terry,
+    compute_ratings,
+    elo_online,
+    elo_ratings,
+    interval_ranks,
+    load_votes_jsonl,
+)
 
 
 def V(a, b, w):
@@ -62,8 +70,12 @@ def test_bt_two_models_closed_form():
 
 
 def test_bt_ties_half_vs_exclude():
-    votes = ([V("A", "B", "model_a")] * 30 + [V("A", "B", "model_b")] * 10 + [V("A", "B", "both_bad")] * 10
-             + [V("B", "A", "both_good")] * 10)
+    votes = (
+        [V("A", "B", "model_a")] * 30
+        + [V("A", "B", "model_b")] * 10
+        + [V("A", "B", "both_bad")] * 10
+        + [V("B", "A", "both_good")] * 10
+    )
     ex = bradley_terry(votes, ties="exclude", bootstrap_rounds=0)
     assert ex["A"].rating - ex["B"].rating == pytest.approx(400 * math.log10(3), abs=0.1)
     assert ex["A"].games == 40
@@ -130,8 +142,10 @@ def test_elo_bootstrap_intervals_bracket_point():
 
 def test_compute_ratings_output_shape_and_errors(tmp_path):
     out = compute_ratings([V("A", "B", "model_a")], "elo", bootstrap_rounds=0)
-    assert out == {"A": {"rating": 1001.0, "ci_low": 1001.0, "ci_high": 1001.0, "rank": 1, "games": 1},
-                   "B": {"rating": 999.0, "ci_low": 999.0, "ci_high": 999.0, "rank": 2, "games": 1}}
+    assert out == {
+        "A": {"rating": 1001.0, "ci_low": 1001.0, "ci_high": 1001.0, "rank": 1, "games": 1},
+        "B": {"rating": 999.0, "ci_low": 999.0, "ci_high": 999.0, "rank": 2, "games": 1},
+    }
     # (no bootstrap: zero-width intervals, A's lower bound 1001 > B's upper 999 -> B ranks 2)
     with pytest.raises(RatingsInputError):
         compute_ratings([], "glicko")
@@ -143,9 +157,12 @@ def test_load_votes_reports_bad_lines(tmp_path):
     p = tmp_path / "votes.jsonl"
     p.write_text(json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a"}) + "\n\n")
     assert load_votes_jsonl(p) == [V("a", "b", "model_a")]
-    for bad, msg in [("{not json", "not JSON"), ('{"model_a": "a", "model_b": "b"}', "winner"),
-                     ('{"model_a": "a", "model_b": "b", "winner": "tie"}', "not one of"),
-                     ('{"model_a": "a", "model_b": "a", "winner": "model_a"}', "itself")]:
+    for bad, msg in [
+        ("{not json", "not JSON"),
+        ('{"model_a": "a", "model_b": "b"}', "winner"),
+        ('{"model_a": "a", "model_b": "b", "winner": "tie"}', "not one of"),
+        ('{"model_a": "a", "model_b": "a", "winner": "model_a"}', "itself"),
+    ]:
         p.write_text(bad + "\n")
         with pytest.raises(RatingsInputError, match=msg):
             load_votes_jsonl(p)
@@ -159,10 +176,15 @@ def test_ratings_cli(tmp_path):
     from pointlab.bridge.cli import app
 
     p = tmp_path / "votes.jsonl"
-    p.write_text("".join(json.dumps({"model_a": a, "model_b": b, "winner": w}) + "\n" for a, b, w in
-                         [("A", "B", "model_a"), ("C", "B", "model_b"), ("A", "C", "both_good")]))
-    r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--method", "elo", "--k", "32", "--ties", "half",
-                                 "--rounds", "0"])
+    p.write_text(
+        "".join(
+            json.dumps({"model_a": a, "model_b": b, "winner": w}) + "\n"
+            for a, b, w in [("A", "B", "model_a"), ("C", "B", "model_b"), ("A", "C", "both_good")]
+        )
+    )
+    r = CliRunner().invoke(
+        app, ["ratings", "--votes", str(p), "--method", "elo", "--k", "32", "--ties", "half", "--rounds", "0"]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert list(out) == ["A", "B", "C"]  # best first
@@ -173,15 +195,24 @@ def test_ratings_cli(tmp_path):
     assert bad.exit_code == 2 and "method must be" in bad.output
 
 
-@pytest.mark.parametrize("kwargs, msg", [
-    ({"method": "elo", "k": math.nan}, "k must be"), ({"method": "elo", "k": 0.0}, "k must be"),
-    ({"method": "elo", "k": -2.0}, "k must be"), ({"method": "elo", "k": math.inf}, "k must be"),
-    ({"method": "elo", "scale": 0.0}, "scale must be"), ({"method": "bt", "scale": math.nan}, "scale must be"),
-    ({"method": "bt", "base": -1.0}, "base must be"), ({"method": "bt", "base": 1.0}, "base must be"),
-    ({"method": "elo", "base": 0.5}, "base must be"), ({"method": "bt", "base": math.inf}, "base must be"),
-    ({"method": "bt", "start": math.nan}, "start must be"), ({"method": "elo", "start": -math.inf}, "start must be"),
-    ({"method": "bt", "bootstrap_rounds": -1}, "rounds must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, msg",
+    [
+        ({"method": "elo", "k": math.nan}, "k must be"),
+        ({"method": "elo", "k": 0.0}, "k must be"),
+        ({"method": "elo", "k": -2.0}, "k must be"),
+        ({"method": "elo", "k": math.inf}, "k must be"),
+        ({"method": "elo", "scale": 0.0}, "scale must be"),
+        ({"method": "bt", "scale": math.nan}, "scale must be"),
+        ({"method": "bt", "base": -1.0}, "base must be"),
+        ({"method": "bt", "base": 1.0}, "base must be"),
+        ({"method": "elo", "base": 0.5}, "base must be"),
+        ({"method": "bt", "base": math.inf}, "base must be"),
+        ({"method": "bt", "start": math.nan}, "start must be"),
+        ({"method": "elo", "start": -math.inf}, "start must be"),
+        ({"method": "bt", "bootstrap_rounds": -1}, "rounds must be"),
+    ],
+)
 def test_compute_ratings_refuses_degenerate_parameters(kwargs, msg):
     # k, scale > 0, base > 1 and all finite: otherwise E_a = 1/(1 + base**(d/scale)) is NaN or constant
     # (base 1: every expected score 0.5 whatever the ratings; ln(base) <= 0 in the BT mapping)
@@ -197,11 +228,20 @@ def test_ratings_cli_bad_parameters_are_one_line_errors(tmp_path):
     from pointlab.bridge.cli import app
 
     p = tmp_path / "votes.jsonl"
-    p.write_text(json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a"}) + "\n"
-                 + json.dumps({"model_a": "a", "model_b": "b", "winner": "model_b"}) + "\n")
-    for extra in (["--method", "elo", "--k", "nan"], ["--method", "elo", "--scale", "0"],
-                  ["--method", "bt", "--base", "-1"], ["--method", "bt", "--base", "1"],
-                  ["--method", "bt", "--start", "inf"], ["--method", "bt", "--rounds", "-1"]):
+    p.write_text(
+        json.dumps({"model_a": "a", "model_b": "b", "winner": "model_a"})
+        + "\n"
+        + json.dumps({"model_a": "a", "model_b": "b", "winner": "model_b"})
+        + "\n"
+    )
+    for extra in (
+        ["--method", "elo", "--k", "nan"],
+        ["--method", "elo", "--scale", "0"],
+        ["--method", "bt", "--base", "-1"],
+        ["--method", "bt", "--base", "1"],
+        ["--method", "bt", "--start", "inf"],
+        ["--method", "bt", "--rounds", "-1"],
+    ):
         r = CliRunner().invoke(app, ["ratings", "--votes", str(p), "--rounds", "5", *extra])
         assert r.exit_code == 2, (extra, r.output)
         assert r.exception is None or isinstance(r.exception, SystemExit), (extra, r.exception)

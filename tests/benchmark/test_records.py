@@ -11,11 +11,14 @@ def test_bom_and_crlf_are_read(tmp_path):
     assert predictions_by_id(read_jsonl(p)) == {"q1": "3", "q2": "B"}
 
 
-@pytest.mark.parametrize("data,needle", [
-    (b'{"id": "q1"}\n[1, 2]\n', "p.jsonl:2: expected a JSON object"),
-    (b'{"id": "q1"}\n{"id": \n', "p.jsonl:2: not JSON"),
-    (b"\xff\xfe{}\n", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "data,needle",
+    [
+        (b'{"id": "q1"}\n[1, 2]\n', "p.jsonl:2: expected a JSON object"),
+        (b'{"id": "q1"}\n{"id": \n', "p.jsonl:2: not JSON"),
+        (b"\xff\xfe{}\n", "cannot read"),
+    ],
+)
 def test_malformed_files_name_the_problem(tmp_path, data, needle):
     p = tmp_path / "p.jsonl"
     p.write_bytes(data)
@@ -45,8 +48,10 @@ def test_an_integer_over_the_digit_limit_is_one_unreadable_line(tmp_path):
     """json.loads raises a plain ValueError (not JSONDecodeError) on an integer over Python's
     4300-digit limit: that line is unreadable, the others are read."""
     p = tmp_path / "p.jsonl"
-    p.write_text('{"id": "a", "prediction": "1"}\n{"id": "b", "prediction": ' + "9" * 5000 + '}\n'
-                 '{"id": "c", "prediction": "3"}\n')
+    p.write_text(
+        '{"id": "a", "prediction": "1"}\n{"id": "b", "prediction": ' + "9" * 5000 + "}\n"
+        '{"id": "c", "prediction": "3"}\n'
+    )
     good, bad = read_jsonl_lenient(p)
     assert [r["id"] for _, r in good] == ["a", "c"]
     assert len(bad) == 1 and bad[0].startswith(f"{p}:2: not JSON (Exceeds the limit")

@@ -17,8 +17,10 @@ POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"
 
 SCRIPT = [
     {"instruction": "pick up the green cube", "expected": {"action": "pick", "object": "green cube"}},
-    {"instruction": "put it in the blue bowl", "expected": {"action": "place", "object": "green cube",
-                                                             "container": "blue bowl"}},
+    {
+        "instruction": "put it in the blue bowl",
+        "expected": {"action": "place", "object": "green cube", "container": "blue bowl"},
+    },
     {"instruction": "pick up the orange can"},  # no expectation: the sim infers it from the instruction
 ]
 
@@ -31,8 +33,20 @@ def test_scripted_trials_write_sqlite(ros_env, tmp_path):
     instructions = tmp_path / "script.jsonl"
     instructions.write_text("".join(json.dumps(s) + "\n" for s in SCRIPT) + "\n")
     db = tmp_path / "trials.sqlite"
-    p = _run(["act", "trials", "--agent", "sim-oracle", "--instructions", str(instructions), "--db", str(db),
-              "--time-scale", "0.02"])
+    p = _run(
+        [
+            "act",
+            "trials",
+            "--agent",
+            "sim-oracle",
+            "--instructions",
+            str(instructions),
+            "--db",
+            str(db),
+            "--time-scale",
+            "0.02",
+        ]
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     trials = out["trials"]
@@ -42,8 +56,9 @@ def test_scripted_trials_write_sqlite(ros_env, tmp_path):
     assert trials[2]["expected"] == {"action": "pick", "object": "orange can", "inferred": True}
     assert out["success_rate"] == 1.0
     with sqlite3.connect(db) as con:
-        rows = con.execute("select instruction, action, robot_outcome, sim_success, target, agent "
-                           "from trials order by id").fetchall()
+        rows = con.execute(
+            "select instruction, action, robot_outcome, sim_success, target, agent from trials order by id"
+        ).fetchall()
     assert [r[0] for r in rows] == [s["instruction"] for s in SCRIPT]
     assert [(r[1], r[2], r[3]) for r in rows] == [("pick", "done", 1), ("place", "done", 1), ("pick", "done", 1)]
     assert all(json.loads(r[4])["valid"] for r in rows) and {r[5] for r in rows} == {"sim-oracle"}
@@ -78,7 +93,7 @@ def test_instructions_that_cannot_be_stored_are_bad_input(tmp_path):
 
     for n, bad in enumerate(('"pick up the red cube \\ud800"', '"pick up\\u0000 the red cube"')):
         f = tmp_path / f"bad{n}.jsonl"
-        f.write_text('{"instruction": "pick up the red cube"}\n{"instruction": ' + bad + '}\n')
+        f.write_text('{"instruction": "pick up the red cube"}\n{"instruction": ' + bad + "}\n")
         with pytest.raises(InstructionsError, match=f"bad{n}.jsonl:2: .*cannot be used"):
             load_instructions(f)
     ok = tmp_path / "ok.jsonl"

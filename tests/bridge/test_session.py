@@ -34,13 +34,16 @@ def test_percentiles_by_hand():
 def test_perf_loop_runs_and_reports(ros_env, tmp_path):
     out = measure_loop(4, time_scale=0.0, baseline_repeats=20, block=2, recordings_dir=tmp_path)
     assert out["trials"] == 4 and out["point_to_command_ms"]["n"] == 4 and out["baseline_targeting_ms"]["n"] == 20
-    assert out["ratio_p50"] == pytest.approx(out["point_to_command_ms"]["p50"] / out["baseline_targeting_ms"]["p50"], rel=0.01)
+    assert out["ratio_p50"] == pytest.approx(
+        out["point_to_command_ms"]["p50"] / out["baseline_targeting_ms"]["p50"], rel=0.01
+    )
     assert out["live_view_fps"] > 0 and out["done"] == 4
     # trials 0-1 without a recorder, 2-3 with one, in the same run
     rec = out["recording"]
     assert rec["point_to_command_ms_without"]["n"] == 2 and rec["point_to_command_ms_with"]["n"] == 2
-    assert rec["ratio_p50"] == pytest.approx(rec["point_to_command_ms_with"]["p50"]
-                                             / rec["point_to_command_ms_without"]["p50"], rel=0.01)
+    assert rec["ratio_p50"] == pytest.approx(
+        rec["point_to_command_ms_with"]["p50"] / rec["point_to_command_ms_without"]["p50"], rel=0.01
+    )
     assert rec["recordings"] == 2 and rec["incomplete"] == 0, rec["errors"]
     assert sorted(p.name for p in tmp_path.glob("*.mp4")) == ["perf-0002.mp4", "perf-0003.mp4"]
     assert rec["mcap_mb_per_s"] > 0 and rec["clip_mb_per_s"] > 0 and rec["end_ms"]["n"] == 2

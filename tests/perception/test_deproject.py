@@ -93,6 +93,7 @@ def test_rule_validation():
 
 # ---------------------------------------------------------------- the CLI on bad input (Breaker-A)
 
+
 def _cli(*args):
     from typer.testing import CliRunner
 
@@ -152,10 +153,10 @@ def test_image_area_is_half_a_pixel_beyond_the_border_centres(uoc_tabletop):
     d = deproject_pixel(f, 639.4, 240)
     assert d.valid and d.depth_m == pytest.approx(0.940) and d.source == "centre"
     np.testing.assert_allclose(d.point_m, pinhole(639.4, 240, 0.940), atol=1e-9)
-    d = deproject_pixel(f, 320, 479.45)   # the window of pixel (320, 479), the same depth
+    d = deproject_pixel(f, 320, 479.45)  # the window of pixel (320, 479), the same depth
     assert d.valid and d.depth_m == deproject_pixel(f, 320, 479).depth_m
     np.testing.assert_allclose(d.point_m, pinhole(320, 479.45, d.depth_m), atol=1e-9)
-    d = deproject_pixel(f, -0.5, 240)     # column 0 has no depth near row 240: a no_depth, not outside
+    d = deproject_pixel(f, -0.5, 240)  # column 0 has no depth near row 240: a no_depth, not outside
     assert not d.valid and d.reason.startswith("no_depth")
     for u, v in [(639.5, 240), (-0.51, 240), (320, 479.5), (320, -0.6)]:
         d = deproject_pixel(f, u, v)

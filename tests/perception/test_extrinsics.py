@@ -14,8 +14,12 @@ T_DOWN = [[0, -1, 0, 0.5], [-1, 0, 0, 0.0], [0, 0, -1, 0.6], [0, 0, 0, 1]]
 
 
 def write(tmp_path, **over):
-    d = {"format": "pointlab.calibration/1", "parent_frame": "link_base",
-         "child_frame": "camera_color_optical_frame", "T_parent_child": T_DOWN}
+    d = {
+        "format": "pointlab.calibration/1",
+        "parent_frame": "link_base",
+        "child_frame": "camera_color_optical_frame",
+        "T_parent_child": T_DOWN,
+    }
     d.update(over)
     p = tmp_path / "cal.json"
     p.write_text(json.dumps(d))
@@ -39,16 +43,19 @@ def test_round_trip(tmp_path):
     assert back.method == "PARK"
 
 
-@pytest.mark.parametrize("over,match", [
-    ({"format": "other"}, "format"),
-    ({"T_parent_child": [[1, 0, 0, 500], [0, 1, 0, 0], [0, 0, 1, 600], [0, 0, 0, 1]]}, "metres"),
-    ({"T_parent_child": [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}, "rigid"),
-    ({"T_parent_child": [[1, 0, 0], [0, 1, 0]]}, "rigid"),
-    ({"setup": "on_the_moon"}, "setup"),
-    ({"parent_frame": 5}, "parent_frame must be a non-empty frame name"),
-    ({"child_frame": None}, "child_frame must be a non-empty frame name"),
-    ({"child_frame": " "}, "child_frame must be a non-empty frame name"),
-])
+@pytest.mark.parametrize(
+    "over,match",
+    [
+        ({"format": "other"}, "format"),
+        ({"T_parent_child": [[1, 0, 0, 500], [0, 1, 0, 0], [0, 0, 1, 600], [0, 0, 0, 1]]}, "metres"),
+        ({"T_parent_child": [[2, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]}, "rigid"),
+        ({"T_parent_child": [[1, 0, 0], [0, 1, 0]]}, "rigid"),
+        ({"setup": "on_the_moon"}, "setup"),
+        ({"parent_frame": 5}, "parent_frame must be a non-empty frame name"),
+        ({"child_frame": None}, "child_frame must be a non-empty frame name"),
+        ({"child_frame": " "}, "child_frame must be a non-empty frame name"),
+    ],
+)
 def test_bad_files_are_refused(tmp_path, over, match):
     with pytest.raises(CalibrationFileError, match=match):
         load_calibration(write(tmp_path, **over))

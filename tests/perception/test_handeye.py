@@ -45,8 +45,9 @@ def test_exact_poses_recover_the_camera(method):
 
 
 def test_eye_in_hand_exact():
-    T_flange_cam = RigidTransform.from_rt(Rotation.from_euler("xyz", [0, 0, 90], degrees=True).as_matrix(),
-                                          [0.05, 0.0, 0.03])
+    T_flange_cam = RigidTransform.from_rt(
+        Rotation.from_euler("xyz", [0, 0, 90], degrees=True).as_matrix(), [0.05, 0.0, 0.03]
+    )
     T_base_board = RigidTransform.from_rt(np.eye(3), [0.3, -0.1, 0.0])
     fl = flange_poses()
     cams = [(f @ T_flange_cam).inverse() @ T_base_board for f in fl]

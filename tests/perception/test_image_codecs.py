@@ -49,7 +49,8 @@ def test_float_depth_is_decoded_as_codec_cpp_quantised_it():
     assert decode_depth(msg("32FC1; compressedDepth png", data)).tolist() == [[1000, 2000, 0]]
     # ROS 1's older form has no codec name after compressedDepth: png
     assert decode_depth(msg("16UC1; compressedDepth", struct.pack("<iff", 0, 0, 0) + png.tobytes())).tolist() == [
-        [9091, 4041, 0]]
+        [9091, 4041, 0]
+    ]
 
 
 def test_colour_jpeg_decodes_to_the_frame_within_a_few_levels(uoc_tabletop):
@@ -60,7 +61,7 @@ def test_colour_jpeg_decodes_to_the_frame_within_a_few_levels(uoc_tabletop):
     assert back.shape == rgb.shape and back.dtype == np.uint8
     # JPEG at quality 90 (4:2:0 chroma): a PSNR above 30 dB, the usual bar of "visually lossless"
     mse = np.mean((back.astype(float) - rgb.astype(float)) ** 2)
-    assert 10 * np.log10(255 ** 2 / mse) > 30.0
+    assert 10 * np.log10(255**2 / mse) > 30.0
     # channel order: the file is BGR-coded, the array RGB; a pure red patch stays red
     red = np.zeros((16, 16, 3), np.uint8)
     red[..., 0] = 255
@@ -75,12 +76,15 @@ def test_the_image_readers_take_compressed_messages_as_they_take_raw_ones(uoc_ta
     assert image_to_rgb(msg(*encode_color(f.color))).shape == f.color.shape
 
 
-@pytest.mark.parametrize("fmt,data,why", [
-    ("16UC1; compressedDepth png", b"\x00" * 12, "no image after its header"),
-    ("16UC1; compressedDepth png", b"\x00" * 12 + b"not a png at all", "16-bit single-channel PNG"),
-    ("16UC1; compressedDepth rvl", b"\x00" * 40, "not a compressedDepth png"),
-    ("rgb8; jpeg compressed bgr8", b"\x00" * 40, "not a compressedDepth png"),
-])
+@pytest.mark.parametrize(
+    "fmt,data,why",
+    [
+        ("16UC1; compressedDepth png", b"\x00" * 12, "no image after its header"),
+        ("16UC1; compressedDepth png", b"\x00" * 12 + b"not a png at all", "16-bit single-channel PNG"),
+        ("16UC1; compressedDepth rvl", b"\x00" * 40, "not a compressedDepth png"),
+        ("rgb8; jpeg compressed bgr8", b"\x00" * 40, "not a compressedDepth png"),
+    ],
+)
 def test_bad_depth_payloads_are_refused_with_a_reason(fmt, data, why):
     with pytest.raises(ValueError, match=why):
         decode_depth(msg(fmt, data))

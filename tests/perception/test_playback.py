@@ -13,29 +13,35 @@ from pointlab.perception import CameraSourceError
 from pointlab.perception.playback import DEFAULT_LAP_GAP_NS, Laps, PlaybackClock, PlaybackOptions, split_playback_spec
 
 
-@pytest.mark.parametrize("text, want", [
-    ("", {}),
-    ("rate=2", {"rate": 2.0}),
-    ("rate=0.5,loop=0", {"rate": 0.5, "loop": False}),
-    ("loop=yes,rate=max", {"loop": True, "rate": 0.0}),
-    ("rate=0", {"rate": 0.0}),
-    ("loop=OFF", {"loop": False}),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("", {}),
+        ("rate=2", {"rate": 2.0}),
+        ("rate=0.5,loop=0", {"rate": 0.5, "loop": False}),
+        ("loop=yes,rate=max", {"loop": True, "rate": 0.0}),
+        ("rate=0", {"rate": 0.0}),
+        ("loop=OFF", {"loop": False}),
+    ],
+)
 def test_options_parse(text, want):
     assert PlaybackOptions.parse(text) == want
 
 
-@pytest.mark.parametrize("text, names", [
-    ("rate=fast", "bag option rate: .*'fast'"),
-    ("rate=-1", "bag option rate: .*-1"),
-    ("rate=nan", "bag option rate"),
-    ("rate=inf", "bag option rate"),
-    ("rate=", "bag option rate"),
-    ("loop=maybe", "bag option loop: .*'maybe'"),
-    ("speed=2", "unknown bag option 'speed'; known: rate, loop"),
-    ("rate", "expected key=value"),
-    ("rate=1,rate=2", "bag option rate is given twice"),
-])
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("rate=fast", "bag option rate: .*'fast'"),
+        ("rate=-1", "bag option rate: .*-1"),
+        ("rate=nan", "bag option rate"),
+        ("rate=inf", "bag option rate"),
+        ("rate=", "bag option rate"),
+        ("loop=maybe", "bag option loop: .*'maybe'"),
+        ("speed=2", "unknown bag option 'speed'; known: rate, loop"),
+        ("rate", "expected key=value"),
+        ("rate=1,rate=2", "bag option rate is given twice"),
+    ],
+)
 def test_bad_options_name_the_option(text, names):
     with pytest.raises(CameraSourceError, match=names):
         PlaybackOptions.parse(text)

@@ -33,7 +33,9 @@ def test_aligned_depth_carries_colour_intrinsics_and_device_scale(camera):
     assert f.depth_scale_m == pytest.approx(units)
     i = f.intrinsics
     assert (i.width, i.height) == (640, 480)
-    np.testing.assert_allclose([i.fx, i.fy, i.ppx, i.ppy], [615.0, 615.0, 321.5, 243.2], atol=1e-4)  # float32 in librealsense
+    np.testing.assert_allclose(
+        [i.fx, i.fy, i.ppx, i.ppy], [615.0, 615.0, 321.5, 243.2], atol=1e-4
+    )  # float32 in librealsense
     assert f.color.shape == (480, 640, 3) and f.depth.shape == (480, 640)
     # colour is RGB: the box is red (200, 30, 30) at the principal point
     assert tuple(f.color[243, 321]) == (200, 30, 30)

@@ -11,7 +11,14 @@ from pointlab.perception.replay import list_frame_ids, load_camera_params, load_
 
 def test_camera_params_and_frames(uoc_tabletop):
     intr, scale = load_camera_params(uoc_tabletop)
-    assert (intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy) == (640, 480, 612.937, 613.173, 322.549, 248.158)
+    assert (intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy) == (
+        640,
+        480,
+        612.937,
+        613.173,
+        322.549,
+        248.158,
+    )
     assert scale == 0.001  # README: depth PNGs are millimetres
     assert list_frame_ids(uoc_tabletop) == [f"{i:06d}" for i in range(9)]
 
@@ -52,8 +59,9 @@ def test_bad_sources(tmp_path):
     (tmp_path / "camera_params.json").write_text("{not json")
     with pytest.raises(CameraSourceError, match="malformed"):
         make_camera(f"replay:{tmp_path}").connect()
-    (tmp_path / "camera_params.json").write_text(json.dumps(
-        {"img_width": 4, "img_height": 3, "fx": 1, "fy": 1, "x_offset": 2, "y_offset": 1}))
+    (tmp_path / "camera_params.json").write_text(
+        json.dumps({"img_width": 4, "img_height": 3, "fx": 1, "fy": 1, "x_offset": 2, "y_offset": 1})
+    )
     (tmp_path / "000000-color.png").write_bytes(b"\x89PNG corrupt")
     (tmp_path / "000000-depth.png").write_bytes(b"corrupt")
     cam = make_camera(f"replay:{tmp_path}", fps=0).connect()

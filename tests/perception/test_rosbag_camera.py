@@ -23,13 +23,17 @@ T0 = 1_700_000_000_000_000_000
 # the ROS 2 message files the wheels install (sys.prefix/share/<package>/msg) and their dependencies
 _DEPS = {
     "sensor_msgs/msg/Image": ["std_msgs/msg/Header", "builtin_interfaces/msg/Time"],
-    "sensor_msgs/msg/CameraInfo": ["std_msgs/msg/Header", "builtin_interfaces/msg/Time",
-                                   "sensor_msgs/msg/RegionOfInterest"],
+    "sensor_msgs/msg/CameraInfo": [
+        "std_msgs/msg/Header",
+        "builtin_interfaces/msg/Time",
+        "sensor_msgs/msg/RegionOfInterest",
+    ],
 }
 
 
 def ros2_msgdef(ros_type: str) -> str:
     """The concatenated definition rosbag2 stores for ``ros_type`` (``ros2msg`` encoding)."""
+
     def text(t):
         pkg, _, name = t.split("/")
         return (Path(sys.prefix) / "share" / pkg / "msg" / f"{name}.msg").read_text()
@@ -51,16 +55,31 @@ def header(stamp_ns):
 
 
 def image(arr, encoding, stamp_ns):
-    return {"header": header(stamp_ns), "height": arr.shape[0], "width": arr.shape[1], "encoding": encoding,
-            "is_bigendian": 0, "step": arr.strides[0], "data": arr.tobytes()}
+    return {
+        "header": header(stamp_ns),
+        "height": arr.shape[0],
+        "width": arr.shape[1],
+        "encoding": encoding,
+        "is_bigendian": 0,
+        "step": arr.strides[0],
+        "data": arr.tobytes(),
+    }
 
 
 def info(intr, stamp_ns):
-    return {"header": header(stamp_ns), "height": intr.height, "width": intr.width, "distortion_model": "plumb_bob",
-            "d": [0.0] * 5, "k": [intr.fx, 0, intr.ppx, 0, intr.fy, intr.ppy, 0, 0, 1],
-            "r": [1.0, 0, 0, 0, 1, 0, 0, 0, 1], "p": [intr.fx, 0, intr.ppx, 0, 0, intr.fy, intr.ppy, 0, 0, 0, 1, 0],
-            "binning_x": 0, "binning_y": 0,
-            "roi": {"x_offset": 0, "y_offset": 0, "height": 0, "width": 0, "do_rectify": False}}
+    return {
+        "header": header(stamp_ns),
+        "height": intr.height,
+        "width": intr.width,
+        "distortion_model": "plumb_bob",
+        "d": [0.0] * 5,
+        "k": [intr.fx, 0, intr.ppx, 0, intr.fy, intr.ppy, 0, 0, 1],
+        "r": [1.0, 0, 0, 0, 1, 0, 0, 0, 1],
+        "p": [intr.fx, 0, intr.ppx, 0, 0, intr.fy, intr.ppy, 0, 0, 0, 1, 0],
+        "binning_x": 0,
+        "binning_y": 0,
+        "roi": {"x_offset": 0, "y_offset": 0, "height": 0, "width": 0, "do_rectify": False},
+    }
 
 
 def write_mcap(path: Path, events) -> None:
@@ -70,8 +89,11 @@ def write_mcap(path: Path, events) -> None:
     with open(path, "wb") as f:
         w = Writer(f)
         schemas = {t: w.register_msgdef(t, ros2_msgdef(t)) for t in _DEPS}
-        types = {"color": "sensor_msgs/msg/Image", "depth": "sensor_msgs/msg/Image",
-                 "camera_info": "sensor_msgs/msg/CameraInfo"}
+        types = {
+            "color": "sensor_msgs/msg/Image",
+            "depth": "sensor_msgs/msg/Image",
+            "camera_info": "sensor_msgs/msg/CameraInfo",
+        }
         for key, log_ns, msg in events:
             w.write_message(REALSENSE_TOPICS[key], schemas[types[key]], msg, log_time=log_ns, publish_time=log_ns)
         w.finish()
@@ -84,7 +106,11 @@ def realsense_ros_events(frames, *, depth_first_every=2, metres=False, period_ns
     out = []
     for i, f in enumerate(frames):
         s = T0 + i * period_ns
-        d = (f.depth.astype("<f4") * np.float32(f.depth_scale_m), "32FC1") if metres else (f.depth.astype("<u2"), "16UC1")
+        d = (
+            (f.depth.astype("<f4") * np.float32(f.depth_scale_m), "32FC1")
+            if metres
+            else (f.depth.astype("<u2"), "16UC1")
+        )
         h = s if stamped else 0
         c_ev = [("camera_info", s + 1000, info(f.intrinsics, h)), ("color", s + 2000, image(f.color, "rgb8", h))]
         d_ev = [("depth", s + 1500 if i % depth_first_every == 0 else s + 9000, image(d[0], d[1], h))]
@@ -152,17 +178,33 @@ def test_a_sqlite3_rosbag2_folder_plays_too(tmp_path, frames):
     T = ts.types
 
     def to_msg(key, d):
-        hdr = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](**d["header"]["stamp"]),
-                                       frame_id=d["header"]["frame_id"])
+        hdr = T["std_msgs/msg/Header"](
+            stamp=T["builtin_interfaces/msg/Time"](**d["header"]["stamp"]), frame_id=d["header"]["frame_id"]
+        )
         if key == "camera_info":
             roi = T["sensor_msgs/msg/RegionOfInterest"](**d["roi"])
             return T["sensor_msgs/msg/CameraInfo"](
-                header=hdr, height=d["height"], width=d["width"], distortion_model=d["distortion_model"],
-                d=np.array(d["d"], float), k=np.array(d["k"], float), r=np.array(d["r"], float),
-                p=np.array(d["p"], float), binning_x=0, binning_y=0, roi=roi), "sensor_msgs/msg/CameraInfo"
-        return T["sensor_msgs/msg/Image"](header=hdr, height=d["height"], width=d["width"], encoding=d["encoding"],
-                                          is_bigendian=0, step=d["step"],
-                                          data=np.frombuffer(d["data"], np.uint8)), "sensor_msgs/msg/Image"
+                header=hdr,
+                height=d["height"],
+                width=d["width"],
+                distortion_model=d["distortion_model"],
+                d=np.array(d["d"], float),
+                k=np.array(d["k"], float),
+                r=np.array(d["r"], float),
+                p=np.array(d["p"], float),
+                binning_x=0,
+                binning_y=0,
+                roi=roi,
+            ), "sensor_msgs/msg/CameraInfo"
+        return T["sensor_msgs/msg/Image"](
+            header=hdr,
+            height=d["height"],
+            width=d["width"],
+            encoding=d["encoding"],
+            is_bigendian=0,
+            step=d["step"],
+            data=np.frombuffer(d["data"], np.uint8),
+        ), "sensor_msgs/msg/Image"
 
     bag = tmp_path / "humble_bag"
     with Writer(bag, version=8, storage_plugin=StoragePlugin.SQLITE3) as w:
@@ -184,7 +226,9 @@ def test_a_sqlite3_rosbag2_folder_plays_too(tmp_path, frames):
 def test_a_bag_without_the_camera_topics_is_refused_with_what_it_has(tmp_path, frames):
     path = tmp_path / "colour-only.mcap"
     write_mcap(path, [e for e in realsense_ros_events(frames[:1]) if e[0] == "color"])
-    with pytest.raises(CameraSourceError, match="lacks .*aligned_depth_to_color.*it has: /camera/camera/color/image_raw"):
+    with pytest.raises(
+        CameraSourceError, match="lacks .*aligned_depth_to_color.*it has: /camera/camera/color/image_raw"
+    ):
         make_camera(f"bag:{path}").connect()
 
 
@@ -287,10 +331,15 @@ def test_unstamped_frames_are_paced_and_stamped_by_log_time(tmp_path, frames):
 
 
 @pytest.mark.parametrize("suffix", [".mcap", ".bag"])
-@pytest.mark.parametrize("options, names", [
-    ("rate=fast", "bag option rate"), ("rate=-2", "bag option rate"), ("loop=2", "bag option loop"),
-    ("speed=2", "unknown bag option 'speed'"),
-])
+@pytest.mark.parametrize(
+    "options, names",
+    [
+        ("rate=fast", "bag option rate"),
+        ("rate=-2", "bag option rate"),
+        ("loop=2", "bag option loop"),
+        ("speed=2", "unknown bag option 'speed'"),
+    ],
+)
 def test_a_bad_option_is_a_camera_source_error_naming_it(tmp_path, suffix, options, names):
     with pytest.raises(CameraSourceError, match=names):
         make_camera(f"bag:{tmp_path / ('rec' + suffix)}#{options}")

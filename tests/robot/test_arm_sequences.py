@@ -43,7 +43,10 @@ def test_gripper_pick_of_a_flat_object_stops_at_the_table_clearance():
 def test_vacuum_pick_touches_the_surface():
     steps = unconnected_arm("lite_vacuum").plan("pick", [0.30, -0.10, 0.04])
     assert [s.position_m for k, s in steps if k == "move"] == [
-        pytest.approx((0.30, -0.10, 0.14)), pytest.approx((0.30, -0.10, 0.04)), pytest.approx((0.30, -0.10, 0.14))]
+        pytest.approx((0.30, -0.10, 0.14)),
+        pytest.approx((0.30, -0.10, 0.04)),
+        pytest.approx((0.30, -0.10, 0.14)),
+    ]
     assert [s for k, s in steps if k == "tool"] == [False, True]
 
 
@@ -99,12 +102,15 @@ def emu_arm():
     emu.stop()
 
 
-@pytest.mark.parametrize("action, target", [
-    ("pick", [0.50, 0.0, 0.05]),     # outside the box
-    ("pick", [0.30, 0.0, 0.35]),     # approach waypoint above the box
-    ("place", [0.05, 0.0, 0.05]),    # too close to the base
-    ("place", [float("nan"), 0.0, 0.05]),
-])
+@pytest.mark.parametrize(
+    "action, target",
+    [
+        ("pick", [0.50, 0.0, 0.05]),  # outside the box
+        ("pick", [0.30, 0.0, 0.35]),  # approach waypoint above the box
+        ("place", [0.05, 0.0, 0.05]),  # too close to the base
+        ("place", [float("nan"), 0.0, 0.05]),
+    ],
+)
 def test_unsafe_target_sends_nothing(emu_arm, action, target):
     emu, arm = emu_arm
     before = len(emu.entries())

@@ -16,9 +16,16 @@ import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
 from pointlab.robot.errors import (
-    ArmConnectionError, ArmFaultError, ArmNotConnectedError, ArmProtocolError, ArmTimeoutError, EmergencyStopError,
+    ArmConnectionError,
+    ArmFaultError,
+    ArmNotConnectedError,
+    ArmProtocolError,
+    ArmTimeoutError,
+    EmergencyStopError,
     MotionHaltedError,
-    MotionRefusedError, ReachRefusedError, UnreachableTargetError,
+    MotionRefusedError,
+    ReachRefusedError,
+    UnreachableTargetError,
 )
 from pointlab.robot.workspace import Workspace
 from pointlab.robot.xarm import Lite6Config, XArmDriver, _within_limit_deg
@@ -69,7 +76,7 @@ def tool_words(entries) -> list[int]:
 
 
 def after(entries, index):
-    return entries[index + 1:]
+    return entries[index + 1 :]
 
 
 def fault_index(entries) -> int:
@@ -85,8 +92,9 @@ def test_from_spec_defaults_and_port():
     assert (d.config.port, d.config.tcp_offset_mm) == (5020, pytest.approx(61.0))
 
 
-@pytest.mark.parametrize("spec", [None, "", "192.168.1.300", "robot.local", "10.0.0.2:abc", "10.0.0.2:0",
-                                  "10.0.0.2:30001"])
+@pytest.mark.parametrize(
+    "spec", [None, "", "192.168.1.300", "robot.local", "10.0.0.2:abc", "10.0.0.2:0", "10.0.0.2:30001"]
+)
 def test_bad_specs_are_refused(spec):
     with pytest.raises(ValueError):
         XArmDriver.from_spec(spec)
@@ -133,10 +141,20 @@ def test_bring_up_sequence(emu):
     d = driver_for(emu)
     d.connect()
     try:
-        setters = [(e["name"], e["params"]) for e in emu.entries()
-                   if e["name"] in {"clean_war", "clean_err", "motion_en", "set_mode", "set_state", "set_tcp_offset"}]
-        assert [n for n, _ in setters] == ["clean_war", "clean_err", "motion_en", "set_mode", "set_state",
-                                          "set_tcp_offset", "set_state"]
+        setters = [
+            (e["name"], e["params"])
+            for e in emu.entries()
+            if e["name"] in {"clean_war", "clean_err", "motion_en", "set_mode", "set_state", "set_tcp_offset"}
+        ]
+        assert [n for n, _ in setters] == [
+            "clean_war",
+            "clean_err",
+            "motion_en",
+            "set_mode",
+            "set_state",
+            "set_tcp_offset",
+            "set_state",
+        ]
         assert setters[2][1] == {"axis": 8, "enable": 1}
         assert setters[3][1]["mode"] == 0
         assert setters[4][1] == {"value": 0} and setters[6][1] == {"value": 0}
@@ -154,19 +172,19 @@ def test_pick_and_place_registers(emu, arm):
     arm.pick([0.25, 0.05, 0.03])
     pick_log = emu.entries()
     arm.place([0.30, -0.10, 0.02])
-    place_log = emu.entries()[len(pick_log):]
+    place_log = emu.entries()[len(pick_log) :]
 
     # Pick (gripper grasp depth 0.015 m, approach 0.10 m): above z 0.13, down z 0.015, above.
-    assert moves_mm(pick_log) == [pytest.approx(p, abs=1e-3) for p in
-                                  ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
+    assert moves_mm(pick_log) == [pytest.approx(p, abs=1e-3) for p in ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
     # Open (TO0 on, TO1 off) before the approach, close (TO0 off, TO1 on) at the bottom.
     assert tool_words(pick_log) == [TO0_ON, TO1_OFF, TO0_OFF, TO1_ON]
     order = [e["name"] for e in pick_log if e["name"] in MOTION_OR_TOOL]
     assert order == ["tgpio_w16b", "tgpio_w16b", "move_line", "move_line", "tgpio_w16b", "tgpio_w16b", "move_line"]
 
     # Place (release height 0.05 m): above z 0.12, down z 0.07, open, above.
-    assert moves_mm(place_log) == [pytest.approx(p, abs=1e-3) for p in
-                                   ([300, -100, 120], [300, -100, 70], [300, -100, 120])]
+    assert moves_mm(place_log) == [
+        pytest.approx(p, abs=1e-3) for p in ([300, -100, 120], [300, -100, 70], [300, -100, 120])
+    ]
     assert tool_words(place_log) == [TO0_ON, TO1_OFF]
 
     for e in emu.entries("move_line"):
@@ -209,8 +227,9 @@ def test_vacuum_pick_uses_the_suction_outputs_and_sensor():
         assert off["z_mm"] == pytest.approx(61.0, abs=1e-4)
         arm.pick([0.30, -0.10, 0.04])
         # Vacuum grasp depth 0: the cup goes down to the pointed surface, z 40 mm.
-        assert moves_mm(emu.entries()) == [pytest.approx(p, abs=1e-3) for p in
-                                           ([300, -100, 140], [300, -100, 40], [300, -100, 140])]
+        assert moves_mm(emu.entries()) == [
+            pytest.approx(p, abs=1e-3) for p in ([300, -100, 140], [300, -100, 40], [300, -100, 140])
+        ]
         # off (TO0 0, TO1 1) first, then on (TO0 1, TO1 0)
         assert tool_words(emu.entries()) == [TO0_OFF, TO1_ON, TO0_ON, TO1_OFF]
         assert arm.holding and arm.driver.holding_sensor() is True
@@ -278,8 +297,9 @@ def test_unreachable_pick_is_refused_without_motion_or_fault(emu, arm):
     # no reset needed: the next (reachable) pick runs as usual
     before = len(emu.entries())
     arm.pick([0.25, 0.05, 0.03])
-    assert moves_mm(emu.entries()[before:]) == [pytest.approx(p, abs=1e-3) for p in
-                                                ([250, 50, 130], [250, 50, 15], [250, 50, 130])]
+    assert moves_mm(emu.entries()[before:]) == [
+        pytest.approx(p, abs=1e-3) for p in ([250, 50, 130], [250, 50, 15], [250, 50, 130])
+    ]
 
 
 def test_reachable_pick_asks_ik_along_the_path_before_moving(emu, arm):
@@ -317,11 +337,13 @@ def test_reachable_pick_asks_ik_along_the_path_before_moving(emu, arm):
 
 def test_the_sdk_reads_no_ik_solution_as_code_10(emu, arm):
     api = arm.driver._api
-    code, _ = api.get_inverse_kinematics([700.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False,
-                                         return_is_radian=False)
+    code, _ = api.get_inverse_kinematics(
+        [700.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False, return_is_radian=False
+    )
     assert code == 10
-    code, angles = api.get_inverse_kinematics([250.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False,
-                                              return_is_radian=False)
+    code, angles = api.get_inverse_kinematics(
+        [250.0, 0.0, 150.0, 180.0, 0.0, 0.0], input_is_radian=False, return_is_radian=False
+    )
     assert code == 0 and len(angles) == 7 and all(-180.0 < a <= 180.0 for a in angles)
 
 
@@ -357,14 +379,22 @@ def test_a_stalled_reach_check_is_a_refusal_not_a_fault(emu):
         arm.disconnect()
 
 
-@pytest.mark.parametrize("joint, angle_deg, ok", [
-    (2, 149.0, True), (2, 151.0, False), (2, -151.0, False),  # J2 +-150
-    (3, -3.0, True), (3, -4.0, False),                          # J3 -3.5 .. 300
-    (3, -160.0, True),                                          # wrapped answer: 200 deg, inside
-    (3, -50.0, False),                                          # 310 deg: outside
-    (5, 123.0, True), (5, -125.0, False),                       # J5 +-124
-    (1, 179.0, True), (6, -180.0, True),
-])
+@pytest.mark.parametrize(
+    "joint, angle_deg, ok",
+    [
+        (2, 149.0, True),
+        (2, 151.0, False),
+        (2, -151.0, False),  # J2 +-150
+        (3, -3.0, True),
+        (3, -4.0, False),  # J3 -3.5 .. 300
+        (3, -160.0, True),  # wrapped answer: 200 deg, inside
+        (3, -50.0, False),  # 310 deg: outside
+        (5, 123.0, True),
+        (5, -125.0, False),  # J5 +-124
+        (1, 179.0, True),
+        (6, -180.0, True),
+    ],
+)
 def test_joint_limits(joint, angle_deg, ok):
     from pointlab.robot.xarm import LITE6_JOINT_LIMITS_DEG
 
@@ -593,13 +623,17 @@ def _catch(out: dict, fn, *args) -> None:
 
 
 # -- a whole trial: the fault is stored as a robot failure ----------------------------------
-@pytest.mark.parametrize("fault, on_register, says, error_type", [
-    ("error", "move_line", "C31", "ArmFaultError"),
-    ("drop", "get_state", "reconnected and sent the stop", "ArmConnectionError"),
-    ("error_no_data", "get_state", "the SDK raised IndexError", "ArmProtocolError"),  # issue 14, finding 8
-])
-def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, tmp_path, fault, on_register, says,
-                                                                   error_type):
+@pytest.mark.parametrize(
+    "fault, on_register, says, error_type",
+    [
+        ("error", "move_line", "C31", "ArmFaultError"),
+        ("drop", "get_state", "reconnected and sent the stop", "ArmConnectionError"),
+        ("error_no_data", "get_state", "the SDK raised IndexError", "ArmProtocolError"),  # issue 14, finding 8
+    ],
+)
+def test_trial_with_a_controller_fault_is_stored_as_robot_failure(
+    emu, ros_env, tmp_path, fault, on_register, says, error_type
+):
     from pointlab.bridge.trials.headless import run_scripted_trials
     from pointlab.bridge.session import SessionConfig, start_session
     from pointlab.bridge.study.store import Store
@@ -608,8 +642,9 @@ def test_trial_with_a_controller_fault_is_stored_as_robot_failure(emu, ros_env, 
     session = start_session(SessionConfig(camera="sim", robot=f"xarm:{emu.host}:{emu.port}", db_path=db))
     try:
         emu.inject(fault, on_register)
-        out = run_scripted_trials(session.station, "sim-oracle", [{"instruction": "pick up the red cube"}],
-                                  max_repeats=0)
+        out = run_scripted_trials(
+            session.station, "sim-oracle", [{"instruction": "pick up the red cube"}], max_repeats=0
+        )
     finally:
         session.close()
     (trial,) = out["trials"]

@@ -49,10 +49,10 @@ def test_image_keyed_answers(demo):
     for img, scale in ((rgb, 1.0), (small, 2.0)):
         h, w = img.shape[:2]
         exact = parse_points(models["arena-exact"].answer(_req(img, "Point to the orange can")), "molmo", w, h)
-        (u, v), = exact.points_px
+        ((u, v),) = exact.points_px
         assert _inside(mask, u, v, scale)
         centre = parse_points(models["arena-center"].answer(_req(img, "Point to the orange can")), "xy_pixels", w, h)
-        (cu, cv), = centre.points_px
+        ((cu, cv),) = centre.points_px
         # 60 % of the way from the target to the image centre
         assert cu == pytest.approx(u + 0.6 * ((w - 1) / 2 - u), abs=1.0)
         assert cv == pytest.approx(v + 0.6 * ((h - 1) / 2 - v), abs=1.0)
@@ -61,8 +61,12 @@ def test_image_keyed_answers(demo):
     assert a1 == models["arena-noisy"].answer(_req(rgb, "Point to the orange can"))
     assert a1 != models["arena-noisy"].answer(_req(rgb, "Point to the can"))
     # wrong format about half the time over many instructions
-    wrong = [parse_points(models["arena-wrongfmt"].answer(_req(rgb, f"Point to the orange can #{k}")), "xy_pixels",
-                          640, 480).ok for k in range(40)]
+    wrong = [
+        parse_points(
+            models["arena-wrongfmt"].answer(_req(rgb, f"Point to the orange can #{k}")), "xy_pixels", 640, 480
+        ).ok
+        for k in range(40)
+    ]
     assert 10 <= wrong.count(False) <= 30
     # an unknown image or target: nothing found (exact), the centre (biased)
     noise = np.random.default_rng(0).integers(0, 255, (480, 640, 3), dtype=np.uint8)
@@ -76,4 +80,6 @@ def test_oracle_refuses_a_mask_of_another_size(tmp_path, demo):
     _, d = demo
     Image.fromarray(np.zeros((10, 10), np.uint8)).save(tmp_path / "m.png")
     with pytest.raises(ValueError, match="mask"):
-        ImageKeyedOracle([{"image": str(d / "tabletop_0.png"), "targets": [{"names": ["x"], "mask": str(tmp_path / "m.png")}]}])
+        ImageKeyedOracle(
+            [{"image": str(d / "tabletop_0.png"), "targets": [{"names": ["x"], "mask": str(tmp_path / "m.png")}]}]
+        )

@@ -12,8 +12,13 @@ import math
 import numpy as np
 import pytest
 
-from pointlab.sim_mock.arm_backend import (JOINT_LIMIT_ERROR, KINEMATIC_ERROR, SPEED_LIMIT_ERROR,
-                                           KinematicArmBackend, PlanningError)
+from pointlab.sim_mock.arm_backend import (
+    JOINT_LIMIT_ERROR,
+    KINEMATIC_ERROR,
+    SPEED_LIMIT_ERROR,
+    KinematicArmBackend,
+    PlanningError,
+)
 from pointlab.sim_mock.xarm_model import T_to_pose, pose_to_T
 
 FLANGE = np.eye(4)
@@ -59,9 +64,9 @@ def test_joint_move_is_synchronous_and_trapezoidal(arm, clock):
     q1 = q0 + np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.2])
     # 0.5 rad at 1 rad/s, 10 rad/s^2: 0.1 s up (0.05 rad), 0.4 s cruise, 0.1 s down: 0.6 s
     assert arm.move_joints(q1, 1.0, 10.0) == pytest.approx(0.6)
-    clock.t += 0.05   # accelerating: 1/2 * 10 * 0.05^2 = 0.0125 rad of 0.5
+    clock.t += 0.05  # accelerating: 1/2 * 10 * 0.05^2 = 0.0125 rad of 0.5
     assert arm.joints_rad() - q0 == pytest.approx([0.0125, 0, 0, 0, 0, 0.0125 * 0.2 / 0.5], abs=1e-9)
-    clock.t += 0.25   # 0.3 s: 0.05 + 0.2 = 0.25 rad, half way; joint 6 half way too
+    clock.t += 0.25  # 0.3 s: 0.05 + 0.2 = 0.25 rad, half way; joint 6 half way too
     assert arm.joints_rad() - q0 == pytest.approx([0.25, 0, 0, 0, 0, 0.1], abs=1e-9)
     assert arm.moving()
     clock.t += 0.3

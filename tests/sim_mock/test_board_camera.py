@@ -41,8 +41,9 @@ def detected_in_base(cam: BoardCamera):
     return T.apply(CENTRE_BOARD), -T.rotation[:, 2], frame
 
 
-@pytest.mark.parametrize("tcp, centre", [((0.28, 0.0, 0.26), (0.42, 0.0, 0.17)),
-                                         ((0.30, 0.05, 0.24), (0.44, 0.05, 0.15))])
+@pytest.mark.parametrize(
+    "tcp, centre", [((0.28, 0.0, 0.26), (0.42, 0.0, 0.17)), ((0.30, 0.05, 0.24), (0.44, 0.05, 0.15))]
+)
 def test_hand_board_follows_the_tcp(rig, tcp, centre):
     world, arm = rig
     arm.move_to(TcpPose(tcp))
@@ -110,8 +111,11 @@ def test_spec_options():
     assert isinstance(cam, BoardCamera) and cam.mount == "wrist" and not cam.noise
     assert cam.board == CharucoBoardSpec(6, 8, 0.03, 0.022, "DICT_4X4_50")
     assert make_camera("sim-board", world=w).mount == "hand"
-    for bad, msg in [("sim-board:hand,table", "one mount"), ("sim-board:tool", "unknown option"),
-                     ("sim-board:board=5x7:0.04", "expected")]:
+    for bad, msg in [
+        ("sim-board:hand,table", "one mount"),
+        ("sim-board:tool", "unknown option"),
+        ("sim-board:board=5x7:0.04", "expected"),
+    ]:
         with pytest.raises(CameraSourceError, match=msg):
             make_camera(bad, world=w)
     with pytest.raises(CameraSourceError, match="unknown mount"):

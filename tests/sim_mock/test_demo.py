@@ -90,8 +90,18 @@ def test_a_noisy_pointer_fails_clearly_more_often():
     # trials still succeed, and most failures are the physics judge's (an empty gripper, an object
     # too far from where it should be), not refusals before the arm moved
     assert min(ok) >= 1, ok
-    judged = [reason for r in runs for good, reason in r if not good
-              and ("not holding" in str(reason) or " cm " in str(reason) or "not on top" in str(reason)
-                   or "not in" in str(reason) or "next to" in str(reason))]
+    judged = [
+        reason
+        for r in runs
+        for good, reason in r
+        if not good
+        and (
+            "not holding" in str(reason)
+            or " cm " in str(reason)
+            or "not on top" in str(reason)
+            or "not in" in str(reason)
+            or "next to" in str(reason)
+        )
+    ]
     failures = sum(len(r) - k for r, k in zip(runs, ok))
     assert len(judged) >= failures - 2, [reason for r in runs for good, reason in r if not good]

@@ -21,7 +21,9 @@ def test_sdk_pick_and_place_moves_the_mujoco_arm_and_is_judged_by_physics():
     world = SimWorld()
     emu = start_emulator(time_scale=0.05, backend=world_backend(world, time_scale=0.05))
     try:
-        arm = Arm(XArmDriver.from_spec(f"{emu.host}:{emu.port}", cmd_timeout_s=5.0), motion=MotionConfig(grip_settle_s=0.4))
+        arm = Arm(
+            XArmDriver.from_spec(f"{emu.host}:{emu.port}", cmd_timeout_s=5.0), motion=MotionConfig(grip_settle_s=0.4)
+        )
         with arm:
             tcp0 = world.arm.tcp_m.copy()
             arm.pick(world.object("red cube").top_center_m)

@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from pointlab.sim_mock.kinematics import (LITE6_JOINTS, Lite6Kinematics, lite6_urdf_text, matrix_to_rpy_deg,
-                                          rpy_deg_to_matrix)
+from pointlab.sim_mock.kinematics import (
+    LITE6_JOINTS,
+    Lite6Kinematics,
+    lite6_urdf_text,
+    matrix_to_rpy_deg,
+    rpy_deg_to_matrix,
+)
 
 JOINT_VECTORS = [
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -86,8 +91,11 @@ def test_embedded_model_matches_the_shared_urdf(shared_data, kin, tool):
         expected = _urdf_fk(root, q, last)
         assert np.allclose(kin.fk(q, tool), expected, atol=1e-9), q
         assert np.allclose(from_file.fk(q, tool), expected, atol=1e-9), q
-    limits = {j.get("name"): (float(j.find("limit").get("lower")), float(j.find("limit").get("upper")))
-              for j in root.findall("joint") if j.get("type") == "revolute"}
+    limits = {
+        j.get("name"): (float(j.find("limit").get("lower")), float(j.find("limit").get("upper")))
+        for j in root.findall("joint")
+        if j.get("type") == "revolute"
+    }
     assert [limits[j.name] for j in LITE6_JOINTS] == [tuple(r) for r in kin.joint_limits_rad.tolist()]
 
 
@@ -126,8 +134,9 @@ def test_ik_refuses_beyond_reach(kin):
 
 def test_ik_refuses_what_only_a_joint_limit_forbids(tmp_path):
     # Same robot with joint1 limited to +-30 deg: a target 63 deg off the x axis needs joint1 ~63 deg.
-    text = lite6_urdf_text("lite_gripper").replace('lower="-6.283185" upper="6.283185"',
-                                                   'lower="-0.5236" upper="0.5236"', 1)
+    text = lite6_urdf_text("lite_gripper").replace(
+        'lower="-6.283185" upper="6.283185"', 'lower="-0.5236" upper="0.5236"', 1
+    )
     path = tmp_path / "narrow.urdf"
     path.write_text(text)
     narrow = Lite6Kinematics(str(path))

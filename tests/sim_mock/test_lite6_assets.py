@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from pointlab.sim_mock.lite6_assets import (LINK_MESHES, asset_dir, load_inertials,
-                                            mesh_bounds_m, read_xacro_inertials)
+from pointlab.sim_mock.lite6_assets import LINK_MESHES, asset_dir, load_inertials, mesh_bounds_m, read_xacro_inertials
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,16 @@ import pytest
 
 from pointlab.benchmark.points import parse_points
 from pointlab.benchmark.prompts import build_messages, image_to_data_url
-from pointlab.sim_mock.model_server import (NOT_FOUND_TEXT, SIM_NOISE_PX, ChatRequest, OracleModel, ScriptedModel,
-                                            create_model_server, default_sim_models, serve_in_thread)
+from pointlab.sim_mock.model_server import (
+    NOT_FOUND_TEXT,
+    SIM_NOISE_PX,
+    ChatRequest,
+    OracleModel,
+    ScriptedModel,
+    create_model_server,
+    default_sim_models,
+    serve_in_thread,
+)
 
 
 class StubOracle:
@@ -88,7 +96,9 @@ def test_oracle_answers_in_its_format(server):
     assert text.startswith('<point x="25.0" y="50.0"')
     assert oracle.calls[-1] == ("the mug", 640, 480)
     msgs = build_messages("the banana", image(480, 640), "molmo", "default", width=640, height=480)
-    assert client.chat.completions.create(model="sim-oracle", messages=msgs).choices[0].message.content == NOT_FOUND_TEXT
+    assert (
+        client.chat.completions.create(model="sim-oracle", messages=msgs).choices[0].message.content == NOT_FOUND_TEXT
+    )
 
 
 def test_scripted_replay_match_then_sequence_then_used_up(server):
@@ -106,15 +116,40 @@ def test_scripted_replay_match_then_sequence_then_used_up(server):
         ask("and more")
 
 
-@pytest.mark.parametrize("body, status, needle", [
-    ({"model": "echo"}, 400, "messages"),
-    ({"model": "echo", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}, 400, "decodable"),
-    ({"model": "echo", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "http://example.com/x.png"}}]}]}, 400, "data URL"),
-    ({"model": "nope", "messages": [{"role": "user", "content": "hi"}]}, 404, "does not exist"),
-    ({"model": "sim-oracle", "messages": [{"role": "user", "content": "the mug"}]}, 400, "needs an image"),
-])
+@pytest.mark.parametrize(
+    "body, status, needle",
+    [
+        ({"model": "echo"}, 400, "messages"),
+        (
+            {
+                "model": "echo",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}],
+                    }
+                ],
+            },
+            400,
+            "decodable",
+        ),
+        (
+            {
+                "model": "echo",
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "image_url", "image_url": {"url": "http://example.com/x.png"}}],
+                    }
+                ],
+            },
+            400,
+            "data URL",
+        ),
+        ({"model": "nope", "messages": [{"role": "user", "content": "hi"}]}, 404, "does not exist"),
+        ({"model": "sim-oracle", "messages": [{"role": "user", "content": "the mug"}]}, 400, "needs an image"),
+    ],
+)
 def test_bad_requests_get_openai_error_bodies(server, body, status, needle):
     url, _ = server
     r = httpx.post(f"{url}/chat/completions", json=body, timeout=5)
@@ -129,21 +164,36 @@ def _png_header_only(w, h):
 
     def chunk(t, d):
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+
     row = b"\x00" * (1 + 3 * w)
     z = zlib.compressobj(9)
     idat = b"".join(z.compress(row) for _ in range(h)) + z.flush()
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", idat)
+        + chunk(b"IEND", b"")
+    )
 
 
-@pytest.mark.parametrize("url, needle", [
-    ("data:image/png;base64,!!!!", "no bytes"),            # decodes to b"": cv2.imdecode asserted -> HTTP 500
-    ("data:image/png;base64,", "no bytes"),
-])
+@pytest.mark.parametrize(
+    "url, needle",
+    [
+        ("data:image/png;base64,!!!!", "no bytes"),  # decodes to b"": cv2.imdecode asserted -> HTTP 500
+        ("data:image/png;base64,", "no bytes"),
+    ],
+)
 def test_empty_image_is_400_not_500(server, url, needle):
     base, _ = server
-    body = {"model": "echo", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}]}]}
+    body = {
+        "model": "echo",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}],
+            }
+        ],
+    }
     r = httpx.post(f"{base}/chat/completions", json=body, timeout=5)
     assert r.status_code == 400 and needle in r.json()["error"]["message"]
 
@@ -155,8 +205,15 @@ def test_decompression_bomb_is_refused_before_decoding(server):
     png = _png_header_only(9000, 9000)  # 81 Mpx (243 MB as RGB) from about 250 kB of PNG
     assert len(png) < 400_000
     url = "data:image/png;base64," + base64.b64encode(png).decode()
-    body = {"model": "echo", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}]}]}
+    body = {
+        "model": "echo",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "x"}],
+            }
+        ],
+    }
     r = httpx.post(f"{base}/chat/completions", json=body, timeout=30)
     assert r.status_code == 400 and "9000x9000" in r.json()["error"]["message"]
 
@@ -176,8 +233,11 @@ def test_model_answer_that_is_not_text_is_passed_through_not_500():
 
     url, stop = serve_in_thread(create_model_server({"number": Number()}))
     try:
-        r = httpx.post(f"{url}/chat/completions", json={"model": "number", "messages": [{"role": "user", "content": "x"}]},
-                       timeout=5)
+        r = httpx.post(
+            f"{url}/chat/completions",
+            json={"model": "number", "messages": [{"role": "user", "content": "x"}]},
+            timeout=5,
+        )
     finally:
         stop()
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == 12345
@@ -191,21 +251,28 @@ def test_non_json_body_is_400(server):
 
 
 def _request(w=640, h=480, instruction="the mug"):
-    return ChatRequest(model="m", messages=[], prompt_text=instruction, all_text=instruction, instruction=instruction,
-                       image_rgb=np.zeros((h, w, 3), np.uint8))
+    return ChatRequest(
+        model="m",
+        messages=[],
+        prompt_text=instruction,
+        all_text=instruction,
+        instruction=instruction,
+        image_rgb=np.zeros((h, w, 3), np.uint8),
+    )
 
 
 def test_noise_statistics_make_small_objects_missed_often():
     model = OracleModel(StubOracle(), "xy_pixels", noise_px=SIM_NOISE_PX, seed=3)
     req = _request()
-    errs = np.array([parse_points(model.answer(req), "xy_pixels", 640, 480).points_px[0] - (159.5, 239.5)
-                     for _ in range(4000)])
+    errs = np.array(
+        [parse_points(model.answer(req), "xy_pixels", 640, 480).points_px[0] - (159.5, 239.5) for _ in range(4000)]
+    )
     assert abs(errs.std(axis=0) - SIM_NOISE_PX).max() < 0.05 * SIM_NOISE_PX
     assert np.abs(errs.mean(axis=0)).max() < 2.0
     # a 40 px object (radius 20 px) is hit when the error is within 20 px:
     # P = 1 - exp(-20^2 / (2 * 28^2)) = 0.2254 for a 2-D isotropic Gaussian
     hit = np.mean(np.hypot(errs[:, 0], errs[:, 1]) <= 20.0)
-    assert abs(hit - (1 - np.exp(-400 / (2 * 28.0 ** 2)))) < 0.03
+    assert abs(hit - (1 - np.exp(-400 / (2 * 28.0**2)))) < 0.03
 
 
 def test_noise_is_reproducible_by_seed():
@@ -251,23 +318,33 @@ def test_port_out_of_range_is_an_oserror():
 
 
 @pytest.mark.slow  # two cold CLI processes: 2-5 s
-@pytest.mark.parametrize("args, needle", [
-    (["--port", "70000"], "Invalid value for '--port': Input should be less than or equal to 65535"),
-    (["--port", "0", "--noise-px", "nan"], "--noise-px: nan is not a finite number"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--port", "70000"], "Invalid value for '--port': Input should be less than or equal to 65535"),
+        (["--port", "0", "--noise-px", "nan"], "--noise-px: nan is not a finite number"),
+    ],
+)
 def test_cli_bad_port_or_noise_is_a_one_line_error(args, needle):
     # a subprocess with a timeout: if the bad value were accepted the server would serve for ever
-    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "pointlab"), "sim", "model-server", *args],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "pointlab"), "sim", "model-server", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1, r.stderr  # one line
 
 
-@pytest.mark.parametrize("content, needle", [
-    ('{"answer": "a"}\nnot json\n', ":2: not JSON"),
-    ('{"answer": 3}\n', ':1: need an object with a string "answer"'),
-    ('{"match": "", "answer": "x"}\n', ':1: "match" must be'),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ('{"answer": "a"}\nnot json\n', ":2: not JSON"),
+        ('{"answer": 3}\n', ':1: need an object with a string "answer"'),
+        ('{"match": "", "answer": "x"}\n', ':1: "match" must be'),
+    ],
+)
 def test_bad_script_lines_are_named(tmp_path, content, needle):
     p = tmp_path / "s.jsonl"
     p.write_text(content)
@@ -280,8 +357,18 @@ def test_bad_script_lines_are_named(tmp_path, content, needle):
 def test_data_url_png_round_trip_through_server(server):
     url, _ = server
     img = image(30, 50)
-    body = {"model": "echo", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": image_to_data_url(img, "png")}}, {"type": "text", "text": "x"}]}]}
+    body = {
+        "model": "echo",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": image_to_data_url(img, "png")}},
+                    {"type": "text", "text": "x"},
+                ],
+            }
+        ],
+    }
     r = httpx.post(f"{url}/chat/completions", json=body, timeout=5)
     assert r.json()["choices"][0]["message"]["content"] == "50x30 | x"
 
@@ -290,8 +377,19 @@ def test_data_url_png_round_trip_through_server(server):
 def test_cli_model_server_serves_script(tmp_path):
     script = tmp_path / "s.jsonl"
     script.write_text('{"answer": "<point x=\\"50\\" y=\\"50\\">x</point>"}\n')
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "pointlab"), "sim", "model-server",
-                             "--port", "0", "--script", str(script)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            os.path.join(os.path.dirname(sys.executable), "pointlab"),
+            "sim",
+            "model-server",
+            "--port",
+            "0",
+            "--script",
+            str(script),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, deadline = "", time.monotonic() + 60
         while time.monotonic() < deadline:

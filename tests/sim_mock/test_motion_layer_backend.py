@@ -127,8 +127,8 @@ def test_no_joint_solution_is_refused_at_once_as_c21(backend):
 
 def test_stop_halts_the_running_motion_and_drops_the_queued_ones(backend):
     q0 = backend.joints_rad()
-    backend.move_joints(q0 + np.array([1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)    # 2.1 s x 0.05
-    backend.move_joints(q0 + np.array([-1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)   # queued behind it
+    backend.move_joints(q0 + np.array([1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)  # 2.1 s x 0.05
+    backend.move_joints(q0 + np.array([-1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)  # queued behind it
     time.sleep(0.03)
     backend.stop()
     assert not backend.moving()

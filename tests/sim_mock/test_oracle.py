@@ -138,7 +138,7 @@ def test_next_to_points_at_free_table_beside_the_object_and_a_place_there_is_nex
     p = _on(fresh, frame, u, v)
     assert p[2] == pytest.approx(0.0, abs=0.004)  # on the table, not on the can's top
     # from the can's axis: its corner circle 2.5 sqrt(2) + BESIDE_GAP_M 1.5 + the red cube's 2 sqrt(2) cm
-    expected_m = 0.025 * 2 ** 0.5 + 0.015 + 0.02 * 2 ** 0.5  # 7.86 cm
+    expected_m = 0.025 * 2**0.5 + 0.015 + 0.02 * 2**0.5  # 7.86 cm
     assert np.hypot(*(p[:2] - can.position_m[:2])) == pytest.approx(expected_m, abs=0.005)
     arm.place(p)
     ok, reason = fresh.judge({"action": "place", "object": "red cube", "near": "orange can"})

@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose, make_arm
-from pointlab.robot.errors import (ArmConnectionError, ArmFaultError, ArmNotConnectedError, EmergencyStopError,
-                                   MotionHaltedError, UnreachableTargetError)
+from pointlab.robot.errors import (
+    ArmConnectionError,
+    ArmFaultError,
+    ArmNotConnectedError,
+    EmergencyStopError,
+    MotionHaltedError,
+    UnreachableTargetError,
+)
 from pointlab.sim_mock.arm import SimArmDriver, trapezoid_duration_s
 from pointlab.sim_mock.world import SimWorld
 
@@ -221,7 +227,7 @@ def test_aiming_at_an_edge_fails_more_often_than_at_the_centre(world):
     cubes = [o.name for o in world.scene.objects if o.shape == "box"]
     for aim, offset in (("centre", 0.0), ("edge", 0.016)):
         for name in cubes:
-            for sign in ((1.0,) if offset == 0 else (1.0, -1.0)):
+            for sign in (1.0,) if offset == 0 else (1.0, -1.0):
                 world.reset()
                 arm = Arm(SimArmDriver(world=world, time_scale=0.0), motion=FAST).connect()
                 arm.pick(_top(world, name) + [0.0, sign * offset, 0.0])

@@ -54,7 +54,7 @@ def test_table_depth_equals_the_hand_computed_range(clean, noisy, pixel):
     t = -eye[2] / ray[2]  # where the ray meets the table plane z = 0; t is the optical z (depth)
     assert 0.4 < t < 1.2
     assert clean.depth[v, u] * 0.001 == pytest.approx(t, abs=0.0006)  # uint16 millimetres
-    window = noisy.depth[v - 3:v + 4, u - 3:u + 4].astype(float)
+    window = noisy.depth[v - 3 : v + 4, u - 3 : u + 4].astype(float)
     assert np.median(window[window > 0]) * 0.001 == pytest.approx(t, abs=0.004)
 
 
@@ -82,7 +82,7 @@ def test_object_centres_project_onto_their_colour(world, noisy):
             continue
         pc = R.T @ (o.top_center_m - eye)
         u, v = int(round(i.fx * pc[0] / pc[2] + i.ppx)), int(round(i.fy * pc[1] / pc[2] + i.ppy))
-        seen = noisy.color[v - 1:v + 2, u - 1:u + 2].reshape(-1, 3).mean(axis=0)
+        seen = noisy.color[v - 1 : v + 2, u - 1 : u + 2].reshape(-1, 3).mean(axis=0)
         # the colour there is closest to this object's albedo among all objects and the table
         candidates = {x.name: x.color_rgb for x in objects} | {"table": world.scene.table_color_rgb}
         nearest = min(candidates, key=lambda n: _hue_distance(seen, candidates[n]))

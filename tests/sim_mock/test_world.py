@@ -10,7 +10,7 @@ import pytest
 
 from pointlab.robot.workspace import Workspace
 from pointlab.sim_mock.scene import ObjectSpec, Scene, default_scene, load_scene, normalize_text
-from pointlab.sim_mock.world import (DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, default_world)
+from pointlab.sim_mock.world import DEFAULT_CAMERA_EYE_M, DEFAULT_CAMERA_TARGET_M, DEFAULT_INTRINSICS, default_world
 
 from .conftest import sim_arm, top_of
 
@@ -33,15 +33,26 @@ def test_default_scene_has_what_the_issue_asks_for():
 
 def test_scene_file_round_trip_and_errors(tmp_path):
     good = tmp_path / "s.toml"
-    good.write_text('name = "mini"\n[[objects]]\nname = "box a"\nshape = "box"\nsize_m = [0.03, 0.03, 0.03]\n'
-                    'color_rgb = [10, 20, 30]\nposition_m = [0.3, 0.0, 0.0]\nmass_kg = 0.05\n')
+    good.write_text(
+        'name = "mini"\n[[objects]]\nname = "box a"\nshape = "box"\nsize_m = [0.03, 0.03, 0.03]\n'
+        "color_rgb = [10, 20, 30]\nposition_m = [0.3, 0.0, 0.0]\nmass_kg = 0.05\n"
+    )
     s = load_scene(good)
     assert s.name == "mini" and s.objects[0].size_m == (0.03, 0.03, 0.03) and s.objects[0].mass == 0.05
-    for body, what in (('[[objects]]\nname = "x"\nshape = "cone"\nsize_m = [1, 1, 1]\ncolor_rgb = [1, 2, 3]\n'
-                        'position_m = [0, 0, 0]\n', "shape"),
-                       ('[[objects]]\nname = "x"\nshape = "box"\nsize_m = [1, 1, 1]\ncolor_rgb = [1, 2, 3]\n'
-                        'position_m = [0, 0, 0]\ncolour = 3\n', "colour"),
-                       ('name = "empty"\n', "at least one"), ("[[objects\n", "TOML")):
+    for body, what in (
+        (
+            '[[objects]]\nname = "x"\nshape = "cone"\nsize_m = [1, 1, 1]\ncolor_rgb = [1, 2, 3]\n'
+            "position_m = [0, 0, 0]\n",
+            "shape",
+        ),
+        (
+            '[[objects]]\nname = "x"\nshape = "box"\nsize_m = [1, 1, 1]\ncolor_rgb = [1, 2, 3]\n'
+            "position_m = [0, 0, 0]\ncolour = 3\n",
+            "colour",
+        ),
+        ('name = "empty"\n', "at least one"),
+        ("[[objects\n", "TOML"),
+    ):
         bad = tmp_path / "bad.toml"
         bad.write_text(body)
         with pytest.raises(ValueError, match=what):
@@ -56,8 +67,9 @@ def test_masses_follow_size_and_density(world):
     # red cube: 4 cm of wood (600 kg/m^3) = 0.04^3 * 600 = 38.4 g
     assert m.body_mass[body("red cube")] == pytest.approx(0.0384, rel=1e-6)
     # blue bowl, density 1000: wall pi (0.065^2 - 0.059^2) (0.05 - 0.012) + floor pi 0.065^2 0.012
-    assert m.body_mass[body("blue bowl")] == pytest.approx(1000 * math.pi * (7.44e-4 * 0.038 + 4.225e-3 * 0.012),
-                                                           rel=1e-6)
+    assert m.body_mass[body("blue bowl")] == pytest.approx(
+        1000 * math.pi * (7.44e-4 * 0.038 + 4.225e-3 * 0.012), rel=1e-6
+    )
     assert m.body_mass[body("white mug")] == pytest.approx(0.25, rel=1e-6)  # given in the scene file
 
 
@@ -80,8 +92,12 @@ def test_names_and_aliases_resolve():
     assert scene.mentions("the small green cube, not the green cube") == ["small green cube", "green cube"]
     assert scene.mentions("the redcube") == []  # whole words only
     with pytest.raises(ValueError):
-        Scene((ObjectSpec("a", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0, 0), aliases=("b",)),
-               ObjectSpec("b", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0.1, 0))))
+        Scene(
+            (
+                ObjectSpec("a", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0, 0), aliases=("b",)),
+                ObjectSpec("b", "box", (0.04, 0.04, 0.04), (1, 2, 3), (0.3, 0.1, 0)),
+            )
+        )
 
 
 def test_mention_spans_index_the_normalised_text():
@@ -95,21 +111,24 @@ def test_mention_spans_index_the_normalised_text():
     assert scene.mention_spans("the small green cube") == [(4, 20, "small green cube")]  # the longest name wins
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("place it on top of the green cube", ("on", "green cube")),
-    ("set it down on the purple cube", ("on", "purple cube")),
-    ("stack it onto the can", ("on", "orange can")),
-    ("put it on the top of the mug", ("on", "white mug")),
-    ("put the red cube next to the orange can", ("near", "orange can")),   # the held object is not the reference
-    ("put it on the left of the can", ("near", "orange can")),              # "on" not right before the name
-    ("put it in the mug", ("near", "white mug")),                           # a mug is not a container
-    ("can you put it next to the mug", ("near", "white mug")),              # "can" is no reference here
-    ("put it on the table next to the bowl", ("near", "blue bowl")),
-    ("drop it into the bowl", ("container", "blue bowl")),
-    ("put it on the bowl", ("container", "blue bowl")),                     # a bowl is filled
-    ("the green cube", ("near", "green cube")),                             # no relation word: near
-    ("put the red cube down", None),                                        # nothing but the held object
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("place it on top of the green cube", ("on", "green cube")),
+        ("set it down on the purple cube", ("on", "purple cube")),
+        ("stack it onto the can", ("on", "orange can")),
+        ("put it on the top of the mug", ("on", "white mug")),
+        ("put the red cube next to the orange can", ("near", "orange can")),  # the held object is not the reference
+        ("put it on the left of the can", ("near", "orange can")),  # "on" not right before the name
+        ("put it in the mug", ("near", "white mug")),  # a mug is not a container
+        ("can you put it next to the mug", ("near", "white mug")),  # "can" is no reference here
+        ("put it on the table next to the bowl", ("near", "blue bowl")),
+        ("drop it into the bowl", ("container", "blue bowl")),
+        ("put it on the bowl", ("container", "blue bowl")),  # a bowl is filled
+        ("the green cube", ("near", "green cube")),  # no relation word: near
+        ("put the red cube down", None),  # nothing but the held object
+    ],
+)
 def test_place_target_reads_the_words_before_the_reference(text, expected):
     assert default_scene().place_target(text, "red cube") == expected
 
@@ -155,8 +174,11 @@ def test_objects_start_at_rest_upright_on_the_table(fresh):
 def test_a_dropped_cube_lands_on_what_is_under_it(fresh, where, rest_z):
     """Dropped from 8 cm, the red cube comes to rest on the bowl's 12 mm floor, on the 4 cm green cube
     (it does not pass through it: collisions), or on the table."""
-    over = {"bowl": fresh.object("blue bowl").position_m, "green cube": fresh.object("green cube").position_m,
-            "table": (0.40, 0.02, 0.0)}[where]
+    over = {
+        "bowl": fresh.object("blue bowl").position_m,
+        "green cube": fresh.object("green cube").position_m,
+        "table": (0.40, 0.02, 0.0),
+    }[where]
     fresh.set_object_pose("red cube", [over[0], over[1], rest_z + 0.08], yaw_deg=-10.0)
     fresh.settle(2.0)
     p = fresh.object("red cube").position_m
@@ -184,7 +206,10 @@ def test_judge_pick_place_and_near_from_the_physics(fresh):
     arm = sim_arm(w)
     arm.pick(top_of(w, "red cube"))
     assert w.judge({"action": "pick", "object": "red block"}) == (True, "holding red cube")
-    assert w.judge({"action": "place", "object": "red cube", "container": "blue bowl"}) == (False, "red cube is still held")
+    assert w.judge({"action": "place", "object": "red cube", "container": "blue bowl"}) == (
+        False,
+        "red cube is still held",
+    )
     arm.place(top_of(w, "blue bowl"))
     assert w.judge({"action": "place", "object": "red cube", "container": "bowl"}) == (True, "red cube is in blue bowl")
     green = w.object("green cube").position_m
@@ -205,9 +230,13 @@ def test_a_block_stacked_on_another_is_on_it_not_next_to_it(fresh):
         # RESTING_TOL_M
         assert fresh.object_box("red cube").bottom_z_m == pytest.approx(top_m, abs=0.002)
         assert fresh.judge({"action": "place", "object": "red cube", "near": support}) == (
-            False, f"red cube is on top of, not next to, {support}")
+            False,
+            f"red cube is on top of, not next to, {support}",
+        )
         assert fresh.judge({"action": "place", "object": "red block", "on": support}) == (
-            True, f"red cube is on top of {support}")
+            True,
+            f"red cube is on top of {support}",
+        )
 
 
 def test_a_block_beside_the_cup_is_next_to_it_within_6_cm(fresh):
@@ -216,12 +245,18 @@ def test_a_block_beside_the_cup_is_next_to_it_within_6_cm(fresh):
     # the red cube (4 cm, yaw 0) on the mug's -x side: its face 3.5 + 3 cm from the mug's axis
     fresh.set_object_pose("red cube", [mug.position_m[0] - 0.035 - 0.03 - 0.02, mug.position_m[1], 0.0], yaw_deg=0.0)
     assert fresh.judge({"action": "place", "object": "red cube", "near": "cup"}) == (
-        True, "red cube is next to white mug, 3.0 cm away (within 6 cm)")
+        True,
+        "red cube is next to white mug, 3.0 cm away (within 6 cm)",
+    )
     assert fresh.judge({"action": "place", "object": "red cube", "on": "cup"}) == (
-        False, "red cube is next to, not on top of, white mug")
+        False,
+        "red cube is next to, not on top of, white mug",
+    )
     fresh.set_object_pose("red cube", [mug.position_m[0] - 0.035 - 0.07 - 0.02, mug.position_m[1], 0.0], yaw_deg=0.0)
     assert fresh.judge({"action": "place", "object": "red cube", "near": "cup"}) == (
-        False, "red cube is 7.0 cm from white mug (beyond 6 cm), not next to it")
+        False,
+        "red cube is 7.0 cm from white mug (beyond 6 cm), not next to it",
+    )
 
 
 def test_a_block_dropped_onto_the_cup_falls_in_and_is_neither_on_nor_next_to_it(fresh):
@@ -238,11 +273,17 @@ def test_a_block_in_the_bowl_is_in_it_not_on_or_next_to_it(fresh):
     bowl = fresh.object("blue bowl")
     fresh.set_object_pose("red cube", [bowl.position_m[0] + 0.02, bowl.position_m[1], bowl.floor_m + 0.002])
     assert fresh.judge({"action": "place", "object": "red cube", "container": "bowl"}) == (
-        True, "red cube is in blue bowl")
+        True,
+        "red cube is in blue bowl",
+    )
     assert fresh.judge({"action": "place", "object": "red cube", "near": "bowl"}) == (
-        False, "red cube is in, not next to, blue bowl")
+        False,
+        "red cube is in, not next to, blue bowl",
+    )
     assert fresh.judge({"action": "place", "object": "red cube", "on": "bowl"}) == (
-        False, "red cube is in, not on top of, blue bowl")
+        False,
+        "red cube is in, not on top of, blue bowl",
+    )
 
 
 def test_a_cube_beside_the_bowl_is_not_in_it(fresh):
@@ -261,19 +302,27 @@ def test_object_box_of_a_tilted_block_reaches_from_its_lowest_to_its_highest_cor
     a = ph._obj_qadr["red cube"]
     tilt = math.radians(30)
     with fresh.lock:
-        ph.data.qpos[a:a + 7] = [0.30, 0.10, 0.02 * math.sin(tilt), math.cos(tilt / 2), 0.0, math.sin(tilt / 2), 0.0]
+        ph.data.qpos[a : a + 7] = [0.30, 0.10, 0.02 * math.sin(tilt), math.cos(tilt / 2), 0.0, math.sin(tilt / 2), 0.0]
         mujoco.mj_forward(ph.model, ph.data)
         box = fresh.object_box("red cube")
     assert box.top_z_m - box.bottom_z_m == pytest.approx(0.04 * (math.cos(tilt) + math.sin(tilt)))
     assert box.bottom_z_m == pytest.approx(0.0, abs=1e-9)  # the lowest edge on the table
 
 
-@pytest.mark.parametrize("expected", [None, "pick", {}, {"action": "pick", "object": "unicorn"},
-                                      {"action": "wave", "object": "red cube"},
-                                      {"action": "place", "object": "red cube"},
-                                      {"action": "place", "object": "red cube", "container": "green cube"},
-                                      {"action": "place", "object": "red cube", "on": "unicorn"},
-                                      {"action": "place", "object": "red cube", "near": "red block"}])
+@pytest.mark.parametrize(
+    "expected",
+    [
+        None,
+        "pick",
+        {},
+        {"action": "pick", "object": "unicorn"},
+        {"action": "wave", "object": "red cube"},
+        {"action": "place", "object": "red cube"},
+        {"action": "place", "object": "red cube", "container": "green cube"},
+        {"action": "place", "object": "red cube", "on": "unicorn"},
+        {"action": "place", "object": "red cube", "near": "red block"},
+    ],
+)
 def test_judge_never_raises_on_bad_expectations(world, expected):
     ok, reason = world.judge(expected)
     assert ok is False and reason.startswith("bad_expected")
@@ -292,18 +341,34 @@ def test_inject_fault_rejects_unknown_kinds(world):
 @pytest.mark.slow
 def test_infer_expected_reads_typed_instructions(fresh):
     w = fresh
-    assert w.infer_expected("pick up the red cube", "pick") == {"action": "pick", "object": "red cube", "inferred": True}
+    assert w.infer_expected("pick up the red cube", "pick") == {
+        "action": "pick",
+        "object": "red cube",
+        "inferred": True,
+    }
     # the bowl is a container: a pick names the first object that is not one
     assert w.infer_expected("take the yellow block out of the blue bowl", "pick")["object"] == "yellow block"
     assert w.infer_expected("wave at the camera", "pick") is None
     assert w.infer_expected("put it in the blue bowl", "place") is None  # nothing held: no place to judge
     sim_arm(w).pick(top_of(w, "red cube"))
     assert w.infer_expected("put the red cube in the blue bowl", "place") == {
-        "action": "place", "object": "red cube", "container": "blue bowl", "inferred": True}
+        "action": "place",
+        "object": "red cube",
+        "container": "blue bowl",
+        "inferred": True,
+    }
     assert w.infer_expected("place it next to the green cube", "place") == {
-        "action": "place", "object": "red cube", "near": "green cube", "inferred": True}
+        "action": "place",
+        "object": "red cube",
+        "near": "green cube",
+        "inferred": True,
+    }
     assert w.infer_expected("place it on top of the green cube", "place") == {
-        "action": "place", "object": "red cube", "on": "green cube", "inferred": True}
+        "action": "place",
+        "object": "red cube",
+        "on": "green cube",
+        "inferred": True,
+    }
     assert w.infer_expected("put it in the mug", "place")["near"] == "white mug"  # a mug is not a container
     assert w.infer_expected(None, "place") is None
 

@@ -59,9 +59,9 @@ class Client:
         return buf
 
     def bring_up(self) -> None:
-        self.call(11, bytes([8, 1]))   # motion_en axis 8 (all), enable
-        self.call(19, bytes([0]))      # set_mode 0
-        self.call(12, bytes([0]))      # set_state 0
+        self.call(11, bytes([8, 1]))  # motion_en axis 8 (all), enable
+        self.call(19, bytes([0]))  # set_mode 0
+        self.call(12, bytes([0]))  # set_state 0
 
     def move(self, x, y, z, roll=math.pi, pitch=0.0, yaw=0.0, speed=100.0, acc=1000.0) -> int:
         payload = struct.pack("<10f", x, y, z, roll, pitch, yaw, speed, acc, 0.0, -1.0) + bytes([0, 0, 0])
@@ -121,8 +121,15 @@ def test_bring_up_makes_the_arm_ready(emu, client):
     assert client.call(13)[1] == bytes([2])
     client.call(35, struct.pack("<6f", 0, 0, 83.6, 0, 0, 0))  # a TCP offset leaves state 5 again
     assert client.call(13)[1] == bytes([5])
-    assert [e["name"] for e in emu.entries()] == ["motion_en", "get_state", "set_mode", "set_state", "get_state",
-                                                  "set_tcp_offset", "get_state"]
+    assert [e["name"] for e in emu.entries()] == [
+        "motion_en",
+        "get_state",
+        "set_mode",
+        "set_state",
+        "get_state",
+        "set_tcp_offset",
+        "get_state",
+    ]
     assert emu.entries("set_tcp_offset")[0]["params"]["z_mm"] == pytest.approx(83.6, abs=1e-4)
 
 
@@ -171,7 +178,7 @@ def test_unreachable_target_sets_c21_and_refuses_until_cleared(client, emu):
     assert client.call(15)[1] == bytes([21, 0])
     assert client.move(250, 0, 150) & 0x40
     assert emu.entries("move_line")[-1]["result"] == "refused_error"
-    client.call(16)                          # clean_err
+    client.call(16)  # clean_err
     assert client.call(15)[1] == bytes([0, 0])
     assert client.call(13)[1] == bytes([4])  # still stopped: set_state(0) needed
     assert client.move(250, 0, 150) & 0x10
@@ -228,8 +235,8 @@ def test_motion_right_after_set_state_is_ignored():
     c = Client(emu)
     try:
         c.bring_up()
-        assert c.move(250, 0, 150) == 0       # acknowledged...
-        assert not emu.moving                 # ...but not executed
+        assert c.move(250, 0, 150) == 0  # acknowledged...
+        assert not emu.moving  # ...but not executed
         assert emu.entries("move_line")[-1]["result"] == "ignored"
     finally:
         c.close()
@@ -257,14 +264,15 @@ def test_vacuum_sensor():
     emu = start(tool="lite_vacuum")
     c = Client(emu)
     try:
+
         def read_in() -> int:
             return struct.unpack(">i", c.call(128, bytes([9]) + struct.pack(">H", 0x0A14))[1])[0]
 
         c.call(127, bytes([9]) + struct.pack(">H", 0x0A15) + struct.pack("<f", 257.0))
         c.call(127, bytes([9]) + struct.pack(">H", 0x0A15) + struct.pack("<f", 512.0))
-        assert emu.tool_closed and read_in() == 1     # on, sealed
+        assert emu.tool_closed and read_in() == 1  # on, sealed
         emu.vacuum_contact = False
-        assert read_in() == 0                          # on, nothing held
+        assert read_in() == 0  # on, nothing held
     finally:
         c.close()
         emu.stop()
@@ -349,9 +357,19 @@ def test_report_frame_layout(emu):
 
 
 def test_report_builder_fields():
-    frame = build_normal_report(ReportSnapshot(
-        state=2, mode=0, cmd_num=1, joints_rad=[0.1] * 6, pose_mm_rad=[250, 0, 150, 3.14, 0, 0], error_code=21,
-        enabled_mask=0x3F, brake_mask=0x3F, tcp_offset_mm_rad=[0, 0, 83.6, 0, 0, 0]))
+    frame = build_normal_report(
+        ReportSnapshot(
+            state=2,
+            mode=0,
+            cmd_num=1,
+            joints_rad=[0.1] * 6,
+            pose_mm_rad=[250, 0, 150, 3.14, 0, 0],
+            error_code=21,
+            enabled_mask=0x3F,
+            brake_mask=0x3F,
+            tcp_offset_mm_rad=[0, 0, 83.6, 0, 0, 0],
+        )
+    )
     assert len(frame) == 145 and frame[4] == 2 and struct.unpack(">H", frame[5:7])[0] == 1
     assert frame[87:91] == bytes([0x3F, 0x3F, 21, 0])
     assert struct.unpack("<6f", frame[91:115])[2] == pytest.approx(83.6, abs=1e-4)

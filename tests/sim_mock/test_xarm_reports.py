@@ -9,18 +9,39 @@ import struct
 
 import pytest
 
-from pointlab.sim_mock.xarm_reports import (NORMAL_REPORT_SIZE, REAL_REPORT_SIZE, RICH_REPORT_SIZE, REPORT_PORTS,
-                                            ReportSnapshot, build_report)
+from pointlab.sim_mock.xarm_reports import (
+    NORMAL_REPORT_SIZE,
+    REAL_REPORT_SIZE,
+    RICH_REPORT_SIZE,
+    REPORT_PORTS,
+    ReportSnapshot,
+    build_report,
+)
 
 report = pytest.importorskip("xarm.x3.report")
 
 LIMITS = ((-6.283, 6.283), (-2.618, 2.618), (-0.061, 5.236), (-6.283, 6.283), (-2.164, 2.164), (-6.283, 6.283))
 SNAP = ReportSnapshot(
-    state=1, mode=0, cmd_num=3, joints_rad=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6), pose_mm_rad=(250.0, -40.0, 120.0, 3.0, 0.1, -0.2),
-    error_code=21, warn_code=11, enabled_mask=0x3F, brake_mask=0x3F, tcp_offset_mm_rad=(0, 0, 83.6, 0, 0, 0),
-    tcp_load=(0.5, 0.0, 0.0, 40.0), collision_sens=4, teach_sens=2, firmware="v2.0.0", target_tcp_speed=150.0,
-    counter=7, world_offset_mm_rad=(1.0, 2.0, 3.0, 0.0, 0.0, 0.5), axis_angle_rad=(3.1, 0.0, 0.2),
-    joint_limits_rad=LIMITS)
+    state=1,
+    mode=0,
+    cmd_num=3,
+    joints_rad=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+    pose_mm_rad=(250.0, -40.0, 120.0, 3.0, 0.1, -0.2),
+    error_code=21,
+    warn_code=11,
+    enabled_mask=0x3F,
+    brake_mask=0x3F,
+    tcp_offset_mm_rad=(0, 0, 83.6, 0, 0, 0),
+    tcp_load=(0.5, 0.0, 0.0, 40.0),
+    collision_sens=4,
+    teach_sens=2,
+    firmware="v2.0.0",
+    target_tcp_speed=150.0,
+    counter=7,
+    world_offset_mm_rad=(1.0, 2.0, 3.0, 0.0, 0.0, 0.5),
+    axis_angle_rad=(3.1, 0.0, 0.2),
+    joint_limits_rad=LIMITS,
+)
 
 
 def parsed(kind: str):
@@ -31,8 +52,9 @@ def parsed(kind: str):
     return data, r
 
 
-@pytest.mark.parametrize("kind, size", [("normal", NORMAL_REPORT_SIZE), ("rich", RICH_REPORT_SIZE),
-                                        ("real", REAL_REPORT_SIZE)])
+@pytest.mark.parametrize(
+    "kind, size", [("normal", NORMAL_REPORT_SIZE), ("rich", RICH_REPORT_SIZE), ("real", REAL_REPORT_SIZE)]
+)
 def test_common_fields(kind, size):
     data, r = parsed(kind)
     assert struct.unpack(">I", data[:4])[0] == size == r.data_size

@@ -45,7 +45,9 @@ def emulator_on_502(**kw) -> tuple[XArmControllerEmulator, dict]:
         return emu, {"POINTLAB_TEST_XARM_PORT": str(emu.port)}
 
 
-def run_script(tmp_path: Path, name: str, *args: str, timeout: float = 60.0) -> tuple[dict, str, XArmControllerEmulator]:
+def run_script(
+    tmp_path: Path, name: str, *args: str, timeout: float = 60.0
+) -> tuple[dict, str, XArmControllerEmulator]:
     emu, env = emulator_on_502()
     try:
         workdir = tmp_path / "scripts"
@@ -54,8 +56,15 @@ def run_script(tmp_path: Path, name: str, *args: str, timeout: float = 60.0) -> 
         for f in SCRIPTS.glob("*.py"):
             (workdir / f.name).write_text(f.read_text())
         argv = [a.format(ip=emu.host) for a in args]  # "{ip}": the emulator's address on the command line
-        proc = subprocess.run([sys.executable, name, *argv], cwd=workdir, capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **env}, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, name, *argv],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         emu.stop()
     output = proc.stdout + proc.stderr
@@ -87,7 +96,13 @@ def test_home_joint_linear_relative_and_tool_moves_with_wait(tmp_path, report_ty
         assert out["tcp_speed_limit"] == pytest.approx([0.1, 500.0])
     log = emu.entries()
     assert [e["name"] for e in log if e["name"].startswith("move")] == [
-        "move_home", "move_joint", "move_line", "move_relative", "move_relative", "move_line"]
+        "move_home",
+        "move_joint",
+        "move_line",
+        "move_relative",
+        "move_relative",
+        "move_line",
+    ]
     durations = [e["duration_s"] / TIME_SCALE for e in log if e["name"].startswith("move")]
     assert durations[0] == pytest.approx(3.191, abs=0.01)
     assert durations[1] == pytest.approx(1.120, abs=0.005)

@@ -25,7 +25,9 @@ def live_act(db_path: Path, domain_id: int, time_scale: float = 0.02) -> Iterato
     from pointlab.sim_mock.model_server import serve_in_thread
     from pointlab.ui.app import UiSettings, create_app
 
-    session = start_session(SessionConfig(camera="sim", robot="sim", db_path=db_path, time_scale=time_scale, domain_id=domain_id))
+    session = start_session(
+        SessionConfig(camera="sim", robot="sim", db_path=db_path, time_scale=time_scale, domain_id=domain_id)
+    )
     stop = None
     try:
         token = secrets.token_urlsafe(16)

@@ -50,8 +50,9 @@ def test_operator_abort_mid_motion_in_chromium(chromium, tmp_path, ros_env):
             if attempt == 1:
                 # the trial box stays up after the abort notice; the repeat shows once the server's
                 # next state (which may come after the trial_result) reaches the page
-                p.wait_for_function("document.querySelector('#trial-title').textContent.includes('again')",
-                                    timeout=30000)
+                p.wait_for_function(
+                    "document.querySelector('#trial-title').textContent.includes('again')", timeout=30000
+                )
             title = p.inner_text("#trial-title")
             assert "trial 1" in title and (("again" in title) == (attempt == 1)), title
             assert p.inner_text("#action") == "pick"  # a pick slot stays a pick
@@ -61,8 +62,9 @@ def test_operator_abort_mid_motion_in_chromium(chromium, tmp_path, ros_env):
             # this attempt's own notice (the first attempt's may still be on the page until the
             # second's trial_started clears it)
             expected = "The same trial is offered again." if attempt == 0 else "repeats are used up"
-            p.wait_for_function("t => document.querySelector('#notice').textContent.includes(t)",
-                                arg=expected, timeout=30000)
+            p.wait_for_function(
+                "t => document.querySelector('#notice').textContent.includes(t)", arg=expected, timeout=30000
+            )
             notice = p.inner_text("#notice")
             assert "does not count" in notice and "the operator stopped the trial" in notice
             # a controlled stop: no fault, no e-stop, the arm ready; the console shows no stop banner
@@ -73,7 +75,9 @@ def test_operator_abort_mid_motion_in_chromium(chromium, tmp_path, ros_env):
             assert world.arm.attached is None  # the pick slot: the gripper was opened in the recovery
         rows = live.store.trials(study_id=sid)
         assert [(r["outcome"], r["abort"]["code"], r["robot_outcome"], r["number"]) for r in rows] == [
-            ("aborted", "operator_abort", "halted", 1), ("aborted", "operator_abort", "halted", 2)]
+            ("aborted", "operator_abort", "halted", 1),
+            ("aborted", "operator_abort", "halted", 2),
+        ]
         assert all(r["robot_error"] is None for r in rows)
         # the slot is used up: the block ends short, the questionnaire follows
         p.wait_for_selector("#sus-box:not(.hidden)", timeout=30000)

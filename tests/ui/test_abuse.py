@@ -15,14 +15,16 @@ from pointlab.ui.app import UiSettings, create_app
 
 from .test_api import H, NO_WAIT, OP, _invite, _study, recv, start_block
 
-HUGE = 10 ** 23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError if it reaches a query
+HUGE = 10**23  # past SQLite's 64-bit INTEGER: the driver raises OverflowError if it reaches a query
 
 
 @pytest.fixture
 def env(tmp_path):
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None}, trial_delay_s=0.2)
     store = Store(tmp_path / "abuse.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05)
+    )
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client, world, store
     store.close()
@@ -31,9 +33,14 @@ def env(tmp_path):
 def test_ids_past_the_integer_range_are_client_errors(env):
     client, world, store = env
     _study(client)
-    for method, path in (("GET", f"/api/results?study_id={HUGE}"), ("GET", f"/api/results.csv?study_id={HUGE}"),
-                         ("GET", f"/api/studies/{HUGE}/participants"), ("POST", f"/api/studies/{HUGE}/participants"),
-                         ("POST", f"/api/queue/{HUGE}/to-back"), ("GET", f"/api/results?study_id=-{HUGE}")):
+    for method, path in (
+        ("GET", f"/api/results?study_id={HUGE}"),
+        ("GET", f"/api/results.csv?study_id={HUGE}"),
+        ("GET", f"/api/studies/{HUGE}/participants"),
+        ("POST", f"/api/studies/{HUGE}/participants"),
+        ("POST", f"/api/queue/{HUGE}/to-back"),
+        ("GET", f"/api/results?study_id=-{HUGE}"),
+    ):
         r = client.request(method, path, headers=H, json={} if method == "POST" else None)
         assert r.status_code in (404, 422), (path, r.status_code, r.text)
 
@@ -66,11 +73,13 @@ def test_a_burst_of_instructions_starts_one_trial(tmp_path):
             inv = _invite(client, sid)
         ws_url = url.removesuffix("/v1").replace("http://", "ws://") + f"/ws/participant?token={inv['token']}"
         with connect(ws_url) as ws:
+
             def next_json(want):
                 while True:
                     m = ws.recv(timeout=10)
                     if isinstance(m, str) and json.loads(m)["type"] in want:
                         return json.loads(m)
+
             next_json(("state",))
             ws.send(json.dumps({"type": "start_block"}))
             next_json(("block_started",))
@@ -96,7 +105,7 @@ def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(e
     with client.websocket_connect(f"/ws/participant?token={inv['token']}") as ws:
         recv(ws, "state")
         start_block(ws)
-        for raw in ('pick up the cube \\ud800', 'pick up \\u0000 the cube', 'pick \\u001b[31m up'):
+        for raw in ("pick up the cube \\ud800", "pick up \\u0000 the cube", "pick \\u001b[31m up"):
             ws.send_text('{"type": "instruction", "text": "' + raw + '"}')
             assert "cannot be used" in recv(ws, "error")["error"], raw
         # ordinary non-ASCII text (and markup, shown as text by the pages) is fine
@@ -108,13 +117,18 @@ def test_instructions_that_cannot_be_stored_are_refused_before_the_robot_moves(e
 
 def test_operator_text_fields_that_cannot_be_stored_are_422(env):
     client, world, store = env
-    for body in ('{"agents": ["sim-oracle"], "trials_per_agent": 1, "scene": "bad \\ud800"}',
-                 '{"agents": ["sim-oracle"], "trials_per_agent": 1, "name": "x\\u0000y"}'):
+    for body in (
+        '{"agents": ["sim-oracle"], "trials_per_agent": 1, "scene": "bad \\ud800"}',
+        '{"agents": ["sim-oracle"], "trials_per_agent": 1, "name": "x\\u0000y"}',
+    ):
         r = client.post("/api/studies", content=body, headers={**H, "content-type": "application/json"})
         assert r.status_code == 422, r.text
     sid = _study(client)
-    r = client.post(f"/api/studies/{sid}/participants", content='{"label": "\\udfff"}',
-                    headers={**H, "content-type": "application/json"})
+    r = client.post(
+        f"/api/studies/{sid}/participants",
+        content='{"label": "\\udfff"}',
+        headers={**H, "content-type": "application/json"},
+    )
     assert r.status_code == 422, r.text
     assert store.participants() == [] and len(store.studies()) == 1
 
@@ -125,7 +139,9 @@ def test_non_finite_points_never_reach_the_browser_as_invalid_json(tmp_path):
     # /api/results a 500 (Starlette refuses NaN).
     world = ScriptedWorld({"weird": (float("nan"), float("inf"))})
     store = Store(tmp_path / "nan.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05)
+    )
     with TestClient(app, raise_server_exceptions=False) as client:
         sid = _study(client, agents=["weird"])
         inv = _invite(client, sid)
@@ -154,8 +170,12 @@ def test_tokens_in_the_wrong_socket_are_refused_with_4401(env):
     client, world, store = env
     sid = _study(client)
     inv = _invite(client, sid)
-    for path in (f"/ws/participant?token={OP}", f"/ws/operator?token={inv['token']}",
-                 f"/ws/participant?token={inv['token']}x", "/ws/operator?token=" + "a" * 5000):
+    for path in (
+        f"/ws/participant?token={OP}",
+        f"/ws/operator?token={inv['token']}",
+        f"/ws/participant?token={inv['token']}x",
+        "/ws/operator?token=" + "a" * 5000,
+    ):
         with client.websocket_connect(path) as ws:
             assert json.loads(ws.receive_text())["type"] == "error"
             with pytest.raises(WebSocketDisconnect) as e:

@@ -28,10 +28,19 @@ def base(tmp_path):
     stop()
 
 
-@pytest.mark.parametrize("header, status", [
-    (f"Bearer {TOKEN}", 200), (f"bearer {TOKEN}", 200), (f"BEARER  {TOKEN}", 200),
-    (TOKEN, 401), (f"Basic {TOKEN}", 401), ("Bearer wrong-token-999", 401), ("Bearer", 401), ("", 401),
-])
+@pytest.mark.parametrize(
+    "header, status",
+    [
+        (f"Bearer {TOKEN}", 200),
+        (f"bearer {TOKEN}", 200),
+        (f"BEARER  {TOKEN}", 200),
+        (TOKEN, 401),
+        (f"Basic {TOKEN}", 401),
+        ("Bearer wrong-token-999", 401),
+        ("Bearer", 401),
+        ("", 401),
+    ],
+)
 def test_only_a_bearer_token_is_accepted(base, header, status):
     r = httpx.get(f"{base}/api/items", headers={"Authorization": header} if header else {}, timeout=30)
     assert r.status_code == status, (header, r.status_code, r.text)

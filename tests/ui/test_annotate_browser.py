@@ -116,6 +116,7 @@ def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
     page.click('#tools button[data-tool="poly"]')
     green = _gt(demo, 1, "green_cube")
     import cv2
+
     cnt = max(cv2.findContours(green.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)[0], key=len)
     hull = cv2.approxPolyDP(cv2.convexHull(cnt), 1.0, True).reshape(-1, 2)
     for u, v in hull:
@@ -147,9 +148,27 @@ def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
     assert {(d["drawn_by"], d["verified_by"]) for d in data} == {("alice", "bob")}
     assert all(d["filter_passed"] and len(d["model_results"]) == 3 for d in data)
 
-    run = subprocess.run([sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "bench", "pointing",
-                          "--data", str(tmp / "bench"), "--model", "sim-oracle", "--runs", "1", "--out",
-                          str(tmp / "run"), "--no-progress"], capture_output=True, text=True, timeout=240)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pointlab.bridge.cli import main; main()",
+            "bench",
+            "pointing",
+            "--data",
+            str(tmp / "bench"),
+            "--model",
+            "sim-oracle",
+            "--runs",
+            "1",
+            "--out",
+            str(tmp / "run"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     res = json.loads(run.stdout)
     assert res["aggregate"]["overall"]["mean"] == 1.0

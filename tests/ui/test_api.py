@@ -24,14 +24,18 @@ AGENTS = ["sim-oracle", "sim-noisy", "human"]
 def env(tmp_path):
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "ui.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05)
+    )
     with TestClient(app) as client:
         yield client, world, store
     store.close()
 
 
 def _study(client, tpa=1, agents=AGENTS):
-    r = client.post("/api/studies", json={"agents": agents, "trials_per_agent": tpa, "scene": "tabletop", **NO_WAIT}, headers=H)
+    r = client.post(
+        "/api/studies", json={"agents": agents, "trials_per_agent": tpa, "scene": "tabletop", **NO_WAIT}, headers=H
+    )
     assert r.status_code == 201, r.text
     return r.json()["id"]
 
@@ -201,11 +205,17 @@ def test_full_participant_session_over_websocket(env):
         for word in ("sim-oracle", "sim-noisy", "human", "model-x", "unparseable"):
             assert word not in seen, word
 
-    assert world.calls == [("sim-oracle", "pick up the red ball"), ("sim-noisy", "put it in the bowl"),
-                            ("human", "put it in the bowl")]
+    assert world.calls == [
+        ("sim-oracle", "pick up the red ball"),
+        ("sim-noisy", "put it in the bowl"),
+        ("human", "put it in the bowl"),
+    ]
     trials = store.trials(study_id=sid)
     assert [(t["agent"], t["block"], t["judgement"]) for t in trials] == [
-        ("sim-oracle", 0, "succeeded"), ("sim-noisy", 1, None), ("human", 2, "succeeded")]
+        ("sim-oracle", 0, "succeeded"),
+        ("sim-noisy", 1, None),
+        ("human", 2, "succeeded"),
+    ]
     assert trials[1]["outcome"] == "failed" and trials[1]["failure_stage"] == "no_point"
     # The raw answer (which names the agent in the scripted world) is stored for the operator.
     assert "sim-oracle" in trials[0]["raw_answer"]
@@ -313,8 +323,9 @@ def test_human_request_answers_are_checked(env):
             time.sleep(0.01)
         rid = reqs[0]["request_id"]
         status = client.get("/api/status", headers=H).json()
-        assert status["human_requests"] == [{"request_id": rid, "instruction": "pick the cube", "width": 320,
-                                              "height": 240, "action": "pick"}]
+        assert status["human_requests"] == [
+            {"request_id": rid, "instruction": "pick the cube", "width": 320, "height": 240, "action": "pick"}
+        ]
         assert status["current"]["agent"] == "human" and status["current"]["alias"] == "Agent 1"
         img = client.get(f"/api/human-requests/{rid}/image", headers=H)
         assert img.headers["content-type"] == "image/jpeg" and img.content[:2] == b"\xff\xd8"
@@ -378,20 +389,58 @@ def test_wrong_step_messages(env):
 def test_blinded_trial_copies_no_runner_text():
     from pointlab.ui.flow import blinded_trial
 
-    base = {"id": 4, "block": 1, "instruction": "pick the cup", "action": "pick", "points_px": [[1.0, 2.0]],
-            "frame_size": [640, 480], "judgement": None, "parse_error": None, "raw_answer": "I am GPT-4o",
-            "agent": "gpt-4o"}
-    failure = blinded_trial({**base, "robot_outcome": "agent_failure", "target": None,
-                             "agent_error": "Error code: 404 - model 'gpt-4o' not found"})
-    assert failure == {"trial_id": 4, "number": None, "alias": "Agent 2", "instruction": "pick the cup", "action": "pick",
-                       "points_px": [[1, 2]], "frame_size": [640, 480], "outcome": "agent_failure",
-                       "message": "The agent did not answer.", "judgement": None, "has_after": False}
+    base = {
+        "id": 4,
+        "block": 1,
+        "instruction": "pick the cup",
+        "action": "pick",
+        "points_px": [[1.0, 2.0]],
+        "frame_size": [640, 480],
+        "judgement": None,
+        "parse_error": None,
+        "raw_answer": "I am GPT-4o",
+        "agent": "gpt-4o",
+    }
+    failure = blinded_trial(
+        {
+            **base,
+            "robot_outcome": "agent_failure",
+            "target": None,
+            "agent_error": "Error code: 404 - model 'gpt-4o' not found",
+        }
+    )
+    assert failure == {
+        "trial_id": 4,
+        "number": None,
+        "alias": "Agent 2",
+        "instruction": "pick the cup",
+        "action": "pick",
+        "points_px": [[1, 2]],
+        "frame_size": [640, 480],
+        "outcome": "agent_failure",
+        "message": "The agent did not answer.",
+        "judgement": None,
+        "has_after": False,
+    }
     refusal = {"code": "no_depth", "detail": "no valid depth within 5 px of gpt-4o", "stage": "depth"}
-    refused = blinded_trial({**base, "robot_outcome": "refused", "robot_error": None, "refusal": refusal,
-                             "target": {"valid": False, "refusal": refusal}})
-    assert refused["message"] == "The robot did not move: there is no depth reading near the point. This trial counts as not carried out."
+    refused = blinded_trial(
+        {
+            **base,
+            "robot_outcome": "refused",
+            "robot_error": None,
+            "refusal": refusal,
+            "target": {"valid": False, "refusal": refusal},
+        }
+    )
+    assert (
+        refused["message"]
+        == "The robot did not move: there is no depth reading near the point. This trial counts as not carried out."
+    )
     unreachable = blinded_trial({**base, "robot_outcome": "refused", "refusal": {"code": "unreachable"}})
-    assert unreachable["message"] == "The robot did not move: the robot cannot reach that point. This trial counts as not carried out."
+    assert (
+        unreachable["message"]
+        == "The robot did not move: the robot cannot reach that point. This trial counts as not carried out."
+    )
     odd = blinded_trial({**base, "robot_outcome": "exploded by gpt-4o", "target": None, "robot_error": "x"})
     assert odd["outcome"] == "robot_failure" and "gpt" not in json.dumps(odd).lower()
 
@@ -417,7 +466,6 @@ def test_failures_inside_a_trial_are_reported_not_fatal(env, monkeypatch):
         assert r.status_code == 500 and "hardware stop" in r.json()["detail"]
         s = recv_state(ws, lambda s: s["stopped"])  # trials stay blocked even though the call failed
         assert s["step"]["kind"] == "trial"
-
 
 
 def test_open_gripper_is_operator_only_and_refused_during_a_trial_or_a_stop(env):
@@ -480,7 +528,9 @@ def test_operator_scene_tools_reference_and_attribution_click(env):
     assert r["point_on_target"] is True and 100 < r["mask_px"] < 2000
     r = client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 250, "v": 200}, headers=H).json()
     assert r["point_on_target"] is False
-    assert client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 999, "v": 80}, headers=H).status_code == 422
+    assert (
+        client.post(f"/api/trials/{res['trial_id']}/intended", json={"u": 999, "v": 80}, headers=H).status_code == 422
+    )
     before = client.get(f"/api/trials/{res['trial_id']}/frame?which=before", headers=H)
     assert before.status_code == 200 and before.content[:2] == b"\xff\xd8"
 
@@ -488,7 +538,9 @@ def test_operator_scene_tools_reference_and_attribution_click(env):
 def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, automatic_scene=False)
     store = Store(tmp_path / "real.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05)
+    )
     with TestClient(app) as client:
         sid = _study(client, agents=["sim-oracle"])
         inv = _invite(client, sid)
@@ -499,12 +551,18 @@ def test_real_hardware_blocks_wait_for_the_operators_scene_reset(tmp_path):
             assert recv(ws, "waiting_for_scene")["alias"] == "Agent 1"
             status = client.get("/api/status", headers=H).json()
             assert status["pending_block"]["alias"] == "Agent 1" and status["scene_automatic"] is False
-            assert client.post("/api/scene/reset", headers=H).json() == {"type": "block_started", "block": 0,
-                                                                        "alias": "Agent 1"}
+            assert client.post("/api/scene/reset", headers=H).json() == {
+                "type": "block_started",
+                "block": 0,
+                "alias": "Agent 1",
+            }
             assert world.scene_restores == 0 and world.homes == 1  # the operator put the scene back
             recv_state(ws, lambda s: s["step"]["kind"] == "trial")
         (start,) = store.block_starts(study_id=sid)
-        assert start["method"] == "operator_confirmed" and client.get("/api/status", headers=H).json()["pending_block"] is None
+        assert (
+            start["method"] == "operator_confirmed"
+            and client.get("/api/status", headers=H).json()["pending_block"] is None
+        )
     store.close()
 
 
@@ -537,7 +595,9 @@ def test_the_human_reference_can_give_no_point_told_as_a_model_without_one(env):
     assert messages[0] == messages[1] == ("refused", [], NO_POINT)
     rows = store.trials(study_id=sid)
     assert [(r["agent"], r["refusal"]["code"], r["outcome"], r["failure_stage"]) for r in rows] == [
-        ("human", "no_point", "failed", "no_point"), ("sim-noisy", "no_point", "failed", "no_point")]
+        ("human", "no_point", "failed", "no_point"),
+        ("sim-noisy", "no_point", "failed", "no_point"),
+    ]
 
 
 def test_the_participant_sees_only_the_first_point_on_the_image_and_model_only_words_read_alike():
@@ -546,17 +606,33 @@ def test_the_participant_sees_only_the_first_point_on_the_image_and_model_only_w
     is usable on the image and otherwise reads "no point"."""
     from pointlab.ui.flow import blinded_trial
 
-    base = {"id": 9, "block": 0, "instruction": "pick the cup", "action": "pick", "frame_size": [640, 480],
-            "judgement": None, "robot_outcome": "done"}
-    two = blinded_trial({**base, "points": [{"u_px": 10.4, "v_px": 20.6, "valid": True},
-                                            {"u_px": 300.0, "v_px": 200.0, "valid": True}]})
+    base = {
+        "id": 9,
+        "block": 0,
+        "instruction": "pick the cup",
+        "action": "pick",
+        "frame_size": [640, 480],
+        "judgement": None,
+        "robot_outcome": "done",
+    }
+    two = blinded_trial(
+        {**base, "points": [{"u_px": 10.4, "v_px": 20.6, "valid": True}, {"u_px": 300.0, "v_px": 200.0, "valid": True}]}
+    )
     assert two["points_px"] == [[10, 21]]
     for bad in ({"u_px": 700.0, "v_px": 20.0, "valid": True}, {"u_px": None, "v_px": None, "valid": False}):
-        refused = blinded_trial({**base, "robot_outcome": "refused", "points": [bad],
-                                 "refusal": {"code": "outside_image" if bad["valid"] else "invalid_point"}})
+        refused = blinded_trial(
+            {
+                **base,
+                "robot_outcome": "refused",
+                "points": [bad],
+                "refusal": {"code": "outside_image" if bad["valid"] else "invalid_point"},
+            }
+        )
         assert refused["points_px"] == [] and refused["message"] == NO_POINT
     for code in ("agent_error", "timeout"):
-        aborted = blinded_trial({**base, "robot_outcome": "agent_failure", "outcome": "aborted", "abort": {"code": code}})
+        aborted = blinded_trial(
+            {**base, "robot_outcome": "agent_failure", "outcome": "aborted", "abort": {"code": code}}
+        )
         assert aborted["message"].startswith("This trial does not count: no answer came in time.")
 
 
@@ -575,6 +651,9 @@ def test_the_console_form_offers_the_api_defaults():
 
     fields = StudyIn.model_fields
     assert value("min-free") == fields["min_free_mb"].default == 1000
-    assert (value("reveal-low"), value("reveal-high")) == (fields["reveal_low_s"].default,
-                                                           fields["reveal_high_s"].default) == (10, 26)
+    assert (
+        (value("reveal-low"), value("reveal-high"))
+        == (fields["reveal_low_s"].default, fields["reveal_high_s"].default)
+        == (10, 26)
+    )
     assert value("max-repeats") == fields["max_repeats"].default == 2

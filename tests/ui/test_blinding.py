@@ -49,8 +49,15 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
     with live_act(tmp_path / "blind.sqlite", ros_env) as live:
         op = httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"})
         # a short reveal range keeps the test quick; the rule is the same for any range
-        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "sim-noisy", "human"], "trials_per_agent": 1,
-                                            "reveal_low_s": 2, "reveal_high_s": 4}).json()["id"]
+        sid = op.post(
+            "/api/studies",
+            json={
+                "agents": ["sim-oracle", "sim-noisy", "human"],
+                "trials_per_agent": 1,
+                "reveal_low_s": 2,
+                "reveal_high_s": 4,
+            },
+        ).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         # The operator side does name the agents (so the detector has something to find there).
         assert "sim-oracle" in _leaks(op.get(f"/api/studies/{sid}/participants").text, words)
@@ -63,6 +70,7 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
         def on_ws(ws):
             def got(payload):
                 (ws_binary if isinstance(payload, bytes) else ws_text).append(payload)
+
             ws.on("framereceived", got)
 
         page.on("websocket", on_ws)
@@ -83,7 +91,10 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
                     assert time.monotonic() < deadline, "no human request"
                     time.sleep(0.05)
                 u, v = oracle.points(text, decode_jpeg(base64.b64decode(reqs[0]["jpeg_b64"])))[0]
-                assert op.post(f"/api/human-requests/{reqs[0]['request_id']}/answer", json={"u": u, "v": v}).status_code == 200
+                assert (
+                    op.post(f"/api/human-requests/{reqs[0]['request_id']}/answer", json={"u": u, "v": v}).status_code
+                    == 200
+                )
             # a completed motion is judged; a refusal is failed at once and only told (no question)
             page.wait_for_selector("#judge-box:not(.hidden), #sus-box:not(.hidden)", timeout=60000)
             if page.is_visible("#judge-box"):
@@ -92,11 +103,14 @@ def test_participant_browser_receives_no_agent_names(chromium, tmp_path, ros_env
             for i in range(1, 11):
                 page.check(f"input[name=sus{i}][value='3']")
             page.click("#sus-submit")
-            page.wait_for_function(f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')")
+            page.wait_for_function(
+                f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')"
+            )
         page.wait_for_selector("#done-box:not(.hidden)")
         # The participant's own JSON API, fetched from the page (so it is captured too)
-        me = page.evaluate("t => fetch('/api/me', {headers: {Authorization: 'Bearer ' + t}}).then(r => r.text())",
-                           inv["token"])
+        me = page.evaluate(
+            "t => fetch('/api/me', {headers: {Authorization: 'Bearer ' + t}}).then(r => r.text())", inv["token"]
+        )
         assert '"kind": "done"' in me or '"kind":"done"' in me
         page.wait_for_timeout(300)
 

@@ -26,8 +26,15 @@ def make_clip(layout: RecordingLayout, trial_id: str, seconds: float = 3.0) -> R
     for k in range(int(seconds * 10)):
         w.add(rng.integers(0, 255, (480, 640, 3), dtype=np.uint8), k * 100_000_000)  # noise: a clip of some size
     n = w.close()
-    rec = Recording(trial_id=trial_id, clip=layout.relative(layout.clip(trial_id)), started_unix_ns=0, clip_frames=n,
-                    clip_bytes=layout.clip(trial_id).stat().st_size, duration_s=seconds, complete=True)
+    rec = Recording(
+        trial_id=trial_id,
+        clip=layout.relative(layout.clip(trial_id)),
+        started_unix_ns=0,
+        clip_frames=n,
+        clip_bytes=layout.clip(trial_id).stat().st_size,
+        duration_s=seconds,
+        complete=True,
+    )
     layout.save(rec)
     return rec
 
@@ -38,10 +45,12 @@ def env(tmp_path):
     sid = store.create_study(agents=["sim-oracle"], trials_per_agent=2, reveal_low_s=0, reveal_high_s=0)
     layout = RecordingLayout(default_recordings_dir(store.path))
     make_clip(layout, "withclip")
-    with_clip = store.save_trial(TrialResult(trial_id="withclip", agent="sim-oracle", instruction="a", action="pick"),
-                                 study_id=sid)
-    without = store.save_trial(TrialResult(trial_id="noclip", agent="sim-oracle", instruction="b", action="pick"),
-                               study_id=sid)
+    with_clip = store.save_trial(
+        TrialResult(trial_id="withclip", agent="sim-oracle", instruction="a", action="pick"), study_id=sid
+    )
+    without = store.save_trial(
+        TrialResult(trial_id="noclip", agent="sim-oracle", instruction="b", action="pick"), study_id=sid
+    )
     pid = store.add_participant(sid, token="participant-token-1", agent_order=["sim-oracle"])
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
     app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings())
@@ -81,8 +90,10 @@ def test_the_results_give_signed_urls_that_open_one_clip_until_they_expire(env):
 def test_everyone_else_is_refused_and_missing_clips_are_404(env, tmp_path):
     client, _app, _store, _sid, tid, none, _data, _pid = env
     assert client.get(f"/api/trials/{tid}/clip").status_code == 401
-    assert client.get(f"/api/trials/{tid}/clip",
-                      headers={"Authorization": "Bearer participant-token-1"}).status_code == 403
+    assert (
+        client.get(f"/api/trials/{tid}/clip", headers={"Authorization": "Bearer participant-token-1"}).status_code
+        == 403
+    )
     assert client.get(f"/api/trials/{none}/clip", headers=H).status_code == 404
     assert client.get("/api/trials/999/clip", headers=H).status_code == 404
 
@@ -106,7 +117,8 @@ def test_chromium_plays_and_seeks_the_clip_from_its_signed_url(env, chromium):
         page = chromium.new_page()
         page.goto(f"{base}/static/")  # same origin as the API (any page of the app)
         src = base + clip_url(app.state.ctx, tid)
-        got = page.evaluate("""async (src) => {
+        got = page.evaluate(
+            """async (src) => {
             const v = document.createElement('video');
             v.muted = true; v.preload = 'auto'; v.src = src;
             document.body.appendChild(v);
@@ -116,7 +128,9 @@ def test_chromium_plays_and_seeks_the_clip_from_its_signed_url(env, chromium):
             await seeked;
             return {duration: v.duration, time: v.currentTime, w: v.videoWidth, h: v.videoHeight,
                     seekable: v.seekable.length ? v.seekable.end(0) : 0};
-        }""", src)
+        }""",
+            src,
+        )
         page.close()
     finally:
         stop()

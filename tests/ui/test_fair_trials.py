@@ -57,9 +57,13 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
     with live_act(tmp_path / "fair.sqlite", ros_env, time_scale=0.5) as live:
         world = live.session.world.sim
         start_scene, home_tcp = _scene(world), world.snapshot()["_arm"]["tcp_m"]
-        op = httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30)
-        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "sim-noisy"], "trials_per_agent": 1,
-                                            "reveal_low_s": 0, "reveal_high_s": 0}).json()["id"]
+        op = httpx.Client(
+            base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30
+        )
+        sid = op.post(
+            "/api/studies",
+            json={"agents": ["sim-oracle", "sim-noisy"], "trials_per_agent": 1, "reveal_low_s": 0, "reveal_high_s": 0},
+        ).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         p = Participant(live.base_url, inv["token"])
         try:
@@ -98,7 +102,12 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
             p.recv("judged")
             results = op.get(f"/api/results?study_id={sid}").json()
             oracle = next(a for a in results["agents"] if a["agent"] == "sim-oracle")
-            assert (oracle["n_trials"], oracle["n_aborted"], oracle["n_judged"], oracle["success_rate"]) == (2, 1, 1, 1.0)
+            assert (oracle["n_trials"], oracle["n_aborted"], oracle["n_judged"], oracle["success_rate"]) == (
+                2,
+                1,
+                1,
+                1.0,
+            )
             p.send({"type": "sus", "block": 0, "responses": [3] * 10})
             p.recv("sus_saved")
             # the next agent's block: the arm held the cube; the block start opens, homes and restores
@@ -120,9 +129,12 @@ def test_estop_mid_trial_aborts_repeats_and_leaves_the_rate_alone_and_blocks_sta
 
 def test_operator_abort_before_the_answer(tmp_path, ros_env):
     with live_act(tmp_path / "abort.sqlite", ros_env) as live:
-        op = httpx.Client(base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30)
-        sid = op.post("/api/studies", json={"agents": ["human"], "trials_per_agent": 1, "reveal_low_s": 0,
-                                            "reveal_high_s": 0}).json()["id"]
+        op = httpx.Client(
+            base_url=live.base_url, headers={"Authorization": f"Bearer {live.operator_token}"}, timeout=30
+        )
+        sid = op.post(
+            "/api/studies", json={"agents": ["human"], "trials_per_agent": 1, "reveal_low_s": 0, "reveal_high_s": 0}
+        ).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         p = Participant(live.base_url, inv["token"])
         try:

@@ -39,9 +39,11 @@ def test_five_watchers_cost_one_poll_and_nobody_watching_costs_none():
     async def main():
         await asyncio.sleep(0.2)
         idle_calls = view.calls  # nobody watches: the encoder may go idle
+
         async def watcher():
             async with feed.watching():
                 await asyncio.sleep(0.5)
+
         await asyncio.gather(*(watcher() for _ in range(5)))
         watched_calls = view.calls - idle_calls
         await asyncio.sleep(0.3)
@@ -70,6 +72,7 @@ def test_a_changed_frame_is_handed_out_at_once_and_an_unchanged_one_waits():
             async def later():
                 await asyncio.sleep(0.05)
                 view.index = 8
+
             task = asyncio.create_task(later())
             newer = await feed.newer_than(7, 2.0)
             await task
@@ -99,7 +102,9 @@ def test_one_page_gets_at_most_frame_rate_hz_frames_a_second(tmp_path):
     # the scripted world's camera has a new frame 30 times a second; the page's cap is 10
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0)})
     store = Store(tmp_path / "rate.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=10, status_interval_s=0.05)
+    )
     try:
         with TestClient(app) as client:
             inv = _invite(client, _study(client, tpa=1, agents=["sim-oracle"]))
@@ -148,8 +153,9 @@ def test_a_client_that_never_reads_is_given_up_and_stops_the_poller():
     view = CountingView()
     view.index = 1
     feed = FrameFeed(view, poll_s=0.01)
-    ctx = SimpleNamespace(settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05, ws_send_timeout_s=0.3),
-                          frames=feed)
+    ctx = SimpleNamespace(
+        settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05, ws_send_timeout_s=0.3), frames=feed
+    )
     ws = StalledSocket()
     conn = _Conn(ws, ctx.settings.ws_send_timeout_s)
 
@@ -177,9 +183,11 @@ def test_one_feed_serves_one_event_loop_after_another():
 
     async def watch(index):
         async with feed.watching():
+
             async def later():
                 await asyncio.sleep(0.05)
                 view.index = index
+
             task = asyncio.create_task(later())
             got = await feed.newer_than(index - 1, 2.0)
             await task

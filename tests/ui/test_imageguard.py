@@ -20,8 +20,13 @@ from PIL import Image
 
 from pointlab.ui.imageguard import ImageLimits, ImageRejected, decode_image
 
-LIMITS = ImageLimits(max_bytes=2 * 1024 * 1024, max_side_px=4096, max_pixels=4096 * 4096,
-                     max_text_chunk_bytes=256 * 1024, max_text_total_bytes=1024 * 1024)
+LIMITS = ImageLimits(
+    max_bytes=2 * 1024 * 1024,
+    max_side_px=4096,
+    max_pixels=4096 * 4096,
+    max_text_chunk_bytes=256 * 1024,
+    max_text_total_bytes=1024 * 1024,
+)
 
 
 def chunk(ctype: bytes, data: bytes) -> bytes:
@@ -35,7 +40,7 @@ def png(w: int = 8, h: int = 8, extra: list[bytes] = (), idat: bytes | None = No
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(extra) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
 
 
-BOMB = zlib.compress(b"A" * (20 * 1024 * 1024), 9)   # 20 MB of text in about 20 kB
+BOMB = zlib.compress(b"A" * (20 * 1024 * 1024), 9)  # 20 MB of text in about 20 kB
 
 
 def text_bombs() -> dict[str, bytes]:
@@ -64,7 +69,9 @@ def test_pillow_itself_fails_on_the_ztxt_bomb():
 
 
 def test_small_text_chunks_and_icc_pass():
-    data = png(4, 3, extra=[chunk(b"tEXt", b"Title\x00hello"), chunk(b"zTXt", b"c\x00\x00" + zlib.compress(b"x" * 1000))])
+    data = png(
+        4, 3, extra=[chunk(b"tEXt", b"Title\x00hello"), chunk(b"zTXt", b"c\x00\x00" + zlib.compress(b"x" * 1000))]
+    )
     img = decode_image(data, LIMITS)
     assert img.rgb.shape == (3, 4, 3) and img.format == "PNG" and len(img.sha256) == 64
 
@@ -86,8 +93,13 @@ def test_bytes_type_and_truncation():
     Image.fromarray(np.full((20, 30, 3), 200, np.uint8)).save(good, format="JPEG")
     jpeg = good.getvalue()
     assert decode_image(jpeg, LIMITS).rgb.shape == (20, 30, 3)
-    cases = {b"": 400, b"x" * (LIMITS.max_bytes + 1): 413, b"GIF89a" + b"\x00" * 50: 415, jpeg[:60]: 415,
-             png()[:40]: 415}
+    cases = {
+        b"": 400,
+        b"x" * (LIMITS.max_bytes + 1): 413,
+        b"GIF89a" + b"\x00" * 50: 415,
+        jpeg[:60]: 415,
+        png()[:40]: 415,
+    }
     for data, status in cases.items():
         with pytest.raises(ImageRejected) as e:
             decode_image(data, LIMITS)
@@ -113,15 +125,19 @@ SEEDS = _seeds()
 
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(seed=st.sampled_from(range(len(SEEDS))), edits=st.lists(
-    st.tuples(st.integers(min_value=0, max_value=10**7), st.integers(min_value=0, max_value=255)), max_size=8),
-    cut=st.one_of(st.none(), st.integers(min_value=0, max_value=10**7)))
+@given(
+    seed=st.sampled_from(range(len(SEEDS))),
+    edits=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=10**7), st.integers(min_value=0, max_value=255)), max_size=8
+    ),
+    cut=st.one_of(st.none(), st.integers(min_value=0, max_value=10**7)),
+)
 def test_fuzz_decoder_only_ever_answers_4xx_or_pixels(seed, edits, cut):
     data = bytearray(SEEDS[seed])
     for pos, val in edits:
         data[pos % len(data)] = val
     if cut is not None:
-        data = data[:cut % (len(data) + 1)]
+        data = data[: cut % (len(data) + 1)]
     try:
         img = decode_image(bytes(data), LIMITS)
     except ImageRejected as e:

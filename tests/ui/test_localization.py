@@ -58,8 +58,9 @@ def test_participant_localizes_in_chromium(samples_path, tmp_path, chromium):
             k = gt["frame_index"] + frame_offset  # sample2: the participant picks the wrong frame
             page.click(f"#thumb-{k}")
             img = page.wait_for_selector("#frame[src]")
-            page.wait_for_function("document.getElementById('frame').complete && "
-                                   "document.getElementById('frame').naturalWidth > 0")
+            page.wait_for_function(
+                "document.getElementById('frame').complete && document.getElementById('frame').naturalWidth > 0"
+            )
             box = img.bounding_box()
             # click 0.03 of the width to the right of the annotated point
             page.mouse.click(box["x"] + (gt["x"] + 0.03) * box["width"], box["y"] + gt["y"] * box["height"])
@@ -71,7 +72,10 @@ def test_participant_localizes_in_chromium(samples_path, tmp_path, chromium):
         page.close()
         stop()
     rows = [json.loads(line) for line in responses.read_text().splitlines()]
-    assert [(r["id"], r["participant"], r["setting"]) for r in rows] == [("sample1", "p1", "gt"), ("sample2", "p1", "gt")]
+    assert [(r["id"], r["participant"], r["setting"]) for r in rows] == [
+        ("sample1", "p1", "gt"),
+        ("sample2", "p1", "gt"),
+    ]
     assert rows[0]["frame_index"] == truth["sample1"]["frame_index"]
     assert rows[0]["x"] == pytest.approx(truth["sample1"]["x"] + 0.03, abs=0.003)
     assert rows[0]["y"] == pytest.approx(truth["sample1"]["y"], abs=0.003)

@@ -16,8 +16,12 @@ from .act_live import live_act, oracle_points_on_live_view
 pytestmark = [pytest.mark.browser, pytest.mark.ros, pytest.mark.slow]
 
 PICKS = ["pick up the red cube", "grab the yellow block", "pick up the purple cube", "pick up the green cube"]
-PLACES = ["put it in the blue bowl", "place it on top of the green cube", "put it next to the orange can",
-          "set it down on the purple cube"]
+PLACES = [
+    "put it in the blue bowl",
+    "place it on top of the green cube",
+    "put it next to the orange can",
+    "set it down on the purple cube",
+]
 # SUS answers per block, and their scores by hand (odd items r-1, even items 5-r, sum x 2.5):
 SUS = [
     ([5, 1, 4, 2, 5, 1, 4, 2, 5, 1], 90.0),  # odd 4+3+4+3+4 = 18, even 4+3+4+3+4 = 18 -> 36 * 2.5
@@ -42,7 +46,10 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
         # Create the study through the console form: all three agents checked by default.
         op.wait_for_selector("#agents input[value=human]")
         assert sorted(op.eval_on_selector_all("#agents input:checked", "els => els.map(e => e.value)")) == [
-            "human", "sim-noisy", "sim-oracle"]
+            "human",
+            "sim-noisy",
+            "sim-oracle",
+        ]
         # an emptied number field is not sent as 0 (Number("") is 0: a 0 MB storage floor): the form
         # will not submit, so no study is created
         op.fill("#min-free", "")
@@ -51,9 +58,10 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
         assert live.store.studies() == []
         op.fill("#min-free", "1000")
         # a refusal's list of field errors reads as words, not raw JSON
-        assert op.evaluate('PL.detailText([{loc: ["body", "reveal_low_s"], msg: "Input should be a valid number"}, '
-                           '{loc: ["body", "min_free_mb"], msg: "Field required"}])') == (
-            "reveal_low_s: Input should be a valid number; min_free_mb: Field required")
+        assert op.evaluate(
+            'PL.detailText([{loc: ["body", "reveal_low_s"], msg: "Input should be a valid number"}, '
+            '{loc: ["body", "min_free_mb"], msg: "Field required"}])'
+        ) == ("reveal_low_s: Input should be a valid number; min_free_mb: Field required")
         # the results open in their own tab: the console (and a human reference's click) keeps running
         assert op.get_attribute("#results-link", "target") == "_blank"
         op.fill("#tpa", str(TRIALS_PER_AGENT))
@@ -125,8 +133,11 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                 if row["robot_outcome"] == "refused":
                     # a refusal (sim-noisy's point off the table) is failed at once and only told: no question
                     assert block == 1 and row["outcome"] == "failed", row
-                    p.wait_for_function("document.querySelector('#notice').textContent.includes("
-                                        "'This trial counts as not carried out.')", timeout=30000)
+                    p.wait_for_function(
+                        "document.querySelector('#notice').textContent.includes("
+                        "'This trial counts as not carried out.')",
+                        timeout=30000,
+                    )
                     assert p.is_hidden("#judge-box")
                     judged[block].append("failed")
                     continue
@@ -148,7 +159,9 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
             p.wait_for_selector("#sus-box:not(.hidden)")
             assert p.inner_text("#sus-title") == f"Questionnaire about Agent {block + 1}"
             _click_sus(p, SUS[block][0])
-            p.wait_for_function(f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')")
+            p.wait_for_function(
+                f"document.querySelector('#notice').textContent.includes('Agent {block + 1} are saved')"
+            )
             assert "/ 100" not in p.inner_text("body")  # the participant's own score is not shown
         p.wait_for_selector("#done-box:not(.hidden)")
 

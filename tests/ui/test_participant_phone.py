@@ -85,9 +85,12 @@ def _check_layout(page, state: str, log: dict) -> dict:
 
 
 def _box(page, selector: str) -> dict:
-    return page.eval_on_selector(selector, """e => { const r = e.getBoundingClientRect();
+    return page.eval_on_selector(
+        selector,
+        """e => { const r = e.getBoundingClientRect();
         return { x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height,
-                 nw: e.naturalWidth || e.width, nh: e.naturalHeight || e.height }; }""")
+                 nw: e.naturalWidth || e.width, nh: e.naturalHeight || e.height }; }""",
+    )
 
 
 def _marker_centre_css(page, box: dict) -> tuple[float, float]:
@@ -98,7 +101,7 @@ def _marker_centre_css(page, box: dict) -> tuple[float, float]:
     shot = np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(int)
     scale = shot.shape[1] / PHONE["width"]  # device pixels per CSS pixel
     x0, y0 = int(box["x"] * scale), int(box["y"] * scale)
-    crop = shot[y0:int((box["y"] + box["h"]) * scale), x0:int((box["x"] + box["w"]) * scale)]
+    crop = shot[y0 : int((box["y"] + box["h"]) * scale), x0 : int((box["x"] + box["w"]) * scale)]
     r, g, b = crop[..., 0], crop[..., 1], crop[..., 2]
     # #ff2d55 (255, 45, 85) and its edges scaled into the white halo; not the green ground, nor the
     # scene's red disc (230, 40, 40)
@@ -114,17 +117,23 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
     page.wait_for_selector("#judge-box:not(.hidden)", timeout=20000)
     page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
     # the before frame is drawn once its JPEG is fetched and decoded: its marker red appears
-    page.wait_for_function("""(() => { const c = document.querySelector('#before'); if (c.width !== 320) return false;
+    page.wait_for_function(
+        """(() => { const c = document.querySelector('#before'); if (c.width !== 320) return false;
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         for (let i = 0; i < d.length; i += 4) if (d[i] > 240 && d[i + 1] < 70 && d[i + 2] > 70) return true;
-        return false; })()""", timeout=10000)
+        return false; })()""",
+        timeout=10000,
+    )
     # the question was brought up on the screen without the participant scrolling: with its frames
     # loaded (waited for above: the box has its full height), the whole box, Yes and No included, is
     # inside the viewport when it fits (a long instruction can make it taller than the screen: then
     # its top is at the top)
-    page.wait_for_function("""(() => { const r = document.querySelector('#judge-box').getBoundingClientRect();
+    page.wait_for_function(
+        """(() => { const r = document.querySelector('#judge-box').getBoundingClientRect();
         return r.height <= innerHeight ? r.top >= -0.5 && r.bottom <= innerHeight + 0.5
-                                       : Math.abs(r.top) <= 0.5; })()""", timeout=10000)
+                                       : Math.abs(r.top) <= 0.5; })()""",
+        timeout=10000,
+    )
     if _box(page, "#judge-box")["h"] <= PHONE["height"]:
         for sel in ("#judge-succeeded", "#judge-failed"):
             r = page.eval_on_selector(sel, "e => { const r = e.getBoundingClientRect(); return [r.top, r.bottom]; }")
@@ -139,9 +148,12 @@ def _judge(page, log: dict, state: str, shots: Path | None) -> None:
     assert after["y"] >= before["y"] + before["h"], (before, after)  # stacked: after under before
     # each frame, scrolled into view, is on screen whole and on top (nothing covers its centre)
     for sel in ("#before", "#after"):
-        assert page.eval_on_selector(sel, """e => { e.scrollIntoView({ block: "nearest" });
+        assert page.eval_on_selector(
+            sel,
+            """e => { e.scrollIntoView({ block: "nearest" });
             const r = e.getBoundingClientRect(); const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-            return r.top >= -0.5 && r.bottom <= innerHeight + 0.5 && hit === e; }"""), sel
+            return r.top >= -0.5 && r.bottom <= innerHeight + 0.5 && hit === e; }""",
+        ), sel
     log[state]["frames"] = {"before": before, "after": after, "judge_box": _box(page, "#judge-box")}
     trial = page.evaluate("state.pending_trial")
     (u, v), (fw, fh) = trial["points_px"][0], trial["frame_size"]
@@ -172,16 +184,19 @@ def test_participant_session_at_phone_width(chromium, tmp_path):
     shots = Path(os.environ["POINTLAB_SCREENSHOTS"]) if os.environ.get("POINTLAB_SCREENSHOTS") else None
     world = ScriptedWorld({"sim-oracle": ORACLE_PX})
     store = Store(tmp_path / "phone.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP,
-                     settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1)
+    )
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     op = httpx.Client(base_url=base, headers=H)
     ctx = chromium.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
     log: dict = {}
     try:
-        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1,
-                                            "scene": "tabletop", **NO_WAIT}).json()["id"]
+        sid = op.post(
+            "/api/studies",
+            json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1, "scene": "tabletop", **NO_WAIT},
+        ).json()["id"]
         first, second = (op.post(f"/api/studies/{sid}/participants", json={}).json() for _ in range(2))
         assert first["agent_order"] == ["sim-oracle", "human"]
         page = ctx.new_page()
@@ -240,13 +255,22 @@ def test_participant_session_at_phone_width(chromium, tmp_path):
         page.wait_for_selector("#done-box:not(.hidden)")
         _check_layout(page, "finished", log)
 
-        assert [(t["agent"], t["judgement"]) for t in op.get(f"/api/results?study_id={sid}").json()["trials"]
-                if t["judgement"]] == [("sim-oracle", "succeeded"), ("human", "failed")]
+        assert [
+            (t["agent"], t["judgement"])
+            for t in op.get(f"/api/results?study_id={sid}").json()["trials"]
+            if t["judgement"]
+        ] == [("sim-oracle", "succeeded"), ("human", "failed")]
         for state, m in log.items():
             sizes = [min(t["w"], t["h"]) for t in m["targets"]]
-            print(f"{state}: scrollWidth {m['scrollWidth']}, smallest target {min(sizes, default=None)} px"
-                  + (f", frames {m['frames']['before']['w']:.0f} x {m['frames']['before']['h']:.0f},"
-                     f" judge box {m['frames']['judge_box']['h']:.0f} tall, marker {m['marker']}" if "frames" in m else ""))
+            print(
+                f"{state}: scrollWidth {m['scrollWidth']}, smallest target {min(sizes, default=None)} px"
+                + (
+                    f", frames {m['frames']['before']['w']:.0f} x {m['frames']['before']['h']:.0f},"
+                    f" judge box {m['frames']['judge_box']['h']:.0f} tall, marker {m['marker']}"
+                    if "frames" in m
+                    else ""
+                )
+            )
     finally:
         ctx.close()
         op.close()

@@ -33,8 +33,9 @@ def test_missing_curated_folder(tmp_path):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_bad_time_scale_is_refused(value, tmp_path):
-    r = CliRunner().invoke(app, ["act", "trials", "--agent", "sim-oracle", "--db", str(tmp_path / "t.sqlite"),
-                                 "--time-scale", value])
+    r = CliRunner().invoke(
+        app, ["act", "trials", "--agent", "sim-oracle", "--db", str(tmp_path / "t.sqlite"), "--time-scale", value]
+    )
     assert r.exit_code == 2, r.output
 
 

@@ -23,7 +23,9 @@ from .test_api import H, NO_WAIT, OP, _invite, _study, recv, start_block
 def env(tmp_path):
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0), "sim-noisy": None})
     store = Store(tmp_path / "frame.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.05)
+    )
     with TestClient(app) as client:
         yield client, world, store, app
     store.close()
@@ -43,23 +45,33 @@ def test_frame_route_returns_only_the_callers_trial_frame(env):
     r = client.get(f"/api/me/trials/{res['trial_id']}/frame", headers={"Authorization": f"Bearer {a['token']}"})
     assert r.status_code == 200 and r.headers["content-type"] == "image/jpeg"
     assert r.content == store.trial_frame(uid, "before") and r.content[:2] == b"\xff\xd8"
-    after = client.get(f"/api/me/trials/{res['trial_id']}/frame?which=after",
-                       headers={"Authorization": f"Bearer {a['token']}"})
+    after = client.get(
+        f"/api/me/trials/{res['trial_id']}/frame?which=after", headers={"Authorization": f"Bearer {a['token']}"}
+    )
     assert after.status_code == 200 and after.content == store.trial_frame(uid, "after") != r.content
-    assert client.get(f"/api/me/trials/{res['trial_id']}/frame?which=during",
-                      headers={"Authorization": f"Bearer {a['token']}"}).status_code == 422
+    assert (
+        client.get(
+            f"/api/me/trials/{res['trial_id']}/frame?which=during", headers={"Authorization": f"Bearer {a['token']}"}
+        ).status_code
+        == 422
+    )
     assert "no-store" in r.headers["cache-control"]
     # another participant, the operator, no token, an unknown trial
-    assert client.get(f"/api/me/trials/{res['trial_id']}/frame",
-                      headers={"Authorization": f"Bearer {b['token']}"}).status_code == 404
+    assert (
+        client.get(
+            f"/api/me/trials/{res['trial_id']}/frame", headers={"Authorization": f"Bearer {b['token']}"}
+        ).status_code
+        == 404
+    )
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame", headers=H).status_code == 403
     assert client.get(f"/api/me/trials/{res['trial_id']}/frame").status_code == 401
     assert client.get("/api/me/trials/999/frame", headers={"Authorization": f"Bearer {a['token']}"}).status_code == 404
     # after a restart the frames come from the store: a new app over the same database serves them
     station = ScriptedWorld({"sim-oracle": (100.0, 80.0)}).parts(store)
     with TestClient(create_app(station, store, operator_token=OP)) as again:
-        r2 = again.get(f"/api/me/trials/{res['trial_id']}/frame?which=after",
-                       headers={"Authorization": f"Bearer {a['token']}"})
+        r2 = again.get(
+            f"/api/me/trials/{res['trial_id']}/frame?which=after", headers={"Authorization": f"Bearer {a['token']}"}
+        )
         assert r2.status_code == 200 and r2.content == after.content
 
 
@@ -73,13 +85,17 @@ def test_judgement_shows_before_with_points_beside_after_and_markup_as_text(chro
 
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, trial_delay_s=0.3)
     store = Store(tmp_path / "page.sqlite")
-    app = create_app(world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1))
+    app = create_app(
+        world.parts(store), store, operator_token=OP, settings=UiSettings(frame_rate_hz=20, status_interval_s=0.1)
+    )
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     ctx = chromium.new_context(viewport={"width": 980, "height": 720})
     try:
         op = httpx.Client(base_url=base, headers=H)
-        sid = op.post("/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1, **NO_WAIT}).json()["id"]
+        sid = op.post(
+            "/api/studies", json={"agents": ["sim-oracle", "human"], "trials_per_agent": 1, **NO_WAIT}
+        ).json()["id"]
         inv = op.post(f"/api/studies/{sid}/participants", json={}).json()
         assert inv["agent_order"] == ["sim-oracle", "human"]
         page = ctx.new_page()
@@ -94,14 +110,19 @@ def test_judgement_shows_before_with_points_beside_after_and_markup_as_text(chro
         page.wait_for_function(f"window.__pl.judging === {trial_id}", timeout=10000)
         page.wait_for_function("document.querySelector('#after').naturalWidth === 320", timeout=10000)
         # the live view keeps moving while the judgement is on screen (the scripted camera draws a counter)
-        frames0, live0 = page.evaluate("window.__pl.frames"), page.evaluate("document.querySelector('#live').toDataURL()")
+        frames0, live0 = (
+            page.evaluate("window.__pl.frames"),
+            page.evaluate("document.querySelector('#live').toDataURL()"),
+        )
         page.wait_for_timeout(600)
         assert page.evaluate("window.__pl.frames") > frames0 + 3
         assert page.evaluate("document.querySelector('#live').toDataURL()") != live0
         # the agent's first point is drawn in red at (100, 80) + 0.5 on the 320x240 "before" frame
-        page.wait_for_function("(() => { const d = document.querySelector('#before').getContext('2d')"
-                               ".getImageData(100 + 0.5 + 8, 80, 1, 1).data; return d[0] > 200 && d[1] < 90; })()",
-                               timeout=10000)
+        page.wait_for_function(
+            "(() => { const d = document.querySelector('#before').getContext('2d')"
+            ".getImageData(100 + 0.5 + 8, 80, 1, 1).data; return d[0] > 200 && d[1] < 90; })()",
+            timeout=10000,
+        )
         assert page.inner_text("#judge-question") == "Was your instruction carried out?"
         # the typed markup is shown as text; the status of this trial does not linger into the next
         assert XSS in page.inner_text("#judge-text")

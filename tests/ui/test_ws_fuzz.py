@@ -16,11 +16,19 @@ _FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCh
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
-    max_leaves=20)
+    max_leaves=20,
+)
 types = st.sampled_from(["instruction", "judge", "sus", "ping", "start_block", "admin", "", "INSTRUCTION"])
-objects = st.fixed_dictionaries({"type": types}, optional={"text": json_values, "trial_id": json_values,
-                                                           "judgement": json_values, "block": json_values,
-                                                           "responses": json_values})
+objects = st.fixed_dictionaries(
+    {"type": types},
+    optional={
+        "text": json_values,
+        "trial_id": json_values,
+        "judgement": json_values,
+        "block": json_values,
+        "responses": json_values,
+    },
+)
 
 
 def _check(raw: dict, allowed=None):

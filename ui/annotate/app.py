@@ -47,8 +47,9 @@ def person(request: Request, authorization: Annotated[str | None, Header()] = No
     tokens = request.app.state.tokens
     scheme, _, tok = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or tok.strip() not in tokens:
-        raise HTTPException(401, "annotator token required (Authorization: Bearer <token>)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401, "annotator token required (Authorization: Bearer <token>)", headers={"WWW-Authenticate": "Bearer"}
+        )
     return tokens[tok.strip()]
 
 
@@ -90,8 +91,14 @@ def _overlay_png(image: str, masks: list[Path]) -> bytes:
     return buf.getvalue()
 
 
-def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], tokens: Mapping[str, str], *,
-                        segmenter: str | Callable = "grabcut", agent_timeout_s: float = 60.0) -> FastAPI:
+def create_annotate_app(
+    store: AnnotationStore,
+    agents: Mapping[str, Any],
+    tokens: Mapping[str, str],
+    *,
+    segmenter: str | Callable = "grabcut",
+    agent_timeout_s: float = 60.0,
+) -> FastAPI:
     """Build the annotation app.
 
     Args:
@@ -119,8 +126,10 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
     aliases = {f"Model {k + 1}": name for k, name in enumerate(agents)}
 
     for route, page in (("/", "annotate.html"), ("/verify", "verify.html")):
+
         def serve(page: str = page) -> FileResponse:
             return FileResponse(STATIC_DIR / page)
+
         app.add_api_route(route, serve, methods=["GET"], include_in_schema=False)
 
     def http(e: AnnotationError | SegmenterError | ImageRejected | ValueError) -> HTTPException:
@@ -134,8 +143,17 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
 
     @app.get("/api/candidates")
     def candidates(who: Who) -> dict:
-        return {"candidates": [{"id": c["id"], "source": c["source"], "suggested_query": c["suggested_query"],
-                                "image_url": f"/api/candidates/{c['id']}/image"} for c in store.candidates()]}
+        return {
+            "candidates": [
+                {
+                    "id": c["id"],
+                    "source": c["source"],
+                    "suggested_query": c["suggested_query"],
+                    "image_url": f"/api/candidates/{c['id']}/image",
+                }
+                for c in store.candidates()
+            ]
+        }
 
     @app.get("/api/candidates/{cid}/image")
     def candidate_image(cid: str, who: Who) -> FileResponse:
@@ -161,12 +179,23 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
                 rec = answer_record(await loop.run(agents[name].point(rgb, query), agent_timeout_s))
             except Exception as e:  # noqa: BLE001 - a failing model is a recorded failure
                 rec = {"points_px": [], "parse_error": None, "error": f"{type(e).__name__}: {e}"}
-            return {"alias": alias, "model": name, "points_px": rec["points_px"], "parse_error": rec.get("parse_error"),
-                    "error": rec.get("error")}
+            return {
+                "alias": alias,
+                "model": name,
+                "points_px": rec["points_px"],
+                "parse_error": rec.get("parse_error"),
+                "error": rec.get("error"),
+            }
+
         answers = list(await asyncio.gather(*(one(a, n) for a, n in aliases.items())))
         aid = await anyio.to_thread.run_sync(store.record_ask, cid, query, answers, who)
-        return {"ask_id": aid, "answers": [{"alias": a["alias"], "points": a["points_px"],
-                                            "failed": bool(a["error"]) or not a["points_px"]} for a in answers]}
+        return {
+            "ask_id": aid,
+            "answers": [
+                {"alias": a["alias"], "points": a["points_px"], "failed": bool(a["error"]) or not a["points_px"]}
+                for a in answers
+            ],
+        }
 
     @app.post("/api/candidates/{cid}/seed")
     async def seed(cid: str, body: SeedIn, who: Who) -> Response:
@@ -187,9 +216,15 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
         return Response(await anyio.to_thread.run_sync(mask_png, mask), media_type="image/png")
 
     @app.post("/api/candidates/{cid}/items")
-    async def submit(cid: str, who: Who, ask_id: Annotated[str, Form()], category: Annotated[str, Form()],
-                     masks: Annotated[list[UploadFile], File()], keep_anyway: Annotated[bool, Form()] = False,
-                     reference: Annotated[str | None, Form()] = None) -> dict:
+    async def submit(
+        cid: str,
+        who: Who,
+        ask_id: Annotated[str, Form()],
+        category: Annotated[str, Form()],
+        masks: Annotated[list[UploadFile], File()],
+        keep_anyway: Annotated[bool, Form()] = False,
+        reference: Annotated[str | None, Form()] = None,
+    ) -> dict:
         """The drawn item: one PNG per target instance at the image's full size (value > 127 = target)."""
         try:
             cand = await anyio.to_thread.run_sync(store.candidate, cid)
@@ -201,9 +236,17 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
                 await anyio.to_thread.run_sync(decode_image, data, _MASK_LIMITS)  # bounded first
                 arrays.append(await anyio.to_thread.run_sync(png_mask, data, w, h))
             refs = json.loads(reference) if reference else None
-            return await anyio.to_thread.run_sync(lambda: store.submit(
-                cid=cid, ask_id=ask_id, category=category, instance_masks=arrays, drawn_by=who,
-                keep_anyway=keep_anyway, reference_points_px=refs))
+            return await anyio.to_thread.run_sync(
+                lambda: store.submit(
+                    cid=cid,
+                    ask_id=ask_id,
+                    category=category,
+                    instance_masks=arrays,
+                    drawn_by=who,
+                    keep_anyway=keep_anyway,
+                    reference_points_px=refs,
+                )
+            )
         except (AnnotationError, ImageRejected, ValueError) as e:
             raise http(e) from None
 
@@ -211,11 +254,30 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
     def items(who: Who, status: str | None = "drawn") -> dict:
         out = []
         for it in store.items(status):
-            out.append({k: it[k] for k in ("item_id", "category", "query", "count", "status", "drawn_by", "verified_by",
-                                            "filter_passed", "source", "reason")}
-                       | {"mine": it["drawn_by"] == who, "instances": len(it["instance_masks"]),
-                          "models_correct": sum(r["correct"] for r in it["model_results"]),
-                          "models": len(it["model_results"]), "overlay_url": f"/api/items/{it['item_id']}/overlay.png"})
+            out.append(
+                {
+                    k: it[k]
+                    for k in (
+                        "item_id",
+                        "category",
+                        "query",
+                        "count",
+                        "status",
+                        "drawn_by",
+                        "verified_by",
+                        "filter_passed",
+                        "source",
+                        "reason",
+                    )
+                }
+                | {
+                    "mine": it["drawn_by"] == who,
+                    "instances": len(it["instance_masks"]),
+                    "models_correct": sum(r["correct"] for r in it["model_results"]),
+                    "models": len(it["model_results"]),
+                    "overlay_url": f"/api/items/{it['item_id']}/overlay.png",
+                }
+            )
         return {"items": out}
 
     @app.get("/api/items/{iid}/overlay.png")
@@ -224,7 +286,9 @@ def create_annotate_app(store: AnnotationStore, agents: Mapping[str, Any], token
             it = await anyio.to_thread.run_sync(store.item, iid)
         except AnnotationError as e:
             raise http(e) from None
-        png = await anyio.to_thread.run_sync(_overlay_png, it["image"], [store.mask_path(n) for n in it["instance_masks"]])
+        png = await anyio.to_thread.run_sync(
+            _overlay_png, it["image"], [store.mask_path(n) for n in it["instance_masks"]]
+        )
         return Response(png, media_type="image/png")
 
     @app.post("/api/items/{iid}/verify")

@@ -27,15 +27,26 @@ __all__ = ["create_arena_app", "STATIC_DIR", "COMMON_STATIC_DIR"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 COMMON_STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-_PAGES = (("/", "arena.html"), ("/leaderboard", "leaderboard.html"), ("/human", "human.html"),
-          ("/human/summary", "human_summary.html"))
+_PAGES = (
+    ("/", "arena.html"),
+    ("/leaderboard", "leaderboard.html"),
+    ("/human", "human.html"),
+    ("/human/summary", "human_summary.html"),
+)
 
 
-def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memory:",
-                     curated_dir: str | Path | None = None, curated: CuratedSet | None = None,
-                     uploads_dir: str | Path | None = None, settings: ArenaSettings | None = None,
-                     bench_items: Sequence = (), admin_token: str | None = None,
-                     store: ArenaStore | None = None) -> FastAPI:
+def create_arena_app(
+    agents: Mapping[str, Any],
+    *,
+    db_path: str | Path = ":memory:",
+    curated_dir: str | Path | None = None,
+    curated: CuratedSet | None = None,
+    uploads_dir: str | Path | None = None,
+    settings: ArenaSettings | None = None,
+    bench_items: Sequence = (),
+    admin_token: str | None = None,
+    store: ArenaStore | None = None,
+) -> FastAPI:
     """Build the arena app.
 
     Args:
@@ -62,9 +73,17 @@ def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memor
         uploads_dir = (Path(db_path).parent if local else Path.cwd()) / "uploads"
     if curated is None:
         curated = CuratedSet.from_folder(curated_dir) if curated_dir else CuratedSet()
-    ctx = ArenaContext(store=store, agents=dict(agents), settings=settings, curated=curated,
-                       uploads_dir=Path(uploads_dir), bench_items=list(bench_items),
-                       rng=random.Random(settings.seed), agent_loop=AgentLoop(), admin_token=admin_token)
+    ctx = ArenaContext(
+        store=store,
+        agents=dict(agents),
+        settings=settings,
+        curated=curated,
+        uploads_dir=Path(uploads_dir),
+        bench_items=list(bench_items),
+        rng=random.Random(settings.seed),
+        agent_loop=AgentLoop(),
+        admin_token=admin_token,
+    )
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -82,8 +101,11 @@ def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memor
     @app.exception_handler(StoreUnavailable)
     async def store_unavailable(_request, exc: StoreUnavailable) -> JSONResponse:
         # from any route or dependency (the session cookie is checked against the store first)
-        return JSONResponse({"detail": str(exc), "retry_after_s": exc.retry_after_s}, status_code=503,
-                            headers={"Retry-After": str(exc.retry_after_s)})
+        return JSONResponse(
+            {"detail": str(exc), "retry_after_s": exc.retry_after_s},
+            status_code=503,
+            headers={"Retry-After": str(exc.retry_after_s)},
+        )
 
     limit = settings.max_upload_bytes + 64 * 1024
 
@@ -97,8 +119,10 @@ def create_arena_app(agents: Mapping[str, Any], *, db_path: str | Path = ":memor
         return await call_next(request)
 
     for route, page in _PAGES:
+
         def serve(page: str = page) -> FileResponse:
             return FileResponse(STATIC_DIR / page)
+
         app.add_api_route(route, serve, methods=["GET"], include_in_schema=False)
 
     if settings.trusted_proxies:

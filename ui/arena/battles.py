@@ -96,9 +96,13 @@ def answer_record(ans: Any) -> dict:
     """Stored form of an agent answer (``AgentAnswer`` or anything with its attributes)."""
     pts = np.asarray(getattr(ans, "points_px", np.zeros((0, 2))), dtype=float).reshape(-1, 2)
     pts = pts[np.isfinite(pts).all(axis=1)]
-    return {"points_px": pts.tolist(), "raw_text": getattr(ans, "raw_text", "") or "",
-            "parse_error": getattr(ans, "parse_error", None), "error": getattr(ans, "error", None),
-            "latency_s": getattr(ans, "latency_s", None)}
+    return {
+        "points_px": pts.tolist(),
+        "raw_text": getattr(ans, "raw_text", "") or "",
+        "parse_error": getattr(ans, "parse_error", None),
+        "error": getattr(ans, "error", None),
+        "latency_s": getattr(ans, "latency_s", None),
+    }
 
 
 def public_answer(side: str, rec: dict) -> dict:
@@ -127,8 +131,11 @@ def _rescale(rec: dict, sx: float, sy: float) -> dict:
     if sx == 1.0 and sy == 1.0:
         return rec
     # pixel centres at integers: u_orig + 0.5 = (u_sent + 0.5) * W / w
-    return {**rec, "points_px": [[(u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5] for u, v in rec["points_px"]],
-            "sent_scale": [sx, sy]}
+    return {
+        **rec,
+        "points_px": [[(u + 0.5) * sx - 0.5, (v + 0.5) * sy - 0.5] for u, v in rec["points_px"]],
+        "sent_scale": [sx, sy],
+    }
 
 
 async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, view: tuple, instruction: str) -> dict:
@@ -168,27 +175,40 @@ def get_image(name: str, arena: Arena) -> FileResponse:
 
 async def _check_rates(arena: ArenaContext, sid: str, addr: str, upload: bool) -> None:
     s, since = arena.settings, time.time() - 60.0
-    checks = [({"session_id": sid}, s.max_battles_per_minute, "battles a minute per session"),
-              ({"client_addr": addr}, s.max_battles_per_minute_per_address, "battles a minute per address")]
+    checks = [
+        ({"session_id": sid}, s.max_battles_per_minute, "battles a minute per session"),
+        ({"client_addr": addr}, s.max_battles_per_minute_per_address, "battles a minute per address"),
+    ]
     if upload:
-        checks += [({"session_id": sid, "source": "upload"}, s.max_uploads_per_minute, "uploads a minute per session"),
-                   ({"client_addr": addr, "source": "upload"}, s.max_uploads_per_minute_per_address,
-                    "uploads a minute per address")]
+        checks += [
+            ({"session_id": sid, "source": "upload"}, s.max_uploads_per_minute, "uploads a minute per session"),
+            (
+                {"client_addr": addr, "source": "upload"},
+                s.max_uploads_per_minute_per_address,
+                "uploads a minute per address",
+            ),
+        ]
 
     def count_all() -> str | None:
         for kw, limit, what in checks:
             if arena.store.battles_since(since, **kw) >= limit:
                 return f"rate limit: at most {limit} {what}"
         return None
+
     refused = await run_in_threadpool(count_all)
     if refused:
         raise HTTPException(429, refused)
 
 
 @router.post("/battles")
-async def create_battle(request: Request, arena: Arena, sid: Sid, instruction: Annotated[str, Form()],
-                        image_name: Annotated[str | None, Form()] = None,
-                        upload: Annotated[UploadFile | None, File()] = None) -> dict:
+async def create_battle(
+    request: Request,
+    arena: Arena,
+    sid: Sid,
+    instruction: Annotated[str, Form()],
+    image_name: Annotated[str | None, Form()] = None,
+    upload: Annotated[UploadFile | None, File()] = None,
+) -> dict:
     """Start a battle on a curated image (``image_name``) or an upload; both models start at once."""
     s = arena.settings
     instruction = instruction.strip()
@@ -214,17 +234,32 @@ async def create_battle(request: Request, arena: Arena, sid: Sid, instruction: A
         votes = None
         if s.sampler == "adaptive":
             from .sampling import cached_votes
+
             votes = await run_in_threadpool(cached_votes, arena)
         a, b = sample_pair(list(arena.agents), s.sampler, arena.rng, votes or ())
     except (ArenaError, ImageRejected, CuratedSetError) as e:
         raise _http(e) from None
     h, w = rgb.shape[:2]
-    bid = await run_in_threadpool(lambda: arena.store.create_battle(
-        session_id=sid, image_sha256=sha, image_path=str(path), image_source=source, width=w, height=h,
-        instruction=instruction, model_a=a, model_b=b, sampler=s.sampler, client_addr=addr))
+    bid = await run_in_threadpool(
+        lambda: arena.store.create_battle(
+            session_id=sid,
+            image_sha256=sha,
+            image_path=str(path),
+            image_source=source,
+            width=w,
+            height=h,
+            instruction=instruction,
+            model_a=a,
+            model_b=b,
+            sampler=s.sampler,
+            client_addr=addr,
+        )
+    )
     view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
-    arena.pending[bid] = {"A": asyncio.create_task(_ask(arena, bid, "A", a, view, instruction)),
-                          "B": asyncio.create_task(_ask(arena, bid, "B", b, view, instruction))}
+    arena.pending[bid] = {
+        "A": asyncio.create_task(_ask(arena, bid, "A", a, view, instruction)),
+        "B": asyncio.create_task(_ask(arena, bid, "B", b, view, instruction)),
+    }
     return {"battle_id": bid, "image_url": f"/api/battles/{bid}/image", "width": w, "height": h}
 
 
@@ -247,8 +282,9 @@ def battle_image(bid: str, arena: Arena, sid: Sid) -> FileResponse:
 def battle_state(bid: str, arena: Arena, sid: Sid) -> dict:
     """Polling alternative to the websocket: answers so far (anonymous); names only after the vote."""
     rec = _own(arena, bid, sid)
-    answers = [public_answer(side, rec[key]) for side, key in (("A", "answer_a"), ("B", "answer_b"))
-               if rec[key] is not None]
+    answers = [
+        public_answer(side, rec[key]) for side, key in (("A", "answer_a"), ("B", "answer_b")) if rec[key] is not None
+    ]
     if len(answers) == 2:
         arena.store.mark_shown(bid)
         arena.pending.pop(bid, None)

@@ -81,17 +81,25 @@ class ArenaSettings:
             raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if self.max_upload_bytes < 1024 or self.max_image_side_px < 16 or self.max_image_pixels < 256:
             raise ValueError("max_upload_bytes >= 1024, max_image_side_px >= 16, max_image_pixels >= 256 required")
-        limits = (self.max_battles_per_minute, self.max_battles_per_minute_per_address, self.max_uploads_per_minute,
-                  self.max_uploads_per_minute_per_address)
+        limits = (
+            self.max_battles_per_minute,
+            self.max_battles_per_minute_per_address,
+            self.max_uploads_per_minute,
+            self.max_uploads_per_minute_per_address,
+        )
         if min(limits) < 1 or self.flag_min_votes < 2 or not self.agent_timeout_s > 0 or self.few_votes < 0:
             raise ValueError("rate limits >= 1, flag_min_votes >= 2, agent_timeout_s > 0, few_votes >= 0 required")
 
     @property
     def image_limits(self) -> ImageLimits:
-        return ImageLimits(max_bytes=self.max_upload_bytes, max_side_px=self.max_image_side_px,
-                           max_pixels=self.max_image_pixels, formats=tuple(self.upload_formats),
-                           max_text_chunk_bytes=self.max_text_chunk_bytes,
-                           max_text_total_bytes=4 * self.max_text_chunk_bytes)
+        return ImageLimits(
+            max_bytes=self.max_upload_bytes,
+            max_side_px=self.max_image_side_px,
+            max_pixels=self.max_image_pixels,
+            formats=tuple(self.upload_formats),
+            max_text_chunk_bytes=self.max_text_chunk_bytes,
+            max_text_total_bytes=4 * self.max_text_chunk_bytes,
+        )
 
 
 class AgentLoop:
@@ -123,6 +131,7 @@ class AgentLoop:
                         await a.aclose()
                     except Exception:  # closing is best effort
                         pass
+
         try:
             asyncio.run_coroutine_threadsafe(_close(), self.loop).result(timeout=5)
         except Exception:  # a stuck client must not block shutdown

@@ -87,8 +87,10 @@ class CuratedSet:
 
     def sim_entries(self) -> list[dict]:
         """``[{"image", "targets": [{"names", "mask"}]}]`` with absolute paths (the ``arena`` sim server's input)."""
-        return [{"image": str(i.path), "targets": [{"names": list(t["names"]), "mask": str(t["mask"])}
-                                                   for t in i.targets]} for i in self.images.values()]
+        return [
+            {"image": str(i.path), "targets": [{"names": list(t["names"]), "mask": str(t["mask"])} for t in i.targets]}
+            for i in self.images.values()
+        ]
 
     @classmethod
     def from_manifest(cls, path: str | Path) -> "CuratedSet":
@@ -98,16 +100,19 @@ class CuratedSet:
             out = cls()
             for r in rows:
                 img = p.parent / r["image"]
-                targets = tuple({"names": tuple(str(n) for n in t["names"]), "mask": p.parent / t["mask"]}
-                                for t in r.get("targets") or [])
+                targets = tuple(
+                    {"names": tuple(str(n) for n in t["names"]), "mask": p.parent / t["mask"]}
+                    for t in r.get("targets") or []
+                )
                 out._add(img, targets)
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
             raise CuratedSetError(f"{p}: not a curated-image manifest ({type(e).__name__}: {e})") from None
         return out
 
     @classmethod
-    def from_folder(cls, folder: str | Path, *, masks: str | Path | None = None,
-                    names: tuple[str, ...] = ()) -> "CuratedSet":
+    def from_folder(
+        cls, folder: str | Path, *, masks: str | Path | None = None, names: tuple[str, ...] = ()
+    ) -> "CuratedSet":
         """A folder's images (its manifest when it has one); with ``masks``, the mask of the same
         stem becomes each image's target named ``names``."""
         d = Path(folder)
@@ -150,5 +155,6 @@ class CuratedSet:
         name = path.name
         if name in self.images:
             raise CuratedSetError(f"two curated images are named {name}")
-        self.images[name] = CuratedImage(name, path.resolve(), tuple(
-            {"names": t["names"], "mask": Path(t["mask"]).resolve()} for t in targets))
+        self.images[name] = CuratedImage(
+            name, path.resolve(), tuple({"names": t["names"], "mask": Path(t["mask"]).resolve()} for t in targets)
+        )

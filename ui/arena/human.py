@@ -44,8 +44,10 @@ def _item(arena, item_id: str):
 def items(arena: Arena) -> dict:
     from pointlab.benchmark.pointbench.human import page_item
 
-    return {"feedback": arena.settings.human_feedback,
-            "items": [dict(page_item(it), image_url=f"/api/human/image?item={it.id}") for it in arena.bench_items]}
+    return {
+        "feedback": arena.settings.human_feedback,
+        "items": [dict(page_item(it), image_url=f"/api/human/image?item={it.id}") for it in arena.bench_items],
+    }
 
 
 def _image_png(it) -> bytes:
@@ -152,8 +154,9 @@ def sessions(arena: Arena, authorization: str | None = Header(None)) -> dict:
     _admin(arena, authorization)
     per: dict[str, dict] = {}
     for r in arena.store.human_clicks():
-        d = per.setdefault(r["session_id"], {"session_id": r["session_id"], "answers": 0, "correct": 0,
-                                             "excluded": r["excluded"]})
+        d = per.setdefault(
+            r["session_id"], {"session_id": r["session_id"], "answers": 0, "correct": 0, "excluded": r["excluded"]}
+        )
         d["answers"] += 1
         d["correct"] += int(r["success"])
     return {"sessions": list(per.values())}
@@ -175,6 +178,8 @@ def set_excluded(session_id: str, body: ExcludeIn, arena: Arena, authorization: 
 def pred_jsonl(arena: Arena, session: str | None = None) -> str:
     """The included answers as PRED JSONL ``{id, points, session_id}`` (re-score with ``pointlab
     score pointing``, which wants one answer per item: pass ``?session=ID`` for one person's)."""
-    return "".join(json.dumps({"id": r["id"], "points": r["points"], "session_id": r["session_id"]}) + "\n"
-                   for r in arena.store.human_clicks(include_excluded=False)
-                   if session is None or r["session_id"] == session)
+    return "".join(
+        json.dumps({"id": r["id"], "points": r["points"], "session_id": r["session_id"]}) + "\n"
+        for r in arena.store.human_clicks(include_excluded=False)
+        if session is None or r["session_id"] == session
+    )

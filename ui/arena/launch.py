@@ -85,12 +85,23 @@ def build_app(cfg: ArenaConfig, curated: Any = None):
     items = []
     if cfg.data:
         from pointlab.benchmark.pointbench import load_dataset
+
         items = load_dataset(cfg.data)
-    agents = {n: a for n, a in load_agents(cfg.agents or DEFAULT_ARENA_AGENTS, sim_base_url=cfg.sim_url).items()
-              if hasattr(a, "point_format")}  # model agents only (no human agent in the arena)
-    settings = ArenaSettings(**{**cfg.settings, **{k: tuple(v) for k, v in cfg.settings.items()
-                                                   if isinstance(v, list)}})
-    return create_arena_app(agents, db_path=cfg.db, store=ArenaStore(cfg.db, pool_size=cfg.pool_size),
-                            curated=curated if curated is not None else load_curated(cfg),
-                            uploads_dir=cfg.uploads_dir, settings=settings, bench_items=items,
-                            admin_token=cfg.admin_token)
+    agents = {
+        n: a
+        for n, a in load_agents(cfg.agents or DEFAULT_ARENA_AGENTS, sim_base_url=cfg.sim_url).items()
+        if hasattr(a, "point_format")
+    }  # model agents only (no human agent in the arena)
+    settings = ArenaSettings(
+        **{**cfg.settings, **{k: tuple(v) for k, v in cfg.settings.items() if isinstance(v, list)}}
+    )
+    return create_arena_app(
+        agents,
+        db_path=cfg.db,
+        store=ArenaStore(cfg.db, pool_size=cfg.pool_size),
+        curated=curated if curated is not None else load_curated(cfg),
+        uploads_dir=cfg.uploads_dir,
+        settings=settings,
+        bench_items=items,
+        admin_token=cfg.admin_token,
+    )

@@ -48,8 +48,9 @@ def win_matrix(models: list[str], votes: list, ties: str) -> tuple[list[list[flo
             wins[j, i] += 1
         games[i, j] += 1
         games[j, i] += 1
-    frac = [[None if games[i, j] == 0 else round(float(wins[i, j] / games[i, j]), 4) for j in range(n)]
-            for i in range(n)]
+    frac = [
+        [None if games[i, j] == 0 else round(float(wins[i, j] / games[i, j]), 4) for j in range(n)] for i in range(n)
+    ]
     return frac, games.tolist()
 
 
@@ -63,8 +64,15 @@ def build_board(arena, ties: str) -> dict:
 
     s = arena.settings
     votes = [parse_vote(v) for v in arena.store.votes(include_flagged=s.include_flagged)]
-    kw = dict(ties=ties, k=s.elo_k, start=s.elo_start, base=s.elo_base, scale=s.elo_scale,
-              bootstrap_rounds=s.bootstrap_rounds, seed=0)
+    kw = dict(
+        ties=ties,
+        k=s.elo_k,
+        start=s.elo_start,
+        base=s.elo_base,
+        scale=s.elo_scale,
+        bootstrap_rounds=s.bootstrap_rounds,
+        seed=0,
+    )
     bt, elo = compute_ratings(votes, "bt", **kw), compute_ratings(votes, "elo", **kw)
     battles = arena.store.battle_counts()
     counted = [v for v in votes if ties == "half" or v.winner not in TIE_WINNERS]
@@ -79,15 +87,27 @@ def build_board(arena, ties: str) -> dict:
         row = {"model": m, "battles": battles.get(m, 0), "votes": per_model.get(m, 0), "few_votes": few}
         for name, table in (("bt", bt), ("elo", elo)):
             r = table.get(m)
-            row[name] = None if r is None else {"rating": r["rating"], "games": r["games"],
-                                                "ci_low": None if few else r["ci_low"],
-                                                "ci_high": None if few else r["ci_high"],
-                                                "rank": None if few else r["rank"]}
+            row[name] = (
+                None
+                if r is None
+                else {
+                    "rating": r["rating"],
+                    "games": r["games"],
+                    "ci_low": None if few else r["ci_low"],
+                    "ci_high": None if few else r["ci_high"],
+                    "rank": None if few else r["rank"],
+                }
+            )
         rows.append(row)
     frac, games = win_matrix(models, votes, ties)
-    return {"ties": ties, "votes": len(votes), "counted": len(counted), "few_votes": s.few_votes,
-            "models": rows, "matrix": {"models": models, "win_fraction": frac, "games": games}}
-
+    return {
+        "ties": ties,
+        "votes": len(votes),
+        "counted": len(counted),
+        "few_votes": s.few_votes,
+        "models": rows,
+        "matrix": {"models": models, "win_fraction": frac, "games": games},
+    }
 
 
 @router.get("/leaderboard")
@@ -109,8 +129,11 @@ def leaderboard(arena: Arena, ties: str = "exclude", method: str | None = None) 
         arena.cache[key] = board
     if method is None:
         return board
-    return {**board, "method": method,
-            "ratings": {r["model"]: r[method] for r in board["models"] if r[method] is not None}}
+    return {
+        **board,
+        "method": method,
+        "ratings": {r["model"]: r[method] for r in board["models"] if r[method] is not None},
+    }
 
 
 @router.get("/votes.jsonl", response_class=PlainTextResponse)

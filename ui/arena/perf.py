@@ -93,8 +93,9 @@ async def _wait_ready(base: str, bid: str, cookie: str, out: dict, deadline: flo
 
     while time.monotonic() < deadline:
         try:
-            async with websockets.connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
-                                          additional_headers={"Cookie": cookie}) as ws:
+            async with websockets.connect(
+                base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws", additional_headers={"Cookie": cookie}
+            ) as ws:
                 while True:
                     kind = json.loads(await ws.recv()).get("type")
                     if kind in ("ready", "error"):
@@ -117,9 +118,14 @@ async def _voter(base: str, k: int, deadline: float, images: list[str], out: dic
     async with httpx.AsyncClient(base_url=base, timeout=30.0) as c:
         while time.monotonic() < deadline:
             t0 = time.perf_counter()
-            r, _ = await _send(c, "POST", "/api/battles", out, retry_cap_s,
-                               data={"instruction": "Point to the red cube",
-                                     "image_name": images[rng.randrange(len(images))]})
+            r, _ = await _send(
+                c,
+                "POST",
+                "/api/battles",
+                out,
+                retry_cap_s,
+                data={"instruction": "Point to the red cube", "image_name": images[rng.randrange(len(images))]},
+            )
             if r.status_code != 200:
                 out["errors"].append(f"battle {r.status_code}: {r.text[:100]}")
                 await asyncio.sleep(0.1)
@@ -158,18 +164,30 @@ def _check(url: str, acked: dict[str, str]) -> dict:
     try:
         stored = {v["battle_id"]: v["winner"] for v in store.votes(include_flagged=True)}
         from sqlalchemy import func, select
+
         with store._tx() as s:
             counted = int(s.scalar(select(func.coalesce(func.sum(SessionRow.votes_n), 0))) or 0)
     finally:
         store.close()
     lost = sum(1 for b, c in acked.items() if stored.get(b) != VOTE_CHOICES[c])
-    return {"acknowledged": len(acked), "stored": len(stored), "lost": lost,
-            "unacknowledged": sum(1 for b in stored if b not in acked),
-            "double_counted": counted - len(stored)}
+    return {
+        "acknowledged": len(acked),
+        "stored": len(stored),
+        "lost": lost,
+        "unacknowledged": sum(1 for b in stored if b not in acked),
+        "double_counted": counted - len(stored),
+    }
 
 
-def measure_arena_perf(db: str, *, workers: int = 4, voters: int = 50, duration_s: float = 20.0,
-                       baseline_inserts: int = 200, start_timeout_s: float = 120.0) -> dict[str, Any]:
+def measure_arena_perf(
+    db: str,
+    *,
+    workers: int = 4,
+    voters: int = 50,
+    duration_s: float = 20.0,
+    baseline_inserts: int = 200,
+    start_timeout_s: float = 120.0,
+) -> dict[str, Any]:
     """Run the load (see the module docstring) against a fresh arena on ``db`` (a SQLAlchemy URL or
     SQLite path; its arena tables should be empty). Returns the report.
 
@@ -183,20 +201,39 @@ def measure_arena_perf(db: str, *, workers: int = 4, voters: int = 50, duration_
     out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s)
     check = _check(db, out["acked"])
     ms = ("n", "p50", "p90", "p99", "max")
-    return {"db": db.split("@")[-1] if "://" in db else db, "workers": workers, "voters": voters,
-            "duration_s": round(wall, 2), "votes_per_s": round(len(out["vote_s"]) / wall, 1),
-            "battle_create_ms": summarize(out["battle_s"], ms, scale=1e3, digits=1),
-            "vote_ms": summarize(out["vote_s"], ms, scale=1e3, digits=1),
-            "baseline_bare_insert_ms": summarize(base_times, ms, scale=1e3, digits=2),
-            "vote_p50_over_insert_p50": (round(float(summarize(out["vote_s"], ("p50",))["p50"])
-                                               / float(summarize(base_times, ("p50",))["p50"]), 1)
-                                         if out["vote_s"] else None),
-            "integrity": check, "errors": len(out["errors"]), "first_errors": out["errors"][:5]}
+    return {
+        "db": db.split("@")[-1] if "://" in db else db,
+        "workers": workers,
+        "voters": voters,
+        "duration_s": round(wall, 2),
+        "votes_per_s": round(len(out["vote_s"]) / wall, 1),
+        "battle_create_ms": summarize(out["battle_s"], ms, scale=1e3, digits=1),
+        "vote_ms": summarize(out["vote_s"], ms, scale=1e3, digits=1),
+        "baseline_bare_insert_ms": summarize(base_times, ms, scale=1e3, digits=2),
+        "vote_p50_over_insert_p50": (
+            round(float(summarize(out["vote_s"], ("p50",))["p50"]) / float(summarize(base_times, ("p50",))["p50"]), 1)
+            if out["vote_s"]
+            else None
+        ),
+        "integrity": check,
+        "errors": len(out["errors"]),
+        "first_errors": out["errors"][:5],
+    }
 
 
-def measure_arena_outage(db: str, pause, resume, *, workers: int = 2, voters: int = 10, duration_s: float = 20.0,
-                         outage_at_s: float = 5.0, outage_s: float = 5.0, retry_cap_s: float = 1.0,
-                         start_timeout_s: float = 120.0) -> dict[str, Any]:
+def measure_arena_outage(
+    db: str,
+    pause,
+    resume,
+    *,
+    workers: int = 2,
+    voters: int = 10,
+    duration_s: float = 20.0,
+    outage_at_s: float = 5.0,
+    outage_s: float = 5.0,
+    retry_cap_s: float = 1.0,
+    start_timeout_s: float = 120.0,
+) -> dict[str, Any]:
     """The voters of ``measure_arena_perf`` while the database goes away: ``pause()`` is called
     ``outage_at_s`` into the load and ``resume()`` ``outage_s`` later (from a thread). Voters wait
     at most ``retry_cap_s`` between tries (the server's Retry-After is longer; a test need not wait
@@ -219,19 +256,36 @@ def measure_arena_outage(db: str, pause, resume, *, workers: int = 2, voters: in
     t = threading.Thread(target=outage, name="db-outage", daemon=True)
     out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s, retry_cap_s=retry_cap_s, start=t.start)
     t.join(timeout=outage_at_s + outage_s + 120)
-    return {"duration_s": round(wall, 2), "outage_s": round(marks["up"] - marks["down"], 2) if "up" in marks else None,
-            "status": dict(sorted(out["status"].items())),
-            "server_errors": sum(n for code, n in out["status"].items() if code >= 500 and code != 503),
-            "ws_1013": out["ws_1013"], "resolved_409": out["resolved_409"],
-            "votes_after": sum(1 for w in out["acked_at"].values() if w > marks.get("up", float("inf"))),
-            # battles started before the database went away and voted on after it came back
-            "across_outage": sum(1 for b, w in out["acked_at"].items()
-                                 if out["created_at"].get(b, w) < marks.get("down", 0) and w > marks.get("up", w)),
-            "integrity": _check(db, out["acked"]), "errors": len(out["errors"]), "first_errors": out["errors"][:5]}
+    return {
+        "duration_s": round(wall, 2),
+        "outage_s": round(marks["up"] - marks["down"], 2) if "up" in marks else None,
+        "status": dict(sorted(out["status"].items())),
+        "server_errors": sum(n for code, n in out["status"].items() if code >= 500 and code != 503),
+        "ws_1013": out["ws_1013"],
+        "resolved_409": out["resolved_409"],
+        "votes_after": sum(1 for w in out["acked_at"].values() if w > marks.get("up", float("inf"))),
+        # battles started before the database went away and voted on after it came back
+        "across_outage": sum(
+            1
+            for b, w in out["acked_at"].items()
+            if out["created_at"].get(b, w) < marks.get("down", 0) and w > marks.get("up", w)
+        ),
+        "integrity": _check(db, out["acked"]),
+        "errors": len(out["errors"]),
+        "first_errors": out["errors"][:5],
+    }
 
 
-def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeout_s: float, *,
-              retry_cap_s: float = 30.0, start=None) -> tuple[dict, float]:
+def _run_load(
+    db: str,
+    workers: int,
+    voters: int,
+    duration_s: float,
+    start_timeout_s: float,
+    *,
+    retry_cap_s: float = 30.0,
+    start=None,
+) -> tuple[dict, float]:
     """Start ``pointlab bench arena`` on ``db``, run ``voters`` until ``duration_s``, stop it.
     ``start``: called once the arena answers (the outage thread). Returns the voters' record and
     the load's wall time."""
@@ -239,9 +293,25 @@ def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeo
 
     port = _free_port()
     tmp = Path(tempfile.mkdtemp(prefix="pointlab-perf-arena-"))
-    cmd = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "bench", "arena", "--db", db, "--workers", str(workers),
-           "--port", str(port), "--demo-dir", str(tmp / "demo"), "--rate-limit", "100000",
-           "--address-rate-limit", "1000000"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from pointlab.bridge.cli import main; main()",
+        "bench",
+        "arena",
+        "--db",
+        db,
+        "--workers",
+        str(workers),
+        "--port",
+        str(port),
+        "--demo-dir",
+        str(tmp / "demo"),
+        "--rate-limit",
+        "100000",
+        "--address-rate-limit",
+        "1000000",
+    ]
     log = (tmp / "arena.log").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
@@ -259,8 +329,17 @@ def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeo
                 raise RuntimeError("the arena did not start")
             time.sleep(0.1)
         images = [i["name"] for i in httpx.get(base + "/api/images").json()["images"]]
-        out: dict = {"battle_s": [], "vote_s": [], "acked": {}, "acked_at": {}, "created_at": {}, "errors": [], "status": {}, "ws_1013": 0,
-                     "resolved_409": 0}
+        out: dict = {
+            "battle_s": [],
+            "vote_s": [],
+            "acked": {},
+            "acked_at": {},
+            "created_at": {},
+            "errors": [],
+            "status": {},
+            "ws_1013": 0,
+            "resolved_409": 0,
+        }
 
         async def load() -> float:
             deadline = time.monotonic() + duration_s
@@ -269,6 +348,7 @@ def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeo
                 start()
             await asyncio.gather(*(_voter(base, k, deadline, images, out, retry_cap_s) for k in range(voters)))
             return time.perf_counter() - t
+
         wall = asyncio.run(load())
     finally:
         proc.terminate()
@@ -278,4 +358,3 @@ def _run_load(db: str, workers: int, voters: int, duration_s: float, start_timeo
             proc.kill()
         log.close()
     return out, wall
-

@@ -31,8 +31,11 @@ def pair_weights(models: Sequence[str], votes: Sequence[dict]) -> dict[tuple[str
     """Adaptive weight per unordered pair (sorted names), normalised to sum 1 (see the module docstring)."""
     from pointlab.benchmark.ratings import Vote, bradley_terry  # scipy: imported on first use, not at start-up
 
-    vs = [Vote(v["model_a"], v["model_b"], v["winner"]) for v in votes
-          if v["model_a"] in models and v["model_b"] in models and v["model_a"] != v["model_b"]]
+    vs = [
+        Vote(v["model_a"], v["model_b"], v["winner"])
+        for v in votes
+        if v["model_a"] in models and v["model_b"] in models and v["model_a"] != v["model_b"]
+    ]
     decisive = [v for v in vs if v.winner in ("model_a", "model_b")]
     ratings = {m: r.rating for m, r in bradley_terry(decisive, bootstrap_rounds=0).items()} if decisive else {}
     games = Counter(tuple(sorted((v.model_a, v.model_b))) for v in vs)
@@ -46,8 +49,7 @@ def pair_weights(models: Sequence[str], votes: Sequence[dict]) -> dict[tuple[str
     return {k: (1 - UNIFORM_MIX) * w / total + UNIFORM_MIX / n for k, w in raw.items()}
 
 
-def sample_pair(models: Sequence[str], mode: str, rng: random.Random,
-                votes: Sequence[dict] = ()) -> tuple[str, str]:
+def sample_pair(models: Sequence[str], mode: str, rng: random.Random, votes: Sequence[dict] = ()) -> tuple[str, str]:
     """Two distinct models ``(model_a, model_b)`` in random sides.
 
     Raises: ValueError for fewer than two models or an unknown ``mode``.
@@ -61,7 +63,7 @@ def sample_pair(models: Sequence[str], mode: str, rng: random.Random,
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {mode!r}")
     w = pair_weights(sorted(set(models)), votes)
     pairs = list(w)
-    (a, b), = rng.choices(pairs, weights=[w[p] for p in pairs], k=1)
+    ((a, b),) = rng.choices(pairs, weights=[w[p] for p in pairs], k=1)
     return (a, b) if rng.random() < 0.5 else (b, a)
 
 

@@ -24,8 +24,16 @@ from .sampling import pair_weights, sample_pair
 __all__ = ["simulate", "compare_samplers"]
 
 
-def simulate(sampler: str, ratings: Sequence[float], n_votes: int, *, seed: int, checkpoint: int = 25,
-             refresh: int = 25, tie_rate: float = 0.15) -> list[tuple[int, float]]:
+def simulate(
+    sampler: str,
+    ratings: Sequence[float],
+    n_votes: int,
+    *,
+    seed: int,
+    checkpoint: int = 25,
+    refresh: int = 25,
+    tie_rate: float = 0.15,
+) -> list[tuple[int, float]]:
     """``[(votes so far, Spearman rho of fitted vs true ratings)]`` at every checkpoint."""
     from scipy.stats import spearmanr
 
@@ -61,9 +69,18 @@ def simulate(sampler: str, ratings: Sequence[float], n_votes: int, *, seed: int,
     return out
 
 
-def compare_samplers(*, n_models: int = 8, spread: float = 400.0, n_votes: int = 2000, repeats: int = 20,
-                     targets: Sequence[float] = (0.8, 0.9, 0.95), budgets: Sequence[int] = (250, 500, 1000, 2000),
-                     checkpoint: int = 25, tie_rate: float = 0.15, seed: int = 0) -> dict:
+def compare_samplers(
+    *,
+    n_models: int = 8,
+    spread: float = 400.0,
+    n_votes: int = 2000,
+    repeats: int = 20,
+    targets: Sequence[float] = (0.8, 0.9, 0.95),
+    budgets: Sequence[int] = (250, 500, 1000, 2000),
+    checkpoint: int = 25,
+    tie_rate: float = 0.15,
+    seed: int = 0,
+) -> dict:
     """Run both samplers ``repeats`` times on the same seeds (see the module docstring).
 
     Returns ``{"setup", "uniform": {...}, "adaptive": {...}, "saving": {target: 1 - adaptive/uniform}}``
@@ -71,20 +88,36 @@ def compare_samplers(*, n_models: int = 8, spread: float = 400.0, n_votes: int =
     and ``rho_at`` ``{budget: mean rho}``.
     """
     ratings = list(np.linspace(1000 - spread / 2, 1000 + spread / 2, n_models))
-    res: dict = {"setup": {"models": n_models, "rating_spread": spread, "votes": n_votes, "repeats": repeats,
-                           "tie_rate": tie_rate, "checkpoint": checkpoint}}
+    res: dict = {
+        "setup": {
+            "models": n_models,
+            "rating_spread": spread,
+            "votes": n_votes,
+            "repeats": repeats,
+            "tie_rate": tie_rate,
+            "checkpoint": checkpoint,
+        }
+    }
     for sampler in ("uniform", "adaptive"):
-        curves = [simulate(sampler, ratings, n_votes, seed=seed + r, checkpoint=checkpoint, tie_rate=tie_rate)
-                  for r in range(repeats)]
+        curves = [
+            simulate(sampler, ratings, n_votes, seed=seed + r, checkpoint=checkpoint, tie_rate=tie_rate)
+            for r in range(repeats)
+        ]
         reach = {}
         for t in targets:
             firsts = [next((n for n, rho in c if rho >= t), None) for c in curves]
             got = [f for f in firsts if f is not None]
             reach[str(t)] = float(np.median(got)) if len(got) * 2 > len(firsts) else None
-        at = {str(b): round(float(np.mean([dict(c).get(b, np.nan) for c in curves])), 3) for b in budgets
-              if b <= n_votes}
+        at = {
+            str(b): round(float(np.mean([dict(c).get(b, np.nan) for c in curves])), 3) for b in budgets if b <= n_votes
+        }
         res[sampler] = {"votes_to_rho": reach, "rho_at": at}
-    res["saving"] = {t: (None if res["uniform"]["votes_to_rho"][t] in (None, 0) or res["adaptive"]["votes_to_rho"][t]
-                         is None else round(1 - res["adaptive"]["votes_to_rho"][t] / res["uniform"]["votes_to_rho"][t], 3))
-                     for t in res["uniform"]["votes_to_rho"]}
+    res["saving"] = {
+        t: (
+            None
+            if res["uniform"]["votes_to_rho"][t] in (None, 0) or res["adaptive"]["votes_to_rho"][t] is None
+            else round(1 - res["adaptive"]["votes_to_rho"][t] / res["uniform"]["votes_to_rho"][t], 3)
+        )
+        for t in res["uniform"]["votes_to_rho"]
+    }
     return res

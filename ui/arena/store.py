@@ -41,8 +41,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, Float, Index, Integer, String, Text, create_engine, event, func, inspect,
-                        select, text, update)
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    event,
+    func,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -50,7 +64,16 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from pointlab.ui.errors import UiError
 
-__all__ = ["ArenaStore", "ArenaError", "StoreUnavailable", "VOTE_CHOICES", "BattleRow", "SessionRow", "SCHEMA_VERSION", "store_url"]
+__all__ = [
+    "ArenaStore",
+    "ArenaError",
+    "StoreUnavailable",
+    "VOTE_CHOICES",
+    "BattleRow",
+    "SessionRow",
+    "SCHEMA_VERSION",
+    "store_url",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +103,9 @@ def _unreachable(e: Exception) -> bool:
     driver's OperationalError/InterfaceError (connection refused, server shut down, connection
     lost mid-transaction; SQLite: database locked past busy_timeout), an invalidated connection, or
     no pooled connection free within the pool's timeout."""
-    return (isinstance(e, (OperationalError, InterfaceError, PoolTimeout))
-            or (isinstance(e, DBAPIError) and e.connection_invalidated))
+    return isinstance(e, (OperationalError, InterfaceError, PoolTimeout)) or (
+        isinstance(e, DBAPIError) and e.connection_invalidated
+    )
 
 
 class Base(DeclarativeBase):
@@ -127,9 +151,11 @@ class BattleRow(Base):
     vote: Mapped[str | None] = mapped_column(String(16), nullable=True)  # a VOTE_CHOICES value
     voted_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    __table_args__ = (Index("ix_battles_session_created", "session_id", "created_unix_s"),
-                      Index("ix_battles_addr_created", "client_addr", "created_unix_s"),
-                      Index("ix_battles_voted", "voted_unix_s"))
+    __table_args__ = (
+        Index("ix_battles_session_created", "session_id", "created_unix_s"),
+        Index("ix_battles_addr_created", "client_addr", "created_unix_s"),
+        Index("ix_battles_voted", "voted_unix_s"),
+    )
 
 
 class HumanClickRow(Base):
@@ -173,6 +199,7 @@ def _make_engine(url: str, pool_size: int) -> Engine:
         memory = u.database in (None, "", ":memory:")
         if memory:
             from sqlalchemy.pool import StaticPool
+
             kw["poolclass"] = StaticPool
         engine = create_engine(u, **kw)
 
@@ -186,6 +213,7 @@ def _make_engine(url: str, pool_size: int) -> Engine:
                 cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA busy_timeout=10000")
             cur.close()
+
         return engine
     if u.get_backend_name() == "postgresql" and u.drivername == "postgresql":
         u = u.set(drivername="postgresql+psycopg")  # psycopg 3, the driver this project installs
@@ -233,25 +261,38 @@ class ArenaStore:
         row = conn.execute(select(MetaRow.value).where(MetaRow.key == "schema_version")).scalar()
         version = int(row) if row is not None else None
         if version is not None and version > SCHEMA_VERSION:
-            raise ArenaError(f"arena store {self.url} has schema {version}, newer than this pointlab "
-                             f"({SCHEMA_VERSION})", 500)
+            raise ArenaError(
+                f"arena store {self.url} has schema {version}, newer than this pointlab ({SCHEMA_VERSION})", 500
+            )
         if version == SCHEMA_VERSION:
             return
         # version 1 (no meta table): add the columns of version 2 and count the votes cast so far
         insp = inspect(conn)
         have = {t: {c["name"] for c in insp.get_columns(t)} for t in ("sessions", "battles")}
-        for table, cols in (("sessions", {"client_addr": "VARCHAR(64)", "votes_n": "INTEGER DEFAULT 0",
-                                          "votes_a": "INTEGER DEFAULT 0", "votes_b": "INTEGER DEFAULT 0"}),
-                            ("battles", {"client_addr": "VARCHAR(64)"})):
+        for table, cols in (
+            (
+                "sessions",
+                {
+                    "client_addr": "VARCHAR(64)",
+                    "votes_n": "INTEGER DEFAULT 0",
+                    "votes_a": "INTEGER DEFAULT 0",
+                    "votes_b": "INTEGER DEFAULT 0",
+                },
+            ),
+            ("battles", {"client_addr": "VARCHAR(64)"}),
+        ):
             for name, ddl in cols.items():
                 if name not in have[table]:
                     conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
         if version is None:
-            conn.execute(text(
-                "UPDATE sessions SET "
-                "votes_n = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote IS NOT NULL), "
-                "votes_a = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_a'), "
-                "votes_b = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_b')"))
+            conn.execute(
+                text(
+                    "UPDATE sessions SET "
+                    "votes_n = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote IS NOT NULL), "
+                    "votes_a = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_a'), "
+                    "votes_b = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_b')"
+                )
+            )
             conn.execute(MetaRow.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
 
     @contextmanager
@@ -265,8 +306,9 @@ class ArenaStore:
             if not _unreachable(e):
                 raise
             log.warning("arena store unreachable: %s", str(e).splitlines()[0][:200])
-            raise StoreUnavailable("the arena's database is unreachable for the moment; try again in a few "
-                                   "seconds") from None
+            raise StoreUnavailable(
+                "the arena's database is unreachable for the moment; try again in a few seconds"
+            ) from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -283,8 +325,9 @@ class ArenaStore:
             if session_id and len(session_id) <= 64 and s.get(SessionRow, session_id) is not None:
                 return session_id
             sid = uuid.uuid4().hex
-            s.add(SessionRow(id=sid, created_unix_s=time.time(), client_addr=client_addr, votes_n=0, votes_a=0,
-                             votes_b=0))
+            s.add(
+                SessionRow(id=sid, created_unix_s=time.time(), client_addr=client_addr, votes_n=0, votes_a=0, votes_b=0)
+            )
             return sid
 
     def session(self, session_id: str) -> dict:
@@ -294,8 +337,14 @@ class ArenaStore:
                 raise ArenaError("unknown session", 404)
             return {"id": r.id, "flagged": r.flagged, "flag_reason": r.flag_reason, "votes": r.votes_n}
 
-    def battles_since(self, since_unix_s: float, *, session_id: str | None = None, client_addr: str | None = None,
-                      source: str | None = None) -> int:
+    def battles_since(
+        self,
+        since_unix_s: float,
+        *,
+        session_id: str | None = None,
+        client_addr: str | None = None,
+        source: str | None = None,
+    ) -> int:
         """Battles started at or after ``since_unix_s`` by this session or this client address
         (optionally only uploads: ``source="upload"``), for the rate limits."""
         q = select(func.count()).select_from(BattleRow).where(BattleRow.created_unix_s >= since_unix_s)
@@ -309,15 +358,40 @@ class ArenaStore:
             return int(s.scalar(q) or 0)
 
     # -- battles ------------------------------------------------------------------------------
-    def create_battle(self, *, session_id: str, image_sha256: str, image_path: str, image_source: str,
-                      width: int, height: int, instruction: str, model_a: str, model_b: str,
-                      sampler: str, client_addr: str | None = None) -> str:
+    def create_battle(
+        self,
+        *,
+        session_id: str,
+        image_sha256: str,
+        image_path: str,
+        image_source: str,
+        width: int,
+        height: int,
+        instruction: str,
+        model_a: str,
+        model_b: str,
+        sampler: str,
+        client_addr: str | None = None,
+    ) -> str:
         bid = uuid.uuid4().hex
         with self._tx() as s:
-            s.add(BattleRow(id=bid, session_id=session_id, created_unix_s=time.time(), client_addr=client_addr,
-                            image_sha256=image_sha256, image_path=image_path, image_source=image_source, width=width,
-                            height=height, instruction=instruction, model_a=model_a, model_b=model_b,
-                            sampler=sampler))
+            s.add(
+                BattleRow(
+                    id=bid,
+                    session_id=session_id,
+                    created_unix_s=time.time(),
+                    client_addr=client_addr,
+                    image_sha256=image_sha256,
+                    image_path=image_path,
+                    image_source=image_source,
+                    width=width,
+                    height=height,
+                    instruction=instruction,
+                    model_a=model_a,
+                    model_b=model_b,
+                    sampler=sampler,
+                )
+            )
         return bid
 
     def record_answer(self, battle_id: str, side: str, answer: dict) -> None:
@@ -331,9 +405,16 @@ class ArenaStore:
     def mark_shown(self, battle_id: str) -> None:
         """Record that both answers were delivered to the page (first time only)."""
         with self._tx() as s:
-            n = s.execute(update(BattleRow).where(BattleRow.id == battle_id, BattleRow.shown_unix_s.is_(None),
-                                                  BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None))
-                          .values(shown_unix_s=time.time())).rowcount
+            n = s.execute(
+                update(BattleRow)
+                .where(
+                    BattleRow.id == battle_id,
+                    BattleRow.shown_unix_s.is_(None),
+                    BattleRow.answer_a.is_not(None),
+                    BattleRow.answer_b.is_not(None),
+                )
+                .values(shown_unix_s=time.time())
+            ).rowcount
             if n == 0:
                 b = self._get(s, battle_id)
                 if b.answer_a is None or b.answer_b is None:
@@ -345,8 +426,11 @@ class ArenaStore:
 
         Raises: ArenaError(404) for an unknown battle."""
         with self._tx() as s:
-            got = s.execute(select(BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None))
-                            .where(BattleRow.id == battle_id)).first()
+            got = s.execute(
+                select(BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None)).where(
+                    BattleRow.id == battle_id
+                )
+            ).first()
         if got is None:
             raise ArenaError("unknown battle", 404)
         return bool(got[0]), bool(got[1])
@@ -370,10 +454,15 @@ class ArenaStore:
         with self._tx() as s:
             got = s.execute(
                 update(BattleRow)
-                .where(BattleRow.id == battle_id, BattleRow.session_id == session_id, BattleRow.vote.is_(None),
-                       BattleRow.shown_unix_s.is_not(None))
+                .where(
+                    BattleRow.id == battle_id,
+                    BattleRow.session_id == session_id,
+                    BattleRow.vote.is_(None),
+                    BattleRow.shown_unix_s.is_not(None),
+                )
                 .values(vote=winner, voted_unix_s=now)
-                .returning(BattleRow.model_a, BattleRow.model_b)).first()
+                .returning(BattleRow.model_a, BattleRow.model_b)
+            ).first()
             if got is None:
                 b = self._get(s, battle_id)
                 if b.session_id != session_id:
@@ -382,30 +471,47 @@ class ArenaStore:
                     raise ArenaError("this battle already has a vote", 409)
                 raise ArenaError("both answers must be shown before voting", 409)
             counts = s.execute(
-                update(SessionRow).where(SessionRow.id == session_id)
-                .values(votes_n=SessionRow.votes_n + 1, votes_a=SessionRow.votes_a + int(winner == "model_a"),
-                        votes_b=SessionRow.votes_b + int(winner == "model_b"))
-                .returning(SessionRow.votes_n, SessionRow.votes_a, SessionRow.votes_b, SessionRow.flagged)).first()
+                update(SessionRow)
+                .where(SessionRow.id == session_id)
+                .values(
+                    votes_n=SessionRow.votes_n + 1,
+                    votes_a=SessionRow.votes_a + int(winner == "model_a"),
+                    votes_b=SessionRow.votes_b + int(winner == "model_b"),
+                )
+                .returning(SessionRow.votes_n, SessionRow.votes_a, SessionRow.votes_b, SessionRow.flagged)
+            ).first()
             if counts is not None:
                 n, na, nb, flagged = counts
                 if not flagged and n >= flag_min_votes and (na == n or nb == n):
                     reason = f"all {n} votes picked side {'A' if na == n else 'B'}"
-                    s.execute(update(SessionRow).where(SessionRow.id == session_id)
-                              .values(flagged=True, flag_reason=reason))
+                    s.execute(
+                        update(SessionRow).where(SessionRow.id == session_id).values(flagged=True, flag_reason=reason)
+                    )
                     log.warning("arena session %s flagged: %s", session_id, reason)
         return {"id": battle_id, "model_a": got[0], "model_b": got[1], "vote": winner, "voted_unix_s": now}
 
     def votes(self, *, include_flagged: bool = False) -> list[dict]:
         """Votes in vote order as ``{"model_a", "model_b", "winner", "battle_id", "session_id"}``."""
-        q = (select(BattleRow.model_a, BattleRow.model_b, BattleRow.vote, BattleRow.id, BattleRow.session_id,
-                    SessionRow.flagged)
-             .join(SessionRow, SessionRow.id == BattleRow.session_id)
-             .where(BattleRow.vote.is_not(None)).order_by(BattleRow.voted_unix_s, BattleRow.id))
+        q = (
+            select(
+                BattleRow.model_a,
+                BattleRow.model_b,
+                BattleRow.vote,
+                BattleRow.id,
+                BattleRow.session_id,
+                SessionRow.flagged,
+            )
+            .join(SessionRow, SessionRow.id == BattleRow.session_id)
+            .where(BattleRow.vote.is_not(None))
+            .order_by(BattleRow.voted_unix_s, BattleRow.id)
+        )
         if not include_flagged:
             q = q.where(SessionRow.flagged.is_(False))
         with self._tx() as s:
-            return [{"model_a": a, "model_b": b, "winner": w, "battle_id": i, "session_id": sid}
-                    for a, b, w, i, sid, _ in s.execute(q).all()]
+            return [
+                {"model_a": a, "model_b": b, "winner": w, "battle_id": i, "session_id": sid}
+                for a, b, w, i, sid, _ in s.execute(q).all()
+            ]
 
     def vote_count(self) -> int:
         """Votes cast so far (flagged sessions included): a cheap change marker for caches."""
@@ -423,19 +529,33 @@ class ArenaStore:
 
     def voted_battles(self, *, include_flagged: bool = False) -> list[dict]:
         """Full records of voted battles (for promotion to Point-Bench candidates), in vote order."""
-        q = (select(BattleRow).join(SessionRow, SessionRow.id == BattleRow.session_id)
-             .where(BattleRow.vote.is_not(None)).order_by(BattleRow.voted_unix_s))
+        q = (
+            select(BattleRow)
+            .join(SessionRow, SessionRow.id == BattleRow.session_id)
+            .where(BattleRow.vote.is_not(None))
+            .order_by(BattleRow.voted_unix_s)
+        )
         if not include_flagged:
             q = q.where(SessionRow.flagged.is_(False))
         with self._tx() as s:
             return [_battle_dict(b) for b in s.scalars(q).all()]
 
     # -- human baseline ---------------------------------------------------------------------
-    def add_human_click(self, session_id: str, item_id: str, category: str, points_px: list, success: bool,
-                        reason: str) -> None:
+    def add_human_click(
+        self, session_id: str, item_id: str, category: str, points_px: list, success: bool, reason: str
+    ) -> None:
         with self._tx() as s:
-            s.add(HumanClickRow(session_id=session_id, item_id=item_id, category=category, points_px=points_px,
-                                success=success, reason=reason, created_unix_s=time.time()))
+            s.add(
+                HumanClickRow(
+                    session_id=session_id,
+                    item_id=item_id,
+                    category=category,
+                    points_px=points_px,
+                    success=success,
+                    reason=reason,
+                    created_unix_s=time.time(),
+                )
+            )
 
     def human_clicks(self, *, latest_only: bool = True, include_excluded: bool = True) -> list[dict]:
         """Saved human answers in order: ``{session_id, id, category, points, success, reason,
@@ -449,9 +569,19 @@ class ArenaStore:
                 last.pop((r.session_id, r.item_id), None)
                 last[(r.session_id, r.item_id)] = r
             rows = list(last.values())
-        return [{"session_id": r.session_id, "id": r.item_id, "category": r.category, "points": r.points_px,
-                 "success": r.success, "reason": r.reason, "excluded": r.session_id in excluded}
-                for r in rows if include_excluded or r.session_id not in excluded]
+        return [
+            {
+                "session_id": r.session_id,
+                "id": r.item_id,
+                "category": r.category,
+                "points": r.points_px,
+                "success": r.success,
+                "reason": r.reason,
+                "excluded": r.session_id in excluded,
+            }
+            for r in rows
+            if include_excluded or r.session_id not in excluded
+        ]
 
     def set_human_excluded(self, session_id: str, excluded: bool) -> None:
         with self._tx() as s:
@@ -470,10 +600,23 @@ class ArenaStore:
 
 
 def _battle_dict(b: BattleRow) -> dict:
-    return {"id": b.id, "session_id": b.session_id, "created_unix_s": b.created_unix_s, "client_addr": b.client_addr,
-            "image_sha256": b.image_sha256, "image_path": b.image_path, "image_source": b.image_source,
-            "width": b.width, "height": b.height, "instruction": b.instruction, "model_a": b.model_a,
-            "model_b": b.model_b, "sampler": b.sampler, "answer_a": b.answer_a, "answer_b": b.answer_b,
-            "shown_unix_s": b.shown_unix_s, "vote": b.vote, "voted_unix_s": b.voted_unix_s}
-
-
+    return {
+        "id": b.id,
+        "session_id": b.session_id,
+        "created_unix_s": b.created_unix_s,
+        "client_addr": b.client_addr,
+        "image_sha256": b.image_sha256,
+        "image_path": b.image_path,
+        "image_source": b.image_source,
+        "width": b.width,
+        "height": b.height,
+        "instruction": b.instruction,
+        "model_a": b.model_a,
+        "model_b": b.model_b,
+        "sampler": b.sampler,
+        "answer_a": b.answer_a,
+        "answer_b": b.answer_b,
+        "shown_unix_s": b.shown_unix_s,
+        "vote": b.vote,
+        "voted_unix_s": b.voted_unix_s,
+    }

@@ -11,7 +11,7 @@ from pointlab.benchmark.video.frames import open_frames
 
 def motion_blur(img, length):
     k = np.zeros((length, length))
-    k[length // 2, :] = 1.0 / length          # horizontal head motion
+    k[length // 2, :] = 1.0 / length  # horizontal head motion
     return cv2.filter2D(img, -1, k)
 
 
@@ -34,15 +34,20 @@ def test_sharp_frame_wins_on_real_frames(real_frames):
     # every third real frame (10 views: kitchen, walls, table, hallway) keeps the test quick
     for i, img in list(enumerate(real_frames))[::3]:
         # a trigger window: the same view with jitter blur before and after the sharp frame
-        window = [motion_blur(img, 9), cv2.GaussianBlur(img, (0, 0), 2.0), img, motion_blur(img, 15),
-                  cv2.GaussianBlur(img, (0, 0), 1.0)]
+        window = [
+            motion_blur(img, 9),
+            cv2.GaussianBlur(img, (0, 0), 2.0),
+            img,
+            motion_blur(img, 15),
+            cv2.GaussianBlur(img, (0, 0), 1.0),
+        ]
         assert select_keyframes(window) == [2], f"frame {i}"
         scores, _ = clarity_scores(window)
-        assert scores[2] == pytest.approx(3.0)   # best on all three metrics: 1 + 1 + 1
+        assert scores[2] == pytest.approx(3.0)  # best on all three metrics: 1 + 1 + 1
 
 
 def test_more_blur_scores_lower(real_frames):
-    img = real_frames[12]                      # the dining table: rich texture
+    img = real_frames[12]  # the dining table: rich texture
     window = [motion_blur(img, n) for n in (25, 15, 7, 3)] + [img]
     scores, raw = clarity_scores(window)
     assert list(np.argsort(scores)) == [0, 1, 2, 3, 4]
@@ -55,7 +60,7 @@ def test_metric_edge_cases():
     m = clarity_metrics(flat)
     assert (m.laplacian_var, m.hf_energy, m.edge_density) == (0.0, 0.0, 0.0)
     scores, _ = clarity_scores([flat, flat])
-    assert list(scores) == [0.0, 0.0]          # nothing to tell apart: all normalised to 0
+    assert list(scores) == [0.0, 0.0]  # nothing to tell apart: all normalised to 0
     assert select_keyframes([flat, flat]) == [0]
     with pytest.raises(ValueError):
         select_keyframes([])

@@ -8,7 +8,12 @@ import pytest
 import trimesh
 
 from pointlab.benchmark.egopoint.pointsim import (
-    intrinsics_from_vfov, look_at_rotation, optical_pose, project_point, ray_cast_valid, rodrigues_alignment,
+    intrinsics_from_vfov,
+    look_at_rotation,
+    optical_pose,
+    project_point,
+    ray_cast_valid,
+    rodrigues_alignment,
     target_box_2d,
 )
 
@@ -22,9 +27,9 @@ def test_look_at_eq1_by_hand():
     R = look_at_rotation(f)
     assert R @ R.T == pytest.approx(np.eye(3)) and np.linalg.det(R) == pytest.approx(1.0)
     assert R @ (f / np.linalg.norm(f)) == pytest.approx([0, 0, -1])
-    assert R[0, 2] == pytest.approx(0.0)          # the right axis stays horizontal (no roll)
+    assert R[0, 2] == pytest.approx(0.0)  # the right axis stays horizontal (no roll)
     with pytest.raises(ValueError):
-        look_at_rotation([0, 0, 3], [0, 0, 1])    # looking straight up: eq. (1) undefined
+        look_at_rotation([0, 0, 3], [0, 0, 1])  # looking straight up: eq. (1) undefined
     with pytest.raises(ValueError):
         look_at_rotation([0, 0, 0])
 
@@ -38,7 +43,7 @@ def test_optical_pose_projects_target_to_centre():
 
 
 def test_intrinsics_from_vfov_by_hand():
-    K = intrinsics_from_vfov(90, 640, 480)       # tan(45 deg) = 1 -> f = 240 px
+    K = intrinsics_from_vfov(90, 640, 480)  # tan(45 deg) = 1 -> f = 240 px
     assert K == pytest.approx(np.array([[240, 0, 319.5], [0, 240, 239.5], [0, 0, 1]]))
     with pytest.raises(ValueError):
         intrinsics_from_vfov(180, 640, 480)
@@ -46,14 +51,16 @@ def test_intrinsics_from_vfov_by_hand():
 
 def test_rodrigues_eq2_by_hand():
     # x onto y: a quarter turn about +z
-    assert rodrigues_alignment([1, 0, 0], [0, 1, 0]) == pytest.approx(np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]), abs=1e-12)
+    assert rodrigues_alignment([1, 0, 0], [0, 1, 0]) == pytest.approx(
+        np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]), abs=1e-12
+    )
     # 60 degrees in the x-z plane: R x = (cos 60, 0, sin 60)
     t = np.array([math.cos(math.pi / 3), 0, math.sin(math.pi / 3)])
     R = rodrigues_alignment([1, 0, 0], t)
     assert R @ [1, 0, 0] == pytest.approx(t)
-    assert R @ [0, 1, 0] == pytest.approx([0, 1, 0])       # the rotation axis (-y or +y) is fixed
+    assert R @ [0, 1, 0] == pytest.approx([0, 1, 0])  # the rotation axis (-y or +y) is fixed
     assert rodrigues_alignment([0, 0, 2], [0, 0, 5]) == pytest.approx(np.eye(3))
-    R = rodrigues_alignment([0, 0, 1], [0, 0, -1])          # opposite: a half turn
+    R = rodrigues_alignment([0, 0, 1], [0, 0, -1])  # opposite: a half turn
     assert R @ [0, 0, 1] == pytest.approx([0, 0, -1]) and np.linalg.det(R) == pytest.approx(1.0)
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -74,7 +81,7 @@ def test_ray_cast_validity():
     blocked = ray_cast_valid(wall, tip, [3, 0, 0], target)
     # the wall's near face is at x = 1.5 - 0.025
     assert not blocked.valid and blocked.blocked_at_m == pytest.approx(1.475)
-    assert blocked.target_distance_m == pytest.approx(2.9)          # target's near face at 3 - 0.1
+    assert blocked.target_distance_m == pytest.approx(2.9)  # target's near face at 3 - 0.1
     wall_aside = wall.copy()
     wall_aside.apply_translation([0, 2.0, 0])
     assert ray_cast_valid(wall_aside, tip, [3, 0, 0], target).valid
@@ -86,7 +93,7 @@ def test_ray_cast_validity():
     thin = trimesh.creation.box(extents=[0.05, 1.0, 1.0])
     thin.apply_translation([2.95, 0, 0])
     assert ray_cast_valid(thin, tip, [3, 0, 0]).blocked_at_m == pytest.approx(2.925)
-    assert ray_cast_valid(thin, tip, [3, 0, 0], target).valid      # ... but it is past the target's surface
+    assert ray_cast_valid(thin, tip, [3, 0, 0], target).valid  # ... but it is past the target's surface
     with pytest.raises(ValueError):
         ray_cast_valid(wall, [3, 0, 0], [3, 0, 0])
 
@@ -100,5 +107,5 @@ def test_target_box_2d_by_hand():
     u0, v0, u1, v1 = target_box_2d(box.vertices, np.eye(4), K, 640, 480)
     assert (u0, u1) == pytest.approx((319.5 - 240 * 0.2 / 1.8, 319.5 + 240 * 0.2 / 1.8))
     assert (v0, v1) == pytest.approx((239.5 - 240 * 0.2 / 1.8, 239.5 + 240 * 0.2 / 1.8))
-    assert target_box_2d(box.vertices - [0, 0, 5.0], np.eye(4), K, 640, 480) is None   # behind
+    assert target_box_2d(box.vertices - [0, 0, 5.0], np.eye(4), K, 640, 480) is None  # behind
     assert target_box_2d(box.vertices + [50.0, 0, 0], np.eye(4), K, 640, 480) is None  # off to the side

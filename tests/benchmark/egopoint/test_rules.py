@@ -13,30 +13,68 @@ from pointlab.benchmark.egopoint.scoring import reference_extract, reference_gro
 from pointlab.bridge.cli import app
 
 RELEASE = [
-    {"image_id": "real_27", "question": "Is the object I am pointing to a type of mushroom?", "options": None,
-     "answer": "False", "dimension": "Adversarial", "deixis_level": "L1", "type": "True_False"},
-    {"image_id": "real_18", "question": "What is this?", "options": ["A. Bread", "B. Eggs", "C. Juice", "D. Milk"],
-     "answer": "D. Milk", "dimension": "Basic Perception", "deixis_level": "L3", "type": "Multiple_Choice"},
-    {"image_id": "sim_3", "question": "Which one?", "options": ["A. a", "B. b", "C. c", "D. d", "E. e"],
-     "answer": "E. e", "dimension": "Context & Relation", "deixis_level": "L2", "type": "Multiple_Choice"},
-    {"image_id": "real_12", "question": "What text is written there?", "options": None,
-     "answer": "THE LAND BUSINESS CLASS", "dimension": "OCR & Text", "deixis_level": "L1", "type": "Open_Ended"},
+    {
+        "image_id": "real_27",
+        "question": "Is the object I am pointing to a type of mushroom?",
+        "options": None,
+        "answer": "False",
+        "dimension": "Adversarial",
+        "deixis_level": "L1",
+        "type": "True_False",
+    },
+    {
+        "image_id": "real_18",
+        "question": "What is this?",
+        "options": ["A. Bread", "B. Eggs", "C. Juice", "D. Milk"],
+        "answer": "D. Milk",
+        "dimension": "Basic Perception",
+        "deixis_level": "L3",
+        "type": "Multiple_Choice",
+    },
+    {
+        "image_id": "sim_3",
+        "question": "Which one?",
+        "options": ["A. a", "B. b", "C. c", "D. d", "E. e"],
+        "answer": "E. e",
+        "dimension": "Context & Relation",
+        "deixis_level": "L2",
+        "type": "Multiple_Choice",
+    },
+    {
+        "image_id": "real_12",
+        "question": "What text is written there?",
+        "options": None,
+        "answer": "THE LAND BUSINESS CLASS",
+        "dimension": "OCR & Text",
+        "deixis_level": "L1",
+        "type": "Open_Ended",
+    },
 ]
 
 
-@pytest.mark.parametrize("text, qtype, expected", [
-    ("True", "TF", "True"), ("It is untrue.", "TF", "True"), ("false", "TF", "False"), ("Yes.", "TF", "True"),
-    ("No, it is a lamp.", "TF", "False"), ("maybe", "TF", "maybe"),
-    ("Answer: d", "SCQ", "D"), ("B. On a shelf", "SCQ", "B"), ("\\boxed{C}", "SCQ", "C"),
-    ("I think A or maybe C", "SCQ", "C"), ("none of them", "SCQ", "none of them"),
-    ("<think>A?</think> B.", "SCQ", "B"),
-])
+@pytest.mark.parametrize(
+    "text, qtype, expected",
+    [
+        ("True", "TF", "True"),
+        ("It is untrue.", "TF", "True"),
+        ("false", "TF", "False"),
+        ("Yes.", "TF", "True"),
+        ("No, it is a lamp.", "TF", "False"),
+        ("maybe", "TF", "maybe"),
+        ("Answer: d", "SCQ", "D"),
+        ("B. On a shelf", "SCQ", "B"),
+        ("\\boxed{C}", "SCQ", "C"),
+        ("I think A or maybe C", "SCQ", "C"),
+        ("none of them", "SCQ", "none of them"),
+        ("<think>A?</think> B.", "SCQ", "B"),
+    ],
+)
 def test_reference_extraction(text, qtype, expected):
     assert reference_extract(text, qtype) == expected
 
 
 def test_option_e():
-    assert reference_ground_truth("E. e", "SCQ") == "E. E"      # no A-D letter: the upper-cased text
+    assert reference_ground_truth("E. e", "SCQ") == "E. E"  # no A-D letter: the upper-cased text
     assert reference_ground_truth("E. e", "SCQ", "ABCDE") == "E"
     gt = [RELEASE[2] | {"id": "x", "question_type": "SCQ"}]
     # "Answer: E" under the A-D patterns stays "Answer: E", never "E. E": a miss; pointlab reads E
@@ -48,7 +86,7 @@ def test_open_ended_under_both_rule_sets():
     gt = [RELEASE[3] | {"id": "o", "question_type": "OQ"}]
     ref = score_egopoint(gt, {"o": "The land business class"}, rules="reference")
     assert ref["items"][0]["score"] is None and "generation only" in ref["items"][0]["reason"]
-    pl = score_egopoint(gt, {"o": "The land business class"}, rules="pointlab")   # no judge: unjudged, counted
+    pl = score_egopoint(gt, {"o": "The land business class"}, rules="pointlab")  # no judge: unjudged, counted
     assert pl["items"][0]["score"] is None and pl["summary"]["unjudged"] == 1
 
 
@@ -57,17 +95,30 @@ def test_release_file_and_playground_results_through_the_cli(tmp_path):
     (tmp_path / "pure_real_test.json").write_text(json.dumps(RELEASE))
     details = [dict(e, model_output=o) for e, o in zip(RELEASE, ["False", "D", "E", "business class"])]
     (tmp_path / "results.json").write_text(json.dumps({"summary": {}, "details": details}))
-    r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(tmp_path / "pure_real_test.json"),
-                                 "--pred", str(tmp_path / "results.json"), "--rules", "reference"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "egopoint",
+            "--gt",
+            str(tmp_path / "pure_real_test.json"),
+            "--pred",
+            str(tmp_path / "results.json"),
+            "--rules",
+            "reference",
+        ],
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     # TF False = False: 1; "D" -> D: 1; "E" stays "E" vs "E. E": 0; OQ unscored
     assert [i["value"] for i in doc["items"]] == [1.0, 1.0, 0.0, None]
     s = doc["summary"]
-    assert s["overall"]["score"] == pytest.approx(2 / 3) and s["rules"] == "reference"   # MC + TF accuracy, as released
+    assert s["overall"]["score"] == pytest.approx(2 / 3) and s["rules"] == "reference"  # MC + TF accuracy, as released
     assert list(s["dimension"]) == ["BP", "SC", "OCR", "AR"] and s["domain"]["real"]["n"] == 3
-    pl = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(tmp_path / "pure_real_test.json"),
-                                  "--pred", str(tmp_path / "results.json")])
+    pl = CliRunner().invoke(
+        app,
+        ["score", "egopoint", "--gt", str(tmp_path / "pure_real_test.json"), "--pred", str(tmp_path / "results.json")],
+    )
     assert [i["value"] for i in json.loads(pl.stdout)["items"]] == [1.0, 1.0, 1.0, None]
 
 
@@ -77,8 +128,9 @@ def test_a_repeated_id_in_a_results_file_scores_zero(tmp_path):
     (tmp_path / "gt.json").write_text(json.dumps(RELEASE))
     details = [dict(RELEASE[0], id=0, model_output="True"), dict(RELEASE[0], id=0, model_output="False")]
     (tmp_path / "results.json").write_text(json.dumps({"summary": {}, "details": details}))
-    r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(tmp_path / "gt.json"),
-                                 "--pred", str(tmp_path / "results.json")])
+    r = CliRunner().invoke(
+        app, ["score", "egopoint", "--gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "results.json")]
+    )
     assert r.exit_code == 0, r.output
     first = json.loads(r.stdout)["items"][0]
     assert first["value"] == 0.0 and "duplicate prediction id (details[0] and details[1])" in first["reason"]

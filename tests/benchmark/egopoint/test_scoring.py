@@ -17,23 +17,82 @@ OPT4 = ["A. mug", "B. kettle", "C. bowl", "D. plate"]
 OPT5 = ["A. door", "B. sofa", "C. lamp", "D. shelf", "E. window"]
 GT = [
     {"id": "1", "question_type": "TF", "dimension": "BP", "deixis": "L1", "answer": "Yes", "question": "Is this red?"},
-    {"id": "2", "question_type": "true_false", "dimension": "FS", "deixis": "L2", "answer": "False", "question": "Is that edible?"},
-    {"id": "3", "question_type": "SCQ", "dimension": "BP", "deixis": "L3", "answer": "C", "options": OPT4, "question": "What is this?"},
-    {"id": "4", "question_type": "SCQ", "dimension": "SC", "deixis": "L1", "answer": "E", "options": OPT5, "question": "Which one am I pointing at?"},
-    {"id": "5", "question_type": "SCQ", "dimension": "AR", "deixis": "L2", "answer": "A", "options": OPT4, "question": "What is over there?"},
-    {"id": "6", "question_type": "OQ", "dimension": "OCR", "deixis": "L3", "answer": "Coca-Cola", "question": "What brand is this?"},
-    {"id": "7", "question_type": "OQ", "dimension": "BP", "deixis": "L1", "answer": "a blue mug", "question": "What am I pointing at?"},
+    {
+        "id": "2",
+        "question_type": "true_false",
+        "dimension": "FS",
+        "deixis": "L2",
+        "answer": "False",
+        "question": "Is that edible?",
+    },
+    {
+        "id": "3",
+        "question_type": "SCQ",
+        "dimension": "BP",
+        "deixis": "L3",
+        "answer": "C",
+        "options": OPT4,
+        "question": "What is this?",
+    },
+    {
+        "id": "4",
+        "question_type": "SCQ",
+        "dimension": "SC",
+        "deixis": "L1",
+        "answer": "E",
+        "options": OPT5,
+        "question": "Which one am I pointing at?",
+    },
+    {
+        "id": "5",
+        "question_type": "SCQ",
+        "dimension": "AR",
+        "deixis": "L2",
+        "answer": "A",
+        "options": OPT4,
+        "question": "What is over there?",
+    },
+    {
+        "id": "6",
+        "question_type": "OQ",
+        "dimension": "OCR",
+        "deixis": "L3",
+        "answer": "Coca-Cola",
+        "question": "What brand is this?",
+    },
+    {
+        "id": "7",
+        "question_type": "OQ",
+        "dimension": "BP",
+        "deixis": "L1",
+        "answer": "a blue mug",
+        "question": "What am I pointing at?",
+    },
 ]
-PRED = {"1": "yes", "2": "No, it is not edible.", "3": "The answer is (C)", "4": "E", "5": "B",
-        "6": "It says Coca-Cola on the can."}
+PRED = {
+    "1": "yes",
+    "2": "No, it is not edible.",
+    "3": "The answer is (C)",
+    "4": "E",
+    "5": "B",
+    "6": "It says Coca-Cola on the can.",
+}
 
 
 @pytest.fixture(scope="module")
 def judge_server(tmp_path_factory):
     script = tmp_path_factory.mktemp("judge") / "judge.jsonl"
-    script.write_text(json.dumps({"match": "Model answer: Pepsi", "answer": "I would say 0.4"}) + "\n"
-                      + json.dumps({"match": "Model answer: It says Coca-Cola",
-                                    "answer": '```json\n{"score": 0.8, "reason": "names the brand"}\n```'}) + "\n")
+    script.write_text(
+        json.dumps({"match": "Model answer: Pepsi", "answer": "I would say 0.4"})
+        + "\n"
+        + json.dumps(
+            {
+                "match": "Model answer: It says Coca-Cola",
+                "answer": '```json\n{"score": 0.8, "reason": "names the brand"}\n```',
+            }
+        )
+        + "\n"
+    )
     base_url, stop = serve_in_thread(create_model_server({"judge": ScriptedModel(script)}))
     yield base_url
     stop()
@@ -51,8 +110,9 @@ def test_tables_by_hand(judge_server):
     assert s["overall"]["score"] == pytest.approx(4.8 / 7)
     assert s["overall"]["score_lenient"] == pytest.approx(4.8 / 7)
     assert s["overall"]["random"] == pytest.approx((0.5 + 0.5 + 0.25 + 0.2 + 0.25) / 5)
-    assert s["dimension"]["BP"] == pytest.approx({"n": 3, "n_scored": 3, "score": 2 / 3, "score_lenient": 2 / 3,
-                                                  "random": 0.375})
+    assert s["dimension"]["BP"] == pytest.approx(
+        {"n": 3, "n_scored": 3, "score": 2 / 3, "score_lenient": 2 / 3, "random": 0.375}
+    )
     assert list(s["dimension"]) == ["BP", "FS", "SC", "OCR", "AR"]
     assert s["deixis"]["L1"]["score"] == pytest.approx(2 / 3)
     assert s["question_type"]["SCQ"]["random"] == pytest.approx((0.25 + 0.2 + 0.25) / 3)
@@ -91,8 +151,14 @@ def test_corrupt_stored_verdict_is_not_used(bad, judge_server):
 
     gt = [GT[5]]  # OQ "What brand is this?" -> "Coca-Cola"
     pred = {"6": PRED["6"]}
-    stored = {"6": {"id": "6", "prediction_sha1": prediction_hash(PRED["6"]), "prompt_version": OQ_PROMPT_VERSION,
-                    "score": bad}}
+    stored = {
+        "6": {
+            "id": "6",
+            "prediction_sha1": prediction_hash(PRED["6"]),
+            "prompt_version": OQ_PROMPT_VERSION,
+            "score": bad,
+        }
+    }
     out = score_egopoint(gt, pred, verdicts=stored)
     item = out["items"][0]
     # a score of 7 would have made the overall mean 7.0; a string or a list used to raise
@@ -117,8 +183,17 @@ def test_cli_corrupt_verdict_file_is_no_traceback(tmp_path):
     gt, pred, ver = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl", tmp_path / "verdicts.jsonl"
     gt.write_text(json.dumps(GT[5]) + "\n")
     pred.write_text(json.dumps({"id": "6", "prediction": PRED["6"]}) + "\n")
-    ver.write_text(json.dumps({"id": "6", "prediction_sha1": prediction_hash(PRED["6"]),
-                               "prompt_version": OQ_PROMPT_VERSION, "score": "abc"}) + "\n")
+    ver.write_text(
+        json.dumps(
+            {
+                "id": "6",
+                "prediction_sha1": prediction_hash(PRED["6"]),
+                "prompt_version": OQ_PROMPT_VERSION,
+                "score": "abc",
+            }
+        )
+        + "\n"
+    )
     r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(gt), "--pred", str(pred), "--verdicts", str(ver)])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["items"][0]["reason"].startswith("stored verdict unusable")
@@ -156,8 +231,23 @@ def test_cli_score_egopoint(tmp_path, judge_server):
     gt, pred, ver = tmp_path / "gt.jsonl", tmp_path / "pred.jsonl", tmp_path / "verdicts.jsonl"
     gt.write_text("".join(json.dumps(r) + "\n" for r in GT))
     pred.write_text("".join(json.dumps({"id": k, "prediction": v}) + "\n" for k, v in PRED.items()))
-    r = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(gt), "--pred", str(pred), "--judge", "judge",
-                                 "--judge-base-url", judge_server, "--verdicts", str(ver)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "egopoint",
+            "--gt",
+            str(gt),
+            "--pred",
+            str(pred),
+            "--judge",
+            "judge",
+            "--judge-base-url",
+            judge_server,
+            "--verdicts",
+            str(ver),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["summary"]["overall"]["score"] == pytest.approx(4.8 / 7)
     assert [json.loads(x)["score"] for x in ver.read_text().splitlines()] == [0.8]

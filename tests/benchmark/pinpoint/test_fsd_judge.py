@@ -21,19 +21,20 @@ GT_TEXT = "The mouse is on the table. It is also next to the keyboard, about 3 c
 
 def verdict(parts, total, tags=(), fence=False):
     keys = ("main_location", "reference_objects", "spatial_relations", "distance_cm", "clarity")
-    text = json.dumps({"total_score": total, "dimension_scores": dict(zip(keys, parts)), "error_tags": list(tags),
-                       "explanation": "x"})
+    text = json.dumps(
+        {"total_score": total, "dimension_scores": dict(zip(keys, parts)), "error_tags": list(tags), "explanation": "x"}
+    )
     return f"Here is my grading:\n```json\n{text}\n```" if fence else text
 
 
 SCRIPT = [
-    verdict((3, 2, 2, 2, 1), 10),                   # f1 consistent: 1.0
-    verdict((3, 1, 1, 0, 1), 9),                    # f2 inconsistent total: sum 6 -> 0.6
+    verdict((3, 2, 2, 2, 1), 10),  # f1 consistent: 1.0
+    verdict((3, 1, 1, 0, 1), 9),  # f2 inconsistent total: sum 6 -> 0.6
     verdict((0, 0, 2, 1, 1), 4, ["wrong_main_location"]),  # f3 capped: 4 -> 2 -> 0.2
-    verdict((0, 0, 2, 2, 1), 1),                    # f4 inconsistent and capped: 5 -> 2 -> 0.2
-    verdict((2, 1, 1, 1, 1), 6, fence=True),        # f5 fenced in prose: 0.6
+    verdict((0, 0, 2, 2, 1), 1),  # f4 inconsistent and capped: 5 -> 2 -> 0.2
+    verdict((2, 1, 1, 1, 1), 6, fence=True),  # f5 fenced in prose: 0.6
     "I would give this a solid seven out of ten.",  # f6 no JSON -> unscored
-    verdict((5, 2, 2, 2, 1), 12),                   # f7 main_location out of range -> unscored
+    verdict((5, 2, 2, 2, 1), 12),  # f7 main_location out of range -> unscored
 ]
 
 
@@ -47,9 +48,18 @@ def judge_server(tmp_path):
 
 
 def test_fsd_items_scored_through_the_judge_server(judge_server):
-    gt = [{"id": f"f{i}", "scene_id": "s1" if i <= 4 else "s2", "task": "FSD",
-           "question_type": "free_form_localization", "question": "Where is the mouse?", "answer": GT_TEXT,
-           "target": "mouse"} for i in range(1, 8)]
+    gt = [
+        {
+            "id": f"f{i}",
+            "scene_id": "s1" if i <= 4 else "s2",
+            "task": "FSD",
+            "question_type": "free_form_localization",
+            "question": "Where is the mouse?",
+            "answer": GT_TEXT,
+            "target": "mouse",
+        }
+        for i in range(1, 8)
+    ]
     preds = {f"f{i}": "The mouse is on the desk near a laptop." for i in range(1, 8)}
     judge = LLMJudge("judge", base_url=judge_server, max_retries=0)
     out = score_pinpoint(gt, preds, judge)
@@ -79,12 +89,15 @@ def test_fsd_items_scored_through_the_judge_server(judge_server):
     assert out["summary"]["judge"]["model"] == "judge"
 
 
-@pytest.mark.parametrize("obj", [
-    {"dimension_scores": {"main_location": 1}},                           # no total_score (required)
-    {"total_score": 5, "dimension_scores": "high"},                       # dimension_scores not an object
-    {"total_score": 5, "dimension_scores": {"main_location": 1.5}},       # pointlab: not an integer
-    {"total_score": 5, "dimension_scores": {}, "error_tags": ["made_up_tag"]},   # a tag outside the eight
-])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"dimension_scores": {"main_location": 1}},  # no total_score (required)
+        {"total_score": 5, "dimension_scores": "high"},  # dimension_scores not an object
+        {"total_score": 5, "dimension_scores": {"main_location": 1.5}},  # pointlab: not an integer
+        {"total_score": 5, "dimension_scores": {}, "error_tags": ["made_up_tag"]},  # a tag outside the eight
+    ],
+)
 def test_invalid_verdicts_are_rejected(obj):
     with pytest.raises(ValueError):
         correct_fsd_verdict(obj)
@@ -92,7 +105,16 @@ def test_invalid_verdicts_are_rejected(obj):
 
 def test_cap_does_not_touch_anchored_answers():
     # main location 1, references 0: no cap even though the total (5) exceeds 2
-    r = correct_fsd_verdict({"total_score": 5, "dimension_scores": {"main_location": 1, "reference_objects": 0,
-                                                                    "spatial_relations": 2, "distance_cm": 1,
-                                                                    "clarity": 1}})
+    r = correct_fsd_verdict(
+        {
+            "total_score": 5,
+            "dimension_scores": {
+                "main_location": 1,
+                "reference_objects": 0,
+                "spatial_relations": 2,
+                "distance_cm": 1,
+                "clarity": 1,
+            },
+        }
+    )
     assert r["total"] == 5 and not r["capped"] and not r["total_corrected"]

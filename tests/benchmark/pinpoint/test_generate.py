@@ -25,18 +25,22 @@ def desk_scene() -> Scene:
     """A table (top at z = 0.75 m) with a cup on it; keyboard 11 cm from the cup along x, monitor
     16 cm along y (and higher), chair 46 cm along -y (and lower); floor, a door, a pen 3 m away and
     two mugs (an ambiguous label). Box faces are placed so the 1 cm sampling grids line up."""
-    return Scene(scene_id="desk0001", source_dataset="scannetpp", objects=[
-        box("1", "table", [0, 0, 0.375], [1.2, 0.8, 0.75]),
-        box("2", "cup", [0.1, 0, 0.80], [0.08, 0.08, 0.10]),          # x 0.06..0.14, z 0.75..0.85
-        box("3", "keyboard", [0.45, 0, 0.765], [0.40, 0.16, 0.03]),  # x 0.25..0.65 -> 11 cm from the cup
-        box("4", "monitor", [0.1, 0.30, 0.955], [0.5, 0.2, 0.35]),   # y 0.20..0.40 -> 16 cm; centroid 15.5 cm higher
-        box("5", "chair", [0.1, -0.75, 0.45], [0.5, 0.5, 0.9]),      # y -1.0..-0.5 -> 46 cm; centroid 35 cm lower
-        box("6", "floor", [0, 0, -0.005], [2.0, 2.0, 0.01]),
-        box("7", "door", [0.3, 0.5, 1.0], [0.9, 0.05, 2.0]),
-        box("8", "pen", [3.0, 0, 0.01], [0.14, 0.01, 0.01]),
-        box("9", "mug", [-3.0, 0, 0.05], [0.1, 0.1, 0.1]),
-        box("10", "mug", [-3.5, 0, 0.05], [0.1, 0.1, 0.1]),
-    ])
+    return Scene(
+        scene_id="desk0001",
+        source_dataset="scannetpp",
+        objects=[
+            box("1", "table", [0, 0, 0.375], [1.2, 0.8, 0.75]),
+            box("2", "cup", [0.1, 0, 0.80], [0.08, 0.08, 0.10]),  # x 0.06..0.14, z 0.75..0.85
+            box("3", "keyboard", [0.45, 0, 0.765], [0.40, 0.16, 0.03]),  # x 0.25..0.65 -> 11 cm from the cup
+            box("4", "monitor", [0.1, 0.30, 0.955], [0.5, 0.2, 0.35]),  # y 0.20..0.40 -> 16 cm; centroid 15.5 cm higher
+            box("5", "chair", [0.1, -0.75, 0.45], [0.5, 0.5, 0.9]),  # y -1.0..-0.5 -> 46 cm; centroid 35 cm lower
+            box("6", "floor", [0, 0, -0.005], [2.0, 2.0, 0.01]),
+            box("7", "door", [0.3, 0.5, 1.0], [0.9, 0.05, 2.0]),
+            box("8", "pen", [3.0, 0, 0.01], [0.14, 0.01, 0.01]),
+            box("9", "mug", [-3.0, 0, 0.05], [0.1, 0.1, 0.1]),
+            box("10", "mug", [-3.5, 0, 0.05], [0.1, 0.1, 0.1]),
+        ],
+    )
 
 
 def test_targets_exclude_ambiguous_labels():
@@ -61,11 +65,18 @@ def test_cup_questions_by_hand():
     recs, reps = generate_scene(desk_scene(), seed=3)
     cup = {r["task"]: r for r in recs if r["target"] == "cup"}
     assert cup["TPV"]["answer"] == "Yes" and cup["TPV"]["question"] == "Did the cup appear in the video?"
-    assert cup["FSD"]["answer"] == ("The cup is on the table. It is also next to the keyboard, about 11 cm away. "
-                                    "It is further to the side of and below the monitor, about 16 cm away.")
-    assert json.loads(cup["SSP"]["answer"]) == {"target": "cup", "support_surface": "table", "references": [
-        {"object": "keyboard", "relation": "next_to", "distance_cm": 11.0},
-        {"object": "monitor", "relation": "side_below", "distance_cm": 16.0}]}
+    assert cup["FSD"]["answer"] == (
+        "The cup is on the table. It is also next to the keyboard, about 11 cm away. "
+        "It is further to the side of and below the monitor, about 16 cm away."
+    )
+    assert json.loads(cup["SSP"]["answer"]) == {
+        "target": "cup",
+        "support_surface": "table",
+        "references": [
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 11.0},
+            {"object": "monitor", "relation": "side_below", "distance_cm": 16.0},
+        ],
+    }
     nri = cup["NRI"]
     options = {c[0]: c[3:] for c in nri["choices"]}
     assert options[nri["answer"]] == "keyboard"
@@ -77,8 +88,18 @@ def test_cup_questions_by_hand():
     for r in recs:
         assert check_record(r) == [], r
     # the field names of the released data
-    assert set(cup["NRI"]) == {"id", "scene_id", "source_dataset", "task", "question_type", "question",
-                               "instruction", "answer", "target", "choices"}
+    assert set(cup["NRI"]) == {
+        "id",
+        "scene_id",
+        "source_dataset",
+        "task",
+        "question_type",
+        "question",
+        "instruction",
+        "answer",
+        "target",
+        "choices",
+    }
     assert cup["NRI"]["question_type"] == "reference_mcq" and cup["SSP"]["question_type"] == "structured_localization"
 
 
@@ -118,6 +139,7 @@ def test_round_cm_rounds_halves_up():
 
 # ---------------------------------------------------------------- real boxes
 
+
 @pytest.fixture(scope="module")
 def scannetpp(shared_data: Path):
     path = shared_data / "scenes" / "vsibench_meta" / "scannetpp_meta_info_val.json"
@@ -139,7 +161,11 @@ def test_real_cup_on_table(scannetpp):
     assert json.loads(cup["SSP"]["answer"])["support_surface"] == "table"
     # the telephone and the computer mouse of this scene are targets too; the keyboards (2) are not
     assert {r["target"] for r in recs if r["task"] == "TPV" and r["answer"] == "Yes"} == {
-        "telephone", "power strip", "cup", "computer mouse"}
+        "telephone",
+        "power strip",
+        "cup",
+        "computer mouse",
+    }
 
 
 def test_real_distances_respect_box_gaps(scannetpp):
@@ -178,15 +204,23 @@ def test_mesh_mode_matches_box_mode():
     """The same desk as vertices (box surfaces sampled at 1 cm): the mesh path (vertex-mean
     centroids, nearby-vertex tops) gives the cup the same support, references and questions."""
     boxes = desk_scene()
-    mesh = Scene(scene_id=boxes.scene_id, source_dataset="scannet", objects=[
-        SceneObject.from_vertices(o.object_id, o.label, o.box.sample_surface(0.01)) for o in boxes.objects])
+    mesh = Scene(
+        scene_id=boxes.scene_id,
+        source_dataset="scannet",
+        objects=[SceneObject.from_vertices(o.object_id, o.label, o.box.sample_surface(0.01)) for o in boxes.objects],
+    )
     rep = build_representation(SceneIndex(mesh), 1)
     assert rep.support.label == "table" and rep.support.relation == "on"
     assert [(r.label, r.relation, round(r.shortest_m, 4)) for r in rep.references] == [
-        ("keyboard", "next_to", 0.11), ("monitor", "side_below", 0.16), ("chair", "side_above", 0.46)]
+        ("keyboard", "next_to", 0.11),
+        ("monitor", "side_below", 0.16),
+        ("chair", "side_above", 0.46),
+    ]
     fsd = [r["answer"] for r in generate_scene(mesh, seed=3)[0] if r["task"] == "FSD" and r["target"] == "cup"]
-    assert fsd == ["The cup is on the table. It is also next to the keyboard, about 11 cm away. "
-                   "It is further to the side of and below the monitor, about 16 cm away."]
+    assert fsd == [
+        "The cup is on the table. It is also next to the keyboard, about 11 cm away. "
+        "It is further to the side of and below the monitor, about 16 cm away."
+    ]
 
 
 def _rep_with(target: str, support: tuple | None, refs: list[tuple]):
@@ -194,26 +228,48 @@ def _rep_with(target: str, support: tuple | None, refs: list[tuple]):
 
     def n(label, relation, shortest_m):
         obj = SceneObject.from_vertices(label, label, np.zeros((1, 3)))
-        return Neighbour(obj=obj, centroid_dist_m=0.3, shortest_m=shortest_m, xy_sep_m=0.1, z_offset_m=0.0,
-                         level="same", contact=shortest_m <= 0.02, xy_overlap=False, support_gap_m=None,
-                         relation=relation)
+        return Neighbour(
+            obj=obj,
+            centroid_dist_m=0.3,
+            shortest_m=shortest_m,
+            xy_sep_m=0.1,
+            z_offset_m=0.0,
+            level="same",
+            contact=shortest_m <= 0.02,
+            xy_overlap=False,
+            support_gap_m=None,
+            relation=relation,
+        )
 
     t = SceneObject.from_vertices("t", target, np.zeros((1, 3)))
-    return TargetRepresentation(scene_id="s", source_dataset="scannetpp", target=t, category=target, neighbours=[],
-                                support=None if support is None else n(*support),
-                                references=[n(*r) for r in refs])
+    return TargetRepresentation(
+        scene_id="s",
+        source_dataset="scannetpp",
+        target=t,
+        category=target,
+        neighbours=[],
+        support=None if support is None else n(*support),
+        references=[n(*r) for r in refs],
+    )
 
 
 def test_fsd_template_reproduces_the_released_descriptions(shared_data: Path):
     """The two released human-study samples, rebuilt from their relations and distances."""
     samples = json.loads((shared_data / "video" / "pinpointqa_human_assist" / "demo_samples.json").read_text())
     texts = {s["id"]: s["ground_truth_text"] for s in samples}
-    no_support = _rep_with("scissors", None, [("dish drying rack", "side_above", 0.04),
-                                              ("neon light", "side_below", 0.09),
-                                              ("kitchen cabinet", "side_below", 0.12)])
+    no_support = _rep_with(
+        "scissors",
+        None,
+        [
+            ("dish drying rack", "side_above", 0.04),
+            ("neon light", "side_below", 0.09),
+            ("kitchen cabinet", "side_below", 0.12),
+        ],
+    )
     assert fsd_text(no_support) == texts["sample1"]
-    with_support = _rep_with("pen holder", ("table", "on", 0.0), [("monitor", "under", 0.03),
-                                                                  ("nintendo switch", "next_to", 0.05)])
+    with_support = _rep_with(
+        "pen holder", ("table", "on", 0.0), [("monitor", "under", 0.03), ("nintendo switch", "next_to", 0.05)]
+    )
     assert fsd_text(with_support) == texts["sample2"]
 
 

@@ -19,8 +19,9 @@ def test_synthetic_scene_has_the_requested_size():
 
 @pytest.mark.slow
 def test_perf_command_small():
-    r = CliRunner().invoke(app, ["perf", "pinpoint", "--objects", "30", "--vertices", "30000", "--repeat", "1",
-                                 "--ssp-answers", "60"])
+    r = CliRunner().invoke(
+        app, ["perf", "pinpoint", "--objects", "30", "--vertices", "30000", "--repeat", "1", "--ssp-answers", "60"]
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["generation"]["scene"]["objects"] == 30 and doc["ssp_scoring"]["answers"] == 60

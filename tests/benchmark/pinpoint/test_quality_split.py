@@ -12,40 +12,83 @@ from pointlab.benchmark.pinpoint.split import split_scenes
 
 
 def rec(task, answer, **kw):
-    qtype = {"TPV": "presence", "NRI": "reference_mcq", "FSD": "free_form_localization",
-             "SSP": "structured_localization"}[task]
-    base = {"id": "x", "scene_id": "s", "source_dataset": "scannet", "task": task, "question_type": qtype,
-            "question": "q", "instruction": "i", "answer": answer, "target": "cup", "choices": None}
+    qtype = {
+        "TPV": "presence",
+        "NRI": "reference_mcq",
+        "FSD": "free_form_localization",
+        "SSP": "structured_localization",
+    }[task]
+    base = {
+        "id": "x",
+        "scene_id": "s",
+        "source_dataset": "scannet",
+        "task": task,
+        "question_type": qtype,
+        "question": "q",
+        "instruction": "i",
+        "answer": answer,
+        "target": "cup",
+        "choices": None,
+    }
     return {**base, **kw}
 
 
-SSP_OK = {"target": "cup", "support_surface": "table",
-          "references": [{"object": "keyboard", "relation": "next_to", "distance_cm": 11.0}]}
+SSP_OK = {
+    "target": "cup",
+    "support_surface": "table",
+    "references": [{"object": "keyboard", "relation": "next_to", "distance_cm": 11.0}],
+}
 
 
-@pytest.mark.parametrize("r,problems", [
-    (rec("TPV", "Yes"), []),
-    (rec("TPV", "yes"), ["tpv_answer_not_yes_no"]),
-    (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. chair", "D. monitor"]), []),
-    (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. chair"]), ["nri_needs_four_options"]),
-    (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. lamp", "D. monitor"]), ["nri_options_not_distinct"]),
-    (rec("NRI", "E", choices=["A. lamp", "B. keyboard", "C. chair", "D. monitor"]), ["nri_answer_not_a_letter"]),
-    (rec("NRI", "A", choices=["A. cup", "B. keyboard", "C. chair", "D. monitor"]), ["nri_target_among_options"]),
-    (rec("FSD", "The cup is on the table."), []),
-    (rec("FSD", "The cup is somewhere."), ["fsd_no_spatial_anchor"]),
-    (rec("FSD", "The cup is on the table"), ["fsd_incomplete"]),
-    (rec("SSP", json.dumps(SSP_OK)), []),
-    (rec("SSP", "```json\n" + json.dumps(SSP_OK) + "\n```"), ["ssp_not_json"]),   # must parse directly
-    (rec("SSP", json.dumps({"target": "cup", "references": []})), ["ssp_missing_fields"]),
-    (rec("SSP", json.dumps({**SSP_OK, "references": [{"object": "keyboard", "relation": "beside",
-                                                       "distance_cm": 11.0}]})), ["ssp_bad_relation"]),
-    (rec("SSP", json.dumps({**SSP_OK, "references": [{"object": "keyboard", "relation": "near",
-                                                       "distance_cm": 11.04}]})), ["ssp_bad_distance"]),
-    ({"id": "x", "task": "TPV"}, ["missing_field:scene_id", "missing_field:source_dataset",
-                                  "missing_field:question_type", "missing_field:question",
-                                  "missing_field:instruction", "missing_field:answer", "missing_field:target",
-                                  "missing_field:choices"]),
-])
+@pytest.mark.parametrize(
+    "r,problems",
+    [
+        (rec("TPV", "Yes"), []),
+        (rec("TPV", "yes"), ["tpv_answer_not_yes_no"]),
+        (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. chair", "D. monitor"]), []),
+        (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. chair"]), ["nri_needs_four_options"]),
+        (rec("NRI", "B", choices=["A. lamp", "B. keyboard", "C. lamp", "D. monitor"]), ["nri_options_not_distinct"]),
+        (rec("NRI", "E", choices=["A. lamp", "B. keyboard", "C. chair", "D. monitor"]), ["nri_answer_not_a_letter"]),
+        (rec("NRI", "A", choices=["A. cup", "B. keyboard", "C. chair", "D. monitor"]), ["nri_target_among_options"]),
+        (rec("FSD", "The cup is on the table."), []),
+        (rec("FSD", "The cup is somewhere."), ["fsd_no_spatial_anchor"]),
+        (rec("FSD", "The cup is on the table"), ["fsd_incomplete"]),
+        (rec("SSP", json.dumps(SSP_OK)), []),
+        (rec("SSP", "```json\n" + json.dumps(SSP_OK) + "\n```"), ["ssp_not_json"]),  # must parse directly
+        (rec("SSP", json.dumps({"target": "cup", "references": []})), ["ssp_missing_fields"]),
+        (
+            rec(
+                "SSP",
+                json.dumps(
+                    {**SSP_OK, "references": [{"object": "keyboard", "relation": "beside", "distance_cm": 11.0}]}
+                ),
+            ),
+            ["ssp_bad_relation"],
+        ),
+        (
+            rec(
+                "SSP",
+                json.dumps(
+                    {**SSP_OK, "references": [{"object": "keyboard", "relation": "near", "distance_cm": 11.04}]}
+                ),
+            ),
+            ["ssp_bad_distance"],
+        ),
+        (
+            {"id": "x", "task": "TPV"},
+            [
+                "missing_field:scene_id",
+                "missing_field:source_dataset",
+                "missing_field:question_type",
+                "missing_field:question",
+                "missing_field:instruction",
+                "missing_field:answer",
+                "missing_field:target",
+                "missing_field:choices",
+            ],
+        ),
+    ],
+)
 def test_quality_checks(r, problems):
     assert check_record(r) == problems
 

@@ -11,18 +11,38 @@ from pointlab.bridge.cli import app
 from pointlab.benchmark.pinpoint.scoring import PinpointScoreError, score_pinpoint
 
 CHOICES = ["A. keyboard", "B. office chair", "C. monitor", "D. lamp"]
-SSP_GT = json.dumps({"target": "mouse", "support_surface": "table",
-                     "references": [{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0}]})
+SSP_GT = json.dumps(
+    {
+        "target": "mouse",
+        "support_surface": "table",
+        "references": [{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0}],
+    }
+)
 
 
 def gt_items():
     return [
-        {"id": "t1", "scene_id": "s1", "source_dataset": "scannetpp", "task": "TPV", "question_type": "presence",
-         "question": "Did the mouse appear?", "answer": "Yes", "target": "mouse"},
+        {
+            "id": "t1",
+            "scene_id": "s1",
+            "source_dataset": "scannetpp",
+            "task": "TPV",
+            "question_type": "presence",
+            "question": "Did the mouse appear?",
+            "answer": "Yes",
+            "target": "mouse",
+        },
         {"id": "t2", "scene_id": "s1", "task": "TPV", "answer": "No", "target": "stapler"},
         {"id": "t3", "scene_id": "s2", "task": "TPV", "answer": "Yes", "target": "cup"},
-        {"id": "n1", "scene_id": "s1", "task": "NRI", "question_type": "reference_mcq", "answer": "B",
-         "choices": CHOICES, "target": "mouse"},
+        {
+            "id": "n1",
+            "scene_id": "s1",
+            "task": "NRI",
+            "question_type": "reference_mcq",
+            "answer": "B",
+            "choices": CHOICES,
+            "target": "mouse",
+        },
         {"id": "n2", "scene_id": "s2", "question_type": "reference_mcq", "answer": "C", "choices": CHOICES},
         {"id": "p1", "scene_id": "s1", "task": "SSP", "answer": SSP_GT, "target": "mouse"},
         {"id": "p2", "scene_id": "s2", "task": "SSP", "answer": SSP_GT, "target": "mouse"},
@@ -31,13 +51,13 @@ def gt_items():
 
 
 PREDS = {
-    "t1": "<think>I saw a mouse near the keyboard.</think> Yes, it appears.",   # yes -> 1
-    "t2": "Yes.",                                                              # wrong -> 0
-    "t3": "I am not sure.",                                                    # unparseable -> 0
-    "n1": "B) office chair",                                                   # 1
-    "n2": "The nearest reference is the monitor.",                             # no letter -> 0 (released reading)
-    "p1": SSP_GT,                                                              # 1.0
-    "p2": json.dumps({"support_surface": "desk", "references": []}),           # 0
+    "t1": "<think>I saw a mouse near the keyboard.</think> Yes, it appears.",  # yes -> 1
+    "t2": "Yes.",  # wrong -> 0
+    "t3": "I am not sure.",  # unparseable -> 0
+    "n1": "B) office chair",  # 1
+    "n2": "The nearest reference is the monitor.",  # no letter -> 0 (released reading)
+    "p1": SSP_GT,  # 1.0
+    "p2": json.dumps({"support_surface": "desk", "references": []}),  # 0
     "f1": "On the table.",
     "zzz": "a prediction for an id not in the ground truth",
 }
@@ -70,12 +90,15 @@ def test_missing_prediction_scores_zero():
     assert out["summary"]["missing_predictions"] == 1
 
 
-@pytest.mark.parametrize("bad", [
-    {"id": "x", "scene_id": "s", "task": "XYZ", "answer": "Yes"},
-    {"id": "x", "scene_id": "s", "task": "TPV", "answer": "Maybe"},
-    {"id": "x", "scene_id": "s", "task": "TPV"},
-    {"id": "x", "scene_id": "s", "task": "SSP", "answer": "not json"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "x", "scene_id": "s", "task": "XYZ", "answer": "Yes"},
+        {"id": "x", "scene_id": "s", "task": "TPV", "answer": "Maybe"},
+        {"id": "x", "scene_id": "s", "task": "TPV"},
+        {"id": "x", "scene_id": "s", "task": "SSP", "answer": "not json"},
+    ],
+)
 def test_unusable_ground_truth_is_an_error(bad):
     with pytest.raises(PinpointScoreError):
         score_pinpoint([bad], {"x": "Yes"})
@@ -90,7 +113,7 @@ def test_cli_prints_one_json_document(tmp_path):
     doc = json.loads(r.stdout)
     assert set(doc) == {"items", "summary"} and len(doc["items"]) == 8
     assert doc["summary"]["tasks"]["NRI"]["micro"] == 0.5 and doc["summary"]["rules"] == "pointlab"
-    pred.write_text("{broken\n")   # one bad line: listed, its items score as missing
+    pred.write_text("{broken\n")  # one bad line: listed, its items score as missing
     r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0 and "not JSON" in json.loads(r.stdout)["summary"]["unreadable_prediction_lines"][0]
 
@@ -115,8 +138,9 @@ def test_generated_questions_round_trip_through_the_scorer():
 
 def test_cli_deeply_nested_ssp_answer_scores_zero(tmp_path):
     gt, pred = tmp_path / "ssp_gt.jsonl", tmp_path / "ssp_p.jsonl"
-    answer = json.dumps({"support_surface": "table",
-                         "references": [{"object": "cup", "relation": "left of", "distance_m": 0.3}]})
+    answer = json.dumps(
+        {"support_surface": "table", "references": [{"object": "cup", "relation": "left of", "distance_m": 0.3}]}
+    )
     gt.write_text(json.dumps({"id": "1", "scene_id": "s", "task": "SSP", "answer": answer}) + "\n")
     pred.write_text(json.dumps({"id": "1", "prediction": '{"a":' * 20000}) + "\n")
     r = CliRunner().invoke(app, ["score", "pinpoint", "--gt", str(gt), "--pred", str(pred)])

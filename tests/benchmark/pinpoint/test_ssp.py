@@ -14,18 +14,32 @@ import pytest
 from pointlab.benchmark.pinpoint.normalize import normalize_label, normalize_relation, normalize_surface, singularize
 from pointlab.benchmark.pinpoint.ssp import SSPGroundTruthError, distance_credit, relation_credit, score_ssp
 
-GT = json.dumps({"target": "mouse", "support_surface": "table", "references": [
-    {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
-    {"object": "headphone", "relation": "under", "distance_cm": 25.0}]})
+GT = json.dumps(
+    {
+        "target": "mouse",
+        "support_surface": "table",
+        "references": [
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+        ],
+    }
+)
 
 
 def pred(surface="table", refs=None, key="support_surface", **extra) -> str:
-    refs = [{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
-            {"object": "headphone", "relation": "under", "distance_cm": 25.0}] if refs is None else refs
+    refs = (
+        [
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+        ]
+        if refs is None
+        else refs
+    )
     return json.dumps({"target": "mouse", key: surface, "references": refs, **extra})
 
 
 # ---------------------------------------------------------------- JSON recovery
+
 
 def test_exact_answer_scores_one():
     r = score_ssp(GT, pred())
@@ -33,17 +47,21 @@ def test_exact_answer_scores_one():
     assert r.parts == {"surface": 1.0, "object": 1.0, "relation": 1.0, "distance": 1.0}
 
 
-@pytest.mark.parametrize("text", [
-    "```json\n" + pred() + "\n```",                                   # fenced
-    "Sure! Here is the JSON:\n```\n" + pred() + "\n```\nHope it helps.",  # fence inside prose
-    "The structured answer is " + pred() + " as requested.",          # embedded, no fence
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```json\n" + pred() + "\n```",  # fenced
+        "Sure! Here is the JSON:\n```\n" + pred() + "\n```\nHope it helps.",  # fence inside prose
+        "The structured answer is " + pred() + " as requested.",  # embedded, no fence
+    ],
+)
 def test_json_is_recovered_from_fences_and_prose(text):
     assert score_ssp(GT, text).score == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("text", ["The mouse is on the table next to the keyboard.", "", None, "[1, 2]",
-                                  "{not json at all}"])
+@pytest.mark.parametrize(
+    "text", ["The mouse is on the table next to the keyboard.", "", None, "[1, 2]", "{not json at all}"]
+)
 def test_no_json_object_scores_zero(text):
     r = score_ssp(GT, text)
     assert r.score == 0.0 and r.reason == "unparseable"
@@ -55,13 +73,14 @@ def test_primary_surface_is_an_alias():
 
 # ---------------------------------------------------------------- normalization
 
+
 def test_label_normalization_rules():
-    assert normalize_surface("Table_Top") == "table"                # case, underscore, the surface synonym map
-    assert normalize_label("Table_Top") == "table top"              # the object map has no table top
-    assert normalize_label('"Night-Stand"') == "nightstand"         # quotes, hyphen, synonym
+    assert normalize_surface("Table_Top") == "table"  # case, underscore, the surface synonym map
+    assert normalize_label("Table_Top") == "table top"  # the object map has no table top
+    assert normalize_label('"Night-Stand"') == "nightstand"  # quotes, hyphen, synonym
     assert normalize_label("Keyboard (black, wireless)") == "keyboard"  # parenthetical
-    assert normalize_label("  coffee    mugs ") == "coffee mug"     # spaces, singular of the last word
-    assert normalize_label("Mobile Phones") == "phone"              # singular, then synonym
+    assert normalize_label("  coffee    mugs ") == "coffee mug"  # spaces, singular of the last word
+    assert normalize_label("Mobile Phones") == "phone"  # singular, then synonym
     assert normalize_label("smartphone") == normalize_label("cell phone") == "phone"
     assert normalize_label("Headphones") == normalize_label("headphone") == "headphone"
     assert singularize("batteries") == "battery" and singularize("boxes") == "box"
@@ -78,12 +97,18 @@ def test_relation_normalization_rules():
 
 
 def test_normalized_forms_earn_full_credit():
-    p = pred(surface="Table-Top", refs=[{"object": "Keyboards", "relation": "beside", "distance_cm": "3 cm"},
-                                        {"object": "'Headphones' (black)", "relation": "UNDER", "distance_cm": 25}])
+    p = pred(
+        surface="Table-Top",
+        refs=[
+            {"object": "Keyboards", "relation": "beside", "distance_cm": "3 cm"},
+            {"object": "'Headphones' (black)", "relation": "UNDER", "distance_cm": 25},
+        ],
+    )
     assert score_ssp(GT, p).score == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- relations and distances
+
 
 def test_relation_credit_pairs():
     assert relation_credit("next_to", "near") == 0.5
@@ -94,23 +119,40 @@ def test_relation_credit_pairs():
     assert relation_credit("on", "") == 0.0
 
 
-@pytest.mark.parametrize("gt_cm,pred_cm,credit", [
-    (8, 13, 1.0), (8, 13.1, 0.5), (8, 18, 0.5), (8, 18.5, 0.0),        # d <= 10: 5 / 10
-    (10, 15, 1.0), (10, 20.01, 0.0),                                    # d = 10 is still the first band
-    (25, 15, 1.0), (25, 13, 0.5), (25, 40, 0.5), (25, 40.5, 0.0),       # 10 < d <= 30: 10 / 15
-    (30, 45, 0.5), (30.1, 45.1, 1.0),                                   # d = 30 vs just above it
-    (40, 55, 1.0), (40, 60, 0.5), (40, 60.1, 0.0),                      # d > 30: 15 / 20
-    (12.3, 2.3, 1.0),                                                   # float error 10.000000000000002 is 10
-    (8, None, 0.0),
-])
+@pytest.mark.parametrize(
+    "gt_cm,pred_cm,credit",
+    [
+        (8, 13, 1.0),
+        (8, 13.1, 0.5),
+        (8, 18, 0.5),
+        (8, 18.5, 0.0),  # d <= 10: 5 / 10
+        (10, 15, 1.0),
+        (10, 20.01, 0.0),  # d = 10 is still the first band
+        (25, 15, 1.0),
+        (25, 13, 0.5),
+        (25, 40, 0.5),
+        (25, 40.5, 0.0),  # 10 < d <= 30: 10 / 15
+        (30, 45, 0.5),
+        (30.1, 45.1, 1.0),  # d = 30 vs just above it
+        (40, 55, 1.0),
+        (40, 60, 0.5),
+        (40, 60.1, 0.0),  # d > 30: 15 / 20
+        (12.3, 2.3, 1.0),  # float error 10.000000000000002 is 10
+        (8, None, 0.0),
+    ],
+)
 def test_distance_bands(gt_cm, pred_cm, credit):
     assert distance_credit(gt_cm, pred_cm) == credit
 
 
 def test_half_relation_halves_distance_credit():
     # keyboard: near instead of next_to -> rel 0.5, distance exact -> 0.5 * 1 = 0.5
-    p = pred(refs=[{"object": "keyboard", "relation": "near", "distance_cm": 3.0},
-                   {"object": "headphone", "relation": "under", "distance_cm": 25.0}])
+    p = pred(
+        refs=[
+            {"object": "keyboard", "relation": "near", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+        ]
+    )
     r = score_ssp(GT, p)
     assert r.parts == pytest.approx({"surface": 1.0, "object": 1.0, "relation": 0.75, "distance": 0.75})
     assert r.score == pytest.approx(0.4 + 0.2 + 0.2 * 0.75 + 0.2 * 0.75)  # 0.9
@@ -118,8 +160,12 @@ def test_half_relation_halves_distance_credit():
 
 def test_distance_needs_positive_relation_credit():
     # headphone: above instead of under -> rel 0, so no distance credit despite the exact distance
-    p = pred(refs=[{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
-                   {"object": "headphone", "relation": "above", "distance_cm": 25.0}])
+    p = pred(
+        refs=[
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "above", "distance_cm": 25.0},
+        ]
+    )
     r = score_ssp(GT, p)
     assert r.parts == pytest.approx({"surface": 1.0, "object": 1.0, "relation": 0.5, "distance": 0.5})
     assert r.score == pytest.approx(0.4 + 0.2 + 0.1 + 0.1)
@@ -127,8 +173,12 @@ def test_distance_needs_positive_relation_credit():
 
 def test_distance_needs_the_right_object():
     # "laptop" with the keyboard's relation and distance earns nothing for that slot
-    p = pred(refs=[{"object": "laptop", "relation": "next_to", "distance_cm": 3.0},
-                   {"object": "headphone", "relation": "under", "distance_cm": 25.0}])
+    p = pred(
+        refs=[
+            {"object": "laptop", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+        ]
+    )
     r = score_ssp(GT, p)
     assert r.parts == pytest.approx({"surface": 1.0, "object": 0.5, "relation": 0.5, "distance": 0.5})
     assert r.score == pytest.approx(0.7)
@@ -136,8 +186,12 @@ def test_distance_needs_the_right_object():
 
 def test_half_distance_with_half_relation():
     # headphone: below (half) and 25 -> 38 cm (e = 13, half band) -> distance 0.5 * 0.5 = 0.25
-    p = pred(refs=[{"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
-                   {"object": "headphone", "relation": "below", "distance_cm": 38.0}])
+    p = pred(
+        refs=[
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+            {"object": "headphone", "relation": "below", "distance_cm": 38.0},
+        ]
+    )
     r = score_ssp(GT, p)
     assert r.parts["relation"] == pytest.approx((1 + 0.5) / 2)
     assert r.parts["distance"] == pytest.approx((1 + 0.25) / 2)
@@ -146,28 +200,45 @@ def test_half_distance_with_half_relation():
 
 # ---------------------------------------------------------------- alignment
 
+
 def test_alignment_ignores_order_and_extra_references():
-    p = pred(refs=[{"object": "monitor", "relation": "near", "distance_cm": 50},
-                   {"object": "headphone", "relation": "under", "distance_cm": 25.0},
-                   {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0}])
+    p = pred(
+        refs=[
+            {"object": "monitor", "relation": "near", "distance_cm": 50},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 3.0},
+        ]
+    )
     assert score_ssp(GT, p).score == pytest.approx(1.0)
 
 
 def test_alignment_picks_the_better_of_duplicate_predictions():
     # two keyboards: the first wrong in relation and distance, the second right; one-to-one, so
     # the slot takes the second and the first is unused
-    p = pred(refs=[{"object": "keyboard", "relation": "above", "distance_cm": 90},
-                   {"object": "keyboard", "relation": "next_to", "distance_cm": 4.0},
-                   {"object": "headphone", "relation": "under", "distance_cm": 25.0}])
+    p = pred(
+        refs=[
+            {"object": "keyboard", "relation": "above", "distance_cm": 90},
+            {"object": "keyboard", "relation": "next_to", "distance_cm": 4.0},
+            {"object": "headphone", "relation": "under", "distance_cm": 25.0},
+        ]
+    )
     assert score_ssp(GT, p).score == pytest.approx(1.0)
 
 
 def test_one_prediction_cannot_fill_two_slots():
-    gt = json.dumps({"target": "pen", "support_surface": "desk", "references": [
-        {"object": "cup", "relation": "next_to", "distance_cm": 5},
-        {"object": "cup", "relation": "near", "distance_cm": 40}]})
-    p = json.dumps({"support_surface": "desk", "references": [{"object": "cup", "relation": "next_to",
-                                                               "distance_cm": 5}]})
+    gt = json.dumps(
+        {
+            "target": "pen",
+            "support_surface": "desk",
+            "references": [
+                {"object": "cup", "relation": "next_to", "distance_cm": 5},
+                {"object": "cup", "relation": "near", "distance_cm": 40},
+            ],
+        }
+    )
+    p = json.dumps(
+        {"support_surface": "desk", "references": [{"object": "cup", "relation": "next_to", "distance_cm": 5}]}
+    )
     r = score_ssp(gt, p)
     # one slot matched fully (1, 1, 1), the other empty -> object 0.5, relation 0.5, distance 0.5
     assert r.parts == pytest.approx({"surface": 1.0, "object": 0.5, "relation": 0.5, "distance": 0.5})
@@ -182,6 +253,7 @@ def test_unmatched_slot_earns_zero():
 
 
 # ---------------------------------------------------------------- malformed fields
+
 
 def test_wrong_surface_loses_its_weight_only():
     assert score_ssp(GT, pred(surface="desk")).score == pytest.approx(0.6)
@@ -199,8 +271,13 @@ def test_references_not_a_list():
 
 
 def test_malformed_reference_entries_are_skipped():
-    p = pred(refs=["keyboard", {"object": "keyboard", "relation": "next_to", "distance_cm": "about three"},
-                   {"object": "headphone", "relation": "under", "distance_cm": 25}])
+    p = pred(
+        refs=[
+            "keyboard",
+            {"object": "keyboard", "relation": "next_to", "distance_cm": "about three"},
+            {"object": "headphone", "relation": "under", "distance_cm": 25},
+        ]
+    )
     r = score_ssp(GT, p)
     # keyboard: object and relation right, distance unreadable -> 0
     assert r.parts == pytest.approx({"surface": 1.0, "object": 1.0, "relation": 1.0, "distance": 0.5})
@@ -210,7 +287,7 @@ def test_malformed_ground_truth_raises():
     with pytest.raises(SSPGroundTruthError):
         score_ssp("not json", pred())
     with pytest.raises(SSPGroundTruthError):
-        score_ssp("[1, 2]", pred())   # JSON, but not an object
+        score_ssp("[1, 2]", pred())  # JSON, but not an object
 
 
 @pytest.mark.timeout(60)

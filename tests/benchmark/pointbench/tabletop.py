@@ -23,7 +23,7 @@ def _colour(im, box, h=None, s=(0, 255), v=(0, 255)):
         m &= (hsv[..., 0] >= h[0]) & (hsv[..., 0] <= h[1])
     x0, y0, x1, y1 = box
     inside = np.zeros_like(m)
-    inside[y0:y1 + 1, x0:x1 + 1] = True
+    inside[y0 : y1 + 1, x0 : x1 + 1] = True
     m = cv2.morphologyEx((m & inside).astype(np.uint8), cv2.MORPH_CLOSE, np.ones((7, 7), np.uint8))
     _, lab, st, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
     out = (lab == 1 + int(np.argmax(st[1:, cv2.CC_STAT_AREA]))).astype(np.uint8)
@@ -69,8 +69,13 @@ QUERIES = [
     ("Point to the pink cup you could pour water into.", "affordance", F4, ["pink_cup"], {}),
     ("Point to all the bowls.", "counting", F0, ["teal_bowl", "white_bowl"], {"instances": True}),
     ("Point to the yellow block and the pink cup.", "counting", F4, ["yellow_block", "pink_cup"], {"count": 2}),
-    ("Point to the object closest to the marked point.", "steerable", F4, ["yellow_block"],
-     {"reference_points_px": [REFERENCE_PX]}),
+    (
+        "Point to the object closest to the marked point.",
+        "steerable",
+        F4,
+        ["yellow_block"],
+        {"reference_points_px": [REFERENCE_PX]},
+    ),
     ("Point to the tool you would use to make a hole in wood.", "reasoning", F0, ["drill"], {}),
     ("Point to the container that holds cleaning wipes.", "reasoning", F4, ["clorox"], {}),
 ]
@@ -81,8 +86,8 @@ QUERIES = [
 #   (340, 115) orange drill body.
 SCRIPTED = {
     "Point to the leftmost bowl.": ("[230, 380]", True),
-    "Point to the bowl on the right.": ("[230, 380]", False),           # the left bowl
-    "Point to the handle of the white mug.": ("[300, 250]", False),     # mug body
+    "Point to the bowl on the right.": ("[230, 380]", False),  # the left bowl
+    "Point to the handle of the white mug.": ("[300, 250]", False),  # mug body
     "Point to the pink cup you could pour water into.": ("[465, 290]", True),
     "Point to all the bowls.": ("[[230, 380], [420, 375]]", True),
     "Point to the yellow block and the pink cup.": ("[[240, 348], [465, 290]]", True),

@@ -36,8 +36,9 @@ def _mask():
 
 def _item(store, cid, who="alice", category="spatial", **kw):
     # every model misses (the point is off the mask): the filter passes
-    ask = store.record_ask(cid, "Point to the square", [{"alias": "Model 1", "model": "a", "points_px": [[2.0, 2.0]]}],
-                           who)
+    ask = store.record_ask(
+        cid, "Point to the square", [{"alias": "Model 1", "model": "a", "points_px": [[2.0, 2.0]]}], who
+    )
     return store.submit(cid=cid, ask_id=ask, category=category, instance_masks=[_mask()], drawn_by=who, **kw)["item_id"]
 
 
@@ -108,8 +109,10 @@ def test_an_image_holds_a_few_items_and_a_rejection_frees_a_place(store):
     _item(store, cid)  # the rejected item's place is free again
 
 
-@pytest.mark.parametrize("point", [[float("nan"), 3.0], [1.0, float("inf")], [W, 3.0], [-1.0, 3.0], [3.0, H + 5],
-                                   [1e300, 2.0], ["a", 2], [1.0]])
+@pytest.mark.parametrize(
+    "point",
+    [[float("nan"), 3.0], [1.0, float("inf")], [W, 3.0], [-1.0, 3.0], [3.0, H + 5], [1e300, 2.0], ["a", 2], [1.0]],
+)
 def test_a_reference_point_off_the_image_or_not_a_number_is_refused(store, point):
     with pytest.raises(AnnotationError) as e:
         _item(store, store.cids[0], category="steerable", reference_points_px=[point])

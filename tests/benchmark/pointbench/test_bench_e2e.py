@@ -21,8 +21,14 @@ POINTLAB = [str(Path(sys.executable).parent / "pointlab")]
 
 
 def cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(POINTLAB + list(args), cwd=cwd, capture_output=True, text=True, timeout=240,
-                       env={**os.environ, "POINTLAB_LOG": "WARNING"})
+    p = subprocess.run(
+        POINTLAB + list(args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "POINTLAB_LOG": "WARNING"},
+    )
     if check and p.returncode != 0:
         raise AssertionError(f"pointlab {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
@@ -32,8 +38,17 @@ def cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProces
 def dataset(uoc_tabletop, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pb")
     queries = tt.write_source(uoc_tabletop, root / "src")
-    out = cli("bench", "build-dataset", "--src", str(root / "src"), "--queries", str(queries),
-              "--out", str(root / "data"), cwd=root)
+    out = cli(
+        "bench",
+        "build-dataset",
+        "--src",
+        str(root / "src"),
+        "--queries",
+        str(queries),
+        "--out",
+        str(root / "data"),
+        cwd=root,
+    )
     summary = json.loads(out.stdout)
     assert summary["items"] == 9
     assert summary["categories"] == {"spatial": 2, "affordance": 2, "counting": 2, "steerable": 1, "reasoning": 2}
@@ -47,8 +62,10 @@ def scripted_server(tmp_path_factory):
     script.write_text("".join(json.dumps({"match": q, "answer": a}) + "\n" for q, (a, _) in tt.SCRIPTED.items()))
     base_url, stop = serve_in_thread(create_model_server({"scripted": ScriptedModel(script)}))
     agents = d / "agents.toml"
-    agents.write_text(f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{base_url}"\nmodel = "scripted"\n'
-                      f'point_format = "xy_pixels"\nimage_encoding = "png"\nmax_retries = 0\n')
+    agents.write_text(
+        f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{base_url}"\nmodel = "scripted"\n'
+        f'point_format = "xy_pixels"\nimage_encoding = "png"\nmax_retries = 0\n'
+    )
     yield agents
     stop()
 
@@ -56,8 +73,23 @@ def scripted_server(tmp_path_factory):
 @pytest.mark.slow
 def test_scripted_run_matches_hand_scores_resumes_and_charts(dataset, scripted_server, tmp_path):
     run_dir = tmp_path / "run_scripted"
-    args = ("bench", "pointing", "--data", str(dataset), "--model", "scripted", "--agents", str(scripted_server),
-            "--runs", "2", "--no-progress", "--out", str(run_dir), "--concurrency", "3")
+    args = (
+        "bench",
+        "pointing",
+        "--data",
+        str(dataset),
+        "--model",
+        "scripted",
+        "--agents",
+        str(scripted_server),
+        "--runs",
+        "2",
+        "--no-progress",
+        "--out",
+        str(run_dir),
+        "--concurrency",
+        "3",
+    )
     res = json.loads(cli(*args, cwd=tmp_path).stdout)
     assert (res["asked"], res["cached"], res["errors"]) == (18, 0, 0)
     for cat, acc in tt.EXPECTED.items():
@@ -69,12 +101,17 @@ def test_scripted_run_matches_hand_scores_resumes_and_charts(dataset, scripted_s
     assert sorted(x["raw_text"] for x in lines) == sorted(a for a, _ in tt.SCRIPTED.values())
     assert json.loads((run_dir / "run.json").read_text())["temperature"] == 0.0
     # table and Fig. 3 chart
-    assert "| scripted | 50.0 ± 0.0 | 50.0 ± 0.0 | 100.0 ± 0.0 | 100.0 ± 0.0 | 50.0 ± 0.0 | 70.0 ± 0.0 |" in res["table"]
+    assert (
+        "| scripted | 50.0 ± 0.0 | 50.0 ± 0.0 | 100.0 ± 0.0 | 100.0 ± 0.0 | 50.0 ± 0.0 | 70.0 ± 0.0 |" in res["table"]
+    )
     png, svg = (Path(p) for p in res["charts"])
     assert Image.open(png).size[0] > 600 and svg.read_text().lstrip().startswith("<?xml")
     # a saved run re-scores from its raw answers without any model
-    rescored = json.loads(cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred",
-                              str(run_dir / "run_2.jsonl"), cwd=tmp_path).stdout)
+    rescored = json.loads(
+        cli(
+            "score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(run_dir / "run_2.jsonl"), cwd=tmp_path
+        ).stdout
+    )
     assert rescored["summary"]["average"] == pytest.approx(tt.EXPECTED_AVERAGE)
     # rerun: everything comes from the cache, no model call
     again = json.loads(cli(*args, cwd=tmp_path).stdout)
@@ -85,8 +122,24 @@ def test_scripted_run_matches_hand_scores_resumes_and_charts(dataset, scripted_s
 @pytest.mark.slow
 def test_mask_oracle_run_scores_every_category_fully(dataset, tmp_path):
     # default agents config: base_url = "sim" -> the command serves the mask oracle for this dataset
-    res = json.loads(cli("bench", "pointing", "--data", str(dataset), "--model", "sim-oracle", "--runs", "1",
-                         "--no-progress", "--out", str(tmp_path / "oracle"), "--steer", "draw", cwd=tmp_path).stdout)
+    res = json.loads(
+        cli(
+            "bench",
+            "pointing",
+            "--data",
+            str(dataset),
+            "--model",
+            "sim-oracle",
+            "--runs",
+            "1",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "oracle"),
+            "--steer",
+            "draw",
+            cwd=tmp_path,
+        ).stdout
+    )
     assert res["errors"] == 0
     for cat in tt.EXPECTED:
         assert res["aggregate"][cat]["mean"] == 1.0, cat
@@ -98,15 +151,30 @@ def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     gt = [json.loads(x) for x in (dataset / "gt.jsonl").read_text().splitlines()]
     by_query = {g["query"]: g["id"] for g in gt}
     pred = tmp_path / "pred.jsonl"
-    pred.write_text("".join(json.dumps({"id": by_query[q], "prediction": a, "format": "xy_pixels"}) + "\n"
-                            for q, (a, _) in tt.SCRIPTED.items()))
-    out = json.loads(cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(pred),
-                         cwd=tmp_path).stdout)
-    assert {i["id"]: i["metadata"]["success"] for i in out["items"]} == {by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()}
+    pred.write_text(
+        "".join(
+            json.dumps({"id": by_query[q], "prediction": a, "format": "xy_pixels"}) + "\n"
+            for q, (a, _) in tt.SCRIPTED.items()
+        )
+    )
+    out = json.loads(
+        cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(pred), cwd=tmp_path).stdout
+    )
+    assert {i["id"]: i["metadata"]["success"] for i in out["items"]} == {
+        by_query[q]: ok for q, (_, ok) in tt.SCRIPTED.items()
+    }
     assert {c: v["accuracy"] for c, v in out["summary"]["categories"].items()} == tt.EXPECTED
     assert out["summary"]["average"] == pytest.approx(tt.EXPECTED_AVERAGE)
-    bad = cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(tmp_path / "none.jsonl"),
-              cwd=tmp_path, check=False)
+    bad = cli(
+        "score",
+        "pointing",
+        "--gt",
+        str(dataset / "gt.jsonl"),
+        "--pred",
+        str(tmp_path / "none.jsonl"),
+        cwd=tmp_path,
+        check=False,
+    )
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
 
@@ -115,9 +183,28 @@ def test_prompt_variant_and_steer_mode_are_selectable_and_recorded(dataset, scri
     # Table 1 chain-of-thought prompt, reference point drawn and described: the scripted model still
     # finds each query in the prompt, so the hand scores hold; run.json records the setting.
     out = tmp_path / "cot"
-    res = json.loads(cli("bench", "pointing", "--data", str(dataset), "--model", "scripted", "--agents",
-                         str(scripted_server), "--runs", "1", "--prompt-style", "cot", "--steer", "both",
-                         "--no-progress", "--out", str(out), cwd=tmp_path).stdout)
+    res = json.loads(
+        cli(
+            "bench",
+            "pointing",
+            "--data",
+            str(dataset),
+            "--model",
+            "scripted",
+            "--agents",
+            str(scripted_server),
+            "--runs",
+            "1",
+            "--prompt-style",
+            "cot",
+            "--steer",
+            "both",
+            "--no-progress",
+            "--out",
+            str(out),
+            cwd=tmp_path,
+        ).stdout
+    )
     assert res["aggregate"]["average"]["mean"] == pytest.approx(tt.EXPECTED_AVERAGE)
     meta = json.loads((out / "run.json").read_text())
     assert (meta["prompt_style"], meta["steer_mode"]) == ("cot", "both")

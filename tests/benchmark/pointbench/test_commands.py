@@ -13,8 +13,25 @@ from pointlab.bridge.cli import app
 
 
 def test_perf_score_small():
-    r = CliRunner().invoke(app, ["perf", "score", "--items", "3", "--side-px", "200", "--votes", "500",
-                                 "--models", "4", "--rounds", "5", "--repeat", "2"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "perf",
+            "score",
+            "--items",
+            "3",
+            "--side-px",
+            "200",
+            "--votes",
+            "500",
+            "--models",
+            "4",
+            "--rounds",
+            "5",
+            "--repeat",
+            "2",
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["mask_scoring"]["mask_px"] == [200, 200]
@@ -29,16 +46,47 @@ def test_bench_report_with_human(tmp_path):
     m[0:5, 0:5] = 255
     Image.fromarray(m).save(tmp_path / "m.png")
     gt = tmp_path / "gt.jsonl"
-    gt.write_text("".join(json.dumps({"id": f"s{k}", "image": "i.png", "width": 10, "height": 10,
-                                      "category": "spatial", "mask": "m.png"}) + "\n" for k in range(4)))
+    gt.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"s{k}", "image": "i.png", "width": 10, "height": 10, "category": "spatial", "mask": "m.png"}
+            )
+            + "\n"
+            for k in range(4)
+        )
+    )
     human = tmp_path / "human.jsonl"
-    human.write_text("".join(json.dumps({"id": f"s{k}", "points": [[2, 2] if k < 3 else [8, 8]]}) + "\n" for k in range(4)))
+    human.write_text(
+        "".join(json.dumps({"id": f"s{k}", "points": [[2, 2] if k < 3 else [8, 8]]}) + "\n" for k in range(4))
+    )
     run = tmp_path / "run"
     run.mkdir()
-    (run / "results.json").write_text(json.dumps({"model": "m", "aggregate": {
-        "spatial": {"mean": 0.25, "std": 0.05, "runs": 3}, "average": {"mean": 0.25, "std": 0.05, "runs": 3}}}))
-    r = CliRunner().invoke(app, ["bench", "report", "--run", str(run), "--human", str(human), "--data", str(gt),
-                                 "--out", str(tmp_path / "fig3")])
+    (run / "results.json").write_text(
+        json.dumps(
+            {
+                "model": "m",
+                "aggregate": {
+                    "spatial": {"mean": 0.25, "std": 0.05, "runs": 3},
+                    "average": {"mean": 0.25, "std": 0.05, "runs": 3},
+                },
+            }
+        )
+    )
+    r = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "report",
+            "--run",
+            str(run),
+            "--human",
+            str(human),
+            "--data",
+            str(gt),
+            "--out",
+            str(tmp_path / "fig3"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["models"]["Human"]["spatial"] == {"mean": 0.75, "std": 0.0, "runs": 1}  # 3 of 4 clicks inside
@@ -74,19 +122,63 @@ def test_bench_run_against_a_server_answering_400_stops_within_the_threshold(tmp
     m[5:15, 5:15] = 255
     Image.fromarray(m).save(tmp_path / "m.png")
     gt = tmp_path / "gt.jsonl"
-    gt.write_text("".join(json.dumps({"id": f"s{k}", "image": "i.png", "width": 20, "height": 20, "category": "spatial",
-                                      "mask": "m.png", "query": f"Point to thing {k}."}) + "\n" for k in range(30)))
+    gt.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"s{k}",
+                    "image": "i.png",
+                    "width": 20,
+                    "height": 20,
+                    "category": "spatial",
+                    "mask": "m.png",
+                    "query": f"Point to thing {k}.",
+                }
+            )
+            + "\n"
+            for k in range(30)
+        )
+    )
     script = tmp_path / "s.jsonl"
-    script.write_text(json.dumps({"match": "Point", "status": 400, "message": "Unsupported parameter: 'max_tokens' is "
-                                  "not supported with this model. Use 'max_completion_tokens' instead."}) + "\n")
+    script.write_text(
+        json.dumps(
+            {
+                "match": "Point",
+                "status": 400,
+                "message": "Unsupported parameter: 'max_tokens' is "
+                "not supported with this model. Use 'max_completion_tokens' instead.",
+            }
+        )
+        + "\n"
+    )
     server = create_model_server({"refuser": ScriptedModel(script)})
     url, stop = serve_in_thread(server)
     agents = tmp_path / "agents.toml"
-    agents.write_text(f'[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "{url}"\nmodel = "refuser"\n'
-                      'point_format = "xy_pixels"\nimage_encoding = "png"\n')
+    agents.write_text(
+        f'[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "{url}"\nmodel = "refuser"\n'
+        'point_format = "xy_pixels"\nimage_encoding = "png"\n'
+    )
     try:
-        r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(gt), "--model", "r", "--agents", str(agents),
-                                     "--runs", "1", "--concurrency", "1", "--no-progress", "--out", str(tmp_path / "run")])
+        r = CliRunner().invoke(
+            app,
+            [
+                "bench",
+                "pointing",
+                "--data",
+                str(gt),
+                "--model",
+                "r",
+                "--agents",
+                str(agents),
+                "--runs",
+                "1",
+                "--concurrency",
+                "1",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "run"),
+            ],
+        )
     finally:
         stop()
     assert r.exit_code == 1, r.output
@@ -109,24 +201,56 @@ def test_score_pointing_reads_the_hugging_face_release_layout(tmp_path):
         return buf.getvalue()
 
     mask = np.zeros((10, 40), np.uint8)
-    mask[:, :20] = 255   # columns 0..19 of a 40-px image
+    mask[:, :20] = 255  # columns 0..19 of a 40-px image
     with zipfile.ZipFile(tmp_path / "selected_images.zip", "w") as z:
         z.writestr("selected_images/spatial/a.jpg", png(np.zeros((10, 40, 3), np.uint8)))
         z.writestr("selected_images/counting/b.png", png(np.zeros((10, 40, 3), np.uint8)))
     with zipfile.ZipFile(tmp_path / "selected_masks.zip", "w") as z:
         z.writestr("masks/a_mask.png", png(mask))
         z.writestr("masks/b_mask.png", png(mask))
-    (tmp_path / "data.json").write_text(json.dumps([
-        {"image_filename": "a.jpg", "mask_filename": "a_mask.png", "user_input": "left half", "category": "spatial"},
-        {"image_filename": "b.png", "mask_filename": "b_mask.png", "user_input": "two", "category": "counting",
-         "count": 2}]))
+    (tmp_path / "data.json").write_text(
+        json.dumps(
+            [
+                {
+                    "image_filename": "a.jpg",
+                    "mask_filename": "a_mask.png",
+                    "user_input": "left half",
+                    "category": "spatial",
+                },
+                {
+                    "image_filename": "b.png",
+                    "mask_filename": "b_mask.png",
+                    "user_input": "two",
+                    "category": "counting",
+                    "count": 2,
+                },
+            ]
+        )
+    )
     pred = tmp_path / "pred.jsonl"
     # Gemini [y, x] = [500, 499]: 499/1000*40 = 19.96 -> column 19 (inside); counting: two points inside
-    pred.write_text(json.dumps({"id": "spatial/a", "prediction": '[{"point": [500, 499]}]', "format": "gemini"}) + "\n"
-                    + json.dumps({"id": "counting/b", "points": [[3, 3], [10, 5]]}) + "\n")
+    pred.write_text(
+        json.dumps({"id": "spatial/a", "prediction": '[{"point": [500, 499]}]', "format": "gemini"})
+        + "\n"
+        + json.dumps({"id": "counting/b", "points": [[3, 3], [10, 5]]})
+        + "\n"
+    )
     for rules in ("pointlab", "reference"):
-        r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(tmp_path / "data.json"), "--pred", str(pred),
-                                     "--rules", rules, "--lmms-results", str(tmp_path / f"lmms_{rules}.json")])
+        r = CliRunner().invoke(
+            app,
+            [
+                "score",
+                "pointing",
+                "--gt",
+                str(tmp_path / "data.json"),
+                "--pred",
+                str(pred),
+                "--rules",
+                rules,
+                "--lmms-results",
+                str(tmp_path / f"lmms_{rules}.json"),
+            ],
+        )
         assert r.exit_code == 0, r.output
         doc = json.loads(r.stdout)
         assert doc["summary"]["rules"] == rules and doc["summary"]["overall"] == 1.0
@@ -146,8 +270,10 @@ def test_score_pointing_refuses_unusable_ground_truth_masks(tmp_path):
     pred.write_text('{"id": "a", "points": [[10, 10]]}\n')
     for mask, needle in (("small.png", "is 100x100, image is 320x240"), ("text.png", "cannot read mask")):
         gt = tmp_path / "gt.jsonl"
-        gt.write_text(json.dumps({"id": "a", "image": "i.png", "width": 320, "height": 240, "category": "spatial",
-                                  "mask": mask}) + "\n")
+        gt.write_text(
+            json.dumps({"id": "a", "image": "i.png", "width": 320, "height": 240, "category": "spatial", "mask": mask})
+            + "\n"
+        )
         r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
         assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
     (tmp_path / "empty.jsonl").write_text("")

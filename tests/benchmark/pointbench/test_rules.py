@@ -38,7 +38,7 @@ def both(item, text=None, fmt="xy_pixels", points=None):
 
 def cols(c0, c1, w=W, h=H):
     m = np.zeros((h, w), bool)
-    m[:, c0:c1 + 1] = True
+    m[:, c0 : c1 + 1] = True
     return m
 
 
@@ -71,11 +71,16 @@ def test_fractional_pixel_answers(tmp_path):
 def test_invalid_first_point_fails_under_pointlab(tmp_path):
     it = _item(tmp_path, cols(0, 99))
     # pointlab: the first point is the answer; NaN first fails, the good second point is never used
-    assert score_prediction(it, Prediction("i", prediction="[[NaN, NaN], [50, 50]]", format="xy_pixels")).reason == \
-        "unparseable"
+    assert (
+        score_prediction(it, Prediction("i", prediction="[[NaN, NaN], [50, 50]]", format="xy_pixels")).reason
+        == "unparseable"
+    )
     # PointArena reads only [{"point": [x, y]}]: int(NaN) raises inside is_point_in_mask -> "Processing error"
-    s = score_prediction(it, Prediction("i", prediction='[{"point": [NaN, 1]}, {"point": [50, 50]}]', format="xy_pixels"),
-                         rules="reference")
+    s = score_prediction(
+        it,
+        Prediction("i", prediction='[{"point": [NaN, 1]}, {"point": [50, 50]}]', format="xy_pixels"),
+        rules="reference",
+    )
     assert (s.reason, s.metadata["detail"].startswith("Processing error")) == ("unparseable", True)
     # an integer too large for a float: an invalid entry under pointlab; reference: int() of it works and
     # the point is outside the image
@@ -88,8 +93,8 @@ def test_mask_channels(tmp_path):
     # RGBA mask: target pixels red and opaque, background transparent black (alpha 0) ... and one opaque
     # black region: PointArena's any-channel test counts the alpha channel, so opaque black is a target
     rgba = np.zeros((H, W, 4), np.uint8)
-    rgba[:, :100] = (255, 0, 0, 255)      # red, opaque: a target under both
-    rgba[:, 200:] = (0, 0, 0, 255)        # black, opaque: a target only by its alpha
+    rgba[:, :100] = (255, 0, 0, 255)  # red, opaque: a target under both
+    rgba[:, 200:] = (0, 0, 0, 255)  # black, opaque: a target only by its alpha
     it = _item(tmp_path, rgba, mode="RGBA")
     assert both(it, p50) == {"reference": "hit", "pointlab": "hit"}
     assert both(it, p250) == {"reference": "hit", "pointlab": "miss"}
@@ -115,28 +120,31 @@ def test_qwen_point_under_both_rule_sets(tmp_path):
     assert both(it, '{"point_2d": [1220, 716]}', "qwen") == {"reference": "miss", "pointlab": "hit"}
 
 
-@pytest.mark.parametrize("text, fmt, category, expected", [
-    # OpenAI/Claude/Grok: first [ to last ] as JSON; bare pairs are not {"point": ...}: processing error
-    ('Sure: [{"point": [10, 20]}] done', "xy_pixels", "spatial", [{"point": [10, 20]}]),
-    ("[[10, 20]]", "xy_pixels", "spatial", [[10, 20]]),
-    ("no brackets", "xy_pixels", "spatial", []),
-    ('[{"point": [1, 2]}, {"point": [3, 4]}]', "xy_pixels", "spatial", [{"point": [1, 2]}]),  # first only
-    ('[{"point": [1, 2]}, {"point": [3, 4]}]', "xy_pixels", "counting", [{"point": [1, 2]}, {"point": [3, 4]}]),
-    # Gemini: [y, x] / 1000; a string coordinate raises: []
-    ('[{"point": [500, 250]}]', "gemini", "spatial", [{"point": [80.0, 120.0]}]),
-    ('[{"point": ["500", 250]}]', "gemini", "spatial", []),
-    ("[500, 250]", "gemini", "spatial", [{"point": [80.0, 120.0]}]),   # regex fallback on the span
-    # Qwen: XML first, raw pixels
-    ('<points x1="100" y1="50" alt="a">a</points>', "qwen", "spatial", [{"point": [100.0, 50.0]}]),
-    ('x: 12, y: 34', "qwen", "spatial", [{"point": [12.0, 34.0]}]),
-    # Molmo: percent; a value above 100 is dropped
-    ('<point x="50" y="25">a</point>', "molmo", "spatial", [{"point": [160.0, 60.0]}]),
-    ('<point x="150" y="25">a</point>', "molmo", "spatial", []),
-    # lmms-eval tuples: both in [0, 1] normalised, both in [0, 1000] per mille (rounded)
-    ("[(0.5, 0.25)]", "robopoint", "spatial", [(160, 60)]),
-    ("[(500, 250)]", "grid1000", "spatial", [(160, 60)]),
-    ("[(1, 5)]", "grid1000", "spatial", [(0, 1)]),      # (1, 5) is not both <= 1: per mille, round(0.32) = 0
-])
+@pytest.mark.parametrize(
+    "text, fmt, category, expected",
+    [
+        # OpenAI/Claude/Grok: first [ to last ] as JSON; bare pairs are not {"point": ...}: processing error
+        ('Sure: [{"point": [10, 20]}] done', "xy_pixels", "spatial", [{"point": [10, 20]}]),
+        ("[[10, 20]]", "xy_pixels", "spatial", [[10, 20]]),
+        ("no brackets", "xy_pixels", "spatial", []),
+        ('[{"point": [1, 2]}, {"point": [3, 4]}]', "xy_pixels", "spatial", [{"point": [1, 2]}]),  # first only
+        ('[{"point": [1, 2]}, {"point": [3, 4]}]', "xy_pixels", "counting", [{"point": [1, 2]}, {"point": [3, 4]}]),
+        # Gemini: [y, x] / 1000; a string coordinate raises: []
+        ('[{"point": [500, 250]}]', "gemini", "spatial", [{"point": [80.0, 120.0]}]),
+        ('[{"point": ["500", 250]}]', "gemini", "spatial", []),
+        ("[500, 250]", "gemini", "spatial", [{"point": [80.0, 120.0]}]),  # regex fallback on the span
+        # Qwen: XML first, raw pixels
+        ('<points x1="100" y1="50" alt="a">a</points>', "qwen", "spatial", [{"point": [100.0, 50.0]}]),
+        ("x: 12, y: 34", "qwen", "spatial", [{"point": [12.0, 34.0]}]),
+        # Molmo: percent; a value above 100 is dropped
+        ('<point x="50" y="25">a</point>', "molmo", "spatial", [{"point": [160.0, 60.0]}]),
+        ('<point x="150" y="25">a</point>', "molmo", "spatial", []),
+        # lmms-eval tuples: both in [0, 1] normalised, both in [0, 1000] per mille (rounded)
+        ("[(0.5, 0.25)]", "robopoint", "spatial", [(160, 60)]),
+        ("[(500, 250)]", "grid1000", "spatial", [(160, 60)]),
+        ("[(1, 5)]", "grid1000", "spatial", [(0, 1)]),  # (1, 5) is not both <= 1: per mille, round(0.32) = 0
+    ],
+)
 def test_reference_readers(text, fmt, category, expected):
     assert reference_answer(text, fmt, W, H, category).points == expected
 
@@ -145,7 +153,10 @@ def test_counting_reference_uses_the_union_mask(tmp_path):
     a, b = cols(10, 29), cols(150, 179)
     it = _item(tmp_path, a | b, "counting", count=2, inst=(a, b))
     # two points on instance A: the union-mask rule of the released code passes, pointlab's one-to-one cover fails
-    assert both(it, points=((20.0, 20.0), (25.0, 25.0))) == {"reference": "all_targets", "pointlab": "instance_uncovered"}
+    assert both(it, points=((20.0, 20.0), (25.0, 25.0))) == {
+        "reference": "all_targets",
+        "pointlab": "instance_uncovered",
+    }
 
 
 def test_lmms_metrics_under_both_rule_sets(tmp_path):
@@ -159,8 +170,10 @@ def test_lmms_metrics_under_both_rule_sets(tmp_path):
     # item h: (50.7, 10) -> column 50 (int) / 51 (nearest centre): inside columns 0-99 under both.
     # item c: (10, 10) inside, (200, 10) outside: fails, half its points in the mask.
     for rules in ("reference", "pointlab"):
-        scores = [score_prediction(hit, Prediction("h", points_px=((50.7, 10.0),)), rules=rules),
-                  score_prediction(two, Prediction("c", points_px=((10.0, 10.0), (200.0, 10.0))), rules=rules)]
+        scores = [
+            score_prediction(hit, Prediction("h", points_px=((50.7, 10.0),)), rules=rules),
+            score_prediction(two, Prediction("c", points_px=((10.0, 10.0), (200.0, 10.0))), rules=rules),
+        ]
         assert [s.value == 1.0 for s in scores] == [True, False]
         assert lmms_metrics([hit, two], scores) == {"pointbench_binary_acc": 0.5, "pointbench_acc": 0.75}, rules
     # 99.7: column 99 under PointArena's int() (inside), 100 under pointlab (outside): the fractions differ

@@ -53,15 +53,15 @@ def _black(h, w):
 def test_mask_oracle_interior_vs_centroid_on_a_ring(tmp_path):
     yy, xx = np.mgrid[0:101, 0:101]
     r = np.hypot(xx - 50, yy - 50)
-    ring = (r >= 30) & (r <= 45)   # centroid (50, 50) is in the hole
+    ring = (r >= 30) & (r <= 45)  # centroid (50, 50) is in the hole
     it = _item(tmp_path, "ring", ring, query="Point to the ring.")
-    (u, v), = MaskOracle([it], "interior").points("Point to the ring.", _black(101, 101))
+    ((u, v),) = MaskOracle([it], "interior").points("Point to the ring.", _black(101, 101))
     assert ring[round(v), round(u)]
     assert 36 <= np.hypot(u - 50, v - 50) <= 39  # the middle of the band (radius 37.5)
-    (u, v), = MaskOracle([it], "centroid").points("Point to the ring.", _black(101, 101))
+    ((u, v),) = MaskOracle([it], "centroid").points("Point to the ring.", _black(101, 101))
     assert (u, v) == pytest.approx((50.0, 50.0)) and not ring[50, 50]
     # scaled to the sent image about pixel centres: (u + .5) * 2 - .5
-    (u2, v2), = MaskOracle([it], "centroid").points("Point to the ring.", _black(202, 202))
+    ((u2, v2),) = MaskOracle([it], "centroid").points("Point to the ring.", _black(202, 202))
     assert (u2, v2) == pytest.approx((100.5, 100.5))
     # no query matches: the image alone finds the item; an image that is no item's: nothing
     assert MaskOracle([it], "centroid").points("Point to the moon.", _black(101, 101)) == [(50.0, 50.0)]
@@ -70,9 +70,9 @@ def test_mask_oracle_interior_vs_centroid_on_a_ring(tmp_path):
 
 def test_mask_oracle_counting_components_and_longest_query(tmp_path):
     m = np.zeros((40, 100), bool)
-    m[5:15, 5:15] = True       # 100 px
-    m[20:36, 60:76] = True     # 256 px, largest -> first
-    m[5:8, 80:83] = True       # 9 px
+    m[5:15, 5:15] = True  # 100 px
+    m[20:36, 60:76] = True  # 256 px, largest -> first
+    m[5:8, 80:83] = True  # 9 px
     a = _item(tmp_path, "a", m, "counting", "Point to the boxes", count=2)
     b = _item(tmp_path, "b", m, "spatial", "Point to the boxes on the right")
     o = MaskOracle([a, b])
@@ -95,20 +95,29 @@ def test_mask_oracle_same_query_on_two_images_answers_from_each_image(tmp_path):
     a = _item(tmp_path, "l", left, query="Point to the red cup.", image=img_l)
     b = _item(tmp_path, "r", right, query="Point to the red cup.", image=img_r)
     o = MaskOracle([a, b], "centroid")
-    jpeg = lambda im: cv2.imdecode(cv2.imencode(".jpg", im[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 60])[1], 1)[:, :, ::-1]  # noqa: E731
-    (ul, vl), = o.points("Point to the red cup.", jpeg(img_l))
-    (ur, vr), = o.points("Point to the red cup.", jpeg(img_r))
+    jpeg = lambda im: cv2.imdecode(cv2.imencode(".jpg", im[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 60])[1], 1)[
+        :, :, ::-1
+    ]  # noqa: E731
+    ((ul, vl),) = o.points("Point to the red cup.", jpeg(img_l))
+    ((ur, vr),) = o.points("Point to the red cup.", jpeg(img_r))
     assert (ul, vl) == pytest.approx((14.5, 29.5)) and (ur, vr) == pytest.approx((64.5, 29.5))
     big = cv2.resize(img_r, (160, 120), interpolation=cv2.INTER_NEAREST)
-    (u2, v2), = o.points("Point to the red cup.", big)
+    ((u2, v2),) = o.points("Point to the red cup.", big)
     assert (u2, v2) == pytest.approx(((64.5 + 0.5) * 2 - 0.5, (29.5 + 0.5) * 2 - 0.5))
 
 
 def test_aggregate_runs_by_hand():
     def summ(sp, co):
-        return {"categories": {"spatial": {"n": 4, "success": 0, "accuracy": sp}, "counting": {"n": 2, "success": 0, "accuracy": co},
-                               "steerable": {"n": 0, "success": 0, "accuracy": None}},
-                "average": (sp + co) / 2, "overall": 0.0}
+        return {
+            "categories": {
+                "spatial": {"n": 4, "success": 0, "accuracy": sp},
+                "counting": {"n": 2, "success": 0, "accuracy": co},
+                "steerable": {"n": 0, "success": 0, "accuracy": None},
+            },
+            "average": (sp + co) / 2,
+            "overall": 0.0,
+        }
+
     agg = aggregate_runs([summ(0.5, 1.0), summ(1.0, 1.0), summ(0.75, 0.5)])
     # spatial: mean .75, sample sd sqrt(((-.25)^2 + .25^2 + 0) / 2) = .25
     assert agg["spatial"] == {"mean": pytest.approx(0.75), "std": pytest.approx(0.25), "runs": 3}
@@ -118,8 +127,10 @@ def test_aggregate_runs_by_hand():
 
 
 def test_table_and_chart_with_human(tmp_path):
-    aggs = {"m": {"spatial": {"mean": 0.5, "std": 0.1, "runs": 3}, "average": {"mean": 0.5, "std": 0.1, "runs": 3}},
-            "Human": {"spatial": {"mean": 0.9, "std": 0.0, "runs": 1}, "average": {"mean": 0.9, "std": 0.0, "runs": 1}}}
+    aggs = {
+        "m": {"spatial": {"mean": 0.5, "std": 0.1, "runs": 3}, "average": {"mean": 0.5, "std": 0.1, "runs": 3}},
+        "Human": {"spatial": {"mean": 0.9, "std": 0.0, "runs": 1}, "average": {"mean": 0.9, "std": 0.0, "runs": 1}},
+    }
     t = results_table(aggs)
     assert "| m | 50.0 ± 10.0 | – | – | – | – | 50.0 ± 10.0 |" in t
     png, svg = plot_fig3(aggs, tmp_path / "fig")
@@ -136,8 +147,17 @@ def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path)
     app = create_model_server({"one-shot": ScriptedModel(script)})
     url, stop = serve_in_thread(app)
     try:
-        agent = build_agent(AgentConfig(name="one-shot", kind="openai", base_url=url, model="one-shot",
-                                        point_format="xy_pixels", max_retries=2, image_encoding="png"))
+        agent = build_agent(
+            AgentConfig(
+                name="one-shot",
+                kind="openai",
+                base_url=url,
+                model="one-shot",
+                point_format="xy_pixels",
+                max_retries=2,
+                image_encoding="png",
+            )
+        )
         opts = RunOptions(runs=1, concurrency=1, progress=False, max_error_rate=1.0)
         res = run_pointing(items, agent, tmp_path / "run", options=opts)
         assert (res["asked"], res["errors"]) == (2, 1)
@@ -151,7 +171,7 @@ def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path)
         assert ok["parser"].endswith("parse_points") and ok["entries"][0]["valid"] is True
         assert res["runs"][0]["categories"]["spatial"] == {"n": 2, "success": 1, "accuracy": 0.5}
         again = run_pointing(items, agent, tmp_path / "run", options=opts)
-        assert (again["asked"], again["cached"]) == (1, 1)   # only the failed item is asked again
+        assert (again["asked"], again["cached"]) == (1, 1)  # only the failed item is asked again
         with pytest.raises(ValueError, match="another setting"):
             run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=1, steer_mode="draw", progress=False))
     finally:
@@ -166,7 +186,12 @@ def test_saved_runs_are_rescored_from_raw_text_not_stored_points(tmp_path):
     it = _item(tmp_path, "r", m)
     # a record written by an older parser: its stored point (10.0, 5.0) is column 10, a miss; its raw text,
     # read again, is 49.9 % of 20 px = 9.98 from the left edge: column 9, a hit
-    rec = {"id": "r", "raw_text": '<point x="49.9" y="25">a</point>', "point_format": "molmo", "points_px": [[10.0, 5.0]]}
+    rec = {
+        "id": "r",
+        "raw_text": '<point x="49.9" y="25">a</point>',
+        "point_format": "molmo",
+        "points_px": [[10.0, 5.0]],
+    }
     (score,) = answers_to_scores([it], {"r": rec})
     assert score.value == 1.0 and score.reason == "hit"
 
@@ -197,8 +222,13 @@ def test_concurrency_is_bounded(tmp_path):
                 self.now -= 1
 
     try:
-        agent = Counting(build_agent(AgentConfig(name="m", kind="openai", base_url=url, model="m",
-                                                 point_format="xy_pixels", image_encoding="png")))
+        agent = Counting(
+            build_agent(
+                AgentConfig(
+                    name="m", kind="openai", base_url=url, model="m", point_format="xy_pixels", image_encoding="png"
+                )
+            )
+        )
         res = run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=2, concurrency=3, progress=False))
         assert res["asked"] == 12 and res["errors"] == 0
         assert agent.peak == 3

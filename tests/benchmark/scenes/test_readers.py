@@ -20,6 +20,7 @@ def scenes_dir(shared_data: Path) -> Path:
 
 # ---------------------------------------------------------------- VSI-Bench meta (real)
 
+
 def test_vsibench_meta_all_scenes_and_sources(scenes_dir):
     scenes = load_scenes(scenes_dir / "vsibench_meta")
     by_source = {}
@@ -51,8 +52,9 @@ def test_vsibench_boxes_reproduce_the_files_min_max(scenes_dir):
 
 # ---------------------------------------------------------------- ReVSI boxes (real)
 
+
 def test_revsi_door_stands_upright(scenes_dir):
-    scene, = load_scenes(scenes_dir / "revsi_boxes" / "27dd4da69e_boxes.json")
+    (scene,) = load_scenes(scenes_dir / "revsi_boxes" / "27dd4da69e_boxes.json")
     assert scene.scene_id == "27dd4da69e" and scene.source_dataset == "scannetpp"
     door = next(o for o in scene.objects if o.object_id == "0")
     assert door.label == "door"
@@ -65,11 +67,14 @@ def test_revsi_door_stands_upright(scenes_dir):
 
 def test_revsi_file_with_two_annotations_gives_two_variants(scenes_dir):
     scenes = load_scenes(scenes_dir / "revsi_boxes" / "bde1e479ad_boxes.json")
-    assert [(s.scene_id, s.variant, len(s.objects)) for s in scenes] == [("bde1e479ad", "revsi", 73),
-                                                                         ("bde1e479ad", "vsi", 56)]
+    assert [(s.scene_id, s.variant, len(s.objects)) for s in scenes] == [
+        ("bde1e479ad", "revsi", 73),
+        ("bde1e479ad", "vsi", 56),
+    ]
 
 
 # ---------------------------------------------------------------- box surface sampling
+
 
 def test_unit_cube_surface_grid():
     box = OrientedBox(center=[1, 2, 3], extent=[1, 1, 1], rotation=np.eye(3))
@@ -94,10 +99,12 @@ def test_bad_rotation_is_rejected():
 
 # ---------------------------------------------------------------- mesh fixtures
 
+
 def write_binary_ply(path: Path, vertices: np.ndarray, faces: np.ndarray) -> None:
     """A binary little-endian PLY shaped like ScanNet's *_vh_clean_2.ply (xyz float, rgba uchar, faces)."""
-    vdt = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1"),
-                    ("alpha", "u1")])
+    vdt = np.dtype(
+        [("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("red", "u1"), ("green", "u1"), ("blue", "u1"), ("alpha", "u1")]
+    )
     v = np.zeros(len(vertices), dtype=vdt)
     v["x"], v["y"], v["z"] = vertices.T
     v["red"] = 200
@@ -106,16 +113,29 @@ def write_binary_ply(path: Path, vertices: np.ndarray, faces: np.ndarray) -> Non
     f = np.zeros(len(faces), dtype=fdt)
     f["n"] = 3
     f["i"] = faces
-    header = ("ply\nformat binary_little_endian 1.0\ncomment VCGLIB generated\n"
-              f"element vertex {len(vertices)}\nproperty float x\nproperty float y\nproperty float z\n"
-              "property uchar red\nproperty uchar green\nproperty uchar blue\nproperty uchar alpha\n"
-              f"element face {len(faces)}\nproperty list uchar int vertex_indices\nend_header\n")
+    header = (
+        "ply\nformat binary_little_endian 1.0\ncomment VCGLIB generated\n"
+        f"element vertex {len(vertices)}\nproperty float x\nproperty float y\nproperty float z\n"
+        "property uchar red\nproperty uchar green\nproperty uchar blue\nproperty uchar alpha\n"
+        f"element face {len(faces)}\nproperty list uchar int vertex_indices\nend_header\n"
+    )
     path.write_bytes(header.encode("ascii") + v.tobytes() + f.tobytes())
 
 
 # 8 vertices: a "table" quad at z=0.7 (0-3), a "cup" triangle above it (4-6), one unlabelled vertex (7)
-VERTS = np.array([[0, 0, 0.7], [1, 0, 0.7], [1, 1, 0.7], [0, 1, 0.7],
-                  [0.5, 0.5, 0.72], [0.6, 0.5, 0.72], [0.5, 0.6, 0.8], [5, 5, 5]], dtype=np.float64)
+VERTS = np.array(
+    [
+        [0, 0, 0.7],
+        [1, 0, 0.7],
+        [1, 1, 0.7],
+        [0, 1, 0.7],
+        [0.5, 0.5, 0.72],
+        [0.6, 0.5, 0.72],
+        [0.5, 0.6, 0.8],
+        [5, 5, 5],
+    ],
+    dtype=np.float64,
+)
 FACES = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6]])
 
 
@@ -125,18 +145,29 @@ def test_scannet_scene_folder(tmp_path):
     d.mkdir()
     write_binary_ply(d / f"{sid}_vh_clean_2.ply", VERTS, FACES)
     # segments: vertices 0,1 -> seg 10; 2,3 -> seg 11; 4,5,6 -> seg 20; 7 -> seg 99
-    segs = {"params": {"kThresh": "0.0001", "segMinVerts": "20"}, "sceneId": sid,
-            "segIndices": [10, 10, 11, 11, 20, 20, 20, 99]}
+    segs = {
+        "params": {"kThresh": "0.0001", "segMinVerts": "20"},
+        "sceneId": sid,
+        "segIndices": [10, 10, 11, 11, 20, 20, 20, 99],
+    }
     (d / f"{sid}_vh_clean_2.0.010000.segs.json").write_text(json.dumps(segs))
-    agg = {"sceneId": f"scannet.{sid}", "appId": "Aggregator.v2", "segmentsFile": f"scannet.{sid}_vh_clean_2.0.010000.segs.json",
-           "segGroups": [{"id": 0, "objectId": 0, "segments": [10, 11], "label": "Table"},
-                         {"id": 1, "objectId": 1, "segments": [20], "label": "cup"}]}
+    agg = {
+        "sceneId": f"scannet.{sid}",
+        "appId": "Aggregator.v2",
+        "segmentsFile": f"scannet.{sid}_vh_clean_2.0.010000.segs.json",
+        "segGroups": [
+            {"id": 0, "objectId": 0, "segments": [10, 11], "label": "Table"},
+            {"id": 1, "objectId": 1, "segments": [20], "label": "cup"},
+        ],
+    }
     (d / f"{sid}.aggregation.json").write_text(json.dumps(agg))
     # axis alignment: rotate 90 deg about z, then shift by (10, 0, -0.5)
     m = [0, -1, 0, 10, 1, 0, 0, 0, 0, 0, 1, -0.5, 0, 0, 0, 1]
-    (d / f"{sid}.txt").write_text("colorHeight = 968\naxisAlignment = " + " ".join(map(str, m)) + "\nnumDepthFrames = 5\n")
+    (d / f"{sid}.txt").write_text(
+        "colorHeight = 968\naxisAlignment = " + " ".join(map(str, m)) + "\nnumDepthFrames = 5\n"
+    )
 
-    scene, = load_scenes(d)
+    (scene,) = load_scenes(d)
     assert (scene.scene_id, scene.source_dataset) == (sid, "scannet")
     table, cup = scene.objects
     assert (table.label, cup.label) == ("table", "cup")
@@ -166,12 +197,16 @@ def test_scannetpp_scene_folder(tmp_path):
     write_binary_ply(scans / "mesh_aligned_0.05.ply", VERTS, FACES)
     # ScanNet++: one segment per vertex, and segGroups list vertex (= segment) ids
     (scans / "segments.json").write_text(json.dumps({"segIndices": list(range(8))}))
-    anno = {"sceneId": "0a1b2c3d4e", "segGroups": [
-        {"id": 1, "objectId": 1, "label": "desk", "segments": [0, 1, 2, 3], "obb": {}},
-        {"id": 2, "objectId": 2, "label": "computer mouse", "segments": [4, 5, 6]}]}
+    anno = {
+        "sceneId": "0a1b2c3d4e",
+        "segGroups": [
+            {"id": 1, "objectId": 1, "label": "desk", "segments": [0, 1, 2, 3], "obb": {}},
+            {"id": 2, "objectId": 2, "label": "computer mouse", "segments": [4, 5, 6]},
+        ],
+    }
     (scans / "segments_anno.json").write_text(json.dumps(anno))
     for path in (tmp_path / "0a1b2c3d4e", scans):
-        scene, = load_scenes(path)
+        (scene,) = load_scenes(path)
         assert (scene.scene_id, scene.source_dataset) == ("0a1b2c3d4e", "scannetpp")
         desk, mouse = scene.objects
         assert desk.label == "desk" and desk.centroid == pytest.approx([0.5, 0.5, 0.7])
@@ -191,7 +226,14 @@ def test_corrupt_and_missing_inputs(tmp_path):
     with pytest.raises(SceneFormatError, match="no such file"):
         load_scenes(tmp_path / "absent")
     broken = tmp_path / "y_boxes.json"
-    broken.write_text(json.dumps({"objects": {"1": {"name": "cup", "obb": {"center": [0, 0], "extent": [1, 1, 1],
-                                                                           "rotation": np.eye(3).tolist()}}}}))
+    broken.write_text(
+        json.dumps(
+            {
+                "objects": {
+                    "1": {"name": "cup", "obb": {"center": [0, 0], "extent": [1, 1, 1], "rotation": np.eye(3).tolist()}}
+                }
+            }
+        )
+    )
     with pytest.raises(SceneFormatError, match="object 1"):
         load_scenes(broken)

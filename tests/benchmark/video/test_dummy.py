@@ -21,7 +21,7 @@ def test_query_dropped_removes_every_chair_frame(arkit_frames, arkit_visibility)
     # 0..9, 11, 13, 16..27, positions 0 2 3 5 6 8 9 11 12 14 15 17 18 20 21 23
     kept = [i for i in range(28) if i not in CHAIR_FRAMES]
     assert list(d.slots) == [kept[p] for p in (0, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 23)]
-    assert table.count("chair", d.slots) == 0          # the count ground truth of this video is 0
+    assert table.count("chair", d.slots) == 0  # the count ground truth of this video is 0
     with open_frames(arkit_frames) as src:
         imgs = render_dummy(src, d)
         assert len(imgs) == 16 and np.array_equal(imgs[-1], src.read(27))

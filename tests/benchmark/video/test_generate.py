@@ -12,7 +12,11 @@ from typer.testing import CliRunner
 
 from pointlab.benchmark.scenes import OrientedBox, Scene, SceneObject, load_scenes
 from pointlab.benchmark.video.generate import (
-    DIRECTION_SUBTYPES, GenerationConfig, direction_answer, expand_budgets, generate_questions,
+    DIRECTION_SUBTYPES,
+    GenerationConfig,
+    direction_answer,
+    expand_budgets,
+    generate_questions,
 )
 from pointlab.benchmark.video.visibility import VisibilityTable
 from pointlab.bridge.cli import app
@@ -38,8 +42,12 @@ def test_real_scene_by_hand(arkit_scene):
     assert sorted((q["category"], q["ground_truth"]) for q in t["object_counting"]) == [("chair", 5), ("table", 2)]
     # longest axesLengths: sofa 1.786 m, stool 0.758 m, tv 0.856 m, stove 0.585 m
     assert sorted((q["category"], q["ground_truth"]) for q in t["object_size_estimation"]) == [
-        ("sofa", 179), ("stool", 76), ("stove", 58), ("tv", 86)]
-    assert [q["ground_truth"] for q in t["room_size_estimation"]] == [39.3]     # room_size 39.30
+        ("sofa", 179),
+        ("stool", 76),
+        ("stove", 58),
+        ("tv", 86),
+    ]
+    assert [q["ground_truth"] for q in t["room_size_estimation"]] == [39.3]  # room_size 39.30
     # direction, standing by the stool (-0.79, 0.42) facing the stove (0.58, 4.24): the tv (-4.20, 3.51)
     # is at atan2(f x q, f . q) = atan2(17.26, 7.13) = 67.6 deg: left (easy, medium); 22.4 deg from the
     # hard sub-type's 90-degree boundary, so no hard question
@@ -70,8 +78,14 @@ def obj(label, i, center, side=0.2):
 
 def test_relative_distance_filters_synthetic():
     # 0.2 m cubes on the x axis: surface distances to the lamp are (x - 0.2)
-    objs = [obj("lamp", 0, [0, 0, 0]), obj("mug", 0, [0.8, 0, 0]), obj("vase", 0, [1.5, 0, 0]),
-            obj("book", 0, [1.7, 0, 0]), obj("clock", 0, [3.0, 0, 0]), obj("plant", 0, [4.0, 0, 0])]
+    objs = [
+        obj("lamp", 0, [0, 0, 0]),
+        obj("mug", 0, [0.8, 0, 0]),
+        obj("vase", 0, [1.5, 0, 0]),
+        obj("book", 0, [1.7, 0, 0]),
+        obj("clock", 0, [3.0, 0, 0]),
+        obj("plant", 0, [4.0, 0, 0]),
+    ]
     scene = Scene("synthetic", "test", objs, room_size_m2=20.0)
     cfg = GenerationConfig(max_anchors_per_scene=10)
     qs, report = generate_questions([scene], cfg)
@@ -97,8 +111,12 @@ def test_budgets_on_real_frames_by_hand(arkit_scene, arkit_frames, arkit_visibil
     assert chairs16[0]["frame_indices"] == [0, 2, 4, 5, 7, 9, 11, 13, 14, 16, 18, 20, 22, 23, 25, 27]
     # all 28 frames add chair#0 and chair#1 (count 4) and the room size
     for b in ("32", "64", "all"):
-        assert stats[b]["kept"] == {"object_counting": 1, "object_size_estimation": 3, "object_abs_distance": 2,
-                                    "room_size_estimation": 1}
+        assert stats[b]["kept"] == {
+            "object_counting": 1,
+            "object_size_estimation": 3,
+            "object_abs_distance": 2,
+            "room_size_estimation": 1,
+        }
     assert [r["ground_truth"] for r in recs if r["budget"] == "all" and r["question_type"] == "object_counting"] == [4]
     assert all(r["sampler"] in ("nested", "all") and r["num_frames"] in (16, 28) for r in recs)
 
@@ -135,8 +153,12 @@ def test_all_288_scenes(vsibench_meta):
             assert min(min(abs(angle - b) % 360, 360 - abs(angle - b) % 360) for b in bounds) >= 35
         if q["options"]:
             assert f"{q['ground_truth']}. {q['answer_text']}" in q["options"]
-    for task in ("object_rel_distance", "object_rel_direction_easy", "object_rel_direction_medium",
-                 "object_rel_direction_hard"):
+    for task in (
+        "object_rel_distance",
+        "object_rel_direction_easy",
+        "object_rel_direction_medium",
+        "object_rel_direction_hard",
+    ):
         letters = Counter(q["ground_truth"] for q in qs if q["question_type"] == task)
         assert max(letters.values()) - min(letters.values()) <= 1, (task, letters)
     cats = Counter(q["category"] for q in qs if q["question_type"] == "object_counting")
@@ -147,28 +169,75 @@ def test_generation_is_reproducible(vsibench_meta):
     scenes = load_scenes(vsibench_meta / "scannetpp_meta_info_val.json")[:10]
     a, _ = generate_questions(scenes, GenerationConfig(seed=3))
     b, _ = generate_questions(list(reversed(scenes)), GenerationConfig(seed=3))
-    key = (lambda q: q["id"])
+    key = lambda q: q["id"]
 
     # a scene's questions do not depend on the other scenes; letters (and the option order they
     # imply) may differ because they balance over the whole run
     def strip(qs):
-        return sorted((q["id"], sorted(o.split(". ", 1)[1] for o in q["options"]) if q["options"] else q["question"],
-                       q.get("answer_text", q["ground_truth"])) for q in qs)
+        return sorted(
+            (
+                q["id"],
+                sorted(o.split(". ", 1)[1] for o in q["options"]) if q["options"] else q["question"],
+                q.get("answer_text", q["ground_truth"]),
+            )
+            for q in qs
+        )
 
     assert strip(sorted(a, key=key)) == strip(sorted(b, key=key))
 
 
 def test_cli_generate_real_scene(tmp_path, vsibench_meta, arkit_frames, arkit_visibility):
-    r = CliRunner().invoke(app, ["video", "generate", "--scenes", str(vsibench_meta / "arkitscenes_meta_info_val.json"),
-                                 "--scene-id", "47334096", "--frames", str(arkit_frames), "--visibility",
-                                 str(arkit_visibility), "--budgets", "16,all", "--out", str(tmp_path)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "video",
+            "generate",
+            "--scenes",
+            str(vsibench_meta / "arkitscenes_meta_info_val.json"),
+            "--scene-id",
+            "47334096",
+            "--frames",
+            str(arkit_frames),
+            "--visibility",
+            str(arkit_visibility),
+            "--budgets",
+            "16,all",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["records"] == 6 + 7
     lines = [json.loads(x) for x in (tmp_path / "questions.jsonl").read_text().splitlines()]
     assert {tuple(sorted(x)) for x in lines} and all(
-        {"id", "dataset", "scene_name", "question_type", "question", "options", "ground_truth", "num_frames",
-         "frame_indices"} <= set(x) for x in lines)
-    r = CliRunner().invoke(app, ["video", "generate", "--scenes", str(vsibench_meta), "--frames", str(arkit_frames),
-                                 "--visibility", str(arkit_visibility), "--out", str(tmp_path)])
+        {
+            "id",
+            "dataset",
+            "scene_name",
+            "question_type",
+            "question",
+            "options",
+            "ground_truth",
+            "num_frames",
+            "frame_indices",
+        }
+        <= set(x)
+        for x in lines
+    )
+    r = CliRunner().invoke(
+        app,
+        [
+            "video",
+            "generate",
+            "--scenes",
+            str(vsibench_meta),
+            "--frames",
+            str(arkit_frames),
+            "--visibility",
+            str(arkit_visibility),
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert r.exit_code == 2 and "--scene-id" in r.stderr

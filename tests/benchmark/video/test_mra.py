@@ -15,21 +15,24 @@ def test_ten_thresholds_written_out():
     assert all(abs((1 - t) - tol) < 1e-12 for t, tol in zip(MRA_THRESHOLDS, MRA_TOLERANCES))
 
 
-@pytest.mark.parametrize("pred, gt, expected", [
-    (10, 10, 1.0),        # error 0: inside all ten tolerances
-    (9.9, 10, 1.0),       # error 0.01 < 0.05
-    (11, 10, 0.9),        # error 0.10: within 0.50..0.10 (9), not 0.05
-    (9, 10, 0.9),         # the same below (VSI-Bench's published numbers count it)
-    (3.3, 3, 0.9),        # same error 0.1, although 0.3/3 is not exactly 0.1 in floats
-    (6, 5, 0.7),          # error 0.2: within 0.50..0.20 (7), though the reference's 1 - 0.8 is 0.1999...84
-    (3, 4, 0.6),          # error 0.25: within 0.50, 0.45, 0.40, 0.35, 0.30, 0.25 (6)
-    (14, 10, 0.3),        # error 0.40: within 0.50, 0.45, 0.40
-    (15, 10, 0.1),        # error 0.50: on the widest tolerance, counts
-    (100, 10, 0.0),
-    (-10, 10, 0.0),
-    (1.96, 2.0, 1.0),     # error 0.02
-    (2.25, 2.0, 0.8),     # error 0.125: inside 0.50 .. 0.15 (8 of 10)
-])
+@pytest.mark.parametrize(
+    "pred, gt, expected",
+    [
+        (10, 10, 1.0),  # error 0: inside all ten tolerances
+        (9.9, 10, 1.0),  # error 0.01 < 0.05
+        (11, 10, 0.9),  # error 0.10: within 0.50..0.10 (9), not 0.05
+        (9, 10, 0.9),  # the same below (VSI-Bench's published numbers count it)
+        (3.3, 3, 0.9),  # same error 0.1, although 0.3/3 is not exactly 0.1 in floats
+        (6, 5, 0.7),  # error 0.2: within 0.50..0.20 (7), though the reference's 1 - 0.8 is 0.1999...84
+        (3, 4, 0.6),  # error 0.25: within 0.50, 0.45, 0.40, 0.35, 0.30, 0.25 (6)
+        (14, 10, 0.3),  # error 0.40: within 0.50, 0.45, 0.40
+        (15, 10, 0.1),  # error 0.50: on the widest tolerance, counts
+        (100, 10, 0.0),
+        (-10, 10, 0.0),
+        (1.96, 2.0, 1.0),  # error 0.02
+        (2.25, 2.0, 0.8),  # error 0.125: inside 0.50 .. 0.15 (8 of 10)
+    ],
+)
 def test_hand_worked(pred, gt, expected):
     assert mean_relative_accuracy(pred, gt) == pytest.approx(expected)
 

@@ -3,16 +3,21 @@
 import pytest
 
 from pointlab.benchmark.video.sampling import (
-    nested_indices, nested_selections, parse_budget, sample_frames, uniform_indices, uniform_subset,
+    nested_indices,
+    nested_selections,
+    parse_budget,
+    sample_frames,
+    uniform_indices,
+    uniform_subset,
 )
 
 
 def test_uniform_hand_values():
-    assert uniform_indices(10, 4) == [0, 3, 6, 9]              # linspace(0, 9, 4) = 0, 3, 6, 9
+    assert uniform_indices(10, 4) == [0, 3, 6, 9]  # linspace(0, 9, 4) = 0, 3, 6, 9
     assert uniform_indices(11, 3) == [0, 5, 10]
     assert uniform_indices(100, 2) == [0, 99]
     assert uniform_indices(5, 1) == [0]
-    assert uniform_indices(5, 8) == [0, 1, 2, 3, 4]            # budget above the video: all frames
+    assert uniform_indices(5, 8) == [0, 1, 2, 3, 4]  # budget above the video: all frames
     with pytest.raises(ValueError):
         uniform_indices(0, 3)
     with pytest.raises(ValueError):

@@ -24,21 +24,21 @@ def test_multiple_choice_item():
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "B. sofa")
     assert (s.score, s.score_lenient, s.answer, s.reason) == (1.0, 1.0, "B", "ok")
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "**B**")
-    assert (s.score, s.score_lenient, s.answer) == (0.0, 1.0, "**B**")   # "**b**" != "b"; lenient reads it
+    assert (s.score, s.score_lenient, s.answer) == (0.0, 1.0, "**B**")  # "**b**" != "b"; lenient reads it
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "I think it is the sofa.")
-    assert (s.score, s.score_lenient) == (0.0, 1.0)       # only the lenient parser reads option text
+    assert (s.score, s.score_lenient) == (0.0, 1.0)  # only the lenient parser reads option text
     s = score_vsi_item(q("1", "object_rel_distance", "B", options=OPTS), "C")
     assert (s.score, s.score_lenient) == (0.0, 0.0)
 
 
 def test_numeric_items_with_units_and_words():
     s = score_vsi_item(q("2", "object_size_estimation", "120"), "1.2 m")
-    assert (s.score, s.score_lenient) == (0.0, 1.0)        # the released code reads 1.2 (vs 120 cm); lenient converts
+    assert (s.score, s.score_lenient) == (0.0, 1.0)  # the released code reads 1.2 (vs 120 cm); lenient converts
     s = score_vsi_item(q("3", "object_counting", "5"), "three")
     # extract_number reads number words: 3; |3-5|/5 = 0.4 is within 0.50, 0.45, 0.40 -> 0.3
     assert (s.score, s.score_lenient) == (pytest.approx(0.3), pytest.approx(0.3))
     s = score_vsi_item(q("4", "object_counting", "0"), "0")
-    assert s.score == 1.0                                   # pointlab: gt 0 by exact match
+    assert s.score == 1.0  # pointlab: gt 0 by exact match
     s = score_vsi_item(q("5", "object_abs_distance", "2.0"), None)
     assert (s.score, s.reason) == (0.0, "missing prediction")
     s = score_vsi_item(q("6", "object_abs_distance", "2.0"), "far away")
@@ -93,14 +93,18 @@ def test_prediction_that_is_not_text_scores_zero_with_the_reason():
 
 
 def test_tables_average_direction_subtypes():
-    gt = [q("e1", "object_rel_direction_easy", "A", options=OPTS), q("e2", "object_rel_direction_easy", "A", options=OPTS),
-          q("h1", "object_rel_direction_hard", "C", options=OPTS), q("c1", "object_counting", "5", budget=16)]
+    gt = [
+        q("e1", "object_rel_direction_easy", "A", options=OPTS),
+        q("e2", "object_rel_direction_easy", "A", options=OPTS),
+        q("h1", "object_rel_direction_hard", "C", options=OPTS),
+        q("c1", "object_counting", "5", budget=16),
+    ]
     pred = {"e1": "A", "e2": "B", "h1": "C", "c1": "3", "zz": "A"}
     out = score_vsi(gt, pred)
     summary = out["summary"]
     # direction: mean of sub-type means (easy 0.5, hard 1.0) = 0.75, not the pooled 2/3
     assert summary["tasks"]["object_rel_direction"]["score"] == pytest.approx(0.75)
-    assert summary["tasks"]["object_counting"]["score"] == pytest.approx(0.3)   # 3 for 5: error 0.4
+    assert summary["tasks"]["object_counting"]["score"] == pytest.approx(0.3)  # 3 for 5: error 0.4
     assert summary["overall"] == pytest.approx((0.75 + 0.3) / 2)
     assert summary["budgets"]["32"]["overall"] == pytest.approx(0.75)
     assert summary["budgets"]["16"]["overall"] == pytest.approx(0.3)
@@ -111,10 +115,18 @@ def test_tables_average_direction_subtypes():
 def test_cli_score_vsi(tmp_path):
     gt = tmp_path / "gt.jsonl"
     pred = tmp_path / "pred.jsonl"
-    gt.write_text("\n".join(json.dumps(r) for r in [q("a", "object_counting", "4"),
-                                                    q("b", "object_rel_distance", "D", options=OPTS)]) + "\n")
-    pred.write_text(json.dumps({"id": "a", "prediction": "4 objects"}) + "\n"
-                    + json.dumps({"id": "b", "prediction": "D. stove"}) + "\n")
+    gt.write_text(
+        "\n".join(
+            json.dumps(r) for r in [q("a", "object_counting", "4"), q("b", "object_rel_distance", "D", options=OPTS)]
+        )
+        + "\n"
+    )
+    pred.write_text(
+        json.dumps({"id": "a", "prediction": "4 objects"})
+        + "\n"
+        + json.dumps({"id": "b", "prediction": "D. stove"})
+        + "\n"
+    )
     r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -125,4 +137,7 @@ def test_cli_score_vsi(tmp_path):
     r = CliRunner().invoke(app, ["score", "vsi", "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["items"][0]["reason"] == "missing prediction" and "pred.jsonl:1" in out["summary"]["unreadable_prediction_lines"][0]
+    assert (
+        out["items"][0]["reason"] == "missing prediction"
+        and "pred.jsonl:1" in out["summary"]["unreadable_prediction_lines"][0]
+    )

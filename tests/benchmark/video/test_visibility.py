@@ -19,17 +19,17 @@ def corners(center, extent):
 def test_real_table_counts_per_budget(arkit_visibility):
     table = VisibilityTable.load(arkit_visibility)
     all_frames = range(28)
-    f16 = nested_indices(28, 16)   # 0 2 4 5 7 9 11 13 14 16 18 20 22 23 25 27
+    f16 = nested_indices(28, 16)  # 0 2 4 5 7 9 11 13 14 16 18 20 22 23 25 27
     # chairs: #0 (frames 10, 12), #1 (12, 15), #2 (14), #3 (14, 15); of those only frame 14 is in f16
     assert table.count("chair", all_frames) == 4
     assert table.count("chair", f16) == 2
     assert table.count("table", f16) == 1
-    assert table.visible(["tv", "stove"], f16)           # tv in 18 and 23, stove in 0 and 5
-    assert not table.visible(["chair#0"], f16)           # chair#0 only in frames 10 and 12
+    assert table.visible(["tv", "stove"], f16)  # tv in 18 and 23, stove in 0 and 5
+    assert not table.visible(["chair#0"], f16)  # chair#0 only in frames 10 and 12
     assert table.visible(["chair#0"], all_frames)
-    assert not table.visible(["stool"], all_frames)      # the stool is never seen
+    assert not table.visible(["stool"], all_frames)  # the stool is never seen
     assert table.shows(12, ["chair"]) is True and table.shows(1, ["chair"]) is False
-    assert table.shows(99, ["chair"]) is None            # unannotated frame
+    assert table.shows(99, ["chair"]) is None  # unannotated frame
 
 
 def test_bad_tables(tmp_path):
@@ -48,8 +48,8 @@ def test_box_coverage_by_hand():
     eye = np.eye(4)
     # 0.4 m cube face at z 1.9..2.1: extremes at z = 1.9, u = 50 +- 100*0.2/1.9 -> side 21.05 px
     v = box_visibility(corners([0, 0, 2], [0.4, 0.4, 0.2]), eye, K, 100, 100)
-    assert v.coverage_frac == pytest.approx((2 * 20 / 1.9) ** 2 / 1e4)      # 0.04432
-    assert not v.visible and v.needs_review                               # below ReVSI's 5%
+    assert v.coverage_frac == pytest.approx((2 * 20 / 1.9) ** 2 / 1e4)  # 0.04432
+    assert not v.visible and v.needs_review  # below ReVSI's 5%
     assert box_visibility(corners([0, 0, 2], [0.4, 0.4, 0.2]), eye, K, 100, 100, min_coverage_frac=0.04).visible
     # shifted right to x = 1: u from 50 + 80/2.1 = 88.10 to 50 + 120/1.9 = 113.2, clipped at 99.5
     v = box_visibility(corners([1, 0, 2], [0.4, 0.4, 0.2]), eye, K, 100, 100)
@@ -72,8 +72,8 @@ def test_box_crossing_near_plane_and_pose():
 
 
 def test_occlusion_from_depth():
-    box = corners([0, 0, 2], [1.0, 1.0, 0.2])          # coverage (100/1.9)^2/1e4 = 0.277
-    wall = np.full((100, 100), 1.0)                    # a surface 1 m away hides the box
+    box = corners([0, 0, 2], [1.0, 1.0, 0.2])  # coverage (100/1.9)^2/1e4 = 0.277
+    wall = np.full((100, 100), 1.0)  # a surface 1 m away hides the box
     assert not box_visibility(box, np.eye(4), K, 100, 100, wall).visible
     assert box_visibility(box, np.eye(4), K, 100, 100, np.full((100, 100), 2.0)).unoccluded_frac == 1.0
     far = box_visibility(box, np.eye(4), K, 100, 100, np.full((100, 100), 6.0))
@@ -86,7 +86,7 @@ def test_occlusion_from_depth():
 
 def test_table_from_poses():
     poses = [np.eye(4), np.eye(4)]
-    poses[1][0, 3] = 10.0                              # second frame looks 10 m to the side
+    poses[1][0, 3] = 10.0  # second frame looks 10 m to the side
     table, per_frame = table_from_poses({"sofa#0": corners([0, 0, 2], [1, 1, 0.2])}, poses, K, 100, 100)
     assert table.frames == {0: frozenset({"sofa#0"}), 1: frozenset()}
     assert per_frame[1]["sofa#0"].coverage_frac == 0.0

@@ -14,11 +14,22 @@ from scipy.spatial.transform import Rotation
 from typer.testing import CliRunner
 
 from pointlab.bridge.cli import app
-from pointlab.bridge.calibration.procedure import (CalibrateOptions, CalibrationFailedError, CalibrationInputError,
-                                           PoseCapture, camera_spec_for_calibration, check_poses, default_poses,
-                                           hover_check,
-                                           load_poses, parse_board_spec, run_calibration, solve_captures,
-                                           tcp_transform, verify_calibration)
+from pointlab.bridge.calibration.procedure import (
+    CalibrateOptions,
+    CalibrationFailedError,
+    CalibrationInputError,
+    PoseCapture,
+    camera_spec_for_calibration,
+    check_poses,
+    default_poses,
+    hover_check,
+    load_poses,
+    parse_board_spec,
+    run_calibration,
+    solve_captures,
+    tcp_transform,
+    verify_calibration,
+)
 from pointlab.perception.extrinsics import RigidTransform, load_calibration
 from pointlab.perception.handeye import CharucoBoardSpec
 from pointlab.robot.arm import Arm, MotionConfig, TcpPose
@@ -103,8 +114,9 @@ def test_sim_eye_in_hand_recovers_the_wrist_camera():
     assert run.calibration.parent_frame == "link_tcp" and run.calibration.setup == "eye_in_hand"
     # the board on the table, estimated in the base frame: centred at (0.28, 0, 0) m, face up
     w_m, h_m = CharucoBoardSpec().size_m
-    np.testing.assert_allclose(run.T_fixed_board.apply(np.array([w_m / 2, h_m / 2, 0.0])), [0.28, 0.0, 0.0005],
-                               atol=0.003)
+    np.testing.assert_allclose(
+        run.T_fixed_board.apply(np.array([w_m / 2, h_m / 2, 0.0])), [0.28, 0.0, 0.0005], atol=0.003
+    )
 
 
 # -- the CLI -------------------------------------------------------------------------------------
@@ -122,8 +134,9 @@ def invoke(*args):
 
 def test_cli_calibrates_in_sim_and_writes_the_file(tmp_path, fresh_default_world):
     out = tmp_path / "cal.json"
-    r = invoke("--robot", "sim", "--camera", "sim", "--out", str(out), "--verify", "--settle-s", "0",
-               "--time-scale", "0.01")
+    r = invoke(
+        "--robot", "sim", "--camera", "sim", "--out", str(out), "--verify", "--settle-s", "0", "--time-scale", "0.01"
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     cal = load_calibration(out)
@@ -149,8 +162,20 @@ def test_cli_too_few_detections_fails_and_writes_no_file(tmp_path, fresh_default
     away = [TcpPose.at(p.xyz, (180.0, 0.0, 180.0 - 10 * i)) for i, p in enumerate(good)]
     poses = _write_poses(tmp_path / "poses.json", good + away)
     out = tmp_path / "cal.json"
-    r = invoke("--robot", "sim", "--camera", "sim", "--out", str(out), "--poses", str(poses), "--settle-s", "0",
-               "--time-scale", "0.01")
+    r = invoke(
+        "--robot",
+        "sim",
+        "--camera",
+        "sim",
+        "--out",
+        str(out),
+        "--poses",
+        str(poses),
+        "--settle-s",
+        "0",
+        "--time-scale",
+        "0.01",
+    )
     assert r.exit_code == 1, r.output
     assert "board detected in 4 of 8 poses, need at least 6" in r.stderr
     assert not out.exists()
@@ -162,8 +187,20 @@ def test_cli_pose_outside_the_workspace_is_refused_before_motion(tmp_path, fresh
     out = tmp_path / "cal.json"
     before = fresh_default_world.arm.tcp_m.copy()
     v0 = fresh_default_world.version
-    r = invoke("--robot", "sim", "--camera", "sim", "--out", str(out), "--poses",
-               str(_write_poses(tmp_path / "p.json", poses)), "--settle-s", "0", "--time-scale", "0.01")
+    r = invoke(
+        "--robot",
+        "sim",
+        "--camera",
+        "sim",
+        "--out",
+        str(out),
+        "--poses",
+        str(_write_poses(tmp_path / "p.json", poses)),
+        "--settle-s",
+        "0",
+        "--time-scale",
+        "0.01",
+    )
     assert r.exit_code == 2, r.output
     assert "outside_box" in r.stderr and "calibration pose 5" in r.stderr
     assert not out.exists()
@@ -171,13 +208,16 @@ def test_cli_pose_outside_the_workspace_is_refused_before_motion(tmp_path, fresh
     assert fresh_default_world.version == v0  # not even the first pose was visited
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--board", "5x7:40:30:DICT_5X5_100", "millimetres"),
-    ("--method", "FOO", "unknown method"),
-    ("--setup", "eye_on_base", "unknown setup"),
-    ("--camera", "nosuch", "unknown camera source"),
-    ("--robot", "nosuch", "unknown robot"),
-])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--board", "5x7:40:30:DICT_5X5_100", "millimetres"),
+        ("--method", "FOO", "unknown method"),
+        ("--setup", "eye_on_base", "unknown setup"),
+        ("--camera", "nosuch", "unknown camera source"),
+        ("--robot", "nosuch", "unknown robot"),
+    ],
+)
 def test_cli_bad_input_exits_2(tmp_path, option, value, message):
     args = {"--robot": "sim", "--camera": "sim", "--out": str(tmp_path / "c.json"), option: value}
     r = invoke(*[x for kv in args.items() for x in kv])
@@ -232,27 +272,40 @@ def test_check_poses_names_the_pose():
 def test_parse_board_spec():
     assert parse_board_spec("5x7:0.04:0.03:DICT_5X5_100") == CharucoBoardSpec(5, 7, 0.04, 0.03, "DICT_5X5_100")
     assert parse_board_spec(" 8X11:0.015:0.011:DICT_4X4_100 ") == CharucoBoardSpec(8, 11, 0.015, 0.011, "DICT_4X4_100")
-    for bad, msg in [("5x7:0.04:0.03", "expected"), ("5x7:0.03:0.04:DICT_5X5_100", "marker < square"),
-                     ("5x7:40:30:DICT_5X5_100", "millimetres"), ("5x7:0.04:0.03:DICT_NOPE", "unknown ArUco"),
-                     ("12x12:0.04:0.03:DICT_4X4_50", "needs 72"), ("2x7:0.04:0.03:DICT_5X5_100", "3 x 3"),
-                     ("axb:0.04:0.03:DICT_5X5_100", "expected")]:
+    for bad, msg in [
+        ("5x7:0.04:0.03", "expected"),
+        ("5x7:0.03:0.04:DICT_5X5_100", "marker < square"),
+        ("5x7:40:30:DICT_5X5_100", "millimetres"),
+        ("5x7:0.04:0.03:DICT_NOPE", "unknown ArUco"),
+        ("12x12:0.04:0.03:DICT_4X4_50", "needs 72"),
+        ("2x7:0.04:0.03:DICT_5X5_100", "3 x 3"),
+        ("axb:0.04:0.03:DICT_5X5_100", "expected"),
+    ]:
         with pytest.raises(CalibrationInputError, match=msg):
             parse_board_spec(bad)
 
 
 def test_load_poses(tmp_path):
     p = tmp_path / "p.json"
-    p.write_text(json.dumps([{"position_m": [0.3, 0.0, 0.2], "rpy_deg": [170, 10, -20]},
-                             {"position_m": [0.25, 0.1, 0.2]}]))
+    p.write_text(
+        json.dumps([{"position_m": [0.3, 0.0, 0.2], "rpy_deg": [170, 10, -20]}, {"position_m": [0.25, 0.1, 0.2]}])
+    )
     poses, verify = load_poses(p)
     assert poses == [TcpPose((0.3, 0.0, 0.2), (170.0, 10.0, -20.0)), TcpPose((0.25, 0.1, 0.2), (180.0, 0.0, 0.0))]
     assert verify is None
-    p.write_text(json.dumps({"calibrate": [{"position_m": [0.3, 0, 0.2]}],
-                             "verify": [{"position_m": [0.3, 0.1, 0.2]}]}))
+    p.write_text(
+        json.dumps({"calibrate": [{"position_m": [0.3, 0, 0.2]}], "verify": [{"position_m": [0.3, 0.1, 0.2]}]})
+    )
     assert load_poses(p)[1] == [TcpPose((0.3, 0.1, 0.2))]
-    for bad, msg in [("[", "not valid JSON"), ("[]", "no calibration poses"), ('[{"rpy_deg": [1, 2, 3]}]', "expected"),
-                     ('[{"position_m": [300, 0, 200]}]', "metres"), ('[{"position_m": [0.3, 0]}]', "3 finite"),
-                     ('{"verify": []}', "calibrate"), ('[{"position_m": [0.3, "a", 0.2]}]', "numbers")]:
+    for bad, msg in [
+        ("[", "not valid JSON"),
+        ("[]", "no calibration poses"),
+        ('[{"rpy_deg": [1, 2, 3]}]', "expected"),
+        ('[{"position_m": [300, 0, 200]}]', "metres"),
+        ('[{"position_m": [0.3, 0]}]', "3 finite"),
+        ('{"verify": []}', "calibrate"),
+        ('[{"position_m": [0.3, "a", 0.2]}]', "numbers"),
+    ]:
         p.write_text(bad)
         with pytest.raises(CalibrationInputError, match=msg):
             load_poses(p)
@@ -269,8 +322,9 @@ def test_camera_spec_for_calibration():
 
 
 # exact synthetic poses (no images): a camera 0.75 m in front of the base, a board 12 cm past the TCP
-T_BASE_CAM = RigidTransform.from_rt(Rotation.from_euler("xyz", [-130, 0, 90], degrees=True).as_matrix(),
-                                    [0.75, 0.02, 0.55])
+T_BASE_CAM = RigidTransform.from_rt(
+    Rotation.from_euler("xyz", [-130, 0, 90], degrees=True).as_matrix(), [0.75, 0.02, 0.55]
+)
 T_TCP_BOARD = RigidTransform.from_rt(np.eye(3), [-0.10, -0.14, 0.12])
 
 
@@ -323,14 +377,16 @@ def test_calibration_through_the_real_xarm_sdk_against_the_emulator():
 
     emu = start_emulator(time_scale=0.02)
     try:
+
         def emulator_tcp() -> RigidTransform:
             p = emu.pose_mm_rad
             return RigidTransform.from_xyz_rpy(np.array(p[:3]) / 1000.0, p[3:])
 
         world = SimWorld()
         cam = BoardCamera(world=world, fps=0, seed=11, noise_sigma=3.0, blur_sigma_px=0.7, tcp_source=emulator_tcp)
-        arm = Arm(XArmDriver.from_spec(f"{emu.host}:{emu.port}", cmd_timeout_s=2.0),
-                  motion=MotionConfig(grip_settle_s=0.0))
+        arm = Arm(
+            XArmDriver.from_spec(f"{emu.host}:{emu.port}", cmd_timeout_s=2.0), motion=MotionConfig(grip_settle_s=0.0)
+        )
         poses, _ = default_poses("eye_to_hand")
         with arm, cam:
             run = run_calibration(arm, cam, poses, FAST)
@@ -347,8 +403,21 @@ def test_cli_verification_pose_outside_the_workspace_is_refused_before_motion(tm
     cal = [p.to_dict() for p in default_poses("eye_to_hand")[0]]
     poses.write_text(json.dumps({"calibrate": cal, "verify": [{"position_m": [0.3, 0.0, 0.5]}]}))  # z > 0.40 m
     v0 = fresh_default_world.version
-    r = invoke("--robot", "sim", "--camera", "sim", "--out", str(tmp_path / "c.json"), "--poses", str(poses),
-               "--verify", "--settle-s", "0", "--time-scale", "0.01")
+    r = invoke(
+        "--robot",
+        "sim",
+        "--camera",
+        "sim",
+        "--out",
+        str(tmp_path / "c.json"),
+        "--poses",
+        str(poses),
+        "--verify",
+        "--settle-s",
+        "0",
+        "--time-scale",
+        "0.01",
+    )
     assert r.exit_code == 2, r.output
     assert "verification pose 0" in r.stderr and "outside_box" in r.stderr
     assert fresh_default_world.version == v0 and not (tmp_path / "c.json").exists()
@@ -357,8 +426,7 @@ def test_cli_verification_pose_outside_the_workspace_is_refused_before_motion(tm
 # -- hover check -------------------------------------------------------------------------------------
 # The sim table board (centre (0.28, 0, 0.0005), face up, 7-square side along base y): its outermost
 # inner corners, ids 0, 3, 20, 23 of the 4 x 6 inner corners, lie at x = 0.28 -+ 0.06, y = +-0.10.
-TABLE_CORNERS_M = np.array([[0.22, 0.10, 0.0005], [0.34, 0.10, 0.0005],
-                            [0.22, -0.10, 0.0005], [0.34, -0.10, 0.0005]])
+TABLE_CORNERS_M = np.array([[0.22, 0.10, 0.0005], [0.34, 0.10, 0.0005], [0.22, -0.10, 0.0005], [0.34, -0.10, 0.0005]])
 
 
 def _hover(calibration, **cam_kw):
@@ -408,11 +476,26 @@ def test_cli_calibrate_check_in_sim(tmp_path, fresh_default_world):
 
     path = tmp_path / "cal.json"
     save_calibration(fresh_default_world.calibration(), path)
-    r = CliRunner().invoke(app, ["calibrate-check", "--robot", "sim", "--camera", "sim", "--calibration", str(path),
-                                 "--settle-s", "0", "--time-scale", "0.01"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "calibrate-check",
+            "--robot",
+            "sim",
+            "--camera",
+            "sim",
+            "--calibration",
+            str(path),
+            "--settle-s",
+            "0",
+            "--time-scale",
+            "0.01",
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     np.testing.assert_allclose([c["tcp_m"] for c in d["corners"]], TABLE_CORNERS_M + [0, 0, 0.010], atol=0.0015)
-    r = CliRunner().invoke(app, ["calibrate-check", "--robot", "sim", "--camera", "sim", "--calibration",
-                                 str(tmp_path / "missing.json")])
+    r = CliRunner().invoke(
+        app, ["calibrate-check", "--robot", "sim", "--camera", "sim", "--calibration", str(tmp_path / "missing.json")]
+    )
     assert r.exit_code == 2 and "not found" in r.stderr

@@ -14,7 +14,7 @@ from pointlab.perception.replay import load_rgbd_frame
 def _flat_table_frame(T_base_camera: np.ndarray, intr: Intrinsics) -> RGBDFrame:
     """Depth (mm) of the plane z_base = 0 seen from T_base_camera: for the ray d = ((u - ppx)/fx,
     (v - ppy)/fy, 1) the range along the optical axis is t = -eye_z / (R d)_z."""
-    v, u = np.mgrid[0:intr.height, 0:intr.width].astype(np.float64)
+    v, u = np.mgrid[0 : intr.height, 0 : intr.width].astype(np.float64)
     d = np.stack([(u - intr.ppx) / intr.fx, (v - intr.ppy) / intr.fy, np.ones_like(u)], axis=-1)
     dz = d @ T_base_camera[2, :3]
     t = np.where(dz < 0, -T_base_camera[2, 3] / np.where(dz < 0, dz, -1), 0.0)

@@ -48,5 +48,7 @@ def string(payload) -> bytes:
 def capture(rgb, depth_mm, intr, stamp_ns: int, *, jpeg: bool = False) -> list[tuple[str, bytes]]:
     """One camera-node capture, in its publishing order: camera_info, depth, colour (one stamp);
     ``jpeg``: the colour as the camera's ``compressed`` message instead of raw."""
-    col = (TOPICS["color_compressed"], color_jpeg(rgb, stamp_ns)[0]) if jpeg else (TOPICS["color"], color(rgb, stamp_ns))
+    col = (
+        (TOPICS["color_compressed"], color_jpeg(rgb, stamp_ns)[0]) if jpeg else (TOPICS["color"], color(rgb, stamp_ns))
+    )
     return [(TOPICS["camera_info"], info(intr, stamp_ns)), (TOPICS["depth"], depth(depth_mm, stamp_ns)), col]

@@ -40,8 +40,15 @@ def recorded(root, real_frames, uids):
 
 
 def store_trial(store, uid, recording):
-    return store.save_trial(TrialResult(trial_id=uid, agent="a", instruction="pick it", action="pick",
-                                        recording=None if recording is None else recording.model_dump()))
+    return store.save_trial(
+        TrialResult(
+            trial_id=uid,
+            agent="a",
+            instruction="pick it",
+            action="pick",
+            recording=None if recording is None else recording.model_dump(),
+        )
+    )
 
 
 @pytest.fixture
@@ -110,8 +117,9 @@ def test_the_command_prints_the_check_and_exits_1_until_it_is_clean(tmp_path, re
     store.close()
 
     def run(*args):
-        return subprocess.run(POINTLAB + ["act", "recordings", "--db", str(db), *args], capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run(
+            POINTLAB + ["act", "recordings", "--db", str(db), *args], capture_output=True, text=True, timeout=120
+        )
 
     first = run("--check")
     assert first.returncode == 1, first.stderr
@@ -191,8 +199,9 @@ def test_recover_rewrites_a_stored_trials_cut_mcap_and_says_so_in_its_record(tmp
     store.close()
     mcap = root / r.mcap
     mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size * 2 // 3])
-    run = subprocess.run(POINTLAB + ["act", "recordings", "--db", str(db), "--recover"], capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        POINTLAB + ["act", "recordings", "--db", str(db), "--recover"], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     out = json.loads(run.stdout)
     (rec,) = out["recovered"]

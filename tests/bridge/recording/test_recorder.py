@@ -55,17 +55,26 @@ def trial_stream(frames, seconds: float, t0_ns: int, *, answer_at_s: float = 1.0
     0.1 s later and its result at the end."""
     n = int(seconds * FPS)
     i_answer = int(answer_at_s * FPS)
-    ans = PointAnswer(request_id=request_id, raw_answer="<points/>", width=640, height=480,
-                      points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
-                      points_px=[FIRST, SECOND])
+    ans = PointAnswer(
+        request_id=request_id,
+        raw_answer="<points/>",
+        width=640,
+        height=480,
+        points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
+        points_px=[FIRST, SECOND],
+    )
     for i in range(n):
         f = frames[i % len(frames)]
         yield from cdr.capture(f.color, f.depth, f.intrinsics, t0_ns + i * PERIOD_NS)
         if i == i_answer:
             yield TOPICS["point_answer"], cdr.string(ans)
         if i == i_answer + 3:
-            yield TOPICS["arm_command"], cdr.string(ArmCommand(request_id=request_id, action="pick",
-                                                               target_base_m=(0.3, 0.0, 0.02), session="s"))
+            yield (
+                TOPICS["arm_command"],
+                cdr.string(
+                    ArmCommand(request_id=request_id, action="pick", target_base_m=(0.3, 0.0, 0.02), session="s")
+                ),
+            )
     yield TOPICS["arm_result"], cdr.string(ArmResult(request_id=request_id, action="pick", outcome="done"))
 
 
@@ -96,8 +105,10 @@ def read_mcap(path: Path):
     with open(path, "rb") as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         profile = reader.get_header().profile
-        msgs = [(ch.topic, m.log_time, m.publish_time, dec)
-                for _schema, ch, m, dec in reader.iter_decoded_messages(log_time_order=False)]
+        msgs = [
+            (ch.topic, m.log_time, m.publish_time, dec)
+            for _schema, ch, m, dec in reader.iter_decoded_messages(log_time_order=False)
+        ]
     return profile, msgs
 
 
@@ -128,7 +139,7 @@ COLOR_Z, DEPTH_Z = TOPICS["color"] + "/compressed", TOPICS["depth"] + "/compress
 
 
 def psnr(a, b) -> float:
-    return 10 * math.log10(255 ** 2 / np.mean((a.astype(float) - b.astype(float)) ** 2))
+    return 10 * math.log10(255**2 / np.mean((a.astype(float) - b.astype(float)) ** 2))
 
 
 def test_recording_opens_with_the_mcap_reader_in_time_order(recorded_2s, real_frames):
@@ -259,12 +270,18 @@ def test_corrupt_messages_give_an_incomplete_recording_and_no_crash(tmp_path, re
     lying.height = 480  # says 480 rows of 1920 bytes; the buffer holds 10
     try:
         rec.begin("t3")
-        feed(rec, [(TOPICS["camera_info"], cdr.info(f.intrinsics, t0)), (TOPICS["depth"], cdr.depth(f.depth, t0)),
-                   (TOPICS["color"], good),
-                   (TOPICS["color"], cdr.color(f.color, t0 + 200_000_000)[:1000]),  # truncated CDR
-                   (TOPICS["color"], serialize_message(lying)),          # decodes, but the buffer does not match
-                   (TOPICS["arm_command"], b"\x00\x01\x00\x00\xff\xff"),  # garbage
-                   (TOPICS["arm_command"], cdr.string({"request_id": "x", "action": "home"}))])
+        feed(
+            rec,
+            [
+                (TOPICS["camera_info"], cdr.info(f.intrinsics, t0)),
+                (TOPICS["depth"], cdr.depth(f.depth, t0)),
+                (TOPICS["color"], good),
+                (TOPICS["color"], cdr.color(f.color, t0 + 200_000_000)[:1000]),  # truncated CDR
+                (TOPICS["color"], serialize_message(lying)),  # decodes, but the buffer does not match
+                (TOPICS["arm_command"], b"\x00\x01\x00\x00\xff\xff"),  # garbage
+                (TOPICS["arm_command"], cdr.string({"request_id": "x", "action": "home"})),
+            ],
+        )
         r = rec.end("t3")
         # the engine lives on: the next trial records normally
         rec.begin("t4")
@@ -373,8 +390,11 @@ def test_tf_static_carries_the_calibrations_camera_pose(tmp_path, real_frames):
     from pointlab.bridge.recording.static_tf import StaticTransform
 
     T = np.array([[1.0, 0, 0, 0.5], [0, -1.0, 0, 0.0], [0, 0, -1.0, 0.6], [0, 0, 0, 1]])
-    rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0),
-                   static_transforms=[StaticTransform("link_base", "camera_color_optical_frame", T)])
+    rec = Recorder(
+        tmp_path,
+        RecordingConfig(min_free_mb=0),
+        static_transforms=[StaticTransform("link_base", "camera_color_optical_frame", T)],
+    )
     r = one_capture(rec, "tf1", real_frames[0])
     _, msgs = read_mcap(tmp_path / r.mcap)
     (tf,) = [m for t, _l, _p, m in msgs if t == "/tf_static"]
@@ -450,8 +470,11 @@ def test_the_cameras_jpeg_is_stored_as_it_arrived_and_feeds_the_clip(tmp_path, r
         rec.close()
     assert r.complete and r.color_frames == 2 and r.depth_frames == 2 and r.clip_frames == 4
     _profile, msgs = read_mcap(tmp_path / r.mcap)
-    stored = [(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec, bytes(m.data))
-              for topic, _l, _p, m in msgs if topic == TOPICS["color_compressed"]]
+    stored = [
+        (m.header.stamp.sec * 10**9 + m.header.stamp.nanosec, bytes(m.data))
+        for topic, _l, _p, m in msgs
+        if topic == TOPICS["color_compressed"]
+    ]
     assert [s for s, _ in stored] == [T0, T0 + 5 * PERIOD_NS]
     assert all(data == sent[s] for s, data in stored)
     assert not [t for t, *_ in msgs if t == TOPICS["color"]]
@@ -462,8 +485,11 @@ def test_a_raw_recording_keeps_the_raw_colour_only(tmp_path, real_frames):
     rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0, images="raw"))
     try:
         rec.begin("raw1")
-        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
-             + [(TOPICS["color_compressed"], cdr.color_jpeg(f.color, T0 + 1)[0])])
+        feed(
+            rec,
+            cdr.capture(f.color, f.depth, f.intrinsics, T0)
+            + [(TOPICS["color_compressed"], cdr.color_jpeg(f.color, T0 + 1)[0])],
+        )
         r = rec.end("raw1")
     finally:
         rec.close()
@@ -492,14 +518,17 @@ def test_the_arm_is_in_the_recording_as_robot_state_publisher_would_put_it(tmp_p
     rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
     try:
         rec.begin("arm1")
-        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
-             + [(TOPICS["joint_states"], cdr._ser(js)), (TOPICS["joint_states"], cdr._ser(other))])
+        feed(
+            rec,
+            cdr.capture(f.color, f.depth, f.intrinsics, T0)
+            + [(TOPICS["joint_states"], cdr._ser(js)), (TOPICS["joint_states"], cdr._ser(other))],
+        )
         r = rec.end("arm1")
     finally:
         rec.close()
     _, msgs = read_mcap(tmp_path / r.mcap)
     (desc,) = [m for t, _l, _p, m in msgs if t == "/robot_description"]
-    assert "<robot name=\"lite6\">" in desc.data and "package://xarm_description/meshes/lite6" in desc.data
+    assert '<robot name="lite6">' in desc.data and "package://xarm_description/meshes/lite6" in desc.data
     (tf,) = [m for t, _l, _p, m in msgs if t == "/tf"]
     assert [(ts.header.frame_id, ts.child_frame_id) for ts in tf.transforms][0] == ("link_base", "link1")
     assert all(ts.header.stamp.nanosec == 20_000_000 for ts in tf.transforms)
@@ -548,9 +577,14 @@ def test_the_points_and_the_target_are_drawn_for_a_viewer(tmp_path, real_frames)
     from pointlab.bridge.ros.msgs import ns_to_stamp
 
     seen_ns = T0 + 40_000_000
-    ans = PointAnswer(request_id="req1", width=640, height=480, stamp_ns=seen_ns,
-                      points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
-                      points_px=[FIRST, SECOND])
+    ans = PointAnswer(
+        request_id="req1",
+        width=640,
+        height=480,
+        stamp_ns=seen_ns,
+        points=[PointEntry(u_px=FIRST[0], v_px=FIRST[1]), PointEntry(u_px=SECOND[0], v_px=SECOND[1])],
+        points_px=[FIRST, SECOND],
+    )
     tgt = PointStamped()
     tgt.header.stamp, tgt.header.frame_id = ns_to_stamp(seen_ns), "link_base"
     tgt.point.x, tgt.point.y, tgt.point.z = 0.31, -0.05, 0.025
@@ -558,16 +592,20 @@ def test_the_points_and_the_target_are_drawn_for_a_viewer(tmp_path, real_frames)
     rec = Recorder(tmp_path, RecordingConfig(min_free_mb=0))
     try:
         rec.begin("ann1", request_id="req1")
-        feed(rec, cdr.capture(f.color, f.depth, f.intrinsics, T0)
-             + [(TOPICS["point_answer"], cdr.string(ans)), (TOPICS["target"], cdr._ser(tgt))])
+        feed(
+            rec,
+            cdr.capture(f.color, f.depth, f.intrinsics, T0)
+            + [(TOPICS["point_answer"], cdr.string(ans)), (TOPICS["target"], cdr._ser(tgt))],
+        )
         r = rec.end("ann1")
     finally:
         rec.close()
     assert r.complete, r
     _, msgs = read_mcap(tmp_path / r.mcap)
     (ann,) = [m for t, _l, _p, m in msgs if t == "/pointlab/points/annotations"]
-    got = sorted((c.diameter, c.position.x, c.position.y, (c.fill_color.r, c.fill_color.g, c.fill_color.b))
-                 for c in ann.circles)
+    got = sorted(
+        (c.diameter, c.position.x, c.position.y, (c.fill_color.r, c.fill_color.g, c.fill_color.b)) for c in ann.circles
+    )
     assert got == [(8.0, 420.5, 300.5, (0.0, 1.0, 1.0)), (18.0, 200.9, 151.1, (1.0, 0.0, 1.0))]
     assert ann.circles[-1].diameter == 18.0  # the first point drawn last, on top
     assert {(c.timestamp.sec, c.timestamp.nanosec) for c in ann.circles} == {(1_700_000_000, 40_000_000)}
@@ -578,7 +616,10 @@ def test_the_points_and_the_target_are_drawn_for_a_viewer(tmp_path, real_frames)
     assert (sphere.scale.x, sphere.scale.y, sphere.scale.z) == (0.02, 0.02, 0.02)
     with AnyReader([tmp_path / r.bag]) as reader:
         conns = [c for c in reader.connections if c.topic in ("/pointlab/points/annotations", "/pointlab/markers")]
-        assert {c.msgtype for c in conns} == {"foxglove_msgs/msg/ImageAnnotations", "visualization_msgs/msg/MarkerArray"}
+        assert {c.msgtype for c in conns} == {
+            "foxglove_msgs/msg/ImageAnnotations",
+            "visualization_msgs/msg/MarkerArray",
+        }
         decoded = {c.topic: reader.deserialize(raw, c.msgtype) for c, _t, raw in reader.messages(connections=conns)}
     assert len(decoded["/pointlab/points/annotations"].circles) == 2
     assert decoded["/pointlab/markers"].markers[0].pose.position.x == 0.31
@@ -614,8 +655,10 @@ def test_the_capture_the_agent_saw_is_kept_whole_whatever_the_rates(tmp_path, re
 
     def kept(r):
         _, msgs = read_mcap(tmp_path / r.mcap)
-        return ({t: [(stamp(m), log) for tt, log, _p, m in msgs if tt == t] for t in (COLOR_Z, DEPTH_Z)},
-                {stamp(m): m for tt, _l, _p, m in msgs if tt == DEPTH_Z})
+        return (
+            {t: [(stamp(m), log) for tt, log, _p, m in msgs if tt == t] for t in (COLOR_Z, DEPTH_Z)},
+            {stamp(m): m for tt, _l, _p, m in msgs if tt == DEPTH_Z},
+        )
 
     (got, depths) = kept(early)
     # colour: 200 ms windows from capture 5 on (5, 10, ..., 50) and the agent's capture 3; depth: 1 s
@@ -628,8 +671,9 @@ def test_the_capture_the_agent_saw_is_kept_whole_whatever_the_rates(tmp_path, re
     import cv2
 
     png = bytes(depths[seen_early].data)[12:]  # compressedDepth: 12-byte ConfigHeader, then the PNG
-    np.testing.assert_array_equal(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED),
-                                  real_frames[3].depth)
+    np.testing.assert_array_equal(
+        cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED), real_frames[3].depth
+    )
 
     (got, _) = kept(late)
     assert sorted(s for s, _ in got[COLOR_Z]) == [t1 + i * PERIOD_NS for i in (0, 5, 7, 10)]
@@ -645,9 +689,16 @@ def test_depth_is_kept_at_most_at_the_colour_rate(tmp_path, real_frames, stream_
     _, msgs = read_mcap(tmp_path / "default" / default.mcap)
     assert [stamp(m) for t, _l, _p, m in msgs if t == DEPTH_Z] == [T0, T0 + 25 * PERIOD_NS]
     assert default.color_frames == 10
-    stream = [item for i in range(25) for item in cdr.capture(real_frames[i % len(real_frames)].color,
-                                                                real_frames[i % len(real_frames)].depth,
-                                                                real_frames[0].intrinsics, T0 + i * PERIOD_NS)]
+    stream = [
+        item
+        for i in range(25)
+        for item in cdr.capture(
+            real_frames[i % len(real_frames)].color,
+            real_frames[i % len(real_frames)].depth,
+            real_frames[0].intrinsics,
+            T0 + i * PERIOD_NS,
+        )
+    ]
     fast = record(tmp_path / "fast", stream, image_fps=5, depth_fps=20)  # 1 s at 25 fps
     every = record(tmp_path / "every", stream, image_fps=None, depth_fps=2)
     assert (fast.color_frames, fast.depth_frames) == (5, 5)
@@ -687,8 +738,9 @@ def test_the_agent_s_capture_is_the_own_request_s_and_pins_start_afresh_per_reco
         rec.close()
     assert own.agent_frame_ns == T0 + 3 * PERIOD_NS and own.complete
     _, msgs = read_mcap(tmp_path / same.mcap)
-    kept = sorted((t.rsplit("/", 1)[1], round((stamp(m) - T0) / PERIOD_NS)) for t, _l, _p, m in msgs
-                  if t in (COLOR_Z, DEPTH_Z))
+    kept = sorted(
+        (t.rsplit("/", 1)[1], round((stamp(m) - T0) / PERIOD_NS)) for t, _l, _p, m in msgs if t in (COLOR_Z, DEPTH_Z)
+    )
     assert kept == [("compressed", 3), ("compressed", 7), ("compressedDepth", 3), ("compressedDepth", 7)]
     assert same.agent_frame_ns == T0 + 3 * PERIOD_NS
     assert flood.color_frames == flood.depth_frames == 8  # 8 captures pinned at most per recording

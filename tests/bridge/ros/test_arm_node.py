@@ -72,14 +72,14 @@ def arm_graph(ros_env, request):
 
 
 BAD_COMMANDS = [
-    {"action": "pick", "target_base_m": RED_CUBE_TOP},                                   # no request_id
-    {"request_id": "1", "action": "throw", "target_base_m": RED_CUBE_TOP},               # unknown action
-    {"request_id": "2", "action": "pick"},                                               # no target
-    {"request_id": "3", "action": "pick", "target_base_m": [0.3, 0.1]},                   # 2 values
-    {"request_id": "4", "action": "pick", "target_base_m": [0.3, "x", 0.04]},             # not a number
-    {"request_id": "5", "action": "pick", "target_base_m": [0.3, 0.1, math.nan]},          # not finite
-    {"request_id": "6", "action": "pick", "target_base_m": [0.3, True, 0.04]},            # a bool
-    {"request_id": "7", "action": "pick", "target_base_m": [0.80, 0.0, 0.04]},            # outside the envelope
+    {"action": "pick", "target_base_m": RED_CUBE_TOP},  # no request_id
+    {"request_id": "1", "action": "throw", "target_base_m": RED_CUBE_TOP},  # unknown action
+    {"request_id": "2", "action": "pick"},  # no target
+    {"request_id": "3", "action": "pick", "target_base_m": [0.3, 0.1]},  # 2 values
+    {"request_id": "4", "action": "pick", "target_base_m": [0.3, "x", 0.04]},  # not a number
+    {"request_id": "5", "action": "pick", "target_base_m": [0.3, 0.1, math.nan]},  # not finite
+    {"request_id": "6", "action": "pick", "target_base_m": [0.3, True, 0.04]},  # a bool
+    {"request_id": "7", "action": "pick", "target_base_m": [0.80, 0.0, 0.04]},  # outside the envelope
 ]
 
 
@@ -122,7 +122,10 @@ def test_pick_then_duplicate_id_then_place_and_state_topics(arm_graph):
     by_id = {}
     for r in res:
         by_id.setdefault(r["request_id"], []).append(r)
-    assert [r["outcome"] for r in by_id["p"]] == ["refused", "done"] or [r["outcome"] for r in by_id["p"]] == ["done", "refused"]
+    assert [r["outcome"] for r in by_id["p"]] == ["refused", "done"] or [r["outcome"] for r in by_id["p"]] == [
+        "done",
+        "refused",
+    ]
     assert any("duplicate" in ((r["refusal"] or {}).get("detail") or "") for r in by_id["p"])
     (place,) = by_id["q"]
     assert place["outcome"] == "done" and place["holding"] is False and place["motions_done"] == 2
@@ -158,8 +161,10 @@ def test_estop_halts_the_motion_and_drops_the_queue(arm_graph):
     # b is either dropped from the queue by the stop, or (when the worker took it off the queue as a's
     # motion ended) refused by the stopped arm; both before any motion (CI, loaded machine: the second)
     assert res["b"]["error"]["type"] == "EmergencyStopError" and res["b"]["error"]["code"] is None
-    assert res["b"]["error"]["detail"] in ("emergency stop before execution",
-                                           "arm is emergency-stopped; reset it before moving")
+    assert res["b"]["error"]["detail"] in (
+        "emergency stop before execution",
+        "arm is emergency-stopped; reset it before moving",
+    )
     assert node.arm.motions_done == 0 and world.arm.attached is None
     # after a reset the arm moves again
     reset.publish(Empty())
@@ -276,8 +281,14 @@ def session_arm(ros_env):
 
     world = SimWorld()
     host = RosHost()
-    node = host.add(ArmNode(make_arm("sim", motion=MotionConfig(grip_settle_s=0.0), world=world, time_scale=0.0),
-                            context=host.context, state_rate_hz=0, session="nonce-1"))
+    node = host.add(
+        ArmNode(
+            make_arm("sim", motion=MotionConfig(grip_settle_s=0.0), world=world, time_scale=0.0),
+            context=host.context,
+            state_rate_hz=0,
+            session="nonce-1",
+        )
+    )
     host.start()
     node.start()
     from rclpy.node import Node

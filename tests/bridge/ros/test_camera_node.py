@@ -45,6 +45,7 @@ def _collect(host, n_each=2, timeout_s=10.0):
         def cb(m):
             with lock:
                 got[key].append(m)
+
         return cb
 
     for key, typ in (("color", Image), ("depth", Image), ("camera_info", CameraInfo), ("frame_meta", String)):

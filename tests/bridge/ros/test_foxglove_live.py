@@ -20,8 +20,7 @@ pytestmark = [pytest.mark.ros]
 WANT = ("/joint_states", "/tf", "/robot_description", "/tf_static", "/camera/camera/color/image_raw/compressed")
 
 
-def _read(port: int, topics, timeout_s: float = 60.0, *, every: dict | None = None,
-          until=None) -> tuple[dict, dict]:
+def _read(port: int, topics, timeout_s: float = 60.0, *, every: dict | None = None, until=None) -> tuple[dict, dict]:
     """Subscribe to ``topics``; ``({topic: channel}, {topic: first payload})``. With ``every``, every
     payload is appended to ``every[topic]`` and reading goes on until ``until()`` is true."""
     from websockets.sync.client import connect
@@ -43,9 +42,18 @@ def _read(port: int, topics, timeout_s: float = 60.0, *, every: dict | None = No
                         channels[c["topic"]] = c
                         subs[len(subs) + 1] = c["topic"]
                     if new:
-                        ws.send(json.dumps({"op": "subscribe", "subscriptions": [
-                            {"id": sid, "channelId": channels[t]["id"]} for sid, t in subs.items()
-                            if t in {c["topic"] for c in new}]}))
+                        ws.send(
+                            json.dumps(
+                                {
+                                    "op": "subscribe",
+                                    "subscriptions": [
+                                        {"id": sid, "channelId": channels[t]["id"]}
+                                        for sid, t in subs.items()
+                                        if t in {c["topic"] for c in new}
+                                    ],
+                                }
+                            )
+                        )
             elif raw[0] == 1:  # message data
                 sid, _log_ns = struct.unpack_from("<IQ", raw, 1)
                 got.setdefault(subs[sid], bytes(raw[13:]))
@@ -115,8 +123,12 @@ def test_the_agent_s_points_and_the_target_are_drawn_live(ros_env):
     topics = ("/pointlab/points/annotations", "/pointlab/markers")
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, foxglove_port=0)) as s:
         assert s.wait_ready(20)
-        reader = threading.Thread(target=_read, args=(s.foxglove.port, topics),
-                                  kwargs={"timeout_s": 240, "every": every, "until": done.is_set}, daemon=True)
+        reader = threading.Thread(
+            target=_read,
+            args=(s.foxglove.port, topics),
+            kwargs={"timeout_s": 240, "every": every, "until": done.is_set},
+            daemon=True,
+        )
         reader.start()
         results = []
         deadline = time.monotonic() + 180
@@ -134,7 +146,9 @@ def test_the_agent_s_points_and_the_target_are_drawn_live(ros_env):
     # the last trial's first point is drawn large, at its pixel + 0.5
     u, v = results[-1].points_px[0]
     assert any(abs(x - (u + 0.5)) < 1e-6 and abs(y - (v + 0.5)) < 1e-6 for x, y in drawn), (drawn, (u, v))
-    spheres = [m for b in every[topics[1]] for m in store.deserialize_cdr(b, "visualization_msgs/msg/MarkerArray").markers]
+    spheres = [
+        m for b in every[topics[1]] for m in store.deserialize_cdr(b, "visualization_msgs/msg/MarkerArray").markers
+    ]
     assert spheres and all(m.header.frame_id == "link_base" and m.type == 2 for m in spheres)
     last = spheres[-1].pose.position
     assert [last.x, last.y, last.z] == pytest.approx(list(results[-1].target.point_base_m), abs=1e-6)

@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.ros]
 def test_second_session_on_this_machine_is_refused_at_once(ros_env):
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as first:
         t0 = time.monotonic()
-        with pytest.raises(SessionError, match=r"another Point-Act session \(pid \d+\) runs on ROS_DOMAIN_ID=%d"
-                           % ros_env):
+        with pytest.raises(
+            SessionError, match=r"another Point-Act session \(pid \d+\) runs on ROS_DOMAIN_ID=%d" % ros_env
+        ):
             start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02))
         assert time.monotonic() - t0 < 1.0  # no discovery wait: the lock says so at once
         res = run_trial(first, "sim-oracle", "pick up the red cube")
@@ -38,8 +39,9 @@ def test_a_session_of_another_machine_is_caught_by_the_graph_guard(ros_env, tmp_
         monkeypatch.setenv("POINTLAB_LOCK_DIR", str(tmp_path))  # its own lock folder: "another machine"
         # discovery takes its time on a loaded machine: watch longer than the default 1 s (the wait
         # ends as soon as the clash is seen)
-        with pytest.raises(SessionError, match=r"ROS_DOMAIN_ID=%d.*other publisher\(s\) on /camera/camera/color/image_raw"
-                           % ros_env):
+        with pytest.raises(
+            SessionError, match=r"ROS_DOMAIN_ID=%d.*other publisher\(s\) on /camera/camera/color/image_raw" % ros_env
+        ):
             start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02, graph_check_s=10.0))
         assert first.arm_node.commands_received == []
 
@@ -54,7 +56,9 @@ def test_twenty_second_sessions_under_cpu_load_are_all_refused(ros_env):
     # the graph check once let a second session through under load (discovery timing); the lock does
     # not depend on timing: a busy loop on every core, 20 attempts, 20 refusals, no command reaches the arm
     stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(multiprocessing.cpu_count())]
+    burners = [
+        multiprocessing.Process(target=_burn, args=(stop,), daemon=True) for _ in range(multiprocessing.cpu_count())
+    ]
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as first:
         for p in burners:
             p.start()

@@ -7,9 +7,17 @@ import array
 import numpy as np
 import pytest
 
-from pointlab.bridge.ros.msgs import (camera_info_to_intrinsics, depth_to_image, image_to_depth, image_to_rgb,
-                                      intrinsics_to_camera_info, ns_to_stamp, rgb_to_image,
-                                      stamp_to_ns, to_depth_mm)
+from pointlab.bridge.ros.msgs import (
+    camera_info_to_intrinsics,
+    depth_to_image,
+    image_to_depth,
+    image_to_rgb,
+    intrinsics_to_camera_info,
+    ns_to_stamp,
+    rgb_to_image,
+    stamp_to_ns,
+    to_depth_mm,
+)
 from pointlab.perception.frame import Intrinsics
 
 
@@ -78,8 +86,13 @@ def test_payloads_round_trip_and_invalid_ones_are_dropped():
     res = ArmResult(request_id="r1", outcome="refused", refusal=Refusal(code="workspace", detail="beyond_reach"))
     back = from_msg(ArmResult, to_msg(res))
     assert back.refusal.code == "workspace" and back.refusal.stage == "reach"
-    for data in ["[1, 2]", "{oops", '{"agent": "a", "instruction": "x"}', '{"request_id": "", "agent": "a", '
-                 '"instruction": "x"}', '{"request_id": "r", "agent": "a", "instruction": 3}']:
+    for data in [
+        "[1, 2]",
+        "{oops",
+        '{"agent": "a", "instruction": "x"}',
+        '{"request_id": "", "agent": "a", "instruction": "x"}',
+        '{"request_id": "r", "agent": "a", "instruction": 3}',
+    ]:
         assert from_msg(PointRequest, String(data=data)) is None, data
     assert to_msg(ArmResult(request_id="r", outcome="done", motion={"duration_s": float("nan")})).data.count("null")
 
@@ -87,11 +100,15 @@ def test_payloads_round_trip_and_invalid_ones_are_dropped():
 # /pointlab/arm/state and the points of /pointlab/point_answer as pointlab wrote them while they had their
 # own payload types (payloads.ArmStateMsg from ArmState.to_dict(), bridge.trials.outcomes.PointEntry),
 # written out by hand: the pose rounded to 1e-6 m and 1e-4 deg, the fields in this order.
-ARM_STATE_JSON = ('{"connected":true,"tcp":{"position_m":[0.2,0.0,0.25],"rpy_deg":[180.0,0.0,12.3457]},'
-                  '"joints_rad":[0.0,0.1,0.2,0.0,0.0,0.0],"tool_closed":false,"holding":true,"error_code":0,'
-                  '"estopped":false,"fault":null,"motions_done":2,"busy":true}')
-ANSWER_POINTS_JSON = ('"points":[{"u_px":326.4,"v_px":204.0,"valid":true,"reason":null},'
-                      '{"u_px":null,"v_px":null,"valid":false,"reason":"non-finite coordinate"}]')
+ARM_STATE_JSON = (
+    '{"connected":true,"tcp":{"position_m":[0.2,0.0,0.25],"rpy_deg":[180.0,0.0,12.3457]},'
+    '"joints_rad":[0.0,0.1,0.2,0.0,0.0,0.0],"tool_closed":false,"holding":true,"error_code":0,'
+    '"estopped":false,"fault":null,"motions_done":2,"busy":true}'
+)
+ANSWER_POINTS_JSON = (
+    '"points":[{"u_px":326.4,"v_px":204.0,"valid":true,"reason":null},'
+    '{"u_px":null,"v_px":null,"valid":false,"reason":"non-finite coordinate"}]'
+)
 
 
 def test_the_arm_state_payload_is_the_json_written_before_and_ignores_unknown_fields():
@@ -100,11 +117,21 @@ def test_the_arm_state_payload_is_the_json_written_before_and_ignores_unknown_fi
     from pointlab.bridge.ros.payloads import from_msg, to_msg
     from pointlab.robot.arm import ArmState, TcpPose
 
-    st = ArmState(connected=True, tcp=TcpPose((0.2000000001, 0.0, 0.25), (180.0, 1e-5, 12.3456789)),
-                  joints_rad=[0.0, 0.1, 0.2, 0.0, 0.0, 0.0], holding=True, motions_done=2, busy=True)
+    st = ArmState(
+        connected=True,
+        tcp=TcpPose((0.2000000001, 0.0, 0.25), (180.0, 1e-5, 12.3456789)),
+        joints_rad=[0.0, 0.1, 0.2, 0.0, 0.0, 0.0],
+        holding=True,
+        motions_done=2,
+        busy=True,
+    )
     assert to_msg(st).data == ARM_STATE_JSON
     back = from_msg(ArmState, String(data=ARM_STATE_JSON[:-1] + ',"added_later":{"x":1}}'))  # a newer publisher
-    assert back is not None and to_msg(back).data == ARM_STATE_JSON and back.tcp == TcpPose((0.2, 0.0, 0.25), (180.0, 0.0, 12.3457))
+    assert (
+        back is not None
+        and to_msg(back).data == ARM_STATE_JSON
+        and back.tcp == TcpPose((0.2, 0.0, 0.25), (180.0, 0.0, 12.3457))
+    )
     assert from_msg(ArmState, String(data='{"tcp":{"position_m":[1,2]}}')) is None  # not a pose: dropped at the edge
 
 

@@ -47,7 +47,9 @@ def test_non_finite_points_are_kept_as_invalid_entries(ros_env):
     host.start()
     try:
         deadline = time.monotonic() + 5
-        while node.count_subscribers(TOPICS["point_request"]) < 1 or probe.count_subscribers(TOPICS["point_answer"]) < 1:
+        while (
+            node.count_subscribers(TOPICS["point_request"]) < 1 or probe.count_subscribers(TOPICS["point_answer"]) < 1
+        ):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         pub_img.publish(rgb_to_image(np.zeros((24, 32, 3), np.uint8), time.time_ns(), "camera_color_optical_frame"))
@@ -59,7 +61,10 @@ def test_non_finite_points_are_kept_as_invalid_entries(ros_env):
             assert cond.wait_for(lambda: got, timeout=5), "no answer"
         assert got[0]["request_id"] == "r1" and got[0]["points_px"] == [[12.0, 7.5]]
         assert [(e["valid"], e["u_px"], e["v_px"]) for e in got[0]["points"]] == [
-            (False, None, 3.0), (True, 12.0, 7.5), (False, None, 1.0)]
+            (False, None, 3.0),
+            (True, 12.0, 7.5),
+            (False, None, 1.0),
+        ]
         assert "NaN" not in json.dumps(got[0])
     finally:
         host.close()

@@ -57,7 +57,11 @@ def test_oracle_picks_and_places_the_demo_script(ros_env, tmp_path):
 
             seen = [(m.log_time, ch.topic) for _, ch, m in make_reader(f).iter_messages(log_time_order=True)]
         topics = [tp for _, tp in seen]
-        assert "/camera/camera/color/image_raw/compressed" in topics and "/tf_static" in topics and "/pointlab/arm/command" in topics
+        assert (
+            "/camera/camera/color/image_raw/compressed" in topics
+            and "/tf_static" in topics
+            and "/pointlab/arm/command" in topics
+        )
         assert [lt for lt, _ in seen] == sorted(lt for lt, _ in seen)
         assert topics.index("/pointlab/point_answer") < topics.index("/pointlab/arm/command")
         assert t["point_on_target"] is True or t["action"] == "place" and "near" in t["expected"]
@@ -96,8 +100,7 @@ def test_a_trial_without_completed_motion_is_never_a_sim_success(ros_env):
         run_trial(s, "sim-oracle", "pick up the red cube")
         # the oracle finds nothing to point at, so the trial is refused; the scene still satisfies
         # the (deliberately stale) expectation "holding the red cube"
-        r = run_trial(s, "sim-oracle", "put it somewhere nice",
-                                           expected={"action": "pick", "object": "red cube"})
+        r = run_trial(s, "sim-oracle", "put it somewhere nice", expected={"action": "pick", "object": "red cube"})
     assert r.robot_outcome == "refused" and r.sim_success is False
     assert r.sim_detail == "no completed motion (refused); holding red cube"
 
@@ -108,17 +111,19 @@ def scripted_agents(tmp_path):
 
     script = tmp_path / "script.jsonl"
     rows = [
-        {"match": "the dark hole", "answer": "[150, 102]"},        # all 121 depth pixels 0
-        {"match": "off the picture", "answer": "[700, 100]"},      # u > 639
-        {"match": "the far corner", "answer": "[624, 84]"},        # 0.4705 m from the base axis
-        {"match": "the nothing", "answer": "I cannot see it."},    # no [x, y] at all
-        {"match": "the flat patch", "answer": "[458, 250]"},       # valid: (0.301044, -0.002325, 0.026) m
+        {"match": "the dark hole", "answer": "[150, 102]"},  # all 121 depth pixels 0
+        {"match": "off the picture", "answer": "[700, 100]"},  # u > 639
+        {"match": "the far corner", "answer": "[624, 84]"},  # 0.4705 m from the base axis
+        {"match": "the nothing", "answer": "I cannot see it."},  # no [x, y] at all
+        {"match": "the flat patch", "answer": "[458, 250]"},  # valid: (0.301044, -0.002325, 0.026) m
     ]
     script.write_text("".join(json.dumps(r) + "\n" for r in rows))
     url, stop = serve_in_thread(create_model_server({"scripted": ScriptedModel(script)}))
     cfg = tmp_path / "agents.toml"
-    cfg.write_text(f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{url}"\nmodel = "scripted"\n'
-                   'point_format = "xy_pixels"\nprompt_style = "default"\nmax_retries = 0\ntimeout_s = 10\n')
+    cfg.write_text(
+        f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{url}"\nmodel = "scripted"\n'
+        'point_format = "xy_pixels"\nprompt_style = "default"\nmax_retries = 0\ntimeout_s = 10\n'
+    )
     yield cfg
     stop()
 
@@ -126,9 +131,22 @@ def scripted_agents(tmp_path):
 def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabletop, scripted_agents):
     cal = tmp_path / "cal.json"
     save_calibration(Calibration(RigidTransform(T_TEST)), cal)
-    refusals = [("point at the dark hole", "no_depth"), ("point off the picture", "outside_image"),
-                ("point at the far corner", "workspace"), ("point at the nothing", "no_point")]
-    with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", agents_config=scripted_agents, db_path=tmp_path / "r.sqlite", calibration=cal, time_scale=0.02)) as s:
+    refusals = [
+        ("point at the dark hole", "no_depth"),
+        ("point off the picture", "outside_image"),
+        ("point at the far corner", "workspace"),
+        ("point at the nothing", "no_point"),
+    ]
+    with start_session(
+        SessionConfig(
+            camera=f"replay:{uoc_tabletop}#000003",
+            robot="sim",
+            agents_config=scripted_agents,
+            db_path=tmp_path / "r.sqlite",
+            calibration=cal,
+            time_scale=0.02,
+        )
+    ) as s:
         tcp_before = s.world.sim.snapshot()["_arm"]["tcp_m"]
 
         async def run(instructions):
@@ -160,8 +178,10 @@ def test_refusals_send_no_arm_command_on_real_frames(ros_env, tmp_path, uoc_tabl
 def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
     # a model server that is not there: the OpenAI client fails, the trial records agent_failure
     cfg = tmp_path / "agents.toml"
-    cfg.write_text('[[agents]]\nname = "gone"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "x"\n'
-                   "max_retries = 0\ntimeout_s = 2\n")
+    cfg.write_text(
+        '[[agents]]\nname = "gone"\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "x"\n'
+        "max_retries = 0\ntimeout_s = 2\n"
+    )
     with start_session(SessionConfig(camera="sim", robot="sim", agents_config=cfg, time_scale=0.02)) as s:
         r = run_trial(s, "gone", "pick up the red cube")
         with pytest.raises(ValueError):
@@ -175,7 +195,9 @@ def test_agent_failure_and_unknown_agent(ros_env, tmp_path):
 def test_human_reference_picks_on_real_frames_with_table_calibration(ros_env, uoc_tabletop):
     """The default agents on a replayed real frame: the operator's click is the point, the recorded
     table is the sim table (calibration "table"), and the sim arm picks there."""
-    with start_session(SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)) as s:
+    with start_session(
+        SessionConfig(camera=f"replay:{uoc_tabletop}#000003", robot="sim", calibration="table", time_scale=0.02)
+    ) as s:
         assert s.calibration.method == "table_fit"
         deadline = time.monotonic() + 5  # the first call wakes the encoder; a frame follows
         while s.ports.live_view.latest_jpeg() is None:
@@ -238,9 +260,14 @@ def test_forced_grasp_failures_never_charge_a_place(ros_env):
     """The sim's gripper fails to close on the first pick of each object (no feedback: the sequence
     completes and holds nothing): the belief follows the physics, so after each failed pick the next
     trial is a pick again, and no place is ever run while nothing is held."""
-    steps = [("pick up the red cube", True), ("pick up the red cube", False), ("put it in the blue bowl", False),
-             ("pick up the green cube", True), ("pick up the green cube", False),
-             ("put it next to the orange can", False)]
+    steps = [
+        ("pick up the red cube", True),
+        ("pick up the red cube", False),
+        ("put it in the blue bowl", False),
+        ("pick up the green cube", True),
+        ("pick up the green cube", False),
+        ("put it next to the orange can", False),
+    ]
     with start_session(SessionConfig(camera="sim", robot="sim", time_scale=0.02)) as s:
         runs = []
         for text, fail_grip in steps:
@@ -250,7 +277,12 @@ def test_forced_grasp_failures_never_charge_a_place(ros_env):
             runs.append(r)
             assert s.station.belief.holding == (s.world.sim.arm.attached is not None)
     assert [(r.action, r.outcome) for r in runs] == [
-        ("pick", "failed"), ("pick", "succeeded"), ("place", "succeeded"),
-        ("pick", "failed"), ("pick", "succeeded"), ("place", "succeeded")], [(r.action, r.sim_detail) for r in runs]
+        ("pick", "failed"),
+        ("pick", "succeeded"),
+        ("place", "succeeded"),
+        ("pick", "failed"),
+        ("pick", "succeeded"),
+        ("place", "succeeded"),
+    ], [(r.action, r.sim_detail) for r in runs]
     assert [r.failure_stage for r in runs if r.outcome == "failed"] == ["grasp", "grasp"]
     assert all(r.robot_outcome == "done" for r in runs)  # the controller saw nothing wrong

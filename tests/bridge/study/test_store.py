@@ -24,19 +24,37 @@ from pointlab.bridge.study.trial_table import STORE_COLUMNS
 
 def _full_trial(uid: str = "a" * 32) -> TrialResult:
     return TrialResult(
-        trial_id=uid, agent="sim-oracle", instruction="pick up the red cube", action="pick",
+        trial_id=uid,
+        agent="sim-oracle",
+        instruction="pick up the red cube",
+        action="pick",
         raw_answer='<point x="51.0" y="42.5" alt="red cube">red cube</point>',
         points=[PointEntry(u_px=326.4, v_px=204.0), PointEntry(u_px=10.0, v_px=20.0)],
-        points_px=[(326.4, 204.0), (10.0, 20.0)], parse_error=None, frame_index=17, frame_size=(640, 480),
-        target=Target(valid=True, pixel=(326.4, 204.0), point_camera_m=(0.01, 0.02, 0.6),
-                      point_base_m=(0.3, -0.05, 0.02), depth_m=0.6),
-        robot_outcome="done", robot_error=None,
-        motion=MotionReport(action="pick", target_m=[0.3, -0.05, 0.02],
-                            waypoints=[TcpPose(position_m=(0.3, -0.05, 0.12), rpy_deg=(180.0, 0.0, 0.0))],
-                            tool_commands=["open", "close"], duration_s=3.5),
-        sim_success=True, sim_detail="holding red_cube", timings_s={"agent": 0.12, "targeting": 0.01, "motion": 3.5,
-                                                                    "total": 3.7},
-        expected={"action": "pick", "object": "red_cube", "container": None})
+        points_px=[(326.4, 204.0), (10.0, 20.0)],
+        parse_error=None,
+        frame_index=17,
+        frame_size=(640, 480),
+        target=Target(
+            valid=True,
+            pixel=(326.4, 204.0),
+            point_camera_m=(0.01, 0.02, 0.6),
+            point_base_m=(0.3, -0.05, 0.02),
+            depth_m=0.6,
+        ),
+        robot_outcome="done",
+        robot_error=None,
+        motion=MotionReport(
+            action="pick",
+            target_m=[0.3, -0.05, 0.02],
+            waypoints=[TcpPose(position_m=(0.3, -0.05, 0.12), rpy_deg=(180.0, 0.0, 0.0))],
+            tool_commands=["open", "close"],
+            duration_s=3.5,
+        ),
+        sim_success=True,
+        sim_detail="holding red_cube",
+        timings_s={"agent": 0.12, "targeting": 0.01, "motion": 3.5, "total": 3.7},
+        expected={"action": "pick", "object": "red_cube", "container": None},
+    )
 
 
 @pytest.fixture
@@ -71,19 +89,35 @@ def test_the_trials_table_is_derived_from_the_record(tmp_path):
 
 def test_a_refusal_is_stored_as_code_and_detail(store):
     refusal = Refusal(code="no_depth", detail="3 valid depth pixels within 4 px (need 5)")
-    t = TrialResult(trial_id="r" * 32, agent="a", instruction="x", action="pick", robot_outcome="refused",
-                    refusal=refusal, target=Target(valid=False, pixel=(1.0, 2.0), refusal=refusal))
+    t = TrialResult(
+        trial_id="r" * 32,
+        agent="a",
+        instruction="x",
+        action="pick",
+        robot_outcome="refused",
+        refusal=refusal,
+        target=Target(valid=False, pixel=(1.0, 2.0), refusal=refusal),
+    )
     row = store.trial(store.save_trial(t))
-    assert row["refusal"] == {"code": "no_depth", "detail": "3 valid depth pixels within 4 px (need 5)",
-                              "stage": "depth"}
+    assert row["refusal"] == {
+        "code": "no_depth",
+        "detail": "3 valid depth pixels within 4 px (need 5)",
+        "stage": "depth",
+    }
     assert store.trial_result(row["id"]).refusal == refusal
 
 
 def test_numpy_values_are_stored_as_plain_json(store):
-    t = TrialResult(trial_id="b" * 32, agent="sim-noisy", instruction="place it in the bowl", action="place",
-                    points_px=[(np.float64(1.5), np.float64(2.0))],
-                    target=Target(valid=False, depth_m=np.float64(0.25), refusal=Refusal(code="no_depth")),
-                    timings_s={"agent": np.float64(0.5)}, frame_size=(np.int64(640), np.int64(480)))
+    t = TrialResult(
+        trial_id="b" * 32,
+        agent="sim-noisy",
+        instruction="place it in the bowl",
+        action="place",
+        points_px=[(np.float64(1.5), np.float64(2.0))],
+        target=Target(valid=False, depth_m=np.float64(0.25), refusal=Refusal(code="no_depth")),
+        timings_s={"agent": np.float64(0.5)},
+        frame_size=(np.int64(640), np.int64(480)),
+    )
     row = store.trial(store.save_trial(t))
     assert row["points_px"] == [[1.5, 2.0]]
     assert row["target"]["depth_m"] == 0.25 and row["timings_s"] == {"agent": 0.5} and row["frame_size"] == [640, 480]
@@ -91,9 +125,17 @@ def test_numpy_values_are_stored_as_plain_json(store):
 
 def test_a_non_finite_point_is_kept_as_null_with_its_reason(store):
     # the model's own answer is kept, invalid entries included (issue 14): strict JSON has no NaN
-    t = TrialResult(trial_id="n" * 32, agent="a", instruction="x", action="pick",
-                    points=[PointEntry(u_px=float("nan"), v_px=float("nan"), valid=False, reason="not a finite number"),
-                            PointEntry(u_px=452.0, v_px=148.0)], points_px=[(452.0, 148.0)])
+    t = TrialResult(
+        trial_id="n" * 32,
+        agent="a",
+        instruction="x",
+        action="pick",
+        points=[
+            PointEntry(u_px=float("nan"), v_px=float("nan"), valid=False, reason="not a finite number"),
+            PointEntry(u_px=452.0, v_px=148.0),
+        ],
+        points_px=[(452.0, 148.0)],
+    )
     row = store.trial(store.save_trial(t))
     assert row["points"][0] == {"u_px": None, "v_px": None, "valid": False, "reason": "not a finite number"}
     assert row["points"][1]["u_px"] == 452.0
@@ -102,30 +144,49 @@ def test_a_non_finite_point_is_kept_as_null_with_its_reason(store):
 # A stored trial's ``points`` and ``motion`` columns as pointlab wrote them while the record had its own
 # types (bridge.trials.outcomes.PointEntry, bridge.trials.record.Motion and Waypoint), written out by hand:
 # positions rounded to 1e-6 m, angles to 1e-4 deg, the duration to 1e-4 s, a NaN coordinate as null.
-STORED_POINTS = ('[{"u_px": 326.4, "v_px": 204.0, "valid": true, "reason": null}, '
-                 '{"u_px": null, "v_px": null, "valid": false, "reason": "non-finite coordinate"}, '
-                 '{"u_px": 700.0, "v_px": 10.0, "valid": true, "reason": "outside_image: (700, 10) is outside the 640x480 image"}]')
-STORED_MOTION = ('{"action": "pick", "target_m": [0.3, -0.051235, 0.02], "waypoints": ['
-                 '{"position_m": [0.3, -0.051235, 0.123457], "rpy_deg": [180.0, 0.0, -90.1235]}, '
-                 '{"position_m": [0.3, -0.05, 0.12], "rpy_deg": [180.0, 0.0, 0.0]}], '
-                 '"tool_commands": ["open", "close"], "duration_s": 3.1416}')
+STORED_POINTS = (
+    '[{"u_px": 326.4, "v_px": 204.0, "valid": true, "reason": null}, '
+    '{"u_px": null, "v_px": null, "valid": false, "reason": "non-finite coordinate"}, '
+    '{"u_px": 700.0, "v_px": 10.0, "valid": true, "reason": "outside_image: (700, 10) is outside the 640x480 image"}]'
+)
+STORED_MOTION = (
+    '{"action": "pick", "target_m": [0.3, -0.051235, 0.02], "waypoints": ['
+    '{"position_m": [0.3, -0.051235, 0.123457], "rpy_deg": [180.0, 0.0, -90.1235]}, '
+    '{"position_m": [0.3, -0.05, 0.12], "rpy_deg": [180.0, 0.0, 0.0]}], '
+    '"tool_commands": ["open", "close"], "duration_s": 3.1416}'
+)
 
 
 def test_a_stored_trials_points_and_motion_are_the_json_written_before(tmp_path):
     parsed = parse_points("[[326.4, 204.0], [NaN, NaN], [700, 10]]", "xy_pixels", 640, 480)
-    motion = MotionReport(action="pick", target_m=[0.30000000123, -0.0512345678, 0.02],
-                          waypoints=[TcpPose.at([0.30000000123, -0.0512345678, 0.1234567891], (180.0, 1.2e-5, -90.123456)),
-                                     TcpPose((0.3, -0.05, 0.12))],
-                          tool_commands=["open", "close"], duration_s=3.14159265)
-    t = TrialResult(trial_id="j" * 32, agent="a", instruction="x", action="pick", points=list(parsed.entries),
-                    points_px=parsed.points_px.tolist(), motion=motion)
+    motion = MotionReport(
+        action="pick",
+        target_m=[0.30000000123, -0.0512345678, 0.02],
+        waypoints=[
+            TcpPose.at([0.30000000123, -0.0512345678, 0.1234567891], (180.0, 1.2e-5, -90.123456)),
+            TcpPose((0.3, -0.05, 0.12)),
+        ],
+        tool_commands=["open", "close"],
+        duration_s=3.14159265,
+    )
+    t = TrialResult(
+        trial_id="j" * 32,
+        agent="a",
+        instruction="x",
+        action="pick",
+        points=list(parsed.entries),
+        points_px=parsed.points_px.tolist(),
+        motion=motion,
+    )
     s = Store(tmp_path / "s.sqlite")
     row_id = s.save_trial(t)
     con = sqlite3.connect(tmp_path / "s.sqlite")
     assert con.execute("SELECT points, motion FROM trials").fetchone() == (STORED_POINTS, STORED_MOTION)
     # the stored row loads back as the typed record, and so does one written before
     back = s.trial_result(row_id)
-    assert back.motion == MotionReport.model_validate_json(STORED_MOTION) and back.motion.waypoints[1] == TcpPose((0.3, -0.05, 0.12))
+    assert back.motion == MotionReport.model_validate_json(STORED_MOTION) and back.motion.waypoints[1] == TcpPose(
+        (0.3, -0.05, 0.12)
+    )
     assert back.points[0] == parsed.entries[0] and back.points[1].u_px is None and not back.points[2].inside
     con.close()
     s.close()
@@ -235,7 +296,10 @@ def test_a_killed_process_loses_nothing_already_judged(tmp_path):
     assert r.returncode == 9, r.stderr
     s = Store(path, create=False)
     assert [(t["instruction"], t["judgement"]) for t in s.trials()] == [
-        ("pick 0", "succeeded"), ("pick 1", "failed"), ("pick 2", "succeeded")]
+        ("pick 0", "succeeded"),
+        ("pick 1", "failed"),
+        ("pick 2", "succeeded"),
+    ]
     assert [v["score"] for v in s.surveys()] == [100.0]
     s.close()
 
@@ -266,19 +330,39 @@ def test_a_version_2_database_is_migrated_in_place_and_loses_nothing(tmp_path):
     con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
     con.execute(_V2_TRIALS)
     rows = [
-        ("u1", "done", None, {"valid": True, "pixel": [1.0, 2.0], "point_base_m": [0.3, 0.0, 0.02], "reason": None},
-         [[1.0, 2.0]], "succeeded"),
-        ("u2", "refused", None, {"valid": False, "pixel": [5.0, 6.0], "reason": "no_depth: 0 valid depth pixels"},
-         [[5.0, 6.0]], "failed"),
+        (
+            "u1",
+            "done",
+            None,
+            {"valid": True, "pixel": [1.0, 2.0], "point_base_m": [0.3, 0.0, 0.02], "reason": None},
+            [[1.0, 2.0]],
+            "succeeded",
+        ),
+        (
+            "u2",
+            "refused",
+            None,
+            {"valid": False, "pixel": [5.0, 6.0], "reason": "no_depth: 0 valid depth pixels"},
+            [[5.0, 6.0]],
+            "failed",
+        ),
         ("u3", "refused", "unsafe_target: beyond_reach: 0.471 m", {"valid": True, "reason": None}, [[7.0, 8.0]], None),
-        ("u4", "robot_failure", "ArmFaultError: set_position returned code 31", {"valid": True, "reason": None},
-         [[9.0, 1.0]], "failed"),
+        (
+            "u4",
+            "robot_failure",
+            "ArmFaultError: set_position returned code 31",
+            {"valid": True, "reason": None},
+            [[9.0, 1.0]],
+            "failed",
+        ),
     ]
     for uid, outcome, error, target, pts, judgement in rows:
-        con.execute("INSERT INTO trials (trial_uid, agent, instruction, action, raw_answer, points_px, target, "
-                    "robot_outcome, robot_error, timings_s, judgement, created_unix_s) VALUES "
-                    "(?, 'a', 'pick it', 'pick', 'x', ?, ?, ?, ?, '{}', ?, 1.8e9)",
-                    (uid, json.dumps(pts), json.dumps(target), outcome, error, judgement))
+        con.execute(
+            "INSERT INTO trials (trial_uid, agent, instruction, action, raw_answer, points_px, target, "
+            "robot_outcome, robot_error, timings_s, judgement, created_unix_s) VALUES "
+            "(?, 'a', 'pick it', 'pick', 'x', ?, ?, ?, ?, '{}', ?, 1.8e9)",
+            (uid, json.dumps(pts), json.dumps(target), outcome, error, judgement),
+        )
     con.commit()
     con.close()
     s = Store(path)
@@ -292,7 +376,11 @@ def test_a_version_2_database_is_migrated_in_place_and_loses_nothing(tmp_path):
     assert got["u4"]["robot_error"]["detail"] == "ArmFaultError: set_position returned code 31"
     assert got["u4"]["points"] == [{"u_px": 9.0, "v_px": 1.0, "valid": True, "reason": None}]
     assert [s.trial_result(got[u]["id"]).robot_outcome for u in ("u1", "u2", "u3", "u4")] == [
-        "done", "refused", "refused", "robot_failure"]
+        "done",
+        "refused",
+        "refused",
+        "robot_failure",
+    ]
     s.close()
     con = sqlite3.connect(path)
     assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
@@ -323,20 +411,30 @@ def test_a_version_4_database_gets_numbers_per_study_and_keeps_its_floor(tmp_pat
     con.execute("INSERT INTO studies VALUES (2, '', '', '[\"a\"]', 1, 'williams', 1.8e9, 2, 0.0)")
     # trials of study 1, none, 2, 1 (row ids 1..5, stored in that order)
     for rid, sid in ((1, 1), (2, 1), (3, None), (4, 2), (5, 1)):
-        con.execute("INSERT INTO trials (id, study_id, trial_uid, agent, instruction, action, robot_outcome, "
-                    "timings_s, created_unix_s) VALUES (?, ?, ?, 'a', 'pick it', 'pick', 'done', '{}', 1.8e9)",
-                    (rid, sid, f"x{rid}"))
+        con.execute(
+            "INSERT INTO trials (id, study_id, trial_uid, agent, instruction, action, robot_outcome, "
+            "timings_s, created_unix_s) VALUES (?, ?, ?, 'a', 'pick it', 'pick', 'done', '{}', 1.8e9)",
+            (rid, sid, f"x{rid}"),
+        )
     con.commit()
     con.close()
     s = Store(path)
     assert [(t["id"], t["number"]) for t in s.trials()] == [(1, 1), (2, 2), (3, 1), (4, 1), (5, 3)]
     # a study keeps the fixed floor it was run with as both bounds; it gets the default storage floor
     st1, st2 = s.study(1), s.study(2)
-    assert (st1["reveal_low_s"], st1["reveal_high_s"], st2["reveal_low_s"], st2["reveal_high_s"]) == (4.0, 4.0, 0.0, 0.0)
+    assert (st1["reveal_low_s"], st1["reveal_high_s"], st2["reveal_low_s"], st2["reveal_high_s"]) == (
+        4.0,
+        4.0,
+        0.0,
+        0.0,
+    )
     assert st1["min_free_mb"] == 1000  # 1 GB, docs/trials.md "Storage"
     # and new trials continue the numbering of their study
-    new = s.save_trial(TrialResult(trial_id="y", agent="a", instruction="pick it", action="pick"), study_id=1,
-                       frames={"before": b"\xff\xd8b", "after": b"\xff\xd8a"})
+    new = s.save_trial(
+        TrialResult(trial_id="y", agent="a", instruction="pick it", action="pick"),
+        study_id=1,
+        frames={"before": b"\xff\xd8b", "after": b"\xff\xd8a"},
+    )
     assert s.trial(new)["number"] == 4 and s.trial_frame("y", "after") == b"\xff\xd8a"
     assert s.trial_frame("x1", "before") is None
     s.close()

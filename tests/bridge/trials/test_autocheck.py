@@ -56,9 +56,16 @@ def test_physics_check_is_the_sims_own_judgement():
 
 
 def _trial(**kw) -> TrialResult:
-    base = dict(trial_id="t", agent="a", instruction="x", action="pick", robot_outcome="done",
-                points=[PointEntry(u_px=5.0, v_px=5.0)], points_px=[(5.0, 5.0)],
-                target=Target(valid=True, pixel=(5.0, 5.0), point_base_m=(0.3, 0.0, 0.02)))
+    base = dict(
+        trial_id="t",
+        agent="a",
+        instruction="x",
+        action="pick",
+        robot_outcome="done",
+        points=[PointEntry(u_px=5.0, v_px=5.0)],
+        points_px=[(5.0, 5.0)],
+        target=Target(valid=True, pixel=(5.0, 5.0), point_base_m=(0.3, 0.0, 0.02)),
+    )
     base.update(kw)
     return TrialResult(**base)
 

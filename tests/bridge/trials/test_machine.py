@@ -19,15 +19,26 @@ from pointlab.bridge.trials.ports import AgentReply, ArmReadiness, ArmReply, Sce
 from pointlab.bridge.trials.targeting import Target
 
 READY = ArmReadiness(True)
-ROOM = 10 * 1024 ** 3
+ROOM = 10 * 1024**3
 TARGET_M = (0.30, 0.05, 0.02)
-MOTION = {"action": "pick", "target_m": list(TARGET_M), "waypoints": [], "tool_commands": ["open", "close"],
-          "duration_s": 2.0}
+MOTION = {
+    "action": "pick",
+    "target_m": list(TARGET_M),
+    "waypoints": [],
+    "tool_commands": ["open", "close"],
+    "duration_s": 2.0,
+}
 
 
 def frame(index: int, depth_mm: int = 500) -> TrialFrame:
-    return TrialFrame(index=index, stamp_ns=index, jpeg=f"jpeg{index}".encode(),
-                      depth=np.full((48, 64), depth_mm, np.uint16), depth_scale_m=0.001, size=(64, 48))
+    return TrialFrame(
+        index=index,
+        stamp_ns=index,
+        jpeg=f"jpeg{index}".encode(),
+        depth=np.full((48, 64), depth_mm, np.uint16),
+        depth_scale_m=0.001,
+        size=(64, 48),
+    )
 
 
 def reply(u: float = 20.0, v: float = 30.0, **kw) -> AgentReply:
@@ -44,8 +55,9 @@ class Trial:
     """Feeds events to one trial and remembers every command."""
 
     def __init__(self, *, belief: Belief = EMPTY, reveal_s: float = 10.0, t: float = 100.0, **kw) -> None:
-        self.state, cmds = m.start(t=t, trial_id="t1", agent="a", instruction="pick up the cube", belief=belief,
-                                   reveal_s=reveal_s, **kw)
+        self.state, cmds = m.start(
+            t=t, trial_id="t1", agent="a", instruction="pick up the cube", belief=belief, reveal_s=reveal_s, **kw
+        )
         self.commands: list = list(cmds)
         self.last: list = list(cmds)
 
@@ -155,8 +167,16 @@ def test_a_completed_place_opens_the_tool_so_nothing_is_held_after_it():
 
 
 # -- refusals: judged failures, with their stage and an after-image --------------------------------------
-@pytest.mark.parametrize("code,stage", [("no_depth", "depth"), ("workspace", "reach"), ("outside_image", "pointing"),
-                                        ("no_point", "no_point"), ("invalid_point", "pointing")])
+@pytest.mark.parametrize(
+    "code,stage",
+    [
+        ("no_depth", "depth"),
+        ("workspace", "reach"),
+        ("outside_image", "pointing"),
+        ("no_point", "no_point"),
+        ("invalid_point", "pointing"),
+    ],
+)
 def test_a_refused_target_fails_with_its_stage_after_the_reveal_time_and_keeps_an_after_image(code, stage):
     tr = Trial(reveal_s=12.0)
     tr.feed(m.Answered(101.0, reply()))
@@ -343,8 +363,11 @@ def test_instruction_to_motion_times_of_a_human_and_of_models_cannot_be_told_apa
     from pointlab.bridge.trials.timing import DEFAULT_REVEAL
 
     rng = random.Random(20261203)
-    answer_s = {"human": lambda: rng.lognormvariate(np.log(9.0), 0.35), "model-a": lambda: rng.uniform(0.5, 4.0),
-                "model-b": lambda: rng.uniform(1.0, 7.0)}
+    answer_s = {
+        "human": lambda: rng.lognormvariate(np.log(9.0), 0.35),
+        "model-a": lambda: rng.uniform(0.5, 4.0),
+        "model-b": lambda: rng.uniform(1.0, 7.0),
+    }
     times: dict[str, list[float]] = {a: [] for a in answer_s}
     for _ in range(40):
         for agent, draw in answer_s.items():
@@ -387,12 +410,23 @@ def test_random_event_sequences_take_only_declared_transitions_and_never_move_af
 
     def event(kind: int, t: float, tr: Trial):
         rid = tr.state.arm_request or "none"
-        return [m.Answered(t, reply()), m.Answered(t, AgentReply(error="x", error_kind="agent")),
-                m.Targeted(t, valid_target()), m.Targeted(t, TargetReply(Target.refused("no_depth"))),
-                m.TimerFired(t, tr.state.timer or "answer"), m.Checked(t, ROOM, READY), m.Checked(t, 1, READY),
-                m.ArmEnded(t, rid, ArmReply("done")), m.ArmEnded(t, rid, ArmReply("halted")),
-                m.ArmEnded(t, rid, ArmReply("stopped")), m.ArmEnded(t, rid, ArmReply("refused")),
-                m.AfterFrame(t, frame(5)), m.Evidenced(t, None), m.AbortAsked(t), m.EStopped(t)][kind]
+        return [
+            m.Answered(t, reply()),
+            m.Answered(t, AgentReply(error="x", error_kind="agent")),
+            m.Targeted(t, valid_target()),
+            m.Targeted(t, TargetReply(Target.refused("no_depth"))),
+            m.TimerFired(t, tr.state.timer or "answer"),
+            m.Checked(t, ROOM, READY),
+            m.Checked(t, 1, READY),
+            m.ArmEnded(t, rid, ArmReply("done")),
+            m.ArmEnded(t, rid, ArmReply("halted")),
+            m.ArmEnded(t, rid, ArmReply("stopped")),
+            m.ArmEnded(t, rid, ArmReply("refused")),
+            m.AfterFrame(t, frame(5)),
+            m.Evidenced(t, None),
+            m.AbortAsked(t),
+            m.EStopped(t),
+        ][kind]
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(st.integers(0, 14), max_size=30))
@@ -424,16 +458,23 @@ def test_the_trial_package_loads_no_ros_web_or_sql_module():
     import pointlab.bridge.trials as pkg
 
     names = [f"pointlab.bridge.trials.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
-    code = ("import importlib, sys\n"
-            f"for n in {names!r}: importlib.import_module(n)\n"
-            "importlib.import_module('tests.bridge.trials.test_machine')\n"
-            "bad = sorted({m.split('.')[0] for m in sys.modules} & {'rclpy', 'fastapi', 'starlette', 'sqlalchemy', "
-            "'sqlite3', 'std_msgs', 'sensor_msgs'})\n"
-            "print(','.join(bad))")
+    code = (
+        "import importlib, sys\n"
+        f"for n in {names!r}: importlib.import_module(n)\n"
+        "importlib.import_module('tests.bridge.trials.test_machine')\n"
+        "bad = sorted({m.split('.')[0] for m in sys.modules} & {'rclpy', 'fastapi', 'starlette', 'sqlalchemy', "
+        "'sqlite3', 'std_msgs', 'sensor_msgs'})\n"
+        "print(','.join(bad))"
+    )
     from pathlib import Path
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[3])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "", f"bridge.trials loads {out.stdout.strip()}"
     assert len(names) >= 10

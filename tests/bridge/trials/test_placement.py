@@ -7,8 +7,15 @@ import math
 
 import pytest
 
-from pointlab.bridge.trials.placement import (NEXT_TO_GAP_M, OVERLAP_TOL_M, RESTING_TOL_M, ObjectBox, check_placement,
-                                              footprint_gap_m, placement_relation)
+from pointlab.bridge.trials.placement import (
+    NEXT_TO_GAP_M,
+    OVERLAP_TOL_M,
+    RESTING_TOL_M,
+    ObjectBox,
+    check_placement,
+    footprint_gap_m,
+    placement_relation,
+)
 
 # The reference: a 4 cm cube at the origin, standing on the table (top at 4 cm).
 CUBE = ObjectBox((0.0, 0.0), (0.04, 0.04), 0.0, 0.04)
@@ -38,13 +45,14 @@ def test_gap_between_footprints_by_hand():
     # a block yawed 45 deg at (0.05, 0.05): its edge towards the origin lies on x + y = 0.1 - 0.02 sqrt(2),
     # nearest the cube's corner (0.02, 0.02): (0.1 - 0.02 sqrt(2) - 0.04) / sqrt(2)
     assert footprint_gap_m(CUBE, block(0.05, 0.05, yaw_deg=45.0)) == pytest.approx(
-        (0.1 - 0.02 * math.sqrt(2) - 0.04) / math.sqrt(2))
+        (0.1 - 0.02 * math.sqrt(2) - 0.04) / math.sqrt(2)
+    )
     # overlapping by 5 mm along x (1 cm off in y does not matter): minus the overlap depth
     assert footprint_gap_m(CUBE, block(0.035, 0.01)) == pytest.approx(-0.005)
     can = ObjectBox((0.1, 0.0), (0.05, 0.05), 0.0, 0.08, footprint="disc")
-    assert footprint_gap_m(CUBE, can) == pytest.approx(0.1 - 0.02 - 0.025)       # disc and rectangle
-    assert footprint_gap_m(can, CUBE) == pytest.approx(0.1 - 0.02 - 0.025)       # either order
-    assert footprint_gap_m(BOWL, can) == pytest.approx(0.1 - 0.065 - 0.025)      # two discs
+    assert footprint_gap_m(CUBE, can) == pytest.approx(0.1 - 0.02 - 0.025)  # disc and rectangle
+    assert footprint_gap_m(can, CUBE) == pytest.approx(0.1 - 0.02 - 0.025)  # either order
+    assert footprint_gap_m(BOWL, can) == pytest.approx(0.1 - 0.065 - 0.025)  # two discs
 
 
 # -- one case per relation -------------------------------------------------------------------------
@@ -73,10 +81,15 @@ def test_elsewhere():
 
 
 # -- both sides of every tolerance -----------------------------------------------------------------
-@pytest.mark.parametrize("bottom, expected", [
-    (0.04 + 0.0095, "on"), (0.04 + 0.0105, "elsewhere"),      # RESTING_TOL_M above the reference's top
-    (0.04 - 0.0095, "on"), (0.04 - 0.0105, "elsewhere"),      # ... and below it
-])
+@pytest.mark.parametrize(
+    "bottom, expected",
+    [
+        (0.04 + 0.0095, "on"),
+        (0.04 + 0.0105, "elsewhere"),  # RESTING_TOL_M above the reference's top
+        (0.04 - 0.0095, "on"),
+        (0.04 - 0.0105, "elsewhere"),  # ... and below it
+    ],
+)
 def test_on_top_within_the_resting_tolerance(bottom, expected):
     assert relation(block(0.0, bottom=bottom)) == expected
 
@@ -101,8 +114,9 @@ def test_next_to_within_the_gap(x, expected):
     assert relation(block(x)) == expected
 
 
-@pytest.mark.parametrize("bottom, expected", [(0.0095, "next_to"), (0.0105, "elsewhere"),
-                                              (-0.0095, "next_to"), (-0.0105, "elsewhere")])
+@pytest.mark.parametrize(
+    "bottom, expected", [(0.0095, "next_to"), (0.0105, "elsewhere"), (-0.0095, "next_to"), (-0.0105, "elsewhere")]
+)
 def test_next_to_rests_on_the_table_within_the_resting_tolerance(bottom, expected):
     assert relation(block(0.07, bottom=bottom)) == expected
 
@@ -151,9 +165,13 @@ def test_in_only_for_a_container():
 def test_stacked_on_top_is_not_next_to():
     stacked = block(0.0, bottom=0.04)
     assert check_placement(stacked, CUBE, "next_to", placed_name="red cube", reference_name="white mug") == (
-        False, "red cube is on top of, not next to, white mug")
+        False,
+        "red cube is on top of, not next to, white mug",
+    )
     assert check_placement(stacked, CUBE, "on", placed_name="red cube", reference_name="white mug") == (
-        True, "red cube is on top of white mug")
+        True,
+        "red cube is on top of white mug",
+    )
 
 
 def test_check_placement_says_what_it_found():
@@ -161,11 +179,15 @@ def test_check_placement_says_what_it_found():
     assert check_placement(block(0.07), CUBE, "next_to", **names) == (True, "a is next to b, 3.0 cm away (within 6 cm)")
     assert check_placement(block(0.07), CUBE, "on", **names) == (False, "a is next to, not on top of, b")
     assert check_placement(block(0.15), CUBE, "next_to", **names) == (
-        False, "a is 11.0 cm from b (beyond 6 cm), not next to it")
+        False,
+        "a is 11.0 cm from b (beyond 6 cm), not next to it",
+    )
     assert check_placement(block(0.03, bottom=0.012), BOWL, "in", **names) == (True, "a is in b")
     assert check_placement(block(0.03, bottom=0.012), BOWL, "next_to", **names) == (False, "a is in, not next to, b")
     assert check_placement(block(0.2, bottom=0.04), CUBE, "on", **names) == (
-        False, "a is not on top of b: its bottom is 4.0 cm above the table and +0.0 cm from the top of b")
+        False,
+        "a is not on top of b: its bottom is 4.0 cm above the table and +0.0 cm from the top of b",
+    )
 
 
 def test_table_height_is_where_the_table_is():
@@ -180,14 +202,17 @@ def test_check_placement_refuses_an_unknown_relation():
         check_placement(block(0.07), CUBE, "apart")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"size_xy_m": (0.0, 0.04)}, "positive"),
-    ({"top_z_m": 0.0}, "above"),
-    ({"footprint": "disc", "size_xy_m": (0.04, 0.05)}, "one diameter"),
-    ({"footprint": "hexagon"}, "rect or disc"),
-    ({"wall_m": 0.02}, "wall"),
-    ({"wall_m": 0.0}, "wall"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"size_xy_m": (0.0, 0.04)}, "positive"),
+        ({"top_z_m": 0.0}, "above"),
+        ({"footprint": "disc", "size_xy_m": (0.04, 0.05)}, "one diameter"),
+        ({"footprint": "hexagon"}, "rect or disc"),
+        ({"wall_m": 0.02}, "wall"),
+        ({"wall_m": 0.0}, "wall"),
+    ],
+)
 def test_object_box_refuses_impossible_boxes(kwargs, match):
     args = {"center_xy_m": (0.0, 0.0), "size_xy_m": (0.04, 0.04), "bottom_z_m": 0.0, "top_z_m": 0.04, **kwargs}
     with pytest.raises(ValueError, match=match):

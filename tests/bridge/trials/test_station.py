@@ -27,6 +27,7 @@ def run(station, agent="sim-oracle", text="pick up the ball", **kw):
 
 def during_the_pick(world, st, act):
     """Run one trial and call ``act()`` once its pick has reached the arm; the trial's result."""
+
     async def go():
         task = asyncio.create_task(st.run_trial("sim-oracle", "pick up the ball", settings=NOW))
         while "pick" not in world.commands:
@@ -96,13 +97,16 @@ def test_a_block_start_after_a_reset_homes_and_allows_trials():
     assert st.start_problem() is None
 
 
-@pytest.mark.parametrize("reason", ["robot_fault", "agent_error", "camera_error", "timeout", "no_storage",
-                                    "system_error"])
+@pytest.mark.parametrize(
+    "reason", ["robot_fault", "agent_error", "camera_error", "timeout", "no_storage", "system_error"]
+)
 def test_every_abort_reason_is_typed(reason, tmp_path):
     world = ScriptedWorld({"sim-oracle": (100.0, 80.0)}, human_agents=("human",))
     rules, agent, settings = TrialRules(), "sim-oracle", NOW
     if reason == "robot_fault":
-        world.next_arm_reply = ArmReply("robot_failure", error=RobotErrorInfo(type="ArmFaultError", detail="C31", code=31))
+        world.next_arm_reply = ArmReply(
+            "robot_failure", error=RobotErrorInfo(type="ArmFaultError", detail="C31", code=31)
+        )
     elif reason == "agent_error":
         agent = "ghost"  # the agent port knows no such model: an agent failure, not a crash
         world.agent_names.append("ghost")
@@ -116,12 +120,14 @@ def test_every_abort_reason_is_typed(reason, tmp_path):
         world.next_arm_reply = ArmReply("refused", refusal=Refusal(code="bad_command", detail="not from this session"))
     st = world.station(rules=rules)
     if reason == "no_storage":
+
         async def go():  # the room goes while the trial waits for its reveal time
             task = asyncio.create_task(st.run_trial(agent, "pick up the ball", settings=settings))
             while not world.calls:
                 await asyncio.sleep(0.01)
             world.free_bytes_value = 999
             return await task
+
         res = asyncio.run(go()).result
     else:
         res = run(st, agent, settings=settings).result
@@ -135,7 +141,7 @@ def test_zero_motions_below_the_storage_floor_on_the_real_disk(tmp_path):
     st = world.station()
     st.ports.storage = DiskStorage(tmp_path / "act.sqlite", tmp_path / "recordings")
     free = shutil.disk_usage(tmp_path).free
-    above = TrialSettings(reveal=RevealRule(0.0, 0.0), min_free_bytes=free + 10 ** 12)  # more than the disk has
+    above = TrialSettings(reveal=RevealRule(0.0, 0.0), min_free_bytes=free + 10**12)  # more than the disk has
     assert "not enough room" in st.start_problem(above)
     with pytest.raises(StationBusy, match="not enough room"):
         run(st, settings=above)
@@ -235,8 +241,10 @@ def test_headless_skips_carry_their_round_and_aborts_are_no_stage_of_failure():
 
     world = ScriptedWorld(grasps=[False, True, True])
     st = world.station()
-    script = [{"instruction": "pick up the ball", "expected": {"action": "pick"}},
-              {"instruction": "put it in the bowl", "expected": {"action": "place"}}]
+    script = [
+        {"instruction": "pick up the ball", "expected": {"action": "pick"}},
+        {"instruction": "put it in the bowl", "expected": {"action": "place"}},
+    ]
 
     def progress(event):  # the camera gives no picture for the first attempt of round 2
         if event["event"] == "skipped":
@@ -248,6 +256,10 @@ def test_headless_skips_carry_their_round_and_aborts_are_no_stage_of_failure():
     assert [(s["line"], s["round"]) for s in out["skipped"]] == [(2, 1)]
     # (the scripted world gives the automatic check no judgement: completed motions stay unjudged)
     assert [(t["action"], t["outcome"]) for t in out["trials"]] == [
-        ("pick", None), ("pick", "aborted"), ("pick", None), ("place", None)]
+        ("pick", None),
+        ("pick", "aborted"),
+        ("pick", None),
+        ("place", None),
+    ]
     assert out["trials"][1]["failure_stage"] == "aborted"  # the trial's own record keeps it
     assert out["aborted"] == 1 and out["unjudged"] == 3 and out["failure_stages"] == {}

@@ -78,8 +78,16 @@ def test_target_beyond_reach_is_refused(frame3, cal):
     np.testing.assert_allclose(t.point_base_m, [0.439350, 0.168395, 0.171], atol=2e-6)
 
 
-@pytest.mark.parametrize("points, code", [(None, "no_point"), ([], "no_point"), ("abc", "invalid_point"),
-                                          ([[1.0, 2.0, 3.0]], "invalid_point"), ([["x", 2.0]], "invalid_point")])
+@pytest.mark.parametrize(
+    "points, code",
+    [
+        (None, "no_point"),
+        ([], "no_point"),
+        ("abc", "invalid_point"),
+        ([[1.0, 2.0, 3.0]], "invalid_point"),
+        ([["x", 2.0]], "invalid_point"),
+    ],
+)
 def test_no_point_or_a_malformed_first_point_is_refused(frame3, cal, points, code):
     t = compute_target(frame3, points, cal, Workspace())
     assert not t.valid and t.refusal.code == code and t.pixel is None

@@ -38,7 +38,8 @@ def pg_url(pg_server):
     import psycopg
 
     name = f"t{next(_db_counter)}"
-    with psycopg.connect(f"host={pg_server.sock} port={pg_server.port} user=pointlab dbname=pointlab",
-                         autocommit=True) as c:
+    with psycopg.connect(
+        f"host={pg_server.sock} port={pg_server.port} user=pointlab dbname=pointlab", autocommit=True
+    ) as c:
         c.execute(f"CREATE DATABASE {name}")
     return pg_server.url.replace("/pointlab?", f"/{name}?")

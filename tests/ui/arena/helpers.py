@@ -22,8 +22,20 @@ def start_models(tmp: Path):
         script.write_text(json.dumps({"match": "Point", "answer": ans}) + "\n")
         models[name] = ScriptedModel(script)
     url, stop = serve_in_thread(create_model_server(models))
-    agents = {n: build_agent(AgentConfig(name=n, kind="openai", base_url=url, model=n, point_format="xy_pixels",
-                                         image_encoding="png", max_retries=0)) for n in ANSWERS}
+    agents = {
+        n: build_agent(
+            AgentConfig(
+                name=n,
+                kind="openai",
+                base_url=url,
+                model=n,
+                point_format="xy_pixels",
+                image_encoding="png",
+                max_retries=0,
+            )
+        )
+        for n in ANSWERS
+    }
     return agents, stop
 
 

@@ -32,8 +32,13 @@ def models(tmp_path_factory):
 
 
 def make_client(models, tmp_path, uoc_tabletop, items=(), **settings):
-    app = create_arena_app(models, db_path=tmp_path / "arena.db", curated_dir=curated(uoc_tabletop, tmp_path),
-                           settings=ArenaSettings(seed=0, bootstrap_rounds=10, **settings), bench_items=items)
+    app = create_arena_app(
+        models,
+        db_path=tmp_path / "arena.db",
+        curated_dir=curated(uoc_tabletop, tmp_path),
+        settings=ArenaSettings(seed=0, bootstrap_rounds=10, **settings),
+        bench_items=items,
+    )
     return TestClient(app), app
 
 
@@ -91,14 +96,14 @@ def test_upload_checks(models, tmp_path, uoc_tabletop):
         cases = [
             (("a.gif", gif.getvalue(), "image/gif"), 415),
             (("a.png", b"not an image at all", "image/png"), 415),
-            (("a.png", _png(100, 100), "image/png"), 413),        # 30 kB of noise > 20 kB
-            (("a.png", _png(250, 10), "image/png"), 422),         # side 250 > 200
+            (("a.png", _png(100, 100), "image/png"), 413),  # 30 kB of noise > 20 kB
+            (("a.png", _png(250, 10), "image/png"), 422),  # side 250 > 200
             (("a.png", _png(40, 30), "image/png"), 200),
         ]
         for upload, status in cases:
             r = c.post("/api/battles", data={"instruction": "Point"}, files={"upload": upload})
             assert r.status_code == status, (upload[0], r.text)
-        assert c.post("/api/battles", data={"instruction": "Point"}).status_code == 400       # no image
+        assert c.post("/api/battles", data={"instruction": "Point"}).status_code == 400  # no image
         assert c.post("/api/battles", data={"instruction": "  ", "image_name": "000000-color.png"}).status_code == 400
         assert c.post("/api/battles", data={"instruction": "x", "image_name": "../arena.db"}).status_code == 404
         assert c.get("/api/images/..%2Farena.db").status_code == 404
@@ -143,10 +148,11 @@ def test_pair_sampling():
     # a beat b 30-10: BT puts a and b 400 log10(3) apart, symmetric about 1000 (c unseen: 1000), so
     # p_ab = 0.75 and p_ac = p_cb = 1 / (1 + 3 ** -0.5); raw weight p (1 - p) / sqrt(1 + games),
     # then 90 % of the normalised raw weight plus 10 % of the uniform 1/3
-    votes = [{"model_a": "a", "model_b": "b", "winner": "model_a"}] * 30 + \
-            [{"model_a": "a", "model_b": "b", "winner": "model_b"}] * 10
+    votes = [{"model_a": "a", "model_b": "b", "winner": "model_a"}] * 30 + [
+        {"model_a": "a", "model_b": "b", "winner": "model_b"}
+    ] * 10
     w = pair_weights(["a", "b", "c"], votes)
-    raw_ab, p_ac = 0.75 * 0.25 / 41 ** 0.5, 1 / (1 + 3 ** -0.5)
+    raw_ab, p_ac = 0.75 * 0.25 / 41**0.5, 1 / (1 + 3**-0.5)
     raw_ac = p_ac * (1 - p_ac)
     total = raw_ab + 2 * raw_ac
     assert w[("a", "b")] == pytest.approx(0.9 * raw_ab / total + 0.1 / 3, rel=1e-3)
@@ -162,13 +168,30 @@ def test_human_baseline_routes(models, tmp_path, uoc_tabletop):
     mask = np.zeros((480, 640), np.uint8)
     mask[300:440, 160:300] = 255
     Image.fromarray(mask).save(tmp_path / "m.png")
-    item = BenchItem("s1", uoc_tabletop / "000000-color.png", "Point to the leftmost bowl.", "steerable", 640, 480,
-                     tmp_path / "m.png", reference_points_px=[(100.0, 100.0)])
+    item = BenchItem(
+        "s1",
+        uoc_tabletop / "000000-color.png",
+        "Point to the leftmost bowl.",
+        "steerable",
+        640,
+        480,
+        tmp_path / "m.png",
+        reference_points_px=[(100.0, 100.0)],
+    )
     c, _ = make_client(models, tmp_path, uoc_tabletop, items=[item])
     with c:
         items = c.get("/api/human/items").json()["items"]
-        assert items == [{"id": "s1", "query": "Point to the leftmost bowl.", "category": "steerable", "width": 640,
-                          "height": 480, "points_expected": 1, "image_url": "/api/human/image?item=s1"}]
+        assert items == [
+            {
+                "id": "s1",
+                "query": "Point to the leftmost bowl.",
+                "category": "steerable",
+                "width": 640,
+                "height": 480,
+                "points_expected": 1,
+                "image_url": "/api/human/image?item=s1",
+            }
+        ]
         img = np.asarray(Image.open(io.BytesIO(c.get(items[0]["image_url"]).content)).convert("RGB"))
         assert tuple(img[100, 100]) == (255, 0, 0)  # the reference point is drawn for people too
         # no correctness feedback by default (a baseline must not learn from it)
@@ -184,25 +207,33 @@ def test_human_baseline_routes(models, tmp_path, uoc_tabletop):
         other.post("/api/human/answers", json={"item_id": "s1", "points": []})
         s = c.get("/api/human/summary").json()
         assert s["categories"]["steerable"] == {"n": 2, "success": 1, "accuracy": 0.5} and s["sessions"] == 2
-        assert s["fig3"]["steerable"] == {"mean": 0.5, "std": pytest.approx(2 ** -0.5), "runs": 2}
+        assert s["fig3"]["steerable"] == {"mean": 0.5, "std": pytest.approx(2**-0.5), "runs": 2}
         lines = [json.loads(x) for x in c.get("/api/human/pred.jsonl").text.splitlines()]
         assert [x["points"] for x in lines] == [[[230, 380]], []]
         mine = c.cookies.get("arena_session")
-        assert [x["points"] for x in map(json.loads, c.get(f"/api/human/pred.jsonl?session={mine}").text.splitlines())] \
-            == [[[230, 380]]]
+        assert [
+            x["points"] for x in map(json.loads, c.get(f"/api/human/pred.jsonl?session={mine}").text.splitlines())
+        ] == [[[230, 380]]]
 
 
 def test_human_feedback_option_and_session_exclusion(models, tmp_path, uoc_tabletop):
     mask = np.zeros((480, 640), np.uint8)
     mask[300:440, 160:300] = 255
     Image.fromarray(mask).save(tmp_path / "m.png")
-    item = BenchItem("s1", uoc_tabletop / "000000-color.png", "Point to the bowl.", "spatial", 640, 480, tmp_path / "m.png")
-    app = create_arena_app(models, db_path=tmp_path / "arena.db", settings=ArenaSettings(human_feedback=True),
-                           bench_items=[item], admin_token="admin-secret-1")
+    item = BenchItem(
+        "s1", uoc_tabletop / "000000-color.png", "Point to the bowl.", "spatial", 640, 480, tmp_path / "m.png"
+    )
+    app = create_arena_app(
+        models,
+        db_path=tmp_path / "arena.db",
+        settings=ArenaSettings(human_feedback=True),
+        bench_items=[item],
+        admin_token="admin-secret-1",
+    )
     trainee, other = TestClient(app), TestClient(app)
     with trainee:
         r = trainee.post("/api/human/answers", json={"item_id": "s1", "points": [[100, 100]]}).json()
-        assert r["success"] is False and r["reason"] == "miss"   # training sessions get feedback
+        assert r["success"] is False and r["reason"] == "miss"  # training sessions get feedback
         other.post("/api/human/answers", json={"item_id": "s1", "points": [[230, 380]]})
         assert trainee.get("/api/human/summary").json()["categories"]["spatial"]["n"] == 2
         assert trainee.get("/api/human/sessions").status_code == 401

@@ -18,8 +18,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture
 def arena_url(uoc_tabletop, tmp_path):
     agents, stop_models = start_models(tmp_path)
-    app = create_arena_app(agents, db_path=tmp_path / "arena.db", curated_dir=curated(uoc_tabletop, tmp_path),
-                           settings=ArenaSettings(seed=1, bootstrap_rounds=20))
+    app = create_arena_app(
+        agents,
+        db_path=tmp_path / "arena.db",
+        curated_dir=curated(uoc_tabletop, tmp_path),
+        settings=ArenaSettings(seed=1, bootstrap_rounds=20),
+    )
     url, stop = serve_in_thread(app)
     yield url.removesuffix("/v1"), app
     stop()
@@ -46,6 +50,7 @@ def test_two_battles_votes_leaderboard_and_no_name_before_vote(chromium, arena_u
             if r.status < 300 and not r.headers.get("content-type", "").startswith("image/"):
                 out.append(r.text() + json.dumps(r.headers))
         return out
+
     page.goto(base + "/")
     page.wait_for_selector("#gallery img")
 
@@ -106,10 +111,26 @@ def test_human_baseline_page_clicks_are_scored(chromium, uoc_tabletop, tmp_path)
     mask = np.zeros((480, 640), np.uint8)
     mask[310:436, 166:302] = 255  # box around the teal bowl of frame 000000
     Image.fromarray(mask).save(tmp_path / "bowl.png")
-    items = [BenchItem("bowl", uoc_tabletop / "000000-color.png", "Point to the leftmost bowl.", "spatial", 640, 480,
-                       tmp_path / "bowl.png"),
-             BenchItem("bowl2", uoc_tabletop / "000000-color.png", "Point to the leftmost bowl again.", "spatial", 640,
-                       480, tmp_path / "bowl.png")]
+    items = [
+        BenchItem(
+            "bowl",
+            uoc_tabletop / "000000-color.png",
+            "Point to the leftmost bowl.",
+            "spatial",
+            640,
+            480,
+            tmp_path / "bowl.png",
+        ),
+        BenchItem(
+            "bowl2",
+            uoc_tabletop / "000000-color.png",
+            "Point to the leftmost bowl again.",
+            "spatial",
+            640,
+            480,
+            tmp_path / "bowl.png",
+        ),
+    ]
     app = create_arena_app(agents, db_path=tmp_path / "arena.db", bench_items=items)
     url, stop = serve_in_thread(app)
     try:
@@ -124,19 +145,19 @@ def test_human_baseline_page_clicks_are_scored(chromium, uoc_tabletop, tmp_path)
             # image pixel (u, v) has its centre at CSS offset (u + 0.5) * s
             page.click("#human-canvas", position={"x": (u + 0.5) * s, "y": (v + 0.5) * s})
 
-        click(230, 380)              # inside the bowl box
+        click(230, 380)  # inside the bowl box
         page.click("#submit")
         # no correctness feedback: only "Saved."
         page.wait_for_function("document.getElementById('status').textContent === 'Saved.'")
         page.wait_for_function("document.getElementById('query').textContent.includes('again')")
         assert "Correct" not in page.inner_text("body")
-        page.click("#submit")        # nothing clicked: asks first, stores nothing
+        page.click("#submit")  # nothing clicked: asks first, stores nothing
         assert page.is_visible("#confirm")
         assert len(app.state.arena.store.human_clicks()) == 1
         page.click("#confirm-yes")
         page.wait_for_function("document.getElementById('query').textContent.startsWith('All items done')")
         assert app.state.arena.store.human_clicks()[1]["points"] == []
-        page.click("#back")          # redo the empty answer
+        page.click("#back")  # redo the empty answer
         page.wait_for_function("document.getElementById('query').textContent.includes('again')")
         click(600, 50)
         page.click("#submit")

@@ -27,8 +27,12 @@ def demo_arena(tmp_path):
     sim_url, stop_models = serve_arena_models(curated.sim_entries())
     agents = load_agents(DEFAULT_ARENA_AGENTS, sim_base_url=sim_url)
     assert tuple(agents) == AGENTS
-    app = create_arena_app(agents, db_path=tmp_path / "arena.db", curated=curated,
-                           settings=ArenaSettings(seed=3, bootstrap_rounds=20, few_votes=7))
+    app = create_arena_app(
+        agents,
+        db_path=tmp_path / "arena.db",
+        curated=curated,
+        settings=ArenaSettings(seed=3, bootstrap_rounds=20, few_votes=7),
+    )
     url, stop = serve_in_thread(app)
     yield url.removesuffix("/v1"), app
     stop()
@@ -52,15 +56,20 @@ def _truthful_vote(app, bid: str) -> str:
         u, v = ans["points_px"][0]
         r, c = int(np.floor(v + 0.5)), int(np.floor(u + 0.5))
         return 0 <= r < mask.shape[0] and 0 <= c < mask.shape[1] and bool(mask[r, c])
+
     a, b = hit(rec["answer_a"]), hit(rec["answer_b"])
     return {(True, False): "A", (False, True): "B", (True, True): "both_good", (False, False): "both_bad"}[(a, b)]
 
 
 def _votes_in_view(page) -> bool:
     vh = page.viewport_size["height"]
-    return all(b["y"] >= 0 and b["y"] + b["height"] <= vh
-               for b in (page.locator(f'#votes button[data-choice="{c}"]').bounding_box()
-                         for c in ("A", "B", "both_good", "both_bad")))
+    return all(
+        b["y"] >= 0 and b["y"] + b["height"] <= vh
+        for b in (
+            page.locator(f'#votes button[data-choice="{c}"]').bounding_box()
+            for c in ("A", "B", "both_good", "both_bad")
+        )
+    )
 
 
 def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
@@ -69,8 +78,14 @@ def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
     page = ctx.new_page()
     page.goto(base + "/")
     page.wait_for_selector("#gallery img >> nth=3")
-    instructions = ["Point to the red cube", "Point to the blue bowl", "Point to the orange can",
-                    "Point to the green cube", "Point to the yellow block", "Point to the purple cube"]
+    instructions = [
+        "Point to the red cube",
+        "Point to the blue bowl",
+        "Point to the orange can",
+        "Point to the green cube",
+        "Point to the yellow block",
+        "Point to the purple cube",
+    ]
     for k in range(12):
         page.click(f"#gallery img >> nth={k % 4}")
         page.fill("#instruction", instructions[k % 6])
@@ -110,8 +125,9 @@ def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
     assert page.locator("#matrix td").count() == 16
     page.screenshot(path=str(DOCS_IMG / "arena_leaderboard_1280.png"), full_page=True)
 
-    phone = chromium.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
-                                 has_touch=True)
+    phone = chromium.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
     p2 = phone.new_page()
     p2.goto(base + "/")
     p2.wait_for_selector("#gallery img >> nth=0")

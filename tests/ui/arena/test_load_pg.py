@@ -16,8 +16,21 @@ pytestmark = pytest.mark.slow
 
 def test_fifty_voters_four_workers_postgresql(pg_url):
     rep = measure_arena_perf(pg_url, workers=4, voters=50, duration_s=10.0, baseline_inserts=50)
-    print(json.dumps({k: rep[k] for k in ("votes_per_s", "battle_create_ms", "vote_ms", "baseline_bare_insert_ms",
-                                          "integrity", "errors")}))
+    print(
+        json.dumps(
+            {
+                k: rep[k]
+                for k in (
+                    "votes_per_s",
+                    "battle_create_ms",
+                    "vote_ms",
+                    "baseline_bare_insert_ms",
+                    "integrity",
+                    "errors",
+                )
+            }
+        )
+    )
     check = rep["integrity"]
     assert check["acknowledged"] >= 20, rep
     assert check["lost"] == 0 and check["unacknowledged"] == 0 and check["double_counted"] == 0

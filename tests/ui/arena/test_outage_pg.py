@@ -17,8 +17,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_voters_through_a_postgresql_outage_lose_nothing_and_see_no_500(own_pg):
-    rep = measure_arena_outage(own_pg.url, own_pg.pause, own_pg.resume, workers=2, voters=10, duration_s=16.0,
-                               outage_at_s=4.0, outage_s=5.0)
+    rep = measure_arena_outage(
+        own_pg.url, own_pg.pause, own_pg.resume, workers=2, voters=10, duration_s=16.0, outage_at_s=4.0, outage_s=5.0
+    )
     print(json.dumps(rep))
     assert rep["outage_s"] is not None and rep["outage_s"] >= 5.0
     assert rep["status"].get(503, 0) + rep["ws_1013"] > 0, "the outage was not seen by any voter"
@@ -32,8 +33,9 @@ def test_voters_through_a_postgresql_outage_lose_nothing_and_see_no_500(own_pg):
 
 
 @pytest.mark.browser
-def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(chromium, own_pg, uoc_tabletop,
-                                                                              tmp_path):
+def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(
+    chromium, own_pg, uoc_tabletop, tmp_path
+):
     """In Chromium: with PostgreSQL stopped, the page shows a readable message (not "HTTP 500") and
     sends the same vote again after Retry-After; once the server is back the vote is stored once and
     the names are revealed."""
@@ -44,8 +46,12 @@ def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(c
     from .helpers import NAME_A, NAME_B, curated, start_models
 
     agents, stop_models = start_models(tmp_path)
-    app = create_arena_app(agents, db_path=own_pg.url, curated_dir=curated(uoc_tabletop, tmp_path),
-                           settings=ArenaSettings(seed=1, bootstrap_rounds=20))
+    app = create_arena_app(
+        agents,
+        db_path=own_pg.url,
+        curated_dir=curated(uoc_tabletop, tmp_path),
+        settings=ArenaSettings(seed=1, bootstrap_rounds=20),
+    )
     url, stop = serve_in_thread(app)
     try:
         page = chromium.new_context().new_page()
@@ -58,8 +64,9 @@ def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(c
         resumed = False
         try:
             page.click('#votes button[data-choice="B"]')
-            page.wait_for_function("document.getElementById('status').textContent.includes('unreachable')",
-                                   timeout=20000)
+            page.wait_for_function(
+                "document.getElementById('status').textContent.includes('unreachable')", timeout=20000
+            )
             shown = page.inner_text("#status")
             assert "database is unreachable for the moment; sending your vote again in 3 s" in shown, shown
             assert page.inner_text("#name-A") == ""
@@ -69,8 +76,10 @@ def test_the_page_says_the_database_is_away_and_sends_the_vote_when_it_is_back(c
             if not resumed:
                 own_pg.resume()
         page.wait_for_function("document.getElementById('name-A').textContent.length > 0", timeout=30000)
-        assert {page.inner_text("#name-A").removeprefix("Model A was "),
-                page.inner_text("#name-B").removeprefix("Model B was ")} == {NAME_A, NAME_B}
+        assert {
+            page.inner_text("#name-A").removeprefix("Model A was "),
+            page.inner_text("#name-B").removeprefix("Model B was "),
+        } == {NAME_A, NAME_B}
         assert page.inner_text("#status") == "Vote recorded. Start another battle!"
     finally:
         stop()
@@ -115,10 +124,18 @@ def test_an_outage_longer_than_the_retry_window_leaves_the_battle_votable(own_pg
 
     gate = threading.Event()
     murl, stop_models = serve_in_thread(create_model_server({n: _GatedModel(gate) for n in ("m1", "m2")}))
-    agents = {n: build_agent(AgentConfig(name=n, kind="openai", base_url=murl, model=n, point_format="xy_pixels",
-                                         max_retries=0)) for n in ("m1", "m2")}
-    app = create_arena_app(agents, db_path=own_pg.url, curated_dir=curated(uoc_tabletop, tmp_path),
-                           settings=ArenaSettings(seed=1, store_retry_s=1.0))
+    agents = {
+        n: build_agent(
+            AgentConfig(name=n, kind="openai", base_url=murl, model=n, point_format="xy_pixels", max_retries=0)
+        )
+        for n in ("m1", "m2")
+    }
+    app = create_arena_app(
+        agents,
+        db_path=own_pg.url,
+        curated_dir=curated(uoc_tabletop, tmp_path),
+        settings=ArenaSettings(seed=1, store_retry_s=1.0),
+    )
     url, stop = serve_in_thread(app)
     base = url.removesuffix("/v1")
     store = app.state.arena.store
@@ -126,8 +143,10 @@ def test_an_outage_longer_than_the_retry_window_leaves_the_battle_votable(own_pg
     async def socket(cookie: str, bid: str) -> list:
         got = []
         try:
-            async with websockets.connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
-                                          additional_headers={"Cookie": f"arena_session={cookie}"}) as ws:
+            async with websockets.connect(
+                base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws",
+                additional_headers={"Cookie": f"arena_session={cookie}"},
+            ) as ws:
                 while (kind := json.loads(await asyncio.wait_for(ws.recv(), 30))["type"]) not in ("ready", "error"):
                     got.append(kind)
                 got.append(kind)

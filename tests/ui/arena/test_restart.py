@@ -28,8 +28,19 @@ def _port() -> int:
 
 
 def _spawn(tmp_path, port):
-    cmd = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()", "bench", "arena", "--db",
-           str(tmp_path / "arena.db"), "--port", str(port), "--demo-dir", str(tmp_path / "demo")]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from pointlab.bridge.cli import main; main()",
+        "bench",
+        "arena",
+        "--db",
+        str(tmp_path / "arena.db"),
+        "--port",
+        str(port),
+        "--demo-dir",
+        str(tmp_path / "demo"),
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
 
 
@@ -47,7 +58,9 @@ def _serving(base: str, proc, deadline_s: float = 60.0) -> float:
 
 
 def _vote(c: httpx.Client) -> str:
-    bid = c.post("/api/battles", data={"instruction": "Point to the red cube", "image_name": "tabletop_0.png"}).json()["battle_id"]
+    bid = c.post("/api/battles", data={"instruction": "Point to the red cube", "image_name": "tabletop_0.png"}).json()[
+        "battle_id"
+    ]
     deadline = time.monotonic() + 30
     while not c.get(f"/api/battles/{bid}").json()["ready"]:
         assert time.monotonic() < deadline
@@ -59,7 +72,7 @@ def _vote(c: httpx.Client) -> str:
 def test_restart_after_kill_9_serves_again_and_loses_nothing(tmp_path):
     port = _port()
     base = f"http://127.0.0.1:{port}"
-    proc = _spawn(tmp_path, port)          # first start renders the demo set
+    proc = _spawn(tmp_path, port)  # first start renders the demo set
     _serving(base, proc, 120.0)
     acked = []
     times = []

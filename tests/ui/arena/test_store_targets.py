@@ -14,9 +14,19 @@ from pointlab.ui.arena.curated import CuratedSet
 
 
 def _battle(store, sid, shown=True):
-    bid = store.create_battle(session_id=sid, image_sha256="0" * 64, image_path="x.png", image_source="curated",
-                              width=4, height=4, instruction="Point", model_a="m1", model_b="m2", sampler="uniform",
-                              client_addr="10.0.0.1")
+    bid = store.create_battle(
+        session_id=sid,
+        image_sha256="0" * 64,
+        image_path="x.png",
+        image_source="curated",
+        width=4,
+        height=4,
+        instruction="Point",
+        model_a="m1",
+        model_b="m2",
+        sampler="uniform",
+        client_addr="10.0.0.1",
+    )
     store.record_answer(bid, "A", {"points_px": []})
     store.record_answer(bid, "B", {"points_px": [[1, 1]]})
     if shown:
@@ -27,8 +37,12 @@ def _battle(store, sid, shown=True):
 def _rules(store: ArenaStore) -> None:
     sid, other = store.ensure_session(None, "10.0.0.1"), store.ensure_session(None)
     b1, b2 = _battle(store, sid), _battle(store, sid, shown=False)
-    for bid, who, choice, status in ((b1, other, "A", 403), (b2, sid, "A", 409), (b1, sid, "C", 400),
-                                     ("nope", sid, "A", 404)):
+    for bid, who, choice, status in (
+        (b1, other, "A", 403),
+        (b2, sid, "A", 409),
+        (b1, sid, "C", 400),
+        ("nope", sid, "A", 404),
+    ):
         with pytest.raises(ArenaError) as e:
             store.vote(bid, who, choice)
         assert e.value.status == status
@@ -50,11 +64,21 @@ def _answers_stored(store: ArenaStore) -> None:
     """What a worker that did not ask the models polls: which answers are stored."""
     sid = store.ensure_session(None)
     b1 = _battle(store, sid)
-    b3 = store.create_battle(session_id=sid, image_sha256="0" * 64, image_path="x.png", image_source="curated",
-                             width=4, height=4, instruction="Point", model_a="m1", model_b="m2", sampler="uniform",
-                             client_addr="10.0.0.2")
+    b3 = store.create_battle(
+        session_id=sid,
+        image_sha256="0" * 64,
+        image_path="x.png",
+        image_source="curated",
+        width=4,
+        height=4,
+        instruction="Point",
+        model_a="m1",
+        model_b="m2",
+        sampler="uniform",
+        client_addr="10.0.0.2",
+    )
     assert store.answers_stored(b3) == (False, False)
-    store.record_answer(b3, "B", {"points_px": []})   # an empty answer is an answer
+    store.record_answer(b3, "B", {"points_px": []})  # an empty answer is an answer
     assert store.answers_stored(b3) == (False, True) and store.answers_stored(b1) == (True, True)
     with pytest.raises(ArenaError) as e:
         store.answers_stored("nope")

@@ -21,9 +21,18 @@ CHOICES = ("A", "B", "both_good", "both_bad")
 def _shown_battles(store: ArenaStore, sid: str, n: int) -> list[str]:
     out = []
     for k in range(n):
-        bid = store.create_battle(session_id=sid, image_sha256="0" * 64, image_path="x.png", image_source="curated",
-                                  width=10, height=10, instruction=f"Point {k}", model_a="m1", model_b="m2",
-                                  sampler="uniform")
+        bid = store.create_battle(
+            session_id=sid,
+            image_sha256="0" * 64,
+            image_path="x.png",
+            image_source="curated",
+            width=10,
+            height=10,
+            instruction=f"Point {k}",
+            model_a="m1",
+            model_b="m2",
+            sampler="uniform",
+        )
         store.record_answer(bid, "A", {"points_px": [[1, 1]]})
         store.record_answer(bid, "B", {"points_px": [[2, 2]]})
         store.mark_shown(bid)
@@ -43,12 +52,14 @@ def _race(url: str, tmp_path) -> None:
 
         async def run() -> dict[str, list[tuple[int, str]]]:
             async with httpx.AsyncClient(base_url=base, cookies={"arena_session": sid}, timeout=30) as c:
+
                 async def one(bid: str, k: int) -> tuple[int, str]:
                     choice = CHOICES[k % 4]
                     r = await c.post(f"/api/battles/{bid}/vote", json={"choice": choice})
                     return r.status_code, choice
+
                 results = await asyncio.gather(*(one(b, k) for b in battles for k in range(10)))
-            return {b: results[i * 10:(i + 1) * 10] for i, b in enumerate(battles)}
+            return {b: results[i * 10 : (i + 1) * 10] for i, b in enumerate(battles)}
 
         by_battle = asyncio.run(run())
         winners = {"A": "model_a", "B": "model_b", "both_good": "both_good", "both_bad": "both_bad"}
@@ -58,7 +69,7 @@ def _race(url: str, tmp_path) -> None:
             assert sorted(s for s, _ in res) == [200] + [409] * 9
             assert store.battle(bid)["vote"] == winners[ok[0]]
         assert len(store.votes()) == 20
-        assert store.session(sid)["votes"] == 20          # counted once per battle, not per request
+        assert store.session(sid)["votes"] == 20  # counted once per battle, not per request
     finally:
         stop()
         stop_models()
