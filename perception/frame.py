@@ -38,7 +38,7 @@ class Intrinsics:
     fy: float
     ppx: float
     ppy: float
-    coeffs: tuple[float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0)
+    coeffs: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0)  # five, checked by __post_init__
 
     def __post_init__(self) -> None:
         if self.width <= 0 or self.height <= 0:

@@ -92,7 +92,7 @@ def detect_board(
     corners, ids, _, _ = cv2.aruco.CharucoDetector(board).detectBoard(gray)
     if corners is None or ids is None or len(ids) < min_corners:
         return None
-    obj, img = board.matchImagePoints(corners, ids)
+    obj, img = board.matchImagePoints(corners, ids)  # type: ignore[call-overload]  # cv2 stubs: an (N,1,2) array is an InputArrayOfArrays
     K, dist = intrinsics.K, np.array(intrinsics.coeffs)
     ok, rvec, tvec = cv2.solvePnP(obj, img, K, dist, flags=cv2.SOLVEPNP_ITERATIVE)
     if not ok:

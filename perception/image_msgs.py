@@ -98,6 +98,7 @@ def image_to_depth(msg) -> tuple[np.ndarray, float]:
         return decode_depth(msg), DEPTH_TOPIC_SCALE_M
     enc = msg.encoding.upper()
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    dt: np.dtype
     if enc in ("16UC1", "MONO16"):
         dt = np.dtype(">u2" if msg.is_bigendian else "<u2")
     elif enc == "32FC1":

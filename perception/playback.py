@@ -175,6 +175,8 @@ class Laps:
     def place(self, index: int, t_ns: int) -> tuple[int, int]:
         """The recording's ``(index, t_ns)`` of a frame -> its continuous ``(index, t_ns)``."""
         if self._new_lap:
+            # next_lap sets _new_lap only after a frame was placed: all three are set
+            assert self._latest_ns is not None and self._first_ns is not None and self._last_index is not None
             span = self._latest_ns - self._first_ns
             gap = span // (self._count - 1) if self._count > 1 and span > 0 else DEFAULT_LAP_GAP_NS
             self._index_shift = self._last_index + 1 - index

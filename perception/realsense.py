@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -57,6 +58,14 @@ def _device_depth_scale(rs, device) -> float:
             if sensor.supports(rs.option.depth_units):
                 return float(sensor.get_option(rs.option.depth_units))
     raise CameraSourceError("device reports no depth scale (no depth sensor with depth_units)")
+
+
+class _FrameSource(Protocol):
+    """Where frame sets come from: an ``rs.pipeline``, a ``_SensorSource`` or a ``_PlaybackPipeline``."""
+
+    def wait_for_frames(self, timeout_ms: int) -> Any: ...
+
+    def stop(self) -> None: ...
 
 
 class _SensorSource:
@@ -111,7 +120,7 @@ class RealSenseCamera(Camera):
         self.serial, self.width, self.height, self.fps = serial, width, height, fps
         self.timeout_ms = timeout_ms
         self._device = device
-        self._source = None
+        self._source: _FrameSource | None = None
 
     @classmethod
     def from_spec(cls, arg: str | None, **kwargs) -> "RealSenseCamera":
@@ -153,8 +162,10 @@ class RealSenseCamera(Camera):
         rs = _rs()
         deadline = time.monotonic() + self.timeout_ms / 1000
         while True:
+            source = self._source
+            assert source is not None  # connected (the base class reads only then)
             try:
-                frames = self._source.wait_for_frames(self.timeout_ms)
+                frames = source.wait_for_frames(self.timeout_ms)
             except RuntimeError as e:
                 raise CameraSourceError(f"no frames from {self.spec or 'realsense'}: {e}") from e
             # The first synced set may hold only one stream: wait for a set with both.
@@ -292,6 +303,7 @@ class BagCamera(RealSenseCamera):
         while True:
             if self._source is None:  # a lap's restart failed (raised then)
                 raise CameraSourceError(f"{self.path}: the playback did not start again")
+            assert self._laps is not None and self._clock is not None  # set by _connect
             try:
                 frames = self._wait_frameset()
             except EndOfRecording:
@@ -317,6 +329,7 @@ class BagCamera(RealSenseCamera):
 
     def _next_lap(self) -> None:
         """Start the played-out file again (stopping a played-out pipeline is the SDK's safe case)."""
+        assert self._source is not None and self._laps is not None  # connected: _read calls this
         self._source.stop()
         self._source = None
         self._source, _ = self._start_pipeline(_rs())

@@ -157,6 +157,7 @@ class ReplayCamera(Camera):
             if wait > 0:
                 time.sleep(wait)
         self._last_t = time.monotonic()
+        assert self._ids is not None  # _connect resolved them (the base class reads only when connected)
         fid = self._ids[self._pos % len(self._ids)]
         self._pos += 1
         if fid not in self._cache:  # PNG decoding costs ~10 ms a frame: decode each file once

@@ -38,7 +38,7 @@ import dataclasses
 import logging
 from collections import OrderedDict, deque
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .camera import Camera
 from .errors import CameraSourceError, EndOfRecording
@@ -53,6 +53,9 @@ from .image_msgs import (
 )
 from .playback import Laps, PlaybackClock, PlaybackOptions, split_playback_spec
 
+if TYPE_CHECKING:
+    from rosbags.highlevel import AnyReader
+
 __all__ = ["RosbagCamera", "bag_camera", "holds_topic"]
 
 log = logging.getLogger(__name__)
@@ -60,7 +63,7 @@ log = logging.getLogger(__name__)
 _KEEP_DEPTHS = 90  # depth frames kept for pairing: 3 s at 30 fps
 
 
-def _open_reader(path: Path):
+def _open_reader(path: Path) -> AnyReader:
     """An opened rosbags ``AnyReader`` on ``path``. Raises ``CameraSourceError``."""
     from rosbags.highlevel import AnyReader, AnyReaderError
     from rosbags.rosbag2 import ReaderError
@@ -129,7 +132,7 @@ class RosbagCamera(Camera):
         self.skipped = 0  # colour frames skipped: no aligned depth near them
         self.bad_messages = 0
         self.frames_served = 0
-        self._reader = None
+        self._reader: AnyReader | None = None
         self._frames: Iterator[tuple[RGBDFrame, int]] | None = None
         self._clock: PlaybackClock | None = None
         self._laps: Laps | None = None
@@ -138,13 +141,13 @@ class RosbagCamera(Camera):
     def _connect(self) -> None:
         if not self.path.exists():
             raise CameraSourceError(f"recording {self.path} not found")
-        self._reader = _open_reader(self.path)
-        have = {c.topic for c in self._reader.connections}
+        self._reader = reader = _open_reader(self.path)
+        have = {c.topic for c in reader.connections}
         if not self._topics_given:
             self.topics = _streams_in(have)
         missing = [self.topics[k] for k in ("color", "depth", "camera_info") if self.topics[k] not in have]
         if missing:
-            self._reader.close()
+            reader.close()
             self._reader = None
             raise CameraSourceError(f"{self.path} lacks {', '.join(missing)} (it has: {', '.join(sorted(have))})")
         # a reconnect plays from the start again, on a new schedule
@@ -153,6 +156,8 @@ class RosbagCamera(Camera):
         self._frames = self._play()
 
     def _read(self) -> RGBDFrame:
+        # set by _connect (the base class reads only when connected)
+        assert self._frames is not None and self._laps is not None and self._clock is not None
         try:
             frame, log_ns = next(self._frames)
         except StopIteration:
@@ -185,11 +190,13 @@ class RosbagCamera(Camera):
                 yield item
             if not self.playback.loop or served == 0:
                 return
+            assert self._laps is not None  # set by _connect before it started this generator
             self._laps.next_lap()
             log.info("%s: end of lap %d (%d frames); playing it again", self.path, self._laps.lap + 1, served)
 
     # -- pairing --------------------------------------------------------------------------------
     def _decode(self, conn, raw):
+        assert self._reader is not None  # the bag is open while _iterate runs
         try:
             return self._reader.deserialize(raw, conn.msgtype)
         except Exception as e:  # rosbags' SerdeError, struct.error... on a corrupt message
@@ -203,8 +210,9 @@ class RosbagCamera(Camera):
 
     def _iterate(self) -> Iterator[tuple[RGBDFrame, int]]:
         """One pass over the bag: ``(frame, colour log time ns)``, ``index`` from 0."""
-        t = self.topics
-        conns = [c for c in self._reader.connections if c.topic in (t["color"], t["depth"], t["camera_info"])]
+        t, reader, laps = self.topics, self._reader, self._laps
+        assert reader is not None and laps is not None  # set by _connect before it started _play
+        conns = [c for c in reader.connections if c.topic in (t["color"], t["depth"], t["camera_info"])]
         pending: deque = deque()  # (stamp_ns, log_ns, colour msg) waiting for their depth or intrinsics
         depths: OrderedDict[int, object] = OrderedDict()
         intr = None
@@ -224,7 +232,7 @@ class RosbagCamera(Camera):
                     index += 1
                     yield frame, log_ns
 
-        for conn, log_ns, raw in self._reader.messages(connections=conns):
+        for conn, log_ns, raw in reader.messages(connections=conns):
             msg = self._decode(conn, raw)
             if msg is None:
                 continue
@@ -243,7 +251,7 @@ class RosbagCamera(Camera):
                 pending.append((stamp, log_ns, msg))
             yield from drain(final=False)
         yield from drain(final=True)
-        if pending and self._laps.lap == 0:  # said once, not on every lap
+        if pending and laps.lap == 0:  # said once, not on every lap
             log.warning(
                 "%s: %d colour frames came before any camera_info on %s and were not played",
                 self.path,
@@ -286,7 +294,7 @@ def _db3(path: Path, **kwargs) -> Camera:
 
 
 # What a bag path holds, by suffix (rosbags' style: a dict, not an if-chain); a folder is a rosbag2 bag.
-_BY_SUFFIX = {".mcap": RosbagCamera, ".db3": _db3, ".bag": _librealsense}
+_BY_SUFFIX: dict[str, Callable[..., Camera]] = {".mcap": RosbagCamera, ".db3": _db3, ".bag": _librealsense}
 
 
 def bag_camera(arg: str | None, **kwargs) -> Camera:

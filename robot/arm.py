@@ -87,7 +87,8 @@ class TcpPose:
     def at(cls, point_m, rpy_deg=TOOL_DOWN_RPY_DEG) -> "TcpPose":
         """The pose at ``point_m`` (three numbers, metres, any sequence or array) with ``rpy_deg``."""
         p = np.asarray(point_m, dtype=np.float64).reshape(3)
-        return cls((float(p[0]), float(p[1]), float(p[2])), tuple(float(a) for a in rpy_deg))
+        rpy = tuple(float(a) for a in rpy_deg)
+        return cls((float(p[0]), float(p[1]), float(p[2])), rpy)  # type: ignore[arg-type]  # pydantic checks: three
 
     @property
     def xyz(self) -> np.ndarray:
@@ -360,6 +361,7 @@ class Arm:
         above = TcpPose.at(target + [0.0, 0.0, self.motion.approach_height_m])
         floor = self.workspace.table_z_m + self.workspace.min_table_clearance_m
         tool = self.driver.tool
+        steps: list[tuple[str, TcpPose | bool]]
         if action == "pick":
             down = TcpPose.at([target[0], target[1], max(target[2] - tool.grasp_depth_m, floor)])
             steps = [("tool", False), ("move", above), ("move", down), ("tool", True), ("move", above)]
@@ -368,8 +370,8 @@ class Arm:
             steps = [("move", above), ("move", down), ("tool", False), ("move", above)]
         else:
             raise ValueError(f"unknown action {action!r}: pick or place")
-        for kind, step in steps:
-            if kind == "move":
+        for _kind, step in steps:
+            if isinstance(step, TcpPose):  # a "move"
                 self.workspace.check(step.xyz, "waypoint")
         return steps
 

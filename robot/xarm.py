@@ -236,7 +236,7 @@ class XArmDriver(ArmDriver):
     def __init__(self, config: Lite6Config) -> None:
         self.config = config
         self.tool: Tool = TOOLS[config.tool]
-        self._api = None
+        self._api: _GuardedApi | None = None
         self._halting = False  # set by halt() (any thread), cleared by clear_halt() and the bring-up
 
     @classmethod
@@ -280,8 +280,7 @@ class XArmDriver(ArmDriver):
         cfg = self.config
         if self._api is not None:
             self.disconnect()
-        self._api = self._new_session()
-        api = self._api
+        self._api = api = self._new_session()
         log.info("connected to %s at %s:%d", api.version, cfg.ip, cfg.port)
 
     def _new_session(self) -> _GuardedApi:
@@ -312,7 +311,7 @@ class XArmDriver(ArmDriver):
         return _GuardedApi(api)
 
     def _bring_up(self) -> None:
-        api, cfg = self._api, self.config
+        api, cfg = self._require_api(), self.config
         # With an error present clean_warn answers code 1 (error flag); clean_error comes next.
         self._check("clean_warn", api.clean_warn(), allow=(1,))
         self._check("clean_error", api.clean_error())
@@ -324,7 +323,7 @@ class XArmDriver(ArmDriver):
 
     def _make_ready(self, after: str) -> None:
         """``set_state(0)``, the settle wait, and a read-back that the arm is ready."""
-        api = self._api
+        api = self._require_api()
         self._check("set_state", api.set_state(0))
         time.sleep(self.config.state_settle_s)
         # set_state hides "not ready" (the SDK maps it to 0): ask the controller what it is now.
@@ -349,7 +348,7 @@ class XArmDriver(ArmDriver):
                     log.exception("xarm disconnect failed")
 
     # -- errors --------------------------------------------------------------------------------
-    def _require_api(self):
+    def _require_api(self) -> _GuardedApi:
         if self._api is None:
             raise ArmNotConnectedError("xarm driver is not connected")
         return self._api
