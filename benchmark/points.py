@@ -151,6 +151,14 @@ class PointEntry(BaseModel):
         )
 
     @property
+    def pixel(self) -> tuple[float, float] | None:
+        """``(u_px, v_px)`` when ``usable``, else ``None``."""
+        u, v = self.u_px, self.v_px
+        return (
+            (u, v) if self.valid and u is not None and v is not None and math.isfinite(u) and math.isfinite(v) else None
+        )
+
+    @property
     def inside(self) -> bool:
         """Usable and inside the image area (no ``outside_image`` reason): what a mask can score."""
         return self.usable and self.reason is None
@@ -368,6 +376,18 @@ def _is_pair(v: Any) -> bool:
     return isinstance(v, list) and len(v) == 2 and all(_num(c) is not None for c in v)
 
 
+def _pair(a: Any, b: Any) -> tuple[float, float] | None:
+    """``(_num(a), _num(b))``, or ``None`` unless both are numbers (callers have checked or matched
+    them as numbers: the ``None`` is for the type, never taken)."""
+    x, y = _num(a), _num(b)
+    return None if x is None or y is None else (x, y)
+
+
+def _pairs(items: Any) -> list[tuple[float, float]]:
+    """``_pair`` of each two-item entry of ``items``, the non-numbers left out."""
+    return [p for a, b in items if (p := _pair(a, b)) is not None]
+
+
 def _pick_json_answer(
     values: list[Any], extract: Callable[[Any], list[tuple[float, float]]]
 ) -> list[tuple[float, float]]:
@@ -423,11 +443,9 @@ def _molmo2_raw(text: str) -> list[tuple[float, float]]:
         for group in _GROUP_SEP.split(m.group(1)):
             toks = group.split()
             if len(toks) >= 4 and (len(toks) - 1) % 3 == 0 and all(_num(t) is not None for t in toks):
-                for k in range(1, len(toks), 3):
-                    out.append((_num(toks[k + 1]), _num(toks[k + 2])))
+                out.extend(_pairs((toks[k + 1], toks[k + 2]) for k in range(1, len(toks), 3)))
             elif toks:
-                for t in _TRIPLET.finditer(" ".join(toks[1:])):
-                    out.append((_num(t.group(2)), _num(t.group(3))))
+                out.extend(_pairs((t.group(2), t.group(3)) for t in _TRIPLET.finditer(" ".join(toks[1:]))))
     return out
 
 
@@ -452,13 +470,15 @@ def _key_pairs(
     for o in _objects(v):
         p = o.get(point_key)
         if _is_pair(p):
-            out.append((_num(p[0]), _num(p[1])))  # type: ignore[arg-type]
+            out.extend(_pairs([p]))
         elif isinstance(p, list) and p and all(_is_pair(q) for q in p):
-            out.extend((_num(q[0]), _num(q[1])) for q in p)  # type: ignore[misc]
+            out.extend(_pairs(p))
         elif box_key is not None:
             b = o.get(box_key)
-            if isinstance(b, list) and len(b) == 4 and all(_num(c) is not None for c in b):
-                out.append(box_centre([_num(c) for c in b]))  # type: ignore[misc]
+            if isinstance(b, list) and len(b) == 4:
+                nums = [n for c in b if (n := _num(c)) is not None]
+                if len(nums) == 4:
+                    out.append(box_centre(nums))
     return out
 
 
@@ -487,9 +507,9 @@ def _qwen_raw(text: str) -> list[tuple[float, float]]:
 
 def _xy_extract(v: Any) -> list[tuple[float, float]]:
     if _is_pair(v):
-        return [(_num(v[0]), _num(v[1]))]  # type: ignore[list-item]
+        return _pairs([v])
     if isinstance(v, list) and v and all(_is_pair(q) for q in v):
-        return [(_num(q[0]), _num(q[1])) for q in v]  # type: ignore[misc]
+        return _pairs(v)
     pts = _key_pairs(v, "point", None, lambda b: (0.0, 0.0))
     if not pts:  # {"x": .., "y": ..} objects, a common GPT-style answer
         pts = [
@@ -517,10 +537,10 @@ def _tuples(text: str) -> list[tuple[float, float]]:
     """``(a, b)`` tuples: those inside the last ``[...]`` list holding tuples, else all in the text."""
     lists = [body for m in _BRACKET_LIST.finditer(text) if "(" in (body := m.group(1))]
     for body in reversed(lists):
-        found = [(_num(a), _num(b)) for a, b in _TUPLE.findall(body)]
+        found = _pairs(_TUPLE.findall(body))
         if found:
             return found
-    return [(_num(a), _num(b)) for a, b in _TUPLE.findall(text)]
+    return _pairs(_TUPLE.findall(text))
 
 
 def _tuple_raw(text: str) -> list[tuple[float, float]]:

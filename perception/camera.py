@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pkgutil
 from abc import ABC, abstractmethod
+from typing import Self
 
 from .errors import CameraNotConnectedError, CameraSourceError
 from .frame import RGBDFrame
@@ -41,7 +42,7 @@ class Camera(ABC):
     def is_connected(self) -> bool:
         return self._connected
 
-    def connect(self) -> "Camera":
+    def connect(self) -> Self:
         """Open the source. Raises ``CameraSourceError`` when it cannot be opened."""
         if not self._connected:
             self._connect()

@@ -27,12 +27,15 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
 from .trapezoid import trapezoid_duration_s, trapezoid_fraction
+
+if TYPE_CHECKING:
+    from .kinematics import Lite6Kinematics
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +164,7 @@ class _FlangeKinematics:
     """The backends' kinematic queries: flange FK/IK of ``self.kin`` (a ``Lite6Kinematics``) and the
     joint-limit test against ``self.joint_limits_rad``."""
 
-    kin: object
+    kin: Lite6Kinematics
     joint_limits_rad: np.ndarray
 
     def fk(self, joints_rad) -> np.ndarray:

@@ -112,7 +112,7 @@ DEFAULT_T_BASE_BOARD = _board_on_table(CharucoBoardSpec())
 # A wrist camera on a bracket 7 cm beside the tool axis and 12 cm above the TCP (towards the flange),
 # looking along the tool (down when the tool points down), image x along tool -y.
 DEFAULT_T_TCP_CAMERA = RigidTransform.from_rt(
-    Rotation.from_euler("z", 90, degrees=True).as_matrix(), [0.07, 0.0, -0.12]
+    Rotation.from_euler("z", 90, degrees=True).as_matrix(), np.array([0.07, 0.0, -0.12])
 )
 
 

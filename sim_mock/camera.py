@@ -82,7 +82,7 @@ class SimCamera(Camera):
         self.renders = 0
         self.render_s = 0.0
         self._view: CleanView | None = None
-        self._view_key = None
+        self._view_key: tuple[int, int] | None = None  # (capture version, id of the world)
         self._model: DepthModel | None = None
         self._index = 0
         self._t0 = 0.0
@@ -149,8 +149,10 @@ class SimCamera(Camera):
         view = self._clean_view(capture, want_depth)
         self.world.frames.record(stamp_ns, capture, view.color)
         if self.noise:
-            color = self._model.color(view)
-            depth_m = self._model.depth(view) if want_depth else None
+            model = self._model
+            assert model is not None  # made by _connect
+            color = model.color(view)
+            depth_m = model.depth(view) if want_depth else None
         else:
             color, depth_m = view.color, view.depth_m if want_depth else None
         depth = to_depth_units(depth_m, DEPTH_SCALE_M) if depth_m is not None else self._zeros

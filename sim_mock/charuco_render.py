@@ -49,6 +49,7 @@ def render_board(
     # a white border around the printed squares, as on a real print
     warped = cv2.warpPerspective(pic, H, size, flags=cv2.INTER_AREA, borderValue=0)
     mask = cv2.warpPerspective(np.full((pic_h, pic_w), 255, np.uint8), H, size, flags=cv2.INTER_NEAREST)
+    out: np.ndarray
     if background is None:
         out = np.full((intrinsics.height, intrinsics.width), 90, np.uint8)
     else:

@@ -166,7 +166,9 @@ class DepthModel:
 
     def depth(self, view: CleanView) -> np.ndarray:
         """The depth with noise and holes, ``(H, W)`` float32 metres (0 = hole)."""
-        rng, depth_m = self.rng, view.depth_m
+        rng, depth_m, edges1, edges3 = self.rng, view.depth_m, view.edges1, view.edges3
+        if depth_m is None or edges1 is None or edges3 is None:
+            raise ValueError("the view was built without a depth image")
         h, w = depth_m.shape
         k = int(rng.integers(0, len(self._depth_noise)))
         # a 2-D shift keeps the field's correlation (a flat one would put a seam in every row):
@@ -178,8 +180,8 @@ class DepthModel:
         noisy *= depth_m
         noisy *= unit
         noisy += depth_m
-        holes = view.edges1.copy()
-        outer = np.flatnonzero(view.edges3 & ~view.edges1)
+        holes = edges1.copy()
+        outer = np.flatnonzero(edges3 & ~edges1)
         holes.reshape(-1)[outer[rng.random(outer.size) < 0.5]] = True
         holes |= depth_m <= 0
         blocks = rng.random(view.dark.shape)

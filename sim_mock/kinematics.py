@@ -141,6 +141,7 @@ class Lite6Kinematics:
         # Keep only the wanted tool joint of the file so that ikpy follows one branch from link6.
         import xml.etree.ElementTree as ET
 
+        assert self._urdf_text is not None  # the caller reads the packaged file when none was given
         root = ET.fromstring(self._urdf_text)
         if tool is not None and tool not in _TOOL_JOINT:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(sorted(_TOOL_JOINT))}")

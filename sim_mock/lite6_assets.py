@@ -90,10 +90,13 @@ def read_xacro_inertials(src_dir: str | Path) -> dict[str, dict]:
             if any(float(c) != 0.0 for c in origin.get("rpy", "0 0 0").split()):
                 raise ValueError(f"{name}: link {lname}: rotated inertial frames are not supported")
             keys = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+            value, xyz, moments = mass.get("value"), origin.get("xyz"), [inertia.get(k) for k in keys]
+            if value is None or xyz is None or None in moments:
+                raise ValueError(f"{name}: link {lname} has an incomplete <inertial>")
             out[lname] = {
-                "mass_kg": float(mass.get("value")),
-                "com_m": [float(c) for c in origin.get("xyz").split()],
-                "inertia": [float(inertia.get(k)) for k in keys],
+                "mass_kg": float(value),
+                "com_m": [float(c) for c in xyz.split()],
+                "inertia": [float(m) for m in moments if m is not None],
             }
     return out
 
@@ -135,6 +138,7 @@ def build_lite6_assets(src_dir: str | Path, out_dir: str | Path | None = None) -
         (out / kind).mkdir(parents=True, exist_ok=True)
         for stem in LINK_MESHES:
             mesh = trimesh.load(src / kind / f"{stem}.stl", force="mesh")
+            assert isinstance(mesh, trimesh.Trimesh)  # what force="mesh" returns
             n_in = len(mesh.faces)
             if stem == "gripper_lite":
                 mesh = _strip_fingers(mesh)

@@ -68,6 +68,8 @@ class MjRenderer:
             libgl1-mesa-dri``).
     """
 
+    _lut: np.ndarray | None = None  # segid -> geom id, built by _segid_lut
+
     def __init__(self, model, camera: str, width: int, height: int) -> None:
         ensure_gl_backend()
         self.model, self.width, self.height = model, int(width), int(height)
@@ -178,7 +180,7 @@ class MjRenderer:
         import mujoco
 
         n = self._scene.ngeom
-        if getattr(self, "_lut", None) is None or len(self._lut) != n + 2:
+        if self._lut is None or len(self._lut) != n + 2:
             lut = np.full(n + 2, -1, np.int32)
             geoms = self._scene.geoms
             for i in range(n):

@@ -117,7 +117,7 @@ class SceneOracle:
             return None
         spec = self.world.scene.spec(name)
         held = labels.capture.held
-        if held is not None and self.world.scene.place_target(instruction or "", held)[0] == "near":
+        if held is not None and (to := self.world.scene.place_target(instruction or "", held)) and to[0] == "near":
             return self._beside(labels, name, held)
         if spec.shape == "mug" and "handle" in (instruction or "").lower():
             mask = self._part_mask(labels, name, "handle")

@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .oracle import SceneOracle
 
 __all__ = ["SimWorldPlugin", "serve_dataset_models", "serve_scene_models", "serve_arena_models", "write_arena_demo"]
 
@@ -62,7 +65,7 @@ class SimWorldPlugin:
         from .world import SimWorld
 
         self.sim = SimWorld()
-        self._oracle = None
+        self._oracle: SceneOracle | None = None
 
     @staticmethod
     def demo_script() -> list[dict]:
@@ -111,6 +114,8 @@ class SimWorldPlugin:
         elif expected.get("action") == "place" and (expected.get("container") or expected.get("on")):
             name = expected.get("container") or expected["on"]
         else:
+            return None
+        if not isinstance(name, str):  # {"action": "pick"} with no object (was AttributeError on None)
             return None
         if self._oracle is None:
             self._oracle = SceneOracle(self.sim)

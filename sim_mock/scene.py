@@ -157,8 +157,8 @@ class ObjectSpec:
 
     def at(self, position_m, yaw_deg: float | None = None) -> "ObjectSpec":
         """A copy moved to ``position_m`` (bottom centre, metres)."""
-        p = tuple(float(c) for c in np.asarray(position_m, dtype=np.float64).reshape(3))
-        return replace(self, position_m=p, yaw_deg=self.yaw_deg if yaw_deg is None else float(yaw_deg))
+        x, y, z = (float(c) for c in np.asarray(position_m, dtype=np.float64).reshape(3))
+        return replace(self, position_m=(x, y, z), yaw_deg=self.yaw_deg if yaw_deg is None else float(yaw_deg))
 
     def local_xy(self, xy_m) -> np.ndarray:
         """Base-frame horizontal points ``(..., 2)`` -> the object's own frame (yawed), metres."""
@@ -326,10 +326,13 @@ def load_scene(path: str | Path) -> Scene:
     if not objects:
         raise ValueError(f"{path}: a scene needs at least one [[objects]] entry")
     try:
+        rgb = [int(c) for c in doc.get("table_color_rgb", TABLE_COLOR_RGB)]
+        if len(rgb) != 3:  # (a list of another length reached the MJCF's rgba)
+            raise ValueError(f"table_color_rgb must be three integers, got {rgb}")
         return Scene(
             tuple(objects),
             table_z_m=float(doc.get("table_z_m", 0.0)),
-            table_color_rgb=tuple(int(c) for c in doc.get("table_color_rgb", TABLE_COLOR_RGB)),
+            table_color_rgb=(rgb[0], rgb[1], rgb[2]),
             name=str(doc.get("name", path.stem)),
         )
     except (TypeError, ValueError) as e:

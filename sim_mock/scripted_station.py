@@ -132,7 +132,10 @@ class ScriptedWorld:
         return (buf.tobytes(), index) if ok else None
 
     def _frame(self) -> TrialFrame:
-        jpeg, index = self.latest_jpeg()
+        got = self.latest_jpeg()
+        if got is None:
+            raise RuntimeError("cv2.imencode failed on the scripted frame")
+        jpeg, index = got
         return TrialFrame(index=index, stamp_ns=time.time_ns(), jpeg=jpeg, size=(self.width, self.height))
 
     async def frame_after(self, timeout_s: float) -> TrialFrame | None:
@@ -158,7 +161,7 @@ class ScriptedWorld:
         return AgentReply(
             raw_answer=raw,
             points=entries,
-            points_px=tuple((e.u_px, e.v_px) for e in entries if e.usable),
+            points_px=tuple(px for e in entries if (px := e.pixel) is not None),
             frame=frame,
             answered_ns=time.time_ns(),
         )
@@ -171,7 +174,7 @@ class ScriptedWorld:
                 "instruction": instruction,
                 "width": self.width,
                 "height": self.height,
-                "jpeg_b64": base64.b64encode(frame.jpeg).decode(),
+                "jpeg_b64": base64.b64encode(frame.jpeg or b"").decode(),  # (_frame's has one)
             }
             self._futures[request_id] = (asyncio.get_running_loop(), fut)
         try:
@@ -186,7 +189,7 @@ class ScriptedWorld:
         return AgentReply(
             raw_answer=f"[{clicked[0]}, {clicked[1]}]",
             points=entries,
-            points_px=tuple((e.u_px, e.v_px) for e in entries),
+            points_px=tuple((u, v) for e in entries if (u := e.u_px) is not None and (v := e.v_px) is not None),
             frame=frame,
             answered_ns=time.time_ns(),
         )
@@ -205,8 +208,13 @@ class ScriptedWorld:
         if entry is None or entry[1].done():
             return False
         loop, fut = entry
+
         # called from a worker thread (a sync FastAPI route): hand the result to the trial's loop
-        loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(value))
+        def settle() -> None:
+            if not fut.done():
+                fut.set_result(value)
+
+        loop.call_soon_threadsafe(settle)
         return True
 
     def answer(self, request_id: str, u: float, v: float) -> bool:

@@ -9,6 +9,7 @@ intrinsics, the files and the pixel count of each mask.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -38,7 +39,7 @@ def write_snapshot(out_dir: str | Path, world: SimWorld | None = None, *, noise:
         with SimCamera(world=world, fps=0, seed=seed, noise=noise) as cam:
             frame = cam.read()
         masks = world.masks(frame)
-        files = {"color": "color.png", "depth": "depth.png", "robot": "robot.png", "masks": {}}
+        files: dict[str, Any] = {"color": "color.png", "depth": "depth.png", "robot": "robot.png", "masks": {}}
         _write(out / "color.png", frame.color[:, :, ::-1])
         _write(out / "depth.png", frame.depth)
         counts = {}

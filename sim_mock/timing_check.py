@@ -23,6 +23,7 @@ import math
 import random
 import threading
 import time
+from typing import Any
 
 __all__ = ["run_timing_check", "HumanScript"]
 
@@ -65,7 +66,9 @@ class HumanScript:
                 delay = self.median_s * math.exp(self.sigma * self._rng.gauss(0.0, 1.0))
                 self.delays_s.append(delay)
                 jpeg = base64.b64decode(req["jpeg_b64"])
-                rgb = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
+                bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+                assert bgr is not None  # the station's own JPEG
+                rgb = bgr[:, :, ::-1]
                 pts = self.oracle.points(req["instruction"], rgb)
                 if self._stop.wait(delay):
                     return
@@ -153,7 +156,7 @@ def run_timing_check(
             else {}
         )
 
-    out = {
+    out: dict[str, Any] = {
         "agents": {
             a: {
                 "n": len(times[a]),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from pointlab.bridge.trials.placement import NEXT_TO_GAP_M, ObjectBox, check_placement
+from pointlab.bridge.trials.placement import NEXT_TO_GAP_M, ObjectBox, Relation, check_placement
 from pointlab.perception.extrinsics import Calibration, RigidTransform, optical_pose
 from pointlab.perception.frame import Intrinsics
 from pointlab.robot.arm import TOOL_DOWN_RPY_DEG, TOOLS
@@ -63,7 +63,7 @@ FAULT_KINDS = ("next_move", "next_tool", "connect", "disconnect_next_move", "no_
 
 
 # The relation each place expectation asks for (bridge.trials.placement.RELATIONS).
-_WANTED = {"container": "in", "on": "on", "near": "next_to"}
+_WANTED: dict[str, Relation] = {"container": "in", "on": "on", "near": "next_to"}
 
 
 def look_at(eye_m, target_m, up=(0.0, 0.0, 1.0)) -> RigidTransform:

@@ -183,7 +183,7 @@ class XArmControllerEmulator:
 
     @vacuum_contact.setter
     def vacuum_contact(self, value: bool) -> None:
-        self.backend.vacuum_contact = bool(value)
+        self.backend.vacuum_contact = bool(value)  # type: ignore[attr-defined]  # a kinematic backend's flag (tests set it)
 
     @property
     def moving(self) -> bool:

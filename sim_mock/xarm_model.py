@@ -133,7 +133,7 @@ class _Command:
     kind: str
     params: dict
     entry: dict
-    target: object = None  # resolved at the first start: (tcp_T) or joints, kept across a pause
+    target: np.ndarray | None = None  # resolved at the first start: (tcp_T) or joints, kept across a pause
     remaining_s: float | None = None  # a sleep's time left (kept across a pause)
     until: float = 0.0
 
@@ -584,7 +584,7 @@ class Lite6ControllerModel:
         return "ok", 0, b""
 
     def _tool_command(self) -> bool | None:
-        to = tuple(self.tool_outputs)
+        to = (self.tool_outputs[0], self.tool_outputs[1])
         if self.tool == "lite_gripper":  # TO0=1, TO1=0 open; TO0=0, TO1=1 close; both 0 stop
             return {(1, 0): False, (0, 1): True}.get(to)
         return to == (1, 0)  # vacuum: TO0=1, TO1=0 on; TO0=0, TO1=1 off

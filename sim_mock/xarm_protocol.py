@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "Request",
@@ -230,7 +231,7 @@ def _decode_move_line_tool(p: bytes) -> dict:
 
 def _decode_get_ik(p: bytes) -> dict:
     # 6 floats; firmware >= 2.7.103 may add a "limited" byte and 7 reference joint angles (rad)
-    out = dict(zip(POSE_KEYS, _floats(p, 6)))
+    out: dict[str, Any] = dict(zip(POSE_KEYS, _floats(p, 6)))
     if len(p) > 24:
         out["limited"] = p[24]
     if len(p) >= 25 + 28:

@@ -86,11 +86,11 @@ def first_point(entries: Sequence[PointEntry]) -> tuple[tuple[float, float] | No
     if not entries:
         return None, Refusal(code="no_point", detail="the agent gave no parseable point")
     first = entries[0]
-    if not first.usable:
+    if first.pixel is None:  # not usable
         return None, Refusal(
             code="invalid_point", detail=f"the first point is invalid: {first.reason or 'not a number'}"
         )
-    return (first.u_px, first.v_px), None
+    return first.pixel, None
 
 
 def compute_target(
@@ -106,11 +106,12 @@ def compute_target(
     if isinstance(points, np.ndarray) or not all(isinstance(p, PointEntry) for p in points or []):
         points = entries_from_points(points)
     pixel, refusal = first_point(points)
-    if refusal is not None:
+    if pixel is None:  # then refusal says why
         return Target(valid=False, refusal=refusal)
     u, v = pixel
     d = deproject_pixel(frame, u, v, rule)
-    if not d.valid:
+    if not d.valid or d.point_m is None:
+        assert d.refusal is not None  # a refused deprojection names why (a valid one has its point)
         return Target.refused(d.refusal, d.detail, pixel=(u, v))
     p_base = calibration.camera_to_base(d.point_m)
     common = dict(pixel=(u, v), point_camera_m=_vec(d.point_m), point_base_m=_vec(p_base), depth_m=d.depth_m)

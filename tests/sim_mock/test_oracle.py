@@ -195,5 +195,8 @@ def test_intended_mask_of_a_place_on_is_the_support_and_of_a_place_near_none():
         on = plugin.intended_mask({"action": "place", "object": "red cube", "on": "green block"})
         assert np.array_equal(on, green)  # where to point for "on": the support itself
         assert plugin.intended_mask({"action": "place", "object": "red cube", "near": "green cube"}) is None
+        # an expectation that names no object has no intended mask (it raised AttributeError)
+        assert plugin.intended_mask({"action": "pick"}) is None
+        assert plugin.intended_mask({"action": "pick", "object": 3}) is None
     finally:
         plugin.sim.close()

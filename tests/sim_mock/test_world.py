@@ -51,6 +51,11 @@ def test_scene_file_round_trip_and_errors(tmp_path):
             "colour",
         ),
         ('name = "empty"\n', "at least one"),
+        (
+            'table_color_rgb = [200, 200]\n[[objects]]\nname = "x"\nshape = "box"\nsize_m = [1, 1, 1]\n'
+            "color_rgb = [1, 2, 3]\nposition_m = [0, 0, 0]\n",
+            "table_color_rgb must be three integers",
+        ),
         ("[[objects\n", "TOML"),
     ):
         bad = tmp_path / "bad.toml"
