@@ -31,10 +31,17 @@ class CliAssemblyError(BridgeError, RuntimeError):
     """Two packages register the same command name, or a sub-app is not a ``SubApp``."""
 
 
+def _command_name(cmd: typer.models.CommandInfo) -> str:
+    if cmd.name:
+        return cmd.name
+    assert cmd.callback is not None  # @app.command() registers its function
+    return cmd.callback.__name__
+
+
 def _merge(target: typer.Typer, part: typer.Typer, where: str) -> None:
-    taken = {c.name or c.callback.__name__ for c in target.registered_commands}
+    taken = {_command_name(c) for c in target.registered_commands}
     for cmd in part.registered_commands:
-        name = cmd.name or cmd.callback.__name__
+        name = _command_name(cmd)
         if name in taken:
             raise CliAssemblyError(f"command {where} {name!r} is registered twice")
         target.registered_commands.append(cmd)
@@ -115,7 +122,8 @@ def run(args: list[str], *, debug: bool = False) -> int:
             if e.format_message():  # printed the help (older versions put it here)
                 print(e.format_message(), file=sys.stderr)
             return 2
-        where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "pointlab"
+        ctx = getattr(e, "ctx", None)  # a UsageError's
+        where = ctx.command_path if ctx is not None else "pointlab"
         message = " ".join(e.format_message().split())
         print(f"{where}: error: {message} (see {where} --help)", file=sys.stderr)
         return int(getattr(e, "exit_code", 2))

@@ -109,14 +109,16 @@ def measure_loop(
     if trials < 1 or block < 1:
         raise ValueError("trials and block must be >= 1")
     script = demo_script("sim", "sim")
-    tmp = None if recordings_dir is not None else tempfile.TemporaryDirectory(prefix="pointlab-perf-rec-")
-    rec_config = (recording_config or RecordingConfig()).model_copy(
-        update={"dir": Path(recordings_dir if recordings_dir is not None else tmp.name)}
-    )
+    tmp = None
+    if recordings_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="pointlab-perf-rec-")
+        recordings_dir = tmp.name
+    rec_config = (recording_config or RecordingConfig()).model_copy(update={"dir": Path(recordings_dir)})
     session = start_session(SessionConfig(time_scale=time_scale))
     try:
         station, world = session.station, session.world
-        stop, seen = threading.Event(), []
+        stop = threading.Event()
+        seen: list[tuple[float, int]] = []  # (monotonic s, frame index) of the live view's new frames
         poller = threading.Thread(target=_poll_live_view, args=(station.ports.camera, stop, poll_hz, seen), daemon=True)
         frames0, t0 = session.camera_node.frames_published, time.monotonic()
         poller.start()
@@ -230,7 +232,9 @@ def measure_loop(
             "images": rec_config.images,
             "cpu_cores_without": cores[False],
             "cpu_cores_with": cores[True],
-            "cpu_cores_added": None if None in cores.values() else round(cores[True] - cores[False], 3),
+            "cpu_cores_added": None
+            if (with_cores := cores[True]) is None or (without_cores := cores[False]) is None
+            else round(with_cores - without_cores, 3),
             **_recording_costs([r for r in recs if r is not None], ends),
         }
     return out

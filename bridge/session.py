@@ -259,6 +259,7 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     session._closers.append(lock.release)  # released last
     try:
         if sim_robot:
+            assert world is not None  # sim_robot says the world drives the arm
             # the gripper's settle wait is simulated time too
             motion = replace(MotionConfig(), grip_settle_s=MotionConfig().grip_settle_s * config.time_scale)
             arm = Arm(world.arm_driver(config.robot, time_scale=config.time_scale), config.workspace, motion)

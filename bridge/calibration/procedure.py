@@ -353,6 +353,12 @@ class PoseCapture:
     reprojection_px: float | None = None
     skipped: str | None = None
 
+    def detected(self) -> tuple[TcpPose, RigidTransform] | None:
+        """``(tcp, T_camera_board)`` of a pose the run uses, ``None`` for a skipped one."""
+        if self.skipped is not None or self.tcp is None or self.T_camera_board is None:
+            return None
+        return self.tcp, self.T_camera_board
+
     def to_dict(self) -> dict:
         d = {
             "index": self.index,
@@ -427,21 +433,21 @@ def solve_captures(captures: list[PoseCapture], options: CalibrateOptions) -> tu
         CalibrationFailedError: fewer than ``min_poses`` detected poses, rotations that do not span two
             axes (a few degrees at least), or a mean residual over ``max_residual_mm``.
     """
-    used = [c for c in captures if c.skipped is None]
+    used = [d for c in captures if (d := c.detected()) is not None]
     if len(used) < options.min_poses:
         skipped = [f"{c.index}: {c.skipped}" for c in captures if c.skipped]
         raise CalibrationFailedError(
             f"board detected in {len(used)} of {len(captures)} poses, need at least {options.min_poses}; "
             f"skipped: {'; '.join(skipped) or 'none'}. Check the board is in view and lit, and the --board size"
         )
-    s1, s2 = _rotation_spread_deg([c.tcp for c in used])
+    s1, s2 = _rotation_spread_deg([tcp for tcp, _ in used])
     if s2 < 2.0:
         raise CalibrationFailedError(
             f"the detected poses rotate about one axis only (spread {s1:.1f} / {s2:.1f} deg); "
             "hand-eye needs rotations about at least two non-parallel axes (tilt and yaw the tool)"
         )
-    tcps = [tcp_transform(c.tcp) for c in used]
-    boards = [c.T_camera_board for c in used]
+    tcps = [tcp_transform(tcp) for tcp, _ in used]
+    boards = [T_camera_board for _, T_camera_board in used]
     try:
         result = solve_hand_eye(tcps, boards, options.setup, options.method)
     except (ValueError, cv2.error) as e:
@@ -476,13 +482,14 @@ def verify_calibration(
     X = result.transform
     per_pose, all_err = [], []
     for c in captures:
-        if c.skipped is not None:
+        if (d := c.detected()) is None:
             continue
-        T_tcp = tcp_transform(c.tcp)
+        tcp, T_camera_board = d
+        T_tcp = tcp_transform(tcp)
         if result.setup == "eye_to_hand":
-            via_camera, via_arm = X @ c.T_camera_board, T_tcp @ T_fixed_board
+            via_camera, via_arm = X @ T_camera_board, T_tcp @ T_fixed_board
         else:
-            via_camera, via_arm = T_tcp @ X @ c.T_camera_board, T_fixed_board
+            via_camera, via_arm = T_tcp @ X @ T_camera_board, T_fixed_board
         err = np.linalg.norm(via_camera.apply(corners) - via_arm.apply(corners), axis=1) * 1000.0
         per_pose.append(
             {"index": c.index, "mean_mm": round(float(err.mean()), 3), "max_mm": round(float(err.max()), 3)}
@@ -603,7 +610,7 @@ def run_calibration(
         raise CalibrationInputError("verification needs verification poses")
     check_poses(poses, arm.workspace)
     if options.verify:
-        check_poses(verify_poses, arm.workspace, "verification pose")
+        check_poses(verify_poses or [], arm.workspace, "verification pose")
     captures = capture_poses(arm, camera, poses, options)
     result, T_fixed_board = solve_captures(captures, options)
     run = CalibrationRun(result, T_fixed_board, captures, _calibration_of(result, captures, None))
@@ -611,7 +618,7 @@ def run_calibration(
         save_calibration(run.calibration, out_path)
         run.out_path = str(out_path)
     if options.verify:
-        vcaps = capture_poses(arm, camera, verify_poses, options)
+        vcaps = capture_poses(arm, camera, verify_poses or [], options)
         run.verify = verify_calibration(vcaps, result, T_fixed_board, options.board)
         run.calibration = _calibration_of(result, captures, run.verify)
         if out_path is not None:
@@ -658,7 +665,7 @@ def calibrate(
     )
     check_poses(poses, workspace)  # refuse before connecting anything
     if options.verify:
-        check_poses(verify_poses, workspace, "verification pose")
+        check_poses(verify_poses or [], workspace, "verification pose")
     with arm, camera:
         try:
             return run_calibration(arm, camera, poses, options, out_path, verify_poses)

@@ -14,13 +14,16 @@ from __future__ import annotations
 import logging
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from pointlab.benchmark.clikit import fail, print_json, require_writable_file
 
 from pointlab.bridge.commands import sub
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 act_app = sub.group("act")
 
@@ -44,7 +47,7 @@ DEPTH_FPS_HELP = (
 )
 
 
-def _option_of(error: dict, renames: dict[str, str] | None = None) -> str:
+def _option_of(error: ErrorDetails, renames: dict[str, str] | None = None) -> str:
     """The command-line option a pydantic error is about (``--time-scale`` for ``time_scale``;
     ``renames`` where the field is not the option's name), or ``"session"`` for a model-level one."""
     field = str(error["loc"][0]) if error["loc"] else ""
@@ -226,23 +229,23 @@ def node_cmd(
 
     try:
         if which is NodeKind.camera:
-            from pointlab.bridge.ros.camera_node import main
+            from pointlab.bridge.ros.camera_node import main as camera_main
 
-            main(camera, fps)
+            camera_main(camera, fps)
         elif which is NodeKind.pointing:
-            from pointlab.bridge.ros.pointing_node import main
+            from pointlab.bridge.ros.pointing_node import main as pointing_main
 
-            main(str(agents) if agents else None)
+            pointing_main(str(agents) if agents else None)
         elif which is NodeKind.targeting:
             if calibration is None:
                 fail("the targeting node needs --calibration FILE", 2)
-            from pointlab.bridge.ros.targeting_node import main
+            from pointlab.bridge.ros.targeting_node import main as targeting_main
 
-            main(str(calibration))
+            targeting_main(str(calibration))
         else:
-            from pointlab.bridge.ros.arm_node import main
+            from pointlab.bridge.ros.arm_node import main as arm_main
 
-            main(robot)
+            arm_main(robot)
     except (AgentsConfigError, PerceptionError, ValueError) as e:
         fail(str(e), 2)
     except RobotError as e:

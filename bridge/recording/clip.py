@@ -18,12 +18,16 @@ from __future__ import annotations
 import logging
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.stream import VideoStream
 
 __all__ = ["ClipSettings", "ClipWriter", "ClipError", "draw_points", "FIRST_POINT_RGB", "OTHER_POINT_RGB"]
 
@@ -113,8 +117,8 @@ class ClipWriter:
         self.settings = settings
         self.frames = 0
         self.size: tuple[int, int] | None = None  # (width, height) of the clip
-        self._container = None
-        self._stream = None
+        self._container: OutputContainer | None = None
+        self._stream: VideoStream | None = None
         self._t0_ns: int | None = None
         self._last_pts = -1
 
@@ -125,8 +129,8 @@ class ClipWriter:
         scale = min(1.0, s.max_width / width)
         w, h = int(width * scale) // 2 * 2, int(height * scale) // 2 * 2
         try:
-            self._container = av.open(str(self.path), "w", format="mp4", options={"movflags": "+faststart"})
-            st = self._container.add_stream("libx264", rate=Fraction(s.fps).limit_denominator(1000))
+            self._container = container = av.open(str(self.path), "w", format="mp4", options={"movflags": "+faststart"})
+            st = container.add_stream("libx264", rate=Fraction(s.fps).limit_denominator(1000))
             st.width, st.height, st.pix_fmt = w, h, "yuv420p"
             st.codec_context.time_base = Fraction(1, 1000)
             st.options = {
@@ -154,17 +158,19 @@ class ClipWriter:
         if self._container is None:
             self._open(rgb.shape[1], rgb.shape[0])
             self._t0_ns = stamp_ns
-        pts = (stamp_ns - self._t0_ns) // 1_000_000
+        container, stream, size, t0_ns = self._container, self._stream, self.size, self._t0_ns
+        assert container is not None and stream is not None and size is not None and t0_ns is not None  # _open's
+        pts = (stamp_ns - t0_ns) // 1_000_000
         if pts <= self._last_pts:
             return False
-        w, h = self.size
+        w, h = size
         if rgb.shape[1] != w or rgb.shape[0] != h:
             rgb = cv2.resize(rgb, (w, h), interpolation=cv2.INTER_AREA)
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
         frame.pts, frame.time_base = pts, Fraction(1, 1000)
         try:
-            for packet in self._stream.encode(frame):
-                self._container.mux(packet)
+            for packet in stream.encode(frame):
+                container.mux(packet)
         except Exception as e:
             self._abandon()
             raise ClipError(f"writing clip {self.path} failed: {type(e).__name__}: {e}") from e
@@ -180,6 +186,7 @@ class ClipWriter:
         """
         if self._container is None:
             return 0
+        assert self._stream is not None  # opened with the container
         try:
             for packet in self._stream.encode():
                 self._container.mux(packet)

@@ -50,6 +50,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import ValidationError
@@ -180,7 +181,7 @@ def _peek_stamp_ns(cdr: bytes) -> int | None:
     skip frames early; the engine decodes every frame it keeps with rosbags."""
     if len(cdr) < 12 or cdr[0] != 0 or cdr[1] not in (0, 1):
         return None
-    order = "little" if cdr[1] else "big"
+    order: Literal["little", "big"] = "little" if cdr[1] else "big"
     nsec = int.from_bytes(cdr[8:12], order)
     if nsec >= 1_000_000_000:
         return None
@@ -240,7 +241,7 @@ class _Trial:
     @property
     def points(self) -> list[tuple[float, float]]:
         """The answer's valid points (pixels of the frame the agent saw); ``[]`` before it came."""
-        return [] if self.answer is None else [tuple(p) for p in self.answer.points_px]
+        return [] if self.answer is None else [(p[0], p[1]) for p in self.answer.points_px]
 
     def fail(self, what: str) -> None:
         log.warning("recording %s: %s", self.trial_id, what)
@@ -369,9 +370,9 @@ class Recorder:
             return
         stamp = frame.stamp_ns
         self._pins.add(stamp)
-        for topic, frame_stamp, frame_log_ns, frame in list(self._recent):
+        for topic, frame_stamp, frame_log_ns, frame_cdr in list(self._recent):
             if frame_stamp == stamp:
-                self._put(topic, frame_log_ns, frame, pin_ns=log_ns)
+                self._put(topic, frame_log_ns, frame_cdr, pin_ns=log_ns)
 
     def _wanted_image(self, topic: str, stamp: int | None) -> bool:
         """Whether an image is the first of its stamp window (``image_fps``, and ``clip.fps`` for
@@ -701,7 +702,8 @@ class Recorder:
             t.bag = None
 
     def _clip_add(self, t: _Trial, rgb, stamp_ns: int) -> None:
-        if t.points:
+        assert t.clip is not None  # to_clip checked it (only this method drops it)
+        if t.answer is not None and t.points:  # (points are [] before the answer)
             # points are pixels of the frame the agent saw; drawn on this frame before the clip scales it
             scale = rgb.shape[1] / t.answer.width if t.answer.width else 1.0
             rgb = draw_points(rgb, t.points, first_is_target=first_point_is_target(t.answer), scale=scale)

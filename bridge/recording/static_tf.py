@@ -15,6 +15,7 @@ with scipy (``Rotation.from_matrix``); translation in metres.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ def tf_message_cdr(transforms: list[StaticTransform], stamp_ns: int) -> bytes:
     store = typestore()
     T = store.types
     sec, nsec = divmod(int(stamp_ns), 1_000_000_000)
-    out = []
+    out: list[Any] = []  # rosbags' generated TransformStamped
     if not transforms:
         return bytes(store.serialize_cdr(T[TF_MESSAGE](transforms=out), TF_MESSAGE))
     # checked and converted as one stack: the recorder builds a /tf for every joint state

@@ -158,7 +158,7 @@ class ArmNode(LeanNode):
             log.warning("ignoring a command that is not a JSON object: %r", str(msg.data)[:200])
             return
         self.commands_received.append(raw)
-        rid = raw.get("request_id") if isinstance(raw.get("request_id"), str) else ""
+        rid = r if isinstance(r := raw.get("request_id"), str) else ""
         cmd, problem = _validate(raw)
         if cmd is not None and self.session and cmd.session != self.session:
             cmd, problem = None, "not from the session that started this arm node"

@@ -97,7 +97,7 @@ class FoxgloveLive:
         except Exception as e:  # the SDK raises its own error type for a taken port
             raise RuntimeError(f"the Foxglove server could not listen on {bind}:{port}: {e}") from e
         self.port = self.server.port
-        self._tap = RawTap(host, "pointlab_foxglove", input_topics(RecordingConfig()), self._callback)
+        self._tap: RawTap | None = RawTap(host, "pointlab_foxglove", input_topics(RecordingConfig()), self._callback)
 
     def _callback(self, topic: str):
         channel = self._channels[topic]

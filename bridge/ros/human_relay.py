@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import threading
+from typing import Any
 
 from pointlab.bridge.ros.live_view import encode_jpeg
 
@@ -22,7 +23,7 @@ class HumanRelay:
     def __init__(self, human=None, *, jpeg_quality: int = 80) -> None:
         self.human, self.jpeg_quality = human, jpeg_quality
         self._lock = threading.Lock()
-        self._jpegs: dict[str, str] = {}
+        self._jpegs: dict[Any, str] = {}  # by request id, as the human port gives it
 
     def pending(self, with_images: bool = True) -> list[dict]:
         """``[{"request_id", "instruction", "jpeg_b64", "width", "height"}]``, oldest first;

@@ -71,7 +71,7 @@ class PointingNode(LeanNode):
         self.frame_timeout_s = frame_timeout_s
         self.fresh_frame = fresh_frame
         self.max_frame_age_s = max_frame_age_s
-        self._latest = None  # (Image msg, monotonic receive time, stamp_ns)
+        self._latest: tuple[Any, float, int] | None = None  # (Image msg, monotonic receive time, stamp_ns)
         self._frame_cond = threading.Condition()
         self._pub_answer = self.create_publisher(String, TOPICS["point_answer"], 50)
         self._pub_frame = self.create_publisher(String, TOPICS["point_frame"], 50)
@@ -130,6 +130,7 @@ class PointingNode(LeanNode):
                 if left <= 0:
                     return None
                 self._frame_cond.wait(left)
+            assert self._latest is not None  # usable() said so
             return self._latest[0]
 
     async def _answer(self, rid: str, agent, instruction: str, requested: tuple[float, int]) -> None:

@@ -182,6 +182,7 @@ class TargetingNode(LeanNode):
         if target.valid:
             from geometry_msgs.msg import PointStamped
 
+            assert target.point_base_m is not None  # a valid target has its point
             p = PointStamped()
             p.header.frame_id = self.calibration.parent_frame
             p.header.stamp = ns_to_stamp(stamp_ns if stamp_ns is not None else time.time_ns())

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import threading
 import time
+from typing import Literal
 
 from pointlab.bridge.ros.arm_client import ArmClient
 from pointlab.bridge.ros.frames import RecentFrames
@@ -145,7 +146,9 @@ class RosPointing:
                 seen[1],
                 self.frames.index_of(ans.stamp_ns) if ans.stamp_ns is not None else None,
             )
-        kind = None if not ans.error else ("camera" if ans.error_kind == "camera" else "agent")
+        kind: Literal["camera", "agent"] | None = (
+            None if not ans.error else ("camera" if ans.error_kind == "camera" else "agent")
+        )
         return AgentReply(
             raw_answer=ans.raw_answer,
             points=tuple(ans.points),

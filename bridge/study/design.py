@@ -196,7 +196,7 @@ def next_step(
     trials = list(trials)
     surveyed = set(surveyed_blocks)
     started = None if started_blocks is None else set(started_blocks)
-    common = {"trials_per_agent": trials_per_agent, "n_blocks": n_blocks}
+    common: dict[str, Any] = {"trials_per_agent": trials_per_agent, "n_blocks": n_blocks}
     for b in range(n_blocks):
         p = block_progress(
             [t for t in trials if t.get("block") == b], trials_per_agent=trials_per_agent, max_repeats=max_repeats

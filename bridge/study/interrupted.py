@@ -86,7 +86,7 @@ def _answer_in(layout: RecordingLayout, rec: Recording | None, uid: str) -> dict
             conns = [c for c in reader.connections if c.topic == TOPICS["point_answer"]]
             for conn, _t, raw in reader.messages(connections=conns):
                 try:
-                    ans = PointAnswer.model_validate_json(reader.deserialize(raw, conn.msgtype).data)
+                    ans = PointAnswer.model_validate_json(reader.deserialize(raw, conn.msgtype).data)  # type: ignore[attr-defined]  # rosbags types messages as object; a std_msgs/String
                 except ValueError:
                     continue
                 if ans.request_id == uid:
@@ -133,7 +133,7 @@ def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:
         )
         item = {"trial_uid": uid, "recording": kind}
         try:
-            if rec is not None:
+            if rec is not None and layout is not None:  # (a recording is found in a layout only)
                 layout.save(rec)
             item["row"] = store.save_trial(
                 result, study_id=note["study_id"], participant_id=note["participant_id"], block=note["block"]

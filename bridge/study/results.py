@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from pointlab.benchmark.records import dumps_json
@@ -104,8 +105,7 @@ def agent_results(
         kept = [t for t in mine if t.get("outcome") != "aborted"]
         judged = [t for t in kept if t.get("outcome") in ("succeeded", "failed")]
         k = sum(t["outcome"] == "succeeded" for t in judged)
-        auto = [(t.get("auto_check") or {}).get("success") for t in kept]
-        auto = [x for x in auto if x is not None]
+        auto = [x for t in kept if (x := (t.get("auto_check") or {}).get("success")) is not None]
         pairs = [
             (t["judgement"] == "succeeded", bool(t["auto_check"]["success"]))
             for t in kept
@@ -209,7 +209,7 @@ TRIAL_LOG_COLUMNS = (
 )
 
 
-def trial_log(trials: list[dict], participants: list[dict] = ()) -> list[dict[str, Any]]:
+def trial_log(trials: list[dict], participants: Sequence[dict] = ()) -> list[dict[str, Any]]:
     """The trial rows restricted to :data:`TRIAL_LOG_COLUMNS` (operator view; names agents).
 
     ``participant`` is the participant's label (``P1``...) from ``participants`` (store rows), and
@@ -253,7 +253,7 @@ def _csv_text(columns: tuple[str, ...], rows) -> str:
     return buf.getvalue()
 
 
-def trial_log_csv(trials: list[dict], participants: list[dict] = ()) -> str:
+def trial_log_csv(trials: list[dict], participants: Sequence[dict] = ()) -> str:
     """The trial log as CSV text (header row first; nested values as compact JSON).
 
     Text cells starting with ``= + - @``, a tab or a carriage return get a leading ``'`` so a
@@ -269,7 +269,7 @@ SUS_COLUMNS = (
 )
 
 
-def sus_csv(surveys: list[dict], participants: list[dict] = ()) -> str:
+def sus_csv(surveys: list[dict], participants: Sequence[dict] = ()) -> str:
     """The SUS surveys (``Store.surveys()`` rows) as CSV text: ``participant`` is the label, ``block``
     counts from 1 as in the trial log, ``q1``..``q10`` the responses, ``score`` the SUS score."""
     rows = _labelled(surveys, SUS_COLUMNS, participants)

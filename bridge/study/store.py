@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     JSON,
@@ -156,7 +156,29 @@ class ParticipantRow(Base):
 
 
 # Derived from TrialResult's fields (bridge.study.trial_table): the record is written down once.
-TrialRow = type("TrialRow", (Base,), trial_table_attrs())
+if TYPE_CHECKING:
+
+    class TrialRow(Base):
+        """What the type checker knows of the built class: the columns of its own (trial_table_attrs);
+        TrialResult's columns, made from its fields, are Any."""
+
+        __tablename__ = "trials"
+        id: Mapped[int]
+        study_id: Mapped[int | None]
+        participant_id: Mapped[int | None]
+        block: Mapped[int | None]
+        number: Mapped[int | None]
+        judgement: Mapped[str | None]
+        created_unix_s: Mapped[float]
+        judged_unix_s: Mapped[float | None]
+        trial_uid: Mapped[str]
+
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+else:
+    TrialRow = type("TrialRow", (Base,), trial_table_attrs())
 
 
 class TrialFrameRow(Base):
@@ -197,15 +219,14 @@ class SurveyRow(Base):
     created_unix_s: Mapped[float] = mapped_column(Float)
 
 
-def _insert(s: Session, row: Base, message) -> int | None:
-    """Add ``row`` and return its id (``None`` for a table keyed otherwise); a constraint it breaks (a repeated unique value, an unknown
-    foreign key) is a ``StoreError`` with ``message(reason)``."""
+def _insert(s: Session, row: Base, message) -> None:
+    """Add ``row`` (its id, where it has one, is set on return); a constraint it breaks (a repeated
+    unique value, an unknown foreign key) is a ``StoreError`` with ``message(reason)``."""
     s.add(row)
     try:
         s.flush()
     except IntegrityError as e:
         raise StoreError(message(e.orig)) from e
-    return getattr(row, "id", None)
 
 
 def _of(q, row_cls, study_id: int | None, participant_id: int | None):
@@ -413,7 +434,8 @@ class Store:
                 agent_order=list(agent_order),
                 created_unix_s=time.time(),
             )
-            return _insert(s, row, lambda why: "invite token already in use")
+            _insert(s, row, lambda why: "invite token already in use")
+            return row.id
 
     @staticmethod
     def _count_participants(s: Session, study_id: int) -> int:
@@ -479,13 +501,14 @@ class Store:
                 number=number,
                 created_unix_s=time.time(),
             )
-            tid = _insert(
+            _insert(
                 s,
                 row,
                 lambda why: (
                     f"trial {result.trial_id} cannot be stored (repeated id or unknown study/participant): {why}"
                 ),
             )
+            tid = row.id
             started = s.get(TrialStartRow, result.trial_id)
             if started is not None:  # the trial is stored: no longer an unfinished one
                 s.delete(started)
@@ -625,9 +648,8 @@ class Store:
                 frame_index=frame_index,
                 created_unix_s=time.time(),
             )
-            return _insert(
-                s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: {why}"
-            )
+            _insert(s, row, lambda why: f"block {block} of participant {participant_id} cannot be started: {why}")
+            return row.id
 
     def block_starts(
         self, *, study_id: int | None = None, participant_id: int | None = None, with_frames: bool = False
@@ -704,7 +726,8 @@ class Store:
                 score=score,
                 created_unix_s=time.time(),
             )
-            return _insert(s, row, lambda why: f"survey cannot be stored (unknown study/participant): {why}")
+            _insert(s, row, lambda why: f"survey cannot be stored (unknown study/participant): {why}")
+            return row.id
 
     def surveys(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
         """Surveys as dicts (all ``surveys`` columns), oldest first, optionally filtered."""

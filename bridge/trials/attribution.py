@@ -88,7 +88,7 @@ def mask_from_click(rgb: np.ndarray, u: float, v: float, *, box_frac: float = 0.
     mask[max(0, row - 2) : row + 3, max(0, col - 2) : col + 3] = cv2.GC_FGD
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     try:
-        cv2.grabCut(np.ascontiguousarray(rgb[:, :, ::-1]), mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)
+        cv2.grabCut(np.ascontiguousarray(rgb[:, :, ::-1]), mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)  # type: ignore[call-overload]  # cv2 stubs: rect may be None (unused with a mask)
     except cv2.error:
         pass  # a uniform box: keep the seed
     out = (mask == cv2.GC_FGD) | (mask == cv2.GC_PR_FGD)

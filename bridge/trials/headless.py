@@ -29,7 +29,7 @@ No reveal time: with nobody watching there is nothing to blind (``TrialSettings.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -188,7 +188,7 @@ async def _run(
                     skipped,
                     (
                         f"the camera gave no picture in {max_repeats + 1} trial(s) in a row "
-                        f"({ran.result.abort.detail}); stopped at line {k}"
+                        f"({ran.result.abort.detail if ran.result.abort else ''}); stopped at line {k}"
                     ),
                 )
         if ran.result.action == "pick" and ran.result.outcome == "failed" and station.belief.holding:
@@ -210,7 +210,7 @@ async def _run(
 
 
 def summarize_trials(
-    agent: str, results: list[TrialResult], skipped: list[dict] = (), stopped: str | None = None
+    agent: str, results: list[TrialResult], skipped: Sequence[dict] = (), stopped: str | None = None
 ) -> dict:
     """``{"agent", "trials": [...], "success_rate", "successes", "judged", "aborted", "unjudged",
     "failure_stages": {stage: n}, "skipped": [...], "stopped"}``: the rate over exactly the trials with

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -101,7 +101,7 @@ Phase = Literal[
     "judging",
     "ended",
 ]
-PHASES: tuple[str, ...] = Phase.__args__
+PHASES: tuple[str, ...] = get_args(Phase)
 
 # Measured browser trials (a newcomer's session, docs/trials.md "Storage"): 77-247 MB of raw MCAP each,
 # mean about 147 MB, when recordings were raw and ran until the participant's judgement; the default
@@ -597,8 +597,8 @@ def _asking_answer(s: TrialState, e: Answered) -> tuple[TrialState, list[Command
         code = "camera_error" if r.error_kind == "camera" else "agent_error"
         return _aborted(s, e, code, r.error, agent_error=r.error, robot_outcome="agent_failure", **upd)
     first = r.points[0] if r.points else None
-    if s.intended is not None and first is not None and first.usable:
-        upd["point_on_target"] = point_in_mask(s.intended, first.u_px, first.v_px)
+    if s.intended is not None and first is not None and (px := first.pixel) is not None:  # usable
+        upd["point_on_target"] = point_in_mask(s.intended, *px)
     new = _go(s, e, "targeting", record=_rec(s, **upd), before=r.frame, timer="target", answered_ns=r.answered_ns)
     return new, [AskTarget(s.record.trial_id, r), WakeAt("target", e.t + s.rules.target_s)]
 
@@ -676,6 +676,7 @@ def _checking_checked(s: TrialState, e: Checked) -> tuple[TrialState, list[Comma
             e.t,
             "checked[no_room]",
         )
+    assert s.record.target is not None  # "checking" follows a valid target only (_after_reveal)
     target = s.record.target.point_base_m
     changes, cmds = _arm(s, e.t, s.record.action, "motion", s.rules.motion_s, target)
     rec = _rec(s, timings_s=_timed(s, e.t, to_motion=e.t - s.t0))

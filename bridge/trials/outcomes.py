@@ -23,7 +23,7 @@ code               stage        when
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
@@ -49,7 +49,7 @@ RefusalCode = Literal[
 ]
 RefusalStage = Literal["no_point", "pointing", "depth", "reach", "targeting", "arm"]
 
-REFUSAL_STAGES: dict[str, str] = {
+REFUSAL_STAGES: dict[str, RefusalStage] = {
     "no_point": "no_point",
     "invalid_point": "pointing",
     "outside_image": "pointing",
@@ -69,7 +69,7 @@ REFUSAL_STAGES: dict[str, str] = {
 RobotOutcome = Literal[
     "done", "refused", "halted", "robot_failure", "stopped", "agent_failure", "not_moved", "interrupted"
 ]
-ROBOT_OUTCOMES: tuple[str, ...] = RobotOutcome.__args__
+ROBOT_OUTCOMES: tuple[str, ...] = get_args(RobotOutcome)
 
 
 class Refusal(BaseModel):
@@ -80,11 +80,11 @@ class Refusal(BaseModel):
     code: RefusalCode
     detail: str = ""
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]  # mypy takes no decorator over @property; pydantic's documented form
     @property
     def stage(self) -> RefusalStage:
         """The pipeline stage the refusal belongs to (module docstring)."""
-        return REFUSAL_STAGES[self.code]  # type: ignore[return-value]
+        return REFUSAL_STAGES[self.code]
 
     def __str__(self) -> str:
         return f"{self.code}: {self.detail}" if self.detail else self.code
@@ -130,14 +130,14 @@ AbortCode = Literal[
     "system_error",
     "interrupted",
 ]
-ABORT_CODES: tuple[str, ...] = AbortCode.__args__
+ABORT_CODES: tuple[str, ...] = get_args(AbortCode)
 
 # Which stage a failed trial failed at (PointArena's Point-Act asks whether pointing or execution
 # failed): the first point outside the intended object (pointing), no point at all (no_point), no
 # depth (depth), not reachable (reach), the pick did not hold it (grasp), the place did not put it
 # there (place), or the trial was aborted (aborted).
 FailureStage = Literal["pointing", "no_point", "depth", "reach", "grasp", "place", "aborted"]
-FAILURE_STAGES: tuple[str, ...] = FailureStage.__args__
+FAILURE_STAGES: tuple[str, ...] = get_args(FailureStage)
 
 
 class Abort(BaseModel):
