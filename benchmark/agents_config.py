@@ -30,7 +30,7 @@ import os
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -58,7 +58,7 @@ DEFAULT_AGENTS_FILE = "default_agents.toml"
 
 PointFormat = Literal["molmo", "molmo2", "gemini", "grid1000", "qwen", "qwen3", "robopoint", "xy_pixels", "auto"]
 PromptStyle = Literal["default", "two_shot", "cot", "unparsed"]
-assert set(PointFormat.__args__) == set(POINT_FORMATS) and set(PromptStyle.__args__) == set(PROMPT_STYLES)
+assert set(get_args(PointFormat)) == set(POINT_FORMATS) and set(get_args(PromptStyle)) == set(PROMPT_STYLES)
 
 
 class AgentsConfigError(BenchmarkError, ValueError):
@@ -191,6 +191,7 @@ def build_agent(cfg: AgentConfig, *, sim_base_url: str | None = None) -> Agent:
         base_url = sim_base_url
     if cfg.api_key_env and not os.environ.get(cfg.api_key_env):
         log.warning("agent %s: environment variable %s is not set; its calls will fail", cfg.name, cfg.api_key_env)
+    assert base_url is not None and cfg.model is not None  # AgentConfig's check: an openai agent has both
     return OpenAIAgent(
         cfg.name,
         base_url=base_url,

@@ -150,7 +150,7 @@ def _guarded_callback(callback, where: str):
                     fail(f"{flags.get(name, name)} {value}: {problem}")
         return callback(*args, **kwargs)
 
-    checked._guarded = True
+    checked._guarded = True  # type: ignore[attr-defined]  # a mark on the function object, read by getattr
     return checked
 
 

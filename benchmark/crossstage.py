@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -135,7 +135,7 @@ def load_stage_file(path: str | Path, stage: str) -> dict[str, float]:
         raise CrossStageError(f"{p}: expected a JSON object")
     out = {}
     for m, v in d.items():
-        val = v.get("rating") if isinstance(v, dict) else v
+        val: Any = v.get("rating") if isinstance(v, dict) else v  # any JSON value: float() decides
         try:
             out[str(m)] = float(val)
         except (TypeError, ValueError):

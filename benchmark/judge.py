@@ -212,7 +212,9 @@ class LLMJudge:
                 corrects scores); raises ``JudgeValidationError`` (or ``ValueError``/``KeyError``/
                 ``TypeError``) for an unusable one, which becomes ``ok=False``.
         """
-        base = dict(model=self.model, base_url=self.base_url, prompt=prompt, temperature=self.temperature)
+        base: dict[str, Any] = dict(
+            model=self.model, base_url=self.base_url, prompt=prompt, temperature=self.temperature
+        )
         try:
             text, attempts, latency_s = self.ask(prompt)
         except JudgeCallError as e:

@@ -194,8 +194,9 @@ def _content_text(content) -> str | None:
         return content
     if isinstance(content, list):
         texts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
-        if texts and all(isinstance(t, str) for t in texts):
-            return "".join(texts)
+        strings = [t for t in texts if isinstance(t, str)]
+        if texts and len(strings) == len(texts):
+            return "".join(strings)
     return None
 
 
@@ -340,8 +341,8 @@ class ModelClient:
             return Completion(None, f"timeout after {self.timeout_s:g} s: {e}", None, attempts, latency)
         if isinstance(e, openai.APIStatusError):
             body = e.body if isinstance(e.body, dict) else {}
-            inner = body.get("error") if isinstance(body.get("error"), dict) else body
-            msg = inner.get("message") if isinstance(inner.get("message"), str) else e.message
+            inner = err if isinstance(err := body.get("error"), dict) else body
+            msg = m if isinstance(m := inner.get("message"), str) else e.message
             return Completion(None, f"HTTP {e.status_code}: {_short(msg)}", e.status_code, attempts, latency)
         if isinstance(e, asyncio.TimeoutError):
             return Completion(None, f"timeout after {self.call_budget_s:g} s (all attempts)", None, attempts, latency)

@@ -22,7 +22,7 @@ def summarize(
         return {k: 0 if k == "n" else None for k in keys}
     p50, p90, p99 = np.percentile(a, [50, 90, 99])
     stats = {"p50": p50, "p90": p90, "p99": p99, "mean": a.mean(), "min": a.min(), "max": a.max()}
-    out = {}
+    out: dict[str, float | None] = {}
     for k in keys:
         if k == "n":
             out[k] = int(a.size)

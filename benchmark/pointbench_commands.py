@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -168,7 +168,9 @@ def bench_pointing_cmd(
         cfg = cfgs[model]
         if cfg.kind != "openai":
             fail(f"agent {model!r} is kind {cfg.kind!r}; benchmark runs need a model agent")
-        upd = {"temperature": 0.0}  # greedy decoding (PointArena sec. 4.1); reasoning models: omitted by family
+        upd: dict[str, Any] = {
+            "temperature": 0.0
+        }  # greedy decoding (PointArena sec. 4.1); reasoning models: omitted by family
         if prompt_style:
             upd["prompt_style"] = prompt_style
         cfg = AgentConfig.model_validate({**cfg.model_dump(), **upd})
@@ -295,7 +297,7 @@ def ratings_cmd(
             compute_ratings(
                 load_votes_jsonl(votes),
                 method,
-                ties=ties,
+                ties=ties,  # type: ignore[arg-type]  # compute_ratings checks it (RatingsInputError)
                 k=k,
                 start=start,
                 base=base,

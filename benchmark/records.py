@@ -18,10 +18,10 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pointlab.benchmark.errors import BenchmarkError
 
@@ -120,8 +120,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         RecordError: the file is missing or unreadable, or a line is not a JSON object.
     """
     for where, rec, problem in _decoded_lines(path):
-        if problem is not None:
-            raise RecordError(problem)
+        if rec is None:  # then problem says why
+            raise RecordError(problem or where)
         yield where, rec
 
 
@@ -136,8 +136,8 @@ def read_jsonl_lenient(path: str | Path) -> tuple[list[tuple[str, dict[str, Any]
     good: list[tuple[str, dict[str, Any]]] = []
     bad: list[str] = []
     for where, rec, problem in _decoded_lines(path):
-        if problem is not None:
-            bad.append(problem)
+        if rec is None:  # then problem says why
+            bad.append(problem or where)
         else:
             good.append((where, rec))
     return good, bad
@@ -244,9 +244,12 @@ def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions"
     return out
 
 
+_Record = TypeVar("_Record", bound=Mapping[str, Any])
+
+
 def by_unique_id(
-    records: Iterable[dict[str, Any]], source: str = "ground-truth", error: type[RecordError] = RecordError
-) -> Iterator[tuple[str, dict[str, Any]]]:
+    records: Iterable[_Record], source: str = "ground-truth", error: type[RecordError] = RecordError
+) -> Iterator[tuple[str, _Record]]:
     """``(id as text, record)`` for each record, in order.
 
     Raises:

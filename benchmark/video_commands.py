@@ -249,7 +249,7 @@ def video_generate_cmd(
         questions, report = generate_questions(chosen, cfg)
         total = None
         table = None
-        if frames is not None:
+        if frames is not None and visibility is not None:  # (together or neither: checked above)
             with open_frames(frames) as src:
                 total = src.total
             table = VisibilityTable.load(visibility)

@@ -44,7 +44,7 @@ def create_app(
     app.state.ctx = AppContext(parts, store, operator_token, settings or UiSettings())
     for r in (routes_pages, routes_studies, routes_arm, routes_scene, routes_results, routes_participant, ws):
         app.include_router(r.router)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]  # Starlette types a handler as taking any Exception
     app.mount("/static", StaticFiles(directory=str(importlib.resources.files("pointlab.ui") / "static")), name="static")
     return app
 

@@ -51,6 +51,12 @@ class Caller:
     role: Literal["operator", "participant"]
     participant: dict[str, Any] | None = None
 
+    @property
+    def participant_row(self) -> dict[str, Any]:
+        """``participant`` of a participant caller (the ``Participant`` dependency lets only those in)."""
+        assert self.participant is not None, "not a participant caller"
+        return self.participant
+
 
 def get_ctx(request: Request) -> AppContext:
     return request.app.state.ctx

@@ -124,7 +124,12 @@ def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
     refusal = (row.get("refusal") or {}).get("code") or "no_point"
     aborted = row.get("outcome") == "aborted"
     if aborted:
-        why = ABORT_WORDS.get((row.get("abort") or {}).get("code"), "the trial could not be completed")
+        code = (row.get("abort") or {}).get("code")
+        why = (
+            ABORT_WORDS.get(code, "the trial could not be completed")
+            if isinstance(code, str)
+            else "the trial could not be completed"
+        )
         message = f"This trial does not count: {why}. {AGAIN[bool(offered_again)]}"
     else:
         message = OUTCOME_MESSAGES[outcome].format(
@@ -237,6 +242,7 @@ def claim_arm(ctx: AppContext, participant: dict, step: Step, text: str) -> Curr
     Call it right after :func:`check_can_start` on the event loop: messages that arrive together
     (a double click, a script) are all read before a trial task first runs, so a claim made only
     inside the task would let every one of them pass ``check_can_start``."""
+    assert step.block is not None and step.alias is not None  # a trial step names its block
     ctx.current = CurrentTrial(
         participant["id"],
         participant["label"],
@@ -313,6 +319,7 @@ async def prepare_block(ctx: AppContext, participant: dict, step: Step, *, metho
     gripper and clear what it holds, home, restore the scene (a simulator does it exactly; for real
     hardware ``method`` is ``operator_confirmed``: the operator has put the scene back), then keep a
     fresh camera frame. Raises FlowError when the arm cannot be reset (nothing is stored then)."""
+    assert step.block is not None and step.alias is not None  # a setup step names its block
     claim = CurrentTrial(
         participant["id"],
         participant["label"],

@@ -143,7 +143,7 @@ def measure_live_view(
     fps = [round((b - a) / elapsed, 2) for a, b in zip(f0, f1)]
     renders = rend1 - rend0
     physics = None
-    if ph0 is not None:
+    if ph0 is not None and ph1 is not None:  # (both or neither: stats() or none)
         sim_s, wall_s = ph1["simulated_s"] - ph0["simulated_s"], ph1["stepping_wall_s"] - ph0["stepping_wall_s"]
         physics = {
             "simulated_s": round(sim_s, 3),

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/api")
 @router.get("/me")
 def me(c: Participant, ctx: Ctx) -> dict:
     """The participant's step, queue position and the action the robot would do (no agent names)."""
-    return participant_state(ctx, c.participant)
+    return participant_state(ctx, c.participant_row)
 
 
 @router.get("/me/trials/{trial_id}/frame")
@@ -40,7 +40,7 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx, which: Literal["befo
         row = ctx.store.trial(trial_id)
     except StoreError:
         raise not_found from None
-    if row.get("participant_id") != c.participant["id"]:
+    if row.get("participant_id") != c.participant_row["id"]:
         raise not_found
     jpeg = ctx.station.trial_jpeg(row["trial_uid"], which)
     if not jpeg:

@@ -131,7 +131,7 @@ def trial_clip(
     if who is not None and who.role != "operator":
         raise HTTPException(status.HTTP_403_FORBIDDEN, "operator token required")
     if who is None:
-        if exp is None or not hmac.compare_digest(sig, _clip_sig(ctx, trial_id, exp)):
+        if exp is None or sig is None or not hmac.compare_digest(sig, _clip_sig(ctx, trial_id, exp)):
             raise HTTPException(status.HTTP_403_FORBIDDEN, "bad clip signature")
         if exp < time.time():
             raise HTTPException(status.HTTP_403_FORBIDDEN, "clip URL expired; reload the results")

@@ -4,7 +4,7 @@ a block's start on real hardware), the study's reference scene, and the frames o
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
@@ -19,7 +19,7 @@ __all__ = ["router"]
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api")
-_JPEG = {"media_type": "image/jpeg", "headers": {"Cache-Control": "no-store"}}
+_JPEG: dict[str, Any] = {"media_type": "image/jpeg", "headers": {"Cache-Control": "no-store"}}
 
 
 def _idle(ctx) -> None:
@@ -158,6 +158,8 @@ def intended_object(trial_id: IdPath, body: ClickIn, _: Operator, ctx: Ctx) -> d
     if not jpeg:
         raise HTTPException(404, "this trial's frame is no longer kept")
     bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:  # (indexing it was a 500)
+        raise HTTPException(404, "this trial's frame cannot be decoded")
     try:
         mask = mask_from_click(bgr[:, :, ::-1], body.u, body.v)
     except ValueError as e:

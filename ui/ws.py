@@ -19,8 +19,10 @@ token, which is then closed with code 4401) and nothing reaches the robot.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -29,7 +31,7 @@ from starlette.websockets import WebSocketState
 
 from pointlab.benchmark.records import dumps_json, finite_json
 
-from .context import AppContext
+from .context import AppContext, CurrentTrial
 from .deps import resolve_token
 from .flow import (
     FlowError,
@@ -99,7 +101,7 @@ class ClientMessageError(UiError, ValueError):
     """A websocket message that cannot be accepted; the message is the reason sent back."""
 
 
-def parse_client_message(raw: dict, max_bytes: int, allowed: tuple[str, ...] = _TYPES) -> BaseModel:
+def parse_client_message(raw: Mapping[str, Any], max_bytes: int, allowed: tuple[str, ...] = _TYPES) -> BaseModel:
     """Parse one ASGI receive event into a typed message.
 
     Raises:
@@ -148,7 +150,11 @@ class _Conn:
             return False
         async with self._lock:
             try:
-                send = self.ws.send_text(text) if text is not None else self.ws.send_bytes(data)
+                if text is not None:
+                    send = self.ws.send_text(text)
+                else:
+                    assert data is not None  # send_json gives text, send_bytes data
+                    send = self.ws.send_bytes(data)
                 await asyncio.wait_for(send, self.send_timeout_s)
                 return True
             except asyncio.TimeoutError:
@@ -214,6 +220,10 @@ async def _pump(ctx: AppContext, conn: _Conn, status: Any) -> None:
                 await ctx.frames.newer_than(last_index, next_status_t - now)
 
 
+def _release_when_done(ctx: AppContext, claim: CurrentTrial, _task: asyncio.Task) -> None:
+    release_arm(ctx, claim)
+
+
 @router.websocket("/ws/participant")
 async def participant_ws(ws: WebSocket) -> None:
     opened = await _open(ws, "participant", "unknown invite token")
@@ -273,7 +283,7 @@ async def participant_ws(ws: WebSocket) -> None:
                     task = asyncio.create_task(run_trial(step, text, claim))
                     ctx.tasks.add(task)
                     task.add_done_callback(ctx.tasks.discard)
-                    task.add_done_callback(lambda _t, c=claim: release_arm(ctx, c))
+                    task.add_done_callback(functools.partial(_release_when_done, ctx, claim))
                 elif isinstance(msg, StartBlockMsg):
                     step = request_block_start(ctx, p)
                     if ctx.parts.scene_automatic:  # a simulator puts the scene back itself

@@ -15,6 +15,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def _jsonl(rows: list[dict]) -> str:
 
 
 def generate_dataset(
-    scene_paths: list[Path | str], out_dir: Path | str, seed: int = 0, sources: set[str] | None = None
+    scene_paths: Sequence[Path | str], out_dir: Path | str, seed: int = 0, sources: set[str] | None = None
 ) -> dict:
     """Generate a dataset folder (see module docstring) and return its summary.
 

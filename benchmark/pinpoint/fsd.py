@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from ..judge import JudgeValidationError, JudgeVerdict, LLMJudge
 
@@ -170,7 +171,7 @@ class FSDJudgeResult:
         }
 
 
-def _as_int(value: object, name: str, maximum: int, rules: str) -> int:
+def _as_int(value: Any, name: str, maximum: int, rules: str) -> int:
     if rules == "reference":
         try:
             return int(value)  # the released code: int() of whatever the judge wrote
@@ -200,7 +201,7 @@ def correct_fsd_verdict(obj: dict, rules: str = "pointlab") -> dict:
     """
     if "total_score" not in obj:
         raise JudgeValidationError("the judge did not return total_score")
-    judge_total = obj.get("total_score")
+    judge_total: Any = obj.get("total_score")  # whatever the judge wrote: int() decides
     try:
         int(judge_total)  # the released code: int(parsed["total_score"])
     except (TypeError, ValueError, OverflowError) as e:

@@ -94,7 +94,8 @@ def score_localization(gt: list[dict], pred: list[dict], radius: float = LOCALIZ
         if rid in responses:
             duplicated.add(rid)  # which of two responses counts is a guess: neither does
         responses[rid] = rec
-    items, seen = [], set()
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for rec in gt:
         rid = str(rec.get("id"))
         if rid in seen:

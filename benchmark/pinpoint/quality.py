@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from .normalize import RELATIONS
 from .scoring import QUESTION_TYPES
@@ -73,7 +74,8 @@ def _check_fsd(rec: dict) -> list[str]:
 
 def _check_ssp(rec: dict) -> list[str]:
     try:
-        obj = json.loads(rec.get("answer"))
+        answer: Any = rec.get("answer")  # any JSON value: json.loads decides
+        obj = json.loads(answer)
     except (TypeError, ValueError):
         return ["ssp_not_json"]
     if not isinstance(obj, dict) or not {"target", "support_surface", "references"} <= set(obj):

@@ -245,14 +245,14 @@ def score_item(
     if judge is None:
         return {**out, "score": None, "parts": {}, "reason": "no_judge"}
     target = reference_target(rec, scene_items or [rec]) if rules == "reference" else str(rec.get("target") or "")
-    r = judge_fsd(judge, target, to_text_answer(answer), text, rules=rules)
-    d = r.to_dict()
+    fsd = judge_fsd(judge, target, to_text_answer(answer), text, rules=rules)
+    d = fsd.to_dict()
     record = {k: v for k, v in d.items() if k not in {"score", "parts", "reason", "judge"}}
     return {
         **out,
-        "score": r.score,
-        "parts": r.parts,
-        "reason": r.reason,
+        "score": fsd.score,
+        "parts": fsd.parts,
+        "reason": fsd.reason,
         "judge": {**d["judge"], **record, "target": target},
     }
 
@@ -275,7 +275,7 @@ def aggregate(items: list[dict]) -> dict:
     by_task: dict[str, list[dict]] = defaultdict(list)
     for it in items:
         by_task[it["task"]].append(it)
-    table = {}
+    table: dict[str, dict[str, Any]] = {}
     for task in TASKS:
         rows = by_task.get(task, [])
         scored = [r for r in rows if r["score"] is not None]
@@ -284,7 +284,7 @@ def aggregate(items: list[dict]) -> dict:
             per_scene[r["scene_id"]].append(r["score"])
         table[task] = {
             "micro": _r6(_mean([r["score"] for r in scored])),
-            "macro": _r6(_mean([_mean(v) for v in per_scene.values()])),
+            "macro": _r6(_mean([m for v in per_scene.values() if (m := _mean(v)) is not None])),  # (none is empty)
             "n": len(scored),
             "n_scenes": len(per_scene),
             "n_unscored": len(rows) - len(scored),

@@ -281,7 +281,12 @@ def _measure(idx: SceneIndex, i: int, j: int) -> Neighbour:
     radius = max(FOOTPRINT_M, 0.5 * float(np.max(t_hi[:2] - t_lo[:2])))
     top = _column_top(o, op, t.centroid[:2], float(t.centroid[2]) + SUPPORT_CENTRE_BELOW_M, radius)
     gap = None if top is None else float(t_lo[2] - top)
-    rests = top is not None and gap <= SUPPORT_GAP_ABOVE_M and float(t.centroid[2]) - top >= -SUPPORT_CENTRE_BELOW_M
+    rests = (
+        top is not None
+        and gap is not None
+        and gap <= SUPPORT_GAP_ABOVE_M
+        and float(t.centroid[2]) - top >= -SUPPORT_CENTRE_BELOW_M
+    )
     return Neighbour(
         obj=o,
         centroid_dist_m=float(np.linalg.norm(delta)),
@@ -302,8 +307,8 @@ def build_representation(idx: SceneIndex, i: int) -> TargetRepresentation:
     target = scene.objects[i]
     dists = np.linalg.norm(idx.centroids - target.centroid, axis=1)
     measured: list[tuple[int, Neighbour]] = []
-    for j in np.flatnonzero(dists <= NEIGHBOUR_RADIUS_M):
-        j = int(j)
+    for near in np.flatnonzero(dists <= NEIGHBOUR_RADIUS_M):
+        j = int(near)
         if j == i or is_structural(scene.objects[j].label):
             continue
         measured.append((j, _measure(idx, i, j)))
@@ -313,7 +318,7 @@ def build_representation(idx: SceneIndex, i: int) -> TargetRepresentation:
         shares = False
         if sup is not None and j != support_j:
             # the neighbour rests on the same support when it touches it from above
-            shares = scene.objects[j].centroid[2] > sup[1].obj.centroid[2] and idx.shortest(j, support_j) <= CONTACT_M
+            shares = scene.objects[j].centroid[2] > sup[1].obj.centroid[2] and idx.shortest(j, sup[0]) <= CONTACT_M
         n.relation = relation_of(n, is_support=(j == support_j), shares_support=shares)
     neighbours = sorted((n for _, n in measured), key=lambda n: n.shortest_m)
     refs: list[Neighbour] = []

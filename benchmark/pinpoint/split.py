@@ -44,10 +44,10 @@ def split_scenes(records: list[dict], seed: int = 0, ratios: dict[str, float] | 
         order = rng.permutation(len(scenes))
         scenes = [scenes[k] for k in order]
         scenes.sort(key=lambda s: -sum(per_scene[s].values()))  # stable: ties keep the random order
-        totals = Counter()
+        totals: Counter[str] = Counter()
         for s in scenes:
             totals.update(per_scene[s])
-        placed = {k: Counter() for k in SPLITS}
+        placed: dict[str, Counter[str]] = {k: Counter() for k in SPLITS}
         for s in scenes:
 
             def cost_if(k: str) -> float:

@@ -338,7 +338,7 @@ class AnnotationStore:
                 .select_from(ItemRow)
                 .where(ItemRow.candidate_id == cid, ItemRow.status != "rejected")
             )
-            if held >= MAX_ITEMS_PER_IMAGE:
+            if (held or 0) >= MAX_ITEMS_PER_IMAGE:  # (a count is never NULL)
                 for name in files:
                     (self.state / "masks" / name).unlink(missing_ok=True)
                 raise AnnotationError(
@@ -403,7 +403,7 @@ class AnnotationStore:
                     verified_unix_s=time.time(),
                     verdict_reason=reason or None,
                 )
-            ).rowcount
+            ).rowcount  # type: ignore[attr-defined]  # an UPDATE's Result is a CursorResult (SQLAlchemy types it as Result)
             if won != 1:
                 i = s.get(ItemRow, iid)
                 if i is None:
@@ -444,6 +444,7 @@ class AnnotationStore:
                 out_name = f"{it['item_id']}_inst{k}.png"
                 (self.out / "masks" / out_name).write_bytes(mask_png(m))
                 inst.append(out_name)
+            assert union is not None  # an item holds at least one instance mask (add_item refuses none)
             (self.out / "masks" / f"{it['item_id']}.png").write_bytes(mask_png(union))
             e = {
                 "image_filename": img_name,

@@ -94,13 +94,13 @@ class BenchItem:
     """
 
     id: str
-    image: Path
+    image: FileRef  # a file, or a member of the release's zips
     query: str
     category: str
     width: int
     height: int
-    mask: Path | None = None
-    instance_masks: list[Path] = field(default_factory=list)
+    mask: FileRef | None = None
+    instance_masks: list[FileRef] = field(default_factory=list)
     count: int | None = None
     reference_points_px: list[tuple[float, float]] = field(default_factory=list)
 
@@ -186,7 +186,7 @@ def _load_mask_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any 
 
 
 def load_mask(
-    path: str | Path, width: int | None = None, height: int | None = None, *, rule: str = "pointlab"
+    path: str | FileRef, width: int | None = None, height: int | None = None, *, rule: str = "pointlab"
 ) -> np.ndarray:
     """Read a mask image as ``(H, W)`` bool target pixels under ``rule`` (``MASK_RULES``; pointlab: grey
     value above 127, or any colour channel above 127 with alpha ignored, 1-bit masks by their bit).
@@ -251,10 +251,10 @@ def load_release(root: str | Path, data_file: str | Path | None = None) -> list[
     data = Path(data_file) if data_file is not None else root / "data.json"
     try:
         entries = json.loads(data.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise DatasetError(f"cannot read {data}: {e.strerror or e}") from e
-    except (ValueError, RecursionError) as e:
-        raise DatasetError(f"{data}: invalid JSON ({json_error_text(e)})") from e
+    except OSError as err:
+        raise DatasetError(f"cannot read {data}: {err.strerror or err}") from err
+    except (ValueError, RecursionError) as err:
+        raise DatasetError(f"{data}: invalid JSON ({json_error_text(err)})") from err
     if not isinstance(entries, list):
         raise DatasetError(f"{data}: expected a list of entries")
     files = ReleaseFiles(root)
@@ -266,8 +266,8 @@ def load_release(root: str | Path, data_file: str | Path | None = None) -> list[
             raise DatasetError(f"{where}: expected an object")
         try:
             fname, raw_cat, query = e["image_filename"], e["category"], e["user_input"]
-        except KeyError as k:
-            raise DatasetError(f"{where}: missing key {k.args[0]!r}") from None
+        except KeyError as missing:
+            raise DatasetError(f"{where}: missing key {missing.args[0]!r}") from None
         cat = normalise_category(raw_cat)
         img = files.find(str(fname), root / "images" / str(raw_cat) / str(fname), root / "images" / cat / str(fname))
         if img is None:
@@ -350,7 +350,7 @@ def load_gt_jsonl(path: str | Path) -> list[BenchItem]:
         inst_names = d.get("instance_masks") or []
         if not isinstance(inst_names, list):
             raise DatasetError(f"{where}: instance_masks must be a list of file names")
-        inst = [_mask_file(p.parent, m, "instance_masks", where) for m in inst_names]
+        inst: list[FileRef] = [_mask_file(p.parent, m, "instance_masks", where) for m in inst_names]
         if mask is None and not inst:
             raise DatasetError(f"{where}: no mask and no instance_masks")
         count = d.get("count")
@@ -397,7 +397,9 @@ def _mask_file(base: Path, value: Any, name: str, where: str) -> Path:
     return path
 
 
-def _rel(path: Path, base: Path) -> str:
+def _rel(path: FileRef, base: Path) -> str:
+    if isinstance(path, zipfile.Path):  # (zipfile.Path has no relative_to: this was an AttributeError)
+        raise DatasetError(f"{path} is a member of a zip: a GT JSONL names files (extract the release first)")
     try:
         return str(path.relative_to(base))
     except ValueError:

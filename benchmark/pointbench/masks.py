@@ -80,7 +80,7 @@ def seed_mask(
         m[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0] = cv2.GC_PR_FGD
         cv2.circle(m, (u - cx0, v - cy0), 2, cv2.GC_FGD, -1)
         bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
-        cv2.grabCut(np.ascontiguousarray(bgr[cy0:cy1, cx0:cx1]), m, None, bgd, fgd, 5, cv2.GC_INIT_WITH_MASK)
+        cv2.grabCut(np.ascontiguousarray(bgr[cy0:cy1, cx0:cx1]), m, None, bgd, fgd, 5, cv2.GC_INIT_WITH_MASK)  # type: ignore[call-overload]  # cv2 stubs: rect may be None (unused with a mask)
         fg = np.zeros((h, w), bool)
         fg[cy0:cy1, cx0:cx1] = (m == cv2.GC_FGD) | (m == cv2.GC_PR_FGD)
     else:

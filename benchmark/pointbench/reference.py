@@ -201,10 +201,10 @@ def _molmo(content: str, width: int, height: int, category: str) -> list:
         return []
 
 
-def _lmms_text_to_points(text: str, width: int, height: int, category: str) -> list:
+def _lmms_text_to_points(text: str, width: int, height: int, category: str) -> list[tuple[int, int] | None]:
     """lmms-eval pointbench ``_text_to_points``: (x, y) tuples; both in [0, 1] -> normalised, both in
     [0, 1000] -> per mille, else pixels; ``int(round(...))``."""
-    out = []
+    out: list[tuple[int, int] | None] = []  # None: a number lmms-eval's int32 array refuses
     for xr, yr in _LMMS_TUPLE.findall(text):
         x, y = float(xr), float(yr)
         if 0.0 <= x <= 1.0 and 0.0 <= y <= 1.0:
@@ -220,10 +220,10 @@ def _lmms_text_to_points(text: str, width: int, height: int, category: str) -> l
     return [p if p is None or max(abs(p[0]), abs(p[1])) < 2**31 else None for p in out]
 
 
-def _lmms_point2d(text: str, width: int, height: int, category: str) -> list:
+def _lmms_point2d(text: str, width: int, height: int, category: str) -> list[tuple[int, int] | None]:
     """lmms-eval ``parse_point2d`` (the pointbench_json task): integers on 0-1000 (``int(x / 1000 * W)``),
     numbers with a dot as 0-1 (``int(x * W)``)."""
-    out = []
+    out: list[tuple[int, int] | None] = []  # None: a number lmms-eval's int32 array refuses
     for xs, ys in _LMMS_POINT2D.findall(text):
         xf, yf = float(xs), float(ys)
         try:

@@ -42,6 +42,7 @@ def open_binary(ref: FileRef) -> IO[bytes]:
 def file_key(ref: FileRef) -> tuple[str, int]:
     """``(identity, modification time ns)`` of a file of a release, for caches."""
     if isinstance(ref, zipfile.Path):
+        assert ref.root.filename is not None  # ReleaseFiles opens its zips from files
         archive = Path(ref.root.filename)
         return f"{archive.resolve()}::{ref.at}", archive.stat().st_mtime_ns
     p = Path(ref)

@@ -25,7 +25,7 @@ import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -221,7 +221,7 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
 
 def answers_to_scores(
     items: Sequence[BenchItem],
-    answers: dict[str, AnswerRecord | dict],
+    answers: Mapping[str, AnswerRecord | dict],
     *,
     rules: str = "pointlab",
     qwen_pixels: tuple[int, int] | None = None,
@@ -239,7 +239,7 @@ def answers_to_scores(
             prediction=a.raw_text,
             format=a.point_format or "auto",
             error=a.error or None,
-            sent_size=tuple(a.sent_size) if a.sent_size else None,
+            sent_size=(a.sent_size[0], a.sent_size[1]) if a.sent_size else None,  # (w, h) as the run wrote it
             qwen_pixels=qwen_pixels,
         )
         scores.append(score_prediction(it, pred, rules=rules))
@@ -257,12 +257,12 @@ def aggregate_runs(summaries: Sequence[dict]) -> dict:
     out = {}
     for name in names + ["average", "overall"]:
         vals = [(s["categories"][name]["accuracy"] if name in s["categories"] else s[name]) for s in summaries]
-        vals = np.array([v for v in vals if v is not None], dtype=float)
-        if len(vals):
+        arr = np.array([v for v in vals if v is not None], dtype=float)
+        if len(arr):
             out[name] = {
-                "mean": float(vals.mean()),
-                "std": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
-                "runs": int(len(vals)),
+                "mean": float(arr.mean()),
+                "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+                "runs": int(len(arr)),
             }
     return out
 
@@ -329,8 +329,8 @@ def run_pointing(
         meta.stopped = str(e)
         write_run_record(meta_path, meta)
         raise
-    qwen = (agent_cfg.get("qwen_min_pixels"), agent_cfg.get("qwen_max_pixels"))
-    qwen = qwen if all(qwen) else None
+    qwen_min, qwen_max = agent_cfg.get("qwen_min_pixels"), agent_cfg.get("qwen_max_pixels")
+    qwen = (qwen_min, qwen_max) if qwen_min and qwen_max else None
     summaries, per_item = [], []
     for run in range(1, opts.runs + 1):
         scores = answers_to_scores(items, read_answers(out / f"run_{run}.jsonl"), rules=opts.rules, qwen_pixels=qwen)

@@ -48,7 +48,7 @@ from ..points import (
 )
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
-from .reference import pixel_points_answer, point_pixel, ref_score, reference_answer
+from .reference import RefAnswer, pixel_points_answer, point_pixel, ref_score, reference_answer
 
 __all__ = [
     "REASONS",
@@ -174,8 +174,8 @@ def score_points(
 
     used = pts.tolist()
     k_star = count if count is not None else (len(instance_masks) if instance_masks else 1)
-    idx = [pixel_index(u, v, width, height) for u, v in pts]
-    if any(i is None for i in idx):
+    idx = [i for u, v in pts if (i := pixel_index(u, v, width, height)) is not None]
+    if len(idx) < len(pts):  # a point outside the image
         return False, "outside_image", used
     if len(pts) != k_star:
         return False, "count_mismatch", used
@@ -189,6 +189,7 @@ def score_points(
         if matched < len(instance_masks):
             return False, "instance_uncovered", used
         return True, "all_targets", used
+    assert mask is not None  # no instance masks: checked above
     if not all(bool(mask[r, c]) for r, c in idx):
         return False, "point_outside_targets", used
     return True, "all_targets", used
@@ -230,14 +231,14 @@ def score_entries(
         return False, "no_points", [], None
     if category != "counting":
         first = entries[0]
-        if first.u_px is None:
+        if first.u_px is None or first.v_px is None:  # (both or neither)
             return False, "unparseable", [], f"first point: {first.reason}"
         ok, reason, used = score_points(
             [[first.u_px, first.v_px]], category, mask, instance_masks=instance_masks, count=count
         )
         return ok, reason, used, None
-    bad = [e for e in entries if e.u_px is None]
-    finite = [[e.u_px, e.v_px] for e in entries if e.u_px is not None]
+    bad = [e for e in entries if e.u_px is None or e.v_px is None]  # (both or neither)
+    finite = [[u, v] for e in entries if (u := e.u_px) is not None and (v := e.v_px) is not None]
     if bad:
         return False, "unparseable", finite, bad[0].reason
     ok, reason, used = score_points(finite, category, mask, instance_masks=instance_masks, count=count)
@@ -281,18 +282,20 @@ def _model_size(pred: Prediction, fmt: str, item: BenchItem, qwen: tuple[int, in
             return qwen_model_size(*pred.sent_size, min_pixels=qwen[0], max_pixels=qwen[1])
         except ValueError:
             return None
-    return tuple(pred.sent_size)
+    w, h = pred.sent_size
+    return (w, h)
 
 
 def _score_reference(item: BenchItem, pred: Prediction, fmt: str | None) -> ItemScore | None:
     """``--rules reference`` for one prediction with points or raw text; ``None`` when the released
     evaluators have no reader for ``fmt`` (pointlab's is used then)."""
+    ans: RefAnswer | None
     if pred.points_px is not None:
         ans = pixel_points_answer(pred.points_px)
     else:
         ans = reference_answer(pred.prediction or "", fmt or "", item.width, item.height, item.category)
-        if ans is None:
-            return None
+    if ans is None:
+        return None
     try:
         mask = item.target_mask(rule="lmms-eval" if ans.evaluator == "lmms-eval" else "pointarena")
     except DatasetError as e:
@@ -368,13 +371,15 @@ def summarize(scores: Iterable[ItemScore]) -> dict:
     ``{"categories": {cat: {n, success, accuracy}}, "average": unweighted mean of per-category
     accuracies (categories with items), "overall": micro accuracy, "n": items}``; accuracies are
     fractions in [0, 1]; ``average`` is ``None`` when there are no items."""
-    per = {c: [0, 0] for c in CATEGORIES}
+    per: dict[str, list[int]] = {c: [0, 0] for c in CATEGORIES}
     for s in scores:
         cat = s.metadata["category"]
         per.setdefault(cat, [0, 0])
         per[cat][0] += 1
         per[cat][1] += int(_success(s))
-    cats = {c: {"n": n, "success": k, "accuracy": (k / n if n else None)} for c, (n, k) in per.items()}
+    cats: dict[str, dict[str, Any]] = {
+        c: {"n": n, "success": k, "accuracy": (k / n if n else None)} for c, (n, k) in per.items()
+    }
     present = [v["accuracy"] for v in cats.values() if v["n"]]
     n_all = sum(v["n"] for v in cats.values())
     return {

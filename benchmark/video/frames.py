@@ -16,10 +16,14 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import FrameSourceError
+
+if TYPE_CHECKING:
+    import av
 
 __all__ = [
     "FrameSource",
@@ -144,7 +148,7 @@ class VideoFileFrames(FrameSource):
     def close(self) -> None:
         self._container.close()
 
-    def _decode_from(self, seek_pts: int | None) -> Iterator[tuple[int, "np.ndarray"]]:
+    def _decode_from(self, seek_pts: int | None) -> Iterator[tuple[int, av.VideoFrame]]:
         import av
 
         try:
@@ -250,7 +254,7 @@ def write_video(
     p.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     with av.open(str(p), mode="w") as out:
-        stream = None
+        stream: av.VideoStream | None = None
         shape = None
         for img in frames:
             arr = np.asarray(img)
@@ -258,7 +262,10 @@ def write_video(
                 raise ValueError(f"frames must be (H, W, 3) uint8, got {arr.shape} {arr.dtype}")
             if stream is None:
                 shape = arr.shape
-                stream = out.add_stream(codec, rate=fps)
+                added = out.add_stream(codec, rate=fps)
+                if not isinstance(added, av.VideoStream):
+                    raise ValueError(f"{codec} is not a video codec")
+                stream = added
                 stream.width, stream.height = arr.shape[1], arr.shape[0]
                 stream.pix_fmt = "yuv420p"
                 stream.codec_context.gop_size = gop

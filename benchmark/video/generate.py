@@ -481,7 +481,8 @@ def expand_budgets(
         return out, stats
     for b in budgets:
         sel = sample_frames(total_frames, parse_budget(b), sampler)
-        kept, dropped = Counter(), Counter()
+        kept: Counter[str] = Counter()
+        dropped: Counter[str] = Counter()
         for q in questions:
             task = q["question_type"]
             rec = {

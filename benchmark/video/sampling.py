@@ -56,7 +56,7 @@ class FrameSelection:
         return d
 
 
-def parse_budget(value: str | int) -> int | str:
+def parse_budget(value: str | int | float) -> int | str:
     """``"all"`` or a positive frame count (``"16"`` -> 16). Raises ``ValueError`` otherwise."""
     if isinstance(value, str) and value.strip().lower() == "all":
         return "all"

@@ -337,10 +337,13 @@ def score_vsi_item(
     elif prediction is not None and not isinstance(prediction, str):
         prediction = str(prediction)  # a bare JSON number or boolean is its text
     note = None
+    truth: str | float
+    answer: str | float | None
+    a_l: str | float | None
     if qtype in mc:
-        truth: str | float = str(gt.get("ground_truth", "")).strip().upper()
+        truth = letter = str(gt.get("ground_truth", "")).strip().upper()
         letters = _letters(qid, gt.get("options"))
-        if truth not in letters:  # no answer could ever match: bad ground truth, not a 0 for the model
+        if letter not in letters:  # no answer could ever match: bad ground truth, not a 0 for the model
             raise RecordError(
                 f"question {qid}: ground_truth {gt.get('ground_truth')!r} is not one of the option letters {letters}"
             )
@@ -350,21 +353,25 @@ def score_vsi_item(
         a_l = parse_choice_lenient(prediction, letters, gt.get("options"))
         s_l = float(a_l == truth)
     elif qtype in num:
+        raw_truth: Any = gt.get("ground_truth")  # any JSON value: what float() refuses is reported
         try:
-            truth = float(gt.get("ground_truth"))
+            truth = number = float(raw_truth)
         except (TypeError, ValueError, OverflowError) as e:
             raise RecordError(f"question {qid}: ground_truth {gt.get('ground_truth')!r} is not a number") from e
-        if not math.isfinite(truth):
+        if not math.isfinite(number):
             raise RecordError(f"question {qid}: ground_truth is not finite")
+        number_answer: float | None
         if prediction is None:
-            answer = None
+            number_answer = None
         elif flavour == "vsibench":
-            answer = lmms_extract_number(prediction)
+            number_answer = lmms_extract_number(prediction)
         else:
-            answer = _float_or_none(_first_token(prediction, flavour))
-        s, note = _mra(answer, truth, rules, flavour)
-        a_l = parse_number_lenient(prediction, TASK_UNITS.get(qtype))
-        s_l = mean_relative_accuracy(a_l, truth) if a_l is not None else 0.0
+            number_answer = _float_or_none(_first_token(prediction, flavour))
+        s, note = _mra(number_answer, number, rules, flavour)
+        answer = number_answer
+        number_lenient = parse_number_lenient(prediction, TASK_UNITS.get(qtype))
+        s_l = mean_relative_accuracy(number_lenient, number) if number_lenient is not None else 0.0
+        a_l = number_lenient
     else:
         raise RecordError(
             f"question {qid}: unknown {'ReVSI' if flavour == 'revsi' else 'VSI-Bench'} question_type {qtype!r}"
@@ -400,7 +407,7 @@ def _table(items: list[VsiItemScore], attr: str, flavour: str) -> dict[str, Any]
             # the released code: the mean of the sub-type means (not the pooled mean)
             means = {q: _mean(by_type[q]) for q in subs}
             tasks[task] = {
-                "score": _mean(list(means.values())),
+                "score": _mean([m for m in means.values() if m is not None]),  # (no sub-type is empty)
                 "n": sum(len(by_type[q]) for q in subs),
                 "subtypes": {q: {"score": v, "n": len(by_type[q])} for q, v in means.items()},
             }

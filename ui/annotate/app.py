@@ -65,7 +65,8 @@ class SeedIn(BaseModel):
 
     u: float = Field(allow_inf_nan=False)
     v: float = Field(allow_inf_nan=False)
-    box: list[int] | None = None
+    # (x0, y0, x1, y1): another length was a 500 (seed_mask unpacks four)
+    box: list[int] | None = Field(None, min_length=4, max_length=4)
 
 
 class VerdictIn(BaseModel):
@@ -206,7 +207,7 @@ def create_annotate_app(
             h, w = rgb.shape[:2]
             if not (0 <= body.u <= w - 1 and 0 <= body.v <= h - 1):
                 raise AnnotationError(f"the click ({body.u}, {body.v}) is not on the {w}x{h} image", 400)
-            box = tuple(body.box) if body.box else None
+            box = (b[0], b[1], b[2], b[3]) if (b := body.box) else None
             if callable(segmenter):
                 mask = await anyio.to_thread.run_sync(segmenter, rgb, (body.u, body.v), box)
             else:

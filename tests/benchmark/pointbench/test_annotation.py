@@ -157,3 +157,22 @@ def test_http_segmenter_against_a_served_model(demo):
             HttpSegmenter("http://127.0.0.1:9/segment", timeout_s=2)(rgb, p)
     finally:
         stop()
+
+
+@pytest.mark.parametrize("box", [[1, 2, 3], [1, 2, 3, 4, 5]])
+def test_a_seed_box_of_other_than_four_numbers_is_a_422(tmp_path, box):
+    from fastapi.testclient import TestClient
+
+    from pointlab.ui.annotate import create_annotate_app
+
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(images / "a.png")
+    store = AnnotationStore(tmp_path / "bench")
+    (cid,) = store.add_folder(images)
+    client = TestClient(create_annotate_app(store, {}, {"alice-token-123": "alice"}))
+    auth = {"Authorization": "Bearer alice-token-123"}
+    r = client.post(f"/api/candidates/{cid}/seed", json={"u": 5, "v": 5, "box": box}, headers=auth)
+    assert r.status_code == 422, r.text  # was a 500: seed_mask unpacked the box into four
+    ok = client.post(f"/api/candidates/{cid}/seed", json={"u": 5, "v": 5, "box": [0, 0, 20, 15]}, headers=auth)
+    assert ok.status_code in (200, 400), ok.text  # a four-number box reaches the segmenter

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -258,6 +259,11 @@ def test_score_pointing_reads_the_hugging_face_release_layout(tmp_path):
         lm = json.loads((tmp_path / f"lmms_{rules}.json").read_text())
         assert lm["results"]["pointbench"]["pointbench_binary_acc,none"] == 1.0
         assert lm["config"]["pointlab"]["rules"] == rules
+    # a GT JSONL names files: zip members are refused by name (was AttributeError: zipfile.Path has no relative_to)
+    from pointlab.benchmark.pointbench.dataset import DatasetError, load_release, write_gt_jsonl
+
+    with pytest.raises(DatasetError, match="selected_images.zip"):
+        write_gt_jsonl(load_release(tmp_path), tmp_path / "gt" / "gt.jsonl")
 
 
 def test_score_pointing_refuses_unusable_ground_truth_masks(tmp_path):
