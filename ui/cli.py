@@ -373,14 +373,16 @@ def perf_arena_cmd(
     ),
     workers: int = typer.Option(4, "--workers", min=1),
     voters: int = typer.Option(50, "--voters", min=1, help="concurrent simulated voters"),
-    duration_s: float = typer.Option(20.0, "--duration-s", help="how long the voters vote"),
+    duration_s: float = typer.Option(20.0, "--duration-s", help="how long the voters vote (measured)"),
+    warmup_s: float = typer.Option(5.0, "--warmup-s", min=0.0, help="load before the measured window (not measured)"),
 ) -> None:
     """Votes per second and p50/p99 of battle creation and of the vote (N workers, the four sim
-    agents), beside a bare insert into the same database; checks no vote was lost or counted twice."""
+    agents), CPU per vote, beside a bare insert into the same database; checks no vote was lost or
+    counted twice."""
     from .arena.perf import measure_arena_perf
 
     try:
-        print_json(measure_arena_perf(db, workers=workers, voters=voters, duration_s=duration_s))
+        print_json(measure_arena_perf(db, workers=workers, voters=voters, duration_s=duration_s, warmup_s=warmup_s))
     except (ValueError, RuntimeError) as e:
         fail(str(e), 1)
 

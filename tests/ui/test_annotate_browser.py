@@ -23,7 +23,6 @@ from pointlab.ui.annotate import create_annotate_app
 from pointlab.ui.arena.launch import DEFAULT_ARENA_AGENTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 ALICE, BOB = "alice-token-123", "bob-token-4567"
 
 
@@ -56,7 +55,7 @@ def annotate_url(tmp_path):
     stop_models()
 
 
-def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
+def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url, shots):
     base, store, demo, tmp = annotate_url
     ctx = chromium.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
@@ -102,7 +101,7 @@ def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
         page.mouse.click(*css(u, v))
     page.click("#close-poly")
     page.click("#undo")
-    page.screenshot(path=str(DOCS_IMG / "annotate_1280.png"))
+    page.screenshot(path=str(shots / "annotate_1280.png"))
     submit()
 
     # image 2, counting: two instances (the red cube seeded, the green cube as a polygon)
@@ -130,7 +129,7 @@ def test_annotate_two_images_verify_and_run_pointing(chromium, annotate_url):
     assert "Nothing to verify" in _verify_page(chromium, base, ALICE).inner_text("#status")
     vpage = _verify_page(chromium, base, BOB)
     vpage.wait_for_selector("#verify-list section >> nth=1")
-    vpage.screenshot(path=str(DOCS_IMG / "annotate_verify_1280.png"), full_page=True)
+    vpage.screenshot(path=str(shots / "annotate_verify_1280.png"), full_page=True)
     vpage.click("#verify-list section >> nth=0 >> button.accept")
     vpage.wait_for_function("document.querySelectorAll('#verify-list section').length === 1")
     vpage.click("#verify-list section >> nth=0 >> button.accept")

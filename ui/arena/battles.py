@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Annotated, Any
 
 import anyio
 import numpy as np
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Response, UploadFile, WebSocket
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocketDisconnect
@@ -30,10 +31,7 @@ from ..imageguard import ImageRejected, decode_image_async, write_png_async
 from .context import ArenaContext
 from .curated import CuratedSetError
 from .sampling import sample_pair
-from .store import ArenaError, StoreUnavailable
-
-# polling the store for answers another worker is collecting (_answers_from_store): first pause, longest
-POLL_FIRST_S, POLL_MAX_S = 0.05, 0.4
+from .store import ArenaError, RateLimit, StoreUnavailable
 
 __all__ = ["router", "SESSION_COOKIE", "get_arena", "session_id", "client_addr", "answer_record", "public_answer"]
 
@@ -56,10 +54,15 @@ def client_addr(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def session_id(request: Request, response: Response, arena: Arena) -> str:
-    """The caller's arena session (cookie), created on first use."""
-    sid = arena.store.ensure_session(request.cookies.get(SESSION_COOKIE), client_addr(request))
-    if sid != request.cookies.get(SESSION_COOKIE):
+async def session_id(request: Request, response: Response, arena: Arena) -> str:
+    """The caller's arena session (cookie), created on first use. A session this worker has seen
+    stored is answered on the event loop; only a new or unseen cookie goes to the store, on the
+    thread pool (a sync dependency would cost every request a thread hop)."""
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie and arena.store.session_known(cookie):
+        return cookie
+    sid = await run_in_threadpool(arena.store.ensure_session, cookie, client_addr(request))
+    if sid != cookie:
         response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict")
     return sid
 
@@ -160,6 +163,22 @@ async def _ask(arena: ArenaContext, battle_id: str, side: str, model: str, view:
     return rec
 
 
+@router.get("/health")
+def health(arena: Arena) -> JSONResponse:
+    """For a load balancer or a monitor: 200 ``{"ok": true, "store": "reachable", "worker_pid"}``,
+    or 503 with ``"store": "unreachable"`` while the database cannot be reached. ``worker_pid`` tells
+    the worker processes apart (``pointlab perf arena`` waits until it has seen every worker)."""
+    try:
+        arena.store.ping()
+        return JSONResponse({"ok": True, "store": "reachable", "worker_pid": os.getpid()})
+    except Exception:  # any failure to reach the store is the answer, not an error of this route
+        return JSONResponse(
+            {"ok": False, "store": "unreachable", "worker_pid": os.getpid()},
+            status_code=503,
+            headers={"Retry-After": "3"},
+        )
+
+
 @router.get("/images")
 def list_images(arena: Arena) -> dict:
     return {"images": [{"name": n, "url": f"/api/images/{n}"} for n in arena.curated.images]}
@@ -173,31 +192,24 @@ def get_image(name: str, arena: Arena) -> FileResponse:
     return FileResponse(img.path)
 
 
-async def _check_rates(arena: ArenaContext, sid: str, addr: str, upload: bool) -> None:
-    s, since = arena.settings, time.time() - 60.0
-    checks = [
-        ({"session_id": sid}, s.max_battles_per_minute, "battles a minute per session"),
-        ({"client_addr": addr}, s.max_battles_per_minute_per_address, "battles a minute per address"),
+def _rate_limits(arena: ArenaContext, sid: str, addr: str, upload: bool) -> list[RateLimit]:
+    s = arena.settings
+    limits = [
+        RateLimit({"session_id": sid}, s.max_battles_per_minute, "battles a minute per session"),
+        RateLimit({"client_addr": addr}, s.max_battles_per_minute_per_address, "battles a minute per address"),
     ]
     if upload:
-        checks += [
-            ({"session_id": sid, "source": "upload"}, s.max_uploads_per_minute, "uploads a minute per session"),
-            (
+        limits += [
+            RateLimit(
+                {"session_id": sid, "source": "upload"}, s.max_uploads_per_minute, "uploads a minute per session"
+            ),
+            RateLimit(
                 {"client_addr": addr, "source": "upload"},
                 s.max_uploads_per_minute_per_address,
                 "uploads a minute per address",
             ),
         ]
-
-    def count_all() -> str | None:
-        for kw, limit, what in checks:
-            if arena.store.battles_since(since, **kw) >= limit:
-                return f"rate limit: at most {limit} {what}"
-        return None
-
-    refused = await run_in_threadpool(count_all)
-    if refused:
-        raise HTTPException(429, refused)
+    return limits
 
 
 @router.post("/battles")
@@ -216,9 +228,12 @@ async def create_battle(
         raise HTTPException(400, f"instruction must be 1..{s.max_instruction_chars} characters")
     is_upload = upload is not None and bool(upload.filename)
     addr = client_addr(request)
-    await _check_rates(arena, sid, addr, is_upload)
+    limits = _rate_limits(arena, sid, addr, is_upload)
     try:
         if is_upload:
+            # counted before the upload is decoded and written (the limits exist to bound that work),
+            # and again when the battle is stored
+            await run_in_threadpool(arena.store.check_rate_limits, limits)
             data = await upload.read(s.max_upload_bytes + 1)
             img = await decode_image_async(data, s.image_limits)
             rgb, sha = img.rgb, img.sha256
@@ -240,22 +255,29 @@ async def create_battle(
     except (ArenaError, ImageRejected, CuratedSetError) as e:
         raise _http(e) from None
     h, w = rgb.shape[:2]
-    bid = await run_in_threadpool(
-        lambda: arena.store.create_battle(
-            session_id=sid,
-            image_sha256=sha,
-            image_path=str(path),
-            image_source=source,
-            width=w,
-            height=h,
-            instruction=instruction,
-            model_a=a,
-            model_b=b,
-            sampler=s.sampler,
-            client_addr=addr,
+    try:
+        bid = await run_in_threadpool(
+            lambda: arena.store.create_battle(
+                session_id=sid,
+                image_sha256=sha,
+                image_path=str(path),
+                image_source=source,
+                width=w,
+                height=h,
+                instruction=instruction,
+                model_a=a,
+                model_b=b,
+                sampler=s.sampler,
+                client_addr=addr,
+                rate_limits=limits,
+            )
         )
-    )
-    view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
+    except ArenaError as e:  # a rate limit reached (429), the store unreachable (503)
+        raise _http(e) from None
+    if s.model_image_side_px and max(h, w) > s.model_image_side_px:  # a resize: off the event loop
+        view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
+    else:
+        view = (rgb, 1.0, 1.0)
     arena.pending[bid] = {
         "A": asyncio.create_task(_ask(arena, bid, "A", a, view, instruction)),
         "B": asyncio.create_task(_ask(arena, bid, "B", b, view, instruction)),
@@ -295,31 +317,24 @@ def battle_state(bid: str, arena: Arena, sid: Sid) -> dict:
 
 
 async def _answers_from_store(arena: ArenaContext, bid: str, sent: set, websocket: WebSocket, created: float) -> None:
-    """Another worker asked the models: poll the store for the answers until the agent timeout.
-
-    Why this shape: with N workers a page's websocket lands on another worker than the battle's
-    (N-1)/N of the time, and 50 pages polling full records every 50 ms saturated 2 cores (measured with
-    ``pointlab perf arena``, docs/arena.md). So the poll asks two booleans, backs off from 50 ms to
-    POLL_MAX_S, and reads the full record only when an answer has arrived."""
+    """Another worker asked the models: wait for the answers in the store (``ui.arena.watch``: one
+    poll per worker for every battle it waits on) until the agent timeout, or for as long as the
+    store is unreachable (the worker holding the answers stores them once it is back)."""
     deadline = created + arena.settings.agent_timeout_s + 5.0
-    pause = POLL_FIRST_S
-    while len(sent) < 2 and time.time() < deadline:
-        try:
-            stored = await run_in_threadpool(arena.store.answers_stored, bid)
-        except StoreUnavailable:
-            # the worker that asked the models keeps its answers until the store is back: wait as long
-            deadline = max(deadline, time.time() + arena.settings.store_retry_s)
-            await asyncio.sleep(POLL_MAX_S)
-            continue
-        if any(have and side not in sent for side, have in zip("AB", stored)):
-            rec = await run_in_threadpool(arena.store.battle, bid)
-            for side, key in (("A", "answer_a"), ("B", "answer_b")):
-                if side not in sent and rec[key] is not None:
-                    await websocket.send_json(public_answer(side, rec[key]))
-                    sent.add(side)
-        if len(sent) < 2:
-            await asyncio.sleep(pause)
-            pause = min(POLL_MAX_S, pause * 1.5)
+    watcher = arena.answer_watcher()
+    async with watcher.watch(bid, sent) as w:
+        while len(sent) < 2:
+            if watcher.store_down_since is not None:
+                deadline = max(deadline, time.time() + arena.settings.store_retry_s)
+            left = deadline - time.time()
+            if left <= 0:
+                return
+            try:
+                side, rec = await asyncio.wait_for(w.get(), min(left, 1.0))
+            except (asyncio.TimeoutError, TimeoutError):
+                continue
+            await websocket.send_json(public_answer(side, rec))
+            sent.add(side)
 
 
 @router.websocket("/battles/{bid}/ws")
@@ -383,6 +398,14 @@ async def _settle(arena: ArenaContext, bid: str, tasks: dict) -> None:
     (``when_store_back``). An answer whose own write gave up (an outage longer than
     ``store_retry_s``) is written again from this worker's finished task. Raises: StoreUnavailable,
     or ArenaError when an answer is neither stored nor held here."""
+    try:  # the usual case first: both answers stored, one statement
+        await when_store_back(arena, arena.store.mark_shown, bid)
+        return
+    except StoreUnavailable:
+        raise
+    except ArenaError as e:
+        if e.status != 409:  # 409: an answer is missing (its own write gave up); written below
+            raise
     stored = await when_store_back(arena, arena.store.answers_stored, bid)
     for side, have in zip("AB", stored):
         task = tasks.get(side)

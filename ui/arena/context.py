@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from ..imageguard import ImageLimits
 from .curated import CuratedSet
 from .store import ArenaStore
+from .watch import AnswerWatcher
 
 __all__ = ["ArenaSettings", "ArenaContext", "AgentLoop"]
 
@@ -37,6 +38,8 @@ class ArenaSettings:
         agent_timeout_s: a model answer slower than this becomes a failed answer.
         store_retry_s: how long a battle in flight keeps trying to store its answers and "shown"
             while the database is unreachable (new battles and votes get 503 meanwhile).
+        answer_poll_s: pause between a worker's polls of the store for the answers other workers
+            collect (``ui.arena.watch``; one poll covers every battle the worker waits on).
         model_image_side_px: images with a longer side are downscaled (in a worker thread) before
             they go to the models, and the points mapped back to the original pixels; ``None``:
             send the original. Served models downscale large images anyway, and a 4096 px
@@ -65,6 +68,7 @@ class ArenaSettings:
     few_votes: int = 50
     agent_timeout_s: float = 60.0
     store_retry_s: float = 120.0
+    answer_poll_s: float = 0.05
     model_image_side_px: int | None = 1600
     elo_start: float = 1000.0
     elo_k: float = 2.0
@@ -89,6 +93,8 @@ class ArenaSettings:
         )
         if min(limits) < 1 or self.flag_min_votes < 2 or not self.agent_timeout_s > 0 or self.few_votes < 0:
             raise ValueError("rate limits >= 1, flag_min_votes >= 2, agent_timeout_s > 0, few_votes >= 0 required")
+        if not 0 < self.answer_poll_s <= 5:
+            raise ValueError(f"answer_poll_s must be in (0, 5] seconds, got {self.answer_poll_s}")
 
     @property
     def image_limits(self) -> ImageLimits:
@@ -155,3 +161,9 @@ class ArenaContext:
     agent_loop: AgentLoop | None = None
     admin_token: str | None = None
     cache: dict = field(default_factory=dict)  # leaderboard and sampler snapshots of this process
+    watcher: AnswerWatcher | None = None  # answers collected by other workers; made on first use
+
+    def answer_watcher(self) -> AnswerWatcher:
+        if self.watcher is None:
+            self.watcher = AnswerWatcher(self.store, self.settings.answer_poll_s)
+        return self.watcher

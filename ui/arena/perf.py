@@ -109,12 +109,66 @@ async def _wait_ready(base: str, bid: str, cookie: str, out: dict, deadline: flo
     return False
 
 
-async def _voter(base: str, k: int, deadline: float, images: list[str], out: dict, retry_cap_s: float = 30.0) -> None:
+def _tree_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) used so far by process ``pid`` and its children, from Linux's
+    ``/proc``; ``None`` where there is no ``/proc``."""
+    hz = os.sysconf("SC_CLK_TCK")
+    total, seen = 0.0, False
+    try:
+        pids = [pid] + [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return None
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / hz  # utime, stime (proc(5))
+        seen = True
+    return total if seen else None
+
+
+def _wait_all_workers(base: str, workers: int, deadline: float) -> int:
+    """Ask ``/api/health`` on new connections until ``workers`` different worker processes have
+    answered (or ``deadline``, monotonic); returns how many did. Why: a voter's keep-alive connection
+    stays with the worker that accepted it, so load started while one worker is still importing
+    would all go to the others (measured: one worker at 100 % of a core, three nearly idle)."""
+    import httpx
+
+    seen: set[int] = set()
+    while len(seen) < workers and time.monotonic() < deadline:
+        try:
+            r = httpx.get(base + "/api/health", timeout=5.0)  # a new connection each time
+            if r.status_code == 200:
+                seen.add(int(r.json()["worker_pid"]))
+        except (httpx.HTTPError, KeyError, ValueError):
+            pass
+        time.sleep(0.05)
+    return len(seen)
+
+
+def _cpu_now(arena_pid: int) -> dict[str, float | None]:
+    t = os.times()
+    return {"arena": _tree_cpu_s(arena_pid), "load_generator": t.user + t.system}
+
+
+async def _voter(
+    base: str,
+    k: int,
+    deadline: float,
+    images: list[str],
+    out: dict,
+    retry_cap_s: float = 30.0,
+    measure_from: float = 0.0,
+    ramp_s: float = 0.0,
+) -> None:
     import httpx
 
     from .store import VOTE_CHOICES
 
     rng = random.Random(k)
+    if ramp_s > 0:
+        await asyncio.sleep(ramp_s)  # arrivals spread over the warm-up (see measure_arena_perf)
     async with httpx.AsyncClient(base_url=base, timeout=30.0) as c:
         while time.monotonic() < deadline:
             t0 = time.perf_counter()
@@ -130,7 +184,8 @@ async def _voter(base: str, k: int, deadline: float, images: list[str], out: dic
                 out["errors"].append(f"battle {r.status_code}: {r.text[:100]}")
                 await asyncio.sleep(0.1)
                 continue
-            out["battle_s"].append(time.perf_counter() - t0)
+            if time.monotonic() >= measure_from:  # after the warm-up
+                out["battle_s"].append(time.perf_counter() - t0)
             bid = r.json()["battle_id"]
             out["created_at"][bid] = time.monotonic()
             cookie = "; ".join(f"{k}={v}" for k, v in c.cookies.items())
@@ -142,7 +197,8 @@ async def _voter(base: str, k: int, deadline: float, images: list[str], out: dic
             v, retried = await _send(c, "POST", f"/api/battles/{bid}/vote", out, retry_cap_s, json={"choice": choice})
             dt = time.perf_counter() - t0
             if v.status_code == 200:
-                out["vote_s"].append(dt)
+                if time.monotonic() - dt >= measure_from:
+                    out["vote_s"].append(dt)
                 out["acked"][bid], out["acked_at"][bid] = choice, time.monotonic()
             elif v.status_code == 409 and retried:
                 # the vote sent during the outage may have been committed before its answer was cut: the
@@ -185,28 +241,47 @@ def measure_arena_perf(
     workers: int = 4,
     voters: int = 50,
     duration_s: float = 20.0,
+    warmup_s: float = 5.0,
     baseline_inserts: int = 200,
     start_timeout_s: float = 120.0,
 ) -> dict[str, Any]:
     """Run the load (see the module docstring) against a fresh arena on ``db`` (a SQLAlchemy URL or
     SQLite path; its arena tables should be empty). Returns the report.
 
+    The first ``warmup_s`` seconds of load are not measured (each worker imports the model client
+    and opens its connections on its first battles: a few seconds of CPU that a running arena has
+    long paid), and the voters arrive one by one over its first half, as people do: a voter's
+    keep-alive connection stays with the worker that accepted it, and 50 connections opened at
+    the same instant mostly land on one worker (measured: one worker at 20 s of CPU, three at 8 s).
+    The integrity check covers every vote, the warm-up's too. ``cpu_ms_per_vote`` is the
+    CPU time the arena's processes (server and workers) and the load generator used in the
+    measured window, per vote measured: what a vote costs, whatever else the machine runs.
+
     Raises: RuntimeError when the arena does not start; ValueError for bad arguments.
     """
     from pointlab.benchmark.perfstats import summarize
 
-    if workers < 1 or voters < 1 or duration_s <= 0:
-        raise ValueError("workers >= 1, voters >= 1, duration_s > 0 required")
+    if workers < 1 or voters < 1 or duration_s <= 0 or warmup_s < 0:
+        raise ValueError("workers >= 1, voters >= 1, duration_s > 0, warmup_s >= 0 required")
     base_times = bare_insert_times(db, baseline_inserts)
-    out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s)
+    out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s, warmup_s=warmup_s)
     check = _check(db, out["acked"])
     ms = ("n", "p50", "p90", "p99", "max")
+    n_votes = len(out["vote_s"])
+    cpu = {
+        k: round((out["cpu_to"][k] - out["cpu_from"][k]) / n_votes * 1e3, 2)
+        for k in ("arena", "load_generator")
+        if n_votes and out.get("cpu_from", {}).get(k) is not None and out.get("cpu_to", {}).get(k) is not None
+    }
     return {
         "db": db.split("@")[-1] if "://" in db else db,
         "workers": workers,
         "voters": voters,
+        "warmup_s": warmup_s,
+        "workers_seen": out.get("workers_seen"),
         "duration_s": round(wall, 2),
-        "votes_per_s": round(len(out["vote_s"]) / wall, 1),
+        "votes_per_s": round(n_votes / wall, 1),
+        "cpu_ms_per_vote": cpu,
         "battle_create_ms": summarize(out["battle_s"], ms, scale=1e3, digits=1),
         "vote_ms": summarize(out["vote_s"], ms, scale=1e3, digits=1),
         "baseline_bare_insert_ms": summarize(base_times, ms, scale=1e3, digits=2),
@@ -285,10 +360,12 @@ def _run_load(
     *,
     retry_cap_s: float = 30.0,
     start=None,
+    warmup_s: float = 0.0,
 ) -> tuple[dict, float]:
-    """Start ``pointlab bench arena`` on ``db``, run ``voters`` until ``duration_s``, stop it.
-    ``start``: called once the arena answers (the outage thread). Returns the voters' record and
-    the load's wall time."""
+    """Start ``pointlab bench arena`` on ``db``, run ``voters`` for ``warmup_s`` (not measured) then
+    ``duration_s``, stop it. ``start``: called once the arena answers (the outage thread). Returns
+    the voters' record (with the CPU seconds used by the arena's processes and by this one, at the
+    end of the warm-up and at the end: ``cpu_from``, ``cpu_to``) and the measured wall time."""
     import httpx
 
     port = _free_port()
@@ -328,8 +405,10 @@ def _run_load(
             if time.monotonic() - t0 > start_timeout_s:
                 raise RuntimeError("the arena did not start")
             time.sleep(0.1)
+        out_workers = _wait_all_workers(base, workers, t0 + start_timeout_s)
         images = [i["name"] for i in httpx.get(base + "/api/images").json()["images"]]
         out: dict = {
+            "workers_seen": out_workers,
             "battle_s": [],
             "vote_s": [],
             "acked": {},
@@ -342,12 +421,25 @@ def _run_load(
         }
 
         async def load() -> float:
-            deadline = time.monotonic() + duration_s
-            t = time.perf_counter()
+            measure_from = time.monotonic() + warmup_s
+            deadline = measure_from + duration_s
             if start is not None:
                 start()
-            await asyncio.gather(*(_voter(base, k, deadline, images, out, retry_cap_s) for k in range(voters)))
-            return time.perf_counter() - t
+
+            async def cpu_at_measure_start() -> None:
+                await asyncio.sleep(warmup_s)
+                out["cpu_from"] = _cpu_now(proc.pid)
+
+            snap = asyncio.create_task(cpu_at_measure_start())
+            await asyncio.gather(
+                *(
+                    _voter(base, k, deadline, images, out, retry_cap_s, measure_from, ramp_s=k * warmup_s / 2 / voters)
+                    for k in range(voters)
+                )
+            )
+            await snap
+            out["cpu_to"] = _cpu_now(proc.pid)
+            return time.monotonic() - measure_from
 
         wall = asyncio.run(load())
     finally:

@@ -1,11 +1,11 @@
 """The demo arena in Chromium (issue 13): the sim tabletop demo set with its masks, the four sim
 agents keyed by the image they are sent, battles and votes on the page, the leaderboard with
 battles and votes per model, the win-fraction matrix and the few-votes marker; the vote buttons are
-in view without scrolling at 1280 x 800 and on a 390 px phone. Screenshots go to docs/img/."""
+in view without scrolling at 1280 x 800 and on a 390 px phone. Screenshots go to the temp folder, or
+to docs/img/ with ``POINTLAB_SCREENSHOTS=docs/img``."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +17,6 @@ from pointlab.ui.arena.curated import CuratedSet
 from pointlab.ui.arena.launch import DEFAULT_ARENA_AGENTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-DOCS_IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
 AGENTS = ("arena-exact", "arena-noisy", "arena-center", "arena-wrongfmt")
 
 
@@ -72,7 +71,7 @@ def _votes_in_view(page) -> bool:
     )
 
 
-def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
+def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena, shots):
     base, app = demo_arena
     ctx = chromium.new_context(viewport={"width": 1280, "height": 800})
     page = ctx.new_page()
@@ -93,7 +92,7 @@ def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
         page.wait_for_selector('#votes button[data-choice="A"]:not([disabled])', timeout=30000)
         assert _votes_in_view(page)
         if k == 0:
-            page.screenshot(path=str(DOCS_IMG / "arena_battle_1280.png"))
+            page.screenshot(path=str(shots / "arena_battle_1280.png"))
         page.click(f'#votes button[data-choice="{_truthful_vote(app, page.evaluate("state.battle"))}"]')
         page.wait_for_function("document.getElementById('name-A').textContent.length > 0")
     recs = [app.state.arena.store.battle(v["battle_id"]) for v in app.state.arena.store.votes(include_flagged=True)]
@@ -123,7 +122,7 @@ def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
     marks = page.locator("#board tbody .few").count()
     assert marks == 2 * len(few)
     assert page.locator("#matrix td").count() == 16
-    page.screenshot(path=str(DOCS_IMG / "arena_leaderboard_1280.png"), full_page=True)
+    page.screenshot(path=str(shots / "arena_leaderboard_1280.png"), full_page=True)
 
     phone = chromium.new_context(
         viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
@@ -137,9 +136,9 @@ def test_demo_arena_four_agents_battles_votes_leaderboard(chromium, demo_arena):
     p2.wait_for_selector('#votes button[data-choice="A"]:not([disabled])', timeout=30000)
     assert _votes_in_view(p2)
     assert p2.evaluate("document.documentElement.scrollWidth") <= 390
-    p2.screenshot(path=str(DOCS_IMG / "arena_battle_390.png"))
+    p2.screenshot(path=str(shots / "arena_battle_390.png"))
     p2.goto(base + "/leaderboard")
     p2.wait_for_selector("#matrix tr >> nth=4")
-    p2.screenshot(path=str(DOCS_IMG / "arena_leaderboard_390.png"), full_page=True)
+    p2.screenshot(path=str(shots / "arena_leaderboard_390.png"), full_page=True)
     phone.close()
     ctx.close()

@@ -10,10 +10,11 @@ import pytest
 from sqlalchemy import text
 
 from pointlab.ui.arena import ArenaError, ArenaStore
+from pointlab.ui.arena.store import RateLimit
 from pointlab.ui.arena.curated import CuratedSet
 
 
-def _battle(store, sid, shown=True):
+def _battle(store, sid, shown=True, limits=()):
     bid = store.create_battle(
         session_id=sid,
         image_sha256="0" * 64,
@@ -26,6 +27,7 @@ def _battle(store, sid, shown=True):
         model_b="m2",
         sampler="uniform",
         client_addr="10.0.0.1",
+        rate_limits=limits,
     )
     store.record_answer(bid, "A", {"points_px": []})
     store.record_answer(bid, "B", {"points_px": [[1, 1]]})
@@ -52,6 +54,16 @@ def _rules(store: ArenaStore) -> None:
     assert e.value.status == 409 and store.battle(b1)["vote"] == "model_b"
     assert store.battles_since(0.0, client_addr="10.0.0.1") == 2
     assert store.battles_since(0.0, session_id=sid, source="upload") == 0
+    # rate limits are counted in the battle's own transaction: 2 battles from 10.0.0.1 this minute
+    per_addr = RateLimit({"client_addr": "10.0.0.1"}, 2, "battles a minute per address")
+    with pytest.raises(ArenaError) as e:
+        _battle(store, sid, limits=[RateLimit({"session_id": sid}, 3, "per session"), per_addr])
+    assert e.value.status == 429 and "at most 2 battles a minute per address" in str(e.value)
+    assert store.battles_since(0.0, client_addr="10.0.0.1") == 2  # nothing stored
+    with pytest.raises(ArenaError) as e:
+        store.check_rate_limits([per_addr])
+    assert e.value.status == 429
+    store.check_rate_limits([RateLimit({"client_addr": "10.0.0.1", "source": "upload"}, 1, "uploads")])
     for _ in range(2):
         store.vote(_battle(store, sid), sid, "B", flag_min_votes=3)
     s = store.session(sid)
@@ -83,6 +95,35 @@ def _answers_stored(store: ArenaStore) -> None:
     with pytest.raises(ArenaError) as e:
         store.answers_stored("nope")
     assert e.value.status == 404
+    # the watcher's poll: every known id of the list in one statement, unknown ids left out
+    got = store.answers_of([b1, b3, "nope"])
+    assert set(got) == {b1, b3}
+    assert got[b3] == (None, {"points_px": []})
+    assert got[b1] == ({"points_px": []}, {"points_px": [[1, 1]]})
+    assert store.answers_of([]) == {}
+
+
+def test_a_known_session_is_answered_without_a_statement(tmp_path):
+    """Every request checks its cookie: a session id this process has seen stored costs no statement;
+    an unknown or forged id still goes to the store (and gets a new session)."""
+    from sqlalchemy import event
+
+    store = ArenaStore(tmp_path / "s.db")
+    statements: list[str] = []
+    event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, sql, *a: statements.append(sql))
+    sid = store.ensure_session(None)
+    assert any(q.lstrip().upper().startswith("INSERT INTO SESSIONS") for q in statements)
+    statements.clear()
+    assert store.ensure_session(sid) == sid and statements == []
+    forged = store.ensure_session("f" * 32)
+    assert forged != "f" * 32 and statements  # looked up, not found: a new session
+    other = ArenaStore(tmp_path / "s.db")  # another worker: reads it once, then remembers it
+    n = []
+    event.listen(other.engine, "before_cursor_execute", lambda _c, _cur, sql, *a: n.append(sql))
+    assert other.ensure_session(sid) == sid and len(n) == 1
+    assert other.ensure_session(sid) == sid and len(n) == 1
+    store.close()
+    other.close()
 
 
 def test_rules_sqlite(tmp_path):
