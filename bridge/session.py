@@ -240,7 +240,10 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
     sim_robot = world is not None and spec_kind(config.robot) in world.robot_kinds
 
     def new_camera():
-        return world.camera(config.camera, fps=config.camera_fps) if sim_camera else make_camera(config.camera)
+        if sim_camera:
+            assert world is not None  # sim_camera says the world makes the camera
+            return world.camera(config.camera, fps=config.camera_fps)
+        return make_camera(config.camera)
 
     cam = new_camera()  # a bad camera spec is a CameraSourceError before anything else
     cal = _calibration(config, world, sim_camera, sim_robot, new_camera)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from .errors import CalibrationFileError
@@ -64,7 +65,7 @@ class RigidTransform:
         object.__setattr__(self, "matrix", m)
 
     @classmethod
-    def from_rt(cls, rotation: np.ndarray, translation_m: np.ndarray) -> "RigidTransform":
+    def from_rt(cls, rotation: ArrayLike, translation_m: ArrayLike) -> "RigidTransform":
         m = np.eye(4)
         m[:3, :3] = np.asarray(rotation, dtype=np.float64)
         m[:3, 3] = np.asarray(translation_m, dtype=np.float64).reshape(3)

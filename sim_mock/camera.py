@@ -182,6 +182,7 @@ class SimCamera(Camera):
             return self._view
         t0 = time.perf_counter()
         r = self.world.renderer().render(capture.qpos, depth=want_depth, coarse_segmentation=BLOCK_PX)
+        assert r.color is not None and r.coarse_geom_ids is not None  # asked for (colour is by default)
         labels = np.where(r.coarse_geom_ids >= 0, self.world.physics.geom_label[np.maximum(r.coarse_geom_ids, 0)], -1)
         shiny, dark = self._surface_labels()
         self._view = CleanView.build(r.color, r.depth_m, np.isin(labels, shiny), np.isin(labels, dark))

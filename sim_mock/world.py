@@ -19,6 +19,7 @@ import logging
 import math
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -33,6 +34,9 @@ from .mjcf import ModelSpec
 from .physics import Capture, Physics
 from .scene import ObjectSpec, Scene, default_scene
 from .tools import ToolPhysics
+
+if TYPE_CHECKING:
+    from .mjrender import MjRenderer  # imported on first use (it sets up OpenGL)
 
 __all__ = [
     "SimWorld",
@@ -169,7 +173,7 @@ class SimWorld:
         self.arm = ArmSimState(self)
         self.lite6 = SimLite6(self)
         self.frames = FrameLog(self)
-        self._renderer = None
+        self._renderer: MjRenderer | None = None  # made by renderer() on first use
         self._build(tool)
 
     def _build(self, tool: str) -> None:
@@ -454,7 +458,7 @@ class SimWorld:
         residuals = {"translation_noise_m": translation_noise_m, "rotation_noise_deg": rotation_noise_deg}
         return Calibration(RigidTransform(T), method="sim", residuals=residuals)
 
-    def renderer(self):
+    def renderer(self) -> MjRenderer:
         """The world's ``mjrender.MjRenderer`` for its camera (created on first use, shared)."""
         from .mjcf import CAMERA_NAME
         from .mjrender import MjRenderer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from pointlab.robot.arm import Arm, MotionConfig
@@ -10,7 +12,7 @@ from pointlab.sim_mock.world import SimWorld
 
 
 @pytest.fixture(scope="module")
-def world() -> SimWorld:
+def world() -> Iterator[SimWorld]:
     w = SimWorld()
     yield w
     w.close()

@@ -34,7 +34,7 @@ def test_script_shape(tmp_path):
     assert [json.loads(line) for line in lines] == demo_script()
 
 
-def _run_demo(noise_px: float, seed: int = 0) -> list[tuple[bool, str]]:
+def _run_demo(noise_px: float, seed: int = 0) -> list[tuple[bool, str | None]]:
     """The demo script through the real pipeline (sim camera, oracle on the JPEG'd image, pixel
     noise as the sim-noisy agent adds it, deprojection, a calibration 3 mm / 0.2 deg off, Arm
     pick/place on the MuJoCo arm, the physics' judgement)."""
@@ -47,17 +47,19 @@ def _run_demo(noise_px: float, seed: int = 0) -> list[tuple[bool, str]]:
     arm = Arm(SimArmDriver(world=world, time_scale=0.0), motion=MotionConfig(grip_settle_s=0.0))
     arm.connect()
     rng = np.random.default_rng(seed)
-    outcomes = []
+    outcomes: list[tuple[bool, str | None]] = []
     for item in DEMO_SCRIPT:
         frame = cam.read()
-        sent = cv2.imdecode(cv2.imencode(".jpg", frame.color[:, :, ::-1])[1], cv2.IMREAD_COLOR)[:, :, ::-1]
+        decoded = cv2.imdecode(cv2.imencode(".jpg", frame.color[:, :, ::-1])[1], cv2.IMREAD_COLOR)
+        assert decoded is not None
+        sent = decoded[:, :, ::-1]
         pts = oracle.points(item["instruction"], sent)
         if not pts:
             outcomes.append((False, "no point"))
             continue
         u, v = np.asarray(pts[0]) + rng.normal(0.0, noise_px, size=2)
         d = deproject_pixel(frame, u, v)
-        if not d.valid:
+        if not d.valid or d.point_m is None:
             outcomes.append((False, d.reason))
             continue
         try:

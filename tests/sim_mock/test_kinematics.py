@@ -31,28 +31,35 @@ def kin() -> Lite6Kinematics:
     return Lite6Kinematics()
 
 
+def _attr(e: ET.Element, child: str, name: str) -> str:
+    """Attribute ``name`` of ``e``'s ``child`` element (both must be there)."""
+    c = e.find(child)
+    value = None if c is None else c.get(name)
+    assert value is not None, (child, name)
+    return value
+
+
 def _urdf_fk(root: ET.Element, q: list[float], last_link: str) -> np.ndarray:
     """FK straight from URDF XML, written here without ikpy: walk the joints from link_base."""
-    joints = {j.find("parent").get("link"): j for j in root.findall("joint")}
-    by_child = {j.find("child").get("link"): j for j in root.findall("joint")}
+    joints = {_attr(j, "parent", "link"): j for j in root.findall("joint")}
+    by_child = {_attr(j, "child", "link"): j for j in root.findall("joint")}
     chain = []
     link = last_link
     while link in by_child:
         chain.append(by_child[link])
-        link = by_child[link].find("parent").get("link")
+        link = _attr(by_child[link], "parent", "link")
     assert link == "link_base" and joints  # the chain starts at the base
     T = np.eye(4)
     angles = iter(q)
     for j in reversed(chain):
-        o = j.find("origin")
-        xyz = [float(v) for v in o.get("xyz").split()]
-        rpy = [float(v) for v in o.get("rpy").split()]
+        xyz = [float(v) for v in _attr(j, "origin", "xyz").split()]
+        rpy = [float(v) for v in _attr(j, "origin", "rpy").split()]
         A = np.eye(4)
         A[:3, :3] = Rotation.from_euler("xyz", rpy).as_matrix()  # URDF: fixed-axis roll, pitch, yaw
         A[:3, 3] = xyz
         T = T @ A
         if j.get("type") == "revolute":
-            axis = [float(v) for v in j.find("axis").get("xyz").split()]
+            axis = [float(v) for v in _attr(j, "axis", "xyz").split()]
             R = np.eye(4)
             R[:3, :3] = Rotation.from_rotvec(np.asarray(axis) * next(angles)).as_matrix()
             T = T @ R
@@ -92,7 +99,7 @@ def test_embedded_model_matches_the_shared_urdf(shared_data, kin, tool):
         assert np.allclose(kin.fk(q, tool), expected, atol=1e-9), q
         assert np.allclose(from_file.fk(q, tool), expected, atol=1e-9), q
     limits = {
-        j.get("name"): (float(j.find("limit").get("lower")), float(j.find("limit").get("upper")))
+        j.get("name"): (float(_attr(j, "limit", "lower")), float(_attr(j, "limit", "upper")))
         for j in root.findall("joint")
         if j.get("type") == "revolute"
     }

@@ -32,7 +32,9 @@ def oracle(fresh) -> SceneOracle:
 def jpeg(rgb: np.ndarray, quality: int = 75) -> np.ndarray:
     """What the image looks like after the JPEG data URL a model client sends."""
     ok, buf = cv2.imencode(".jpg", rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, quality])
-    return cv2.imdecode(buf, cv2.IMREAD_COLOR)[:, :, ::-1]
+    decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+    assert ok and decoded is not None
+    return decoded[:, :, ::-1]
 
 
 def _on(world, frame, u, v):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ FAST = MotionConfig(grip_settle_s=0.0)
 
 
 @pytest.fixture
-def arm(world) -> Arm:
+def arm(world) -> Iterator[Arm]:
     world.reset()
     a = Arm(SimArmDriver(world=world, time_scale=0.0), motion=FAST)
     a.connect()

@@ -45,7 +45,9 @@ def decode_jpeg(data: bytes):
     import cv2
     import numpy as np
 
-    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
+    decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert decoded is not None, "not a JPEG"
+    return decoded[:, :, ::-1]
 
 
 def oracle_points_on_live_view(live: LiveAct, text: str, timeout_s: float = 10.0) -> list:

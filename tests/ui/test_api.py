@@ -647,7 +647,9 @@ def test_the_console_form_offers_the_api_defaults():
     html = files("pointlab.ui").joinpath("static/operator.html").read_text()
 
     def value(input_id: str) -> float:
-        return float(re.search(rf'id="{input_id}"[^>]*\bvalue="([^"]+)"', html).group(1))
+        m = re.search(rf'id="{input_id}"[^>]*\bvalue="([^"]+)"', html)
+        assert m is not None, input_id
+        return float(m.group(1))
 
     fields = StudyIn.model_fields
     assert value("min-free") == fields["min_free_mb"].default == 1000

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -33,10 +34,9 @@ def chunk(ctype: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + ctype + data + struct.pack(">I", zlib.crc32(ctype + data) & 0xFFFFFFFF)
 
 
-def png(w: int = 8, h: int = 8, extra: list[bytes] = (), idat: bytes | None = None) -> bytes:
+def png(w: int = 8, h: int = 8, extra: Sequence[bytes] = (), idat: bytes | None = None) -> bytes:
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB
-    raw = b"".join(b"\x00" + bytes(3 * w) for _ in range(h)) if idat is None else None
-    body = zlib.compress(raw) if idat is None else idat
+    body = zlib.compress(b"".join(b"\x00" + bytes(3 * w) for _ in range(h))) if idat is None else idat
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + b"".join(extra) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
 
 

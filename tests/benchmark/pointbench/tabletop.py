@@ -9,6 +9,7 @@ orange drill body, yellow toy block, pink cup, Clorox canister). Coordinates are
 from __future__ import annotations
 
 import json
+from typing import Any
 from pathlib import Path
 
 import cv2
@@ -62,7 +63,7 @@ F0, F4 = "000000-color.png", "000004-color.png"
 REFERENCE_PX = [250.0, 400.0]  # on the table, below the yellow block
 
 # (query, category, frame, mask keys, extra fields)
-QUERIES = [
+QUERIES: list[tuple[str, str, str, list[str], dict[str, Any]]] = [
     ("Point to the leftmost bowl.", "spatial", F0, ["teal_bowl"], {}),
     ("Point to the bowl on the right.", "spatial", F0, ["white_bowl"], {}),
     ("Point to the handle of the white mug.", "affordance", F0, ["mug_handle"], {}),
@@ -108,7 +109,7 @@ def write_source(tabletop: Path, out: Path) -> Path:
         Image.fromarray(m.astype(np.uint8) * 255).save(out / f"{k}.png")
     lines = []
     for q, cat, frame, keys, extra in QUERIES:
-        d = {"image": str(tabletop / frame), "query": q, "category": cat}
+        d: dict[str, Any] = {"image": str(tabletop / frame), "query": q, "category": cat}
         if extra.get("instances"):
             d["instance_masks"] = [f"{k}.png" for k in keys]
         elif len(keys) > 1:

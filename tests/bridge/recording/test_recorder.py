@@ -117,7 +117,10 @@ def decode_clip(path: Path):
 
     with av.open(str(path)) as c:
         s = c.streams.video[0]
-        frames = [(float(f.pts * f.time_base), f.to_ndarray(format="rgb24")) for f in c.decode(s)]
+        frames = []
+        for f in c.decode(s):
+            assert f.pts is not None and f.time_base is not None  # an MP4's frames are stamped
+            frames.append((float(f.pts * f.time_base), f.to_ndarray(format="rgb24")))
         return s.codec_context.name, (s.width, s.height), frames
 
 

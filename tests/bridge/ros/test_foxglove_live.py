@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import struct
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,9 +25,12 @@ def _read(port: int, topics, timeout_s: float = 60.0, *, every: dict | None = No
     """Subscribe to ``topics``; ``({topic: channel}, {topic: first payload})``. With ``every``, every
     payload is appended to ``every[topic]`` and reading goes on until ``until()`` is true."""
     from websockets.sync.client import connect
+    from websockets.typing import Subprotocol
 
-    with connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1"], max_size=None) as ws:
-        channels, subs, got = {}, {}, {}
+    with connect(f"ws://127.0.0.1:{port}", subprotocols=[Subprotocol("foxglove.sdk.v1")], max_size=None) as ws:
+        channels: dict[str, Any] = {}
+        subs: dict[int, str] = {}
+        got: dict[str, Any] = {}
         deadline = time.monotonic() + timeout_s
         while len(got) < len(topics) or (until is not None and not until()):
             assert time.monotonic() < deadline, (sorted(channels), sorted(got))

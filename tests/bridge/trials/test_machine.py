@@ -7,6 +7,7 @@ and docs/trials.md, not read off the machine's output.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,7 +43,9 @@ def frame(index: int, depth_mm: int = 500) -> TrialFrame:
 
 
 def reply(u: float = 20.0, v: float = 30.0, **kw) -> AgentReply:
-    base = dict(raw_answer=f"[{u}, {v}]", points=(PointEntry(u_px=u, v_px=v),), points_px=((u, v),), frame=frame(3))
+    base: dict[str, Any] = dict(
+        raw_answer=f"[{u}, {v}]", points=(PointEntry(u_px=u, v_px=v),), points_px=((u, v),), frame=frame(3)
+    )
     base.update(kw)
     return AgentReply(**base)
 
@@ -71,7 +74,9 @@ class Trial:
         return self.state.phase
 
     def arm_request(self) -> str:
-        return self.state.arm_request
+        request = self.state.arm_request
+        assert request is not None, "the trial waits for no arm action"
+        return request
 
     def finish(self) -> m.Finish:
         (f,) = [c for c in self.commands if isinstance(c, m.Finish)]

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from pointlab.benchmark.agents_config import AgentConfig, build_agent
-from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
+from pointlab.sim_mock.model_server import Model, ScriptedModel, create_model_server, serve_in_thread
 
 # Distinctive names: a leak is a plain substring search away.
 NAME_A, NAME_B = "zebrafinch-vl-7b", "quokkaview-pro"
@@ -16,7 +16,7 @@ ANSWERS = {NAME_A: "[120, 90]", NAME_B: "[400, 300]"}
 
 def start_models(tmp: Path):
     """``(agents {name: Agent}, stop)``: each model answers every request with its fixed point."""
-    models = {}
+    models: dict[str, Model] = {}
     for name, ans in ANSWERS.items():
         script = tmp / f"{name}.jsonl"
         script.write_text(json.dumps({"match": "Point", "answer": ans}) + "\n")

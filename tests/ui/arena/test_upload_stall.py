@@ -28,7 +28,7 @@ def big_jpeg() -> bytes:
     rng = np.random.default_rng(0)
     # smooth noise compresses to about 5 MB at 4096 x 4096
     small = rng.integers(0, 255, (1024, 1024, 3), dtype=np.uint8)
-    img = np.asarray(Image.fromarray(small).resize((4096, 4096), Image.BILINEAR))
+    img = np.asarray(Image.fromarray(small).resize((4096, 4096), Image.Resampling.BILINEAR))
     img = np.clip(img.astype(np.int16) + rng.integers(-12, 12, img.shape), 0, 255).astype(np.uint8)
     buf = io.BytesIO()
     Image.fromarray(img).save(buf, format="JPEG", quality=80)
