@@ -87,7 +87,9 @@ class ReleaseFiles:
         for c in candidates:
             if c.is_file():
                 return c
-        if self._files is None:
+        if self._files is None or self._members is None:
             self._index()
+        files, members = self._files, self._members
+        assert files is not None and members is not None  # _index set both
         key = _key(name)
-        return self._files.get(key) or self._members.get(key)  # type: ignore[union-attr]
+        return files.get(key) or members.get(key)
