@@ -24,6 +24,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import cv2
 import numpy as np
@@ -262,7 +263,7 @@ class OpenAIAgent(Agent):
 
     async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
         t0 = time.perf_counter()
-        base = dict(model=self.model, point_format=self.point_format, prompt_style=self.prompt_style)
+        base: dict[str, Any] = dict(model=self.model, point_format=self.point_format, prompt_style=self.prompt_style)
         bad = _check_image(image_rgb)
         key = self._api_key()
         if bad is None and key is None:
@@ -410,14 +411,14 @@ class HumanAgent(Agent):
             entries, self._pending = list(self._pending.values()), {}
         for _, fut, loop in entries:
             try:
-                loop.call_soon_threadsafe(lambda f=fut: f.done() or f.cancel())
+                loop.call_soon_threadsafe(fut.cancel)  # cancelling a finished future changes nothing
             except RuntimeError:
                 pass
         return len(entries)
 
     async def point(self, image_rgb: np.ndarray, instruction: str) -> AgentAnswer:
         t0 = time.perf_counter()
-        base = dict(model="human", point_format="xy_pixels", prompt_style="unparsed")
+        base: dict[str, Any] = dict(model="human", point_format="xy_pixels", prompt_style="unparsed")
         bad = _check_image(image_rgb)
         if bad is not None:
             return AgentAnswer(error=bad, **base)

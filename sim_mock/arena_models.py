@@ -154,7 +154,7 @@ class ImageKeyedOracle:
         """``(known image or None, target point in pixels of ``rgb`` or None)``."""
         image = self.lookup(rgb)
         t = self.target(image, instruction)
-        if t is None or t["point"] is None:
+        if image is None or t is None or t["point"] is None:
             return image, None
         iw, ih = image["size"]
         h, w = rgb.shape[:2]

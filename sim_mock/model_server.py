@@ -151,7 +151,7 @@ class OracleModel:
     def answer(self, request: ChatRequest) -> str:
         if request.image_rgb is None:
             raise ModelInputError("the oracle model needs an image (an image_url data URL part)")
-        w, h = request.width, request.height
+        h, w = request.image_rgb.shape[:2]
         pts = np.asarray(self.oracle.points(request.instruction, request.image_rgb), dtype=np.float64).reshape(-1, 2)
         if len(pts) == 0:
             return NOT_FOUND_TEXT

@@ -232,6 +232,8 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
 
     import uvicorn
 
+    from pointlab.benchmark.serving import WS_PER_MESSAGE_DEFLATE
+
     from .arena.launch import CONFIG_ENV
 
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pointlab-arena-", delete=False) as f:
@@ -249,6 +251,9 @@ def serve_workers(cfg, host: str, port: int, workers: int, banner: list[str]) ->
             log_level="warning",
             proxy_headers=False,
             timeout_keep_alive=KEEP_ALIVE_S,
+            # as the one-process server (ui.serve): the arena's messages are a few hundred bytes, and
+            # a deflate context per websocket costs CPU on every battle (pointlab perf arena)
+            ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE,
         )
     finally:
         Path(f.name).unlink(missing_ok=True)

@@ -35,6 +35,30 @@ _PAGES = (
 )
 
 
+class ContentLengthLimit:
+    """ASGI middleware: a POST whose ``Content-Length`` is above ``limit`` bytes gets 413 before its
+    body is read. Plain ASGI, not ``@app.middleware("http")``: Starlette's BaseHTTPMiddleware wraps
+    every response in a stream and a task group, a measurable share of a worker's time under load
+    (``pointlab perf arena``, docs/arena.md)."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, int(limit)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            for name, value in scope["headers"]:
+                if name == b"content-length":
+                    n = value.decode("latin-1")
+                    if n.isdigit() and int(n) > self.limit:
+                        response = JSONResponse(
+                            {"detail": f"request body is {n} bytes, limit {self.limit}"}, status_code=413
+                        )
+                        await response(scope, receive, send)
+                        return
+                    break
+        await self.app(scope, receive, send)
+
+
 def create_arena_app(
     agents: Mapping[str, Any],
     *,
@@ -81,14 +105,14 @@ def create_arena_app(
         uploads_dir=Path(uploads_dir),
         bench_items=list(bench_items),
         rng=random.Random(settings.seed),
-        agent_loop=AgentLoop(),
+        agent_loop=(agent_loop := AgentLoop()),
         admin_token=admin_token,
     )
 
     @asynccontextmanager
     async def lifespan(_app):
         yield
-        ctx.agent_loop.close(ctx.agents)
+        agent_loop.close(ctx.agents)
 
     app = FastAPI(title="Point-Battle", lifespan=lifespan)
     app.state.arena = ctx
@@ -107,16 +131,9 @@ def create_arena_app(
             headers={"Retry-After": str(exc.retry_after_s)},
         )
 
-    limit = settings.max_upload_bytes + 64 * 1024
-
-    @app.middleware("http")
-    async def body_limit(request, call_next):
-        # refuse an oversized body before it is parsed and spooled (the decoder's byte limit is
-        # the exact check; this one only stops a huge body from being read at all)
-        n = request.headers.get("content-length")
-        if request.method == "POST" and n is not None and n.isdigit() and int(n) > limit:
-            return JSONResponse({"detail": f"request body is {n} bytes, limit {limit}"}, status_code=413)
-        return await call_next(request)
+    # refuse an oversized body before it is parsed and spooled (the decoder's byte limit is the exact
+    # check; this one only stops a huge body from being read at all)
+    app.add_middleware(ContentLengthLimit, limit=settings.max_upload_bytes + 64 * 1024)
 
     for route, page in _PAGES:
 

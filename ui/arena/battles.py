@@ -226,11 +226,12 @@ async def create_battle(
     instruction = instruction.strip()
     if not instruction or len(instruction) > s.max_instruction_chars:
         raise HTTPException(400, f"instruction must be 1..{s.max_instruction_chars} characters")
-    is_upload = upload is not None and bool(upload.filename)
+    upload = upload if upload is not None and upload.filename else None
+    is_upload = upload is not None
     addr = client_addr(request)
     limits = _rate_limits(arena, sid, addr, is_upload)
     try:
-        if is_upload:
+        if upload is not None:
             # counted before the upload is decoded and written (the limits exist to bound that work),
             # and again when the battle is stored
             await run_in_threadpool(arena.store.check_rate_limits, limits)

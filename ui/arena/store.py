@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -53,12 +53,13 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    insert,
     inspect,
     select,
     text,
     update,
 )
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import CursorResult, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -111,6 +112,12 @@ class RateLimit:
     where: dict = field(hash=False)
     limit: int
     what: str
+
+
+def _rowcount(result: Any) -> int:
+    """Rows an UPDATE matched: its result is a CursorResult (SQLAlchemy's ``Session.execute`` is typed
+    as returning the general ``Result``, which has no ``rowcount``)."""
+    return cast(CursorResult, result).rowcount
 
 
 def _unreachable(e: Exception) -> bool:
@@ -312,7 +319,7 @@ class ArenaStore:
                     "votes_b = (SELECT COUNT(*) FROM battles b WHERE b.session_id = sessions.id AND b.vote = 'model_b')"
                 )
             )
-            conn.execute(MetaRow.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            conn.execute(insert(MetaRow).values(key="schema_version", value=str(SCHEMA_VERSION)))
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
@@ -461,23 +468,25 @@ class ArenaStore:
         """Store one side's answer (``side`` ``"A"`` or ``"B"``)."""
         col = BattleRow.answer_a if side == "A" else BattleRow.answer_b
         with self._tx() as s:
-            n = s.execute(update(BattleRow).where(BattleRow.id == battle_id).values({col: answer})).rowcount
+            n = _rowcount(s.execute(update(BattleRow).where(BattleRow.id == battle_id).values({col: answer})))
             if n == 0:
                 raise ArenaError("unknown battle", 404)
 
     def mark_shown(self, battle_id: str) -> None:
         """Record that both answers were delivered to the page (first time only)."""
         with self._tx() as s:
-            n = s.execute(
-                update(BattleRow)
-                .where(
-                    BattleRow.id == battle_id,
-                    BattleRow.shown_unix_s.is_(None),
-                    BattleRow.answer_a.is_not(None),
-                    BattleRow.answer_b.is_not(None),
+            n = _rowcount(
+                s.execute(
+                    update(BattleRow)
+                    .where(
+                        BattleRow.id == battle_id,
+                        BattleRow.shown_unix_s.is_(None),
+                        BattleRow.answer_a.is_not(None),
+                        BattleRow.answer_b.is_not(None),
+                    )
+                    .values(shown_unix_s=time.time())
                 )
-                .values(shown_unix_s=time.time())
-            ).rowcount
+            )
             if n == 0:
                 b = self._get(s, battle_id)
                 if b.answer_a is None or b.answer_b is None:

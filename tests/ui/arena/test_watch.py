@@ -46,7 +46,8 @@ class CountingStore:
     """The store, with every ``answers_of`` call recorded (how many ids it asked for)."""
 
     def __init__(self, store: ArenaStore, fail_first: int = 0) -> None:
-        self.store, self.calls, self.fail_first = store, [], fail_first
+        self.store, self.fail_first = store, fail_first
+        self.calls: list[int] = []
 
     def answers_of(self, ids):
         if self.fail_first > 0:
