@@ -30,15 +30,16 @@ def drawn_edges() -> set[tuple[str, str]]:
     return set(re.findall(r"^\s*(\w+)\s*-->\s*(\w+)\s*$", block.group(1), re.M))
 
 
-def module_imports(path: Path) -> list[tuple[str, int]]:
-    """``(imported module without the pointlab. prefix, line)`` for every import in ``path``."""
-    return list(_imports(path, path.stat().st_mtime_ns))
+def module_imports(path: Path, root: Path = REPO) -> list[tuple[str, int]]:
+    """``(imported module without the pointlab. prefix, line)`` for every import in ``path`` (a file
+    of the tree at ``root``)."""
+    return list(_imports(path, root, path.stat().st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=None)
-def _imports(path: Path, _mtime_ns: int) -> tuple[tuple[str, int], ...]:
+def _imports(path: Path, root: Path, _mtime_ns: int) -> tuple[tuple[str, int], ...]:
     # the package a relative import starts from: the folder, for a module and for an __init__ alike
-    package_parts = path.relative_to(REPO).parts[:-1]
+    package_parts = path.relative_to(root).parts[:-1]
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -53,19 +54,19 @@ def _imports(path: Path, _mtime_ns: int) -> tuple[tuple[str, int], ...]:
     return tuple((n.removeprefix("pointlab."), line) for n, line in out)
 
 
-def all_modules():
+def all_modules(root: Path = REPO):
     for pkg in PACKAGES:
-        yield from sorted((REPO / pkg).rglob("*.py"))
+        yield from sorted((root / pkg).rglob("*.py"))
 
 
-def actual_edges() -> dict[tuple[str, str], list[str]]:
+def actual_edges(root: Path = REPO) -> dict[tuple[str, str], list[str]]:
     edges: dict[tuple[str, str], list[str]] = {}
-    for path in all_modules():
-        src = path.relative_to(REPO).parts[0]
-        for name, line in module_imports(path):
+    for path in all_modules(root):
+        src = path.relative_to(root).parts[0]
+        for name, line in module_imports(path, root):
             dst = name.split(".")[0]
             if dst in PACKAGES and dst != src:
-                edges.setdefault((src, dst), []).append(f"{path.relative_to(REPO)}:{line} imports {name}")
+                edges.setdefault((src, dst), []).append(f"{path.relative_to(root)}:{line} imports {name}")
     return edges
 
 
@@ -116,14 +117,15 @@ def test_only_bridge_ros_imports_ros():
 
 def test_the_walker_sees_relative_and_function_level_imports(tmp_path):
     # the walker itself must find what a careless edit would add: a relative import two levels up
-    # inside a function body (a test that cannot fail is a defect)
-    probe = REPO / "robot" / "_probe_import_direction.py"
+    # inside a function body (a test that cannot fail is a defect). The probe is written into a tree
+    # of its own, not the checkout: tests running beside this one (ruff, mypy, the graph test above,
+    # under pytest-xdist) read the checkout and would find the probe's bad imports.
+    probe = tmp_path / "robot" / "_probe_import_direction.py"
+    probe.parent.mkdir()
     probe.write_text("def f():\n    from ..bridge import session\n    import pointlab.ui.app\n", encoding="utf-8")
-    try:
-        assert sorted(n for n, _ in module_imports(probe)) == ["bridge", "ui.app"]
-        assert ("robot", "bridge") in actual_edges() and ("robot", "ui") in actual_edges()
-    finally:
-        probe.unlink()
+    assert sorted(n for n, _ in module_imports(probe, tmp_path)) == ["bridge", "ui.app"]
+    edges = actual_edges(tmp_path)
+    assert ("robot", "bridge") in edges and ("robot", "ui") in edges
 
 
 @pytest.mark.parametrize(
