@@ -31,7 +31,9 @@ def test_playback_is_complete_and_ordered(tmp_path):
     path = tmp_path / "rec.db3"
     recorded = record(path)
     frames = []
-    with make_camera(f"bag:{path}#rate=max,loop=0", timeout_ms=1500) as cam:
+    # the end is the SDK's "played out" status, seen at once; the timeout is only a fallback for it,
+    # and a short one ended the playback early (no frame yet) when the machine was busy
+    with make_camera(f"bag:{path}#rate=max,loop=0", timeout_ms=10_000) as cam:
         with pytest.raises(CameraSourceError, match="end of recording"):
             while True:
                 frames.append(cam.read())
@@ -60,16 +62,17 @@ def recording(tmp_path_factory):
 
 
 def test_a_looping_recording_numbers_frames_on_across_the_wrap(recording):
-    with make_camera(f"bag:{recording}#rate=max", timeout_ms=1500) as cam:
+    with make_camera(f"bag:{recording}#rate=max", timeout_ms=10_000) as cam:
         numbers = [cam.read().index for _ in range(25)]  # about two and a half laps
     # consecutive: the syncer's repeat of the last colour frame at the wrap is not served as new
     assert numbers == list(range(numbers[0], numbers[0] + 25)), numbers
 
 
-def test_a_recording_plays_at_its_recorded_rate_then_ends(recording):
-    per_frame = {}  # seconds of playback per recorded frame (30 fps: 1/30 s at rate 1)
+def _seconds_per_frame(recording) -> dict[str, float]:
+    """Seconds of playback per recorded frame at rates 1, 0.5 and max (30 fps: 1/30 s at rate 1)."""
+    per_frame = {}
     for rate in ("1", "0.5", "max"):
-        with make_camera(f"bag:{recording}#rate={rate},loop=0", timeout_ms=500) as cam:
+        with make_camera(f"bag:{recording}#rate={rate},loop=0", timeout_ms=10_000) as cam:
             served = []
             with pytest.raises(EndOfRecording, match="end of recording"):
                 while True:
@@ -79,6 +82,25 @@ def test_a_recording_plays_at_its_recorded_rate_then_ends(recording):
         # by frame numbers: a playback may begin one frame later (its first synced set can lack a stream)
         (n0, t0), (n1, t1) = served[0], served[-1]
         per_frame[rate] = (t1 - t0) / (n1 - n0)
+    return per_frame
+
+
+def _paced(per_frame: dict[str, float]) -> bool:
+    return (
+        0.6 / 30 <= per_frame["1"] <= 1.6 / 30
+        and 1.6 <= per_frame["0.5"] / per_frame["1"] <= 2.4
+        and per_frame["max"] < per_frame["1"] / 2
+    )
+
+
+def test_a_recording_plays_at_its_recorded_rate_then_ends(recording):
+    # Each frame is aligned and converted before it is served (tens of ms of CPU): on a machine busy
+    # with other work that alone can exceed the 33 ms frame period, so a measurement is taken again
+    # (up to three) before the same bounds fail the test; a pacing fault fails every one.
+    for _ in range(3):
+        per_frame = _seconds_per_frame(recording)
+        if _paced(per_frame):
+            break
     assert 0.6 / 30 <= per_frame["1"] <= 1.6 / 30, per_frame
     assert 1.6 <= per_frame["0.5"] / per_frame["1"] <= 2.4, per_frame
     assert per_frame["max"] < per_frame["1"] / 2, per_frame

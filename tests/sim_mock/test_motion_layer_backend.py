@@ -127,9 +127,14 @@ def test_no_joint_solution_is_refused_at_once_as_c21(backend):
 
 def test_stop_halts_the_running_motion_and_drops_the_queued_ones(backend):
     q0 = backend.joints_rad()
-    backend.move_joints(q0 + np.array([1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)  # 2.1 s x 0.05
+    # 1 rad at 0.02 rad/s: 50 s x 0.05 = 2.5 s, stopped once it is visibly on its way (polled: after a
+    # fixed sleep, a busy machine found it not started yet or, with a shorter motion, already done)
+    backend.move_joints(q0 + np.array([1.0, 0, 0, 0, 0, 0]), 0.02, 5.0)
     backend.move_joints(q0 + np.array([-1.0, 0, 0, 0, 0, 0]), 0.5, 5.0)  # queued behind it
-    time.sleep(0.03)
+    deadline = time.monotonic() + 10
+    while backend.joints_rad()[0] <= q0[0]:
+        assert time.monotonic() < deadline, "the motion never started"
+        time.sleep(0.005)
     backend.stop()
     assert not backend.moving()
     q_stop = backend.joints_rad()
