@@ -116,6 +116,7 @@ def test_the_commands_have_numeric_options_to_check():
         assert must in names, must
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_bad_number_is_refused_in_one_line_before_anything_runs(data):

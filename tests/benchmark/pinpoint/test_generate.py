@@ -284,6 +284,7 @@ def test_dataset_folder_and_duplicate_scenes(tmp_path):
     assert stats["dropped"]["duplicate_scene"] == 1 and stats["targets"] == 6 and len(reps) == 6
 
 
+@pytest.mark.slow
 def test_a_failed_generation_leaves_the_previous_outputs_as_they_were(shared_data: Path, tmp_path, monkeypatch):
     """A ``--sources`` that matches no scene is refused before anything is written, and a run that
     fails while writing replaces no file (each output is staged, then renamed at the end)."""

@@ -109,6 +109,7 @@ def test_prune_removes_only_what_no_stored_trial_names(folder):
     assert (root / "gone").is_dir()
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_check_and_exits_1_until_it_is_clean(tmp_path, real_frames):
     db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
     recs = recorded(root, real_frames, ["ok", "lost"])
@@ -191,6 +192,7 @@ def test_a_cut_inside_the_first_chunk_recovers_nothing_and_keeps_the_file(tmp_pa
     assert mcap.read_bytes() == cut and not (root / ".recover-long").exists()
 
 
+@pytest.mark.slow
 def test_recover_rewrites_a_stored_trials_cut_mcap_and_says_so_in_its_record(tmp_path, real_frames):
     db, root = tmp_path / "s.sqlite", tmp_path / "recordings"
     r = long_recording(root, real_frames)
@@ -222,6 +224,7 @@ def test_recover_rewrites_a_stored_trials_cut_mcap_and_says_so_in_its_record(tmp
     assert stored["mcap_bytes"] == sum(p.stat().st_size for p in (root / "long").iterdir()) and mcap_is_whole(mcap)
 
 
+@pytest.mark.slow
 def test_prune_is_refused_while_another_store_shares_the_folder_and_leaves_other_folders(tmp_path, real_frames):
     """Two stores in one directory share recordings/ (it is per directory): checking one, the other's
     recordings look like orphans, so --prune is refused until both are given; a folder that is not a
