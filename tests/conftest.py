@@ -128,11 +128,25 @@ def pytest_addoption(parser):
     )
 
 
+# Long without a tier marker, for the order below only: mypy over the tree takes 20-40 s without its
+# cache (a fresh clone) and under a second with it, so it stays in the fast tier.
+_LONG_UNTIERED = {"tests/test_types.py::test_mypy_finds_nothing"}
+
+
+def _runs_long(item) -> bool:
+    return item.nodeid in _LONG_UNTIERED or any(item.get_closest_marker(m) for m in _TIER_MARKERS)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture, marker in _FIXTURE_MARKERS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(getattr(pytest.mark, marker))
+    # Under pytest-xdist (`--dist loadgroup`, pyproject.toml) tests are handed out a few at a time in
+    # this order: the tests of an xdist_group first (one worker runs a group's tests one after another:
+    # the longest share), then the long tests (slow, ros, browser: seconds to a minute each), then the
+    # quick ones, so that the workers end together instead of one finishing a long test alone.
+    items.sort(key=lambda item: (not item.get_closest_marker("xdist_group"), not _runs_long(item)))  # stable
 
 
 def pytest_runtest_logreport(report):

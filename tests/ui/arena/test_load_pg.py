@@ -14,6 +14,7 @@ from pointlab.ui.arena.perf import measure_arena_perf
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.xdist_group("arena_load")  # not beside the other arena load tests: tests/ui/arena/conftest.py
 def test_fifty_voters_four_workers_postgresql(pg_url):
     rep = measure_arena_perf(pg_url, workers=4, voters=50, duration_s=10.0, baseline_inserts=50)
     print(

@@ -16,6 +16,7 @@ from pointlab.ui.arena.perf import measure_arena_outage
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.xdist_group("arena_load")  # not beside the other arena load tests: tests/ui/arena/conftest.py
 def test_voters_through_a_postgresql_outage_lose_nothing_and_see_no_500(own_pg):
     rep = measure_arena_outage(
         own_pg.url, own_pg.pause, own_pg.resume, workers=2, voters=10, duration_s=16.0, outage_at_s=4.0, outage_s=5.0

@@ -69,6 +69,7 @@ def _vote(c: httpx.Client) -> str:
     return bid
 
 
+@pytest.mark.xdist_group("arena_load")  # not beside the other arena load tests: tests/ui/arena/conftest.py
 def test_restart_after_kill_9_serves_again_and_loses_nothing(tmp_path):
     port = _port()
     base = f"http://127.0.0.1:{port}"

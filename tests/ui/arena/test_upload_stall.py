@@ -35,6 +35,7 @@ def big_jpeg() -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.xdist_group("arena_load")  # not beside the other arena load tests: tests/ui/arena/conftest.py
 def test_upload_does_not_stall_other_requests(uoc_tabletop, tmp_path):
     data = big_jpeg()
     assert 4e6 < len(data) < 7.5e6, len(data)
