@@ -83,6 +83,23 @@ class RecentFrames:
                     return msg
         return None
 
+    def wait_by_stamp(self, stamp_ns: int, timeout_s: float):
+        """The kept message stamped ``stamp_ns``, waiting up to ``timeout_s`` while it has not arrived
+        yet (every kept frame is older); ``None`` at once when it is gone or was skipped."""
+
+        def found():
+            for stamp, msg in reversed(self._frames):
+                if stamp == stamp_ns:
+                    return msg
+            return None
+
+        def settled() -> bool:
+            return found() is not None or (bool(self._frames) and self._frames[-1][0] >= stamp_ns)
+
+        with self._lock:
+            self._arrived.wait_for(settled, timeout_s)
+            return found()
+
     def depth_by_stamp(self, stamp_ns: int, max_skew_ns: int = 20_000_000):
         """The kept depth message of ``stamp_ns`` (exact, else the nearest within ``max_skew_ns``)."""
         with self._lock:

@@ -47,6 +47,8 @@ __all__ = ["RosTrialPorts", "RosPointing", "RosArmPort", "RosCameraPort", "RosRe
 log = logging.getLogger(__name__)
 
 _KEEP_REQUEST_FRAMES = 50
+# How long an answer waits for the runner to receive the frame it names (normally there already).
+_FRAME_WAIT_S = 5.0
 
 
 def _trial_frame(live_view: RosLiveView, color, depth, index: int | None) -> TrialFrame:
@@ -137,6 +139,14 @@ class RosPointing:
             raise
         with self._lock:
             seen = self._request_frames.pop(request_id, None)
+        if seen is None and ans.stamp_ns is not None:
+            # point_frame is published before the answer, but it is another topic: its callback can run
+            # after the answer's (a fast agent answers at once), or before this runner received the
+            # image. The answer names the frame too: it is looked up by its stamp among the recent
+            # frames, waiting while it has not arrived yet.
+            color = await asyncio.to_thread(self.frames.wait_by_stamp, ans.stamp_ns, _FRAME_WAIT_S)
+            if color is not None:
+                seen = (color, self.frames.depth_by_stamp(ans.stamp_ns))
         frame = None
         if seen is not None:
             frame = await asyncio.to_thread(

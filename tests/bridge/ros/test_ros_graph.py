@@ -286,3 +286,28 @@ def test_forced_grasp_failures_never_charge_a_place(ros_env):
     ], [(r.action, r.sim_detail) for r in runs]
     assert [r.failure_stage for r in runs if r.outcome == "failed"] == ["grasp", "grasp"]
     assert all(r.robot_outcome == "done" for r in runs)  # the controller saw nothing wrong
+
+
+def test_the_frame_the_agent_saw_is_kept_when_its_point_frame_is_handled_after_the_answer(
+    ros_env, tmp_path, uoc_tabletop, scripted_agents, monkeypatch
+):
+    # Found under pytest-xdist (frame_index None on a busy machine): point_frame and point_answer are
+    # two topics, so the runner may handle a fast agent's answer first. Here the point_frame message
+    # is never handled: the answer's own stamp must find the frame among the recent frames.
+    from pointlab.bridge.ros.trial_ports import RosPointing
+
+    monkeypatch.setattr(RosPointing, "_on_point_frame", lambda self, msg: None)
+    cal = tmp_path / "cal.json"
+    save_calibration(Calibration(RigidTransform(T_TEST)), cal)
+    with start_session(
+        SessionConfig(
+            camera=f"replay:{uoc_tabletop}#000003",
+            robot="sim",
+            agents_config=scripted_agents,
+            db_path=tmp_path / "r.sqlite",
+            calibration=cal,
+            time_scale=0.02,
+        )
+    ) as s:
+        r = asyncio.run(run_trial_async(s, "scripted", "point at the flat patch"))
+    assert r.robot_outcome == "done" and r.frame_index == 3 and tuple(r.frame_size) == (640, 480)
