@@ -29,6 +29,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -310,26 +311,30 @@ def measure_arena_outage(
     start_timeout_s: float = 120.0,
 ) -> dict[str, Any]:
     """The voters of ``measure_arena_perf`` while the database goes away: ``pause()`` is called
-    ``outage_at_s`` into the load and ``resume()`` ``outage_s`` later (from a thread). Voters wait
+    ``outage_at_s`` into the load and ``resume()`` ``outage_s`` later (from a thread), and one more
+    voter arrives once ``pause()`` returned, so that a request surely meets the outage (the others
+    may all be waiting on battles in flight then, which ride it out without a request). Voters wait
     at most ``retry_cap_s`` between tries (the server's Retry-After is longer; a test need not wait
     it). Returns ``{"outage_s", "status": {code: n}, "server_errors": 5xx other than 503, "ws_1013",
     "resolved_409", "votes_after" (acknowledged after the database came back), "across_outage"
     (battles started before it went away and voted on after it came back), "integrity", "errors",
     "first_errors"}``."""
-    import threading
-
     marks: dict[str, float] = {}
+    down = threading.Event()
 
     def outage() -> None:
         time.sleep(outage_at_s)
         marks["down"] = time.monotonic()
         pause()
+        down.set()
         time.sleep(outage_s)
         resume()
         marks["up"] = time.monotonic()
 
     t = threading.Thread(target=outage, name="db-outage", daemon=True)
-    out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s, retry_cap_s=retry_cap_s, start=t.start)
+    out, wall = _run_load(
+        db, workers, voters, duration_s, start_timeout_s, retry_cap_s=retry_cap_s, start=t.start, late_voter=down
+    )
     t.join(timeout=outage_at_s + outage_s + 120)
     return {
         "duration_s": round(wall, 2),
@@ -361,9 +366,11 @@ def _run_load(
     retry_cap_s: float = 30.0,
     start=None,
     warmup_s: float = 0.0,
+    late_voter: threading.Event | None = None,
 ) -> tuple[dict, float]:
     """Start ``pointlab bench arena`` on ``db``, run ``voters`` for ``warmup_s`` (not measured) then
-    ``duration_s``, stop it. ``start``: called once the arena answers (the outage thread). Returns
+    ``duration_s``, stop it. ``start``: called once the arena answers (the outage thread);
+    ``late_voter``: one more voter starts once it is set (the database is down). Returns
     the voters' record (with the CPU seconds used by the arena's processes and by this one, at the
     end of the warm-up and at the end: ``cpu_from``, ``cpu_to``) and the measured wall time."""
     import httpx
@@ -430,12 +437,17 @@ def _run_load(
                 await asyncio.sleep(warmup_s)
                 out["cpu_from"] = _cpu_now(proc.pid)
 
+            async def late() -> None:
+                if late_voter is not None and await asyncio.to_thread(late_voter.wait, deadline - time.monotonic()):
+                    await _voter(base, voters, deadline, images, out, retry_cap_s, measure_from)
+
             snap = asyncio.create_task(cpu_at_measure_start())
             await asyncio.gather(
                 *(
                     _voter(base, k, deadline, images, out, retry_cap_s, measure_from, ramp_s=k * warmup_s / 2 / voters)
                     for k in range(voters)
-                )
+                ),
+                late(),
             )
             await snap
             out["cpu_to"] = _cpu_now(proc.pid)

@@ -9,8 +9,8 @@ from tests.pgcluster import PgCluster, PgUnavailable
 # The arena's load tests (test_load_pg, test_outage_pg, test_restart, test_upload_stall) each start an
 # arena (several uvicorn worker processes, or a 4096 x 4096 upload) and drive it with voters; they carry
 # @pytest.mark.xdist_group("arena_load"), so under `--dist loadgroup` one worker runs them one after
-# another. Side by side they compete for the same cores: in one run (-n 4) every voter of the outage
-# test still waited for its first answers when the database went away, and no request met the outage.
+# another: side by side they would compete for the same cores (each keeps several processes busy),
+# and test_upload_stall measures latencies.
 
 
 def _cluster():

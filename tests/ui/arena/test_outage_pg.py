@@ -1,8 +1,9 @@
 """The arena while its PostgreSQL server is stopped and started again under voters (issue 25, "Arena
-under outage"): 2 uvicorn workers (``pointlab bench arena``), 10 voters behaving as the page does,
-the server stopped 4 s into the load for 5 s. Every request during the outage gets 503 with
-Retry-After (never a 500), battles in flight are answered and voted on once the database is back,
-and the store holds every acknowledged vote once and nothing else."""
+under outage"): 2 uvicorn workers (``pointlab bench arena``), 10 voters behaving as the page does
+and one more arriving once the server is down, the server stopped 4 s into the load for 5 s. Every
+request during the outage gets 503 with Retry-After (never a 500), battles in flight are answered
+and voted on once the database is back, and the store holds every acknowledged vote once and
+nothing else."""
 
 from __future__ import annotations
 
