@@ -118,10 +118,15 @@ def _failed(error: str) -> dict:
     return {"points_px": [], "raw_text": "", "parse_error": None, "error": error, "latency_s": None}
 
 
+def needs_resize(h: int, w: int, max_side_px: int | None) -> bool:
+    """Whether an ``h`` x ``w`` image is downscaled before it goes to the models."""
+    return max_side_px is not None and max_side_px != 0 and max(h, w) > max_side_px  # None or 0: never
+
+
 def model_view(rgb: np.ndarray, max_side_px: int | None) -> tuple[np.ndarray, float, float]:
     """The image the models are sent and the scale back: ``(image, W / w, H / h)``. Blocking (resize)."""
     h, w = rgb.shape[:2]
-    if not max_side_px or max(h, w) <= max_side_px:
+    if not needs_resize(h, w, max_side_px):
         return rgb, 1.0, 1.0
     import cv2
 
@@ -227,9 +232,8 @@ async def create_battle(
     if not instruction or len(instruction) > s.max_instruction_chars:
         raise HTTPException(400, f"instruction must be 1..{s.max_instruction_chars} characters")
     upload = upload if upload is not None and upload.filename else None
-    is_upload = upload is not None
     addr = client_addr(request)
-    limits = _rate_limits(arena, sid, addr, is_upload)
+    limits = _rate_limits(arena, sid, addr, upload is not None)
     try:
         if upload is not None:
             # counted before the upload is decoded and written (the limits exist to bound that work),
@@ -275,7 +279,7 @@ async def create_battle(
         )
     except ArenaError as e:  # a rate limit reached (429), the store unreachable (503)
         raise _http(e) from None
-    if s.model_image_side_px and max(h, w) > s.model_image_side_px:  # a resize: off the event loop
+    if needs_resize(h, w, s.model_image_side_px):  # a resize: off the event loop
         view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
     else:
         view = (rgb, 1.0, 1.0)

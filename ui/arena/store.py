@@ -351,7 +351,7 @@ class ArenaStore:
         Every request of a page checks its cookie here, so ids this process has seen in the store
         are remembered (sessions are never deleted) and answered without a transaction: one
         round trip less per request (``pointlab perf arena``, docs/arena.md)."""
-        if session_id and session_id in self._known_sessions:
+        if session_id and self.session_known(session_id):
             return session_id
         with self._tx() as s:
             if session_id and len(session_id) <= 64 and s.get(SessionRow, session_id) is not None:

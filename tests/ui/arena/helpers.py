@@ -45,3 +45,21 @@ def curated(tabletop: Path, tmp: Path) -> Path:
     for f in ("000000-color.png", "000004-color.png"):
         shutil.copyfile(tabletop / f, d / f)
     return d
+
+
+def new_battle(store, sid: str, **kw) -> str:
+    """A battle of session ``sid`` on a 4 x 4 curated image between ``m1`` and ``m2``; ``kw`` overrides
+    or adds ``ArenaStore.create_battle`` arguments (``client_addr``, ``rate_limits``)."""
+    args = dict(
+        session_id=sid,
+        image_sha256="0" * 64,
+        image_path="x.png",
+        image_source="curated",
+        width=4,
+        height=4,
+        instruction="Point",
+        model_a="m1",
+        model_b="m2",
+        sampler="uniform",
+    )
+    return store.create_battle(**{**args, **kw})

@@ -13,22 +13,11 @@ from pointlab.ui.arena import ArenaError, ArenaStore
 from pointlab.ui.arena.store import RateLimit
 from pointlab.ui.arena.curated import CuratedSet
 
+from .helpers import new_battle
+
 
 def _battle(store, sid, shown=True, limits=()):
-    bid = store.create_battle(
-        session_id=sid,
-        image_sha256="0" * 64,
-        image_path="x.png",
-        image_source="curated",
-        width=4,
-        height=4,
-        instruction="Point",
-        model_a="m1",
-        model_b="m2",
-        sampler="uniform",
-        client_addr="10.0.0.1",
-        rate_limits=limits,
-    )
+    bid = new_battle(store, sid, client_addr="10.0.0.1", rate_limits=limits)
     store.record_answer(bid, "A", {"points_px": []})
     store.record_answer(bid, "B", {"points_px": [[1, 1]]})
     if shown:
@@ -76,19 +65,7 @@ def _answers_stored(store: ArenaStore) -> None:
     """What a worker that did not ask the models polls: which answers are stored."""
     sid = store.ensure_session(None)
     b1 = _battle(store, sid)
-    b3 = store.create_battle(
-        session_id=sid,
-        image_sha256="0" * 64,
-        image_path="x.png",
-        image_source="curated",
-        width=4,
-        height=4,
-        instruction="Point",
-        model_a="m1",
-        model_b="m2",
-        sampler="uniform",
-        client_addr="10.0.0.2",
-    )
+    b3 = new_battle(store, sid, client_addr="10.0.0.2")
     assert store.answers_stored(b3) == (False, False)
     store.record_answer(b3, "B", {"points_px": []})  # an empty answer is an answer
     assert store.answers_stored(b3) == (False, True) and store.answers_stored(b1) == (True, True)

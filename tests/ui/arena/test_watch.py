@@ -12,26 +12,14 @@ import pytest
 from pointlab.ui.arena.store import ArenaStore, StoreUnavailable
 from pointlab.ui.arena.watch import AnswerWatcher
 
+from .helpers import new_battle
+
 POLL_S = 0.05
 
 
 def _battles(store: ArenaStore, n: int) -> list[str]:
     sid = store.ensure_session(None)
-    return [
-        store.create_battle(
-            session_id=sid,
-            image_sha256="0" * 64,
-            image_path="x.png",
-            image_source="curated",
-            width=4,
-            height=4,
-            instruction="Point",
-            model_a="m1",
-            model_b="m2",
-            sampler="uniform",
-        )
-        for _ in range(n)
-    ]
+    return [new_battle(store, sid) for _ in range(n)]
 
 
 async def _until(cond, what: str, timeout_s: float = 30.0) -> None:
