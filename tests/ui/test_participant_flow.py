@@ -147,7 +147,7 @@ def test_participant_session_and_results(chromium, tmp_path, ros_env):
                 assert p.inner_text("#judge-question") == "Was your instruction carried out?"
                 if block == 0 and k == 0:
                     p.screenshot(path=str(shots / "participant.png"))
-                assert row["after_frame_index"] is not None and row["after_frame_index"] > row["frame_index"]
+                assert row["after_frame_index"] is not None and row["after_frame_index"] > row["frame_index"], row
                 if block == 2:
                     # the stored point is the clicked pixel, within the CSS-pixel rounding of a click
                     assert row["points_px"][0] == pytest.approx(list(want_px[0]), abs=1.5)

@@ -108,6 +108,16 @@ class ArenaSettings:
         )
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (``uvicorn[standard]`` brings it on Linux and macOS), as
+    uvicorn's own ``--loop auto`` does: it cut the CPU of every model call here (docs/arena.md)."""
+    try:
+        import uvloop
+    except ImportError:  # Windows: the standard loop
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class AgentLoop:
     """One background thread with its own event loop on which every model call runs.
 
@@ -117,7 +127,7 @@ class AgentLoop:
     """
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="arena-agents", daemon=True)
         self._thread.start()
 
