@@ -61,6 +61,8 @@ class AgentAnswer:
             ``points_px``); ``first`` is the answer's first point.
         sent_size: ``(width, height)`` of the image as sent (after ``max_image_side_px``).
         prompt: the text of the final user turn sent (the instruction in the format's template).
+        reasoning: the model's reasoning (``model_client.Completion.reasoning``): stored, never parsed.
+        usage: the server's token counts (``Completion.usage``).
     """
 
     points_px: np.ndarray = field(default_factory=_no_points)
@@ -76,6 +78,8 @@ class AgentAnswer:
     entries: list[PointEntry] | None = None
     sent_size: tuple[int, int] | None = None
     prompt: str = ""
+    reasoning: str | None = None
+    usage: dict[str, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -230,13 +234,22 @@ class OpenAIAgent(Agent):
             "qwen_max_pixels": self.qwen_max_pixels,
         }
 
-    def _sent_image(self, image_rgb: np.ndarray) -> np.ndarray:
-        h, w = image_rgb.shape[:2]
+    def sent_size(self, width: int, height: int) -> tuple[int, int]:
+        """``(w, h)`` in pixels of the image sent for a ``width x height`` original: downscaled to the
+        longest side ``max_image_side_px`` when larger, else unchanged."""
         side = self.max_image_side_px
-        if not side or max(h, w) <= side:
+        if not side or max(width, height) <= side:
+            return width, height
+        s = side / max(width, height)
+        return max(1, round(width * s)), max(1, round(height * s))
+
+    def downscale(self, image_rgb: np.ndarray) -> np.ndarray:
+        """``image_rgb`` ``(H, W, 3)`` as it is sent: resized (INTER_AREA) to ``sent_size``, or itself."""
+        h, w = image_rgb.shape[:2]
+        size = self.sent_size(w, h)
+        if size == (w, h):
             return image_rgb
-        s = side / max(h, w)
-        return cv2.resize(image_rgb, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+        return cv2.resize(image_rgb, size, interpolation=cv2.INTER_AREA)
 
     def model_size(self, sent_w: int, sent_h: int) -> tuple[int, int] | None:
         """The frame absolute coordinates refer to for an image sent at ``sent_w x sent_h``: Qwen's
@@ -272,7 +285,7 @@ class OpenAIAgent(Agent):
             return AgentAnswer(error=bad, latency_s=time.perf_counter() - t0, **base)
         height, width = image_rgb.shape[:2]
         try:
-            sent = self._sent_image(image_rgb)
+            sent = self.downscale(image_rgb)
             sh, sw = sent.shape[:2]
             messages = build_messages(
                 instruction,
@@ -288,7 +301,14 @@ class OpenAIAgent(Agent):
             return AgentAnswer(error=f"prompt: {e}", latency_s=time.perf_counter() - t0, **base)
         done = await self.client(key).acomplete(messages)
         latency = time.perf_counter() - t0
-        base.update(attempts=done.attempts, status=done.status, sent_size=(sw, sh), prompt=prompt)
+        base.update(
+            attempts=done.attempts,
+            status=done.status,
+            sent_size=(sw, sh),
+            prompt=prompt,
+            reasoning=done.reasoning,
+            usage=done.usage,
+        )
         if done.error is not None:
             return AgentAnswer(raw_text=done.text or "", error=done.error, latency_s=latency, **base)
         text = done.text or ""

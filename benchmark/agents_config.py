@@ -45,6 +45,7 @@ __all__ = [
     "AgentsFile",
     "AgentsConfigError",
     "load_agents_config",
+    "model_agent_config",
     "load_agents",
     "build_agent",
     "SIM_BASE_URL",
@@ -172,6 +173,22 @@ def load_agents_config(path: str | os.PathLike | None = None) -> AgentsFile:
         return AgentsFile.model_validate(data)
     except ValidationError as e:
         raise AgentsConfigError(f"{where}: {_format_errors(e)}") from e
+
+
+def model_agent_config(path: str | os.PathLike | None, name: str) -> AgentConfig:
+    """The model agent ``name`` of the agents file at ``path`` (benchmark runs ask models, not people).
+
+    Raises:
+        AgentsConfigError: the file cannot be read (``load_agents_config``), has no agent ``name``, or
+            ``name`` is not an ``openai`` agent.
+    """
+    cfgs = {a.name: a for a in load_agents_config(path).agents}
+    if name not in cfgs:
+        raise AgentsConfigError(f"no agent {name!r} in the agents config (have: {', '.join(cfgs)})")
+    cfg = cfgs[name]
+    if cfg.kind != "openai":
+        raise AgentsConfigError(f"agent {name!r} is kind {cfg.kind!r}; benchmark runs need a model agent")
+    return cfg
 
 
 def build_agent(cfg: AgentConfig, *, sim_base_url: str | None = None) -> Agent:

@@ -13,6 +13,6 @@ sub = SubApp("benchmark")
 
 def app() -> SubApp:
     """This package's sub-app with every command registered (the command modules decorate ``sub``)."""
-    from . import pinpoint_commands, pointbench_commands, video_commands  # noqa: F401
+    from . import pinpoint_commands, pointbench_commands, run_commands, video_commands  # noqa: F401
 
     return sub

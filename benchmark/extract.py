@@ -26,6 +26,8 @@ from collections.abc import Sequence
 __all__ = [
     "PARSERS",
     "answer_part",
+    "strip_reasoning",
+    "split_reasoning",
     "extract_yes_no",
     "parse_yes_no_strict",
     "extract_choice_letter",
@@ -56,13 +58,18 @@ _ANSWER_MARKER = re.compile(
 _MARKDOWN = re.compile(r"[*_`]+")
 
 
-def _drop_reasoning_blocks(text: str) -> str:
-    """``text`` with every ``<think>...</think>`` block replaced by a space, and everything from an
-    opening tag that never closes (a generation cut off mid-reasoning) dropped.
+def split_reasoning(text: str | None) -> tuple[str, str]:
+    """``(reasoning, rest)`` of a model answer: the text inside its reasoning blocks (joined by blank
+    lines; what precedes a closing tag left without its opening one included) and the text outside
+    them (:func:`strip_reasoning`). ``("", text)`` when there is no reasoning; ``None`` or a non-string
+    gives ``("", "")``.
 
-    One left-to-right pass: a regex ``<think>.*?</think>`` rescans to the end of the text from
-    every unclosed opening tag, which is quadratic (``"<think>" * 28000`` took 20 s).
+    One left-to-right pass: a regex ``<think>.*?</think>`` rescans to the end of the text from every
+    unclosed opening tag, which is quadratic (``"<think>" * 28000`` took 20 s).
     """
+    if not isinstance(text, str):
+        return "", ""
+    inside: list[str] = []
     out: list[str] = []
     pos = 0
     while True:
@@ -72,11 +79,32 @@ def _drop_reasoning_blocks(text: str) -> str:
             break
         out.append(text[pos : m.start()])
         close = _THINK_CLOSE_OF[m.group(1).lower()].search(text, m.end())
-        if close is None:
+        if close is None:  # cut off while reasoning: the rest is reasoning
+            inside.append(text[m.end() :])
             break
+        inside.append(text[m.end() : close.start()])
         out.append(" ")
         pos = close.end()
-    return "".join(out)
+    rest = "".join(out)
+    closes = list(_THINK_CLOSE.finditer(rest))
+    if closes:  # the opening tag was in the prompt template
+        inside.insert(0, rest[: closes[-1].start()])
+        rest = rest[closes[-1].end() :]
+    return "\n\n".join(x.strip() for x in inside if x.strip()), rest
+
+
+def strip_reasoning(text: str | None) -> str:
+    """``text`` without its reasoning: every ``<think>``/``<thinking>``/``<reasoning>`` block dropped
+    (an unclosed one runs to the end: a generation cut off mid-reasoning has no answer), and when a
+    closing tag is left without its opening one (servers that send the opening tag in the prompt
+    template, as Qwen3 "thinking" chat templates do) only what follows the last close. Not stripped
+    of spaces; ``None`` or a non-string gives ``""``.
+
+    Reasoning mentions candidate answers and points on the way ("not the mug at [120, 80] but ..."),
+    so nothing in it may be read as the answer (Qwen3 model card: the thinking content precedes
+    ``</think>``; DeepSeek-R1 and QwQ write the same tags).
+    """
+    return split_reasoning(text)[1]
 
 
 def answer_part(text: str | None) -> str:
@@ -86,13 +114,7 @@ def answer_part(text: str | None) -> str:
 
     ``None`` or a non-string gives ``""``.
     """
-    if not isinstance(text, str):
-        return ""
-    t = _drop_reasoning_blocks(text)
-    # an unclosed-at-start reasoning block ("...reasoning</think> B"): keep what follows the close
-    closes = list(_THINK_CLOSE.finditer(t))
-    if closes:
-        t = t[closes[-1].end() :]
+    t = strip_reasoning(text)
     tags = _ANSWER_TAG.findall(t)
     if tags and tags[-1].strip():
         t = tags[-1]

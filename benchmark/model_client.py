@@ -26,6 +26,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .extract import split_reasoning
+
 __all__ = [
     "RETRY_STATUSES",
     "RequestParams",
@@ -128,6 +130,13 @@ class Completion:
         attempts: requests sent (1 + retries).
         latency_s: wall time of the call, seconds.
         finish_reason: as the server gave it (``"length"`` when the token cap cut the answer).
+        reasoning: the model's reasoning, kept for the record and never read for an answer: the
+            message's ``reasoning_content`` (vLLM's and SGLang's reasoning parsers, DeepSeek's API) or
+            ``reasoning`` (OpenRouter, newer vLLM), then the text of ``<think>`` blocks left in the
+            content (``extract.split_reasoning``); ``None`` when there is none. ``text`` stays the raw
+            content, blocks included: every reader strips them.
+        usage: token counts as the server reported them (``prompt_tokens``, ``completion_tokens``,
+            ``reasoning_tokens`` when given), ``None`` when it did not.
     """
 
     text: str | None
@@ -136,6 +145,34 @@ class Completion:
     attempts: int
     latency_s: float
     finish_reason: str | None = None
+    reasoning: str | None = None
+    usage: dict[str, int] | None = None
+
+
+def _reasoning_of(message: Any, text: str) -> str | None:
+    """The reasoning of a chat message (``Completion.reasoning``)."""
+    parts = []
+    for key in ("reasoning_content", "reasoning"):
+        v = getattr(message, key, None)
+        if isinstance(v, str) and v.strip():
+            parts.append(v.strip())
+            break
+    inline, _ = split_reasoning(text)
+    if inline:
+        parts.append(inline)
+    return "\n\n".join(parts) or None
+
+
+def _usage_of(resp: Any) -> dict[str, int] | None:
+    """Token counts of a response (``Completion.usage``); a field that is not an int is left out."""
+    u = getattr(resp, "usage", None)
+    if u is None:
+        return None
+    out = {k: v for k in ("prompt_tokens", "completion_tokens") if isinstance(v := getattr(u, k, None), int)}
+    details = getattr(u, "completion_tokens_details", None)
+    if isinstance(r := getattr(details, "reasoning_tokens", None), int):
+        out["reasoning_tokens"] = r
+    return out or None
 
 
 # requests sent by the current call (the openai client retries inside one create(): counted per request)
@@ -330,7 +367,16 @@ class ModelClient:
                 latency,
                 finish,
             )
-        return Completion(text, None, None, attempts, latency, finish)
+        return Completion(
+            text,
+            None,
+            None,
+            attempts,
+            latency,
+            finish,
+            reasoning=_reasoning_of(choice.message if choice is not None else None, text),  # (content came from it)
+            usage=_usage_of(resp),
+        )
 
     def _failure(self, e: Exception, attempts: int, t0: float) -> Completion:
         import openai

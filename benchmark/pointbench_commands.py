@@ -64,11 +64,16 @@ def score_pointing_cmd(
     """Score predictions against masks (PointArena sec. 3.1, 4.1) from their raw text. Prints {"items", "summary"}."""
     from pointlab.benchmark.lmms import is_samples_log, results_form, write_results
     from pointlab.benchmark.pointbench import DatasetError, load_dataset, load_pred_jsonl
+    from pointlab.benchmark.points import POINT_FORMATS
     from pointlab.benchmark.records import RecordError, read_jsonl_lenient
     from pointlab.benchmark.scorers import check_rules, get_scorer
 
     try:
         check_rules(rules)
+        if lmms_format is not None and (lmms_format not in POINT_FORMATS or lmms_format == "auto"):
+            raise ValueError(
+                f"--lmms-format: unknown point format {lmms_format!r}; use one of {', '.join(POINT_FORMATS)}"
+            )
         items = load_dataset(gt)
         head, _ = read_jsonl_lenient(pred)
         preds = _lmms_point_predictions(pred, items, lmms_format) if is_samples_log(head[:1]) else load_pred_jsonl(pred)
@@ -149,11 +154,10 @@ def bench_pointing_cmd(
     """Run a model over Point-Bench (greedy, cached, resumable); prints mean/std per category and
     writes results.json, lmms_results.json, results.md and fig3.png/svg in the run folder."""
     from pointlab.benchmark.agents_config import (
-        SIM_BASE_URL,
         AgentConfig,
         AgentsConfigError,
         build_agent,
-        load_agents_config,
+        model_agent_config,
     )
     from pointlab.benchmark.lmms import results_form, write_results
     from pointlab.benchmark.pointbench import DatasetError, load_dataset
@@ -162,15 +166,11 @@ def bench_pointing_cmd(
 
     try:
         items = load_dataset(data)
-        cfgs = {a.name: a for a in load_agents_config(agents).agents}
-        if model not in cfgs:
-            fail(f"no agent {model!r} in the agents config (have: {', '.join(cfgs)})")
-        cfg = cfgs[model]
-        if cfg.kind != "openai":
-            fail(f"agent {model!r} is kind {cfg.kind!r}; benchmark runs need a model agent")
-        upd: dict[str, Any] = {
-            "temperature": 0.0
-        }  # greedy decoding (PointArena sec. 4.1); reasoning models: omitted by family
+        require_items(items, data)  # "n = 0" is a wrong path, not a score
+        cfg = model_agent_config(agents, model)
+        # the agents file's request settings as they are: its default temperature is 0, greedy as
+        # PointArena sec. 4.1 runs Point-Bench; "omit" (a deployment that refuses any temperature) is honoured
+        upd: dict[str, Any] = {}
         if prompt_style:
             upd["prompt_style"] = prompt_style
         cfg = AgentConfig.model_validate({**cfg.model_dump(), **upd})
@@ -184,17 +184,14 @@ def bench_pointing_cmd(
         )
     except (DatasetError, AgentsConfigError, ValueError) as e:
         fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
-    stop = None
-    sim_url = None
-    if cfg.base_url == SIM_BASE_URL:
-        # the sim model server answers from this dataset's masks (a test double, reached only
-        # through the agents config's base_url = "sim" and the sim_models registry)
-        from .sim_models import SimModelsUnavailable, serve_sim_models
+    # base_url = "sim": the sim model server answers from this dataset's masks (a test double, reached
+    # only through the sim_models registry)
+    from .sim_models import SimModelsUnavailable, sim_server_for
 
-        try:
-            sim_url, stop = serve_sim_models("dataset", items)
-        except SimModelsUnavailable as e:
-            fail(str(e), 1)
+    try:
+        sim_url, stop = sim_server_for(cfg, "dataset", items)
+    except SimModelsUnavailable as e:
+        fail(str(e), 1)
     try:
         agent = build_agent(cfg, sim_base_url=sim_url)
         out_dir = out or Path("pointbench_runs") / f"{model}-{cfg.prompt_style}-{steer}"
@@ -323,6 +320,23 @@ def perf_score_cmd(
     from pointlab.benchmark.pointbench.perf import perf_score
 
     print_json(perf_score(items=items, side_px=side_px, votes=votes, models=models, rounds=rounds, repeat=repeat))
+
+
+@perf_app.command("harness")
+def perf_harness_cmd(
+    items: int = typer.Option(1000, "--items", min=1, help="Point-Bench items per run"),
+    concurrency: int = typer.Option(16, "--concurrency", min=2, help="requests in flight in the concurrent run"),
+    latency_s: float = typer.Option(
+        0.05, "--latency-s", min=0.0, max=60.0, help="the sim model's time per answer (asleep), seconds"
+    ),
+) -> None:
+    """Point-Bench items per second one at a time and N in flight against the sim model server (target:
+    8x at 16), and the harness's own time per item (target: < 5 ms)."""
+    from pointlab.benchmark.pointbench.perf_harness import perf_harness
+
+    if latency_s != latency_s:  # NaN passes typer's range check
+        fail("--latency-s must be a number")
+    print_json(perf_harness(items=items, concurrency=concurrency, latency_s=latency_s))
 
 
 @bench_app.command("crossstage")

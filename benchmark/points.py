@@ -26,10 +26,12 @@ name           what the model writes                                            
                or a list of those objects
 =============  ==========================================================================  =========
 
-``auto`` accepts only forms that identify themselves: Molmo 2 ``coords=``, Molmo ``<point(s) x..>``
+``auto`` accepts forms that identify themselves: Molmo 2 ``coords=``, Molmo ``<point(s) x..>``
 tags (read as Molmo percent; Qwen's XML form must be named ``qwen``), and ``point_2d`` (read as
-Qwen2.5-VL resized pixels). It never guesses between ``gemini`` and ``xy_pixels``: a bare
-``{"point": [a, b]}`` or ``[a, b]`` under ``auto`` is ``"unparseable: ambiguous, name the format"``.
+Qwen2.5-VL resized pixels); and bare JSON ``[x, y]`` / ``[[x, y], ...]`` lists, read as ``xy_pixels``
+(PointArena sec. 4.1: the standard answer format of models without their own; Gemini writes objects,
+never bare lists). It never guesses between ``gemini`` and ``xy_pixels`` for an object:
+``{"point": [a, b]}`` under ``auto`` is ``"unparseable: ambiguous, name the format"``.
 
 Conventions (docs/models.md "Pixel conventions"):
 
@@ -49,6 +51,9 @@ Conventions (docs/models.md "Pixel conventions"):
   with its reason. ``points_px`` holds the valid entries (outside-the-image points included, as the
   scorer and targeting refuse them); ``first`` answers "is the first point valid, and if not why"
   (PointArena sec. 4.1: the first point is the answer).
+- Reasoning blocks (``<think>...</think>``, ``<thinking>``, ``<reasoning>``; an unclosed one runs to
+  the end) are dropped before anything is read (``extract.strip_reasoning``): a reasoning model that
+  mentions a decoy point while thinking is read at its answer, not at the decoy.
 - Reasoning text around the answer is tolerated: code fences are preferred, then JSON values found
   anywhere in the text; when several JSON answers appear the last one wins (a chain-of-thought
   answer comes after its reasoning), except that several bare ``[x, y]`` pairs are all kept.
@@ -65,6 +70,8 @@ from typing import Any, Callable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from .extract import strip_reasoning
 
 __all__ = [
     "POINT_FORMATS",
@@ -505,11 +512,19 @@ def _qwen_raw(text: str) -> list[tuple[float, float]]:
     return pts if pts else _molmo_raw(text)
 
 
-def _xy_extract(v: Any) -> list[tuple[float, float]]:
+def _bare_pairs(v: Any) -> list[tuple[float, float]]:
+    """A JSON ``[a, b]`` or ``[[a, b], ...]`` of numbers (no object keys), else ``[]``."""
     if _is_pair(v):
         return _pairs([v])
     if isinstance(v, list) and v and all(_is_pair(q) for q in v):
         return _pairs(v)
+    return []
+
+
+def _xy_extract(v: Any) -> list[tuple[float, float]]:
+    pts = _bare_pairs(v)
+    if pts:
+        return pts
     pts = _key_pairs(v, "point", None, lambda b: (0.0, 0.0))
     if not pts:  # {"x": .., "y": ..} objects, a common GPT-style answer
         pts = [
@@ -715,10 +730,14 @@ def parse_points(
             fmt,
             f"unparseable: answer too long ({len(text)} characters > {MAX_ANSWER_CHARS})",
         )
+    # reasoning mentions candidate points on the way to the answer: never read them
+    text = strip_reasoning(text)
     qwen_pixels = (int(qwen_min_pixels), int(qwen_max_pixels))
     if fmt != "auto":
         return _parse_named(text, fmt, width, height, model_size, qwen_pixels)
     found = _detect(text)
+    if found is None and _pick_json_answer(_json_values(text), _bare_pairs):
+        found = "xy_pixels"  # PointArena sec. 4.1's standard answer: [x, y] pixels
     if found is not None:
         return _parse_named(text, found, width, height, model_size, qwen_pixels)
     ambiguous = _pick_json_answer(_json_values(text), _xy_extract)

@@ -18,7 +18,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,7 @@ __all__ = [
     "read_jsonl",
     "read_jsonl_lenient",
     "write_jsonl",
+    "question_view",
     "predictions_by_id",
     "by_unique_id",
     "Predictions",
@@ -170,11 +171,31 @@ def read_predictions(path: str | Path, field: str = "prediction") -> Predictions
 def predictions_from_records(
     records: Iterable[tuple[str, dict[str, Any]]], field: str = "prediction", unreadable: Iterable[str] = ()
 ) -> Predictions:
-    """``Predictions`` from ``(where, record)`` pairs (see ``read_predictions``)."""
+    """``Predictions`` from ``(where, record)`` pairs (see ``read_predictions``). Lines of a run's journal
+    (``runs.AnswerRecord``: ``raw_text`` and ``run``) are read as the run read them: the raw answer is
+    the prediction, the last line of an item counts, and a failed call is a problem (scored 0)."""
     out = Predictions()
     out.unreadable.extend(unreadable)
     seen: dict[str, str] = {}
+    journal: set[str] = set()  # ids read from lines of a run journal (runs.AnswerRecord)
     for where, rec in records:
+        if field == "prediction" and field not in rec and "raw_text" in rec and "run" in rec and "id" in rec:
+            # a line of a run's journal: its raw answer is the prediction, a later line of an item
+            # supersedes an earlier one (the run asked it again), and a failed call scores 0
+            key = str(rec["id"])
+            if key in seen and key not in journal:
+                out.problems[key] = f"duplicate prediction id ({seen[key]} and {where}): neither is scored"
+                out.pop(key, None)
+                continue
+            seen[key] = where
+            journal.add(key)
+            out.problems.pop(key, None)
+            if rec.get("error"):
+                out.problems[key] = f"model error: {rec['error']}"
+                out.pop(key, None)
+            else:
+                out[key] = rec["raw_text"]
+            continue
         if "id" not in rec or field not in rec:
             out.unreadable.append(f"{where}: needs 'id' and '{field}', got keys {sorted(rec)[:8]}")
             continue
@@ -225,6 +246,13 @@ def replaced_on_success(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def question_view(record: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    """``record`` reduced to ``fields`` (those it has), in that order: what a model runner is given.
+    A whitelist, not a list of answer fields to drop, so a field added to the answer key later (a
+    distance, a count) cannot reach a questions file by accident."""
+    return {k: record[k] for k in fields if k in record}
 
 
 def predictions_by_id(records: list[dict[str, Any]], source: str = "predictions") -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .records import dumps_json
+from .records import dumps_json, replaced_on_success
 
 from pointlab.benchmark.errors import BenchmarkError
 
@@ -33,6 +33,7 @@ __all__ = [
     "write_run_record",
     "read_answers",
     "append_answer",
+    "compact_answers",
     "RunRecordError",
 ]
 
@@ -67,6 +68,9 @@ class AnswerRecord(BaseModel):
     status: int | None = None
     latency_s: float | None = None
     attempts: int = 0
+    reasoning: str | None = None  # the model's reasoning (model_client.Completion.reasoning): never scored
+    usage: dict[str, int] | None = None  # the server's token counts
+    frames: list[int] | None = None  # video benchmarks: the frame indices sent, in order
 
 
 class RunRecord(BaseModel):
@@ -130,6 +134,23 @@ def read_answers(path: str | Path) -> dict[str, AnswerRecord]:
             continue  # a line cut by a crash: that item is asked again
         out[rec.id] = rec
     return out
+
+
+def compact_answers(path: str | Path) -> int:
+    """Rewrite a run file with one line per item, the line that counts (the last, as
+    :func:`read_answers` reads it; torn lines dropped), atomically (``records.replaced_on_success``).
+    A resumed run appends a new answer for every item it asks again, so without this the file would
+    hold both; ``score pointing`` reads a run file the same way either way. Returns the lines kept;
+    a missing file is left missing (0)."""
+    p = Path(path)
+    if not p.exists():
+        return 0
+    answers = read_answers(p)
+    with replaced_on_success(p) as tmp:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in answers.values():
+                fh.write(dumps_json(rec.model_dump(), compact=True) + "\n")
+    return len(answers)
 
 
 def append_answer(fh, record: AnswerRecord) -> None:

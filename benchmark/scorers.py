@@ -302,12 +302,22 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "pinpoint.tpv_nri_extraction",
         "PinpointQA",
-        "TPV / NRI extraction",
+        "TPV / NRI extraction (pointlab's lenient reading is reported beside it)",
         "first \\byes|no\\b; NRI letters A-D by five patterns",
         "the same, with the letters of all options given",
         'sec. 4.2: "we extract the predicted option letter and compare it with the correct choice" (an E option '
         "is a choice)",
         _T + "pinpoint/test_rules.py::test_options_beyond_d",
+    ),
+    Rule(
+        "qa.reasoning",
+        "VSI-Bench / ReVSI, PinpointQA, EgoPoint-Bench",
+        "reasoning in the answer (<think> / <thinking> / <reasoning> blocks, or a closing tag whose opening one the chat template wrote)",
+        "read as released: lmms-eval, ReVSI and PinpointQA read the whole text; EgoPoint drops closed <think> blocks only",
+        "dropped before any reading (extract.strip_reasoning); kept in the run record, never scored",
+        "Qwen3 Technical Report (Yang et al. 2025), thinking mode: the reasoning is emitted in a <think> block "
+        "before the final response, which is the answer",
+        _T + "test_reasoning_never_scored.py::test_pinpoint_tpv_and_nri",
     ),
     Rule(
         "pinpoint.singular",

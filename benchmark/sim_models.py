@@ -6,7 +6,8 @@ by the source its models answer from:
 
 - ``dataset``: ``factory(items)``, models that point inside each Point-Bench item's own mask;
 - ``scene``: ``factory(world=None)``, models that point at the objects of a sim scene (a new default
-  scene when ``world`` is ``None``).
+  scene when ``world`` is ``None``);
+- ``qa``: ``factory(records)``, models that answer video / QA questions from their answer key.
 
 Each factory starts an OpenAI-compatible server on 127.0.0.1 and returns ``(base_url, stop)``;
 ``base_url`` ends in ``/v1`` and goes to ``agents_config.load_agents(..., sim_base_url=...)``.
@@ -20,7 +21,7 @@ from typing import Any
 
 from pointlab.benchmark.errors import BenchmarkError
 
-__all__ = ["ENTRY_POINT_GROUP", "SimModelsUnavailable", "serve_sim_models"]
+__all__ = ["ENTRY_POINT_GROUP", "SimModelsUnavailable", "serve_sim_models", "sim_server_for"]
 
 ENTRY_POINT_GROUP = "pointlab.sim_model_servers"
 
@@ -42,3 +43,16 @@ def serve_sim_models(source: str, *args: Any, **kwargs: Any) -> tuple[str, Calla
         if ep.name == source:
             return ep.load()(*args, **kwargs)
     raise SimModelsUnavailable(f"no sim model server registered for {source!r} (group {ENTRY_POINT_GROUP})")
+
+
+def sim_server_for(cfg: Any, source: str, *args: Any) -> tuple[str | None, Callable[[], None] | None]:
+    """``serve_sim_models(source, *args)`` when agent config ``cfg`` says ``base_url = "sim"``, else
+    ``(None, None)`` (a real endpoint needs no server here).
+
+    Raises: SimModelsUnavailable (as ``serve_sim_models``).
+    """
+    from .agents_config import SIM_BASE_URL
+
+    if getattr(cfg, "base_url", None) != SIM_BASE_URL:
+        return None, None
+    return serve_sim_models(source, *args)

@@ -210,7 +210,9 @@ def score_egopoint_cmd(
 @video_app.command("generate")
 def video_generate_cmd(
     scenes: Path = typer.Option(..., "--scenes", help="scene file or folder (VSI-Bench meta, ReVSI boxes)"),
-    out: Path = typer.Option(..., "--out", help="output folder: questions.jsonl and report.json"),
+    out: Path = typer.Option(
+        ..., "--out", help="output folder: questions.jsonl (no answers), answers.jsonl (the answer key), report.json"
+    ),
     budgets: str = typer.Option("16,32,64,all", "--budgets", help="comma-separated frame budgets"),
     frames: Path | None = typer.Option(None, "--frames", help="the video or frame folder of --scene-id"),
     visibility: Path | None = typer.Option(None, "--visibility", help="visibility table of those frames"),
@@ -227,7 +229,10 @@ def video_generate_cmd(
     from .video.errors import VideoBenchError
     from .video.frames import open_frames
     from .video.generate import GenerationConfig, expand_budgets, generate_questions
-    from .records import write_jsonl
+    from contextlib import ExitStack
+
+    from .records import question_view, replaced_on_success, write_jsonl
+    from .video.generate import QUESTION_FIELDS
     from .video.sampling import SAMPLERS, parse_budget
     from .video.visibility import VisibilityTable
 
@@ -256,15 +261,21 @@ def video_generate_cmd(
         records, per_budget = expand_budgets(
             questions, wanted, total_frames=total, visibility=table, sampler=sampler, config=cfg
         )
-        n = write_jsonl(out / "questions.jsonl", records)
         summary = {
             "questions_file": str(out / "questions.jsonl"),
-            "records": n,
+            "answers_file": str(out / "answers.jsonl"),
+            "records": len(records),
             "generation": report.to_dict(),
             "budgets": per_budget,
             "config": {"seed": seed, "filters": "vsibench" if vsibench_filters else "revsi", "sampler": sampler},
         }
-        (out / "report.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        with ExitStack() as stack:  # all three written before any is renamed into place
+            write_jsonl(stack.enter_context(replaced_on_success(out / "answers.jsonl")), records)
+            questions = [question_view(r, QUESTION_FIELDS) for r in records]
+            write_jsonl(stack.enter_context(replaced_on_success(out / "questions.jsonl")), questions)
+            report_tmp = stack.enter_context(replaced_on_success(out / "report.json"))
+            report_tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     except (VideoBenchError, SceneFormatError, ValueError) as e:
         fail(str(e))
     except OSError as e:

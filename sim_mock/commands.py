@@ -23,6 +23,9 @@ def model_server_cmd(
         None, "--script", help='JSONL of {"answer"} / {"match", "answer"} lines, served as model "scripted"'
     ),
     noise_px: float = typer.Option(28.0, "--noise-px", help="pixel noise (sigma) of the sim-noisy model"),
+    latency_s: float = typer.Option(
+        0.0, "--latency-s", help="every answer waits this long, seconds (a remote model's time; not CPU)"
+    ),
 ) -> None:
     """Serve sim-oracle, sim-noisy, oracle-<format> (from the default sim scene) and, with --script, "scripted".
 
@@ -34,6 +37,8 @@ def model_server_cmd(
 
     if not (math.isfinite(noise_px) and noise_px >= 0):
         fail(f"--noise-px must be a finite number >= 0, got {noise_px}")
+    if not (math.isfinite(latency_s) and 0 <= latency_s <= 600):
+        fail(f"--latency-s must be a number from 0 to 600, got {latency_s}")
     from .oracle import SceneOracle
     from .world import default_world
 
@@ -48,7 +53,8 @@ def model_server_cmd(
     except OSError as e:
         fail(f"cannot bind {host}:{port}: {e}")
     print_json({"base_url": f"http://{host}:{sock.getsockname()[1]}/v1", "models": sorted(models)})
-    server = uvicorn.Server(uvicorn.Config(create_model_server(models), log_level="warning", lifespan="off"))
+    app = create_model_server(models, latency_s=latency_s)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     try:
         server.run(sockets=[sock])
     finally:

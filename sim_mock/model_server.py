@@ -18,7 +18,9 @@ Models (any object with ``answer(request: ChatRequest) -> str``):
   in order, one per request; lines ``{"match": "substring", "answer": "..."}`` answer any request
   whose message text contains the substring (checked first, in file order, never used up). A line
   ``{"status": 429, "message": "...", "headers": {"retry-after-ms": "1"}}`` (with or without
-  ``match``) answers with that HTTP status instead, to play a rate limit, an outage or a 400.
+  ``match``) answers with that HTTP status instead, to play a rate limit, an outage or a 400. An
+  answer line may add ``"reasoning_content": "..."``: the message then carries it beside the content,
+  as a server with a reasoning parser does (``Reasoned``).
 - ``OpenAIReasoningRules(model)``: answers like ``model`` but refuses, as OpenAI's o-series and gpt-5
   do, a request carrying ``max_tokens`` or a ``temperature`` other than 1 (HTTP 400 with OpenAI's
   wording).
@@ -32,6 +34,7 @@ a test counts the requests an answer cost.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -41,6 +44,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -57,6 +61,7 @@ __all__ = [
     "Model",
     "OracleModel",
     "ScriptedModel",
+    "Reasoned",
     "OpenAIReasoningRules",
     "ModelInputError",
     "ModelStatusError",
@@ -162,6 +167,15 @@ class OracleModel:
         return format_points(pts, self.fmt, w, h, label=label)
 
 
+@dataclass(frozen=True)
+class Reasoned:
+    """An answer with its reasoning in the message's ``reasoning_content`` field, as vLLM's reasoning
+    parsers and DeepSeek's API send it (the content then holds only the answer)."""
+
+    content: str
+    reasoning_content: str
+
+
 class ScriptedModel:
     """Replays answers from a JSONL script (see module docstring).
 
@@ -185,7 +199,10 @@ class ScriptedModel:
                     st, str(row.get("message") or f"scripted HTTP {st}"), {str(k): str(v) for k, v in hdr.items()}
                 )
             elif isinstance(row.get("answer"), str):
-                ans = row["answer"]
+                rc = row.get("reasoning_content")
+                if rc is not None and not isinstance(rc, str):
+                    raise ValueError(f'{where}: "reasoning_content" must be a string')
+                ans = row["answer"] if rc is None else Reasoned(row["answer"], rc)
             else:
                 raise ValueError(f'{where}: need an object with a string "answer" or an HTTP "status"')
             if "match" in row:
@@ -359,13 +376,17 @@ def _opt(v: Any, cast: Callable) -> Any:
         return None
 
 
-def create_model_server(models: dict[str, Model], *, api_key: str | None = None):
+def create_model_server(models: Mapping[str, Model], *, api_key: str | None = None, latency_s: float = 0.0):
     """FastAPI app serving ``models`` by id (see module docstring).
 
     Args:
         api_key: when set, a chat completion without ``Authorization: Bearer <api_key>`` gets OpenAI's
             401 (``invalid_api_key``), so a test can see that a client sends its key.
+        latency_s: every answer waits this long (without using the CPU) before it is sent, as a remote
+            model's generation time: what concurrency hides (``pointlab perf harness``).
     """
+    if not (latency_s >= 0 and math.isfinite(latency_s)):
+        raise ValueError(f"latency_s must be a finite number >= 0, got {latency_s}")
     app = FastAPI(title="pointlab sim model server")
     app.state.models = dict(models)
     app.state.requests = []  # (model, HTTP status) of every chat completion request, in arrival order
@@ -383,6 +404,8 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
         response = await _chat(request)
+        if latency_s:
+            await asyncio.sleep(latency_s)
         model = getattr(request.state, "model", None)
         app.state.requests.append((model, response.status_code if isinstance(response, JSONResponse) else 200))
         return response
@@ -423,6 +446,10 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
         prompt_tokens = len(req.all_text.split()) + (0 if req.image_rgb is None else 256)
         # a model may answer with something other than a string (to play a server that sends text
         # parts or a malformed "content"): it is passed through as is and counted as 0 tokens
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if isinstance(text, Reasoned):
+            message = {"role": "assistant", "content": text.content, "reasoning_content": text.reasoning_content}
+            text = text.content
         completion_tokens = len(text.split()) if isinstance(text, str) else 0
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -432,7 +459,7 @@ def create_model_server(models: dict[str, Model], *, api_key: str | None = None)
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": message,
                     "finish_reason": "stop",
                     "logprobs": None,
                 }

@@ -3,7 +3,7 @@
 
 - ``pointlab.worlds``: ``sim`` -> ``SimWorldPlugin`` (``bridge.worlds.World``), the world a
   session's sim camera and sim arm share;
-- ``pointlab.sim_model_servers``: ``dataset`` -> ``serve_dataset_models``, ``scene`` ->
+- ``pointlab.sim_model_servers``: ``dataset`` -> ``serve_dataset_models``, ``qa`` -> ``serve_qa_models``, ``scene`` ->
   ``serve_scene_models``, ``arena`` -> ``serve_arena_models`` (``benchmark.sim_models``);
 - ``pointlab.arena_demo_sets``: ``sim`` -> ``write_arena_demo`` (``ui.arena.curated``): the demo
   arena's images of the sim tabletop with a mask per object;
@@ -19,15 +19,31 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from .oracle import SceneOracle
 
-__all__ = ["SimWorldPlugin", "serve_dataset_models", "serve_scene_models", "serve_arena_models", "write_arena_demo"]
+__all__ = [
+    "SimWorldPlugin",
+    "serve_dataset_models",
+    "serve_qa_models",
+    "serve_scene_models",
+    "serve_arena_models",
+    "write_arena_demo",
+]
 
 
-def serve_dataset_models(items: Sequence[Any]) -> tuple[str, Callable[[], None]]:
-    """The sim model server answering from the masks of Point-Bench ``items``: ``(base_url, stop)``."""
+def serve_dataset_models(items: Sequence[Any], latency_s: float = 0.0) -> tuple[str, Callable[[], None]]:
+    """The sim model server answering from the masks of Point-Bench ``items``: ``(base_url, stop)``;
+    each answer waits ``latency_s`` (a remote model's time)."""
     from .mask_oracle import mask_sim_models
     from .model_server import create_model_server, serve_in_thread
 
-    return serve_in_thread(create_model_server(mask_sim_models(items)))
+    return serve_in_thread(create_model_server(mask_sim_models(items), latency_s=latency_s))
+
+
+def serve_qa_models(records: Sequence[dict]) -> tuple[str, Callable[[], None]]:
+    """The sim model server answering questions from their answer key ``records`` (``qa_oracle``)."""
+    from .model_server import create_model_server, serve_in_thread
+    from .qa_oracle import qa_sim_models
+
+    return serve_in_thread(create_model_server(qa_sim_models(records)))
 
 
 def serve_scene_models(world: Any = None) -> tuple[str, Callable[[], None]]:

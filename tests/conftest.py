@@ -25,6 +25,15 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 
+# The suite's own cache folder (the bit-packed mask cache, benchmark.pointbench.maskcache): tests never
+# write into ~/.cache, and each test process starts cold; removed when the process ends.
+_CACHE_DIR = tempfile.mkdtemp(prefix="pointlab-test-cache-")
+os.environ["POINTLAB_CACHE_DIR"] = _CACHE_DIR
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

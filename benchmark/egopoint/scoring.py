@@ -21,6 +21,11 @@ letter; a non-match keeps the raw text, compared as is. Differences (docs/scorin
   letters of the options given.
 * Open-ended: the released evaluator scores none ("generation only"); pointlab asks the judge (sec. 4.2:
   0..1 in steps of 0.2). Under ``reference`` they are unscored and out of every mean, as released.
+* An answer key that is no answer (the released ``pure_real_test.json`` has True/False answers such as
+  ``"Raw"``): the released evaluator compares predictions with that text, so the item counts and is
+  never matched; under ``pointlab`` the item is reported (``reason`` ``invalid_ground_truth: ...``,
+  ``summary["invalid_ground_truth"]`` lists the ids) and left out of every mean. The rest of the file
+  is scored either way.
 * The released real-set script ``eval_code/eval_real_qwen3vl.py`` reads a ground truth "No" as True;
   the playground (and pointlab) read it as False.
 
@@ -41,7 +46,7 @@ from typing import Any
 import re
 import string
 
-from ..extract import extract_yes_no, parse_choice_lenient
+from ..extract import extract_yes_no, parse_choice_lenient, strip_reasoning
 from ..records import by_unique_id as _unique
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from ..video.errors import RecordError
@@ -230,10 +235,16 @@ def reference_extract(text: Any, qtype: str, letters: str = "ABCD") -> str:
 def _score_closed(rec: Mapping[str, Any], qtype: str, prediction: str | None, rules: str):
     gt_raw = rec.get("answer", rec.get("ground_truth"))
     if gt_raw is None:
-        raise RecordError(f"question {rec.get('id')}: no answer")
+        raise RecordError("no answer")
     if qtype == "TF":
-        if extract_yes_no(str(gt_raw)) is None and reference_ground_truth(gt_raw, "TF") not in ("True", "False"):
-            raise RecordError(f"question {rec.get('id')}: TF answer {gt_raw!r} is not yes/no/true/false")
+        if (
+            rules != "reference"
+            and extract_yes_no(str(gt_raw)) is None
+            and reference_ground_truth(gt_raw, "TF") not in ("True", "False")
+        ):
+            # the released evaluator compares with the text itself ("Raw"), so the item counts and
+            # no prediction matches it; pointlab leaves it out of the means and reports it
+            raise RecordError(f"TF answer {gt_raw!r} is not yes/no/true/false")
         truth = reference_ground_truth(gt_raw, "TF")
         a_s = reference_extract(prediction, "TF") if prediction is not None else None
         lenient = extract_yes_no(prediction)
@@ -244,14 +255,28 @@ def _score_closed(rec: Mapping[str, Any], qtype: str, prediction: str | None, ru
         letters = "ABCD" if rules == "reference" else all_letters
         truth = reference_ground_truth(gt_raw, "SCQ", letters)
         own = reference_ground_truth(gt_raw, "SCQ", all_letters)
-        if own not in all_letters or len(own) != 1:
-            raise RecordError(f"question {rec.get('id')}: SCQ answer {gt_raw!r} is not one of {all_letters}")
+        if rules != "reference" and (own not in all_letters or len(own) != 1):
+            raise RecordError(f"SCQ answer {gt_raw!r} is not one of {all_letters}")
         a_s = reference_extract(prediction, "SCQ", letters) if prediction is not None else None
         a_l = parse_choice_lenient(prediction, all_letters, rec.get("options"))
         truth_l = own
         chance = 1.0 / len(all_letters)
         return truth, a_s, a_l, float(a_s == truth), float(a_l == truth_l), chance
     return truth, a_s, a_l, float(a_s == truth), float(a_l == truth), chance
+
+
+def _invalid_truth(common: dict[str, Any], rec: Mapping[str, Any], why: str) -> EgoItemScore:
+    """An item whose answer key cannot be read (pointlab rules): listed, left out of every mean."""
+    return EgoItemScore(
+        **common,
+        score=None,
+        score_lenient=None,
+        answer_strict=None,
+        answer_lenient=None,
+        ground_truth=str(rec.get("answer", rec.get("ground_truth"))),
+        random_baseline=None,
+        reason=f"invalid_ground_truth: {why}",
+    )
 
 
 def score_egopoint(
@@ -275,7 +300,8 @@ def score_egopoint(
         on_verdict: called with every new verdict record (to append it to a verdict file).
         rules: ``pointlab`` or ``reference`` (module docstring).
     Raises:
-        RecordError: a malformed or repeated ground-truth record.
+        RecordError: a repeated id or an unknown question type (an answer key that cannot be read is
+            an item with reason ``invalid_ground_truth``, module docstring).
     """
     check_rules(rules)
     verdicts = verdicts or {}
@@ -290,6 +316,9 @@ def score_egopoint(
             not_text, pred = f"unparseable: prediction is a JSON {type(pred).__name__}, not text", ""
         elif pred is not None and not isinstance(pred, str):
             pred = str(pred)  # a bare JSON number or boolean is its text
+        if rules != "reference" and pred:
+            # every reasoning tag, an unclosed block included (the released code drops closed <think> only)
+            pred = strip_reasoning(pred).strip()
         dim = str(rec.get("dimension", "unknown")).strip()
         common = dict(
             id=qid,
@@ -302,7 +331,11 @@ def score_egopoint(
         if qid in problems:
             not_text, pred = f"invalid_prediction: {problems[qid]}", ""
         if qtype != "OQ":
-            truth, a_s, a_l, s_s, s_l, chance = _score_closed(rec, qtype, pred, rules)
+            try:
+                truth, a_s, a_l, s_s, s_l, chance = _score_closed(rec, qtype, pred, rules)
+            except RecordError as e:  # one unreadable answer key is reported, not the whole file refused
+                items.append(_invalid_truth(common, rec, str(e)))
+                continue
             if pred is None:
                 reason = "missing prediction"
             elif not_text:
@@ -486,7 +519,8 @@ def _summary(items: list[EgoItemScore]) -> dict[str, Any]:
         "question_type": table(lambda it: it.question_type, QUESTION_TYPES),
         "dimension_by_type": table(lambda it: f"{it.dimension}/{it.question_type}"),
         "domain": table(lambda it: it.domain),
-        "unjudged": sum(1 for it in items if it.score is None),
+        "unjudged": sum(1 for it in items if it.score is None and not it.reason.startswith("invalid_ground_truth")),
+        "invalid_ground_truth": [it.id for it in items if it.reason.startswith("invalid_ground_truth")],
         "missing_predictions": sum(1 for it in items if it.reason == "missing prediction"),
         "unparseable": sum(1 for it in items if it.reason.startswith("unparseable")),
     }

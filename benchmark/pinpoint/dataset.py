@@ -4,7 +4,10 @@ Pipeline (sec. 3.2): read scenes -> per scene, targets and their intermediate re
 TPV / NRI / FSD / SSP records -> App. A.4 quality checks (failures excluded and counted) -> a
 scene-level 6:2:2 split stratified by source and task -> files:
 
-- ``train.jsonl``, ``val.jsonl``, ``test.jsonl``: records with the released field names plus ``split``;
+- ``train.jsonl``, ``val.jsonl``, ``test.jsonl``: the answer keys, records with the released field names
+  plus ``split`` (what ``pointlab score pinpoint --gt`` reads);
+- ``train_questions.jsonl``, ``val_questions.jsonl``, ``test_questions.jsonl``: the same records without
+  the answers (``QUESTION_FIELDS`` only), the files to hand to a model runner;
 - ``representations.jsonl``: the intermediate spatial representation of every target (audit trail);
 - ``summary.json``: counts per task, source and split, dropped items per reason, and the settings.
 """
@@ -19,13 +22,17 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from ..records import replaced_on_success
+from ..records import question_view, replaced_on_success
 from ..scenes import Scene, SceneFormatError, load_scenes
 from .generate import GenerationStats, generate_scene
-from .quality import check_record
+from .quality import RELEASED_FIELDS, check_record
 from .split import SPLITS, split_scenes
 
-__all__ = ["generate_dataset", "generate_records"]
+__all__ = ["generate_dataset", "generate_records", "QUESTION_FIELDS"]
+
+#: what a model runner is given of a record (``records.question_view``): the released fields but the
+#: answer and its target label, plus the split
+QUESTION_FIELDS = tuple(f for f in RELEASED_FIELDS if f not in ("answer", "target")) + ("split",)
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +128,12 @@ def generate_dataset(
         by_split[rec["split"]].append(rec)
     # every file is written under a temporary name first and renamed into place at the end, so a
     # run that fails leaves the previous outputs as they were
-    staged = [(out / f"{k}.jsonl", rows) for k, rows in by_split.items()] + [(out / "representations.jsonl", reps)]
+    staged = [(out / f"{k}.jsonl", rows) for k, rows in by_split.items()]
+    staged += [
+        (out / f"{k}_questions.jsonl", [question_view(r, QUESTION_FIELDS) for r in rows])
+        for k, rows in by_split.items()
+    ]
+    staged.append((out / "representations.jsonl", reps))
     counts_task = Counter(r["task"] for r in records)
     counts_source_task: dict[str, dict] = {}
     for r in records:

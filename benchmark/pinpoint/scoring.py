@@ -11,6 +11,9 @@ sets, where the paper is silent, its readings are kept:
   by its ``text``/``answer``/``content``/... field).
 - SSP: ``ssp.score_ssp``; FSD: ``fsd.judge_fsd`` with the released prompt (unscored without a judge:
   the released ``eval.py`` refuses to start without an API key).
+- Also reported, under both rule sets: pointlab's lenient reading of TPV and NRI (``extract``: answer
+  markers such as ``Answer: D``, bracketed or bold letters, the option text; true/false as yes/no), per
+  item (``lenient``) and as a second table (``summary["lenient"]``), as for VSI-Bench.
 - Micro = mean over scored items, Macro = mean over scenes of per-scene means, rounded to 6 decimals;
   an item whose judge failed is left out (counted in ``n_unscored``); Avg Micro / Macro over the tasks
   scored (sec. 4.2).
@@ -29,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..extract import extract_yes_no as _extract_yes_no_lenient
+from ..extract import parse_choice_lenient, strip_reasoning
 from ..judge import LLMJudge
 from ..records import json_error_text
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
@@ -49,6 +54,7 @@ __all__ = [
     "to_text_answer",
     "extract_yes_no",
     "extract_option_letter",
+    "lenient_yes_no",
     "reference_target",
     "load_ground_truth",
     "load_predictions",
@@ -116,6 +122,12 @@ def extract_yes_no(text: str) -> str | None:
     """The released TPV reading: the first ``yes`` or ``no`` word of the lower-cased text."""
     m = re.search(r"\b(yes|no)\b", str(text or "").strip().lower())
     return m.group(1) if m else None
+
+
+def lenient_yes_no(text: str) -> str | None:
+    """pointlab's lenient TPV reading (``extract.extract_yes_no``: true/false read as yes/no, a "not"
+    before the word negates it), reported beside the released one."""
+    return _extract_yes_no_lenient(text)
 
 
 def extract_option_letter(text: str, letters: str = "ABCD") -> str | None:
@@ -212,16 +224,20 @@ def score_item(
     if prediction is None:
         return {**out, "score": 0.0, "parts": {}, "reason": "missing_prediction"}
     text = to_text_answer(prediction)
+    if rules != "reference":
+        text = strip_reasoning(text)  # reasoning is never read for the answer (the released code reads it)
     if task == "TPV":
         expected = extract_yes_no(to_text_answer(answer))
         if expected is None:
             raise PinpointScoreError(f"item {out['id']!r}: TPV answer {answer!r} is not Yes/No")
         got = extract_yes_no(text)
+        lenient = lenient_yes_no(text)
         return {
             **out,
             "score": float(got == expected),
             "parts": {"expected": expected, "extracted": got},
             "reason": "ok" if got is not None else "unparseable",
+            "lenient": {"answer": lenient, "score": float(lenient == expected)},
         }
     if task == "NRI":
         letters = "ABCD" if rules == "reference" else _choice_letters(rec.get("choices"))
@@ -229,11 +245,14 @@ def score_item(
         if expected is None:
             raise PinpointScoreError(f"item {out['id']!r}: NRI answer {answer!r} is not an option letter of {letters}")
         got = extract_option_letter(text, letters)
+        choices = rec.get("choices") if isinstance(rec.get("choices"), list) else None
+        lenient = parse_choice_lenient(text, letters, [str(c) for c in choices] if choices else None)
         return {
             **out,
             "score": float(got == expected),
             "parts": {"expected": expected, "extracted": got},
             "reason": "ok" if got is not None else "unparseable",
+            "lenient": {"answer": lenient, "score": float(lenient == expected)},
         }
     if task == "SSP":
         try:
@@ -317,7 +336,8 @@ def score_pinpoint(
     for rec in gt:
         by_scene[str(rec.get("scene_id", rec.get("scene_name", "")))].append(rec)
     problems = getattr(predictions, "problems", {})
-    items, left_out = [], 0
+    items: list[dict[str, Any]] = []
+    left_out = 0
     for rec in gt:
         rid = str(rec.get("id"))
         if rid in seen:
@@ -349,6 +369,9 @@ def score_pinpoint(
             )
         )
     summary = aggregate(items)
+    # pointlab's lenient reading of TPV and NRI under the same rules, beside the released one (as for
+    # VSI-Bench); SSP and FSD have one reading, so their rows are the same in both tables
+    summary["lenient"] = aggregate([{**it, "score": it["lenient"]["score"]} if "lenient" in it else it for it in items])
     summary["rules"] = rules
     summary["n_items"] = len(items)
     summary["missing_predictions"] = sum(1 for it in items if it["reason"] == "missing_prediction")

@@ -21,18 +21,21 @@ is re-scored from its raw answers without calling any model.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import operator
 import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..records import json_error_text
+from .maskcache import PackedMask, read_packed, write_packed
 from .release import FileRef, ReleaseFiles, file_key, open_binary
 
 from pointlab.benchmark.errors import BenchmarkError
@@ -47,6 +50,7 @@ __all__ = [
     "DatasetError",
     "normalise_category",
     "load_mask",
+    "clear_mask_caches",
     "load_release",
     "load_gt_jsonl",
     "write_gt_jsonl",
@@ -123,6 +127,16 @@ class BenchItem:
         """Instance masks, each ``(H, W)`` bool. Raises: DatasetError."""
         return [load_mask(p, self.width, self.height, rule=rule) for p in self.instance_masks]
 
+    def packed_masks(self, rule: str = "pointlab") -> tuple[PackedMask | None, list[PackedMask]]:
+        """``(union target mask, instance masks)`` bit-packed (``maskcache.PackedMask``), for scoring
+        points without unpacking a mask; the union is ``None`` when the item has neither.
+
+        Raises: DatasetError (as ``target_mask``)."""
+        inst = [load_mask(p, self.width, self.height, rule=rule, packed=True) for p in self.instance_masks]
+        if self.mask is not None:
+            return load_mask(self.mask, self.width, self.height, rule=rule, packed=True), inst
+        return (functools.reduce(operator.or_, inst) if inst else None), inst
+
     def load_image_rgb(self) -> np.ndarray:
         """The image as ``(H, W, 3)`` uint8 RGB. Raises: DatasetError."""
         try:
@@ -168,38 +182,74 @@ def _pointlab_mask(im: Image.Image) -> np.ndarray:
     return a > MASK_THRESHOLD if a.ndim == 2 else np.any(a > MASK_THRESHOLD, axis=2)
 
 
-@lru_cache(maxsize=256)
-def _load_mask_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any = None) -> np.ndarray:
+@lru_cache(maxsize=1024)  # 125 kB a 1000 x 1000 mask: 128 MB at most
+def _load_packed_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any = None) -> PackedMask:
+    # memory first (this lru_cache), then the bit-packed disk cache of earlier runs, then the PNG
     from .reference import lmms_mask, pointarena_mask
 
-    with open_binary(ref if ref is not None else Path(key)) as fh:
-        if rule == "pointarena":
-            m = pointarena_mask(fh)
-        elif rule == "lmms-eval":
-            m = lmms_mask(fh)
-        else:
-            with Image.open(fh) as im:
-                m = _pointlab_mask(im)
-    m = np.ascontiguousarray(m, dtype=bool)
+    packed = read_packed(key, mtime_ns, rule)
+    if packed is None:
+        with open_binary(ref if ref is not None else Path(key)) as fh:
+            if rule == "pointarena":
+                m = pointarena_mask(fh)
+            elif rule == "lmms-eval":
+                m = lmms_mask(fh)
+            else:
+                with Image.open(fh) as im:
+                    m = _pointlab_mask(im)
+        packed = PackedMask.from_array(m)
+        write_packed(key, mtime_ns, rule, packed)
+    return packed
+
+
+@lru_cache(maxsize=256)
+def _load_mask_cached(key: str, mtime_ns: int, rule: str = "pointlab", ref: Any = None) -> np.ndarray:
+    m = _load_packed_cached(key, mtime_ns, rule, ref).unpack()
     m.setflags(write=False)
     return m
 
 
+def clear_mask_caches() -> None:
+    """Empty the in-memory mask caches (the disk cache stays): what a new process starts with."""
+    _load_packed_cached.cache_clear()
+    _load_mask_cached.cache_clear()
+
+
+@overload
 def load_mask(
-    path: str | FileRef, width: int | None = None, height: int | None = None, *, rule: str = "pointlab"
-) -> np.ndarray:
+    path: str | FileRef,
+    width: int | None = ...,
+    height: int | None = ...,
+    *,
+    rule: str = ...,
+    packed: Literal[False] = ...,
+) -> np.ndarray: ...
+@overload
+def load_mask(
+    path: str | FileRef, width: int | None = ..., height: int | None = ..., *, rule: str = ..., packed: Literal[True]
+) -> PackedMask: ...
+def load_mask(
+    path: str | FileRef,
+    width: int | None = None,
+    height: int | None = None,
+    *,
+    rule: str = "pointlab",
+    packed: bool = False,
+) -> np.ndarray | PackedMask:
     """Read a mask image as ``(H, W)`` bool target pixels under ``rule`` (``MASK_RULES``; pointlab: grey
     value above 127, or any colour channel above 127 with alpha ignored, 1-bit masks by their bit).
 
-    Cached by path, modification time and rule (runs score the same masks many times); the array is
-    read-only.
+    Cached by path, modification time and rule, in memory and bit-packed on disk (``maskcache``: a
+    re-score in a new process reads no PNG); the array is read-only. ``packed=True`` returns the
+    ``maskcache.PackedMask`` itself (``mask[r, c]`` without unpacking: what scoring a point needs).
 
     Raises: DatasetError (missing, unreadable, or not ``height x width`` when those are given).
     """
     p = path if isinstance(path, zipfile.Path) else Path(path)
     try:
         key, mtime = file_key(p)
-        m = _load_mask_cached(key, mtime, rule, p if isinstance(p, zipfile.Path) else None)
+        load = _load_packed_cached if packed else _load_mask_cached
+        m = load(key, mtime, rule, p if isinstance(p, zipfile.Path) else None)
     except (OSError, UnidentifiedImageError, ValueError, zipfile.BadZipFile) as e:
         raise DatasetError(f"cannot read mask {p}: {e}") from e
     if width is not None and height is not None and m.shape != (height, width):
@@ -490,6 +540,11 @@ def _run_qwen_pixels(path: Path) -> tuple[int, int] | None:
         return None
 
 
+def _is_run_answer(d: dict) -> bool:
+    """A line of a ``bench pointing`` run file (``runs.AnswerRecord``): raw text and its run number."""
+    return "raw_text" in d and "run" in d
+
+
 def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
     """PRED JSONL (or a JSON array of the same records) -> ``{id: Prediction}``; one bad line never stops
     the scoring of the others.
@@ -497,13 +552,16 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
     Lines: ``{id, prediction, format}``, ``{id, points}`` or a run record ``{id, raw_text, point_format,
     error, sent_size?}`` (the run folder's ``run.json`` gives the agent's Qwen limits). ``points`` that are
     not ``[[u, v], ...]`` of numbers (text, a missing coordinate) and a repeated id become a ``Prediction``
-    with ``problem`` set (scored 0 with it); non-finite numbers (``NaN``, ``Infinity``, an integer too large
+    with ``problem`` set (scored 0 with it), except in a run file, where a later line of an item
+    supersedes the earlier one as it did in the run (``runs.read_answers``); non-finite numbers (``NaN``, ``Infinity``, an integer too large
     for a float) are kept and score as invalid points. Lines that are not
     JSON or carry no id are skipped and listed in the returned mapping's ``unreadable``.
 
-    Raises: DatasetError when the file cannot be read at all.
+    Raises: DatasetError when the file cannot be read at all, or a line names a point format that does
+    not exist (a setting of whoever wrote the file: every answer of it would read as unparseable).
     """
     from ..lmms import load_json_or_jsonl
+    from ..points import POINT_FORMATS
     from ..records import Predictions, RecordError
 
     p = Path(path)
@@ -514,19 +572,31 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
     out = Predictions()
     out.unreadable.extend(bad)
     where_of: dict[str, str] = {}
+    run_answers: set[str] = set()  # ids whose first line is a run record (bench pointing's journal)
     qwen = _run_qwen_pixels(p)
     for where, d in good:
         if "id" not in d:
             out.unreadable.append(f"{where}: expected an object with an id")
             continue
         iid = str(d["id"])
-        if iid in where_of:
+        if iid in where_of and _is_run_answer(d) and iid in run_answers:
+            # a run file of bench pointing is a journal: an item asked again (after an error, or by a
+            # resumed run cut before it compacted the file) has a later line, and that one counts, as
+            # in the run itself (runs.read_answers)
+            del out[iid]
+        elif iid in where_of:
             # two answers for one item: which one counts is a guess, so neither does
             msg = f"duplicate id {iid!r} ({where_of[iid]} and {where})"
             out.problems[iid] = msg
             out[iid] = Prediction(iid, problem=msg)
             continue
         where_of[iid] = where
+        if _is_run_answer(d):
+            run_answers.add(iid)
+        fmt = d.get("point_format") if "raw_text" in d else d.get("format")
+        if d.get("points") is None and fmt and str(fmt) not in POINT_FORMATS:
+            # the writer's setting, not the model's text: every line would read as unparseable
+            raise DatasetError(f"{where}: unknown point format {fmt!r}; use one of {', '.join(POINT_FORMATS)}")
         if d.get("points") is not None:
             try:
                 out[iid] = Prediction(iid, points_px=_pixel_points(d["points"]))

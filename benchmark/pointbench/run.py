@@ -3,15 +3,14 @@
 PointArena sec. 4.1: every model answers every item three times (means and standard deviations
 over runs), zero-shot, greedy where the API allows it. Here:
 
-- ``concurrency`` requests in flight at most (``asyncio.Semaphore``);
+- the answers are asked by the shared runner (``benchmark.runner.ask_all``): ``concurrency`` in
+  flight, each journaled to ``<out>/run_<k>.jsonl`` as it arrives and compacted to one line per item
+  at the end, the ``max_error_rate`` stop (``ErrorRateExceeded``); a rerun skips items whose answer
+  is already there without an error;
 - retries are the one model client's (``model_client``: 408, 429, 5xx and timeouts, never another
   4xx); nothing retries on top of it, so an answer costs at most ``max_retries + 1`` requests;
-- a run stops as soon as its failed answers exceed ``max_error_rate`` of the answers it set out to get
-  (it can no longer end below the threshold): ``ErrorRateExceeded`` names the server's most frequent
-  error (a 400 on every request is reported as that 400, not as a 0 % score);
-- every answer (``runs.AnswerRecord``: raw text, prompt, parser, entries, error with its HTTP status,
-  latency, attempts) is appended to ``<out>/run_<k>.jsonl`` as soon as it arrives, so a crashed or
-  interrupted run resumes: a rerun skips items whose answer is already there without an error;
+- every answer is a ``runs.AnswerRecord``: raw text, prompt, parser, entries, error with its HTTP
+  status, latency, attempts, reasoning, token counts;
 - ``run.json`` (``runs.RunRecord``) records what produced the answers, and every run is scored from the
   raw text under the chosen rule set, so ``pointlab score pointing`` re-scores any run file;
 - a tqdm progress bar on stderr.
@@ -22,21 +21,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..runs import RUN_RECORD_VERSION, AnswerRecord, RunRecord, append_answer, read_answers, write_run_record
+from ..runner import ErrorRateExceeded, ask_all
+from ..runs import RUN_RECORD_VERSION, AnswerRecord, RunRecord, read_answers, write_run_record
 from ..runs import read_run_record, RunRecordError
 from .dataset import BenchItem, DatasetError, Prediction
 from ..scorers import ItemScore
 from .scoring import item_record, score_prediction, summarize
 from .steer import STEER_MODES, apply_steer
 
-from pointlab.benchmark.errors import BenchmarkError
 
 __all__ = [
     "RUN_RECORD_VERSION",
@@ -49,28 +48,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ErrorRateExceeded(BenchmarkError, RuntimeError):
-    """A run stopped because its failed answers passed the threshold.
-
-    Attributes:
-        errors, answered, planned: failed answers, answers received, answers the run set out to get.
-        top_error: the most frequent error message (the server's).
-    """
-
-    def __init__(self, errors: int, answered: int, planned: int, threshold: float, top_error: str) -> None:
-        self.errors, self.answered, self.planned, self.threshold, self.top_error = (
-            errors,
-            answered,
-            planned,
-            threshold,
-            top_error,
-        )
-        super().__init__(
-            f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
-            f"more than {threshold:.0%} of the {planned} asked); the server said: {top_error}"
-        )
 
 
 @dataclass(frozen=True)
@@ -116,6 +93,8 @@ def _answer_record(item: BenchItem, run: int, instruction: str, ans: Any) -> Ans
         status=getattr(ans, "status", None),
         latency_s=getattr(ans, "latency_s", None),
         attempts=int(getattr(ans, "attempts", 0) or 0),
+        reasoning=getattr(ans, "reasoning", None),
+        usage=getattr(ans, "usage", None),
     )
 
 
@@ -131,9 +110,10 @@ class _ImageCache:
     run of an item while the whole dataset never sits in memory (982 photos would be gigabytes).
     """
 
-    def __init__(self, steer_mode: str, max_items: int):
+    def __init__(self, steer_mode: str, max_items: int, sent_size: Any = None):
         self.steer_mode = steer_mode
         self.max_items = max_items
+        self.sent_size = sent_size  # the agent's ``sent_size(w, h)``: a described point is in sent pixels
         self._cache: OrderedDict[str, asyncio.Future] = OrderedDict()
 
     async def get(self, item: BenchItem) -> tuple[np.ndarray, str]:
@@ -154,25 +134,25 @@ class _ImageCache:
 
     def _load(self, item: BenchItem) -> tuple[np.ndarray, str]:
         rgb = item.load_image_rgb()
-        return apply_steer(rgb, item.query, item.reference_points_px, self.steer_mode)
+        sent = None if self.sent_size is None else tuple(self.sent_size(rgb.shape[1], rgb.shape[0]))
+        return apply_steer(rgb, item.query, item.reference_points_px, self.steer_mode, sent_size=sent)
 
 
-async def _ask(agent: Any, item: BenchItem, run: int, images: _ImageCache, sem: asyncio.Semaphore) -> AnswerRecord:
-    async with sem:
-        try:
-            rgb, instruction = await images.get(item)
-        except DatasetError as e:
-            return AnswerRecord(id=item.id, run=run, error=f"dataset: {e}", image_size=[item.width, item.height])
-        ans = await agent.point(rgb, instruction)  # Agent.point never raises; its client retries
-        return _answer_record(item, run, instruction, ans)
+async def _ask(agent: Any, item: BenchItem, run: int, images: _ImageCache) -> AnswerRecord:
+    try:
+        rgb, instruction = await images.get(item)
+    except DatasetError as e:
+        return AnswerRecord(id=item.id, run=run, error=f"dataset: {e}", image_size=[item.width, item.height])
+    ans = await agent.point(rgb, instruction)  # Agent.point never raises; its client retries
+    return _answer_record(item, run, instruction, ans)
 
 
 async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts: RunOptions) -> dict:
-    from tqdm import tqdm
-
-    sem = asyncio.Semaphore(opts.concurrency)
-    images = _ImageCache(opts.steer_mode, max_items=2 * opts.concurrency + 4)
-    done = {run: read_answers(out_dir / f"run_{run}.jsonl") for run in range(1, opts.runs + 1)}
+    images = _ImageCache(
+        opts.steer_mode, max_items=2 * opts.concurrency + 4, sent_size=getattr(agent, "sent_size", None)
+    )
+    journals = {run: out_dir / f"run_{run}.jsonl" for run in range(1, opts.runs + 1)}
+    done = {run: read_answers(p) for run, p in journals.items()}
     todo, cached = [], 0
     for it in items:  # item-major: the runs of one item share its decoded image
         for run in range(1, opts.runs + 1):
@@ -180,40 +160,17 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
                 cached += 1
             else:
                 todo.append((it, run))
-    files = {run: (out_dir / f"run_{run}.jsonl").open("a", encoding="utf-8") for run in range(1, opts.runs + 1)}
-    # the run can no longer end below the threshold once this many answers failed
-    allowed = int(opts.max_error_rate * len(todo) + 1e-9)
-    errors, answered = 0, 0
-    messages: Counter = Counter()
-    tasks: list[asyncio.Future] = []
     try:
-        with tqdm(
-            total=len(todo),
-            desc=f"{getattr(agent, 'name', 'agent')}",
-            unit="item",
-            disable=not opts.progress,
-            leave=False,
-        ) as bar:
-            # tasks created in queue order start (and take the semaphore) in that order
-            tasks = [asyncio.ensure_future(_ask(agent, it, run, images, sem)) for it, run in todo]
-            for fut in asyncio.as_completed(tasks):
-                rec = await fut
-                answered += 1
-                if rec.error:
-                    errors += 1
-                    messages[rec.error] += 1
-                append_answer(files[rec.run], rec)
-                bar.update(1)
-                if errors > allowed:
-                    raise ErrorRateExceeded(
-                        errors, answered, len(todo), opts.max_error_rate, messages.most_common(1)[0][0]
-                    )
+        errors = await ask_all(
+            todo,
+            lambda entry: _ask(agent, entry[0], entry[1], images),
+            journals,
+            concurrency=opts.concurrency,
+            max_error_rate=opts.max_error_rate,
+            progress=opts.progress,
+            label=f"{getattr(agent, 'name', 'agent')}",
+        )
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for f in files.values():
-            f.close()
         if hasattr(agent, "aclose"):
             await agent.aclose()  # its HTTP clients belong to this event loop
     return {"asked": len(todo), "cached": cached, "errors": errors}

@@ -48,6 +48,7 @@ from ..points import (
 )
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .dataset import CATEGORIES, BenchItem, DatasetError, Prediction
+from .maskcache import PackedMask
 from .reference import RefAnswer, pixel_points_answer, point_pixel, ref_score, reference_answer
 
 __all__ = [
@@ -138,9 +139,9 @@ def pixel_index(u: float, v: float, width: int, height: int) -> tuple[int, int] 
 def score_points(
     points_px: Sequence[Sequence[float]] | np.ndarray,
     category: str,
-    mask: np.ndarray | None,
+    mask: np.ndarray | PackedMask | None,
     *,
-    instance_masks: Sequence[np.ndarray] = (),
+    instance_masks: Sequence[np.ndarray | PackedMask] = (),
     count: int | None = None,
 ) -> tuple[bool, str, list]:
     """Score pixel points for one item (rules in the module docstring).
@@ -148,8 +149,9 @@ def score_points(
     Args:
         points_px: ``(N, 2)`` points ``(u, v)`` in original-image pixels (N may be 0).
         category: one of ``CATEGORIES``; ``counting`` uses the counting rule.
-        mask: union target mask ``(H, W)`` bool (may be ``None`` when instance masks are given).
-        instance_masks: one ``(H, W)`` bool mask per target instance.
+        mask: union target mask ``(H, W)`` bool, an array or a ``maskcache.PackedMask`` (may be ``None``
+            when instance masks are given).
+        instance_masks: one ``(H, W)`` bool mask per target instance (arrays or ``PackedMask``).
         count: target count ``K*`` (counting); defaults to the number of instance masks, else 1.
 
     Returns: ``(success, reason, points_used)``; ``points_used`` is ``[[u, v], ...]``, only the
@@ -169,8 +171,8 @@ def score_points(
         ix = pixel_index(u, v, width, height)
         if ix is None:
             return False, "outside_image", used
-        target = mask if mask is not None else np.logical_or.reduce(instance_masks)
-        return (True, "hit", used) if bool(target[ix]) else (False, "miss", used)
+        inside = bool(mask[ix]) if mask is not None else any(bool(m[ix]) for m in instance_masks)
+        return (True, "hit", used) if inside else (False, "miss", used)
 
     used = pts.tolist()
     k_star = count if count is not None else (len(instance_masks) if instance_masks else 1)
@@ -216,9 +218,9 @@ def pixel_entries(points_px: Sequence[Sequence[float]] | np.ndarray, width: int,
 def score_entries(
     entries: Sequence[PointEntry],
     category: str,
-    mask: np.ndarray | None,
+    mask: np.ndarray | PackedMask | None,
     *,
-    instance_masks: Sequence[np.ndarray] = (),
+    instance_masks: Sequence[np.ndarray | PackedMask] = (),
     count: int | None = None,
 ) -> tuple[bool, str, list, str | None]:
     """pointlab rules over the model's entries, in its order: ``(success, reason, points_used, detail)``.
@@ -265,8 +267,7 @@ def score_item(
     if entries is None:
         entries = pixel_entries(points_px if points_px is not None else [], item.width, item.height)
     try:
-        inst = item.load_instance_masks()
-        mask = item.target_mask() if item.mask is not None or inst else None
+        mask, inst = item.packed_masks()  # one bit read per point: no mask is unpacked
         ok, reason, used, why = score_entries(entries, item.category, mask, instance_masks=inst, count=item.count)
     except DatasetError as e:
         return point_score(item.id, item.category, False, [], "bad_ground_truth", detail=str(e))

@@ -13,7 +13,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-__all__ = ["STEER_MODES", "draw_reference", "describe_reference", "apply_steer"]
+__all__ = ["STEER_MODES", "draw_reference", "describe_reference", "apply_steer", "to_sent_pixels"]
 
 STEER_MODES = ("describe", "draw", "both", "none")
 MARKER_RGB = (255, 0, 0)
@@ -47,10 +47,31 @@ def describe_reference(instruction: str, points_px: Sequence[Sequence[float]]) -
     )
 
 
+def to_sent_pixels(
+    points_px: Sequence[Sequence[float]], size: tuple[int, int], sent_size: tuple[int, int]
+) -> list[tuple[float, float]]:
+    """Pixel centres ``(u, v)`` of a ``size = (W, H)`` image as pixel centres of the same image resized
+    to ``sent_size = (w, h)``: ``u' = (u + 0.5) * w / W - 0.5`` (pixel edges at -0.5 and W - 0.5 map onto
+    each other; docs/models.md "Pixel conventions")."""
+    (w0, h0), (w1, h1) = size, sent_size
+    return [((u + 0.5) * w1 / w0 - 0.5, (v + 0.5) * h1 / h0 - 0.5) for u, v in points_px]
+
+
 def apply_steer(
-    rgb: np.ndarray, instruction: str, points_px: Sequence[Sequence[float]], mode: str
+    rgb: np.ndarray,
+    instruction: str,
+    points_px: Sequence[Sequence[float]],
+    mode: str,
+    *,
+    sent_size: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, str]:
     """``(image, instruction)`` as the model should see them under ``mode``.
+
+    Args:
+        rgb: the original image ``(H, W, 3)`` uint8; ``points_px``: reference points in its pixels.
+        sent_size: ``(w, h)`` of the image the model will be sent when the agent downscales it
+            (``max_image_side_px``): the description then gives the points in THOSE pixels, the only
+            ones the model sees (a drawn marker is drawn on the original and scales with it).
 
     Raises: ValueError for an unknown mode.
     """
@@ -59,5 +80,7 @@ def apply_steer(
     if not len(points_px) or mode == "none":
         return rgb, instruction
     img = draw_reference(rgb, points_px) if mode in ("draw", "both") else rgb
-    text = describe_reference(instruction, points_px) if mode in ("describe", "both") else instruction
+    h, w = rgb.shape[:2]
+    said = points_px if sent_size is None else to_sent_pixels(points_px, (w, h), sent_size)
+    text = describe_reference(instruction, said) if mode in ("describe", "both") else instruction
     return img, text

@@ -52,7 +52,23 @@ __all__ = [
     "generate_questions",
     "expand_budgets",
     "direction_answer",
+    "QUESTION_FIELDS",
 ]
+
+#: what a model runner is given of a record (``records.question_view``): the question, its options
+#: and frames; never ``ground_truth``, ``answer_text``, distances or the count in the scene
+QUESTION_FIELDS = (
+    "id",
+    "dataset",
+    "scene_name",
+    "question_type",
+    "question",
+    "options",
+    "budget",
+    "sampler",
+    "num_frames",
+    "frame_indices",
+)
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..extract import parse_choice_lenient, parse_number_lenient
+from ..extract import parse_choice_lenient, parse_number_lenient, strip_reasoning
 from ..records import by_unique_id as _unique
 from ..scorers import ItemScore, ScoreReport, check_rules, register_scorer
 from .errors import RecordError
@@ -336,6 +336,12 @@ def score_vsi_item(
         not_text, prediction = type(prediction).__name__, ""
     elif prediction is not None and not isinstance(prediction, str):
         prediction = str(prediction)  # a bare JSON number or boolean is its text
+    if rules != "reference" and prediction is not None:
+        # reasoning is never read for the answer; the space its block leaves is part of it (an answer
+        # without reasoning is read as the released rule reads it, leading space and all)
+        outside = strip_reasoning(prediction)
+        if outside != prediction:
+            prediction = outside.strip()
     note = None
     truth: str | float
     answer: str | float | None

@@ -166,11 +166,19 @@ def test_chain_of_thought_last_answer_wins():
 # ---------------------------------------------------------------- auto, garbage
 
 
-def test_auto_never_guesses_between_gemini_and_xy_pixels():
-    for text in ('[{"point": [100, 200]}]', "[100, 200]", "[[1, 2], [3, 4]]"):
+def test_auto_never_guesses_between_gemini_and_xy_pixels_for_an_object():
+    for text in ('[{"point": [100, 200]}]', '{"point": [100, 200]}'):
         p = parse_points(text, "auto", W, H)
         assert not p.ok and p.reason.startswith("unparseable: ambiguous")
         assert p.points_px.shape == (0, 2)
+
+
+def test_auto_reads_a_bare_pair_as_pointarenas_standard_pixel_answer():
+    # PointArena sec. 4.1: models without their own format answer [x, y] in pixels
+    p = parse_points("[260, 650]", "auto", 1000, 800)
+    assert p.ok and p.format == "xy_pixels" and p.points_px.tolist() == [[260.0, 650.0]]
+    p = parse_points("The points are [[1, 2], [3, 4]].", "auto", W, H)
+    assert p.format == "xy_pixels" and p.points_px.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
 def test_auto_reads_self_identifying_forms():
@@ -442,3 +450,37 @@ def test_an_entry_has_two_json_forms_the_run_records_and_the_trials():
     )
     back = PointEntry.model_validate({"u_px": 5000.0, "v_px": 20.0, "valid": True, "reason": outside, "inside": False})
     assert back == p.entries[1] and back.usable and not back.inside  # a run record's entry reads back too
+
+
+# ---------------------------------------------------------------- reasoning models (issue: decoy in <think>)
+
+
+def test_a_qwen3_thinking_answer_is_read_at_its_answer_not_at_the_decoy_in_its_reasoning():
+    # the shape Qwen3-VL-*-Thinking returns through an OpenAI-compatible server without a reasoning
+    # parser: the reasoning in <think>...</think>, then the JSON answer (0-1000 grid, x first)
+    text = (
+        "<think>\nThe user wants the red mug. A first guess:\n"
+        '```json\n[{"point_2d": [100, 900], "label": "mug"}]\n```\n'
+        "but that mug is blue, so not that one. The red one is on the right.\n</think>\n\n"
+        '[{"point_2d": [750, 500], "label": "red mug"}]'
+    )
+    p, xy = pts(text, "qwen3")
+    # 750 / 1000 * 640 - 0.5 = 479.5 ; 500 / 1000 * 480 - 0.5 = 239.5 (area frame)
+    assert p.ok and xy == [[479.5, 239.5]]
+
+
+def test_a_thinking_template_that_opened_the_block_itself_leaves_only_the_close():
+    # Qwen3 "thinking" chat templates put "<think>" in the prompt: the answer holds only "</think>"
+    text = "Left of the bowl, maybe [40, 30]? No: the cube is at the far right.\n</think>\n[600, 200]"
+    p, xy = pts(text, "xy_pixels")
+    assert p.ok and xy == [[600.0, 200.0]]
+
+
+def test_a_generation_cut_off_while_thinking_has_no_point():
+    p, xy = pts("<think>The cube could be at [10, 20] or", "xy_pixels")
+    assert not p.ok and xy == [] and p.reason.startswith("unparseable")
+
+
+def test_molmo_point_tags_are_not_taken_for_reasoning():
+    p, xy = pts('<think>[5, 5]</think><point x="50" y="25" alt="mug">mug</point>', "molmo")
+    assert p.ok and xy == [[319.5, 119.5]]

@@ -105,6 +105,7 @@ def answer_record(ans: Any) -> dict:
         "parse_error": getattr(ans, "parse_error", None),
         "error": getattr(ans, "error", None),
         "latency_s": getattr(ans, "latency_s", None),
+        "reasoning": getattr(ans, "reasoning", None),  # kept for the record, never parsed (docs/harness.md)
     }
 
 

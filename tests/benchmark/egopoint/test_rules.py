@@ -134,3 +134,30 @@ def test_a_repeated_id_in_a_results_file_scores_zero(tmp_path):
     assert r.exit_code == 0, r.output
     first = json.loads(r.stdout)["items"][0]
     assert first["value"] == 0.0 and "duplicate prediction id (details[0] and details[1])" in first["reason"]
+
+
+def test_the_release_files_unreadable_true_false_keys_are_scored_as_released_or_reported(tmp_path):
+    """``pure_real_test.json`` has True/False answers written ``"Raw"`` and ``"B. No"``; the file is read
+    whole. The released evaluator: ``parse_ground_truth("Raw")`` keeps "Raw", so a "No" prediction
+    ("False") misses and the item counts; "B. No" holds "no", so it is False and "No" matches. pointlab:
+    "Raw" is reported and left out, "B. No" is scored the same."""
+    tf = {"question": "Is it a cup?", "options": None, "dimension": "Adversarial", "deixis_level": "L1"}
+    release = [*RELEASE, {**tf, "image_id": "real_90", "answer": "Raw", "type": "True_False"}]
+    release.append({**tf, "image_id": "real_91", "answer": "B. No", "type": "True_False"})
+    (tmp_path / "gt.json").write_text(json.dumps(release))
+    outputs = ["False", "D", "E", "business class", "No", "No"]
+    (tmp_path / "res.json").write_text(
+        json.dumps({"details": [dict(e, model_output=o) for e, o in zip(release, outputs)]})
+    )
+    args = ["score", "egopoint", "--gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "res.json")]
+    ref = CliRunner().invoke(app, [*args, "--rules", "reference"])
+    assert ref.exit_code == 0, ref.output
+    doc = json.loads(ref.stdout)
+    assert [i["value"] for i in doc["items"]] == [1.0, 1.0, 0.0, None, 0.0, 1.0]
+    assert doc["summary"]["overall"]["score"] == pytest.approx(3 / 5)  # as released: 5 closed items, 3 right
+    pl = CliRunner().invoke(app, args)
+    assert pl.exit_code == 0, pl.output
+    doc = json.loads(pl.stdout)
+    assert [i["value"] for i in doc["items"]] == [1.0, 1.0, 1.0, None, None, 1.0]
+    assert doc["summary"]["invalid_ground_truth"] == ["4"]  # release ids are positions
+    assert doc["summary"]["overall"]["n_scored"] == 4 and doc["summary"]["overall"]["score"] == 1.0

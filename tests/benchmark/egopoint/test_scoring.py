@@ -202,13 +202,26 @@ def test_cli_corrupt_verdict_file_is_no_traceback(tmp_path):
 def test_bad_records():
     with pytest.raises(RecordError):
         score_egopoint([{"id": "x", "question_type": "essay"}], {})
-    with pytest.raises(RecordError):
-        score_egopoint([{"id": "x", "question_type": "TF", "answer": "maybe"}], {})
-    with pytest.raises(RecordError):
-        score_egopoint([{"id": "x", "question_type": "SCQ", "answer": "F", "options": OPT5}], {})
-    # options as one string: its 4 characters were taken for 4 options
-    with pytest.raises(RecordError, match="options must be a list"):
-        score_egopoint([{"id": "x", "question_type": "SCQ", "answer": "A", "options": "A. x"}], {})
+
+
+def test_unreadable_answer_keys_are_reported_per_item_and_the_rest_is_scored():
+    gt = [
+        {"id": "maybe", "question_type": "TF", "answer": "maybe"},
+        {"id": "f", "question_type": "SCQ", "answer": "F", "options": OPT5},
+        # options as one string: its 4 characters were taken for 4 options
+        {"id": "str", "question_type": "SCQ", "answer": "A", "options": "A. x"},
+        {"id": "none", "question_type": "TF"},
+        {"id": "ok", "question_type": "TF", "answer": "True"},
+    ]
+    out = score_egopoint(gt, {k["id"]: "yes" for k in gt})
+    why = {it["id"]: it["reason"] for it in out["items"]}
+    assert why["maybe"] == "invalid_ground_truth: TF answer 'maybe' is not yes/no/true/false"
+    assert why["f"] == "invalid_ground_truth: SCQ answer 'F' is not one of ABCDE"
+    assert why["str"] == "invalid_ground_truth: single-choice options must be a list, got str"
+    assert why["none"] == "invalid_ground_truth: no answer" and why["ok"] == "ok"
+    s = out["summary"]
+    assert s["invalid_ground_truth"] == ["maybe", "f", "str", "none"] and s["unjudged"] == 0
+    assert s["overall"]["n"] == 5 and s["overall"]["n_scored"] == 1 and s["overall"]["score"] == 1.0
 
 
 def test_prediction_that_is_not_text_scores_zero_without_the_judge():

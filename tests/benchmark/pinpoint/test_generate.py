@@ -297,6 +297,13 @@ def test_a_failed_generation_leaves_the_previous_outputs_as_they_were(shared_dat
     out = tmp_path / "ppqa"
     first = dataset.generate_dataset([scenes], out, seed=0)
     assert first["n_records"] > 0
+    # questions and answer keys apart: the questions file a model runner gets holds no answer
+    for split in ("train", "val", "test"):
+        keys = [json.loads(x) for x in (out / f"{split}.jsonl").read_text().splitlines()]
+        questions = [json.loads(x) for x in (out / f"{split}_questions.jsonl").read_text().splitlines()]
+        assert [q["id"] for q in questions] == [k["id"] for k in keys]
+        assert all("answer" in k for k in keys) and not any("answer" in q or "target" in q for q in questions)
+        assert all(q["question"] == k["question"] and q["choices"] == k["choices"] for q, k in zip(questions, keys))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(SceneFormatError, match="zzz: no scene of that source; the scenes have scannet"):
         dataset.generate_dataset([scenes], out, seed=0, sources={"zzz"})

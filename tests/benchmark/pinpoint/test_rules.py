@@ -29,6 +29,27 @@ def test_tpv_reads_only_yes_no_words():
     assert both(gt, preds) == {"reference": [1.0, 0.0, 0.0, 0.0], "pointlab": [1.0, 0.0, 0.0, 0.0]}
 
 
+def test_the_lenient_reading_of_tpv_and_nri_is_reported_beside_the_released_one():
+    # "Answer: D" matches none of the released NRI patterns (^X, ^X. / ^X), X. / X), option X, choice X);
+    # "True" is no TPV label for the released reading; pointlab's lenient reading reads both
+    choices = ["A. cup", "B. lamp", "C. mouse", "D. pen"]
+    gt = [
+        {"id": "n1", "scene_id": "s1", "task": "NRI", "answer": "D", "choices": choices},
+        {"id": "n2", "scene_id": "s2", "task": "NRI", "answer": "B", "choices": choices},
+        {"id": "t1", "scene_id": "s1", "task": "TPV", "answer": "Yes"},
+        {"id": "t2", "scene_id": "s1", "task": "TPV", "answer": "No"},
+    ]
+    preds = {"n1": "The pen is nearest.\nAnswer: D", "n2": "B. lamp", "t1": "True", "t2": "No, it did not."}
+    for rules in ("reference", "pointlab"):
+        out = score_pinpoint(gt, preds, rules=rules)
+        got = {it["id"]: (it["score"], it["lenient"]["answer"], it["lenient"]["score"]) for it in out["items"]}
+        assert got == {"n1": (0.0, "D", 1.0), "n2": (1.0, "B", 1.0), "t1": (0.0, "yes", 1.0), "t2": (1.0, "no", 1.0)}
+        s = out["summary"]
+        # released: NRI 1 of 2, TPV 1 of 2; lenient: NRI 2 of 2 (macro over scenes s1, s2: 1.0), TPV 2 of 2
+        assert (s["tasks"]["NRI"]["micro"], s["lenient"]["tasks"]["NRI"]["micro"]) == (0.5, 1.0)
+        assert s["lenient"]["tasks"]["NRI"]["macro"] == 1.0 and s["lenient"]["tasks"]["TPV"]["micro"] == 1.0
+
+
 def test_options_beyond_d():
     choices = ["A. cup", "B. lamp", "C. mouse", "D. pen", "E. book"]
     gt = [{"id": "1", "scene_id": "s", "task": "NRI", "answer": "E", "choices": choices}]

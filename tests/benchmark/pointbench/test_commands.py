@@ -39,6 +39,24 @@ def test_perf_score_small():
     assert set(out["mask_scoring"]["items_per_s"]) == {"p50", "p90", "p99", "min", "max", "n"}
     assert out["bradley_terry"]["bootstrap_rounds"] == 5 and out["bradley_terry"]["target_s"] == 10.0
     assert out["bradley_terry"]["ratio_bootstrap_over_point_fit"] > 0
+    # the re-score reads the masks back from the bit-packed disk cache: three items per repeat
+    assert (
+        out["mask_scoring"]["rescore_items_per_s"]["n"] == 2
+        and out["mask_scoring"]["rescore_target_items_per_s"] == 5000
+    )
+
+
+@pytest.mark.slow  # the sim model server's own process builds the sim world first (a few seconds)
+def test_perf_harness_small():
+    r = CliRunner().invoke(app, ["perf", "harness", "--items", "12", "--concurrency", "4", "--latency-s", "0.05"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    for run, k in (("serial", 1), ("concurrent", 4)):
+        # every item answered [10, 10], inside its mask (the upper-left quarter of 64 x 64)
+        assert (out[run]["concurrency"], out[run]["items"], out[run]["errors"], out[run]["accuracy"]) == (k, 12, 0, 1.0)
+    # one at a time, each item waits its 50 ms: 12 items take at least 0.6 s
+    assert out["serial"]["wall_s"] >= 12 * 0.05
+    assert out["speedup"] == pytest.approx(out["concurrent"]["items_per_s"] / out["serial"]["items_per_s"])
 
 
 def test_bench_report_with_human(tmp_path):
@@ -98,8 +116,7 @@ def test_bench_report_with_human(tmp_path):
 def test_bench_pointing_argument_errors(tmp_path):
     r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(tmp_path), "--model", "x"])
     assert r.exit_code == 2 and "no data.json" in r.output
-    gt = tmp_path / "gt.jsonl"
-    gt.write_text("")
+    gt = _square_dataset(tmp_path, 1)
     r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(gt), "--model", "nobody"])
     assert r.exit_code == 2 and "no agent 'nobody'" in r.output
     r = CliRunner().invoke(app, ["bench", "pointing", "--data", str(gt), "--model", "human"])
@@ -285,3 +302,90 @@ def test_score_pointing_refuses_unusable_ground_truth_masks(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(tmp_path / "empty.jsonl"), "--pred", str(pred)])
     assert r.exit_code == 2 and "no ground-truth items" in r.output
+
+
+def _square_dataset(tmp_path, n: int):
+    """``n`` items on one 20 x 20 black image whose mask is the square rows/columns 5-14."""
+    Image.fromarray(np.zeros((20, 20, 3), np.uint8)).save(tmp_path / "i.png")
+    m = np.zeros((20, 20), np.uint8)
+    m[5:15, 5:15] = 255
+    Image.fromarray(m).save(tmp_path / "m.png")
+    gt = tmp_path / "gt.jsonl"
+    row = {"image": "i.png", "width": 20, "height": 20, "category": "spatial", "mask": "m.png"}
+    gt.write_text("".join(json.dumps({**row, "id": f"s{k}", "query": f"Point to thing {k}."}) + "\n" for k in range(n)))
+    return gt
+
+
+@pytest.mark.slow  # a whole bench run with its figures: ~4 s
+@pytest.mark.parametrize("temperature, want_exit", [('"omit"', 0), ("0", 1)])
+def test_bench_pointing_honours_a_config_that_omits_the_temperature(tmp_path, temperature, want_exit):
+    """A reasoning deployment refuses any temperature but its default (OpenAI's o-series and gpt-5 rules,
+    played by ``OpenAIReasoningRules``): with ``temperature = "omit"`` in the agents file every request
+    leaves it out and the run succeeds; with ``temperature = 0`` every request is a 400 (the control:
+    the server does refuse it). ``bench pointing`` used to force 0.0 over the config."""
+    from pointlab.benchmark.pointbench import load_dataset
+    from pointlab.sim_mock.mask_oracle import mask_sim_models
+    from pointlab.sim_mock.model_server import OpenAIReasoningRules, create_model_server, serve_in_thread
+
+    gt = _square_dataset(tmp_path, 6)
+    models = mask_sim_models(load_dataset(gt))
+    server = create_model_server({"o-pointer": OpenAIReasoningRules(models["oracle-xy_pixels"])})
+    url, stop = serve_in_thread(server)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f'[[agents]]\nname = "r"\nkind = "openai"\nbase_url = "{url}"\nmodel = "o-pointer"\n'
+        f'point_format = "xy_pixels"\nimage_encoding = "png"\ntemperature = {temperature}\nmax_tokens = "omit"\n'
+    )
+    args = ["--model", "r", "--agents", str(agents), "--runs", "1", "--concurrency", "2", "--no-progress"]
+    try:
+        r = CliRunner().invoke(
+            app,
+            ["bench", "pointing", "--data", str(gt), *args, "--out", str(tmp_path / "run"), "--max-error-rate", "0"],
+        )
+    finally:
+        stop()
+    assert r.exit_code == want_exit, r.output
+    statuses = [status for _, status in server.state.requests]
+    if want_exit == 0:
+        # six answers, each one request answered 200, and all six inside the square
+        assert statuses == [200] * 6
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert run["agent"]["temperature"] is None
+        res = json.loads((tmp_path / "run" / "results.json").read_text())
+        assert res["aggregate"]["overall"]["mean"] == pytest.approx(1.0)
+    else:
+        assert statuses[0] == 400 and "Unsupported value: 'temperature'" in r.output
+
+
+def test_an_unknown_point_format_is_refused_in_one_line_not_scored_as_unparseable(tmp_path):
+    gt = _square_dataset(tmp_path, 2)
+    pred = tmp_path / "p.jsonl"
+    pred.write_text(
+        "".join(json.dumps({"id": f"s{k}", "prediction": "[10, 10]", "format": "molmoo"}) + "\n" for k in range(2))
+    )
+    before = pred.read_bytes()
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        f"pointlab score pointing: error: {pred}:1: unknown point format 'molmoo'; use one of "
+        "molmo, molmo2, gemini, grid1000, qwen, qwen3, robopoint, xy_pixels, auto"
+    ]
+    assert pred.read_bytes() == before
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred), "--lmms-format", "pixels"])
+    assert r.exit_code == 2 and "--lmms-format: unknown point format 'pixels'" in r.stderr
+    # a known format on the same lines scores: [10, 10] is inside the square
+    pred.write_text(before.decode().replace("molmoo", "xy_pixels"))
+    r = CliRunner().invoke(app, ["score", "pointing", "--gt", str(gt), "--pred", str(pred)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["summary"]["overall"] == 1.0
+
+
+def test_bench_pointing_on_an_empty_ground_truth_exits_2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the default run folder would go
+    (tmp_path / "gt.jsonl").write_text("")
+    args = ["bench", "pointing", "--data", str(tmp_path / "gt.jsonl"), "--model", "sim-oracle", "--no-progress"]
+    r = CliRunner().invoke(app, args)
+    assert (
+        r.exit_code == 2
+        and r.stderr.strip() == f"pointlab bench pointing: error: {tmp_path / 'gt.jsonl'}: no ground-truth items"
+    )
+    assert not (tmp_path / "pointbench_runs").exists()

@@ -18,6 +18,12 @@ from pointlab.sim_mock.mask_oracle import MaskOracle
 from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
 
 
+def _xy_agent(url: str, model: str = "m", **kw):
+    """An agent of the sim server's ``model`` answering in ``xy_pixels``, images sent as PNG."""
+    cfg = dict(name=model, kind="openai", base_url=url, model=model, point_format="xy_pixels", image_encoding="png")
+    return build_agent(AgentConfig(**{**cfg, **kw}))
+
+
 def test_steer_modes():
     rgb = np.zeros((50, 80, 3), np.uint8)
     img, text = apply_steer(rgb, "Point near the dot.", [(20.0, 30.0)], "describe")
@@ -32,6 +38,46 @@ def test_steer_modes():
     assert apply_steer(rgb, "q", [], "both") == (rgb, "q")
     with pytest.raises(ValueError):
         apply_steer(rgb, "q", [(1, 1)], "shout")
+
+
+def test_a_described_reference_is_in_the_pixels_of_the_image_sent():
+    # a 640 x 480 original sent at 320 x 240: pixel centre (101.5, 51.5) -> ((101.5 + 0.5) / 2 - 0.5,
+    # (51.5 + 0.5) / 2 - 0.5) = (50.5, 25.5); a drawn marker stays on the original (scaled with it)
+    rgb = np.zeros((480, 640, 3), np.uint8)
+    img, text = apply_steer(rgb, "q", [(101.5, 51.5)], "both", sent_size=(320, 240))
+    assert "pixel coordinates: [50.5, 25.5]." in text and tuple(img[52, 102]) == (255, 0, 0)
+    assert "[101.5, 51.5]" in apply_steer(rgb, "q", [(101.5, 51.5)], "describe")[1]  # no downscale: as given
+
+
+def test_a_downscaling_agent_is_told_the_reference_in_the_pixels_it_is_sent(tmp_path):
+    """The model answers only when its prompt holds the reference in the pixels of the 320-px image it
+    gets (the scripted server matches on that text); before, the prompt held original pixels."""
+    Image.fromarray(np.zeros((480, 640, 3), np.uint8)).save(tmp_path / "img.png")
+    mask = np.zeros((480, 640), np.uint8)
+    mask[40:60, 90:110] = 255
+    Image.fromarray(mask).save(tmp_path / "m.png")
+    item = BenchItem(
+        "st",
+        tmp_path / "img.png",
+        "Point left of the dot.",
+        "steerable",
+        640,
+        480,
+        tmp_path / "m.png",
+        reference_points_px=[(101.5, 51.5)],
+    )
+    script = tmp_path / "s.jsonl"
+    script.write_text(json.dumps({"match": "pixel coordinates: [50.5, 25.5].", "answer": "[50, 25]"}) + "\n")
+    url, stop = serve_in_thread(create_model_server({"m": ScriptedModel(script)}))
+    try:
+        opts = RunOptions(runs=1, concurrency=1, progress=False, max_error_rate=1.0)
+        res = run_pointing([item], _xy_agent(url, max_image_side_px=320, max_retries=0), tmp_path / "run", options=opts)
+    finally:
+        stop()
+    assert res["errors"] == 0
+    (rec,) = [json.loads(x) for x in (tmp_path / "run" / "run_1.jsonl").read_text().splitlines()]
+    # the answer [50, 25] on the 320-px image is the original pixel ((50 + 0.5) * 2 - 0.5, (25 + 0.5) * 2 - 0.5)
+    assert rec["points_px"] == [[100.5, 50.5]]
 
 
 def _item(tmp_path, name, mask, category="spatial", query="q", count=None, image=None):
@@ -147,17 +193,7 @@ def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path)
     app = create_model_server({"one-shot": ScriptedModel(script)})
     url, stop = serve_in_thread(app)
     try:
-        agent = build_agent(
-            AgentConfig(
-                name="one-shot",
-                kind="openai",
-                base_url=url,
-                model="one-shot",
-                point_format="xy_pixels",
-                max_retries=2,
-                image_encoding="png",
-            )
-        )
+        agent = _xy_agent(url, "one-shot", max_retries=2)
         opts = RunOptions(runs=1, concurrency=1, progress=False, max_error_rate=1.0)
         res = run_pointing(items, agent, tmp_path / "run", options=opts)
         assert (res["asked"], res["errors"]) == (2, 1)
@@ -176,6 +212,76 @@ def test_errors_are_recorded_with_the_clients_attempts_and_asked_again(tmp_path)
             run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=1, steer_mode="draw", progress=False))
     finally:
         stop()
+
+
+def test_a_resumed_run_keeps_one_line_per_item_and_re_scoring_its_file_gives_its_score(tmp_path):
+    """i0 is answered, i1 gets a 500; the resumed run (another server: the same model setting) asks i1
+    again and its miss replaces the error. The file holds one line per item and scoring the file gives
+    the run's own accuracy, 1 of 2; before, i1 had two lines and the scorer counted neither."""
+    from pointlab.benchmark.pointbench import load_pred_jsonl, score_predictions
+
+    m = np.zeros((20, 20), bool)
+    m[5:15, 5:15] = True
+    items = [_item(tmp_path, f"i{k}", m, query=f"Point to thing {k}.") for k in range(2)]
+    opts = RunOptions(runs=1, concurrency=1, progress=False, max_error_rate=1.0)
+    results = []
+    for answer in ("[10, 10]", "[1, 1]"):  # a hit inside the square, then a miss outside it
+        script = tmp_path / "s.jsonl"
+        script.write_text(json.dumps({"answer": answer}) + "\n")  # one answer, then HTTP 500
+        url, stop = serve_in_thread(create_model_server({"m": ScriptedModel(script)}))
+        try:
+            results.append(run_pointing(items, _xy_agent(url, max_retries=0), tmp_path / "run", options=opts))
+        finally:
+            stop()
+    assert [(r["asked"], r["errors"]) for r in results] == [(2, 1), (1, 0)]
+    lines = [json.loads(x) for x in (tmp_path / "run" / "run_1.jsonl").read_text().splitlines()]
+    assert sorted((x["id"], x["raw_text"], x["error"]) for x in lines) == [
+        ("i0", "[10, 10]", None),
+        ("i1", "[1, 1]", None),
+    ]
+    assert results[1]["runs"][0]["categories"]["spatial"]["accuracy"] == 0.5
+    rescored = score_predictions(items, load_pred_jsonl(tmp_path / "run" / "run_1.jsonl"))
+    assert rescored["summary"]["categories"]["spatial"]["accuracy"] == 0.5
+    # a run cut before it compacted its file (both lines of i1 still there): the later line counts
+    i1 = next(x for x in lines if x["id"] == "i1")
+    with (tmp_path / "run" / "run_1.jsonl").open("a") as f:
+        f.write(json.dumps({**i1, "raw_text": "[9, 9]"}) + "\n")
+    again = score_predictions(items, load_pred_jsonl(tmp_path / "run" / "run_1.jsonl"))
+    assert again["summary"]["categories"]["spatial"]["accuracy"] == 1.0 and not again["summary"].get(
+        "prediction_problems"
+    )
+
+
+def test_reasoning_is_stored_and_never_read_for_the_point(tmp_path):
+    """Two shapes reasoning models answer in: vLLM with a reasoning parser (``reasoning_content`` beside
+    the content) and no parser (``<think>`` in the content). Each reasoning names a decoy inside the
+    square; the answer is outside it. The run stores each reasoning and scores the answer: two misses."""
+    from pointlab.benchmark.pointbench import load_pred_jsonl, score_predictions
+
+    m = np.zeros((20, 20), bool)
+    m[5:15, 5:15] = True
+    items = [_item(tmp_path, f"i{k}", m, query=f"Point to thing {k}.") for k in range(2)]
+    script = tmp_path / "s.jsonl"
+    script.write_text(
+        json.dumps({"match": "thing 0", "answer": "[1, 1]", "reasoning_content": "Maybe [10, 10]? No, the corner."})
+        + "\n"
+        + json.dumps({"match": "thing 1", "answer": "<think>Maybe [10, 10]?\nNo, the corner.</think>\n[2, 2]"})
+        + "\n"
+    )
+    url, stop = serve_in_thread(create_model_server({"m": ScriptedModel(script)}))
+    try:
+        res = run_pointing(items, _xy_agent(url), tmp_path / "run", options=RunOptions(runs=1, progress=False))
+    finally:
+        stop()
+    recs = {x["id"]: x for x in map(json.loads, (tmp_path / "run" / "run_1.jsonl").read_text().splitlines())}
+    assert recs["i0"]["reasoning"] == "Maybe [10, 10]? No, the corner." and recs["i0"]["raw_text"] == "[1, 1]"
+    assert recs["i1"]["reasoning"] == "Maybe [10, 10]?\nNo, the corner."
+    assert recs["i1"]["raw_text"].startswith("<think>")  # the raw answer is kept whole
+    assert [recs[i]["points_px"] for i in ("i0", "i1")] == [[[1.0, 1.0]], [[2.0, 2.0]]]
+    assert recs["i0"]["usage"]["completion_tokens"] == 2  # the sim server counts words: "[1," "1]"
+    assert res["runs"][0]["categories"]["spatial"]["accuracy"] == 0.0
+    rescored = score_predictions(items, load_pred_jsonl(tmp_path / "run" / "run_1.jsonl"))
+    assert rescored["summary"]["categories"]["spatial"]["accuracy"] == 0.0
 
 
 def test_saved_runs_are_rescored_from_raw_text_not_stored_points(tmp_path):
@@ -222,13 +328,7 @@ def test_concurrency_is_bounded(tmp_path):
                 self.now -= 1
 
     try:
-        agent = Counting(
-            build_agent(
-                AgentConfig(
-                    name="m", kind="openai", base_url=url, model="m", point_format="xy_pixels", image_encoding="png"
-                )
-            )
-        )
+        agent = Counting(_xy_agent(url))
         res = run_pointing(items, agent, tmp_path / "run", options=RunOptions(runs=2, concurrency=3, progress=False))
         assert res["asked"] == 12 and res["errors"] == 0
         assert agent.peak == 3

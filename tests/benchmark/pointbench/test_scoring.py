@@ -138,7 +138,8 @@ def _item(tmp_path, category="spatial", mask=TARGET, count=None, inst=()):
         ("[60, 40]", "xy_pixels", "hit"),
         ("[100, 40]", "xy_pixels", "miss"),
         ('<point x="30.0" y="40.0" alt="t">t</point>', "auto", "hit"),  # self-identifying Molmo tag
-        ("[60, 40]", "auto", "unparseable"),  # ambiguous under auto
+        ("[60, 40]", "auto", "hit"),  # a bare [x, y] under auto: pixels (PointArena sec. 4.1)
+        ('[{"point": [60, 40]}]', "auto", "unparseable"),  # an object: gemini or xy_pixels, ambiguous
         ("I cannot find it.", "xy_pixels", "unparseable"),
         ("[60, 40]", "pixels_please", "unparseable"),  # unknown format is recorded
     ],

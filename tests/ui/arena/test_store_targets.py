@@ -152,3 +152,15 @@ def test_real_photos_with_hand_masks(shared_data):
     assert len(with_mask) == 17 and all(i.targets[0]["names"] == ("hand", "pointing hand") for i in with_mask)
     rgb, sha = cur.rgb("frame0.jpg")
     assert rgb.shape == (950, 700, 3) and len(sha) == 64
+
+
+def test_a_stored_answer_keeps_the_models_reasoning_and_the_page_never_sees_it():
+    import numpy as np
+
+    from pointlab.benchmark.agents import AgentAnswer
+    from pointlab.ui.arena.battles import answer_record, public_answer
+
+    ans = AgentAnswer(points_px=np.array([[3.0, 4.0]]), raw_text="[3, 4]", reasoning="the red one, not [9, 9]")
+    rec = answer_record(ans)
+    assert rec["reasoning"] == "the red one, not [9, 9]" and rec["points_px"] == [[3.0, 4.0]]
+    assert public_answer("A", rec) == {"type": "answer", "side": "A", "points": [[3.0, 4.0]], "failed": False}

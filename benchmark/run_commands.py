@@ -1,0 +1,131 @@
+"""``pointlab bench run TASK``: run a model of the agents file over a static benchmark (docs/harness.md).
+
+Built so far: ``vsibench`` and ``revsi`` (``video.run``); Point-Bench runs with ``bench pointing``;
+``pinpointqa`` and ``egopoint`` are refused with that message until their runners exist.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .cli import sub
+from .clikit import fail, print_json, require_items
+
+bench_app = sub.group("bench")
+
+TASKS = ("vsibench", "revsi", "pointbench", "pinpointqa", "egopoint")
+
+
+@bench_app.command("run")
+def bench_run_cmd(
+    task: str = typer.Argument(
+        ..., help="vsibench | revsi (pointbench: bench pointing; pinpointqa, egopoint: to come)"
+    ),
+    questions: Path = typer.Option(..., "--questions", help="questions JSONL (video generate's questions.jsonl)"),
+    model: str = typer.Option(..., "--model", help="agent name in the agents file"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the packaged sim agents)"),
+    video: Optional[Path] = typer.Option(None, "--video", help="the video or frame folder every question is about"),
+    videos: Optional[Path] = typer.Option(
+        None, "--videos", help="folder of videos laid out as lmms-eval's <dataset>/<scene_name>.mp4"
+    ),
+    budget: str = typer.Option(
+        "16", "--budget", help="frames per question: a number or 'all' (questions' own frames win)"
+    ),
+    sampler: str = typer.Option("nested", "--sampler", help="frame sampler for --budget"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="only the first N questions"),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, max=256, help="requests in flight"),
+    max_error_rate: float = typer.Option(
+        0.1, "--max-error-rate", min=0.0, max=1.0, help="stop (exit 1) past this share of failed answers"
+    ),
+    answers: Optional[Path] = typer.Option(
+        None, "--answers", help="answer key (answers.jsonl): score the run at the end"
+    ),
+    rules: str = typer.Option("pointlab", "--rules", help="rule set of the score at the end"),
+    out: Path = typer.Option(..., "--out", help="run folder (run.json, run_1.jsonl): a rerun resumes it"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Ask a model every question of a static benchmark with N requests in flight, journal each answer
+    (a rerun resumes without asking twice), and score the run when --answers is given."""
+    from .agents_config import SIM_BASE_URL, AgentsConfigError, build_agent, model_agent_config
+    from .records import RecordError, read_jsonl
+    from .runner import ErrorRateExceeded
+    from .scorers import check_rules, get_scorer
+    from .video.errors import VideoBenchError
+    from .video.run import file_sha256, run_vsi
+    from .video.sampling import SAMPLERS, parse_budget
+
+    if task not in TASKS:
+        fail(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+    if task == "pointbench":
+        fail("Point-Bench runs with `pointlab bench pointing` (same journal, resume and records)")
+    if task in ("pinpointqa", "egopoint"):
+        fail(f"bench run {task} is not built yet (docs/harness.md); score predictions with `pointlab score`")
+    if not math.isfinite(max_error_rate):
+        fail("--max-error-rate must be a number from 0 to 1")
+    try:
+        check_rules(rules)
+        b = parse_budget(budget)
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sampler!r}; choose from {sorted(SAMPLERS)}")
+        if (video is None) == (videos is None):
+            raise ValueError("give --video (one video for every question) or --videos (a folder of them)")
+        qs = read_jsonl(questions)
+        require_items(qs, questions)
+        if limit is not None:
+            qs = qs[:limit]
+        if any("id" not in q or "question" not in q for q in qs):
+            raise ValueError(f"{questions}: every question needs 'id' and 'question'")
+        key = read_jsonl(answers) if answers is not None else None
+        cfg = model_agent_config(agents, model)
+        if cfg.base_url == SIM_BASE_URL and key is None:
+            raise ValueError(f"agent {model!r} is a sim model: it answers from the answer key, give --answers")
+    except (RecordError, AgentsConfigError, VideoBenchError, ValueError) as e:
+        fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    # base_url = "sim": the sim model server answers from the answer key (a test double, reached only
+    # through the sim_models registry)
+    from .sim_models import SimModelsUnavailable, sim_server_for
+
+    try:
+        sim_url, stop = sim_server_for(cfg, "qa", key)
+    except SimModelsUnavailable as e:
+        fail(str(e), 1)
+    agent = build_agent(cfg, sim_base_url=sim_url)
+    record: dict[str, Any] = {"dataset": str(questions.resolve()), "questions_sha256": file_sha256(questions)}
+    record.update(task=task, agent=cfg.model_dump(exclude={"api_key_env"}))
+    try:
+        res = run_vsi(
+            qs,
+            agent,
+            out,
+            video=video,
+            videos=videos,
+            budget=b,
+            sampler=sampler,
+            concurrency=concurrency,
+            max_error_rate=max_error_rate,
+            progress=progress,
+            record=record,
+            benchmark=task,
+        )
+    except ErrorRateExceeded as e:
+        fail(str(e), 1)
+    except ValueError as e:
+        fail(str(e))
+    finally:
+        if stop is not None:
+            stop()
+    doc: dict = {"task": task, "model": model, "out": str(out), **res}
+    if key is not None:
+        from .records import read_predictions
+
+        # the questions this run asked (all, or the first --limit): `score vsi` on the journal with the
+        # same key gives the same numbers when the run asked every question of the key
+        asked = {str(q["id"]) for q in qs}
+        key = [k for k in key if str(k.get("id")) in asked]
+        report = get_scorer("vsi")(key, read_predictions(out / "run_1.jsonl"), rules=rules)
+        doc["score"] = report.to_dict()["summary"]
+    print_json(doc)

@@ -1,0 +1,208 @@
+"""Running a model over VSI-Bench / ReVSI questions: frames at a budget, lmms-eval's prompt, the shared
+runner's journal and resume, and the score of the run.
+
+- **Questions**: records with ``id``, ``question_type``, ``question``, ``options``, ``scene_name``
+  (``pointlab video generate``'s ``questions.jsonl``, or the released files); a record's own
+  ``frame_indices`` (generated for a budget) are used as given, else ``sample_frames`` picks
+  ``budget`` frames of the video with ``sampler`` (``nested``: the ReVSI budgets nest).
+- **Video**: one video or frame folder for every question (``video``), or a folder laid out as
+  lmms-eval's ``<dataset>/<scene_name>.mp4`` (or a frame folder of that name) (``videos``).
+- **Prompt**: lmms-eval's ``vsibench_doc_to_text``: "These are frames of a video.", the question, then
+  for multiple choice ``Options:`` with the options and "Answer with the option's letter from the
+  given choices directly.", else "Please answer the question using a single word or phrase." The
+  frames come first, one image part each (what lmms-eval's OpenAI-compatible model sends).
+- **Run folder**: ``run.json`` (``runs.RunRecord``: benchmark, model and request settings, budget,
+  sampler, questions file and its SHA-256) and ``run_1.jsonl`` (``runs.AnswerRecord`` per question,
+  the raw answer, its reasoning and token counts); ``pointlab score vsi --gt answers.jsonl --pred
+  run_1.jsonl`` scores the raw answers (a later line of a question supersedes an earlier one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..prompts import image_to_data_url
+from ..runner import ask_all
+from ..runs import AnswerRecord, RunRecord, read_answers, read_run_record, write_run_record
+from .errors import VideoBenchError
+from .frames import open_frames
+from .sampling import sample_frames
+from .scoring import MC_TASKS, REVSI_MC_TASKS
+
+__all__ = ["PRE_PROMPT", "MC_POST_PROMPT", "NA_POST_PROMPT", "vsi_prompt", "run_vsi"]
+
+PRE_PROMPT = "These are frames of a video."
+MC_POST_PROMPT = "Answer with the option's letter from the given choices directly."
+NA_POST_PROMPT = "Please answer the question using a single word or phrase."
+
+
+def vsi_prompt(q: Mapping[str, Any]) -> str:
+    """The text lmms-eval's VSI-Bench task sends for question record ``q`` (module docstring)."""
+    question = str(q.get("question", ""))
+    if str(q.get("question_type")) in MC_TASKS | REVSI_MC_TASKS and q.get("options"):
+        options = "Options:\n" + "\n".join(str(o) for o in q["options"])
+        return "\n".join([PRE_PROMPT, question, options, MC_POST_PROMPT])
+    return PRE_PROMPT + "\n" + question + "\n" + NA_POST_PROMPT
+
+
+def _video_of(q: Mapping[str, Any], video: Path | None, videos: Path | None) -> Path:
+    if video is not None:
+        return video
+    assert videos is not None
+    base = videos / str(q.get("dataset", "")) / str(q.get("scene_name", ""))
+    for p in (base.with_suffix(".mp4"), base, videos / f"{q.get('scene_name', '')}.mp4"):
+        if p.exists():
+            return p
+    raise VideoBenchError(f"question {q.get('id')}: no video {base}.mp4 under {videos}")
+
+
+class _Frames:
+    """Decoded frames of one video at a time (questions of a scene run together)."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._source: Any = None
+
+    def read(self, path: Path, indices: Sequence[int]) -> list:
+        if path != self._path:
+            self.close()
+            self._source, self._path = open_frames(path), path
+        return self._source.read_many(indices)
+
+    def total(self, path: Path) -> int:
+        self.read(path, [])
+        return int(self._source.total)
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+        self._source, self._path = None, None
+
+
+def run_vsi(
+    questions: Sequence[Mapping[str, Any]],
+    agent: Any,
+    out_dir: str | Path,
+    *,
+    video: str | Path | None = None,
+    videos: str | Path | None = None,
+    budget: int | str = 16,
+    sampler: str = "nested",
+    concurrency: int = 4,
+    max_error_rate: float = 0.1,
+    progress: bool = False,
+    record: Mapping[str, Any] | None = None,
+    benchmark: str = "vsibench",
+) -> dict:
+    """Ask ``agent`` (an ``OpenAIAgent``: its client, request settings and image size and encoding)
+    every question (module docstring) and journal the answers in ``out_dir``; ``benchmark`` names the
+    task in ``run.json`` (``vsibench`` or ``revsi``).
+
+    Returns ``{"asked", "cached", "errors"}``. Raises: ``runner.ErrorRateExceeded``; ValueError when
+    ``out_dir`` holds a run of another model, budget or sampler, or neither / both of ``video`` and
+    ``videos`` are given.
+    """
+    import asyncio
+
+    if (video is None) == (videos is None):
+        raise ValueError("give the video of the questions or the folder of videos (one of them)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {"model": getattr(agent, "model", ""), "budget": str(budget), "sampler": sampler}
+    rr = out / "run.json"
+    if rr.exists():
+        old = read_run_record(rr)
+        extra = old.model_extra or {}
+        had = {
+            "model": old.model,
+            "budget": str(extra.get("budget")),
+            "sampler": extra.get("sampler"),
+        }
+        if had != settings:
+            raise ValueError(f"{out} holds a run of another setting ({had}); use another --out")
+    write_run_record(
+        rr,
+        RunRecord(
+            benchmark=benchmark,
+            model=settings["model"],
+            temperature=getattr(agent, "temperature", None),
+            items=len(questions),
+            request=agent.describe() if hasattr(agent, "describe") else {},
+            **{**dict(record or {}), "budget": str(budget), "sampler": sampler},
+        ),
+    )
+    journal = out / "run_1.jsonl"
+    done = read_answers(journal)
+    todo = [q for q in questions if str(q["id"]) not in done or done[str(q["id"])].error]
+    frames = _Frames()
+    lock = asyncio.Lock()
+    vpath = None if video is None else Path(video)
+    vdir = None if videos is None else Path(videos)
+
+    async def ask(q: Mapping[str, Any]) -> AnswerRecord:
+        qid, t0 = str(q["id"]), time.perf_counter()
+        prompt = vsi_prompt(q)
+        try:
+            path = _video_of(q, vpath, vdir)
+            async with lock:  # one decoder at a time; questions of one video run together
+                indices = q.get("frame_indices")
+                if not indices:
+                    total = await asyncio.to_thread(frames.total, path)
+                    indices = list(sample_frames(total, budget, sampler).indices)
+                rgbs = await asyncio.to_thread(frames.read, path, [int(i) for i in indices])
+            sent = [int(i) for i in indices]
+            images = [agent.downscale(rgb) for rgb in rgbs]
+            parts: list[dict] = [
+                {"type": "image_url", "image_url": {"url": image_to_data_url(im, agent.image_encoding)}}
+                for im in images
+            ]
+        except (VideoBenchError, OSError, ValueError) as e:
+            return AnswerRecord(id=qid, run=1, prompt=prompt, error=f"frames: {e}")
+        parts.append({"type": "text", "text": prompt})
+        done = await agent.client().acomplete([{"role": "user", "content": parts}])
+        return AnswerRecord(
+            id=qid,
+            run=1,
+            raw_text=done.text or "",
+            prompt=prompt,
+            instruction=str(q.get("question", "")),
+            error=done.error,
+            status=done.status,
+            latency_s=time.perf_counter() - t0,
+            attempts=done.attempts,
+            reasoning=done.reasoning,
+            usage=done.usage,
+            frames=sent,
+        )
+
+    async def main() -> int:
+        try:
+            return await ask_all(
+                todo,
+                ask,
+                {1: journal},
+                concurrency=concurrency,
+                max_error_rate=max_error_rate,
+                progress=progress,
+                label=f"{benchmark} {settings['model']}",
+            )
+        finally:
+            frames.close()
+            if hasattr(agent, "aclose"):
+                await agent.aclose()
+
+    errors = asyncio.run(main())
+    return {"asked": len(todo), "cached": len(questions) - len(todo), "errors": errors}
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file (a run records which questions file it answered)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
