@@ -231,6 +231,17 @@ def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     return n
 
 
+def _umask() -> int:
+    """The process umask, read without changing it (Linux ``/proc``; else the usual 022)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 @contextmanager
 def replaced_on_success(path: str | Path) -> Iterator[Path]:
     """A new temporary file beside ``path`` (same folder: the rename is atomic) for the block to write;
@@ -239,7 +250,11 @@ def replaced_on_success(path: str | Path) -> Iterator[Path]:
     rename only once every file is written."""
     p = Path(path)
     fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
+    try:
+        # mkstemp makes the file 0600; the output gets the mode any new file would (0644 under umask 022)
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     tmp = Path(name)
     try:
         yield tmp

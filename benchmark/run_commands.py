@@ -59,7 +59,7 @@ def bench_run_cmd(
     from .video.sampling import SAMPLERS, parse_budget
 
     if task not in TASKS:
-        fail(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+        fail(f"unknown task {task!r}; bench run runs vsibench and revsi (Point-Bench: bench pointing)")
     if task == "pointbench":
         fail("Point-Bench runs with `pointlab bench pointing` (same journal, resume and records)")
     if task in ("pinpointqa", "egopoint"):
@@ -73,6 +73,11 @@ def bench_run_cmd(
             raise ValueError(f"unknown sampler {sampler!r}; choose from {sorted(SAMPLERS)}")
         if (video is None) == (videos is None):
             raise ValueError("give --video (one video for every question) or --videos (a folder of them)")
+        for opt, path in (("--video", video), ("--videos", videos)):
+            if path is not None and not path.exists():
+                raise ValueError(f"{opt} {path}: no such file or folder")
+        if videos is not None and not videos.is_dir():
+            raise ValueError(f"--videos {videos}: not a folder")
         qs = read_jsonl(questions)
         require_items(qs, questions)
         if limit is not None:

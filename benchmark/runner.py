@@ -8,8 +8,9 @@ stop when failures pass the threshold, leave one line per item behind.
 - a run stops as soon as its failed answers exceed ``max_error_rate`` of those it set out to get (it
   can no longer end below the threshold): ``ErrorRateExceeded`` names the most frequent error (a 400
   on every request is reported as that 400, not as a 0 % score);
-- at the end (also after a stop or Ctrl-C) each journal is compacted to one line per item
-  (``runs.compact_answers``);
+- each journal is compacted to one line per item (``runs.compact_answers``) before the first answer
+  is appended (a line torn by a kill would otherwise swallow it) and at the end (also after a stop
+  or Ctrl-C);
 - a tqdm progress bar on stderr with answers per second and the errors so far.
 
 Retries are the model client's (``model_client``); nothing here asks twice.
@@ -34,7 +35,7 @@ class ErrorRateExceeded(BenchmarkError, RuntimeError):
 
     Attributes:
         errors, answered, planned: failed answers, answers received, answers the run set out to get.
-        top_error: the most frequent error message (the server's).
+        top_error: the most frequent error message (the server's, or a local one such as a missing video).
     """
 
     def __init__(self, errors: int, answered: int, planned: int, threshold: float, top_error: str) -> None:
@@ -47,7 +48,7 @@ class ErrorRateExceeded(BenchmarkError, RuntimeError):
         )
         super().__init__(
             f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
-            f"more than {threshold:.0%} of the {planned} asked); the server said: {top_error}"
+            f"more than {threshold:.0%} of the {planned} asked); the most frequent error: {top_error}"
         )
 
 
@@ -82,6 +83,8 @@ async def ask_all(
     allowed = int(max_error_rate * len(todo) + 1e-9)
     errors, answered = 0, 0
     messages: Counter = Counter()
+    for p in journals.values():
+        compact_answers(p)  # a torn last line (a kill mid-write) would swallow the next answer appended
     files = {run: Path(p).open("a", encoding="utf-8") for run, p in journals.items()}
     tasks: list[asyncio.Future] = []
     try:

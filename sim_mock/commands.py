@@ -50,6 +50,7 @@ def model_server_cmd(
             fail(str(e))
     try:
         sock = bind_socket(host, port)
+        sock.listen(128)  # connections queue from now on: a client may connect as soon as the URL is printed
     except OSError as e:
         fail(f"cannot bind {host}:{port}: {e}")
     print_json({"base_url": f"http://{host}:{sock.getsockname()[1]}/v1", "models": sorted(models)})

@@ -103,7 +103,7 @@ def run_vsi(
     task in ``run.json`` (``vsibench`` or ``revsi``).
 
     Returns ``{"asked", "cached", "errors"}``. Raises: ``runner.ErrorRateExceeded``; ValueError when
-    ``out_dir`` holds a run of another model, budget or sampler, or neither / both of ``video`` and
+    ``out_dir`` holds a run of another model, budget, sampler or questions file, or neither / both of ``video`` and
     ``videos`` are given.
     """
     import asyncio
@@ -113,15 +113,15 @@ def run_vsi(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"model": getattr(agent, "model", ""), "budget": str(budget), "sampler": sampler}
+    if record and record.get("questions_sha256"):
+        settings["questions_sha256"] = str(record["questions_sha256"])  # another question file: another run
     rr = out / "run.json"
     if rr.exists():
         old = read_run_record(rr)
         extra = old.model_extra or {}
-        had = {
-            "model": old.model,
-            "budget": str(extra.get("budget")),
-            "sampler": extra.get("sampler"),
-        }
+        had = {"model": old.model, "budget": str(extra.get("budget")), "sampler": extra.get("sampler")}
+        if "questions_sha256" in settings:
+            had["questions_sha256"] = str(extra.get("questions_sha256"))
         if had != settings:
             raise ValueError(f"{out} holds a run of another setting ({had}); use another --out")
     write_run_record(
@@ -131,6 +131,7 @@ def run_vsi(
             model=settings["model"],
             temperature=getattr(agent, "temperature", None),
             items=len(questions),
+            max_error_rate=max_error_rate,
             request=agent.describe() if hasattr(agent, "describe") else {},
             **{**dict(record or {}), "budget": str(budget), "sampler": sampler},
         ),

@@ -78,3 +78,18 @@ def test_an_empty_ground_truth_is_a_one_line_error(tmp_path, scorer):
     pred.write_text('{"id": "a", "prediction": "1"}\n')
     r = CliRunner().invoke(app, ["score", scorer, "--gt", str(gt), "--pred", str(pred)])
     assert r.exit_code == 2 and "no ground-truth items" in r.output
+
+
+def test_a_file_written_in_place_gets_the_mode_of_any_new_file(tmp_path):
+    # mkstemp's 0600 made generated question files unreadable to the rest of a lab sharing the folder
+    import os
+
+    from pointlab.benchmark.records import replaced_on_success
+
+    old = os.umask(0o022)
+    try:
+        with replaced_on_success(tmp_path / "q.jsonl") as tmp:
+            tmp.write_text("{}\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "q.jsonl").stat().st_mode & 0o777 == 0o644

@@ -269,3 +269,45 @@ def test_videos_are_found_in_lmms_evals_layout_and_a_missing_one_is_a_recorded_f
     lines = {x["id"]: x for x in map(json.loads, (setup / "run" / "run_1.jsonl").read_text().splitlines())}
     assert lines["q1"]["error"] is None and len(lines["q1"]["frames"]) == 16
     assert lines["q2"]["error"].startswith("frames: question q2: no video") and len(server.state.requests) == 1
+
+
+def test_a_journal_torn_by_a_kill_mid_write_loses_only_that_answer(setup):
+    # the newcomer's case: the last line cut in the middle; the rerun's first answer was glued onto it
+    server, stop, agents = _serve(setup, [{"match": "frames of a video", "answer": "B"}])
+    try:
+        assert _run(setup, agents).exit_code == 0
+        journal = setup / "run" / "run_1.jsonl"
+        text = journal.read_text()
+        journal.write_text(text[: len(text) - 40])  # q3's line torn
+        r = _run(setup, agents)
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["asked"], doc["cached"]) == (1, 2)
+    assert sorted(json.loads(x)["id"] for x in journal.read_text().splitlines()) == ["q1", "q2", "q3"]
+    assert doc["score"]["missing_predictions"] == 0
+
+
+def test_another_questions_file_into_a_run_folder_is_refused(setup):
+    server, stop, agents = _serve(setup, [{"match": "frames of a video", "answer": "B"}])
+    try:
+        assert _run(setup, agents).exit_code == 0
+        (setup / "questions.jsonl").write_text(json.dumps(dict(QUESTIONS[0], id="other")) + "\n")
+        r = _run(setup, agents)
+    finally:
+        stop()
+    assert r.exit_code == 2 and "holds a run of another setting" in r.stderr
+    assert len((setup / "run" / "run_1.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_missing_video_is_bad_input_and_nothing_runs(setup):
+    server, stop, agents = _serve(setup, [{"match": "frames of a video", "answer": "B"}])
+    args = ["bench", "run", "vsibench", "--questions", str(setup / "questions.jsonl"), "--model", "qa", "--agents"]
+    args += [str(agents), "--video", str(setup / "nope"), "--out", str(setup / "run"), "--no-progress"]
+    try:
+        r = CliRunner().invoke(app, args)
+    finally:
+        stop()
+    assert r.exit_code == 2 and r.stderr.strip().endswith("--video " + str(setup / "nope") + ": no such file or folder")
+    assert not (setup / "run").exists() and server.state.requests == []
