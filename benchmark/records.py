@@ -34,6 +34,7 @@ __all__ = [
     "read_jsonl_lenient",
     "write_jsonl",
     "question_view",
+    "is_journal_line",
     "predictions_by_id",
     "by_unique_id",
     "Predictions",
@@ -168,6 +169,11 @@ def read_predictions(path: str | Path, field: str = "prediction") -> Predictions
     return predictions_from_records(good, field, bad)
 
 
+def is_journal_line(rec: Mapping[str, Any]) -> bool:
+    """A line of a run's answer journal (``runs.AnswerRecord``): an id, its raw answer and its run."""
+    return "id" in rec and "raw_text" in rec and "run" in rec
+
+
 def predictions_from_records(
     records: Iterable[tuple[str, dict[str, Any]]], field: str = "prediction", unreadable: Iterable[str] = ()
 ) -> Predictions:
@@ -179,7 +185,7 @@ def predictions_from_records(
     seen: dict[str, str] = {}
     journal: set[str] = set()  # ids read from lines of a run journal (runs.AnswerRecord)
     for where, rec in records:
-        if field == "prediction" and field not in rec and "raw_text" in rec and "run" in rec and "id" in rec:
+        if field == "prediction" and field not in rec and is_journal_line(rec):
             # a line of a run's journal: its raw answer is the prediction, a later line of an item
             # supersedes an earlier one (the run asked it again), and a failed call scores 0
             key = str(rec["id"])

@@ -27,7 +27,7 @@ from typing import Any
 from .errors import BenchmarkError
 from .runs import AnswerRecord, append_answer, compact_answers
 
-__all__ = ["ErrorRateExceeded", "ask_all"]
+__all__ = ["ErrorRateExceeded", "ask_all", "to_ask"]
 
 
 class ErrorRateExceeded(BenchmarkError, RuntimeError):
@@ -50,6 +50,13 @@ class ErrorRateExceeded(BenchmarkError, RuntimeError):
             f"run stopped: {errors} of {answered} answers failed ({errors / max(answered, 1):.0%}; "
             f"more than {threshold:.0%} of the {planned} asked); the most frequent error: {top_error}"
         )
+
+
+def to_ask(done: Mapping[str, AnswerRecord], item_id: str) -> bool:
+    """Whether a resumed run asks ``item_id`` again: it has no answer in the journal ``done``
+    (``runs.read_answers``), or its answer is a failed call."""
+    rec = done.get(item_id)
+    return rec is None or bool(rec.error)
 
 
 async def ask_all(

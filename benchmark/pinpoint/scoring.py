@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..extract import extract_yes_no as _extract_yes_no_lenient
+from .. import extract
 from ..extract import parse_choice_lenient, strip_reasoning
 from ..judge import LLMJudge
 from ..records import json_error_text
@@ -54,7 +54,6 @@ __all__ = [
     "to_text_answer",
     "extract_yes_no",
     "extract_option_letter",
-    "lenient_yes_no",
     "reference_target",
     "load_ground_truth",
     "load_predictions",
@@ -122,12 +121,6 @@ def extract_yes_no(text: str) -> str | None:
     """The released TPV reading: the first ``yes`` or ``no`` word of the lower-cased text."""
     m = re.search(r"\b(yes|no)\b", str(text or "").strip().lower())
     return m.group(1) if m else None
-
-
-def lenient_yes_no(text: str) -> str | None:
-    """pointlab's lenient TPV reading (``extract.extract_yes_no``: true/false read as yes/no, a "not"
-    before the word negates it), reported beside the released one."""
-    return _extract_yes_no_lenient(text)
 
 
 def extract_option_letter(text: str, letters: str = "ABCD") -> str | None:
@@ -231,7 +224,7 @@ def score_item(
         if expected is None:
             raise PinpointScoreError(f"item {out['id']!r}: TPV answer {answer!r} is not Yes/No")
         got = extract_yes_no(text)
-        lenient = lenient_yes_no(text)
+        lenient = extract.extract_yes_no(text)  # pointlab's lenient reading: true/false, a negating "not"
         return {
             **out,
             "score": float(got == expected),

@@ -34,7 +34,7 @@ from typing import Any, Literal, overload
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from ..records import json_error_text
+from ..records import is_journal_line, json_error_text
 from .maskcache import PackedMask, read_packed, write_packed
 from .release import FileRef, ReleaseFiles, file_key, open_binary
 
@@ -540,11 +540,6 @@ def _run_qwen_pixels(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def _is_run_answer(d: dict) -> bool:
-    """A line of a ``bench pointing`` run file (``runs.AnswerRecord``): raw text and its run number."""
-    return "raw_text" in d and "run" in d
-
-
 def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
     """PRED JSONL (or a JSON array of the same records) -> ``{id: Prediction}``; one bad line never stops
     the scoring of the others.
@@ -579,7 +574,7 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
             out.unreadable.append(f"{where}: expected an object with an id")
             continue
         iid = str(d["id"])
-        if iid in where_of and _is_run_answer(d) and iid in run_answers:
+        if iid in where_of and is_journal_line(d) and iid in run_answers:
             # a run file of bench pointing is a journal: an item asked again (after an error, or by a
             # resumed run cut before it compacted the file) has a later line, and that one counts, as
             # in the run itself (runs.read_answers)
@@ -591,7 +586,7 @@ def load_pred_jsonl(path: str | Path) -> dict[str, Prediction]:
             out[iid] = Prediction(iid, problem=msg)
             continue
         where_of[iid] = where
-        if _is_run_answer(d):
+        if is_journal_line(d):
             run_answers.add(iid)
         fmt = d.get("point_format") if "raw_text" in d else d.get("format")
         if d.get("points") is None and fmt and str(fmt) not in POINT_FORMATS:

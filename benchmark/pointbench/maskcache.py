@@ -20,10 +20,11 @@ import hashlib
 import logging
 import os
 import struct
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ..records import replaced_on_success
 
 __all__ = ["PackedMask", "cache_dir", "read_packed", "write_packed", "VERSION"]
 
@@ -127,13 +128,7 @@ def write_packed(key: str, mtime_ns: int, rule: str, mask: PackedMask) -> None:
     data = _HEADER.pack(_MAGIC, VERSION, h, w) + mask.bits.tobytes()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with replaced_on_success(path) as tmp:
+            tmp.write_bytes(data)
     except OSError as e:  # a read-only or full disk: scoring goes on without the cache
         log.debug("mask cache: cannot write %s: %s", path, e)

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..runner import ErrorRateExceeded, ask_all
+from ..runner import ErrorRateExceeded, ask_all, to_ask
 from ..runs import RUN_RECORD_VERSION, AnswerRecord, RunRecord, read_answers, write_run_record
 from ..runs import read_run_record, RunRecordError
 from .dataset import BenchItem, DatasetError, Prediction
@@ -156,10 +156,10 @@ async def _run_async(items: Sequence[BenchItem], agent: Any, out_dir: Path, opts
     todo, cached = [], 0
     for it in items:  # item-major: the runs of one item share its decoded image
         for run in range(1, opts.runs + 1):
-            if it.id in done[run] and not done[run][it.id].error:
-                cached += 1
-            else:
+            if to_ask(done[run], it.id):
                 todo.append((it, run))
+            else:
+                cached += 1
     try:
         errors = await ask_all(
             todo,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..prompts import image_to_data_url
-from ..runner import ask_all
+from ..runner import ask_all, to_ask
 from ..runs import AnswerRecord, RunRecord, read_answers, read_run_record, write_run_record
 from .errors import VideoBenchError
 from .frames import open_frames
@@ -61,26 +61,38 @@ def _video_of(q: Mapping[str, Any], video: Path | None, videos: Path | None) -> 
 
 
 class _Frames:
-    """Decoded frames of one video at a time (questions of a scene run together)."""
+    """Decoded frames of one video at a time (questions of a scene run together). The last frames read
+    are kept, read-only: the questions of a scene at one budget share their frames, so they are decoded
+    once, and ``prompts.image_to_data_url`` encodes a read-only frame once for all of them."""
 
     def __init__(self) -> None:
         self._path: Path | None = None
         self._source: Any = None
+        self._last: tuple[tuple[int, ...], list] = ((), [])
 
-    def read(self, path: Path, indices: Sequence[int]) -> list:
+    def _open(self, path: Path) -> Any:
         if path != self._path:
             self.close()
             self._source, self._path = open_frames(path), path
-        return self._source.read_many(indices)
+        return self._source
+
+    def read(self, path: Path, indices: Sequence[int]) -> list:
+        source = self._open(path)
+        key = tuple(indices)
+        if key != self._last[0]:
+            frames = source.read_many(key)
+            for f in frames:
+                f.setflags(write=False)
+            self._last = (key, frames)
+        return self._last[1]
 
     def total(self, path: Path) -> int:
-        self.read(path, [])
-        return int(self._source.total)
+        return int(self._open(path).total)
 
     def close(self) -> None:
         if self._source is not None:
             self._source.close()
-        self._source, self._path = None, None
+        self._source, self._path, self._last = None, None, ((), [])
 
 
 def run_vsi(
@@ -138,7 +150,7 @@ def run_vsi(
     )
     journal = out / "run_1.jsonl"
     done = read_answers(journal)
-    todo = [q for q in questions if str(q["id"]) not in done or done[str(q["id"])].error]
+    todo = [q for q in questions if to_ask(done, str(q["id"]))]
     frames = _Frames()
     lock = asyncio.Lock()
     vpath = None if video is None else Path(video)
@@ -154,8 +166,8 @@ def run_vsi(
                 if not indices:
                     total = await asyncio.to_thread(frames.total, path)
                     indices = list(sample_frames(total, budget, sampler).indices)
-                rgbs = await asyncio.to_thread(frames.read, path, [int(i) for i in indices])
-            sent = [int(i) for i in indices]
+                sent = [int(i) for i in indices]
+                rgbs = await asyncio.to_thread(frames.read, path, sent)
             images = [agent.downscale(rgb) for rgb in rgbs]
             parts: list[dict] = [
                 {"type": "image_url", "image_url": {"url": image_to_data_url(im, agent.image_encoding)}}

@@ -311,3 +311,24 @@ def test_a_missing_video_is_bad_input_and_nothing_runs(setup):
         stop()
     assert r.exit_code == 2 and r.stderr.strip().endswith("--video " + str(setup / "nope") + ": no such file or folder")
     assert not (setup / "run").exists() and server.state.requests == []
+
+
+def test_the_questions_of_a_scene_at_one_budget_decode_its_frames_once(setup, monkeypatch):
+    from pointlab.benchmark.video import frames as frames_mod
+
+    calls = []
+    real = frames_mod.FolderFrames.read_many
+
+    def counting(self, indices):
+        calls.append(tuple(indices))
+        return real(self, indices)
+
+    monkeypatch.setattr(frames_mod.FolderFrames, "read_many", counting)
+    server, stop, agents = _serve(setup, [{"match": "frames of a video", "answer": "B"}])
+    try:
+        r = _run(setup, agents, "--concurrency", "3")
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    # three questions, no frame_indices of their own: the same 16 frames, read once
+    assert len(calls) == 1 and len(calls[0]) == 16 and len(server.state.requests) == 3
