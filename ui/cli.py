@@ -414,3 +414,67 @@ def pinpoint_study_cmd(
     except (StudyDataError, ValueError) as e:
         fail(str(e))
     serve(web, "127.0.0.1", port, [f"localization study on {public_url('127.0.0.1', port)}/ (answers -> {responses})"])
+
+
+@act_app.command("server")
+def act_server(
+    db: str = typer.Option(
+        "pointlab-study.sqlite",
+        "--db",
+        help="the study store: postgresql+psycopg://user@host/db (stations at several labs) or a SQLite file",
+    ),
+    listen: str = typer.Option("tcp/127.0.0.1:7447", "--listen", help="Zenoh endpoint stations connect to"),
+    credentials: Optional[Path] = typer.Option(
+        None, "--credentials", help="Zenoh user:password lines, one per station (docs/stations.md)"
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="address the web app binds to"),
+    port: int = typer.Option(8020, "--port", min=0, max=65535, help="port of the web app"),
+    lease_s: float = typer.Option(3.0, "--lease", min=0.5, max=60.0, help="seconds until a silent station is offline"),
+    operator_token: Optional[str] = typer.Option(
+        None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN", help="secret of the console (default: random)"
+    ),
+) -> None:
+    """Run a study server: the web app, the store and the Zenoh endpoint robot stations join
+    (``pointlab act station --connect ...``). Stop it with Ctrl-C."""
+    from pointlab.bridge.stations.security import station_acl
+    from pointlab.bridge.stations.server import StudyServer
+    from pointlab.bridge.study.store import Store, StoreError
+
+    from .serve import check_port, public_url as url_of
+    from .stations_app import create_server_app
+
+    if operator_token is not None and len(operator_token) < 8:
+        fail("--operator-token must be at least 8 characters (it is the console's password)")
+    if not listen.startswith(("tcp/", "tls/", "quic/", "udp/")):
+        fail(f"--listen {listen!r}: a Zenoh endpoint such as tcp/0.0.0.0:7447")
+    check_port(host, port)
+    if "://" not in db:
+        require_writable_file(Path(db), "--db", sqlite=True)
+    try:
+        store = Store(db)
+    except StoreError as e:
+        fail(str(e), 1)
+    acl = None
+    if credentials is not None:
+        try:
+            acl = station_acl(credentials)
+        except ValueError as e:
+            fail(f"--credentials: {e}")
+    token = operator_token or secrets.token_urlsafe(16)
+    server = StudyServer(
+        store, listen=[listen], credentials_file=str(credentials) if credentials else None, acl=acl, lease_s=lease_s
+    )
+    app = create_server_app(server, operator_token=token)
+    try:
+        serve(
+            app,
+            host,
+            port,
+            [
+                f"Study server: store={db.split('@')[-1]} stations connect to {listen}",
+                f"Station console: {url_of(host, port)}/stations#token={token}",
+                "Stop with Ctrl-C.",
+            ],
+        )
+    finally:
+        store.close()

@@ -14,7 +14,8 @@ import logging
 import math
 from typing import Any
 
-from pointlab.bridge.study.design import Step, alias, next_step, trial_settings
+from pointlab.bridge.study.design import Step, alias, trial_settings
+from pointlab.bridge.study.steps import step_of
 from pointlab.bridge.study.store import JUDGEMENTS, StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 from pointlab.bridge.trials.ports import Slot
@@ -93,6 +94,7 @@ ABORT_WORDS = {
     "no_storage": "there is no room left to record the trial",
     "system_error": "the system did not respond correctly",
     "interrupted": "the system stopped during the trial",
+    "station_lost": "the robot's station went offline during the trial",
 }
 AGAIN = {
     True: "The same trial is offered again.",
@@ -101,18 +103,7 @@ AGAIN = {
 
 
 def participant_step(ctx: AppContext, participant: dict) -> Step:
-    study = ctx.store.study(participant["study_id"])
-    trials = ctx.store.trials(participant_id=participant["id"])
-    surveyed = {s["block"] for s in ctx.store.surveys(participant_id=participant["id"])}
-    started = {b["block"] for b in ctx.store.block_starts(participant_id=participant["id"])}
-    return next_step(
-        n_blocks=len(study["agents"]),
-        trials_per_agent=study["trials_per_agent"],
-        trials=trials,
-        surveyed_blocks=surveyed,
-        started_blocks=started,
-        max_repeats=study.get("max_repeats", 2),
-    )
+    return step_of(ctx.store, participant)
 
 
 def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:

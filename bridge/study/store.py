@@ -91,6 +91,13 @@ def _require_pointlab_schema(path: Path) -> None:
         )
 
 
+def _redacted(url: str) -> str:
+    """``url`` without its password (error messages reach logs and consoles)."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 class StoreError(BridgeError):
     """The database cannot be opened or used (missing, corrupt, wrong schema), or an unknown id / bad value."""
 
@@ -271,6 +278,10 @@ class Store:
     """
 
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        if isinstance(path, str) and path.startswith(("postgresql://", "postgresql+psycopg://")):
+            self._open_postgres(path)
+            return
+        self.url: str | None = None
         self.path = Path(path)
         if not self.path.exists():
             if not create:
@@ -299,6 +310,22 @@ class Store:
         except StoreError:
             self._engine.dispose()
             raise
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    def _open_postgres(self, url: str) -> None:
+        """The study server's store (``pointlab act server``, docs/stations.md): the same tables in a
+        PostgreSQL database, so that one server and its stations share one study. ``path`` is ``None``
+        (no folder beside it: recordings stay on the stations)."""
+        self.url = url.replace("postgresql://", "postgresql+psycopg://", 1)  # psycopg 3, as the arena
+        self.path = None  # type: ignore[assignment]  # a SQLite store always has one; this one has a URL
+        # pool_pre_ping: after a PostgreSQL restart a dead pooled connection is replaced before use
+        self._engine = create_engine(self.url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+        try:
+            Base.metadata.create_all(self._engine)
+            self._check_version()
+        except (DatabaseError, OperationalError) as e:
+            self._engine.dispose()
+            raise StoreError(f"PostgreSQL store {_redacted(self.url)} cannot be used: {getattr(e, 'orig', e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -570,6 +597,11 @@ class Store:
                 }
                 for r in rows
             ]
+
+    def trial_id_of(self, trial_uid: str) -> int | None:
+        """The row id of the trial whose record id is ``trial_uid``, ``None`` when not stored."""
+        with self.session() as s:
+            return s.scalar(select(TrialRow.id).where(TrialRow.trial_uid == trial_uid))
 
     def trial_frame(self, trial_uid: str, which: str) -> bytes | None:
         """The ``before``/``after`` JPEG of the trial whose record id is ``trial_uid``, or ``None``."""

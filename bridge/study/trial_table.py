@@ -37,7 +37,7 @@ __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DEFAULT_MIN_FREE_MB = DEFAULT_MIN_FREE_BYTES // 1_000_000
 STORE_COLUMNS = (
     "id",
@@ -195,7 +195,12 @@ def _v5_to_v6(conn: Connection) -> None:
     """trial_starts (begun, not yet stored trials) is a new table: created by create_all before this runs."""
 
 
-_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6}
+def _v6_to_v7(conn: Connection) -> None:
+    """trials.station (the station a study server dispatched the trial to): a new nullable column."""
+    _add_missing_columns(conn)
+
+
+_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def _add_missing_columns(conn: Connection) -> None:

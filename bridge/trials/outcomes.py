@@ -118,6 +118,8 @@ class RobotErrorInfo(BaseModel):
 #   system_error    the system refused its own command (a malformed arm command)
 #   interrupted     the session stopped during the trial; stored when the next one started
 #                   (``bridge.study.interrupted``)
+#   station_lost    the study server lost the station running the trial (killed, network cut); stored
+#                   by the server (``bridge.stations``, docs/stations.md)
 TrialOutcome = Literal["succeeded", "failed", "aborted"]
 AbortCode = Literal[
     "operator_abort",
@@ -129,6 +131,7 @@ AbortCode = Literal[
     "no_storage",
     "system_error",
     "interrupted",
+    "station_lost",
 ]
 ABORT_CODES: tuple[str, ...] = get_args(AbortCode)
 

@@ -66,6 +66,8 @@ class TrialResult(BaseModel):
         depth_check: the depth check (``bridge.trials.autocheck.depth_check``), whenever it could be read.
         after_frame_index: index of the frame taken after the arm stopped (the judgement's "after").
         recording: the trial's MCAP and clip (paths relative to the recordings folder), if recorded.
+        station: the robot station that ran it (``pointlab act station --name``), ``None`` in a
+            single-process session (docs/stations.md).
     """
 
     model_config = ConfigDict(validate_assignment=True)
@@ -98,6 +100,7 @@ class TrialResult(BaseModel):
     depth_check: AutoCheck | None = None
     after_frame_index: int | None = None
     recording: dict[str, Any] | None = None
+    station: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON values of every field (strict: no NaN)."""

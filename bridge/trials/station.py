@@ -160,6 +160,7 @@ class Station:
         slot: Slot | None = None,
         settings: TrialSettings = TrialSettings(),
         auto_judge: bool = False,
+        trial_id: str | None = None,
     ) -> Ran:
         """Run one trial to its end and store it in ``slot`` (when the ports have a store and a slot is
         given). Never raises for what the agent, targeting or the arm did (those are recorded
@@ -169,6 +170,9 @@ class Station:
         to the frame after the arm stopped, and ends with it: a participant's judging time is not
         recorded, and no recording waits for a person (docs/recording.md).
         ``auto_judge``: no participant judges (headless): the automatic check gives the outcome.
+        ``trial_id``: the record's id when the caller chose it (a study server names the trial it
+        dispatches, so that a station lost mid-trial and its own late record are one trial:
+        docs/stations.md); ``None``: a new uuid4 hex.
 
         Raises:
             ValueError: ``agent`` is not one of ``agent_names``.
@@ -182,7 +186,7 @@ class Station:
             problem = self._start_problem(settings)
             if problem is not None:
                 raise StationBusy(problem)
-            return await self._run(agent, instruction, expected, slot, settings, auto_judge)
+            return await self._run(agent, instruction, expected, slot, settings, auto_judge, trial_id)
         finally:
             self._motion.release()
 
@@ -210,6 +214,7 @@ class Station:
         slot: Slot | None,
         settings: TrialSettings,
         auto_judge: bool,
+        trial_id: str | None = None,
     ) -> Ran:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
@@ -224,7 +229,7 @@ class Station:
             if expected is None or scene is None
             else _quietly(lambda: scene.intended_mask(expected), "the intended object's mask")
         )
-        trial_id = uuid.uuid4().hex
+        trial_id = trial_id or uuid.uuid4().hex
         if self.ports.store is not None and slot is not None:
             # before anything moves or records: a session killed from here on leaves this note, and
             # its next start stores the trial as interrupted with its recovered recording

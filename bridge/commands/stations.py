@@ -1,0 +1,124 @@
+"""``pointlab act station``: one robot station joined to a study server (docs/stations.md).
+
+``pointlab act server`` (the study server with its web app) is the ``ui`` package's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pointlab.benchmark.clikit import fail, require_writable_file
+
+from pointlab.bridge.commands import sub
+
+act_app = sub.group("act")
+
+
+@act_app.command("station")
+def act_station(
+    connect: str = typer.Option(..., "--connect", help="the study server's Zenoh endpoint, e.g. tcp/10.0.0.5:7447"),
+    name: str = typer.Option(..., "--name", help="this station's name (letters, digits, - and _; one per robot)"),
+    camera: str = typer.Option("sim", "--camera", help="sim, replay:DIR, realsense[:SERIAL], bag:PATH"),
+    robot: str = typer.Option("sim", "--robot", help="sim or xarm:IP[:PORT]"),
+    agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: sim-oracle, sim-noisy, human)"),
+    scene: str = typer.Option("tabletop", "--scene", help="the scene this station sets up (a study's scene)"),
+    journal: Path = typer.Option(
+        Path("pointlab-station.sqlite"),
+        "--journal",
+        help="SQLite file of this station's trials until the server has them",
+    ),
+    calibration: Optional[str] = typer.Option(None, "--calibration", help="T_base_camera file (default: sim exact)"),
+    time_scale: float = typer.Option(1.0, "--time-scale", min=0.0, help="sim arm motion-time multiplier"),
+    camera_fps: float = typer.Option(10.0, "--camera-fps", min=0.1, max=90.0, help="camera node rate, frames/s"),
+    live_hz: float = typer.Option(
+        5.0, "--live-hz", min=0.0, max=30.0, help="live-view frames sent to the server per second"
+    ),
+    user: Optional[str] = typer.Option(None, "--user", envvar="POINTLAB_STATION_USER", help="Zenoh user name"),
+    password: Optional[str] = typer.Option(
+        None, "--password", envvar="POINTLAB_STATION_PASSWORD", help="Zenoh password (prefer the environment variable)"
+    ),
+    tls_ca: Optional[Path] = typer.Option(None, "--tls-ca", help="CA certificate of the server (a tls/ endpoint)"),
+    domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=101, help="ROS domain of this station"),
+) -> None:
+    """Run one robot station (camera, targeting, arm on its own ROS domain) for a study server.
+
+    The station connects out to --connect (no open port needed here), announces itself and takes
+    trials until Ctrl-C; its trials are kept in --journal until the server acknowledges them."""
+    from pydantic import ValidationError
+
+    from pointlab.bridge.session import SessionConfig, SessionError, start_session
+    from pointlab.bridge.stations.journal import Journal
+    from pointlab.bridge.stations.station_node import StationNode
+    from pointlab.bridge.stations.wire import Offer, StationsError, check_name
+    from pointlab.bridge.worlds import spec_kind
+
+    try:
+        check_name(name)
+    except StationsError as e:
+        fail(str(e), 2)
+    if not connect.startswith(("tcp/", "tls/", "quic/", "udp/")):
+        fail(f"--connect {connect!r}: a Zenoh endpoint such as tcp/HOST:PORT", 2)
+    require_writable_file(journal, "--journal", sqlite=True)
+    try:
+        config = SessionConfig(
+            camera=camera,
+            robot=robot,
+            agents_config=agents,
+            calibration=calibration,
+            time_scale=time_scale,
+            camera_fps=camera_fps,
+            domain_id=domain_id,
+        )
+    except ValidationError as e:
+        fail(f"{e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}", 2)
+    try:
+        session = start_session(config)
+    except SessionError as e:
+        fail(str(e), 1)
+    except ValueError as e:
+        fail(str(e), 2)
+    try:
+        cal = "sim-exact" if calibration is None else hashlib.sha256(Path(calibration).read_bytes()).hexdigest()
+        offer = Offer(
+            name=name,
+            scene=scene,
+            arm=spec_kind(robot),
+            camera=spec_kind(camera),
+            sim=session.world_drives_scene,
+            agents=list(session.agents),
+            calibration=cal,
+            automatic_reset=bool(session.station.ports.scene and session.station.ports.scene.automatic),
+        )
+        tls = {"root_ca_certificate": str(tls_ca)} if tls_ca else None
+        try:
+            node = StationNode(
+                session.station,
+                offer,
+                Journal(journal, name),
+                connect=[connect],
+                user=user,
+                password=password,
+                tls=tls,
+                live_hz=live_hz,
+            )
+        except StationsError as e:
+            fail(str(e), 1)
+        typer.echo(f"Station {name}: camera={camera} robot={robot} scene={scene} -> {connect} (pid {os.getpid()})")
+        done = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: done.set())
+        try:
+            while not done.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            node.close()
+    finally:
+        session.close()

@@ -1,0 +1,178 @@
+"""A station's own journal: every trial it ran, kept until the study server has acknowledged it.
+
+The station's ``StorePort`` (``bridge.trials.ports``) writes here, in a SQLite file of its own, never
+to the server directly: a trial that ends while the server is unreachable is kept and delivered when
+the server is back (``StationNode``'s delivery loop), and a trial is delivered until the server has
+acknowledged it. The server stores a trial by its id once (a repeated delivery is acknowledged and
+dropped), so delivery is at-least-once and storage exactly-once (docs/stations.md, "Faults").
+
+A trial noted as begun and never saved (the station was killed during it) is, at the next start, a
+record ``aborted`` / ``interrupted`` (``bridge.study.interrupted``'s rule); when the server already
+stored that trial as ``station_lost``, the server keeps its own and drops this one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import Float, String, Text, create_engine, event, select
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from pointlab.bridge.stations.wire import TrialRecord, b64, unb64
+from pointlab.bridge.study.interrupted import INTERRUPTED_DETAIL
+from pointlab.bridge.trials.outcomes import Abort
+from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.record import TrialResult
+
+__all__ = ["Journal", "JournalStorePort"]
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class _Entry(_Base):
+    __tablename__ = "journal"
+    trial_uid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    begun: Mapped[str] = mapped_column(Text)  # JSON: slot, agent, instruction, action
+    record: Mapped[str | None] = mapped_column(Text, nullable=True)  # TrialRecord JSON once finished
+    begun_unix_s: Mapped[float] = mapped_column(Float)
+    delivered_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+def _pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")  # a trial the arm finished survives a power cut
+    cur.close()
+
+
+class Journal:
+    """The journal file of one station (module docstring). Thread-safe (one short session per call).
+
+    Args:
+        path: the SQLite file (created with its folder's parent existing).
+        station: the station's name (written into every record).
+    """
+
+    def __init__(self, path: str | Path, station: str) -> None:
+        self.path, self.station = Path(path), station
+        self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
+        event.listen(self._engine, "connect", _pragmas)
+        _Base.metadata.create_all(self._engine)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with self._sessions() as s, s.begin():
+            yield s
+
+    def begin(self, trial_uid: str, slot: Slot, *, agent: str, instruction: str, action: str) -> None:
+        note = {"slot": slot.__dict__, "agent": agent, "instruction": instruction, "action": action}
+        with self._session() as s:
+            s.add(_Entry(trial_uid=trial_uid, begun=json.dumps(note), begun_unix_s=time.time()))
+
+    def finish(self, result: TrialResult, slot: Slot, frames: dict[str, bytes]) -> TrialRecord:
+        """Keep the finished trial (replacing its begun note); returns its record."""
+        result.station = self.station
+        record = TrialRecord(
+            station=self.station,
+            slot={"study_id": slot.study_id, "participant_id": slot.participant_id, "block": slot.block},
+            result=result.model_dump(mode="json"),
+            frames={k: b64(v) for k, v in frames.items() if v and k in ("before", "after")},
+        )
+        with self._session() as s:
+            row = s.get(_Entry, result.trial_id)
+            if row is None:
+                row = _Entry(trial_uid=result.trial_id, begun="{}", begun_unix_s=time.time())
+                s.add(row)
+            row.record = record.model_dump_json()
+        return record
+
+    def close_interrupted(self) -> int:
+        """Turn every begun-never-finished note into an ``interrupted`` record (a killed station's
+        trial); returns how many."""
+        n = 0
+        with self._session() as s:
+            for row in s.scalars(select(_Entry).where(_Entry.record.is_(None))).all():
+                note = json.loads(row.begun)
+                result = TrialResult(
+                    trial_id=row.trial_uid,
+                    agent=note["agent"],
+                    instruction=note["instruction"],
+                    action=note["action"],
+                    robot_outcome="interrupted",
+                    outcome="aborted",
+                    failure_stage="aborted",
+                    abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
+                    station=self.station,
+                )
+                row.record = TrialRecord(
+                    station=self.station, slot=note["slot"], result=result.model_dump(mode="json")
+                ).model_dump_json()
+                n += 1
+        return n
+
+    def undelivered(self, limit: int = 50) -> list[TrialRecord]:
+        """Finished records the server has not acknowledged, oldest first."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(_Entry)
+                .where(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None))
+                .order_by(_Entry.begun_unix_s)
+                .limit(limit)
+            ).all()
+            return [TrialRecord.model_validate_json(r.record) for r in rows if r.record]
+
+    def delivered(self, trial_uid: str) -> None:
+        with self._session() as s:
+            row = s.get(_Entry, trial_uid)
+            if row is not None:
+                row.delivered_unix_s = time.time()
+
+    def frame(self, trial_uid: str, which: str) -> bytes | None:
+        with self._session() as s:
+            row = s.get(_Entry, trial_uid)
+            if row is None or row.record is None:
+                return None
+            data = json.loads(row.record).get("frames", {}).get(which)
+        return unb64(data) if data else None
+
+    def counts(self) -> dict[str, int]:
+        """``{"finished", "undelivered"}`` (the console and the tests)."""
+        with self._session() as s:
+            rows = s.execute(select(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None))).all()
+        return {
+            "finished": sum(1 for done, _ in rows if done),
+            "undelivered": sum(1 for done, pending in rows if done and pending),
+        }
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+class JournalStorePort:
+    """``bridge.trials.ports.StorePort`` over a station's ``Journal``; ``save`` returns a local row
+    number (the study's trial id is the server's) and calls ``on_saved(record)`` so the station can
+    deliver it at once."""
+
+    def __init__(self, journal: Journal, on_saved=None) -> None:
+        self.journal, self.on_saved = journal, on_saved
+        self._n = 0
+
+    def begin(self, trial_id: str, slot: Slot, *, agent: str, instruction: str, action: str) -> None:
+        self.journal.begin(trial_id, slot, agent=agent, instruction=instruction, action=action)
+
+    def save(self, result: TrialResult, slot: Slot, frames: dict[str, bytes]) -> int:
+        record = self.journal.finish(result, slot, frames)
+        if self.on_saved is not None:
+            self.on_saved(record)
+        self._n += 1
+        return self._n
+
+    def frame(self, trial_id: str, which: str) -> bytes | None:
+        return self.journal.frame(trial_id, which)

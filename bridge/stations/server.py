@@ -1,0 +1,417 @@
+"""The study server's side of the stations: presence, dispatch, trials through stations, their records.
+
+``StudyServer`` holds the Zenoh endpoint stations connect to (a Zenoh router listening on
+``listen``), the study's store (PostgreSQL in a deployment, SQLite for one machine) and the
+``Dispatcher``. It runs on one asyncio loop (``start(loop)``); Zenoh's handler threads hand their
+events to that loop.
+
+- **Presence**: a station's liveliness token ``pointlab/station/NAME`` (``wire``) appears: the server
+  asks ``.../offer`` and the station is ``idle``; the token goes (kill -9, a cut cable, after the
+  transport lease): the station is ``offline``. A restarted server finds its stations from the
+  tokens' history.
+- **Trials**: ``run_trial`` sends ``cmd/run_trial`` with a trial id the server chose and waits for
+  either the record (the reply) or the station's loss. On loss the trial is stored ``aborted`` /
+  ``station_lost`` under that id (not charged: docs/trials.md), the participant goes back to the front
+  of the line, and a late record of the same id from the station's journal is acknowledged and dropped.
+- **Records**: ``pointlab/server/records/NAME`` takes a station's finished trials (its journal's
+  delivery); each is stored once by its id (a repeat is acknowledged: at-least-once delivery,
+  exactly-once storage) and acknowledged only after the commit.
+
+Raises ``StationsError`` (Zenoh could not listen) from ``start``; the participant-facing methods raise
+``ServerBusy`` (not now: waiting for a station, wrong step) with a message a participant may read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from pointlab.bridge.errors import BridgeError
+from pointlab.bridge.stations.dispatch import Dispatcher
+from pointlab.bridge.stations.wire import (
+    RECORDS,
+    SERVER_TOKEN,
+    STATION_ROOT,
+    Offer,
+    StationsError,
+    TrialRecord,
+    name_of,
+    reply_json,
+    station_key,
+    unb64,
+    zenoh_config,
+)
+from pointlab.bridge.study.steps import step_of
+from pointlab.bridge.study.store import Store, StoreError
+from pointlab.bridge.trials.outcomes import Abort
+from pointlab.bridge.trials.record import TrialResult
+
+__all__ = ["StudyServer", "ServerBusy", "LOST_DETAIL"]
+
+log = logging.getLogger(__name__)
+
+LOST_DETAIL = "the study server lost the station during the trial (station killed or network cut)"
+COMMAND_S = 120.0  # a block's reset: release, home, scene restore
+TRIAL_S = 600.0  # a whole trial, the reveal time and the operator's human reference included
+
+
+class ServerBusy(BridgeError):
+    """A participant's request cannot be served now (the message is for the participant)."""
+
+
+@dataclass
+class _Inflight:
+    trial_id: str
+    slot: dict
+    agent: str
+    instruction: str
+    action: str
+    station: str
+    lost: asyncio.Event
+
+
+class StudyServer:
+    """Zenoh endpoint, dispatch and records of one study server (module docstring).
+
+    Args:
+        store: the study store (``Store("postgresql+psycopg://...")`` in a deployment).
+        listen: Zenoh endpoints to listen on, e.g. ``["tcp/0.0.0.0:7447"]``.
+        credentials_file: Zenoh ``user:password`` lines, one per station (``None``: no authentication).
+        acl: Zenoh ``access_control`` block (``security.station_acl``); ``None``: none.
+        tls: Zenoh TLS settings (``wire.zenoh_config``).
+        lease_s: the transport lease: a station gone without closing is offline after about this.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        listen: list[str],
+        credentials_file: str | None = None,
+        acl: dict | None = None,
+        tls: dict[str, str] | None = None,
+        lease_s: float = 3.0,
+    ) -> None:
+        self.store = store
+        self.dispatch = Dispatcher()
+        self.live: dict[str, tuple[bytes, int]] = {}  # station -> (JPEG, frame index)
+        self._cfg: dict[str, Any] = dict(
+            listen=listen, credentials_file=credentials_file, acl=acl, tls=tls, lease_s=lease_s
+        )
+        self._inflight: dict[str, _Inflight] = {}  # station -> its running trial
+        self._ready: dict[int, tuple[str, int]] = {}  # participant -> (station, block) reset for it
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.session: Any = None
+        self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Listen and declare (call on ``loop``'s thread before serving). Raises StationsError."""
+        import zenoh
+
+        self.loop = loop
+        cfg = zenoh_config(mode="router", **self._cfg)
+        try:
+            self.session = zenoh.open(cfg)
+        except Exception as e:
+            raise StationsError(f"the study server could not listen on {self._cfg['listen']}: {e}") from e
+        self._decls = [
+            self.session.declare_queryable(f"{RECORDS}/*", self._on_record),
+            self.session.declare_subscriber(f"{STATION_ROOT}/*/live", self._on_live),
+            self.session.liveliness().declare_subscriber(f"{STATION_ROOT}/*", self._on_presence, history=True),
+        ]
+        self._token = self.session.liveliness().declare_token(SERVER_TOKEN)
+
+    def close(self) -> None:
+        if self.session is not None:
+            try:
+                self._token.undeclare()
+                self.session.close()
+            except Exception as e:
+                log.debug("Zenoh close: %s", e)
+            self.session = None
+
+    def _soon(self, fn, *args) -> None:
+        """Run ``fn(*args)`` on the server's loop (from a Zenoh thread)."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    # -- presence -------------------------------------------------------------------------------
+    def _on_presence(self, sample) -> None:
+        import zenoh
+
+        name = name_of(str(sample.key_expr))
+        if name is None or str(sample.key_expr) != f"{STATION_ROOT}/{name}":
+            return
+        if sample.kind == zenoh.SampleKind.PUT:
+            offer = self._ask_offer(name)  # on Zenoh's thread: the loop never blocks on a station
+            self._soon(self._station_up, name, offer)
+        else:
+            self._soon(self._station_down, name)
+
+    def _ask_offer(self, name: str) -> dict:
+        for reply in self.session.get(station_key(name, "offer"), timeout=5.0):
+            if reply.ok is not None:
+                try:
+                    offer = Offer.model_validate_json(reply.ok.payload.to_bytes())
+                except ValidationError as e:
+                    log.warning("station %s: bad offer: %s", name, e)
+                    return {}
+                if offer.name == name:
+                    return offer.model_dump()
+        return {}
+
+    def _station_up(self, name: str, offer: dict) -> None:
+        if not offer:
+            log.warning("station %s is up but gave no valid offer: not dispatched to", name)
+            return
+        self.dispatch.station_up(name, offer)
+        self.dispatch.assign()  # someone may be waiting for it
+        log.info("station %s up (scene %r)", name, offer.get("scene"))
+
+    def _station_down(self, name: str) -> None:
+        pid = self.dispatch.station_down(name)
+        log.warning("station %s offline (held participant %s)", name, pid)
+        inflight = self._inflight.get(name)
+        if inflight is not None:
+            inflight.lost.set()
+
+    # -- records --------------------------------------------------------------------------------
+    def _on_record(self, query) -> None:
+        sender = str(query.key_expr).rsplit("/", 1)[-1]
+        try:
+            record = TrialRecord.model_validate_json(query.payload.to_bytes() if query.payload else b"")
+        except ValidationError as e:
+            self.stats["refused"] += 1
+            query.reply(query.key_expr, reply_json({"ok": False, "error": f"bad record: {e.error_count()} errors"}))
+            return
+        try:
+            out = self.accept(record, sender=sender)
+        except (StoreError, ValueError) as e:
+            self.stats["refused"] += 1
+            out = {"ok": False, "error": str(e)}
+        query.reply(query.key_expr, reply_json(out))
+
+    def accept(self, record: TrialRecord, *, sender: str) -> dict:
+        """Store ``record`` once (by its trial id); returns ``{"ok", "trial_row", "duplicate"}``.
+
+        Raises:
+            ValueError: the record names another station than its sender, or its result is not a
+                valid ``TrialResult``.
+            StoreError: the store refused it (unknown study/participant, database down): not acknowledged.
+        """
+        if record.station != sender:
+            raise ValueError(f"a record of station {record.station!r} delivered by {sender!r}")
+        result = TrialResult.model_validate(record.result)
+        uid = result.trial_id
+        existing = self.store.trial_id_of(uid)
+        if existing is None:
+            try:
+                existing = self.store.save_trial(
+                    result,
+                    study_id=record.slot.study_id,
+                    participant_id=record.slot.participant_id,
+                    block=record.slot.block,
+                    frames={k: unb64(v) for k, v in record.frames.items()},
+                )
+                self.stats["records"] += 1
+                return {"ok": True, "trial_row": existing, "duplicate": False}
+            except StoreError:
+                existing = self.store.trial_id_of(uid)  # stored meanwhile by the other path
+                if existing is None:
+                    raise
+        self.stats["duplicates"] += 1
+        return {"ok": True, "trial_row": existing, "duplicate": True}
+
+    def _on_live(self, sample) -> None:
+        name = name_of(str(sample.key_expr))
+        if name is None:
+            return
+        try:
+            index = int(sample.attachment.to_bytes()) if sample.attachment is not None else -1
+        except ValueError:
+            index = -1
+        self.live[name] = (sample.payload.to_bytes(), index)
+
+    # -- commands to stations -------------------------------------------------------------------
+    def _get_json(self, key: str, body: dict, timeout_s: float) -> dict | None:
+        """One query's JSON reply, ``None`` when no station answered in time (blocking: a thread)."""
+        for reply in self.session.get(key, payload=json.dumps(body).encode(), timeout=timeout_s):
+            if reply.ok is not None:
+                try:
+                    out = json.loads(reply.ok.payload.to_bytes())
+                except ValueError:
+                    return {"ok": False, "error": "the station's reply is not JSON"}
+                return out if isinstance(out, dict) else {"ok": False, "error": "the station's reply is not an object"}
+        return None
+
+    async def command(self, name: str, verb: str, body: dict | None = None, timeout_s: float = COMMAND_S) -> dict:
+        """Send ``verb`` to station ``name``; its reply, or ``{"ok": False, "lost": True}`` when the
+        station went offline or gave no answer within ``timeout_s``."""
+        got = await asyncio.to_thread(self._get_json, station_key(name, "cmd", verb), body or {}, timeout_s)
+        return got if got is not None else {"ok": False, "lost": True, "error": f"station {name} did not answer"}
+
+    async def estop_all(self) -> dict[str, bool]:
+        """The console's EMERGENCY STOP: sent to every station at once (each stops on its own)."""
+        names = [n for n, v in self.dispatch.stations.items() if v.status != "offline"]
+        replies = await asyncio.gather(*(self.command(n, "estop", timeout_s=5.0) for n in names))
+        return {n: bool(r.get("ok")) for n, r in zip(names, replies)}
+
+    # -- a participant's study through the stations -----------------------------------------------
+    def step(self, participant: dict):
+        return step_of(self.store, participant)
+
+    def _scene(self, participant: dict) -> str:
+        return str(self.store.study(participant["study_id"])["scene"] or "")
+
+    async def _station_for(self, participant: dict, block: int) -> str:
+        """The station ``participant`` runs ``block`` on: the one it holds, reset to the block's
+        reference scene the first time it runs this block there (a block start, or a move after its
+        station was lost). Raises ServerBusy while it waits in line or the reset failed."""
+        pid = participant["id"]
+        name = self.dispatch.request(pid, self._scene(participant))
+        if name is None:
+            pos = self.dispatch.position(pid)
+            raise ServerBusy(f"waiting for a free robot station (place {0 if pos is None else pos + 1} in line)")
+        if self._ready.get(pid) == (name, block):
+            return name
+        self.dispatch.set_status(name, "resetting")
+        try:
+            res = await self.command(name, "reset_block")
+        finally:
+            self.dispatch.set_status(name, "idle")
+        if not res.get("ok"):
+            self.dispatch.release(pid)
+            raise ServerBusy("the robot station could not be reset; please wait")
+        self._ready[pid] = (name, block)
+        if all(b["block"] != block for b in self.store.block_starts(participant_id=pid)):
+            frame = self.live.get(name)
+            self.store.save_block_start(
+                study_id=participant["study_id"],
+                participant_id=pid,
+                block=block,
+                method="sim_reset"
+                if self.dispatch.stations[name].offer.get("automatic_reset")
+                else "operator_confirmed",
+                frame_jpeg=frame[0] if frame else None,
+                frame_index=frame[1] if frame else None,
+            )
+        else:  # the block had started on a station that was lost: one start per block, the move is logged
+            log.info("participant %s block %s moved to station %s", pid, block, name)
+        return name
+
+    async def start_block(self, participant: dict) -> dict:
+        """The block's start: a station for it, reset to the reference scene. Raises ServerBusy."""
+        step = self.step(participant)
+        if step.kind != "setup":
+            raise ServerBusy("there is no agent block to start now")
+        assert step.block is not None
+        name = await self._station_for(participant, step.block)
+        return {"type": "block_started", "block": step.block, "station": name}
+
+    async def run_trial(self, participant: dict, instruction: str) -> int:
+        """Run the participant's next trial on its station; returns the stored trial's row id (the
+        record, or the ``station_lost`` abort). Raises ServerBusy."""
+        step = self.step(participant)
+        if step.kind != "trial":
+            raise ServerBusy(f"no trial is due now (next: {step.kind})")
+        assert step.block is not None
+        name = await self._station_for(participant, step.block)
+        state = await self.command(name, "state", timeout_s=10.0)
+        if not state.get("ok"):
+            raise ServerBusy("the robot station did not answer; please wait")
+        holding = bool(((state.get("state") or {}).get("belief") or {}).get("holding"))
+        study = self.store.study(participant["study_id"])
+        inflight = _Inflight(
+            trial_id=uuid.uuid4().hex,
+            slot={"study_id": participant["study_id"], "participant_id": participant["id"], "block": step.block},
+            agent=participant["agent_order"][step.block],
+            instruction=instruction,
+            action="place" if holding else "pick",
+            station=name,
+            lost=asyncio.Event(),
+        )
+        order = {
+            "trial_id": inflight.trial_id,
+            "agent": inflight.agent,
+            "instruction": instruction,
+            "slot": inflight.slot,
+            "reveal_low_s": float(study["reveal_low_s"]),
+            "reveal_high_s": float(study["reveal_high_s"]),
+            "min_free_mb": study.get("min_free_mb"),
+        }
+        self._inflight[name] = inflight
+        self.dispatch.set_status(name, "in_trial")
+        try:
+            reply_task = asyncio.ensure_future(self.command(name, "run_trial", order, timeout_s=TRIAL_S))
+            lost_task = asyncio.ensure_future(inflight.lost.wait())
+            await asyncio.wait({reply_task, lost_task}, return_when=asyncio.FIRST_COMPLETED)
+            lost_task.cancel()
+            if inflight.lost.is_set() or not reply_task.done():
+                return self._store_lost(inflight)
+            reply = reply_task.result()
+        finally:
+            self._inflight.pop(name, None)
+            self.dispatch.set_status(name, "idle")
+        if reply.get("busy"):
+            raise ServerBusy(str(reply.get("error") or "the robot is busy"))
+        if reply.get("lost"):
+            self.dispatch.station_down(name)  # it stopped answering: treat it as lost
+            return self._store_lost(inflight)
+        if not reply.get("ok") or not reply.get("record"):
+            raise ServerBusy("the trial could not run; please tell the operator")
+        self.dispatch.stations[name].trials += 1
+        stored = self.accept(TrialRecord.model_validate(reply["record"]), sender=name)
+        return int(stored["trial_row"])
+
+    def _store_lost(self, t: _Inflight) -> int:
+        """Store the in-flight trial ``t`` as aborted ``station_lost`` (once, by its id)."""
+        existing = self.store.trial_id_of(t.trial_id)
+        if existing is not None:  # its record came in before the loss was noticed
+            return existing
+        result = TrialResult(
+            trial_id=t.trial_id,
+            agent=t.agent,
+            instruction=t.instruction,
+            action=t.action,
+            robot_outcome="interrupted",
+            outcome="aborted",
+            failure_stage="aborted",
+            abort=Abort(code="station_lost", detail=LOST_DETAIL),
+            station=t.station,
+        )
+        self.stats["lost_trials"] += 1
+        return self.store.save_trial(result, **t.slot)
+
+    def finish_block(self, participant: dict) -> None:
+        """After a block's questionnaire: the participant's station is free for the next in line."""
+        self.dispatch.release(participant["id"])
+
+    def console(self) -> dict:
+        """Every station (status, scene, participant, counts), the line and the record counts."""
+        return {
+            "stations": [
+                {
+                    "name": v.name,
+                    "status": v.status,
+                    "scene": v.scene,
+                    "participant_id": v.participant_id,
+                    "sim": v.offer.get("sim"),
+                    "arm": v.offer.get("arm"),
+                    "camera": v.offer.get("camera"),
+                    "trials": v.trials,
+                    "lost": v.lost,
+                }
+                for v in sorted(self.dispatch.stations.values(), key=lambda v: v.name)
+            ],
+            "queue": [pid for pid, _ in self.dispatch.waiting],
+            "records": dict(self.stats),
+            "time_unix_s": time.time(),
+        }

@@ -1,0 +1,311 @@
+"""The station role: one robot's trial station joined to a study server over Zenoh.
+
+``StationNode`` wraps a running ``bridge.trials.station.Station`` (the single-process session's, with
+its ROS node set on the station's own domain) and connects **out** to the server's Zenoh endpoint (a
+lab behind NAT opens no port). It:
+
+- declares the liveliness token ``pointlab/station/NAME`` (presence) and answers ``.../offer``;
+- answers the commands ``.../cmd/VERB`` (``wire.VERBS``) by running them on the station, the trial's
+  reply being its record;
+- publishes the live view's JPEG frames on ``.../live`` at ``live_hz``;
+- keeps every finished trial in its ``Journal`` and delivers it to ``pointlab/server/records`` until
+  acknowledged (at once, and again every ``retry_s`` while any is left);
+- **halts its arm by itself** when the server's token goes (server killed, network cut): the running
+  trial is stopped in a controlled way (``Station.abort_current``), without waiting on the network.
+  The emergency stop and the checks before motion are the station's own and never wait on the server.
+
+Threads: Zenoh calls the query and liveliness handlers on its own threads; the station's coroutines
+run on one asyncio loop in a thread of this node (``loop``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from pointlab.bridge.stations.journal import Journal, JournalStorePort
+from pointlab.bridge.stations.wire import (
+    RECORDS,
+    SERVER_TOKEN,
+    Offer,
+    StationsError,
+    TrialOrder,
+    TrialRecord,
+    reply_json,
+    station_key,
+    station_token,
+    zenoh_config,
+)
+from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.station import Station, StationBusy, TrialSettings
+from pointlab.bridge.trials.timing import RevealRule
+
+__all__ = ["StationNode"]
+
+log = logging.getLogger(__name__)
+
+# the longest a command's reply may take: a whole trial (answer, reveal, motion, homing, look)
+TRIAL_REPLY_S = 600.0
+
+
+class StationNode:
+    """One station on the study's Zenoh network (module docstring).
+
+    Args:
+        station: the running station (its ``ports.store`` is replaced by the journal's port).
+        offer: what the station announces.
+        journal: its journal (a SQLite file of its own).
+        connect: Zenoh endpoints of the server, e.g. ``["tcp/127.0.0.1:7447"]``.
+        user, password: the station's credentials (the server's credentials file); ``None``: none.
+        tls: Zenoh TLS settings (``wire.zenoh_config``).
+        live_hz: live-view frames published per second (0: none).
+        retry_s: seconds between delivery attempts while records are undelivered.
+        lease_s: Zenoh's transport lease (how soon a lost server is noticed).
+
+    Raises:
+        StationsError: Zenoh could not be opened (bad config, refused credentials).
+    """
+
+    def __init__(
+        self,
+        station: Station,
+        offer: Offer,
+        journal: Journal,
+        *,
+        connect: list[str],
+        user: str | None = None,
+        password: str | None = None,
+        tls: dict[str, str] | None = None,
+        live_hz: float = 5.0,
+        retry_s: float = 1.0,
+        lease_s: float = 3.0,
+    ) -> None:
+        import zenoh
+
+        self.station, self.offer, self.journal = station, offer, journal
+        self.name = offer.name
+        self.live_hz, self.retry_s = live_hz, retry_s
+        self.server_up = False
+        self.halts_on_server_loss = 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._saved: dict[str, TrialRecord] = {}  # finished records not yet replied to their order
+        self.station.ports.store = JournalStorePort(journal, on_saved=self._on_saved)
+        n = journal.close_interrupted()
+        if n:
+            log.warning("%d trial(s) were running when this station stopped: kept as interrupted for delivery", n)
+        self.loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="station-loop", daemon=True)
+        self._loop_thread.start()
+        cfg = zenoh_config(mode="client", connect=connect, user=user, password=password, tls=tls, lease_s=lease_s)
+        try:
+            self.session = zenoh.open(cfg)
+        except Exception as e:  # zenoh.ZError: unreachable router with exit_on_failure, refused auth
+            self._stop_loop()
+            raise StationsError(f"station {self.name}: Zenoh session could not open: {e}") from e
+        self._decls: list[Any] = [
+            self.session.declare_queryable(station_key(self.name, "offer"), self._on_offer),
+            self.session.declare_queryable(station_key(self.name, "cmd", "*"), self._on_cmd),
+            self.session.liveliness().declare_subscriber(SERVER_TOKEN, self._on_server, history=True),
+        ]
+        self._live_pub = self.session.declare_publisher(station_key(self.name, "live"))
+        self._token = self.session.liveliness().declare_token(station_token(self.name))
+        self._threads = [threading.Thread(target=self._deliver_loop, name="station-deliver", daemon=True)]
+        if live_hz > 0:
+            self._threads.append(threading.Thread(target=self._live_loop, name="station-live", daemon=True))
+        for t in self._threads:
+            t.start()
+
+    def _on_saved(self, record: TrialRecord) -> None:
+        self._saved[record.result["trial_id"]] = record
+        self._wake.set()  # deliver at once
+
+    # -- presence and the server ----------------------------------------------------------------
+    def _on_server(self, sample) -> None:
+        import zenoh
+
+        up = sample.kind == zenoh.SampleKind.PUT
+        self.server_up = up
+        if up:
+            log.info("station %s: study server is up", self.name)
+            self._wake.set()  # deliver what was kept while it was away
+            return
+        # Lost the server: stop what the arm is doing now (a controlled stop, never waits on the network).
+        log.warning("station %s: lost the study server; halting the running trial, if any", self.name)
+        threading.Thread(target=self._halt_on_loss, name="station-halt", daemon=True).start()
+
+    def _halt_on_loss(self) -> None:
+        if self.station.abort_current(timeout_s=5.0):
+            self.halts_on_server_loss += 1
+
+    # -- queries ----------------------------------------------------------------------------------
+    def _on_offer(self, query) -> None:
+        query.reply(query.key_expr, self.offer.model_dump_json().encode())
+
+    def _on_cmd(self, query) -> None:
+        verb = str(query.key_expr).rsplit("/", 1)[-1]
+        try:
+            body = json.loads(query.payload.to_bytes()) if query.payload is not None else {}
+            if not isinstance(body, dict):
+                raise ValueError("the payload is not a JSON object")
+        except ValueError as e:
+            query.reply(query.key_expr, reply_json({"ok": False, "error": f"bad payload: {e}"}))
+            return
+        handler: Callable[[dict], Any] | None = getattr(self, f"_cmd_{verb}", None)
+        if handler is None:
+            query.reply(query.key_expr, reply_json({"ok": False, "error": f"unknown command {verb!r}"}))
+            return
+        try:
+            out = handler(body)
+        except Exception as e:  # a command's own failure is an answer, never a dead queryable
+            log.exception("station %s: command %s failed", self.name, verb)
+            query.reply(query.key_expr, reply_json({"ok": False, "error": f"{type(e).__name__}: {e}"}))
+            return
+        if isinstance(out, Future):  # a coroutine on the station's loop: reply when it ends
+            out.add_done_callback(lambda f: self._reply_later(query, verb, f))
+        else:
+            query.reply(query.key_expr, reply_json(out))
+
+    def _reply_later(self, query, verb: str, fut: Future) -> None:
+        try:
+            out = fut.result()
+        except StationBusy as e:
+            out = {"ok": False, "busy": True, "error": str(e)}
+        except Exception as e:
+            log.exception("station %s: command %s failed", self.name, verb)
+            out = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        try:
+            query.reply(query.key_expr, reply_json(out))
+        except Exception as e:  # the server went away meanwhile: the journal still delivers the record
+            log.warning("station %s: reply to %s not sent: %s", self.name, verb, e)
+        finally:
+            del query  # the query is answered when its last reference goes
+
+    def _on_loop(self, coro) -> Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def _cmd_run_trial(self, body: dict) -> Future | dict:
+        try:
+            order = TrialOrder.model_validate(body)
+            reveal = RevealRule(order.reveal_low_s, order.reveal_high_s)
+        except (ValidationError, ValueError) as e:
+            return {"ok": False, "error": f"bad trial order: {e}"}
+        settings = TrialSettings(
+            reveal=reveal, min_free_bytes=None if order.min_free_mb is None else order.min_free_mb * 1_000_000
+        )
+        slot = Slot(order.slot.study_id, order.slot.participant_id, order.slot.block)
+
+        async def run() -> dict:
+            ran = await self.station.run_trial(
+                order.agent, order.instruction, slot=slot, settings=settings, trial_id=order.trial_id
+            )
+            record = self._saved.pop(ran.result.trial_id, None)
+            return {"ok": True, "record": None if record is None else record.model_dump(mode="json")}
+
+        return self._on_loop(run())
+
+    def _cmd_reset_block(self, body: dict) -> Future:
+        async def run() -> dict:
+            res = await self.station.reset_block()
+            jpeg = self.station.ports.camera.latest_jpeg()
+            return {"ok": res.get("outcome") == "done", **res, "frame_index": None if jpeg is None else jpeg[1]}
+
+        return self._on_loop(run())
+
+    def _cmd_estop(self, body: dict) -> dict:
+        self.station.emergency_stop()
+        return {"ok": True}
+
+    def _cmd_reset(self, body: dict) -> Future:
+        def reset() -> dict:
+            self.station.reset()  # blocks until the arm reports itself ready (at most 5 s)
+            return {"ok": True}
+
+        return self._on_loop(asyncio.to_thread(reset))
+
+    def _cmd_home(self, body: dict) -> Future:
+        async def run() -> dict:
+            res = await self.station.home()
+            return {"ok": res["outcome"] == "done", **res}
+
+        return self._on_loop(run())
+
+    def _cmd_abort(self, body: dict) -> dict:
+        return {"ok": self.station.abort_current()}
+
+    def _cmd_state(self, body: dict) -> dict:
+        return {"ok": True, "state": self.station.state(), "journal": self.journal.counts()}
+
+    # -- delivery and the live view ---------------------------------------------------------------
+    def deliver_now(self, timeout_s: float = 10.0) -> int:
+        """Deliver every undelivered record now; returns how many the server acknowledged."""
+        acked = 0
+        for record in self.journal.undelivered():
+            payload = record.model_dump_json().encode()
+            ok = False
+            for reply in self.session.get(f"{RECORDS}/{self.name}", payload=payload, timeout=timeout_s):
+                if reply.ok is not None:
+                    try:
+                        ok = bool(json.loads(reply.ok.payload.to_bytes()).get("ok"))
+                    except ValueError:
+                        ok = False
+            if not ok:
+                break  # the server is away or refused it: keep the order, try again later
+            self.journal.delivered(record.result["trial_id"])
+            acked += 1
+        return acked
+
+    def _deliver_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.retry_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.deliver_now()
+            except Exception as e:  # Zenoh closed under us at shutdown, a transient error: try later
+                log.debug("station %s: delivery failed: %s", self.name, e)
+
+    def _live_loop(self) -> None:
+        last = None
+        period = 1.0 / self.live_hz
+        while not self._stop.wait(period):
+            try:
+                got = self.station.ports.camera.latest_jpeg()
+                if got is not None and got[1] != last:
+                    last = got[1]
+                    self._live_pub.put(got[0], attachment=str(got[1]).encode())
+            except Exception as e:
+                log.debug("station %s: live frame not published: %s", self.name, e)
+
+    # -- shutdown ----------------------------------------------------------------------------------
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._loop_thread.join(timeout=5.0)
+
+    def close(self) -> None:
+        """Undeclare everything (the server sees the station go at once) and stop the threads."""
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout=5.0)
+        try:
+            self._token.undeclare()
+            self.session.close()
+        except Exception as e:
+            log.debug("station %s: Zenoh close: %s", self.name, e)
+        self._stop_loop()
+        self.journal.close()
+
+    def wait_server(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self.server_up and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.server_up

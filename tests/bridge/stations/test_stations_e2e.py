@@ -1,0 +1,191 @@
+"""Issue 22's must-show: a study server and two sim stations as processes, PostgreSQL, two scripted
+participants to the end, one station killed (SIGKILL) in the middle of a trial.
+
+Checked against PostgreSQL and the surviving station's own journal, not against what the server said:
+every trial a participant was answered with is stored once; the killed trial is ``aborted`` /
+``station_lost`` and was never charged (each participant still has ``trials_per_agent`` kept trials per
+block); its participant finished on the other station; every judgement and questionnaire is there once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import _reserve_domain
+
+pytestmark = [pytest.mark.slow, pytest.mark.ros]
+
+POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"]
+TOKEN = "operator-token-e2e"
+AGENTS = ["sim-oracle", "sim-noisy"]
+TRIALS_PER_AGENT = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(cond, deadline_s: float, what: str):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
+
+
+@pytest.fixture
+def pg_url():
+    from tests.pgcluster import PgCluster, PgUnavailable
+
+    try:
+        cluster = PgCluster(max_connections=100)
+    except PgUnavailable as e:
+        pytest.fail(f"PostgreSQL is part of the test install (README): {e}")
+    with cluster as pg:
+        yield pg.url
+
+
+def _station(name: str, zport: int, tmp: Path, domain: int) -> subprocess.Popen:
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    cmd = [
+        *POINTLAB,
+        "act",
+        "station",
+        "--connect",
+        f"tcp/127.0.0.1:{zport}",
+        "--name",
+        name,
+        "--journal",
+        str(tmp / f"{name}.sqlite"),
+        "--time-scale",
+        "0.05",
+        "--camera-fps",
+        "5",
+        "--live-hz",
+        "2",
+    ]
+    return subprocess.Popen(cmd, env=env, cwd=tmp, stdout=open(tmp / f"{name}.log", "w"), stderr=subprocess.STDOUT)
+
+
+def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_on_the_other(tmp_path, pg_url):
+    from pointlab.bridge.study.store import Store
+    from pointlab.ui.stations_participant import ScriptedParticipant
+
+    zport, wport = _free_port(), _free_port()
+    base = f"http://127.0.0.1:{wport}"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    domains = [_reserve_domain() for _ in range(2)]
+    server = subprocess.Popen(
+        [*POINTLAB, "act", "server", "--db", pg_url, "--listen", f"tcp/127.0.0.1:{zport}", "--port", str(wport)],
+        env={**os.environ, "POINTLAB_OPERATOR_TOKEN": TOKEN},
+        cwd=tmp_path,
+        stdout=open(tmp_path / "server.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
+    stations = {n: _station(n, zport, tmp_path, d) for n, (d, _fd) in zip(("s1", "s2"), domains)}
+    try:
+
+        def console():
+            try:
+                return httpx.get(f"{base}/api/console", headers=auth, timeout=5).json()
+            except httpx.HTTPError:
+                return None
+
+        _wait(
+            lambda: (c := console()) and sum(s["status"] == "idle" for s in c["stations"]) == 2, 180, "2 idle stations"
+        )
+        study = httpx.post(
+            f"{base}/api/studies",
+            headers=auth,
+            json={
+                "agents": AGENTS,
+                "trials_per_agent": TRIALS_PER_AGENT,
+                "participants": 2,
+                "reveal_low_s": 1.5,  # a trial lasts long enough to be caught in the middle
+                "reveal_high_s": 2.0,
+            },
+        ).json()
+
+        killed: dict = {}
+
+        async def kill_one_mid_trial():
+            while True:
+                c = await asyncio.to_thread(console)
+                busy = [s for s in (c or {"stations": []})["stations"] if s["status"] == "in_trial"]
+                if busy:
+                    victim = busy[0]
+                    killed.update(victim)
+                    stations[victim["name"]].send_signal(signal.SIGKILL)
+                    return
+                await asyncio.sleep(0.05)
+
+        async def study_run():
+            people = [ScriptedParticipant(base, t, deadline_s=400) for t in study["tokens"]]
+            killer = asyncio.ensure_future(kill_one_mid_trial())
+            logs = await asyncio.gather(*(p.run() for p in people))
+            await asyncio.wait_for(killer, 1)
+            return logs
+
+        logs = asyncio.run(study_run())
+        assert all(lg.finished for lg in logs), [(lg.errors, len(lg.trials)) for lg in logs]
+        survivor = "s2" if killed["name"] == "s1" else "s1"
+
+        store = Store(pg_url)
+        rows = store.trials(study_id=study["study_id"])
+        # every trial a participant was answered with is stored, and stored once
+        answered = [t["trial_id"] for lg in logs for t in lg.trials]
+        assert sorted(answered) == sorted(r["id"] for r in rows)
+        assert len({r["trial_uid"] for r in rows}) == len(rows)
+        lost = [r for r in rows if (r.get("abort") or {}).get("code") == "station_lost"]
+        assert len(lost) == 1, [(r["outcome"], r["abort"]) for r in rows]
+        assert lost[0]["outcome"] == "aborted" and lost[0]["station"] == killed["name"]
+        victim_pid = lost[0]["participant_id"]
+        assert victim_pid == killed["participant_id"]
+        # not charged: every block still has its kept (non-aborted) trials, all judged once
+        for p in store.participants(study["study_id"]):
+            mine = [r for r in rows if r["participant_id"] == p["id"]]
+            for block in range(len(AGENTS)):
+                kept = [r for r in mine if r["block"] == block and r["outcome"] != "aborted"]
+                assert len(kept) == TRIALS_PER_AGENT
+                assert all(
+                    r["judgement"] in ("succeeded", "failed") or r["robot_outcome"] == "refused" for r in kept
+                ), [(r["robot_outcome"], r["outcome"], r["judgement"], r["abort"], r["station"]) for r in kept]
+            assert sorted(s["block"] for s in store.surveys(participant_id=p["id"])) == list(range(len(AGENTS)))
+        # the participant finished on the other station: its trials after the loss ran there, and that
+        # station's own journal holds them (delivered: the server acknowledged each)
+        after = [r for r in rows if r["participant_id"] == victim_pid and r["id"] > lost[0]["id"]]
+        assert after and all(r["station"] == survivor for r in after)
+        journal = sqlite3.connect(tmp_path / f"{survivor}.sqlite")
+
+        def delivered() -> bool:  # the journal marks a record once the server's acknowledgement is in
+            kept_there = dict(journal.execute("SELECT trial_uid, delivered_unix_s FROM journal").fetchall())
+            return all(kept_there.get(r["trial_uid"]) is not None for r in after)
+
+        _wait(delivered, 30, "the survivor's journal to hold every later trial, acknowledged")
+        store.close()
+    finally:
+        for p in [*stations.values(), server]:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in [*stations.values(), server]:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for _d, fd in domains:
+            os.close(fd)

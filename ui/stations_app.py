@@ -1,0 +1,214 @@
+"""The study server's web app (``pointlab act server``): operator console and participant API over stations.
+
+A participant's browser talks to this server only, never to a station (docs/stations.md, "Security");
+everything a participant gets is blinded by ``ui.flow.blinded_trial`` (alias, first point, fixed
+messages). Routes (JSON unless said):
+
+- ``GET /stations`` (HTML) and ``GET /api/console``: every station (idle, resetting, in trial,
+  offline), the waiting line, record counts. ``POST /api/console/estop``: the e-stop of every station.
+- ``POST /api/studies``: a study and its participants' invite tokens (operator).
+- ``GET /api/p/{token}``: the participant's step, its station's place in line, a pending trial.
+- ``POST /api/p/{token}/block``, ``/trial`` ``{"instruction"}``, ``/judge`` ``{"trial_id", "judgement"}``,
+  ``/sus`` ``{"block", "responses"}``; ``GET /api/p/{token}/frame`` (JPEG: its station's live view).
+
+Operator routes take the token as ``Authorization: Bearer TOKEN``. A request that cannot be served now
+is 409 with ``{"detail"}`` a participant may read; a bad body is 422.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+
+from pointlab.bridge.stations.server import ServerBusy, StudyServer
+from pointlab.bridge.study.design import DESIGN, alias, invite_participant
+from pointlab.bridge.study.store import JUDGEMENTS, StoreError
+from pointlab.bridge.study.sus import SUS_ITEMS, SusError
+
+from .flow import blinded_trial
+
+__all__ = ["create_server_app"]
+
+STATIC = Path(__file__).parent / "static"
+
+
+class StudyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agents: list[str] = Field(min_length=1)
+    trials_per_agent: int = Field(ge=1, le=100, strict=True)
+    scene: str = Field(default="tabletop", max_length=200)
+    participants: int = Field(default=1, ge=1, le=1000, strict=True)
+    max_repeats: int = Field(default=2, ge=0, le=20, strict=True)
+    reveal_low_s: float = Field(default=10.0, ge=0, le=300, allow_inf_nan=False)
+    reveal_high_s: float = Field(default=26.0, ge=0, le=300, allow_inf_nan=False)
+
+
+class TrialIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    instruction: str = Field(min_length=1, max_length=500)
+
+
+class JudgeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trial_id: int
+    judgement: str
+
+
+class SusIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: int
+    responses: list[Any]
+
+
+def _operator(request: Request, authorization: Annotated[str | None, Header()] = None) -> None:
+    given = (authorization or "").removeprefix("Bearer ").strip()
+    if not secrets.compare_digest(given.encode(), request.app.state.operator_token.encode()):
+        raise HTTPException(401, "operator token required (Authorization: Bearer TOKEN)")
+
+
+def _participant(token: str, request: Request) -> dict:
+    p = request.app.state.server.store.participant_by_token(token)
+    if p is None:
+        raise HTTPException(404, "unknown invitation")
+    return p
+
+
+Op = Annotated[None, Depends(_operator)]
+P = Annotated[dict, Depends(_participant)]
+
+
+def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
+    """The app of ``server`` (module docstring). ``operator_token``: at least 8 characters.
+
+    Raises:
+        ValueError: the token is too short.
+    """
+    if len(operator_token) < 8:
+        raise ValueError("operator_token must be at least 8 characters")
+    store = server.store
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        server.start(asyncio.get_running_loop())
+        try:
+            yield
+        finally:
+            server.close()
+
+    app = FastAPI(title="pointlab study server", lifespan=lifespan)
+    app.state.server, app.state.operator_token = server, operator_token
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
+    @app.get("/stations", response_class=HTMLResponse)
+    def console_page() -> str:
+        return (STATIC / "stations.html").read_text(encoding="utf-8")
+
+    @app.get("/stations.js")
+    def console_js() -> Response:
+        return Response((STATIC / "stations.js").read_bytes(), media_type="text/javascript")
+
+    @app.get("/api/console")
+    def console(_: Op) -> dict:
+        return server.console()
+
+    @app.post("/api/console/estop")
+    async def estop(_: Op) -> dict:
+        return {"stopped": await server.estop_all()}
+
+    @app.post("/api/studies", status_code=201)
+    def create_study(body: StudyIn, _: Op) -> dict:
+        if body.reveal_low_s > body.reveal_high_s:
+            raise HTTPException(422, "reveal_low_s is above reveal_high_s")
+        sid = store.create_study(
+            agents=body.agents,
+            trials_per_agent=body.trials_per_agent,
+            scene=body.scene,
+            design=DESIGN,
+            max_repeats=body.max_repeats,
+            reveal_low_s=body.reveal_low_s,
+            reveal_high_s=body.reveal_high_s,
+        )
+        tokens = [invite_participant(store, sid, label=f"P{i + 1}")[1] for i in range(body.participants)]
+        return {"study_id": sid, "tokens": tokens}
+
+    @app.get("/api/p/{token}")
+    def state(p: P) -> dict:
+        step = server.step(p)
+        out: dict[str, Any] = {
+            "step": step.to_dict(),
+            "has_station": server.dispatch.station_of(p["id"]) is not None,
+            "queue_position": server.dispatch.position(p["id"]),
+            "pending_trial": None,
+        }
+        if step.kind == "judge" and step.trial_id is not None:
+            out["pending_trial"] = blinded_trial(store.trial(step.trial_id))
+        if step.kind == "sus":
+            out["sus_items"] = list(SUS_ITEMS)
+        return out
+
+    @app.post("/api/p/{token}/block")
+    async def block(p: P) -> dict:
+        try:
+            return await server.start_block(p)
+        except ServerBusy as e:
+            raise HTTPException(409, str(e)) from e
+
+    @app.post("/api/p/{token}/trial")
+    async def trial(body: TrialIn, p: P) -> dict:
+        text = " ".join(body.instruction.split())
+        try:
+            row_id = await server.run_trial(p, text)
+        except ServerBusy as e:
+            raise HTTPException(409, str(e)) from e
+        row = store.trial(row_id)
+        again = row.get("outcome") == "aborted" and server.step(p).repeat
+        return blinded_trial(row, offered_again=again)
+
+    @app.post("/api/p/{token}/judge")
+    def judge(body: JudgeIn, p: P) -> dict:
+        step = server.step(p)
+        if body.judgement not in JUDGEMENTS:
+            raise HTTPException(422, f"judgement must be one of {list(JUDGEMENTS)}")
+        if step.kind != "judge" or step.trial_id != body.trial_id:
+            raise HTTPException(409, "there is no such trial waiting for your judgement")
+        try:
+            store.set_judgement(body.trial_id, body.judgement)
+        except StoreError as e:
+            raise HTTPException(409, str(e)) from e
+        return {"type": "judged", "trial_id": body.trial_id, "judgement": body.judgement}
+
+    @app.post("/api/p/{token}/sus")
+    def sus(body: SusIn, p: P) -> dict:
+        step = server.step(p)
+        if step.kind != "sus" or step.block != body.block:
+            raise HTTPException(409, "no questionnaire is due for this block")
+        try:
+            store.save_survey(
+                body.responses,
+                study_id=p["study_id"],
+                participant_id=p["id"],
+                block=body.block,
+                agent=p["agent_order"][body.block],
+            )
+        except SusError as e:
+            raise HTTPException(422, f"questionnaire: {e}") from e
+        server.finish_block(p)  # its station is free for the next in line
+        return {"type": "sus_saved", "block": body.block, "alias": alias(body.block)}
+
+    @app.get("/api/p/{token}/frame")
+    def frame(p: P) -> Response:
+        name = server.dispatch.station_of(p["id"])
+        got = server.live.get(name) if name else None
+        if got is None:
+            raise HTTPException(404, "no station frame yet")
+        return Response(got[0], media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+
+    return app
