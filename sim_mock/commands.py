@@ -135,3 +135,41 @@ def timing_check_cmd(
     except ValueError as e:
         fail(str(e))
     print_json(out)
+
+
+@sim_app.command("fleet")
+def fleet_cmd(
+    connect: str = typer.Option(..., "--connect", help="the study server's Zenoh endpoint, e.g. tcp/127.0.0.1:7447"),
+    stations: int = typer.Option(100, "--stations", min=1, max=1000, help="simulated stations"),
+    prefix: str = typer.Option("sim", "--prefix", help="station names are PREFIX000, PREFIX001, ..."),
+    trial_s: float = typer.Option(25.0, "--trial-s", min=0.0, max=600.0, help="median trial time, seconds"),
+    reset_s: float = typer.Option(12.0, "--reset-s", min=0.0, max=600.0, help="a block's reset time, seconds"),
+    time_scale: float = typer.Option(1.0, "--time-scale", min=0.0, max=10.0, help="multiplies every time"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX),
+) -> None:
+    """Run lightweight simulated stations (no rendering, no ROS) for ``pointlab perf stations --fleet``
+    until SIGTERM or Ctrl-C (sim_mock/fleet.py)."""
+    import signal
+    import threading
+
+    from .fleet import SimFleet
+
+    fleet = SimFleet(
+        stations,
+        connect=[connect],
+        prefix=prefix,
+        trial_s=trial_s,
+        reset_s=reset_s,
+        time_scale=time_scale,
+        seed=seed,
+    )
+    print(f"{stations} simulated stations connected to {connect}", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fleet.close()

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.bridge.stations.server import ServerBusy, StudyServer
 from pointlab.bridge.study.design import DESIGN, alias, invite_participant
-from pointlab.bridge.study.store import JUDGEMENTS, StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
 from .flow import blinded_trial
@@ -174,33 +173,22 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
 
     @app.post("/api/p/{token}/judge")
     def judge(body: JudgeIn, p: P) -> dict:
-        step = server.step(p)
-        if body.judgement not in JUDGEMENTS:
-            raise HTTPException(422, f"judgement must be one of {list(JUDGEMENTS)}")
-        if step.kind != "judge" or step.trial_id != body.trial_id:
-            raise HTTPException(409, "there is no such trial waiting for your judgement")
         try:
-            store.set_judgement(body.trial_id, body.judgement)
-        except StoreError as e:
+            server.judge(p, body.trial_id, body.judgement)
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from e
+        except ServerBusy as e:
             raise HTTPException(409, str(e)) from e
         return {"type": "judged", "trial_id": body.trial_id, "judgement": body.judgement}
 
     @app.post("/api/p/{token}/sus")
     def sus(body: SusIn, p: P) -> dict:
-        step = server.step(p)
-        if step.kind != "sus" or step.block != body.block:
-            raise HTTPException(409, "no questionnaire is due for this block")
         try:
-            store.save_survey(
-                body.responses,
-                study_id=p["study_id"],
-                participant_id=p["id"],
-                block=body.block,
-                agent=p["agent_order"][body.block],
-            )
+            server.submit_sus(p, body.block, body.responses)
         except SusError as e:
             raise HTTPException(422, f"questionnaire: {e}") from e
-        server.finish_block(p)  # its station is free for the next in line
+        except ServerBusy as e:
+            raise HTTPException(409, str(e)) from e
         return {"type": "sus_saved", "block": body.block, "alias": alias(body.block)}
 
     @app.get("/api/p/{token}/frame")

@@ -48,8 +48,9 @@ from pointlab.bridge.stations.wire import (
     unb64,
     zenoh_config,
 )
+from pointlab.bridge.study.design import Step
 from pointlab.bridge.study.steps import step_of
-from pointlab.bridge.study.store import Store, StoreError
+from pointlab.bridge.study.store import JUDGEMENTS, Store, StoreError
 from pointlab.bridge.trials.outcomes import Abort
 from pointlab.bridge.trials.record import TrialResult
 
@@ -107,6 +108,8 @@ class StudyServer:
         )
         self._inflight: dict[str, _Inflight] = {}  # station -> its running trial
         self._ready: dict[int, tuple[str, int]] = {}  # participant -> (station, block) reset for it
+        self._steps: dict[int, tuple[int, Step]] = {}  # participant -> (generation, next step): ``step``
+        self._gen: dict[int, int] = {}  # participant -> writes about it so far
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session: Any = None
         self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0}
@@ -222,6 +225,7 @@ class StudyServer:
                     frames={k: unb64(v) for k, v in record.frames.items()},
                 )
                 self.stats["records"] += 1
+                self._changed(record.slot.participant_id)
                 return {"ok": True, "trial_row": existing, "duplicate": False}
             except StoreError:
                 existing = self.store.trial_id_of(uid)  # stored meanwhile by the other path
@@ -265,8 +269,57 @@ class StudyServer:
         return {n: bool(r.get("ok")) for n, r in zip(names, replies)}
 
     # -- a participant's study through the stations -----------------------------------------------
-    def step(self, participant: dict):
-        return step_of(self.store, participant)
+    def step(self, participant: dict) -> Step:
+        """The participant's next step. Kept per participant until a write of this server changes it
+        (a trial stored, a judgement, a questionnaire, a block start): every write of a study goes
+        through its server, and a waiting participant's page asks for its step about once a second,
+        which would otherwise be four queries each (docs/stations.md, "Scale")."""
+        pid = participant["id"]
+        gen = self._gen.get(pid, 0)
+        got = self._steps.get(pid)
+        if got is None or got[0] != gen:
+            # computed from the store as of now: a write that lands meanwhile bumps the generation
+            # after its commit, so this value is not used again
+            got = self._steps[pid] = (gen, step_of(self.store, participant))
+        return got[1]
+
+    def _changed(self, participant_id: int | None) -> None:
+        """Call after a write about ``participant_id`` has committed (any thread)."""
+        if participant_id is not None:
+            self._gen[participant_id] = self._gen.get(participant_id, 0) + 1
+
+    def judge(self, participant: dict, trial_id: int, judgement: str) -> None:
+        """Store the participant's judgement of its pending trial. Raises ServerBusy (not pending),
+        ValueError (not a judgement)."""
+        if judgement not in JUDGEMENTS:
+            raise ValueError(f"judgement must be one of {list(JUDGEMENTS)}")
+        step = self.step(participant)
+        if step.kind != "judge" or step.trial_id != trial_id:
+            raise ServerBusy("there is no such trial waiting for your judgement")
+        try:
+            self.store.set_judgement(trial_id, judgement)
+        except StoreError as e:
+            raise ServerBusy(str(e)) from e
+        finally:
+            self._changed(participant["id"])
+
+    def submit_sus(self, participant: dict, block: int, responses: list) -> None:
+        """Store the block's SUS questionnaire and free the participant's station for the next in
+        line. Raises ServerBusy (no questionnaire due), ``bridge.study.sus.SusError`` (bad responses)."""
+        step = self.step(participant)
+        if step.kind != "sus" or step.block != block:
+            raise ServerBusy("no questionnaire is due for this block")
+        try:
+            self.store.save_survey(
+                responses,
+                study_id=participant["study_id"],
+                participant_id=participant["id"],
+                block=block,
+                agent=participant["agent_order"][block],
+            )
+        finally:
+            self._changed(participant["id"])
+        self.dispatch.release(participant["id"])  # its station is free for the next in line
 
     def _scene(self, participant: dict) -> str:
         return str(self.store.study(participant["study_id"])["scene"] or "")
@@ -303,6 +356,7 @@ class StudyServer:
                 frame_jpeg=frame[0] if frame else None,
                 frame_index=frame[1] if frame else None,
             )
+            self._changed(pid)
         else:  # the block had started on a station that was lost: one start per block, the move is logged
             log.info("participant %s block %s moved to station %s", pid, block, name)
         return name
@@ -388,11 +442,10 @@ class StudyServer:
             station=t.station,
         )
         self.stats["lost_trials"] += 1
-        return self.store.save_trial(result, **t.slot)
-
-    def finish_block(self, participant: dict) -> None:
-        """After a block's questionnaire: the participant's station is free for the next in line."""
-        self.dispatch.release(participant["id"])
+        try:
+            return self.store.save_trial(result, **t.slot)
+        finally:
+            self._changed(t.slot["participant_id"])
 
     def console(self) -> dict:
         """Every station (status, scene, participant, counts), the line and the record counts."""

@@ -1,0 +1,162 @@
+"""A study server and a station over real Zenoh sessions in this process (the station's world is the
+scripted one of the web app's tests, so a trial takes a known time and its arm commands are counted).
+
+- records: stored once by trial id, the repeat acknowledged; a record delivered under another
+  station's key, or malformed, is refused and stores nothing;
+- the server going away mid-motion: the station halts its arm by itself, keeps its record, and
+  delivers it to the restarted server, which finds the station again from its token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from pointlab.bridge.stations.journal import Journal
+from pointlab.bridge.stations.server import StudyServer
+from pointlab.bridge.stations.station_node import StationNode
+from pointlab.bridge.stations.wire import Offer, TrialRecord, zenoh_config
+from pointlab.bridge.study.design import DESIGN, invite_participant
+from pointlab.bridge.study.store import Store
+from pointlab.bridge.trials.record import TrialResult
+from pointlab.sim_mock.scripted_station import ScriptedWorld
+
+pytestmark = pytest.mark.slow
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(cond, deadline_s: float, what: str):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if got := cond():
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
+
+
+class _Loop:
+    """An asyncio loop in a thread (the server's, as uvicorn's would be)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = 60.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def submit(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def study(tmp_path):
+    store = Store(tmp_path / "study.sqlite")
+    sid = store.create_study(
+        agents=["sim-oracle", "sim-noisy"],
+        trials_per_agent=2,
+        scene="tabletop",
+        design=DESIGN,
+        reveal_low_s=0.0,  # the pick is commanded at once (a reveal time would only make the test wait)
+        reveal_high_s=0.0,
+    )
+    pid, _token = invite_participant(store, sid, label="P1")
+    yield store, store.participant(pid)
+    store.close()
+
+
+def _record(uid: str, station: str, slot: dict) -> TrialRecord:
+    result = TrialResult(trial_id=uid, agent="sim-oracle", instruction="pick up the cube", action="pick")
+    return TrialRecord(station=station, slot=slot, result=result.model_dump(mode="json"))
+
+
+def test_records_are_stored_once_and_a_record_under_another_name_is_refused(study):
+    import zenoh
+
+    store, p = study
+    port = _port()
+    loop = _Loop()
+    server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
+    server.start(loop.loop)
+    client = zenoh.open(zenoh_config(mode="client", connect=[f"tcp/127.0.0.1:{port}"]))
+    try:
+        slot = {"study_id": p["study_id"], "participant_id": p["id"], "block": 0}
+
+        def deliver(key: str, payload: bytes) -> dict:
+            got = [json.loads(r.ok.payload.to_bytes()) for r in client.get(key, payload=payload, timeout=10) if r.ok]
+            assert len(got) == 1
+            return got[0]
+
+        rec = _record("d" * 32, "s1", slot).model_dump_json().encode()
+        first = deliver("pointlab/server/records/s1", rec)
+        again = deliver("pointlab/server/records/s1", rec)
+        assert first["ok"] and not first["duplicate"] and again["ok"] and again["duplicate"]
+        assert first["trial_row"] == again["trial_row"] and len(store.trials()) == 1
+        # s2 delivering a record that says s1: refused, nothing stored
+        other = _record("e" * 32, "s1", slot).model_dump_json().encode()
+        assert deliver("pointlab/server/records/s2", other)["ok"] is False
+        assert deliver("pointlab/server/records/s1", b'{"station": "s1"')["ok"] is False  # cut JSON
+        bad_slot = _record("f" * 32, "s1", {**slot, "participant_id": 999}).model_dump_json().encode()
+        assert deliver("pointlab/server/records/s1", bad_slot)["ok"] is False  # unknown participant
+        assert [t["trial_uid"] for t in store.trials()] == ["d" * 32]
+        assert server.stats == {"records": 1, "duplicates": 1, "refused": 3, "lost_trials": 0}
+    finally:
+        client.close()
+        server.close()
+        loop.stop()
+
+
+def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_server(study, tmp_path):
+    store, p = study
+    port = _port()
+    endpoint = f"tcp/127.0.0.1:{port}"
+    world = ScriptedWorld(motion_s=3.0)  # the pick's motion lasts 3 s: the server goes during it
+    station = world.station()
+    offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
+    loop = _Loop()
+    server = StudyServer(store, listen=[endpoint], lease_s=1.0)
+    server.start(loop.loop)
+    node = StationNode(station, offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[endpoint], lease_s=1.0)
+    try:
+        assert node.wait_server(20)
+        _wait(lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle", 20, "s1 idle")
+        loop.run(server.start_block(p))
+        assert world.scene_restores == 1  # the block's reset ran on the station
+        trial = loop.submit(server.run_trial(p, "pick up the red disc"))
+        _wait(lambda: "pick" in world.commands, 20, "the pick to be commanded")
+        loop.loop.call_soon_threadsafe(server.close)  # the server goes in the middle of the motion
+        _wait(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
+        assert world.halts == 1
+        lost_row = trial.result(30)  # the server stored the trial it lost as station_lost
+        assert store.trial(lost_row)["abort"]["code"] == "station_lost"
+        (kept,) = _wait(lambda: node.journal.undelivered(), 20, "the station's own record in its journal")
+        assert kept.result["trial_id"] == store.trial(lost_row)["trial_uid"]
+        assert kept.result["abort"]["code"] == "operator_abort"  # its own view: a controlled stop
+
+        again = StudyServer(store, listen=[endpoint])  # the server is back on the same endpoint
+        again.start(loop.loop)
+        try:
+            _wait(lambda: again.dispatch.stations.get("s1") and again.dispatch.stations["s1"].status == "idle", 30, "found")
+            _wait(lambda: node.journal.counts()["undelivered"] == 0, 30, "the journal delivered")
+            assert again.stats["duplicates"] == 1 and again.stats["records"] == 0  # the trial is stored once
+            assert len(store.trials()) == 1
+        finally:
+            again.close()
+    finally:
+        node.close()
+        server.close()
+        loop.stop()
