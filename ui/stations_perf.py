@@ -77,7 +77,9 @@ class _Run:
 
     def _spawn(self, tag: str, args: list[str], env: dict | None = None) -> subprocess.Popen:
         log = open(self.folder / f"{tag}.log", "w")
-        p = subprocess.Popen([*POINTLAB, *args], env={**os.environ, **(env or {})}, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            [*POINTLAB, *args], env={**os.environ, **(env or {})}, cwd=self.folder, stdout=log, stderr=subprocess.STDOUT
+        )
         self.procs.append(p)
         return p
 

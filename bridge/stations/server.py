@@ -106,7 +106,7 @@ class StudyServer:
         self._cfg: dict[str, Any] = dict(
             listen=listen, credentials_file=credentials_file, acl=acl, tls=tls, lease_s=lease_s
         )
-        self._inflight: dict[str, _Inflight] = {}  # station -> its running trial
+        self._inflight: dict[str, _Inflight | None] = {}  # station -> its running trial (None: claimed)
         self._ready: dict[int, tuple[str, int]] = {}  # participant -> (station, block) reset for it
         self._steps: dict[int, tuple[int, Step]] = {}  # participant -> (generation, next step): ``step``
         self._gen: dict[int, int] = {}  # participant -> writes about it so far
@@ -245,21 +245,44 @@ class StudyServer:
         self.live[name] = (sample.payload.to_bytes(), index)
 
     # -- commands to stations -------------------------------------------------------------------
-    def _get_json(self, key: str, body: dict, timeout_s: float) -> dict | None:
-        """One query's JSON reply, ``None`` when no station answered in time (blocking: a thread)."""
-        for reply in self.session.get(key, payload=json.dumps(body).encode(), timeout=timeout_s):
-            if reply.ok is not None:
-                try:
-                    out = json.loads(reply.ok.payload.to_bytes())
-                except ValueError:
-                    return {"ok": False, "error": "the station's reply is not JSON"}
-                return out if isinstance(out, dict) else {"ok": False, "error": "the station's reply is not an object"}
-        return None
+    async def _query(self, key: str, body: dict, timeout_s: float) -> dict | None:
+        """One query's JSON reply, ``None`` when nobody answered within ``timeout_s``.
+
+        Zenoh calls back for each reply and once more when the query is over (the ``drop`` of its
+        callback handler); no thread waits meanwhile, so a hundred trials in flight hold no thread
+        each (a blocking ``get`` in ``asyncio.to_thread`` did: the default executor's few workers
+        capped the trials the server could run at once, docs/stations.md "Scale")."""
+        import zenoh
+
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future = loop.create_future()
+        got: list[dict] = []
+
+        def on_reply(reply) -> None:
+            if reply.ok is None:
+                return
+            try:
+                out = json.loads(reply.ok.payload.to_bytes())
+            except ValueError:
+                out = {"ok": False, "error": "the station's reply is not JSON"}
+            got.append(out if isinstance(out, dict) else {"ok": False, "error": "the station's reply is not an object"})
+
+        def settle() -> None:
+            if not done.done():  # (the server's caller may have been cancelled meanwhile)
+                done.set_result(got[0] if got else None)
+
+        def on_end() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        self.session.get(
+            key, zenoh.handlers.Callback(on_reply, on_end), payload=json.dumps(body).encode(), timeout=timeout_s
+        )
+        return await done
 
     async def command(self, name: str, verb: str, body: dict | None = None, timeout_s: float = COMMAND_S) -> dict:
         """Send ``verb`` to station ``name``; its reply, or ``{"ok": False, "lost": True}`` when the
         station went offline or gave no answer within ``timeout_s``."""
-        got = await asyncio.to_thread(self._get_json, station_key(name, "cmd", verb), body or {}, timeout_s)
+        got = await self._query(station_key(name, "cmd", verb), body or {}, timeout_s)
         return got if got is not None else {"ok": False, "lost": True, "error": f"station {name} did not answer"}
 
     async def estop_all(self) -> dict[str, bool]:
@@ -378,6 +401,15 @@ class StudyServer:
             raise ServerBusy(f"no trial is due now (next: {step.kind})")
         assert step.block is not None
         name = await self._station_for(participant, step.block)
+        if name in self._inflight:  # a second request of the same participant (a double click)
+            raise ServerBusy("the robot is busy")
+        self._inflight[name] = None  # claimed before the next await: one trial per station
+        try:
+            return await self._run_on(name, participant, step.block, instruction)
+        finally:
+            self._inflight.pop(name, None)
+
+    async def _run_on(self, name: str, participant: dict, block: int, instruction: str) -> int:
         state = await self.command(name, "state", timeout_s=10.0)
         if not state.get("ok"):
             raise ServerBusy("the robot station did not answer; please wait")
@@ -385,8 +417,8 @@ class StudyServer:
         study = self.store.study(participant["study_id"])
         inflight = _Inflight(
             trial_id=uuid.uuid4().hex,
-            slot={"study_id": participant["study_id"], "participant_id": participant["id"], "block": step.block},
-            agent=participant["agent_order"][step.block],
+            slot={"study_id": participant["study_id"], "participant_id": participant["id"], "block": block},
+            agent=participant["agent_order"][block],
             instruction=instruction,
             action="place" if holding else "pick",
             station=name,
@@ -412,7 +444,7 @@ class StudyServer:
                 return self._store_lost(inflight)
             reply = reply_task.result()
         finally:
-            self._inflight.pop(name, None)
+            self._inflight[name] = None  # still claimed until run_trial returns
             self.dispatch.set_status(name, "idle")
         if reply.get("busy"):
             raise ServerBusy(str(reply.get("error") or "the robot is busy"))

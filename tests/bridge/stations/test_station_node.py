@@ -133,7 +133,11 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
     node = StationNode(station, offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[endpoint], lease_s=1.0)
     try:
         assert node.wait_server(20)
-        _wait(lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle", 20, "s1 idle")
+        _wait(
+            lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle",
+            20,
+            "s1 idle",
+        )
         loop.run(server.start_block(p))
         assert world.scene_restores == 1  # the block's reset ran on the station
         trial = loop.submit(server.run_trial(p, "pick up the red disc"))
@@ -150,10 +154,17 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
         again = StudyServer(store, listen=[endpoint])  # the server is back on the same endpoint
         again.start(loop.loop)
         try:
-            _wait(lambda: again.dispatch.stations.get("s1") and again.dispatch.stations["s1"].status == "idle", 30, "found")
+            _wait(
+                lambda: again.dispatch.stations.get("s1") and again.dispatch.stations["s1"].status == "idle",
+                30,
+                "found",
+            )
             _wait(lambda: node.journal.counts()["undelivered"] == 0, 30, "the journal delivered")
             assert again.stats["duplicates"] == 1 and again.stats["records"] == 0  # the trial is stored once
             assert len(store.trials()) == 1
+            # the console's e-stop reaches the station, which stops its arm itself
+            assert loop.run(again.estop_all()) == {"s1": True}
+            assert station.stopped and world.stops == 1
         finally:
             again.close()
     finally:

@@ -10,6 +10,7 @@ block); its participant finished on the other station; every judgement and quest
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import signal
 import socket
@@ -24,7 +25,7 @@ import pytest
 
 from tests.conftest import _reserve_domain
 
-pytestmark = [pytest.mark.slow, pytest.mark.ros]
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.browser]
 
 POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"]
 TOKEN = "operator-token-e2e"
@@ -82,7 +83,7 @@ def _station(name: str, zport: int, tmp: Path, domain: int) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, cwd=tmp, stdout=open(tmp / f"{name}.log", "w"), stderr=subprocess.STDOUT)
 
 
-def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_on_the_other(tmp_path, pg_url):
+def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_on_the_other(tmp_path, pg_url, chromium):
     from pointlab.bridge.study.store import Store
     from pointlab.ui.stations_participant import ScriptedParticipant
 
@@ -141,7 +142,9 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             await asyncio.wait_for(killer, 1)
             return logs
 
-        logs = asyncio.run(study_run())
+        # in a thread of its own: Playwright's sync API (the chromium fixture) holds this thread's loop
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            logs = pool.submit(asyncio.run, study_run()).result()
         assert all(lg.finished for lg in logs), [(lg.errors, len(lg.trials)) for lg in logs]
         survivor = "s2" if killed["name"] == "s1" else "s1"
 
@@ -177,6 +180,19 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             return all(kept_there.get(r["trial_uid"]) is not None for r in after)
 
         _wait(delivered, 30, "the survivor's journal to hold every later trial, acknowledged")
+
+        # the operator's console, in Chromium: both stations, the killed one offline with its loss counted
+        page = chromium.new_page()
+        try:
+            page.goto(f"{base}/stations#token={TOKEN}")
+            page.wait_for_selector(f"tr[data-station='{killed['name']}']", timeout=30_000)
+            cells = page.locator(f"tr[data-station='{killed['name']}'] td").all_inner_texts()
+            assert cells[1] == "offline" and cells[7] == "1"
+            other = page.locator(f"tr[data-station='{survivor}'] td").all_inner_texts()
+            assert other[1] == "idle" and int(other[6]) >= 5  # it ran the rest of the study
+            assert "1 lost with their station" in page.inner_text("#records")
+        finally:
+            page.close()
         store.close()
     finally:
         for p in [*stations.values(), server]:
