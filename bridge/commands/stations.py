@@ -46,6 +46,9 @@ def act_station(
     ),
     tls_ca: Optional[Path] = typer.Option(None, "--tls-ca", help="CA certificate of the server (a tls/ endpoint)"),
     domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=101, help="ROS domain of this station"),
+    connect_timeout: float = typer.Option(
+        60.0, "--connect-timeout", min=1.0, max=3600.0, help="seconds to reach the server at start (then exit 1)"
+    ),
 ) -> None:
     """Run one robot station (camera, targeting, arm on its own ROS domain) for a study server.
 
@@ -107,6 +110,7 @@ def act_station(
                 password=password,
                 tls=tls,
                 live_hz=live_hz,
+                connect_timeout_s=connect_timeout,
             )
         except StationsError as e:
             fail(str(e), 1)

@@ -188,19 +188,21 @@ class StudyServer:
 
     # -- records --------------------------------------------------------------------------------
     def _on_record(self, query) -> None:
+        with query:  # finalized on exit: the station's delivery ends now, not when the query is collected
+            query.reply(query.key_expr, reply_json(self._record_reply(query)))
+
+    def _record_reply(self, query) -> dict:
         sender = str(query.key_expr).rsplit("/", 1)[-1]
         try:
             record = TrialRecord.model_validate_json(query.payload.to_bytes() if query.payload else b"")
         except ValidationError as e:
             self.stats["refused"] += 1
-            query.reply(query.key_expr, reply_json({"ok": False, "error": f"bad record: {e.error_count()} errors"}))
-            return
+            return {"ok": False, "error": f"bad record: {e.error_count()} errors"}
         try:
-            out = self.accept(record, sender=sender)
+            return self.accept(record, sender=sender)
         except (StoreError, ValueError) as e:
             self.stats["refused"] += 1
-            out = {"ok": False, "error": str(e)}
-        query.reply(query.key_expr, reply_json(out))
+            return {"ok": False, "error": str(e)}
 
     def accept(self, record: TrialRecord, *, sender: str) -> dict:
         """Store ``record`` once (by its trial id); returns ``{"ok", "trial_row", "duplicate"}``.

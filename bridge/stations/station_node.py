@@ -68,9 +68,12 @@ class StationNode:
         live_hz: live-view frames published per second (0: none).
         retry_s: seconds between delivery attempts while records are undelivered.
         lease_s: Zenoh's transport lease (how soon a lost server is noticed).
+        connect_timeout_s: give up when the server cannot be reached or refuses the credentials for
+            this long at start (``None``: keep trying); once connected it reconnects by itself.
 
     Raises:
-        StationsError: Zenoh could not be opened (bad config, refused credentials).
+        StationsError: Zenoh could not be opened (bad config, no server within ``connect_timeout_s``,
+            refused credentials: Zenoh's handshake does not say which).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class StationNode:
         live_hz: float = 5.0,
         retry_s: float = 1.0,
         lease_s: float = 3.0,
+        connect_timeout_s: float | None = 60.0,
     ) -> None:
         import zenoh
 
@@ -104,12 +108,23 @@ class StationNode:
         self.loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="station-loop", daemon=True)
         self._loop_thread.start()
-        cfg = zenoh_config(mode="client", connect=connect, user=user, password=password, tls=tls, lease_s=lease_s)
+        cfg = zenoh_config(
+            mode="client",
+            connect=connect,
+            user=user,
+            password=password,
+            tls=tls,
+            lease_s=lease_s,
+            connect_timeout_s=connect_timeout_s,
+        )
         try:
             self.session = zenoh.open(cfg)
         except Exception as e:  # zenoh.ZError: unreachable router with exit_on_failure, refused auth
             self._stop_loop()
-            raise StationsError(f"station {self.name}: Zenoh session could not open: {e}") from e
+            raise StationsError(
+                f"station {self.name}: no study server at {connect} accepted this station "
+                f"(not reachable, or the credentials were refused): {e}"
+            ) from e
         self._decls: list[Any] = [
             self.session.declare_queryable(station_key(self.name, "offer"), self._on_offer),
             self.session.declare_queryable(station_key(self.name, "cmd", "*"), self._on_cmd),
@@ -147,46 +162,47 @@ class StationNode:
 
     # -- queries ----------------------------------------------------------------------------------
     def _on_offer(self, query) -> None:
-        query.reply(query.key_expr, self.offer.model_dump_json().encode())
+        with query:  # finalized on exit: the asker's get ends now, not when the object is collected
+            query.reply(query.key_expr, self.offer.model_dump_json().encode())
 
     def _on_cmd(self, query) -> None:
+        out = self._answer(query)
+        if isinstance(out, Future):  # a coroutine on the station's loop: reply when it ends
+            out.add_done_callback(lambda f: self._reply_later(query, f))
+        else:
+            with query:  # finalized on exit (see _on_offer)
+                query.reply(query.key_expr, reply_json(out))
+
+    def _answer(self, query) -> dict | Future:
         verb = str(query.key_expr).rsplit("/", 1)[-1]
         try:
             body = json.loads(query.payload.to_bytes()) if query.payload is not None else {}
             if not isinstance(body, dict):
                 raise ValueError("the payload is not a JSON object")
         except ValueError as e:
-            query.reply(query.key_expr, reply_json({"ok": False, "error": f"bad payload: {e}"}))
-            return
+            return {"ok": False, "error": f"bad payload: {e}"}
         handler: Callable[[dict], Any] | None = getattr(self, f"_cmd_{verb}", None)
         if handler is None:
-            query.reply(query.key_expr, reply_json({"ok": False, "error": f"unknown command {verb!r}"}))
-            return
+            return {"ok": False, "error": f"unknown command {verb!r}"}
         try:
-            out = handler(body)
+            return handler(body)
         except Exception as e:  # a command's own failure is an answer, never a dead queryable
             log.exception("station %s: command %s failed", self.name, verb)
-            query.reply(query.key_expr, reply_json({"ok": False, "error": f"{type(e).__name__}: {e}"}))
-            return
-        if isinstance(out, Future):  # a coroutine on the station's loop: reply when it ends
-            out.add_done_callback(lambda f: self._reply_later(query, verb, f))
-        else:
-            query.reply(query.key_expr, reply_json(out))
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"}
 
-    def _reply_later(self, query, verb: str, fut: Future) -> None:
+    def _reply_later(self, query, fut: Future) -> None:
         try:
             out = fut.result()
         except StationBusy as e:
             out = {"ok": False, "busy": True, "error": str(e)}
         except Exception as e:
-            log.exception("station %s: command %s failed", self.name, verb)
+            log.exception("station %s: %s failed", self.name, query.key_expr)
             out = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         try:
-            query.reply(query.key_expr, reply_json(out))
+            with query:  # finalized on exit (see _on_offer)
+                query.reply(query.key_expr, reply_json(out))
         except Exception as e:  # the server went away meanwhile: the journal still delivers the record
-            log.warning("station %s: reply to %s not sent: %s", self.name, verb, e)
-        finally:
-            del query  # the query is answered when its last reference goes
+            log.warning("station %s: reply to %s not sent: %s", self.name, query.key_expr, e)
 
     def _on_loop(self, coro) -> Future:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)

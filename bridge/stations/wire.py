@@ -183,13 +183,16 @@ def zenoh_config(
     credentials_file: str | None = None,
     tls: dict[str, str] | None = None,
     acl: dict | None = None,
+    connect_timeout_s: float | None = None,
 ):
     """A ``zenoh.Config``: no multicast scouting (stations find the server by its endpoint only),
     the transport lease (a peer gone without closing, a cut cable, is noticed within about this time),
     and the documented deployment's security (docs/stations.md "Security"): ``user``/``password``
     (a station's credentials), ``credentials_file`` (the server's ``user:password`` lines), ``tls``
     (``root_ca_certificate``, ``listen_certificate``, ``listen_private_key``... as Zenoh names them),
-    ``acl`` (Zenoh's ``access_control`` block).
+    ``acl`` (Zenoh's ``access_control`` block). ``connect_timeout_s``: a client gives up opening after
+    this long (wrong credentials, no server; ``zenoh.open`` raises) instead of retrying forever; once
+    connected it reconnects on its own whatever this is.
 
     Raises:
         StationsError: Zenoh refused a value.
@@ -205,9 +208,13 @@ def zenoh_config(
             c.insert_json5("listen/endpoints", json.dumps(listen))
         if connect:
             c.insert_json5("connect/endpoints", json.dumps(connect))
-            # keep trying: a station started before its server, or after a cut, connects when it can
-            c.insert_json5("connect/timeout_ms", "-1")
-            c.insert_json5("connect/exit_on_failure", "false")
+            if connect_timeout_s is None:
+                # keep trying: a station started before its server connects when it can
+                c.insert_json5("connect/timeout_ms", "-1")
+                c.insert_json5("connect/exit_on_failure", "false")
+            else:
+                c.insert_json5("connect/timeout_ms", str(int(connect_timeout_s * 1000)))
+                c.insert_json5("connect/exit_on_failure", "true")
         c.insert_json5("transport/link/tx/lease", str(int(lease_s * 1000)))
         c.insert_json5("transport/link/tx/keep_alive", "4")
         if user is not None:

@@ -245,9 +245,14 @@ def test_missing_and_unknown_bag_paths(tmp_path):
 
 # -- pacing, looping, the end ------------------------------------------------------------------------
 def timed_reads(cam, n):
-    """``n`` frames read from ``cam`` and the monotonic time (s) each read returned."""
-    got = []
-    for _ in range(n):
+    """``n`` frames read from ``cam`` and a monotonic time (s) for each: when frame 0's read was
+    called, and when each later read returned. Pacing counts from the moment frame 0 is served,
+    which lies between the two: taking the call time for frame 0 makes "none early" hold however
+    late a loaded machine returns the first read (its return time let a late frame 0 look like an
+    early frame 1)."""
+    t_call = time.monotonic()
+    got = [(cam.read(), t_call)]
+    for _ in range(n - 1):
         got.append((cam.read(), time.monotonic()))
     return got
 

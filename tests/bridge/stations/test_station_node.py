@@ -171,3 +171,20 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
         node.close()
         server.close()
         loop.stop()
+
+
+def test_a_station_that_reaches_no_server_says_so_after_its_connect_timeout(tmp_path):
+    from pointlab.bridge.stations.wire import StationsError
+
+    world = ScriptedWorld()
+    offer = Offer(name="s9", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
+    t0 = time.monotonic()
+    with pytest.raises(StationsError, match="no study server at .* accepted this station"):
+        StationNode(
+            world.station(),
+            offer,
+            Journal(tmp_path / "s9.sqlite", "s9"),
+            connect=[f"tcp/127.0.0.1:{_port()}"],  # nothing listens there
+            connect_timeout_s=2.0,
+        )
+    assert time.monotonic() - t0 < 30  # it gave up instead of retrying forever
