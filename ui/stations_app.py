@@ -5,7 +5,8 @@ everything a participant gets is blinded by ``ui.flow.blinded_trial`` (alias, fi
 messages). Routes (JSON unless said):
 
 - ``GET /stations`` (HTML) and ``GET /api/console``: every station (idle, resetting, in trial,
-  offline), the waiting line, record counts. ``POST /api/console/estop``: the e-stop of every station.
+  offline), the waiting line, record counts. ``POST /api/console/estop``: the e-stop of every station;
+  ``POST /api/console/stations/{name}/{reset|home|abort|estop}``: one station's.
 - ``POST /api/studies``: a study and its participants' invite tokens (operator).
 - ``GET /api/p/{token}``: the participant's step, its station's place in line, a pending trial.
 - ``POST /api/p/{token}/block``, ``/trial`` ``{"instruction"}``, ``/judge`` ``{"trial_id", "judgement"}``,
@@ -37,6 +38,7 @@ from .flow import blinded_trial
 __all__ = ["create_server_app"]
 
 STATIC = Path(__file__).parent / "static"
+CONSOLE_VERBS = ("reset", "home", "abort", "estop")
 
 
 class StudyIn(BaseModel):
@@ -121,6 +123,16 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
     @app.post("/api/console/estop")
     async def estop(_: Op) -> dict:
         return {"stopped": await server.estop_all()}
+
+    @app.post("/api/console/stations/{name}/{verb}")
+    async def station_command(name: str, verb: str, _: Op) -> dict:
+        """One station's ``reset`` (leave the e-stop), ``home`` (allows trials again after a reset),
+        ``abort`` (the running trial) or ``estop``: the console's per-station buttons."""
+        if verb not in CONSOLE_VERBS:
+            raise HTTPException(422, f"verb must be one of {list(CONSOLE_VERBS)}")
+        if name not in server.dispatch.stations:
+            raise HTTPException(404, f"no station {name!r}")
+        return await server.command(name, verb, timeout_s=60.0)
 
     @app.post("/api/studies", status_code=201)
     def create_study(body: StudyIn, _: Op) -> dict:

@@ -42,6 +42,7 @@ class _Entry(_Base):
     record: Mapped[str | None] = mapped_column(Text, nullable=True)  # TrialRecord JSON once finished
     begun_unix_s: Mapped[float] = mapped_column(Float)
     delivered_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    refused: Mapped[str | None] = mapped_column(Text, nullable=True)  # why the server will never store it
 
 
 def _pragmas(dbapi_conn, _record) -> None:
@@ -122,7 +123,7 @@ class Journal:
         with self._session() as s:
             rows = s.scalars(
                 select(_Entry)
-                .where(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None))
+                .where(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None), _Entry.refused.is_(None))
                 .order_by(_Entry.begun_unix_s)
                 .limit(limit)
             ).all()
@@ -134,6 +135,14 @@ class Journal:
             if row is not None:
                 row.delivered_unix_s = time.time()
 
+    def refused(self, trial_uid: str, why: str) -> None:
+        """The server refused the record for good (another station's slot, an unknown participant):
+        it stays in this file for the operator (``counts()["refused"]``) and is not delivered again."""
+        with self._session() as s:
+            row = s.get(_Entry, trial_uid)
+            if row is not None:
+                row.refused = why or "refused"
+
     def frame(self, trial_uid: str, which: str) -> bytes | None:
         with self._session() as s:
             row = s.get(_Entry, trial_uid)
@@ -143,12 +152,15 @@ class Journal:
         return unb64(data) if data else None
 
     def counts(self) -> dict[str, int]:
-        """``{"finished", "undelivered"}`` (the console and the tests)."""
+        """``{"finished", "undelivered", "refused"}`` (the console and the tests)."""
         with self._session() as s:
-            rows = s.execute(select(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None))).all()
+            rows = s.execute(
+                select(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None), _Entry.refused.is_not(None))
+            ).all()
         return {
-            "finished": sum(1 for done, _ in rows if done),
-            "undelivered": sum(1 for done, pending in rows if done and pending),
+            "finished": sum(1 for done, _, _ in rows if done),
+            "undelivered": sum(1 for done, pending, refused in rows if done and pending and not refused),
+            "refused": sum(1 for _, _, refused in rows if refused),
         }
 
     def close(self) -> None:

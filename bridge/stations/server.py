@@ -197,12 +197,17 @@ class StudyServer:
             record = TrialRecord.model_validate_json(query.payload.to_bytes() if query.payload else b"")
         except ValidationError as e:
             self.stats["refused"] += 1
-            return {"ok": False, "error": f"bad record: {e.error_count()} errors"}
+            return {"ok": False, "refused": True, "error": f"bad record: {e.error_count()} errors"}
         try:
             return self.accept(record, sender=sender)
         except (StoreError, ValueError) as e:
+            # this record will never be stored as it is (another station's, an unknown participant):
+            # ``refused`` tells the station to set it aside instead of retrying it before the rest
             self.stats["refused"] += 1
-            return {"ok": False, "error": str(e)}
+            return {"ok": False, "refused": True, "error": str(e)}
+        except Exception as e:  # the store is down: not acknowledged, the station tries again
+            log.exception("record from %s not stored now", sender)
+            return {"ok": False, "error": f"the store cannot take it now: {type(e).__name__}"}
 
     def accept(self, record: TrialRecord, *, sender: str) -> dict:
         """Store ``record`` once (by its trial id); returns ``{"ok", "trial_row", "duplicate"}``.

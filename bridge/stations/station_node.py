@@ -265,15 +265,19 @@ class StationNode:
         acked = 0
         for record in self.journal.undelivered():
             payload = record.model_dump_json().encode()
-            ok = False
+            answer: dict = {}
             for reply in self.session.get(f"{RECORDS}/{self.name}", payload=payload, timeout=timeout_s):
                 if reply.ok is not None:
                     try:
-                        ok = bool(json.loads(reply.ok.payload.to_bytes()).get("ok"))
+                        answer = json.loads(reply.ok.payload.to_bytes())
                     except ValueError:
-                        ok = False
-            if not ok:
-                break  # the server is away or refused it: keep the order, try again later
+                        answer = {}
+            if answer.get("refused"):  # never storable as it is: kept aside in the journal, not retried
+                log.error("station %s: the server refused trial %s: %s", self.name, record.result["trial_id"], answer)
+                self.journal.refused(record.result["trial_id"], str(answer.get("error", "")))
+                continue
+            if not answer.get("ok"):
+                break  # the server is away or cannot store now: keep the order, try again later
             self.journal.delivered(record.result["trial_id"])
             acked += 1
         return acked

@@ -24,6 +24,17 @@ async function refresh() {
       const tr = document.createElement("tr");
       tr.dataset.station = s.name;
       for (const v of [s.name, s.status, s.scene, s.participant_id, s.arm, s.camera, s.trials, s.lost]) tr.append(cell(v));
+      const actions = document.createElement("td");
+      // after an e-stop: Reset (never moves the arm), then Home (trials are allowed again)
+      for (const verb of ["reset", "home"]) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.textContent = verb === "reset" ? "Reset" : "Home";
+        b.disabled = s.status === "offline";
+        b.addEventListener("click", () => command(s.name, verb));
+        actions.append(b);
+      }
+      tr.append(actions);
       body.append(tr);
     }
     document.getElementById("queue").textContent = c.queue.length ? "participants " + c.queue.join(", ") : "nobody waiting";
@@ -34,6 +45,13 @@ async function refresh() {
   } catch (e) {
     document.getElementById("status").textContent = "Console: the server does not answer";
   }
+}
+
+async function command(name, verb) {
+  const r = await fetch("/api/console/stations/" + encodeURIComponent(name) + "/" + verb, { method: "POST", headers: auth });
+  const out = r.ok ? await r.json() : null;
+  document.getElementById("status").textContent =
+    name + " " + verb + ": " + (out && out.ok ? "done" : "failed" + (out && out.error ? " (" + out.error + ")" : " (HTTP " + r.status + ")"));
 }
 
 document.getElementById("estop").addEventListener("click", async () => {

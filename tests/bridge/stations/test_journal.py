@@ -24,7 +24,7 @@ def test_a_finished_trial_is_kept_with_its_frames_until_acknowledged(tmp_path):
     assert rec.slot.model_dump() == {"study_id": 3, "participant_id": 7, "block": 1}
     assert port.frame("a" * 32, "after") == b"\xff\xd8jpeg-2"
     j.delivered("a" * 32)
-    assert j.undelivered() == [] and j.counts() == {"finished": 1, "undelivered": 0}
+    assert j.undelivered() == [] and j.counts() == {"finished": 1, "undelivered": 0, "refused": 0}
 
 
 def test_a_trial_cut_by_a_kill_is_delivered_as_interrupted_after_the_restart(tmp_path):
@@ -45,3 +45,12 @@ def test_a_trial_cut_by_a_kill_is_delivered_as_interrupted_after_the_restart(tmp
         "place",
     )
     assert again.close_interrupted() == 0  # once
+
+
+def test_a_record_the_server_refused_for_good_is_set_aside_and_the_rest_goes_on(tmp_path):
+    j = Journal(tmp_path / "j.sqlite", "s1")
+    for uid in ("1" * 32, "2" * 32):
+        j.finish(_result(uid), SLOT, {})
+    j.refused("1" * 32, "unknown participant")
+    assert [r.result["trial_id"] for r in j.undelivered()] == ["2" * 32]
+    assert j.counts() == {"finished": 2, "undelivered": 1, "refused": 1}

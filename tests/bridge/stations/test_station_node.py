@@ -108,10 +108,10 @@ def test_records_are_stored_once_and_a_record_under_another_name_is_refused(stud
         assert first["trial_row"] == again["trial_row"] and len(store.trials()) == 1
         # s2 delivering a record that says s1: refused, nothing stored
         other = _record("e" * 32, "s1", slot).model_dump_json().encode()
-        assert deliver("pointlab/server/records/s2", other)["ok"] is False
-        assert deliver("pointlab/server/records/s1", b'{"station": "s1"')["ok"] is False  # cut JSON
+        assert deliver("pointlab/server/records/s2", other) | {"error": ""} == {"ok": False, "refused": True, "error": ""}
+        assert deliver("pointlab/server/records/s1", b'{"station": "s1"')["refused"] is True  # cut JSON
         bad_slot = _record("f" * 32, "s1", {**slot, "participant_id": 999}).model_dump_json().encode()
-        assert deliver("pointlab/server/records/s1", bad_slot)["ok"] is False  # unknown participant
+        assert deliver("pointlab/server/records/s1", bad_slot)["refused"] is True  # unknown participant
         assert [t["trial_uid"] for t in store.trials()] == ["d" * 32]
         assert server.stats == {"records": 1, "duplicates": 1, "refused": 3, "lost_trials": 0}
     finally:
@@ -165,6 +165,10 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
             # the console's e-stop reaches the station, which stops its arm itself
             assert loop.run(again.estop_all()) == {"s1": True}
             assert station.stopped and world.stops == 1
+            # the console's Reset then Home on that station: trials are allowed again
+            assert loop.run(again.command("s1", "reset"))["ok"] and not station.stopped
+            assert station.needs_reset is not None  # a reset never moves the arm: it waits for Home
+            assert loop.run(again.command("s1", "home"))["ok"] and station.needs_reset is None
         finally:
             again.close()
     finally:
