@@ -108,7 +108,11 @@ def test_records_are_stored_once_and_a_record_under_another_name_is_refused(stud
         assert first["trial_row"] == again["trial_row"] and len(store.trials()) == 1
         # s2 delivering a record that says s1: refused, nothing stored
         other = _record("e" * 32, "s1", slot).model_dump_json().encode()
-        assert deliver("pointlab/server/records/s2", other) | {"error": ""} == {"ok": False, "refused": True, "error": ""}
+        assert deliver("pointlab/server/records/s2", other) | {"error": ""} == {
+            "ok": False,
+            "refused": True,
+            "error": "",
+        }
         assert deliver("pointlab/server/records/s1", b'{"station": "s1"')["refused"] is True  # cut JSON
         bad_slot = _record("f" * 32, "s1", {**slot, "participant_id": 999}).model_dump_json().encode()
         assert deliver("pointlab/server/records/s1", bad_slot)["refused"] is True  # unknown participant
