@@ -429,6 +429,8 @@ def act_server(
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="address the web app binds to"),
     port: int = typer.Option(8020, "--port", min=0, max=65535, help="port of the web app"),
+    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="server certificate (PEM) for a tls/ --listen"),
+    tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="its private key (PEM)"),
     lease_s: float = typer.Option(3.0, "--lease", min=0.5, max=60.0, help="seconds until a silent station is offline"),
     operator_token: Optional[str] = typer.Option(
         None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN", help="secret of the console (default: random)"
@@ -460,9 +462,21 @@ def act_server(
             acl = station_acl(credentials)
         except ValueError as e:
             fail(f"--credentials: {e}")
+    tls = None
+    if listen.startswith("tls/"):
+        if tls_cert is None or tls_key is None or not tls_cert.is_file() or not tls_key.is_file():
+            fail("a tls/ --listen needs --tls-cert and --tls-key (PEM files)")
+        tls = {"listen_certificate": str(tls_cert), "listen_private_key": str(tls_key)}
+    elif tls_cert is not None or tls_key is not None:
+        fail("--tls-cert and --tls-key are for a tls/ --listen endpoint")
     token = operator_token or secrets.token_urlsafe(16)
     server = StudyServer(
-        store, listen=[listen], credentials_file=str(credentials) if credentials else None, acl=acl, lease_s=lease_s
+        store,
+        listen=[listen],
+        credentials_file=str(credentials) if credentials else None,
+        acl=acl,
+        tls=tls,
+        lease_s=lease_s,
     )
     app = create_server_app(server, operator_token=token)
     try:
