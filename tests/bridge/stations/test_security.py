@@ -37,6 +37,7 @@ import pytest
 
 from pointlab.bridge.stations.security import read_credentials, station_acl
 from pointlab.bridge.stations.wire import zenoh_config
+from tests.bridge.stations.relay import Relay
 
 PASSWORDS = {"s1": "pw-one-3f9a", "s2": "pw-two-77c1"}
 
@@ -175,65 +176,6 @@ def test_a_client_without_valid_credentials_fails_to_open_with_zenohs_client_def
     assert _wait(lambda: not router.client_zids(), 10, "the control client's transport to close")
 
 
-class _Relay:
-    """A TCP relay on 127.0.0.1 to the port ``upstream`` that counts the connections it accepts: each
-    is one attempt of a Zenoh client to open its transport. ``upstream`` may be changed at any time
-    (the next connection goes there)."""
-
-    def __init__(self, upstream: int) -> None:
-        self.upstream = upstream
-        self.accepted = 0
-        self._stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self._srv = socket.create_server(("127.0.0.1", 0))
-        self._srv.settimeout(0.1)
-        self.endpoint = f"tcp/127.0.0.1:{self._srv.getsockname()[1]}"
-        threading.Thread(target=self._serve, name="relay", daemon=True).start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                down, _ = self._srv.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            try:
-                up = socket.create_connection(("127.0.0.1", self.upstream), timeout=5)
-            except OSError:
-                down.close()
-                continue
-            down.settimeout(None)
-            up.settimeout(None)
-            self._socks += [down, up]
-            threading.Thread(target=self._pump, args=(down, up), daemon=True).start()
-            threading.Thread(target=self._pump, args=(up, down), daemon=True).start()
-
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        self._stop.set()
-        self._srv.close()
-        for s in self._socks:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-
 class _Opening:
     """``zenoh.open`` of a client in a thread (with the station's settings it may never return)."""
 
@@ -271,9 +213,9 @@ def test_with_the_stations_settings_a_refused_client_keeps_retrying_and_never_ge
     transport from it, while a station with its own credentials (control) opened on its first attempt,
     its token seen by the router. Last, the relay sends the next attempt to a router that accepts those
     credentials and the same ``zenoh.open`` returns: the client was still retrying (and the thread ends)."""
-    good_relay = _Relay(router.port)
+    good_relay = Relay(router.port)
     good = _client(good_relay.endpoint, "s1", PASSWORDS["s1"])  # control
-    relay = _Relay(router.port)
+    relay = Relay(router.port)
     opening = _Opening(relay.endpoint, user, password)
     other = None
     try:

@@ -196,3 +196,42 @@ def test_a_station_that_reaches_no_server_says_so_after_its_connect_timeout(tmp_
             connect_timeout_s=2.0,
         )
     assert time.monotonic() - t0 < 30  # it gave up instead of retrying forever
+
+
+def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the_station(study, tmp_path):
+    """A pulled cable, not a kill: no FIN, no reset; each side notices through Zenoh's lease only."""
+    from tests.bridge.stations.relay import Relay
+
+    store, p = study
+    port = _port()
+    loop = _Loop()
+    server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"], lease_s=1.0)
+    server.start(loop.loop)
+    relay = Relay(port)
+    world = ScriptedWorld(motion_s=6.0)
+    station = world.station()
+    offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
+    node = StationNode(station, offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[relay.endpoint], lease_s=1.0)
+    try:
+        _wait(
+            lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle", 20, "idle"
+        )
+        loop.run(server.start_block(p))
+        trial = loop.submit(server.run_trial(p, "pick up the red disc"))
+        _wait(lambda: "pick" in world.commands, 20, "the pick to be commanded")
+        relay.cut()
+        lost_row = trial.result(30)  # the server's side: the lease ran out
+        assert store.trial(lost_row)["abort"]["code"] == "station_lost"
+        assert server.dispatch.stations["s1"].status == "offline"
+        _wait(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
+        assert world.halts == 1
+        relay.heal()  # the cable is back: the station reconnects by itself and delivers its record
+        _wait(lambda: server.dispatch.stations["s1"].status == "idle", 30, "the station back")
+        # its halted trial finishes (the controlled stop's recovery) and is delivered
+        _wait(lambda: node.journal.counts() == {"finished": 1, "undelivered": 0, "refused": 0}, 60, "delivered")
+        assert server.stats["duplicates"] == 1 and len(store.trials()) == 1  # one trial, the server's record
+    finally:
+        node.close()
+        relay.close()
+        server.close()
+        loop.stop()
