@@ -439,6 +439,7 @@ def act_server(
     """Run a study server: the web app, the store and the Zenoh endpoint robot stations join
     (``pointlab act station --connect ...``). Stop it with Ctrl-C."""
     from pointlab.bridge.stations.security import station_acl
+    from pointlab.bridge.stations.wire import ENDPOINT_RE
     from pointlab.bridge.stations.server import StudyServer
     from pointlab.bridge.study.store import Store, StoreError
 
@@ -447,7 +448,7 @@ def act_server(
 
     if operator_token is not None and len(operator_token) < 8:
         fail("--operator-token must be at least 8 characters (it is the console's password)")
-    if not listen.startswith(("tcp/", "tls/", "quic/", "udp/")):
+    if not ENDPOINT_RE.match(listen):
         fail(f"--listen {listen!r}: a Zenoh endpoint such as tcp/0.0.0.0:7447")
     check_port(host, port)
     if "://" not in db:
@@ -478,6 +479,13 @@ def act_server(
         tls=tls,
         lease_s=lease_s,
     )
+    from pointlab.bridge.stations.wire import StationsError
+
+    try:
+        server.open()  # before the URL is printed: a busy port or a refused certificate is one line
+    except StationsError as e:
+        store.close()
+        fail(str(e), 1)
     app = create_server_app(server, operator_token=token)
     try:
         serve(

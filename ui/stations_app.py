@@ -127,17 +127,32 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
     @app.post("/api/console/stations/{name}/{verb}")
     async def station_command(name: str, verb: str, _: Op) -> dict:
         """One station's ``reset`` (leave the e-stop), ``home`` (allows trials again after a reset),
-        ``abort`` (the running trial) or ``estop``: the console's per-station buttons."""
-        if verb not in CONSOLE_VERBS:
-            raise HTTPException(422, f"verb must be one of {list(CONSOLE_VERBS)}")
+        ``abort`` (the running trial), ``estop``, or ``release`` (its participant left mid-block: the
+        station is free for the next in line): the console's per-station buttons."""
+        if verb not in (*CONSOLE_VERBS, "release"):
+            raise HTTPException(422, f"verb must be one of {[*CONSOLE_VERBS, 'release']}")
         if name not in server.dispatch.stations:
             raise HTTPException(404, f"no station {name!r}")
+        if verb == "release":  # the server's own bookkeeping: the participant holding it left
+            return {"ok": True, "released_participant": server.release_station(name)}
         return await server.command(name, verb, timeout_s=60.0)
 
     @app.post("/api/studies", status_code=201)
     def create_study(body: StudyIn, _: Op) -> dict:
         if body.reveal_low_s > body.reveal_high_s:
             raise HTTPException(422, "reveal_low_s is above reveal_high_s")
+        offers = server.offers()
+        if offers:  # (with no station known yet nothing can be checked: they may join later)
+            fit = [o for o in offers if o.get("scene") == body.scene]
+            if not fit:
+                raise HTTPException(
+                    422, f"no station offers scene {body.scene!r}; offered: {sorted({str(o.get('scene')) for o in offers})}"
+                )
+            if not any(set(body.agents) <= set(o.get("agents", ())) for o in fit):
+                known = sorted({a for o in fit for a in o.get("agents", ())})
+                raise HTTPException(
+                    422, f"no station of scene {body.scene!r} runs all of {body.agents}; they run {known}"
+                )
         sid = store.create_study(
             agents=body.agents,
             trials_per_agent=body.trials_per_agent,

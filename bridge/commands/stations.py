@@ -40,14 +40,16 @@ def act_station(
     live_hz: float = typer.Option(
         5.0, "--live-hz", min=0.0, max=30.0, help="live-view frames sent to the server per second"
     ),
-    user: Optional[str] = typer.Option(None, "--user", envvar="POINTLAB_STATION_USER", help="Zenoh user name"),
+    user: Optional[str] = typer.Option(
+        None, "--user", envvar="POINTLAB_STATION_USER", help="Zenoh user name (default with a password: --name)"
+    ),
     password: Optional[str] = typer.Option(
         None, "--password", envvar="POINTLAB_STATION_PASSWORD", help="Zenoh password (prefer the environment variable)"
     ),
     tls_ca: Optional[Path] = typer.Option(None, "--tls-ca", help="CA certificate of the server (a tls/ endpoint)"),
     domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=101, help="ROS domain of this station"),
     connect_timeout: float = typer.Option(
-        60.0, "--connect-timeout", min=1.0, max=3600.0, help="seconds to reach the server at start (then exit 1)"
+        20.0, "--connect-timeout", min=1.0, max=3600.0, help="seconds to reach the server at start (then exit 1)"
     ),
 ) -> None:
     """Run one robot station (camera, targeting, arm on its own ROS domain) for a study server.
@@ -59,15 +61,19 @@ def act_station(
     from pointlab.bridge.session import SessionConfig, SessionError, start_session
     from pointlab.bridge.stations.journal import Journal
     from pointlab.bridge.stations.station_node import StationNode
-    from pointlab.bridge.stations.wire import Offer, StationsError, check_name
+    from pointlab.bridge.stations.wire import ENDPOINT_RE, Offer, StationsError, check_name
     from pointlab.bridge.worlds import spec_kind
 
     try:
         check_name(name)
     except StationsError as e:
         fail(str(e), 2)
-    if not connect.startswith(("tcp/", "tls/", "quic/", "udp/")):
-        fail(f"--connect {connect!r}: a Zenoh endpoint such as tcp/HOST:PORT", 2)
+    if not ENDPOINT_RE.match(connect):
+        fail(f"--connect {connect!r}: a Zenoh endpoint with its port, such as tcp/HOST:7447", 2)
+    if user is None and password is not None:
+        user = name  # the server's access control knows a station by its name: they are one
+    elif user is not None and user != name:
+        fail(f"--user {user!r} is not the station's name {name!r}: a station logs in under its own name", 2)
     require_writable_file(journal, "--journal", sqlite=True)
     try:
         config = SessionConfig(

@@ -115,16 +115,26 @@ class StudyServer:
         self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Listen and declare (call on ``loop``'s thread before serving). Raises StationsError."""
+    def open(self) -> None:
+        """Listen (before the web app starts, so that a busy port or a bad certificate is one error
+        line, not a server that printed its URL and died). Raises StationsError."""
         import zenoh
 
-        self.loop = loop
+        if self.session is not None:
+            return
         cfg = zenoh_config(mode="router", **self._cfg)
         try:
             self.session = zenoh.open(cfg)
-        except Exception as e:
-            raise StationsError(f"the study server could not listen on {self._cfg['listen']}: {e}") from e
+        except Exception as e:  # zenoh.ZError: address in use, TLS files refused
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise StationsError(
+                f"the study server could not listen on {', '.join(self._cfg['listen'])}: {first}"
+            ) from e
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Listen (``open``) and declare; call on ``loop``'s thread before serving. Raises StationsError."""
+        self.open()
+        self.loop = loop
         self._decls = [
             self.session.declare_queryable(f"{RECORDS}/*", self._on_record),
             self.session.declare_subscriber(f"{STATION_ROOT}/*/live", self._on_live),
@@ -459,6 +469,7 @@ class StudyServer:
             self.dispatch.station_down(name)  # it stopped answering: treat it as lost
             return self._store_lost(inflight)
         if not reply.get("ok") or not reply.get("record"):
+            log.error("station %s could not run a trial of %s: %s", name, inflight.agent, reply.get("error"))
             raise ServerBusy("the trial could not run; please tell the operator")
         self.dispatch.stations[name].trials += 1
         stored = self.accept(TrialRecord.model_validate(reply["record"]), sender=name)
@@ -485,6 +496,20 @@ class StudyServer:
             return self.store.save_trial(result, **t.slot)
         finally:
             self._changed(t.slot["participant_id"])
+
+    def release_station(self, name: str) -> int | None:
+        """The console's *Release*: the participant holding ``name`` (who left mid-block) lets it go;
+        they go back in line when they return. Returns that participant's id, ``None`` when free."""
+        view = self.dispatch.stations.get(name)
+        pid = None if view is None else view.participant_id
+        if pid is not None:
+            self.dispatch.release(pid)
+            self._ready.pop(pid, None)
+        return pid
+
+    def offers(self) -> list[dict]:
+        """The offers of the stations the server knows (online or not)."""
+        return [v.offer for v in self.dispatch.stations.values()]
 
     def console(self) -> dict:
         """Every station (status, scene, participant, counts), the line and the record counts."""

@@ -125,6 +125,13 @@ class StationNode:
                 f"station {self.name}: no study server at {connect} accepted this station "
                 f"(not reachable, or the credentials were refused): {e}"
             ) from e
+        # one station per name: a second one would take the same trials (two arms for one command)
+        if any(r.ok is not None for r in self.session.liveliness().get(station_token(self.name), timeout=3.0)):
+            self.session.close()
+            self._stop_loop()
+            raise StationsError(
+                f"a station named {self.name!r} is already connected to this server; give each robot its own --name"
+            )
         self._decls: list[Any] = [
             self.session.declare_queryable(station_key(self.name, "offer"), self._on_offer),
             self.session.declare_queryable(station_key(self.name, "cmd", "*"), self._on_cmd),

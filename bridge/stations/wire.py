@@ -36,6 +36,7 @@ __all__ = [
     "RECORDS",
     "VERBS",
     "NAME_RE",
+    "ENDPOINT_RE",
     "StationsError",
     "Offer",
     "TrialOrder",
@@ -57,6 +58,8 @@ STATION_ROOT = "pointlab/station"
 VERBS = ("run_trial", "reset_block", "estop", "reset", "home", "abort", "state")
 # one key chunk: no "/", no Zenoh wildcards ("*", "$*", "**"), no "?" or "#" (selectors)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+# a Zenoh locator with its port: tcp/HOST:PORT, tls/HOST:PORT, [IPv6]:PORT too
+ENDPOINT_RE = re.compile(r"^(tcp|tls|quic|udp)/(\[[0-9A-Fa-f:.]+\]|[^/:\s]+):\d{1,5}$")
 
 
 class StationsError(BridgeError):

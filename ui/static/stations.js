@@ -26,11 +26,12 @@ async function refresh() {
       for (const v of [s.name, s.status, s.scene, s.participant_id, s.arm, s.camera, s.trials, s.lost]) tr.append(cell(v));
       const actions = document.createElement("td");
       // after an e-stop: Reset (never moves the arm), then Home (trials are allowed again)
-      for (const verb of ["reset", "home"]) {
+      // Release: its participant left mid-block, the station goes to the next in line
+      for (const verb of ["reset", "home", "release"]) {
         const b = document.createElement("button");
         b.type = "button";
-        b.textContent = verb === "reset" ? "Reset" : "Home";
-        b.disabled = s.status === "offline";
+        b.textContent = { reset: "Reset", home: "Home", release: "Release" }[verb];
+        b.disabled = verb === "release" ? s.participant_id === null : s.status === "offline";
         b.addEventListener("click", () => command(s.name, verb));
         actions.append(b);
       }
@@ -40,7 +41,8 @@ async function refresh() {
     document.getElementById("queue").textContent = c.queue.length ? "participants " + c.queue.join(", ") : "nobody waiting";
     const rec = c.records;
     document.getElementById("records").textContent =
-      rec.records + " stored, " + rec.duplicates + " repeated deliveries dropped, " + rec.lost_trials + " lost with their station";
+      rec.records + " trials stored, " + rec.lost_trials + " lost with their station (station_lost), " +
+      rec.refused + " refused; " + rec.duplicates + " second copies dropped (each trial comes as its reply and again from the station's journal)";
     document.getElementById("status").textContent = c.stations.length + " station(s)";
   } catch (e) {
     document.getElementById("status").textContent = "Console: the server does not answer";

@@ -20,7 +20,7 @@ import pytest
 from pointlab.bridge.stations.journal import Journal
 from pointlab.bridge.stations.server import StudyServer
 from pointlab.bridge.stations.station_node import StationNode
-from pointlab.bridge.stations.wire import Offer, TrialRecord, zenoh_config
+from pointlab.bridge.stations.wire import Offer, StationsError, TrialRecord, zenoh_config
 from pointlab.bridge.study.design import DESIGN, invite_participant
 from pointlab.bridge.study.store import Store
 from pointlab.bridge.trials.record import TrialResult
@@ -233,5 +233,31 @@ def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the
     finally:
         node.close()
         relay.close()
+        server.close()
+        loop.stop()
+
+
+def test_a_second_station_with_the_same_name_is_refused(study, tmp_path):
+    store, _p = study
+    port = _port()
+    loop = _Loop()
+    server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
+    server.start(loop.loop)
+    world = ScriptedWorld()
+    offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
+    first = StationNode(world.station(), offer, Journal(tmp_path / "a.sqlite", "s1"), connect=[f"tcp/127.0.0.1:{port}"])
+    try:
+        _wait(lambda: "s1" in server.dispatch.stations, 20, "the first s1")
+        with pytest.raises(StationsError, match="a station named 's1' is already connected"):
+            StationNode(
+                ScriptedWorld().station(),
+                offer,
+                Journal(tmp_path / "b.sqlite", "s1"),
+                connect=[f"tcp/127.0.0.1:{port}"],
+            )
+        # the first one still takes commands, alone
+        assert loop.run(server.command("s1", "state"))["ok"]
+    finally:
+        first.close()
         server.close()
         loop.stop()

@@ -1,0 +1,57 @@
+"""The study server's web app (ui/stations_app.py) on its own: a study is checked against what the
+known stations offer, the console's Release frees a station, the operator routes need the token."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from fastapi.testclient import TestClient
+
+from pointlab.bridge.stations.server import StudyServer
+from pointlab.bridge.study.store import Store
+from pointlab.ui.stations_app import create_server_app
+
+TOKEN = "operator-token-1"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+OFFER = {"name": "s1", "scene": "tabletop", "arm": "sim", "camera": "sim", "sim": True, "agents": ["a", "b"]}
+
+
+@pytest.fixture
+def client(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = Store(tmp_path / "study.sqlite")
+    server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
+    with TestClient(create_server_app(server, operator_token=TOKEN)) as c:
+        c.server = server  # type: ignore[attr-defined]
+        yield c
+    store.close()
+
+
+def test_a_study_no_known_station_can_run_is_refused(client):
+    client.server.dispatch.station_up("s1", OFFER)
+    study = {"agents": ["a", "b"], "trials_per_agent": 2}
+    bad_scene = client.post("/api/studies", headers=AUTH, json={**study, "scene": "kitchen"})
+    assert bad_scene.status_code == 422 and "no station offers scene 'kitchen'" in bad_scene.json()["detail"]
+    bad_agent = client.post("/api/studies", headers=AUTH, json={**study, "agents": ["a", "gpt-9"]})
+    assert bad_agent.status_code == 422 and "['a', 'b']" in bad_agent.json()["detail"]
+    ok = client.post("/api/studies", headers=AUTH, json={**study, "participants": 2})
+    assert ok.status_code == 201 and len(ok.json()["tokens"]) == 2
+
+
+def test_release_frees_a_station_held_by_a_participant_who_left(client):
+    server = client.server
+    server.dispatch.station_up("s1", OFFER)
+    tokens = client.post(
+        "/api/studies", headers=AUTH, json={"agents": ["a"], "trials_per_agent": 1, "participants": 2}
+    ).json()["tokens"]
+    first, second = (server.store.participant_by_token(t)["id"] for t in tokens)
+    assert server.dispatch.request(first, "tabletop") == "s1" and server.dispatch.request(second, "tabletop") is None
+    r = client.post("/api/console/stations/s1/release", headers=AUTH)
+    assert r.json() == {"ok": True, "released_participant": first}
+    assert server.dispatch.station_of(second) == "s1"  # the next in line has it now
+    assert client.post("/api/console/stations/s1/release").status_code == 401
+    assert client.post("/api/console/stations/s1/fly", headers=AUTH).status_code == 422
+    assert client.post("/api/console/stations/zz/reset", headers=AUTH).status_code == 404
