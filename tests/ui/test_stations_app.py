@@ -25,13 +25,13 @@ def client(tmp_path):
     store = Store(tmp_path / "study.sqlite")
     server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
     with TestClient(create_server_app(server, operator_token=TOKEN)) as c:
-        c.server = server  # type: ignore[attr-defined]
-        yield c
+        yield c, server
     store.close()
 
 
 def test_a_study_no_known_station_can_run_is_refused(client):
-    client.server.dispatch.station_up("s1", OFFER)
+    client, server = client
+    server.dispatch.station_up("s1", OFFER)
     study = {"agents": ["a", "b"], "trials_per_agent": 2}
     bad_scene = client.post("/api/studies", headers=AUTH, json={**study, "scene": "kitchen"})
     assert bad_scene.status_code == 422 and "no station offers scene 'kitchen'" in bad_scene.json()["detail"]
@@ -42,7 +42,7 @@ def test_a_study_no_known_station_can_run_is_refused(client):
 
 
 def test_release_frees_a_station_held_by_a_participant_who_left(client):
-    server = client.server
+    client, server = client
     server.dispatch.station_up("s1", OFFER)
     tokens = client.post(
         "/api/studies", headers=AUTH, json={"agents": ["a"], "trials_per_agent": 1, "participants": 2}
