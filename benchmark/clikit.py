@@ -34,6 +34,7 @@ __all__ = [
     "fail",
     "guard_options",
     "require_writable_file",
+    "wait_until_stopped",
 ]
 
 #: the largest ``--seed`` (numpy's generators take 0 .. 2**32 - 1 as a legacy seed; a negative one
@@ -222,3 +223,18 @@ def require_items(items, source) -> None:
     unfinished export), not a benchmark whose score is "n = 0"."""
     if not len(items):
         fail(f"{source}: no ground-truth items")
+
+
+def wait_until_stopped() -> None:
+    """Block the main thread until SIGTERM or Ctrl-C (a long-running command whose work runs in
+    other threads: ``act station``, ``sim fleet``); the caller's ``finally`` then closes its parts."""
+    import signal
+    import threading
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):  # a timed wait: Ctrl-C reaches the main thread between waits
+            pass
+    except KeyboardInterrupt:
+        pass

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pointlab.benchmark.clikit import SEED_MAX, fail, print_json
+from pointlab.benchmark.clikit import SEED_MAX, fail, print_json, wait_until_stopped
 
 from .cli import sub
 
@@ -149,9 +149,6 @@ def fleet_cmd(
 ) -> None:
     """Run lightweight simulated stations (no rendering, no ROS) for ``pointlab perf stations --fleet``
     until SIGTERM or Ctrl-C (sim_mock/fleet.py)."""
-    import signal
-    import threading
-
     from .fleet import SimFleet
 
     fleet = SimFleet(
@@ -164,12 +161,7 @@ def fleet_cmd(
         seed=seed,
     )
     print(f"{stations} simulated stations connected to {connect}", flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        wait_until_stopped()
     finally:
         fleet.close()

@@ -86,7 +86,7 @@ class _SimStation:
         def fire() -> None:
             q.reply(q.key_expr, reply_json(out))
             if deliver is not None:  # the journal's delivery of the same record (the server drops one)
-                for _ in self.session.get(f"{RECORDS}/{self.name}", payload=json.dumps(deliver).encode(), timeout=10):
+                for _ in self.session.get(f"{RECORDS}/{self.name}", payload=reply_json(deliver), timeout=10):
                     pass
 
         threading.Timer(seconds, fire).start()

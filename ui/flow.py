@@ -15,8 +15,7 @@ import math
 from typing import Any
 
 from pointlab.bridge.study.design import Step, alias, trial_settings
-from pointlab.bridge.study.steps import step_of
-from pointlab.bridge.study.store import JUDGEMENTS, StoreError
+from pointlab.bridge.study.steps import NotDue, step_of, store_judgement, store_sus
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 from pointlab.bridge.trials.ports import Slot
 from pointlab.bridge.trials.station import StationBusy
@@ -359,14 +358,9 @@ async def _fresh_frame(ctx: AppContext, timeout_s: float = 5.0) -> tuple[bytes, 
 
 def judge_trial(ctx: AppContext, participant: dict, trial_id: Any, judgement: Any) -> dict[str, Any]:
     """Store the participant's judgement of their own pending trial. Raises FlowError."""
-    if judgement not in JUDGEMENTS:
-        raise FlowError(f"judgement must be one of {list(JUDGEMENTS)}")
-    step = participant_step(ctx, participant)
-    if step.kind != "judge" or step.trial_id != trial_id:
-        raise FlowError("there is no such trial waiting for your judgement")
     try:
-        ctx.store.set_judgement(trial_id, judgement)
-    except StoreError as e:
+        store_judgement(ctx.store, participant_step(ctx, participant), trial_id, judgement)
+    except (NotDue, ValueError) as e:
         raise FlowError(str(e)) from e
     return {"type": "judged", "trial_id": trial_id, "judgement": judgement}
 
@@ -374,17 +368,10 @@ def judge_trial(ctx: AppContext, participant: dict, trial_id: Any, judgement: An
 def submit_sus(ctx: AppContext, participant: dict, block: Any, responses: Any) -> dict[str, Any]:
     """Store the SUS survey of ``block``; returns ``{"type": "sus_saved", "block", "alias", "score"}``.
     Raises FlowError (wrong step or block, responses not ten integers 1-5)."""
-    step = participant_step(ctx, participant)
-    if step.kind != "sus" or step.block != block:
-        raise FlowError("no questionnaire is due for this block")
     try:
-        sid = ctx.store.save_survey(
-            responses,
-            study_id=participant["study_id"],
-            participant_id=participant["id"],
-            block=block,
-            agent=participant["agent_order"][block],
-        )
+        sid = store_sus(ctx.store, participant, participant_step(ctx, participant), block, responses)
+    except NotDue as e:
+        raise FlowError(str(e)) from e
     except SusError as e:
         raise FlowError(f"questionnaire: {e}") from e
     score = next(s["score"] for s in ctx.store.surveys(participant_id=participant["id"]) if s["id"] == sid)

@@ -96,7 +96,9 @@ def perf_loop_cmd(
 
 @perf_app.command("stations")
 def perf_stations_cmd(
-    stations: str = typer.Option("1,2,4", "--stations", help="sim station counts to run, comma-separated ('' for none)"),
+    stations: str = typer.Option(
+        "1,2,4", "--stations", help="sim station counts to run, comma-separated ('' for none)"
+    ),
     participants_per_station: int = typer.Option(2, "--participants-per-station", min=1, max=20),
     trials_per_agent: int = typer.Option(2, "--trials-per-agent", min=1, max=50),
     camera_fps: float = typer.Option(5.0, "--camera-fps", min=0.5, max=30.0, help="each sim station's camera rate"),
@@ -104,7 +106,9 @@ def perf_stations_cmd(
     fleet: int = typer.Option(0, "--fleet", min=0, max=1000, help="also run this many lightweight simulated stations"),
     fleet_participants: int = typer.Option(500, "--fleet-participants", min=1, max=5000),
     fleet_time_scale: float = typer.Option(0.02, "--fleet-time-scale", min=0.001, max=1.0),
-    db: Optional[str] = typer.Option(None, "--db", help="store URL (postgresql+psycopg://...); default: SQLite per run"),
+    db: Optional[str] = typer.Option(
+        None, "--db", help="store URL (postgresql+psycopg://...); default: SQLite per run"
+    ),
 ) -> None:
     """Judged trials per hour with N sim stations (separate processes) against one in the same run,
     dispatch latency and what the server adds per trial; with --fleet, the server's dispatch and store

@@ -35,6 +35,14 @@ def check_port(host: str, port: int) -> None:
             fail(f"cannot listen on {host}:{port} ({e.strerror or e}); choose another --port")
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the perf commands' servers; another process may take it
+    before it is bound, which their start-up then reports)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def public_url(host: str, port: int) -> str:
     """The URL to print for a server bound to ``host:port`` (a wildcard address prints 127.0.0.1)."""
     url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

@@ -146,7 +146,8 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             fit = [o for o in offers if o.get("scene") == body.scene]
             if not fit:
                 raise HTTPException(
-                    422, f"no station offers scene {body.scene!r}; offered: {sorted({str(o.get('scene')) for o in offers})}"
+                    422,
+                    f"no station offers scene {body.scene!r}; offered: {sorted({str(o.get('scene')) for o in offers})}",
                 )
             if not any(set(body.agents) <= set(o.get("agents", ())) for o in fit):
                 known = sorted({a for o in fit for a in o.get("agents", ())})

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import httpx
 from pointlab.benchmark.perfstats import summarize
 from pointlab.bridge.study.store import Store
 
+from .serve import free_port
 from .stations_participant import ScriptedParticipant
 
 __all__ = ["measure_stations"]
@@ -40,12 +40,6 @@ __all__ = ["measure_stations"]
 POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"]
 TOKEN = "perf-stations-operator"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ms(values) -> dict:
@@ -62,7 +56,7 @@ class _Run:
     """One server with its station processes (a context manager; everything is stopped on exit)."""
 
     def __init__(self, folder: Path, db: str | None) -> None:
-        self.folder, self.zport, self.wport = folder, _free_port(), _free_port()
+        self.folder, self.zport, self.wport = folder, free_port(), free_port()
         self.base = f"http://127.0.0.1:{self.wport}"
         self.db = db or str(folder / "study.sqlite")
         self.procs: list[subprocess.Popen] = []

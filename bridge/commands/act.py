@@ -82,8 +82,11 @@ def start_or_fail(
     time_scale: float,
     foxglove_port: Optional[int] = None,
     depth_fps: Optional[float] = None,
+    **fields,
 ):
-    """``start_session`` for a command: bad input exits 2, a part that does not start exits 1."""
+    """``start_session`` for a command: bad input exits 2, a part that does not start exits 1.
+    ``fields``: more ``SessionConfig`` fields (``act station``: ``camera_fps``, ``domain_id``), named
+    in an error by their option (``--camera-fps``)."""
     from pydantic import ValidationError
 
     from pointlab.benchmark.agents_config import AgentsConfigError
@@ -104,6 +107,7 @@ def start_or_fail(
             time_scale=time_scale,
             foxglove_port=foxglove_port,
             recording=recording,
+            **fields,
         )
     except ValidationError as e:
         first = e.errors()[0]

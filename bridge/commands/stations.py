@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
-import threading
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import fail, require_writable_file
+from pointlab.benchmark.clikit import fail, require_writable_file, wait_until_stopped
 
 from pointlab.bridge.commands import sub
 
@@ -56,9 +54,7 @@ def act_station(
 
     The station connects out to --connect (no open port needed here), announces itself and takes
     trials until Ctrl-C; its trials are kept in --journal until the server acknowledges them."""
-    from pydantic import ValidationError
-
-    from pointlab.bridge.session import SessionConfig, SessionError, start_session
+    from pointlab.bridge.commands.act import start_or_fail
     from pointlab.bridge.stations.journal import Journal
     from pointlab.bridge.stations.station_node import StationNode
     from pointlab.bridge.stations.wire import ENDPOINT_RE, Offer, StationsError, check_name
@@ -75,24 +71,9 @@ def act_station(
     elif user is not None and user != name:
         fail(f"--user {user!r} is not the station's name {name!r}: a station logs in under its own name", 2)
     require_writable_file(journal, "--journal", sqlite=True)
-    try:
-        config = SessionConfig(
-            camera=camera,
-            robot=robot,
-            agents_config=agents,
-            calibration=calibration,
-            time_scale=time_scale,
-            camera_fps=camera_fps,
-            domain_id=domain_id,
-        )
-    except ValidationError as e:
-        fail(f"{e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}", 2)
-    try:
-        session = start_session(config)
-    except SessionError as e:
-        fail(str(e), 1)
-    except ValueError as e:
-        fail(str(e), 2)
+    session = start_or_fail(
+        camera, robot, agents, None, calibration, time_scale, camera_fps=camera_fps, domain_id=domain_id
+    )
     try:
         cal = "sim-exact" if calibration is None else hashlib.sha256(Path(calibration).read_bytes()).hexdigest()
         offer = Offer(
@@ -121,13 +102,8 @@ def act_station(
         except StationsError as e:
             fail(str(e), 1)
         typer.echo(f"Station {name}: camera={camera} robot={robot} scene={scene} -> {connect} (pid {os.getpid()})")
-        done = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: done.set())
         try:
-            while not done.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
+            wait_until_stopped()
         finally:
             node.close()
     finally:

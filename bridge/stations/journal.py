@@ -24,9 +24,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 
 from pointlab.bridge.stations.wire import TrialRecord, b64, unb64
 from pointlab.bridge.study.interrupted import INTERRUPTED_DETAIL
-from pointlab.bridge.trials.outcomes import Abort
 from pointlab.bridge.trials.ports import Slot
-from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.trials.record import TrialResult, unfinished_trial
 
 __all__ = ["Journal", "JournalStorePort"]
 
@@ -101,15 +100,13 @@ class Journal:
         with self._session() as s:
             for row in s.scalars(select(_Entry).where(_Entry.record.is_(None))).all():
                 note = json.loads(row.begun)
-                result = TrialResult(
-                    trial_id=row.trial_uid,
+                result = unfinished_trial(
+                    row.trial_uid,
                     agent=note["agent"],
                     instruction=note["instruction"],
                     action=note["action"],
-                    robot_outcome="interrupted",
-                    outcome="aborted",
-                    failure_stage="aborted",
-                    abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
+                    code="interrupted",
+                    detail=INTERRUPTED_DETAIL,
                     station=self.station,
                 )
                 row.record = TrialRecord(

@@ -49,10 +49,9 @@ from pointlab.bridge.stations.wire import (
     zenoh_config,
 )
 from pointlab.bridge.study.design import Step
-from pointlab.bridge.study.steps import step_of
-from pointlab.bridge.study.store import JUDGEMENTS, Store, StoreError
-from pointlab.bridge.trials.outcomes import Abort
-from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.study.steps import NotDue, step_of, store_judgement, store_sus
+from pointlab.bridge.study.store import Store, StoreError
+from pointlab.bridge.trials.record import TrialResult, unfinished_trial
 
 __all__ = ["StudyServer", "ServerBusy", "LOST_DETAIL"]
 
@@ -110,6 +109,7 @@ class StudyServer:
         self._ready: dict[int, tuple[str, int]] = {}  # participant -> (station, block) reset for it
         self._steps: dict[int, tuple[int, Step]] = {}  # participant -> (generation, next step): ``step``
         self._gen: dict[int, int] = {}  # participant -> writes about it so far
+        self._studies: dict[int, dict] = {}  # study id -> its row (``_study``)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session: Any = None
         self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0}
@@ -291,9 +291,7 @@ class StudyServer:
         def on_end() -> None:
             loop.call_soon_threadsafe(settle)
 
-        self.session.get(
-            key, zenoh.handlers.Callback(on_reply, on_end), payload=json.dumps(body).encode(), timeout=timeout_s
-        )
+        self.session.get(key, zenoh.handlers.Callback(on_reply, on_end), payload=reply_json(body), timeout=timeout_s)
         return await done
 
     async def command(self, name: str, verb: str, body: dict | None = None, timeout_s: float = COMMAND_S) -> dict:
@@ -329,16 +327,11 @@ class StudyServer:
             self._gen[participant_id] = self._gen.get(participant_id, 0) + 1
 
     def judge(self, participant: dict, trial_id: int, judgement: str) -> None:
-        """Store the participant's judgement of its pending trial. Raises ServerBusy (not pending),
-        ValueError (not a judgement)."""
-        if judgement not in JUDGEMENTS:
-            raise ValueError(f"judgement must be one of {list(JUDGEMENTS)}")
-        step = self.step(participant)
-        if step.kind != "judge" or step.trial_id != trial_id:
-            raise ServerBusy("there is no such trial waiting for your judgement")
+        """Store the participant's judgement of its pending trial (``steps.store_judgement``).
+        Raises ValueError (not a judgement), ServerBusy (no such trial pending, refused by the store)."""
         try:
-            self.store.set_judgement(trial_id, judgement)
-        except StoreError as e:
+            store_judgement(self.store, self.step(participant), trial_id, judgement)
+        except NotDue as e:
             raise ServerBusy(str(e)) from e
         finally:
             self._changed(participant["id"])
@@ -346,23 +339,24 @@ class StudyServer:
     def submit_sus(self, participant: dict, block: int, responses: list) -> None:
         """Store the block's SUS questionnaire and free the participant's station for the next in
         line. Raises ServerBusy (no questionnaire due), ``bridge.study.sus.SusError`` (bad responses)."""
-        step = self.step(participant)
-        if step.kind != "sus" or step.block != block:
-            raise ServerBusy("no questionnaire is due for this block")
         try:
-            self.store.save_survey(
-                responses,
-                study_id=participant["study_id"],
-                participant_id=participant["id"],
-                block=block,
-                agent=participant["agent_order"][block],
-            )
+            store_sus(self.store, participant, self.step(participant), block, responses)
+        except NotDue as e:
+            raise ServerBusy(str(e)) from e
         finally:
             self._changed(participant["id"])
         self.dispatch.release(participant["id"])  # its station is free for the next in line
 
+    def _study(self, study_id: int) -> dict:
+        """A study's row, read once: a study does not change after it is created (``Store`` has no
+        update), and a waiting participant's every poll needs its scene."""
+        got = self._studies.get(study_id)
+        if got is None:
+            got = self._studies[study_id] = self.store.study(study_id)
+        return got
+
     def _scene(self, participant: dict) -> str:
-        return str(self.store.study(participant["study_id"])["scene"] or "")
+        return str(self._study(participant["study_id"])["scene"] or "")
 
     async def _station_for(self, participant: dict, block: int) -> str:
         """The station ``participant`` runs ``block`` on: the one it holds, reset to the block's
@@ -431,7 +425,7 @@ class StudyServer:
         if not state.get("ok"):
             raise ServerBusy("the robot station did not answer; please wait")
         holding = bool(((state.get("state") or {}).get("belief") or {}).get("holding"))
-        study = self.store.study(participant["study_id"])
+        study = self._study(participant["study_id"])
         inflight = _Inflight(
             trial_id=uuid.uuid4().hex,
             slot={"study_id": participant["study_id"], "participant_id": participant["id"], "block": block},
@@ -480,15 +474,13 @@ class StudyServer:
         existing = self.store.trial_id_of(t.trial_id)
         if existing is not None:  # its record came in before the loss was noticed
             return existing
-        result = TrialResult(
-            trial_id=t.trial_id,
+        result = unfinished_trial(
+            t.trial_id,
             agent=t.agent,
             instruction=t.instruction,
             action=t.action,
-            robot_outcome="interrupted",
-            outcome="aborted",
-            failure_stage="aborted",
-            abort=Abort(code="station_lost", detail=LOST_DETAIL),
+            code="station_lost",
+            detail=LOST_DETAIL,
             station=t.station,
         )
         self.stats["lost_trials"] += 1

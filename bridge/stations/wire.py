@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pointlab.benchmark.records import dumps_json
 from pointlab.bridge.errors import BridgeError
 
 __all__ = [
@@ -172,7 +173,9 @@ def unb64(text: str) -> bytes:
 
 
 def reply_json(obj: Any) -> bytes:
-    return json.dumps(obj, allow_nan=False, separators=(",", ":")).encode()
+    """A payload's bytes: the project's strict JSON (``benchmark.records.dumps_json``: a non-finite
+    number is ``null``, as the store writes it), UTF-8."""
+    return dumps_json(obj, compact=True).encode()
 
 
 def zenoh_config(

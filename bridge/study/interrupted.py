@@ -23,8 +23,7 @@ from pointlab.bridge.recording.layout import Recording, RecordingLayout
 from pointlab.bridge.recording.recorder import image_frames
 from pointlab.bridge.recording.recover import RecoveryError, recover_bag, summarize_bag
 from pointlab.bridge.ros.msgs import TOPICS
-from pointlab.bridge.trials.outcomes import Abort
-from pointlab.bridge.trials.record import TrialResult
+from pointlab.bridge.trials.record import unfinished_trial
 
 __all__ = ["close_interrupted", "INTERRUPTED_DETAIL"]
 
@@ -119,15 +118,13 @@ def close_interrupted(store, recordings_dir: str | Path | None) -> list[dict]:
         started_ns = int(note["started_unix_s"] * 1e9)
         rec, kind = _recording(layout, uid, started_ns) if layout is not None else (None, "none")
         answer = _answer_in(layout, rec, uid) if layout is not None else {}
-        result = TrialResult(
-            trial_id=uid,
+        result = unfinished_trial(
+            uid,
             agent=note["agent"],
             instruction=note["instruction"],
             action=note["action"],
-            robot_outcome="interrupted",
-            outcome="aborted",
-            failure_stage="aborted",
-            abort=Abort(code="interrupted", detail=INTERRUPTED_DETAIL),
+            code="interrupted",
+            detail=INTERRUPTED_DETAIL,
             recording=None if rec is None else rec.model_dump(mode="json"),
             **answer,
         )

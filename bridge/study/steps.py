@@ -1,10 +1,18 @@
-"""A participant's next step, read from the store (``bridge.study.design.next_step`` over its rows)."""
+"""A participant's next step, read from the store (``bridge.study.design.next_step`` over its rows), and
+the two answers a step asks for: the judgement of a pending trial and a block's SUS questionnaire
+(stored only when the step is due; the single-process app and the study server both use these)."""
 
 from __future__ import annotations
 
+from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.study.design import Step, next_step
+from pointlab.bridge.study.store import JUDGEMENTS, StoreError
 
-__all__ = ["step_of"]
+__all__ = ["step_of", "NotDue", "store_judgement", "store_sus"]
+
+
+class NotDue(BridgeError):
+    """The participant's step does not ask for this now (the message is for the participant)."""
 
 
 def step_of(store, participant: dict) -> Step:
@@ -21,4 +29,39 @@ def step_of(store, participant: dict) -> Step:
         surveyed_blocks=surveyed,
         started_blocks=started,
         max_repeats=study.get("max_repeats", 2),
+    )
+
+
+def store_judgement(store, step: Step, trial_id, judgement) -> None:
+    """Store ``judgement`` of the trial ``step`` waits for.
+
+    Raises:
+        ValueError: ``judgement`` is not one of ``JUDGEMENTS``.
+        NotDue: no such trial waits for it, or the store refused it.
+    """
+    if judgement not in JUDGEMENTS:
+        raise ValueError(f"judgement must be one of {list(JUDGEMENTS)}")
+    if step.kind != "judge" or step.trial_id != trial_id:
+        raise NotDue("there is no such trial waiting for your judgement")
+    try:
+        store.set_judgement(trial_id, judgement)
+    except StoreError as e:
+        raise NotDue(str(e)) from e
+
+
+def store_sus(store, participant: dict, step: Step, block, responses) -> int:
+    """Store the SUS questionnaire of ``block`` when ``step`` asks for it; returns its id.
+
+    Raises:
+        NotDue: no questionnaire is due for ``block``.
+        pointlab.bridge.study.sus.SusError: the responses are not ten integers 1-5.
+    """
+    if step.kind != "sus" or step.block != block:
+        raise NotDue("no questionnaire is due for this block")
+    return store.save_survey(
+        responses,
+        study_id=participant["study_id"],
+        participant_id=participant["id"],
+        block=block,
+        agent=participant["agent_order"][block],
     )

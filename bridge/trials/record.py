@@ -20,6 +20,7 @@ from pointlab.robot.arm import MotionReport
 from pointlab.bridge.trials.outcomes import (
     ROBOT_OUTCOMES,
     Abort,
+    AbortCode,
     AutoCheck,
     FailureStage,
     Refusal,
@@ -29,7 +30,7 @@ from pointlab.bridge.trials.outcomes import (
 )
 from pointlab.bridge.trials.targeting import Target
 
-__all__ = ["TrialResult", "ROBOT_OUTCOMES", "text_problem"]
+__all__ = ["TrialResult", "ROBOT_OUTCOMES", "text_problem", "unfinished_trial"]
 
 
 class TrialResult(BaseModel):
@@ -107,6 +108,26 @@ class TrialResult(BaseModel):
         from pointlab.benchmark.records import finite_json
 
         return finite_json(self)
+
+
+def unfinished_trial(
+    trial_id: str, *, agent: str, instruction: str, action: str, code: AbortCode, detail: str, **fields: Any
+) -> TrialResult:
+    """The record of a trial whose end nobody saw (its session killed: ``interrupted``; its station
+    lost by the study server: ``station_lost``): ``aborted`` with ``code`` and ``detail``, and
+    ``robot_outcome = "interrupted"`` (what the arm did is not known). Not charged to the agent
+    (docs/trials.md, "Aborts"). ``fields``: more ``TrialResult`` fields (recording, answer, station)."""
+    return TrialResult(
+        trial_id=trial_id,
+        agent=agent,
+        instruction=instruction,
+        action=action,
+        robot_outcome="interrupted",
+        outcome="aborted",
+        failure_stage="aborted",
+        abort=Abort(code=code, detail=detail),
+        **fields,
+    )
 
 
 def text_problem(text: str) -> str | None:

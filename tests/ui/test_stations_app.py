@@ -3,13 +3,12 @@ known stations offer, the console's Release frees a station, the operator routes
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from fastapi.testclient import TestClient
 
 from pointlab.bridge.stations.server import StudyServer
 from pointlab.bridge.study.store import Store
+from pointlab.ui.serve import free_port
 from pointlab.ui.stations_app import create_server_app
 
 TOKEN = "operator-token-1"
@@ -19,9 +18,7 @@ OFFER = {"name": "s1", "scene": "tabletop", "arm": "sim", "camera": "sim", "sim"
 
 @pytest.fixture
 def client(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     store = Store(tmp_path / "study.sqlite")
     server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
     with TestClient(create_server_app(server, operator_token=TOKEN)) as c:

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..serve import free_port
+
 __all__ = ["measure_arena_perf", "bare_insert_times"]
 
 CHOICES = ("A", "B", "both_good", "both_bad")
@@ -61,14 +63,6 @@ def bare_insert_times(url: str, n: int = 200) -> list[float]:
     finally:
         engine.dispose()
     return out
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw):
@@ -375,7 +369,7 @@ def _run_load(
     end of the warm-up and at the end: ``cpu_from``, ``cpu_to``) and the measured wall time."""
     import httpx
 
-    port = _free_port()
+    port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="pointlab-perf-arena-"))
     cmd = [
         sys.executable,

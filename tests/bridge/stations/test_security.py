@@ -26,10 +26,7 @@ egress, default deny), https://github.com/eclipse-zenoh/zenoh/blob/main/DEFAULT_
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +34,9 @@ import pytest
 
 from pointlab.bridge.stations.security import read_credentials, station_acl
 from pointlab.bridge.stations.wire import zenoh_config
-from tests.bridge.stations.relay import Relay
+from tests.bridge.stations.support import Relay, ThreadLoop, free_port, wait_for
 
 PASSWORDS = {"s1": "pw-one-3f9a", "s2": "pw-two-77c1"}
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(cond, deadline_s: float, what: str):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if got := cond():
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
 
 
 def _write(path: Path, pairs: dict[str, str]) -> Path:
@@ -93,7 +75,7 @@ class _Router:
     def __init__(self, credentials: Path | None, acl: dict | None) -> None:
         import zenoh
 
-        self.port = _port()
+        self.port = free_port()
         self.endpoint = f"tcp/127.0.0.1:{self.port}"
         self.tokens: list[tuple[str, str]] = []  # (key, "PUT"|"DELETE")
         self.live: list[str] = []
@@ -173,7 +155,7 @@ def test_a_client_without_valid_credentials_fails_to_open_with_zenohs_client_def
         good.close()
     with pytest.raises(zenoh.ZError, match="Unable to connect"):
         _client(router.endpoint, user, password, give_up_s=0)
-    assert _wait(lambda: not router.client_zids(), 10, "the control client's transport to close")
+    assert wait_for(lambda: not router.client_zids(), 10, "the control client's transport to close")
 
 
 class _Opening:
@@ -221,8 +203,8 @@ def test_with_the_stations_settings_a_refused_client_keeps_retrying_and_never_ge
     try:
         assert good_relay.accepted == 1
         held.append(good.liveliness().declare_token("pointlab/station/s1"))
-        _wait(lambda: router.saw_token("pointlab/station/s1"), 10, "the control station's token")
-        _wait(lambda: relay.accepted >= 2, 15, "the refused client's second attempt")
+        wait_for(lambda: router.saw_token("pointlab/station/s1"), 10, "the control station's token")
+        wait_for(lambda: relay.accepted >= 2, 15, "the refused client's second attempt")
         assert not opening.done.is_set(), f"zenoh.open returned: {opening.session or opening.error!r}"
         assert router.client_zids() == {str(good.info.zid())}  # the refused client has no transport
         assert router.tokens == [("pointlab/station/s1", "PUT")]
@@ -264,8 +246,8 @@ def test_a_station_acts_under_its_own_name(router, s1, held):
         s1.liveliness().declare_subscriber("pointlab/server", lambda s: server_token.append(_kind(s)), history=True),
     ]
     held.append(s1.liveliness().declare_token("pointlab/station/s1"))
-    _wait(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token at the router")
-    _wait(lambda: server_token == ["PUT"], 10, "the server's token at s1")
+    wait_for(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token at the router")
+    wait_for(lambda: server_token == ["PUT"], 10, "the server's token at s1")
     assert _ok_replies(router.session.get("pointlab/station/s1/offer", timeout=10)) == [b"s1 answers"]
     assert _ok_replies(router.session.get("pointlab/station/s1/cmd/state", payload=b"{}", timeout=10)) == [
         b"s1 answers"
@@ -277,7 +259,7 @@ def test_a_station_acts_under_its_own_name(router, s1, held):
         pub.put(b"\xff\xd8 a frame")
         return router.live.count("pointlab/station/s1/live")
 
-    _wait(lambda: frames() >= 3, 10, "s1's live frames at the router")
+    wait_for(lambda: frames() >= 3, 10, "s1's live frames at the router")
     assert _ok_replies(s1.get("pointlab/server/records/s1", payload=b"{}", timeout=10)) == [b"ack"]
     assert router.records == ["pointlab/server/records/s1"]
 
@@ -290,7 +272,7 @@ def test_a_station_cannot_hold_another_stations_token(router, s1, held):
     token, declared after it on the same link, is (control and barrier)."""
     held.append(s1.liveliness().declare_token("pointlab/station/s2"))
     held.append(s1.liveliness().declare_token("pointlab/station/s1"))
-    _wait(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's own token")
+    wait_for(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's own token")
     history = [s.key_expr for s in _collect_tokens(router.session)]
     assert router.tokens == [("pointlab/station/s1", "PUT")]
     assert [str(k) for k in history] == ["pointlab/station/s1"]  # nor in the tokens' history
@@ -318,7 +300,7 @@ def test_a_station_cannot_answer_as_another_station(router, s1, held):
     ):
         held.append(s1.declare_queryable(key, answer))
     held.append(s1.liveliness().declare_token("pointlab/station/s1"))  # after the declarations on the same link
-    _wait(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token")
+    wait_for(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token")
     assert _ok_replies(router.session.get("pointlab/station/s1/offer", timeout=10)) == [b"s1 answers"]
     assert _ok_replies(router.session.get("pointlab/station/s1/cmd/home", timeout=10)) == [b"s1 answers"]
     assert _ok_replies(router.session.get("pointlab/station/s2/offer", timeout=3)) == []
@@ -337,7 +319,7 @@ def test_a_station_cannot_publish_as_another_station(router, s1):
         own.put(b"\xff\xd8 s1's frame")
         return router.live.count("pointlab/station/s1/live")
 
-    _wait(lambda: frames() >= 5, 10, "s1's own frames")
+    wait_for(lambda: frames() >= 5, 10, "s1's own frames")
     assert set(router.live) == {"pointlab/station/s1/live"}
 
 
@@ -368,7 +350,9 @@ def test_a_station_cannot_command_or_watch_another_station(router, s1, held):
         ]
         held.append(s2.liveliness().declare_token("pointlab/station/s2"))
         held.append(s1.liveliness().declare_token("pointlab/station/s1"))  # after s1's subscribers on the same link
-        _wait(lambda: router.saw_token("pointlab/station/s2") and router.saw_token("pointlab/station/s1"), 10, "tokens")
+        wait_for(
+            lambda: router.saw_token("pointlab/station/s2") and router.saw_token("pointlab/station/s1"), 10, "tokens"
+        )
         assert _ok_replies(router.session.get("pointlab/station/s2/cmd/estop", timeout=10)) == [b"s2 answers"]
         assert _ok_replies(s1.get("pointlab/station/s2/cmd/estop", timeout=3)) == []
         assert hits == ["pointlab/station/s2/cmd/estop"]
@@ -379,7 +363,7 @@ def test_a_station_cannot_command_or_watch_another_station(router, s1, held):
             pub.put(b"\xff\xd8 s2's frame")
             return router.live.count("pointlab/station/s2/live")
 
-        _wait(lambda: frames() >= 3, 10, "s2's frames at the server")
+        wait_for(lambda: frames() >= 3, 10, "s2's frames at the server")
         # barrier: a reply the router sends s1 after it routed those frames (one link, in order)
         assert _ok_replies(s1.get("pointlab/server/records/s1", payload=b"{}", timeout=10)) == [b"ack"]
         assert watched == []
@@ -397,18 +381,18 @@ def test_a_station_cannot_hold_the_servers_token(router, s1, held):
         held.append(
             s2.liveliness().declare_subscriber("pointlab/server", lambda s: seen.append(_kind(s)), history=True)
         )
-        _wait(lambda: seen == ["PUT"], 10, "the server's token at s2")
+        wait_for(lambda: seen == ["PUT"], 10, "the server's token at s2")
         held.append(s1.liveliness().declare_token("pointlab/server"))
         held.append(s1.liveliness().declare_token("pointlab/station/s1"))
-        _wait(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token")
+        wait_for(lambda: router.saw_token("pointlab/station/s1"), 10, "s1's token")
         router.token.undeclare()
-        _wait(lambda: seen == ["PUT", "DELETE"], 10, "s2 to see the server's token go")
+        wait_for(lambda: seen == ["PUT", "DELETE"], 10, "s2 to see the server's token go")
     finally:
         s2.close()
 
 
 @pytest.mark.slow
-def test_the_study_server_and_a_station_work_through_the_acl(credentials, tmp_path):
+def test_the_study_server_and_a_station_work_through_the_acl(credentials, tmp_path, study):
     """The real ``StudyServer`` (router, credentials file, ``station_acl``) and a real ``StationNode``
     logged in as s1: the station sees the server's token, the server finds it (token, then its offer),
     takes its live frames, commands it (``state``, the block's reset, a trial) and gets the trial's
@@ -417,38 +401,24 @@ def test_the_study_server_and_a_station_work_through_the_acl(credentials, tmp_pa
     from pointlab.bridge.stations.server import StudyServer
     from pointlab.bridge.stations.station_node import StationNode
     from pointlab.bridge.stations.wire import Offer
-    from pointlab.bridge.study.design import DESIGN, invite_participant
-    from pointlab.bridge.study.store import Store
     from pointlab.sim_mock.scripted_station import ScriptedWorld
 
-    store = Store(tmp_path / "study.sqlite")
-    sid = store.create_study(
-        agents=["sim-oracle", "sim-noisy"],
-        trials_per_agent=2,
-        scene="tabletop",
-        design=DESIGN,
-        reveal_low_s=0.0,  # the trial's reveal wait is not what this test is about
-        reveal_high_s=0.0,
-    )
-    pid, _ = invite_participant(store, sid, label="P1")
-    participant = store.participant(pid)
-    endpoint = f"tcp/127.0.0.1:{_port()}"
-    loop = asyncio.new_event_loop()
-    loop_thread = threading.Thread(target=loop.run_forever, daemon=True)
-    loop_thread.start()
+    store, participant = study
+    endpoint = f"tcp/127.0.0.1:{free_port()}"
+    loop = ThreadLoop()
 
     def run(coro, timeout: float = 30.0):
-        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+        return loop.run(coro, timeout)
 
     server = StudyServer(
         store, listen=[endpoint], credentials_file=str(credentials), acl=station_acl(credentials), lease_s=1.0
     )
-    server.start(loop)
+    server.start(loop.loop)
     world = ScriptedWorld()
     offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
     made: list = []  # the node, or why it could not be made
 
-    def make() -> None:  # StationNode retries a refused login forever: bounded here, a test never hangs
+    def make() -> None:  # StationNode retries a refused login for its connect timeout: bounded here too
         try:
             made.append(
                 StationNode(
@@ -468,29 +438,27 @@ def test_the_study_server_and_a_station_work_through_the_acl(credentials, tmp_pa
     threading.Thread(target=make, name="station-node", daemon=True).start()
     node = None
     try:
-        (node,) = _wait(lambda: made, 15, "the station to log in")
+        (node,) = wait_for(lambda: made, 15, "the station to log in")
         assert isinstance(node, StationNode), f"the station could not open: {node!r}"
-        _wait(lambda: node.server_up, 10, "the server's token at the station")
-        _wait(
+        wait_for(lambda: node.server_up, 10, "the server's token at the station")
+        wait_for(
             lambda: "s1" in server.dispatch.stations and server.dispatch.stations["s1"].status == "idle",
             10,
             "the server to find s1 and its offer",
         )
         assert server.dispatch.stations["s1"].offer["name"] == "s1"
-        _wait(lambda: "s1" in server.live, 10, "s1's live frames at the server")
+        wait_for(lambda: "s1" in server.live, 10, "s1's live frames at the server")
         assert run(server.command("s1", "state", timeout_s=10))["ok"] is True
         run(server.start_block(participant))
         row = run(server.run_trial(participant, "pick up the red disc"), 60)
         assert store.trial(row)["trial_uid"]
-        _wait(lambda: node.journal.counts()["undelivered"] == 0, 15, "the journal's delivery to be acknowledged")
+        wait_for(lambda: node.journal.counts()["undelivered"] == 0, 15, "the journal's delivery to be acknowledged")
         assert server.stats["refused"] == 0 and len(store.trials()) == 1
     finally:
         if isinstance(node, StationNode):
             node.close()
         server.close()
-        loop.call_soon_threadsafe(loop.stop)
-        loop_thread.join(5)
-        store.close()
+        loop.stop()
 
 
 # -- 4. the credentials file -------------------------------------------------------------------------

@@ -9,10 +9,7 @@ scripted one of the web app's tests, so a trial takes a known time and its arm c
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import threading
 import time
 
 import pytest
@@ -21,62 +18,11 @@ from pointlab.bridge.stations.journal import Journal
 from pointlab.bridge.stations.server import StudyServer
 from pointlab.bridge.stations.station_node import StationNode
 from pointlab.bridge.stations.wire import Offer, StationsError, TrialRecord, zenoh_config
-from pointlab.bridge.study.design import DESIGN, invite_participant
-from pointlab.bridge.study.store import Store
 from pointlab.bridge.trials.record import TrialResult
 from pointlab.sim_mock.scripted_station import ScriptedWorld
+from tests.bridge.stations.support import Relay, ThreadLoop, free_port, wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(cond, deadline_s: float, what: str):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if got := cond():
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
-
-
-class _Loop:
-    """An asyncio loop in a thread (the server's, as uvicorn's would be)."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro, timeout: float = 60.0):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def submit(self, coro):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-@pytest.fixture
-def study(tmp_path):
-    store = Store(tmp_path / "study.sqlite")
-    sid = store.create_study(
-        agents=["sim-oracle", "sim-noisy"],
-        trials_per_agent=2,
-        scene="tabletop",
-        design=DESIGN,
-        reveal_low_s=0.0,  # the pick is commanded at once (a reveal time would only make the test wait)
-        reveal_high_s=0.0,
-    )
-    pid, _token = invite_participant(store, sid, label="P1")
-    yield store, store.participant(pid)
-    store.close()
 
 
 def _record(uid: str, station: str, slot: dict) -> TrialRecord:
@@ -88,8 +34,8 @@ def test_records_are_stored_once_and_a_record_under_another_name_is_refused(stud
     import zenoh
 
     store, p = study
-    port = _port()
-    loop = _Loop()
+    port = free_port()
+    loop = ThreadLoop()
     server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
     server.start(loop.loop)
     client = zenoh.open(zenoh_config(mode="client", connect=[f"tcp/127.0.0.1:{port}"]))
@@ -126,18 +72,18 @@ def test_records_are_stored_once_and_a_record_under_another_name_is_refused(stud
 
 def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_server(study, tmp_path):
     store, p = study
-    port = _port()
+    port = free_port()
     endpoint = f"tcp/127.0.0.1:{port}"
     world = ScriptedWorld(motion_s=3.0)  # the pick's motion lasts 3 s: the server goes during it
     station = world.station()
     offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
-    loop = _Loop()
+    loop = ThreadLoop()
     server = StudyServer(store, listen=[endpoint], lease_s=1.0)
     server.start(loop.loop)
     node = StationNode(station, offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[endpoint], lease_s=1.0)
     try:
         assert node.wait_server(20)
-        _wait(
+        wait_for(
             lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle",
             20,
             "s1 idle",
@@ -145,25 +91,25 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
         loop.run(server.start_block(p))
         assert world.scene_restores == 1  # the block's reset ran on the station
         trial = loop.submit(server.run_trial(p, "pick up the red disc"))
-        _wait(lambda: "pick" in world.commands, 20, "the pick to be commanded")
+        wait_for(lambda: "pick" in world.commands, 20, "the pick to be commanded")
         loop.loop.call_soon_threadsafe(server.close)  # the server goes in the middle of the motion
-        _wait(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
+        wait_for(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
         assert world.halts == 1
         lost_row = trial.result(30)  # the server stored the trial it lost as station_lost
         assert store.trial(lost_row)["abort"]["code"] == "station_lost"
-        (kept,) = _wait(lambda: node.journal.undelivered(), 20, "the station's own record in its journal")
+        (kept,) = wait_for(lambda: node.journal.undelivered(), 20, "the station's own record in its journal")
         assert kept.result["trial_id"] == store.trial(lost_row)["trial_uid"]
         assert kept.result["abort"]["code"] == "operator_abort"  # its own view: a controlled stop
 
         again = StudyServer(store, listen=[endpoint])  # the server is back on the same endpoint
         again.start(loop.loop)
         try:
-            _wait(
+            wait_for(
                 lambda: again.dispatch.stations.get("s1") and again.dispatch.stations["s1"].status == "idle",
                 30,
                 "found",
             )
-            _wait(lambda: node.journal.counts()["undelivered"] == 0, 30, "the journal delivered")
+            wait_for(lambda: node.journal.counts()["undelivered"] == 0, 30, "the journal delivered")
             assert again.stats["duplicates"] == 1 and again.stats["records"] == 0  # the trial is stored once
             assert len(store.trials()) == 1
             # the console's e-stop reaches the station, which stops its arm itself
@@ -192,7 +138,7 @@ def test_a_station_that_reaches_no_server_says_so_after_its_connect_timeout(tmp_
             world.station(),
             offer,
             Journal(tmp_path / "s9.sqlite", "s9"),
-            connect=[f"tcp/127.0.0.1:{_port()}"],  # nothing listens there
+            connect=[f"tcp/127.0.0.1:{free_port()}"],  # nothing listens there
             connect_timeout_s=2.0,
         )
     assert time.monotonic() - t0 < 30  # it gave up instead of retrying forever
@@ -200,11 +146,9 @@ def test_a_station_that_reaches_no_server_says_so_after_its_connect_timeout(tmp_
 
 def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the_station(study, tmp_path):
     """A pulled cable, not a kill: no FIN, no reset; each side notices through Zenoh's lease only."""
-    from tests.bridge.stations.relay import Relay
-
     store, p = study
-    port = _port()
-    loop = _Loop()
+    port = free_port()
+    loop = ThreadLoop()
     server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"], lease_s=1.0)
     server.start(loop.loop)
     relay = Relay(port)
@@ -213,22 +157,22 @@ def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the
     offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
     node = StationNode(station, offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[relay.endpoint], lease_s=1.0)
     try:
-        _wait(
+        wait_for(
             lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle", 20, "idle"
         )
         loop.run(server.start_block(p))
         trial = loop.submit(server.run_trial(p, "pick up the red disc"))
-        _wait(lambda: "pick" in world.commands, 20, "the pick to be commanded")
+        wait_for(lambda: "pick" in world.commands, 20, "the pick to be commanded")
         relay.cut()
         lost_row = trial.result(30)  # the server's side: the lease ran out
         assert store.trial(lost_row)["abort"]["code"] == "station_lost"
         assert server.dispatch.stations["s1"].status == "offline"
-        _wait(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
+        wait_for(lambda: node.halts_on_server_loss == 1, 20, "the station to halt on its own")
         assert world.halts == 1
         relay.heal()  # the cable is back: the station reconnects by itself and delivers its record
-        _wait(lambda: server.dispatch.stations["s1"].status == "idle", 30, "the station back")
+        wait_for(lambda: server.dispatch.stations["s1"].status == "idle", 30, "the station back")
         # its halted trial finishes (the controlled stop's recovery) and is delivered
-        _wait(lambda: node.journal.counts() == {"finished": 1, "undelivered": 0, "refused": 0}, 60, "delivered")
+        wait_for(lambda: node.journal.counts() == {"finished": 1, "undelivered": 0, "refused": 0}, 60, "delivered")
         assert server.stats["duplicates"] == 1 and len(store.trials()) == 1  # one trial, the server's record
     finally:
         node.close()
@@ -239,15 +183,15 @@ def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the
 
 def test_a_second_station_with_the_same_name_is_refused(study, tmp_path):
     store, _p = study
-    port = _port()
-    loop = _Loop()
+    port = free_port()
+    loop = ThreadLoop()
     server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
     server.start(loop.loop)
     world = ScriptedWorld()
     offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
     first = StationNode(world.station(), offer, Journal(tmp_path / "a.sqlite", "s1"), connect=[f"tcp/127.0.0.1:{port}"])
     try:
-        _wait(lambda: "s1" in server.dispatch.stations, 20, "the first s1")
+        wait_for(lambda: "s1" in server.dispatch.stations, 20, "the first s1")
         with pytest.raises(StationsError, match="a station named 's1' is already connected"):
             StationNode(
                 ScriptedWorld().station(),

@@ -13,17 +13,16 @@ import asyncio
 import concurrent.futures
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import _reserve_domain
+from tests.bridge.stations.support import free_port, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.browser]
 
@@ -31,22 +30,6 @@ POINTLAB = [sys.executable, "-c", "from pointlab.bridge.cli import main; main()"
 TOKEN = "operator-token-e2e"
 AGENTS = ["sim-oracle", "sim-noisy"]
 TRIALS_PER_AGENT = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(cond, deadline_s: float, what: str):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
 
 
 @pytest.fixture
@@ -87,7 +70,7 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
     from pointlab.bridge.study.store import Store
     from pointlab.ui.stations_participant import ScriptedParticipant
 
-    zport, wport = _free_port(), _free_port()
+    zport, wport = free_port(), free_port()
     base = f"http://127.0.0.1:{wport}"
     auth = {"Authorization": f"Bearer {TOKEN}"}
     domains = [_reserve_domain() for _ in range(2)]
@@ -107,7 +90,7 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             except httpx.HTTPError:
                 return None
 
-        _wait(
+        wait_for(
             lambda: (c := console()) and sum(s["status"] == "idle" for s in c["stations"]) == 2, 180, "2 idle stations"
         )
         study = httpx.post(
@@ -179,7 +162,7 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             kept_there = dict(journal.execute("SELECT trial_uid, delivered_unix_s FROM journal").fetchall())
             return all(kept_there.get(r["trial_uid"]) is not None for r in after)
 
-        _wait(delivered, 30, "the survivor's journal to hold every later trial, acknowledged")
+        wait_for(delivered, 30, "the survivor's journal to hold every later trial, acknowledged")
 
         # the operator's console, in Chromium: both stations, the killed one offline with its loss counted
         page = chromium.new_page()

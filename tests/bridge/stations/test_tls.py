@@ -5,21 +5,15 @@ The CA and the server certificate are made by ``trustme`` (a test CA, PyPI) for 
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 import zenoh
 
 from pointlab.bridge.stations.wire import zenoh_config
+from tests.bridge.stations.support import free_port
 
 pytestmark = pytest.mark.slow  # the refused clients wait out their connect timeout
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -35,7 +29,7 @@ def tls_files(tmp_path):
 
 
 def test_a_station_trusting_the_ca_joins_over_tls_and_others_do_not(tls_files):
-    port = _port()
+    port = free_port()
     server = zenoh.open(
         zenoh_config(
             mode="router",

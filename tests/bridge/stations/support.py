@@ -1,11 +1,27 @@
-"""A TCP relay for the stations' tests: counts connection attempts, and cuts the network."""
+"""What the stations' tests share: a free port, a wait on a condition, and a TCP relay that counts
+connection attempts and cuts the network."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
+import time
 
-__all__ = ["Relay"]
+from pointlab.ui.serve import free_port
+
+__all__ = ["Relay", "ThreadLoop", "free_port", "wait_for"]
+
+
+def wait_for(cond, deadline_s: float, what: str):
+    """``cond()``'s first truthy value, polled every 20 ms; AssertionError naming ``what`` after
+    ``deadline_s`` seconds."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if got := cond():
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {deadline_s:.0f} s waiting for {what}")
 
 
 class Relay:
@@ -79,3 +95,22 @@ class Relay:
             except OSError:
                 pass
             s.close()
+
+
+class ThreadLoop:
+    """An asyncio loop in a thread (a study server's, as uvicorn's would be)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro, timeout: float = 60.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def submit(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
