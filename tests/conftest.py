@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.astparse import serialize_ast_parse
+
+# Before any test thread runs: CPython 3.11.7 cannot build two ASTs at once (tests/astparse.py).
+serialize_ast_parse()
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("POINTLAB_SHARED_DATA", REPO.parent / "shared" / "data"))
 CHROMIUM = os.environ.get("POINTLAB_CHROMIUM", "/usr/bin/chromium")

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from pointlab.perception.errors import PointlabError
-from tests.astparse import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 BASES = {
@@ -36,7 +35,7 @@ def error_classes():
     for pkg in BASES:
         for path in sorted((REPO / pkg).rglob("*.py")):
             module = "pointlab." + ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-            for node in parse_source(path.read_text(encoding="utf-8")).body:  # module-level classes
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module-level classes
                 if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and node.bases:
                     yield module, node.name
 
@@ -75,7 +74,7 @@ def test_no_code_matches_error_messages():
     bad = []
     for pkg in BASES:
         for path in sorted((REPO / pkg).rglob("*.py")):
-            for node in ast.walk(parse_source(path.read_text(encoding="utf-8"))):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                     right = [ast.unparse(c) for c in node.comparators]
                     if any(r.startswith("str(e") or r.startswith("str(exc") for r in right):

@@ -16,7 +16,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from tests.astparse import parse_source
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("perception", "robot", "benchmark", "bridge", "ui", "sim_mock")
@@ -42,7 +41,7 @@ def _imports(path: Path, root: Path, _mtime_ns: int) -> tuple[tuple[str, int], .
     # the package a relative import starts from: the folder, for a module and for an __init__ alike
     package_parts = path.relative_to(root).parts[:-1]
     out = []
-    for node in ast.walk(parse_source(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
