@@ -135,8 +135,9 @@ class SessionConfig(BaseModel):
         ready_timeout_s: how long to wait for the first frame and arm state (a warning, not an error).
         graph_check_s: how long to watch DDS discovery for another session on the same ROS graph
             (``ros.graph_guard``) before the arm is connected; 0 skips the check.
-        recording: per-trial recordings (MCAP + clip beside the store, docs/recording.md); ``None``
-            records nothing. Without a ``db_path`` nothing is recorded either (no folder to put them).
+        recording: per-trial recordings (MCAP + clip beside the store, or in ``recording.dir``,
+            docs/recording.md); ``None`` records nothing. Without a ``db_path`` or a ``recording.dir``
+            nothing is recorded either (no folder to put them).
         foxglove_port: serve the topics live over the Foxglove WebSocket protocol on 127.0.0.1 at
             this port (``bridge.ros.foxglove_live``; 0: any free port); ``None``: no server.
     """
@@ -325,7 +326,8 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
         session._closers.append(lambda: _close_agents(session.pointing_node, agents))
         host.start()
         recorder = None
-        if config.recording is not None and config.db_path is not None:
+        # a folder for the recordings: beside the store, or the one given (a station has no study store)
+        if config.recording is not None and (config.db_path is not None or config.recording.dir is not None):
             from pointlab.bridge.ros.recorder import TrialRecorder
 
             from pointlab.bridge.recording.static_tf import StaticTransform

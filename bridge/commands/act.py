@@ -82,11 +82,13 @@ def start_or_fail(
     time_scale: float,
     foxglove_port: Optional[int] = None,
     depth_fps: Optional[float] = None,
+    recordings_dir: Optional[Path] = None,
     **fields,
 ):
     """``start_session`` for a command: bad input exits 2, a part that does not start exits 1.
     ``fields``: more ``SessionConfig`` fields (``act station``: ``camera_fps``, ``domain_id``), named
-    in an error by their option (``--camera-fps``)."""
+    in an error by their option (``--camera-fps``). ``recordings_dir``: record each trial there even
+    without a ``db`` (a station's recordings beside its journal)."""
     from pydantic import ValidationError
 
     from pointlab.benchmark.agents_config import AgentsConfigError
@@ -97,6 +99,8 @@ def start_or_fail(
     if db is not None:
         require_writable_file(db, "--db", sqlite=True)  # before the sim, the camera or the arm start
     recording = recording_config(depth_fps=depth_fps)
+    if recordings_dir is not None:
+        recording = recording.model_copy(update={"dir": Path(recordings_dir)})
     try:
         config = SessionConfig(
             camera=camera,

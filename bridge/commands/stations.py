@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from pointlab.benchmark.clikit import fail, require_writable_file, wait_until_stopped
+from pointlab.benchmark.clikit import fail, require_writable_file, unwritable, wait_until_stopped
 
 from pointlab.bridge.commands import sub
 
@@ -32,6 +32,12 @@ def act_station(
         "--journal",
         help="SQLite file of this station's trials until the server has them",
     ),
+    recordings: Optional[Path] = typer.Option(
+        None,
+        "--recordings",
+        help="folder of this station's per-trial MCAP recordings (default: recordings/NAME beside --journal)",
+    ),
+    record: bool = typer.Option(True, "--record/--no-record", help="record each trial (MCAP + clip)"),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="T_base_camera file (default: sim exact)"),
     time_scale: float = typer.Option(1.0, "--time-scale", min=0.0, help="sim arm motion-time multiplier"),
     camera_fps: float = typer.Option(10.0, "--camera-fps", min=0.1, max=90.0, help="camera node rate, frames/s"),
@@ -55,6 +61,7 @@ def act_station(
     The station connects out to --connect (no open port needed here), announces itself and takes
     trials until Ctrl-C; its trials are kept in --journal until the server acknowledges them."""
     from pointlab.bridge.commands.act import start_or_fail
+    from pointlab.bridge.recording.layout import default_recordings_dir
     from pointlab.bridge.stations.journal import Journal
     from pointlab.bridge.stations.station_node import StationNode
     from pointlab.bridge.stations.wire import ENDPOINT_RE, Offer, StationsError, check_name
@@ -71,8 +78,21 @@ def act_station(
     elif user is not None and user != name:
         fail(f"--user {user!r} is not the station's name {name!r}: a station logs in under its own name", 2)
     require_writable_file(journal, "--journal", sqlite=True)
+    rec_dir = None
+    if record:
+        rec_dir = recordings if recordings is not None else default_recordings_dir(journal) / name
+        if (why := unwritable(rec_dir)) is not None or rec_dir.is_file():
+            fail(f"--recordings {rec_dir}: {why or 'is a file, not a folder'}", 2)
     session = start_or_fail(
-        camera, robot, agents, None, calibration, time_scale, camera_fps=camera_fps, domain_id=domain_id
+        camera,
+        robot,
+        agents,
+        None,
+        calibration,
+        time_scale,
+        recordings_dir=rec_dir,
+        camera_fps=camera_fps,
+        domain_id=domain_id,
     )
     try:
         cal = "sim-exact" if calibration is None else hashlib.sha256(Path(calibration).read_bytes()).hexdigest()
@@ -91,7 +111,7 @@ def act_station(
             node = StationNode(
                 session.station,
                 offer,
-                Journal(journal, name),
+                Journal(journal, name, recordings_dir=rec_dir),
                 connect=[connect],
                 user=user,
                 password=password,

@@ -23,9 +23,9 @@ from sqlalchemy import Float, String, Text, create_engine, event, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from pointlab.bridge.stations.wire import TrialRecord, b64, unb64
-from pointlab.bridge.study.interrupted import INTERRUPTED_DETAIL
+from pointlab.bridge.study.interrupted import close_interrupted
 from pointlab.bridge.trials.ports import Slot
-from pointlab.bridge.trials.record import TrialResult, unfinished_trial
+from pointlab.bridge.trials.record import TrialResult
 
 __all__ = ["Journal", "JournalStorePort"]
 
@@ -57,10 +57,13 @@ class Journal:
     Args:
         path: the SQLite file (created with its folder's parent existing).
         station: the station's name (written into every record).
+        recordings_dir: the station's recordings folder (``None``: it records nothing), where a killed
+            trial's cut recording is recovered from.
     """
 
-    def __init__(self, path: str | Path, station: str) -> None:
+    def __init__(self, path: str | Path, station: str, recordings_dir: str | Path | None = None) -> None:
         self.path, self.station = Path(path), station
+        self.recordings_dir = None if recordings_dir is None else Path(recordings_dir)
         self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
         event.listen(self._engine, "connect", _pragmas)
         _Base.metadata.create_all(self._engine)
@@ -93,27 +96,35 @@ class Journal:
             row.record = record.model_dump_json()
         return record
 
-    def close_interrupted(self) -> int:
-        """Turn every begun-never-finished note into an ``interrupted`` record (a killed station's
-        trial); returns how many."""
-        n = 0
+    def unfinished_trials(self) -> list[dict]:
+        """Trials begun and never finished (a killed station's), as ``bridge.study.interrupted``
+        reads them from a study store: ``trial_uid``, ``started_unix_s``, ``agent``, ``instruction``,
+        ``action``, ``study_id``, ``participant_id``, ``block``."""
         with self._session() as s:
-            for row in s.scalars(select(_Entry).where(_Entry.record.is_(None))).all():
+            rows = s.scalars(select(_Entry).where(_Entry.record.is_(None)).order_by(_Entry.begun_unix_s)).all()
+            out = []
+            for row in rows:
                 note = json.loads(row.begun)
-                result = unfinished_trial(
-                    row.trial_uid,
-                    agent=note["agent"],
-                    instruction=note["instruction"],
-                    action=note["action"],
-                    code="interrupted",
-                    detail=INTERRUPTED_DETAIL,
-                    station=self.station,
+                out.append(
+                    {
+                        "trial_uid": row.trial_uid,
+                        "started_unix_s": row.begun_unix_s,
+                        **{k: note[k] for k in ("agent", "instruction", "action")},
+                        **{k: note["slot"][k] for k in ("study_id", "participant_id", "block")},
+                    }
                 )
-                row.record = TrialRecord(
-                    station=self.station, slot=note["slot"], result=result.model_dump(mode="json")
-                ).model_dump_json()
-                n += 1
-        return n
+            return out
+
+    def save_trial(self, result: TrialResult, *, study_id: int, participant_id: int, block: int) -> str:
+        """Keep ``result`` (no frames) as the study store's ``save_trial`` does; returns its id."""
+        self.finish(result, Slot(study_id=study_id, participant_id=participant_id, block=block), {})
+        return result.trial_id
+
+    def close_interrupted(self) -> list[dict]:
+        """Turn every begun-never-finished note into an ``aborted`` / ``interrupted`` record (a killed
+        station's trial), its recording recovered from ``recordings_dir`` and linked, by the single-process
+        session's rule (``bridge.study.interrupted.close_interrupted``); returns one item per trial."""
+        return close_interrupted(self, self.recordings_dir)
 
     def undelivered(self, limit: int = 50) -> list[TrialRecord]:
         """Finished records the server has not acknowledged, oldest first."""

@@ -102,7 +102,7 @@ class StationNode:
         self._wake = threading.Event()
         self._saved: dict[str, TrialRecord] = {}  # finished records not yet replied to their order
         self.station.ports.store = JournalStorePort(journal, on_saved=self._on_saved)
-        n = journal.close_interrupted()
+        n = len(journal.close_interrupted())
         if n:
             log.warning("%d trial(s) were running when this station stopped: kept as interrupted for delivery", n)
         self.loop = asyncio.new_event_loop()

@@ -5,12 +5,16 @@ Checked against PostgreSQL and the surviving station's own journal, not against 
 every trial a participant was answered with is stored once; the killed trial is ``aborted`` /
 ``station_lost`` and was never charged (each participant still has ``trials_per_agent`` kept trials per
 block); its participant finished on the other station; every judgement and questionnaire is there once.
+Each station recorded its trials (MCAP beside its journal); the killed one, started again on its
+journal, closes its cut trial as ``interrupted`` with the recording recovered and delivers it, and the
+server keeps one row for that trial.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
 import signal
 import sqlite3
@@ -164,6 +168,19 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
 
         wait_for(delivered, 30, "the survivor's journal to hold every later trial, acknowledged")
 
+        # every trial that reached the arm was recorded at its station: the MCAP named in the stored
+        # record is in that station's recordings folder (recordings/NAME beside its journal)
+        moved = [r for r in after if r["robot_outcome"] == "done"]
+        assert moved, [(r["robot_outcome"], r["outcome"]) for r in after]
+        for r in moved:
+            rec = r["recording"]
+            assert rec and rec["mcap"] and rec["errors"] == [], rec
+            bag = tmp_path / "recordings" / survivor / rec["bag"]
+            # (mcap_bytes counts the bag's metadata.yaml as well: docs/recording.md)
+            assert sum(f.stat().st_size for f in bag.iterdir()) == rec["mcap_bytes"] > 0
+            assert (tmp_path / "recordings" / survivor / rec["mcap"]).parent == bag
+            assert rec["color_frames"] >= 1
+
         # the operator's console, in Chromium: both stations, the killed one offline with its loss counted
         page = chromium.new_page()
         try:
@@ -176,6 +193,32 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             assert "1 lost with their station" in page.inner_text("#records")
         finally:
             page.close()
+
+        # the killed station comes back on its journal: the trial it was running is closed there as
+        # interrupted, its cut recording recovered beside it, and delivered; the server keeps its own
+        # station_lost row (the same trial id) and counts the late one as a duplicate, not a second trial
+        kj = tmp_path / f"{killed['name']}.sqlite"
+        (begun,) = sqlite3.connect(kj).execute("SELECT trial_uid FROM journal WHERE record IS NULL").fetchall()
+        assert begun[0] == lost[0]["trial_uid"]
+        d = domains[0][0] if killed["name"] == "s1" else domains[1][0]
+        stations[killed["name"]] = _station(killed["name"], zport, tmp_path, d)
+
+        def late_delivered() -> bool:
+            got = (
+                sqlite3.connect(kj)
+                .execute("SELECT record, delivered_unix_s FROM journal WHERE trial_uid = ?", (begun[0],))
+                .fetchone()
+            )
+            return got is not None and got[0] is not None and got[1] is not None
+
+        wait_for(late_delivered, 180, "the restarted station to deliver its interrupted trial")
+        record = json.loads(sqlite3.connect(kj).execute("SELECT record FROM journal").fetchone()[0])
+        assert record["result"]["abort"]["code"] == "interrupted"
+        cut = record["result"]["recording"]
+        assert cut is not None and cut["ended_by"] == "interrupted", cut
+        assert (tmp_path / "recordings" / killed["name"] / cut["bag"]).exists()
+        assert len(store.trials(study_id=study["study_id"])) == len(rows)  # no second row
+        assert store.trial(lost[0]["id"])["abort"]["code"] == "station_lost"
         store.close()
     finally:
         for p in [*stations.values(), server]:
