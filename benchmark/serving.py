@@ -38,9 +38,10 @@ WS_PER_MESSAGE_DEFLATE = False
 
 
 def serve_in_thread(
-    app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0
+    app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0, lifespan: str = "off"
 ) -> tuple[str, Callable[[], None]]:
-    """Run ``app`` with uvicorn in a daemon thread.
+    """Run ``app`` with uvicorn in a daemon thread (``lifespan``: uvicorn's setting; ``"on"`` runs the
+    app's startup and shutdown, which the study server's app needs).
 
     Returns:
         ``(base_url, stop)``: ``base_url`` is ``http://HOST:PORT/v1`` with the actual port; ``stop()``
@@ -56,7 +57,7 @@ def serve_in_thread(
     actual = sock.getsockname()[1]
     server = uvicorn.Server(
         uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE
+            app, log_level="warning", lifespan=lifespan, access_log=False, ws_per_message_deflate=WS_PER_MESSAGE_DEFLATE
         )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"model-server:{actual}", daemon=True)

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import secrets
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.bridge.stations.server import ServerBusy, StudyServer
 from pointlab.bridge.study.design import DESIGN, alias, invite_participant
+from pointlab.bridge.study.store import StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
 from .flow import blinded_trial
@@ -166,13 +167,35 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         tokens = [invite_participant(store, sid, label=f"P{i + 1}")[1] for i in range(body.participants)]
         return {"study_id": sid, "tokens": tokens}
 
+    @app.get("/p/{token}", response_class=HTMLResponse)
+    def participant_page(token: str) -> HTMLResponse:
+        """The participant page of ``pointlab act`` (``static/participant.html``), talking to this
+        server's JSON API (``static/participant_http.js``) instead of a websocket."""
+        if store.participant_by_token(token) is None:
+            return HTMLResponse((STATIC / "invalid.html").read_text(encoding="utf-8"), status_code=404)
+        page = (STATIC / "participant.html").read_text(encoding="utf-8")
+        return HTMLResponse(page.replace("<body>", '<body data-transport="http">', 1))
+
     @app.get("/api/p/{token}")
     def state(p: P) -> dict:
+        """The participant's state in the shape of the single-process page's ``state`` message
+        (``ui.flow.participant_state``), for the station the participant holds."""
         step = server.step(p)
+        name = server.dispatch.station_of(p["id"])
+        status = server.status.get(name, {}) if name else {}
+        view = server.dispatch.stations.get(name) if name else None
+        line = server.dispatch.position(p["id"])
         out: dict[str, Any] = {
+            "type": "state",
+            "label": p["label"],
             "step": step.to_dict(),
-            "has_station": server.dispatch.station_of(p["id"]) is not None,
-            "queue_position": server.dispatch.position(p["id"]),
+            "has_station": name is not None,
+            "queue_position": line,
+            "queue_length": len(server.dispatch.waiting),
+            "action": status.get("next_action", "pick"),
+            "arm_busy": view is not None and view.status in ("in_trial", "resetting"),
+            "stopped": bool(status.get("stopped")),
+            "not_ready": bool(status.get("needs_reset")) and not status.get("stopped"),
             "pending_trial": None,
         }
         if step.kind == "judge" and step.trial_id is not None:
@@ -180,6 +203,23 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         if step.kind == "sus":
             out["sus_items"] = list(SUS_ITEMS)
         return out
+
+    @app.get("/api/p/{token}/trials/{trial_id}/frame")
+    def trial_frame(trial_id: int, p: P, which: Literal["before", "after"] = "before") -> Response:
+        """The frame the agent saw (``before``) or the frame after the arm stopped (``after``) of one
+        of the caller's own trials, as the station delivered them with the record. 404 for anything
+        else (one message, so other participants' trial ids are not revealed)."""
+        not_found = HTTPException(404, "no frame for this trial")
+        try:
+            row = store.trial(trial_id)
+        except StoreError:
+            raise not_found from None
+        if row.get("participant_id") != p["id"]:
+            raise not_found
+        jpeg = store.trial_frame(row["trial_uid"], which)
+        if not jpeg:
+            raise not_found
+        return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
 
     @app.post("/api/p/{token}/block")
     async def block(p: P) -> dict:

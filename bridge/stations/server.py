@@ -102,6 +102,8 @@ class StudyServer:
         self.store = store
         self.dispatch = Dispatcher()
         self.live: dict[str, tuple[bytes, int]] = {}  # station -> (JPEG, frame index)
+        # station -> {"next_action", "stopped", "needs_reset"} as its last answer to a command said
+        self.status: dict[str, dict] = {}
         self._cfg: dict[str, Any] = dict(
             listen=listen, credentials_file=credentials_file, acl=acl, tls=tls, lease_s=lease_s
         )
@@ -298,6 +300,8 @@ class StudyServer:
         """Send ``verb`` to station ``name``; its reply, or ``{"ok": False, "lost": True}`` when the
         station went offline or gave no answer within ``timeout_s``."""
         got = await self._query(station_key(name, "cmd", verb), body or {}, timeout_s)
+        if got is not None and isinstance(got.get("status"), dict):
+            self.status[name] = got["status"]  # as the station is after this command (its pages show it)
         return got if got is not None else {"ok": False, "lost": True, "error": f"station {name} did not answer"}
 
     async def estop_all(self) -> dict[str, bool]:

@@ -178,7 +178,22 @@ class StationNode:
             out.add_done_callback(lambda f: self._reply_later(query, f))
         else:
             with query:  # finalized on exit (see _on_offer)
-                query.reply(query.key_expr, reply_json(out))
+                query.reply(query.key_expr, reply_json(self._with_status(out)))
+
+    def _with_status(self, out: dict) -> dict:
+        """``out`` with the station's ``status`` as it is after the command (``{"next_action":
+        "pick"|"place", "stopped", "needs_reset"}``): what the participant's page shows comes with every
+        answer, at no extra round trip."""
+        try:
+            status = {
+                "next_action": self.station.next_action(),
+                "stopped": bool(self.station.stopped),
+                "needs_reset": self.station.needs_reset is not None,
+            }
+        except Exception as e:  # a status read must never cost the command's answer
+            log.debug("station %s: no status: %s", self.name, e)
+            return out
+        return {**out, "status": status}
 
     def _answer(self, query) -> dict | Future:
         verb = str(query.key_expr).rsplit("/", 1)[-1]
@@ -207,7 +222,7 @@ class StationNode:
             out = {"ok": False, "error": f"{type(e).__name__}: {e}"}
         try:
             with query:  # finalized on exit (see _on_offer)
-                query.reply(query.key_expr, reply_json(out))
+                query.reply(query.key_expr, reply_json(self._with_status(out)))
         except Exception as e:  # the server went away meanwhile: the journal still delivers the record
             log.warning("station %s: reply to %s not sent: %s", self.name, query.key_expr, e)
 

@@ -1,10 +1,12 @@
-// Participant page: live view, block start, instruction, before/after judgement and SUS over one websocket.
+// Participant page: live view, block start, instruction, before/after judgement and SUS. Over one
+// websocket to `pointlab act`, or over a study server's JSON API (participant_http.js) when the page
+// is served by `pointlab act server` (<body data-transport="http">): both hand it the same messages.
 "use strict";
 
 const token = decodeURIComponent(location.pathname.split("/").pop());
 const $ = (id) => document.getElementById(id);
 const canvas = $("live");
-let bitmap = null, state = null, ws = null, running = false, starting = false, notice = "";
+let bitmap = null, state = null, transport = null, running = false, starting = false, notice = "";
 let judgeScrolled = null;  // the trial whose question was scrolled into view (phones)
 let judging = null;      // the trial being judged: {trial_id, points_px, frame_size, ...}
 let judgeShown = null;   // trial_id whose before/after frames are on screen
@@ -16,12 +18,7 @@ function show(id, on) { $(id).classList.toggle("hidden", !on); }
 function setError(t) { $("error").textContent = t || ""; }
 function drawLive() { PL.drawFrame(canvas, bitmap, null, null); }
 
-async function frame(trialId, which) {
-  const r = await fetch(`/api/me/trials/${encodeURIComponent(trialId)}/frame?which=${which}`,
-                        { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
-  if (!r.ok) return null;
-  return await r.blob();
-}
+function frame(trialId, which) { return transport.trialFrame(trialId, which); }
 
 // The judgement shows the frame the agent saw with its points beside the frame after the arm
 // stopped; the live view keeps running above it the whole time (the participant watched the action).
@@ -77,9 +74,15 @@ function render() {
   const s = state.step;
   $("progress").textContent = s.kind === "done" ? `${state.label}: finished`
     : `${state.label} · ${s.alias} (${s.block + 1} of ${s.n_blocks})` + (s.trial_number ? ` · trial ${Math.min(s.trial_number, s.trials_per_agent)} of ${s.trials_per_agent}` : "");
-  const pos = state.queue_position, myTurn = pos === 0;
+  const pos = state.queue_position;
+  // a study server's page (has_station given): pos is the place in the line for a free station, and
+  // whoever is not in that line may go on (a station is given at the block's start)
+  const server = "has_station" in state;
+  const myTurn = server ? state.has_station || pos == null : pos === 0;
   $("queue-title").textContent = myTurn ? "Your turn" : "Queue";
   $("queue").textContent = s.kind === "done" ? "Finished."
+    : server && myTurn ? (state.has_station ? "You command the robot." : "A robot is given to you when you start.")
+    : server ? `Waiting for a free robot: you are number ${pos + 1} in line (${pos} ${pos === 1 ? "person" : "people"} ahead of you).`
     : myTurn ? "You command the robot."
     : pos == null ? "Not in the queue." : `You are number ${pos + 1} in the queue (${pos} ${pos === 1 ? "person" : "people"} ahead of you). Please wait.`;
   show("stopped-box", state.stopped || state.not_ready);
@@ -139,6 +142,7 @@ function onMessage(m) {
     render();
   }
   else if (m.type === "block_started") { starting = false; notice = ""; render(); }
+  else if (m.type === "waiting_for_station") { starting = false; notice = m.detail; render(); }
   else if (m.type === "waiting_for_scene") {
     $("start-block").textContent = "The operator is resetting the scene…"; $("start-block").disabled = true;
   }
@@ -157,42 +161,61 @@ function onMessage(m) {
   else if (m.type === "error") { running = false; starting = false; setError(m.error); render(); }
 }
 
-function connect() {
-  ws = new WebSocket(PL.wsUrl("/ws/participant", token));
-  ws.binaryType = "blob";
-  ws.onmessage = async (ev) => {
-    if (typeof ev.data === "string") {
-      let m;
-      try { m = JSON.parse(ev.data); } catch (e) { setError("The server sent a message this page cannot read."); return; }
-      if (m.type === "error" && m.fatal) { ws.onclose = null; $("queue").textContent = m.error; return; }
-      onMessage(m);
-      return;
-    }
-    window.__pl.frames++;
-    const b = await createImageBitmap(ev.data);
-    const first = !bitmap;
-    if (bitmap) bitmap.close();
-    bitmap = b; drawLive();
-    if (first) $("fps").classList.remove("hidden");  // the state may have been drawn before this frame
-  };
-  ws.onclose = (ev) => {
-    if (ev.code === 4401) { $("queue").textContent = "This invite link is not valid. Ask the operator for a new one."; return; }
-    $("queue").textContent = "Disconnected; reconnecting…"; setTimeout(connect, 1500);
+async function onFrame(blob) {
+  window.__pl.frames++;
+  const b = await createImageBitmap(blob);
+  const first = !bitmap;
+  if (bitmap) bitmap.close();
+  bitmap = b; drawLive();
+  if (first) $("fps").classList.remove("hidden");  // the state may have been drawn before this frame
+}
+
+function onFatal(text) { $("queue").textContent = text; }
+
+// `pointlab act`: one websocket carries the state, the events and the live view's JPEG frames.
+function wsTransport(on) {
+  let ws = null;
+  function connect() {
+    ws = new WebSocket(PL.wsUrl("/ws/participant", token));
+    ws.binaryType = "blob";
+    ws.onmessage = async (ev) => {
+      if (typeof ev.data === "string") {
+        let m;
+        try { m = JSON.parse(ev.data); } catch (e) { setError("The server sent a message this page cannot read."); return; }
+        if (m.type === "error" && m.fatal) { ws.onclose = null; on.fatal(m.error); return; }
+        on.message(m);
+        return;
+      }
+      await on.frame(ev.data);
+    };
+    ws.onclose = (ev) => {
+      if (ev.code === 4401) { on.fatal("This invite link is not valid. Ask the operator for a new one."); return; }
+      on.status("Disconnected; reconnecting…"); setTimeout(connect, 1500);
+    };
+  }
+  connect();
+  return {
+    send(m) { ws.send(JSON.stringify(m)); },
+    async trialFrame(trialId, which) {
+      const r = await fetch(`/api/me/trials/${encodeURIComponent(trialId)}/frame?which=${which}`,
+                            { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+      return r.ok ? await r.blob() : null;
+    },
   };
 }
 
 $("start-block").addEventListener("click", () => {
   setError(""); starting = true; render();
-  ws.send(JSON.stringify({ type: "start_block" }));
+  transport.send({ type: "start_block" });
 });
 $("instruction-form").addEventListener("submit", (ev) => {
   ev.preventDefault(); setError(""); $("trial-status").textContent = "";
-  ws.send(JSON.stringify({ type: "instruction", text: $("instruction").value }));
+  transport.send({ type: "instruction", text: $("instruction").value });
 });
 for (const j of ["succeeded", "failed"]) {
   $(`judge-${j}`).addEventListener("click", () => {
     if (!state || !state.pending_trial) return;
-    ws.send(JSON.stringify({ type: "judge", trial_id: state.pending_trial.trial_id, judgement: j }));
+    transport.send({ type: "judge", trial_id: state.pending_trial.trial_id, judgement: j });
   });
 }
 $("sus-form").addEventListener("submit", (ev) => {
@@ -204,7 +227,8 @@ $("sus-form").addEventListener("submit", (ev) => {
     responses.push(Number(c.value));
   }
   setError("");
-  ws.send(JSON.stringify({ type: "sus", block: state.step.block, responses }));
+  transport.send({ type: "sus", block: state.step.block, responses });
 });
 setInterval(() => { const f = window.__pl.frames; setTimeout(() => { $("fps").textContent = ` · ${window.__pl.frames - f} frames/s`; }, 1000); }, 2000);
-connect();
+const handlers = { message: onMessage, frame: onFrame, fatal: onFatal, status: (t) => { $("queue").textContent = t; } };
+transport = document.body.dataset.transport === "http" ? window.PLHttpTransport(token, handlers) : wsTransport(handlers);
