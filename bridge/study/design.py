@@ -117,7 +117,9 @@ class BlockProgress:
             (repeats ran out): flagged in the results and the export.
         pending: the id of a kept trial still waiting for the participant's judgement (a completed
             motion; a refusal is failed without a question), or ``None``.
-        last_aborted: the block's latest trial was aborted (its slot is being offered again).
+        last_aborted: the block's latest trial was aborted.
+        repeat: the next trial offers that aborted trial's slot again (within the repeat cap, or an
+            abort that never uses a repeat).
     """
 
     kept: int = 0
@@ -128,22 +130,32 @@ class BlockProgress:
     short: bool = False
     pending: int | None = None
     last_aborted: bool = False
+    repeat: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+# Abort codes that never use up one of a block's repeats (``block_progress``): the station's loss is
+# neither the agent's doing nor the participant's (docs/stations.md, "Faults lose nothing").
+UNCAPPED_ABORTS = frozenset({"station_lost"})
+
+
 def block_progress(trials: Iterable[dict], *, trials_per_agent: int, max_repeats: int) -> BlockProgress:
     """The progress of one block from its stored trial rows (``id``, ``outcome``, ``judgement``, oldest
     first): an aborted trial's slot is offered again until the block has used ``max_repeats`` repeats,
-    after which an abort uses up its slot (docs/trials.md, "Aborts")."""
+    after which an abort uses up its slot (docs/trials.md, "Aborts"). An abort whose code is in
+    ``UNCAPPED_ABORTS`` (its robot station went offline: the participant goes on at another station)
+    never uses a repeat: a consortium's network must not shorten an agent's sample."""
     mine = list(trials)
     aborted = [t for t in mine if t.get("outcome") == "aborted"]
+    capped = [t for t in aborted if ((t.get("abort") or {}).get("code")) not in UNCAPPED_ABORTS]
     kept = [t for t in mine if t.get("outcome") != "aborted"]
     judged = [t for t in kept if t.get("outcome") in ("succeeded", "failed")]
     # a refusal already has its outcome (failed: nothing moved at the agent's point): nothing to ask
     pending = next((t["id"] for t in kept if t.get("judgement") is None and t.get("outcome") is None), None)
-    used = len(kept) + max(0, len(aborted) - max_repeats)
+    used = len(kept) + max(0, len(capped) - max_repeats)
+    last_aborted = bool(mine) and mine[-1].get("outcome") == "aborted"
     return BlockProgress(
         kept=len(kept),
         judged=len(judged),
@@ -152,7 +164,8 @@ def block_progress(trials: Iterable[dict], *, trials_per_agent: int, max_repeats
         slots_used=used,
         short=used >= trials_per_agent and len(kept) < trials_per_agent,
         pending=pending,
-        last_aborted=bool(mine) and mine[-1].get("outcome") == "aborted",
+        last_aborted=last_aborted,
+        repeat=last_aborted and (mine[-1] not in capped or len(capped) <= max_repeats),
     )
 
 
@@ -206,8 +219,7 @@ def next_step(
         if p.slots_used < trials_per_agent:
             if started is not None and b not in started:
                 return Step("setup", b, alias(b), p.slots_used + 1, None, **common)
-            repeat = p.last_aborted and p.aborted <= max_repeats
-            return Step("trial", b, alias(b), p.slots_used + 1, None, repeat=repeat, **common)
+            return Step("trial", b, alias(b), p.slots_used + 1, None, repeat=p.repeat, **common)
         if b not in surveyed:
             return Step("sus", b, alias(b), None, None, **common)
     return Step("done", **common)

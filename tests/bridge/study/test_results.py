@@ -194,3 +194,26 @@ def test_late_share_counts_answers_after_their_drawn_reveal_time():
     ]
     by = {r["agent"]: r for r in agent_results(["human", "model"], rows, [])}
     assert by["human"]["late_share"] == 0.5 and by["model"]["late_share"] == 0.0
+
+
+def test_a_station_lost_abort_never_uses_up_a_repeat():
+    """trials_per_agent 2, max_repeats 1. Block 0: three station_lost aborts then one kept trial: no
+    repeat used (1 slot used, the kept one), the next trial is a fresh slot 2. Block 1: station_lost,
+    agent_error, agent_error: the two agent errors use the one repeat and then a slot (0 + (2 - 1) = 1
+    slot used), and the last abort is past the cap, so slot 2 is not a repeat."""
+    from pointlab.bridge.study.design import block_progress, next_step
+
+    lost = {"outcome": "aborted", "abort": {"code": "station_lost"}}
+    error = {"outcome": "aborted", "abort": {"code": "agent_error"}}
+    kept = {"outcome": "succeeded", "judgement": "succeeded"}
+    b0 = [{"id": i, "block": 0, **t} for i, t in enumerate([lost, lost, lost, kept], 1)]
+    b1 = [{"id": 10 + i, "block": 1, **t} for i, t in enumerate([lost, error, error])]
+    p0 = block_progress(b0, trials_per_agent=2, max_repeats=1)
+    assert (p0.kept, p0.aborted, p0.slots_used, p0.short, p0.repeat) == (1, 3, 1, False, False)
+    step = next_step(n_blocks=2, trials_per_agent=2, trials=b0, surveyed_blocks=[], started_blocks=[0], max_repeats=1)
+    assert (step.kind, step.block, step.trial_number, step.repeat) == ("trial", 0, 2, False)
+    p1 = block_progress(b1, trials_per_agent=2, max_repeats=1)
+    assert (p1.slots_used, p1.repeat) == (1, False)
+    # a station_lost abort as the last trial is always offered again, even past the cap
+    p2 = block_progress(b1 + [{"id": 20, "block": 1, **lost}], trials_per_agent=2, max_repeats=1)
+    assert (p2.slots_used, p2.repeat) == (1, True)
