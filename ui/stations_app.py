@@ -64,6 +64,12 @@ class JudgeIn(BaseModel):
     judgement: str
 
 
+class ClickIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    u: float = Field(allow_inf_nan=False)
+    v: float = Field(allow_inf_nan=False)
+
+
 class SusIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     block: int
@@ -137,6 +143,29 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         if verb == "release":  # the server's own bookkeeping: the participant holding it left
             return {"ok": True, "released_participant": server.release_station(name)}
         return await server.command(name, verb, timeout_s=60.0)
+
+    @app.get("/api/console/human")
+    async def human_requests(_: Op) -> list[dict]:
+        """The human reference's open requests at every station (image as ``jpeg_b64``)."""
+        return await server.human_requests()
+
+    @app.post("/api/console/human/{name}/{request_id}/{verb}")
+    async def human_reply(name: str, request_id: str, verb: str, _: Op, body: ClickIn | None = None) -> dict:
+        """The operator's click (``answer``, ``{"u", "v"}`` in the request image's pixels) or ``decline``
+        for request ``request_id`` at station ``name``: 404 unknown station or request, 422 a point
+        outside the image (the station checks it, as ``pointlab act`` does)."""
+        if verb not in ("answer", "decline"):
+            raise HTTPException(422, "verb must be answer or decline")
+        if name not in server.dispatch.stations:
+            raise HTTPException(404, f"no station {name!r}")
+        if verb == "answer" and body is None:
+            raise HTTPException(422, 'an answer needs {"u", "v"}')
+        payload = {"request_id": request_id, **({"u": body.u, "v": body.v} if body is not None else {})}
+        reply = await server.command(name, f"human_{verb}", payload, timeout_s=10.0)
+        if not reply.get("ok"):
+            error = str(reply.get("error") or f"station {name} did not take it")
+            raise HTTPException(422 if reply.get("invalid") else 404, error)
+        return {"ok": True, "station": name, "request_id": request_id}
 
     @app.post("/api/studies", status_code=201)
     def create_study(body: StudyIn, _: Op) -> dict:

@@ -118,6 +118,7 @@ def act_station(
                 tls=tls,
                 live_hz=live_hz,
                 connect_timeout_s=connect_timeout,
+                human=session.ports.human,
             )
         except StationsError as e:
             fail(str(e), 1)

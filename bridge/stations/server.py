@@ -254,14 +254,22 @@ class StudyServer:
         return {"ok": True, "trial_row": existing, "duplicate": True}
 
     def _on_live(self, sample) -> None:
+        """A live frame: its JPEG, and the station's status (``StationNode.status``) in its attachment."""
         name = name_of(str(sample.key_expr))
         if name is None:
             return
-        try:
-            index = int(sample.attachment.to_bytes()) if sample.attachment is not None else -1
-        except ValueError:
-            index = -1
-        self.live[name] = (sample.payload.to_bytes(), index)
+        meta: Any = {}
+        if sample.attachment is not None:
+            try:
+                meta = json.loads(sample.attachment.to_bytes())
+            except ValueError:
+                meta = {}
+        if not isinstance(meta, dict):
+            meta = {}
+        index = meta.get("frame_index")
+        self.live[name] = (sample.payload.to_bytes(), index if isinstance(index, int) else -1)
+        if isinstance(meta.get("status"), dict):
+            self.status[name] = meta["status"]
 
     # -- commands to stations -------------------------------------------------------------------
     async def _query(self, key: str, body: dict, timeout_s: float) -> dict | None:
@@ -309,6 +317,23 @@ class StudyServer:
         names = [n for n, v in self.dispatch.stations.items() if v.status != "offline"]
         replies = await asyncio.gather(*(self.command(n, "estop", timeout_s=5.0) for n in names))
         return {n: bool(r.get("ok")) for n, r in zip(names, replies)}
+
+    async def human_requests(self) -> list[dict]:
+        """The human reference's open requests at every station that says it has one (its status),
+        each with ``station`` added (``HumanRelayPort.pending``: ``request_id``, ``instruction``,
+        ``jpeg_b64``, ``width``, ``height``)."""
+        names = [
+            n
+            for n, v in self.dispatch.stations.items()
+            if v.status != "offline" and self.status.get(n, {}).get("human_waiting")
+        ]
+        replies = await asyncio.gather(*(self.command(n, "human_pending", timeout_s=10.0) for n in names))
+        return [
+            {**r, "station": n}
+            for n, reply in zip(names, replies)
+            for r in (reply.get("requests") or [])
+            if isinstance(r, dict)
+        ]
 
     # -- a participant's study through the stations -----------------------------------------------
     def step(self, participant: dict) -> Step:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 import time
 from concurrent.futures import Future
@@ -43,7 +44,7 @@ from pointlab.bridge.stations.wire import (
     station_token,
     zenoh_config,
 )
-from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.ports import HumanRelayPort, Slot
 from pointlab.bridge.trials.station import Station, StationBusy, TrialSettings
 from pointlab.bridge.trials.timing import RevealRule
 
@@ -53,6 +54,10 @@ log = logging.getLogger(__name__)
 
 # the longest a command's reply may take: a whole trial (answer, reveal, motion, homing, look)
 TRIAL_REPLY_S = 600.0
+
+
+def _finite_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 class StationNode:
@@ -70,6 +75,9 @@ class StationNode:
         lease_s: Zenoh's transport lease (how soon a lost server is noticed).
         connect_timeout_s: give up when the server cannot be reached or refuses the credentials for
             this long at start (``None``: keep trying); once connected it reconnects by itself.
+        human: the human reference's requests (``bridge.trials.ports.HumanRelayPort``; the session's
+            ``ports.human``): the server's console shows them and sends the operator's click back
+            (``cmd/human_pending``, ``cmd/human_answer``, ``cmd/human_decline``). ``None``: none.
 
     Raises:
         StationsError: Zenoh could not be opened (bad config, no server within ``connect_timeout_s``,
@@ -90,10 +98,12 @@ class StationNode:
         retry_s: float = 1.0,
         lease_s: float = 3.0,
         connect_timeout_s: float | None = 60.0,
+        human: HumanRelayPort | None = None,
     ) -> None:
         import zenoh
 
         self.station, self.offer, self.journal = station, offer, journal
+        self.human = human
         self.name = offer.name
         self.live_hz, self.retry_s = live_hz, retry_s
         self.server_up = False
@@ -184,16 +194,23 @@ class StationNode:
         """``out`` with the station's ``status`` as it is after the command (``{"next_action":
         "pick"|"place", "stopped", "needs_reset"}``): what the participant's page shows comes with every
         answer, at no extra round trip."""
+        status = self.status()
+        return out if status is None else {**out, "status": status}
+
+    def status(self) -> dict | None:
+        """``{"next_action": "pick"|"place", "stopped", "needs_reset", "human_waiting": n}``: what the
+        participant's page and the console show, sent with every command's answer and every live frame
+        (``None`` when it cannot be read: a status read never costs an answer or a frame)."""
         try:
-            status = {
+            return {
                 "next_action": self.station.next_action(),
                 "stopped": bool(self.station.stopped),
                 "needs_reset": self.station.needs_reset is not None,
+                "human_waiting": len(self.human.pending(with_images=False)) if self.human is not None else 0,
             }
-        except Exception as e:  # a status read must never cost the command's answer
+        except Exception as e:
             log.debug("station %s: no status: %s", self.name, e)
-            return out
-        return {**out, "status": status}
+            return None
 
     def _answer(self, query) -> dict | Future:
         verb = str(query.key_expr).rsplit("/", 1)[-1]
@@ -281,6 +298,40 @@ class StationNode:
     def _cmd_state(self, body: dict) -> dict:
         return {"ok": True, "state": self.station.state(), "journal": self.journal.counts()}
 
+    # The human reference at the server's console: its open requests, the operator's click or decline.
+    def _cmd_human_pending(self, body: dict) -> dict:
+        return {"ok": True, "requests": [] if self.human is None else self.human.pending(with_images=True)}
+
+    def _cmd_human_answer(self, body: dict) -> dict:
+        req = self._human_request(body)
+        if isinstance(req, str):
+            return {"ok": False, "error": req}
+        u, v = body.get("u"), body.get("v")
+        if not (_finite_number(u) and _finite_number(v)):
+            return {"ok": False, "invalid": True, "error": "u and v must be finite numbers (pixels)"}
+        assert isinstance(u, (int, float)) and isinstance(v, (int, float))
+        w, h = req.get("width"), req.get("height")
+        # pixel centres are at integers: the image covers [-0.5, W - 0.5) x [-0.5, H - 0.5)
+        if w and h and not (-0.5 <= u < w - 0.5 and -0.5 <= v < h - 0.5):
+            return {"ok": False, "invalid": True, "error": f"point ({u}, {v}) is outside the {w}x{h} image"}
+        assert self.human is not None
+        return {"ok": self.human.answer(req["request_id"], float(u), float(v))}
+
+    def _cmd_human_decline(self, body: dict) -> dict:
+        req = self._human_request(body)
+        if isinstance(req, str):
+            return {"ok": False, "error": req}
+        assert self.human is not None
+        return {"ok": self.human.decline(req["request_id"])}
+
+    def _human_request(self, body: dict) -> dict | str:
+        """The open request ``body["request_id"]``, or why there is none."""
+        if self.human is None:
+            return "this station has no human reference"
+        rid = body.get("request_id")
+        got = next((r for r in self.human.pending(with_images=False) if r["request_id"] == rid), None)
+        return got if got is not None else "no such open request"
+
     # -- delivery and the live view ---------------------------------------------------------------
     def deliver_now(self, timeout_s: float = 10.0) -> int:
         """Deliver every undelivered record now; returns how many the server acknowledged."""
@@ -323,12 +374,28 @@ class StationNode:
                 got = self.station.ports.camera.latest_jpeg()
                 if got is not None and got[1] != last:
                     last = got[1]
-                    self._live_pub.put(got[0], attachment=str(got[1]).encode())
+                    meta = {"frame_index": got[1], "status": self.status()}
+                    self._live_pub.put(got[0], attachment=json.dumps(meta).encode())
             except Exception as e:
                 log.debug("station %s: live frame not published: %s", self.name, e)
 
     # -- shutdown ----------------------------------------------------------------------------------
     def _stop_loop(self) -> None:
+        """Cancel what still runs on the station's loop (a trial in flight at shutdown ends through its
+        own cleanup: its begun note stays in the journal, an ``interrupted`` record at the next start),
+        then stop the loop."""
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        if self.loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=5.0)
+            except Exception as e:  # a task that does not end within 5 s: the loop stops under it
+                log.warning("station %s: tasks still running at shutdown: %s", self.name, e)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._loop_thread.join(timeout=5.0)
 

@@ -56,7 +56,18 @@ SERVER_TOKEN = "pointlab/server"
 RECORDS = "pointlab/server/records"
 STATION_ROOT = "pointlab/station"
 # reset_block: the block's reference-scene reset; run_trial: one trial (its reply is the record)
-VERBS = ("run_trial", "reset_block", "estop", "reset", "home", "abort", "state")
+VERBS = (
+    "run_trial",
+    "reset_block",
+    "estop",
+    "reset",
+    "home",
+    "abort",
+    "state",
+    "human_pending",
+    "human_answer",
+    "human_decline",
+)
 # one key chunk: no "/", no Zenoh wildcards ("*", "$*", "**"), no "?" or "#" (selectors)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # a Zenoh locator with its port: tcp/HOST:PORT, tls/HOST:PORT, [IPv6]:PORT too

@@ -9,6 +9,8 @@ to the server (none to a station) and no agent name reaches the page.
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -39,7 +41,9 @@ def served(tmp_path):
     base = root.removesuffix("/v1")
     world = ScriptedWorld(trial_delay_s=0.2, motion_s=0.2)
     offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
-    node = StationNode(world.station(), offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[endpoint], live_hz=5)
+    node = StationNode(
+        world.station(), offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[endpoint], live_hz=5, human=world
+    )
     try:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         wait_for(
@@ -109,3 +113,91 @@ def test_a_participant_runs_a_study_on_a_station_from_the_page(served, chromium)
     assert requests and all(u.startswith((base, "data:", "blob:")) for u in requests), requests
     assert not any(u.startswith("ws") for u in requests)
     assert not any(name in t for t in texts for name in AGENTS)
+
+
+def test_the_console_creates_a_study_and_its_human_reference_answers_a_station_s_request(served, chromium):
+    """The operator creates a study on the console (agents human and sim-oracle, one trial each), opens
+    the invitation link it lists, and, when the participant reaches the human block, answers the
+    station's request by clicking the centre of the image on the console: for the 320 x 240 frame
+    that is (320/2 - 0.5, 240/2 - 0.5) = (159.5, 119.5) in pixels (docs/ui.md, "click mapping")."""
+    base, store, _auth = served
+    console = chromium.new_page(viewport={"width": 1200, "height": 1400})
+    page = chromium.new_page(viewport={"width": 1200, "height": 1000})
+    try:
+        console.goto(f"{base}/stations#token={TOKEN}")
+        console.fill("#study-agents", "human, sim-oracle")
+        console.fill("#study-trials", "1")
+        console.fill("#study-reveal-low", "0")  # (the default 10-26 s would only make the test wait)
+        console.fill("#study-reveal-high", "0")
+        console.click("#create-study")
+        link = console.locator("#invites a").first
+        link.wait_for(timeout=30_000)
+        page.goto(link.inner_text())
+        human_points = None
+        for block in range(2):
+            page.click("#start-block")
+            page.wait_for_selector("#instruction:enabled", timeout=30_000)
+            page.fill("#instruction", "pick up the red block")
+            page.click("#send")
+            # the human block: its request reaches the console; other blocks are answered by the model
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not page.is_visible("#judge-succeeded"):
+                if console.is_visible("#human-img"):
+                    console.wait_for_function("document.getElementById('human-img').naturalWidth > 0")
+                    console.click("#human-img")
+                    human_points = block
+                time.sleep(0.1)
+            page.wait_for_selector("#judge-succeeded:visible", timeout=30_000)
+            page.click("#judge-succeeded")
+            page.wait_for_selector("#sus-box:visible", timeout=30_000)
+            for i in range(1, 11):
+                page.check(f"input[name=sus{i}][value='3']")
+            page.click("#sus-submit")
+            if block == 0:
+                page.wait_for_selector("#setup-box:visible", timeout=30_000)
+        page.wait_for_selector("#done-box:visible", timeout=30_000)
+        assert "human" not in page.content()  # blinded: the page names aliases only
+    finally:
+        page.close()
+        console.close()
+    assert human_points is not None
+    (human,) = [r for r in store.trials() if r["agent"] == "human"]
+    (u, v), *_ = human["points_px"]
+    assert abs(u - 159.5) <= 1.0 and abs(v - 119.5) <= 1.0, (u, v)
+    assert human["outcome"] == "succeeded" and human["station"] == "s1"
+
+
+def test_a_bad_human_reference_answer_is_refused_and_the_request_stays_open(served):
+    """Through the server to the station: a point outside the 320 x 240 frame (u = 319.5 is past the
+    last pixel centre's half-pixel edge, 319.5 excluded) is 422, NaN 422, an unknown request 404, an
+    unknown verb 422, no token 401; the request stays open and the good click then answers it."""
+    import concurrent.futures
+
+    base, store, auth = served
+    study = httpx.post(
+        f"{base}/api/studies",
+        headers=auth,
+        json={"agents": ["human"], "trials_per_agent": 1, "reveal_low_s": 0, "reveal_high_s": 0},
+    ).json()
+    p = f"{base}/api/p/{study['tokens'][0]}"
+    assert httpx.post(f"{p}/block", timeout=30).status_code == 200
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        trial = pool.submit(httpx.post, f"{p}/trial", json={"instruction": "pick up the red block"}, timeout=60)
+        (req,) = wait_for(lambda: httpx.get(f"{base}/api/console/human", headers=auth).json(), 30, "the request")
+        url = f"{base}/api/console/human/s1/{req['request_id']}"
+        assert (req["width"], req["height"]) == (320, 240)
+        assert httpx.post(f"{url}/answer", headers=auth, json={"u": 319.5, "v": 10}).status_code == 422
+        assert httpx.post(f"{url}/answer", headers=auth, content=b'{"u": NaN, "v": 1}').status_code == 422
+        assert httpx.post(f"{url}/answer", headers=auth).status_code == 422  # no point
+        assert httpx.post(f"{url}/fly", headers=auth).status_code == 422
+        assert httpx.post(f"{url}/answer", json={"u": 1, "v": 1}).status_code == 401
+        assert (
+            httpx.post(f"{base}/api/console/human/s1/nope/answer", headers=auth, json={"u": 1, "v": 1}).status_code
+            == 404
+        )
+        assert httpx.post(f"{base}/api/console/human/s9/x/decline", headers=auth).status_code == 404
+        assert httpx.get(f"{base}/api/console/human", headers=auth).json()[0]["request_id"] == req["request_id"]
+        assert httpx.post(f"{url}/answer", headers=auth, json={"u": 319.4, "v": 239.4}).status_code == 200
+        assert trial.result(60).status_code == 200
+    (row,) = store.trials(study_id=study["study_id"])
+    assert [list(p) for p in row["points_px"]] == [[319.4, 239.4]]  # (the page is shown it rounded)

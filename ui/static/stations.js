@@ -62,5 +62,83 @@ document.getElementById("estop").addEventListener("click", async () => {
   document.getElementById("status").textContent = out ? "E-stop sent: " + JSON.stringify(out.stopped) : "E-stop failed: HTTP " + r.status;
 });
 
+// -- the human reference: the open requests of every station, one at a time ----------------------
+let currentRequest = null;
+const answered = new Set();  // request ids already answered here (the next poll may still list them)
+window.__pl = { alerts: 0 };
+
+function hideHuman() { currentRequest = null; document.getElementById("human-box").classList.add("hidden"); document.title = "pointlab: stations"; }
+
+async function refreshHuman() {
+  let reqs = [];
+  try {
+    const r = await fetch("/api/console/human", { headers: auth });
+    if (r.ok) reqs = (await r.json()).filter((x) => !answered.has(x.station + "/" + x.request_id));
+  } catch (e) { return; }
+  if (!reqs.length) { hideHuman(); return; }
+  if (currentRequest && reqs.some((x) => x.request_id === currentRequest.request_id)) return;
+  const q = reqs[0];
+  currentRequest = q;
+  document.getElementById("human-img").src = "data:image/jpeg;base64," + q.jpeg_b64;
+  document.getElementById("human-title").textContent = "Human reference: click where the robot should " + (q.action || "act").toUpperCase();
+  document.getElementById("human-instruction").textContent = "\u201c" + q.instruction + "\u201d";
+  document.getElementById("human-station").textContent = "station " + q.station;
+  document.getElementById("human-box").classList.remove("hidden");
+  window.__pl.alerts++;
+  document.title = "CLICK · pointlab: stations";
+}
+
+async function reply(q, verb, body) {
+  answered.add(q.station + "/" + q.request_id);
+  hideHuman();
+  const r = await fetch("/api/console/human/" + encodeURIComponent(q.station) + "/" + encodeURIComponent(q.request_id) + "/" + verb, {
+    method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: body ? JSON.stringify(body) : null,
+  });
+  if (!r.ok) document.getElementById("notice").textContent = "Human reference: " + ((await r.json().catch(() => ({}))).detail || "HTTP " + r.status);
+}
+
+// A click on the displayed image -> original-image pixels: the image spans [-0.5, W - 0.5] in u
+// (pixel centres at integers), so u = x / displayed_width * W - 0.5 (as on the operator page of act).
+document.getElementById("human-img").addEventListener("click", (ev) => {
+  if (!currentRequest) return;
+  const img = ev.currentTarget, r = img.getBoundingClientRect();
+  const x = ev.clientX - r.left - img.clientLeft, y = ev.clientY - r.top - img.clientTop;
+  reply(currentRequest, "answer", { u: x / img.clientWidth * currentRequest.width - 0.5, v: y / img.clientHeight * currentRequest.height - 0.5 });
+});
+document.getElementById("human-decline").addEventListener("click", () => { if (currentRequest) reply(currentRequest, "decline"); });
+
+// -- a new study and its invitation links -------------------------------------------------------
+document.getElementById("study-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = {
+    agents: document.getElementById("study-agents").value.split(",").map((a) => a.trim()).filter(Boolean),
+    trials_per_agent: Number(document.getElementById("study-trials").value),
+    participants: Number(document.getElementById("study-participants").value),
+    scene: document.getElementById("study-scene").value.trim() || "tabletop",
+    reveal_low_s: Number(document.getElementById("study-reveal-low").value),
+    reveal_high_s: Number(document.getElementById("study-reveal-high").value),
+  };
+  const r = await fetch("/api/studies", { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const out = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    const d = out.detail;
+    document.getElementById("notice").textContent = "Study not created: " + (typeof d === "string" ? d : Array.isArray(d) ? d.map((x) => x.msg).join("; ") : "HTTP " + r.status);
+    return;
+  }
+  const list = document.getElementById("invites");
+  list.replaceChildren();
+  for (const t of out.tokens) {
+    const a = document.createElement("a");
+    a.href = location.origin + "/p/" + encodeURIComponent(t);
+    a.textContent = a.href;
+    const li = document.createElement("li");
+    li.append(a);
+    list.append(li);
+  }
+  document.getElementById("notice").textContent = "Study " + out.study_id + " created: " + out.tokens.length + " invitation link(s) below";
+});
+
 refresh();
 setInterval(refresh, 1000);
+refreshHuman();
+setInterval(refreshHuman, 1000);
