@@ -38,7 +38,12 @@ WS_PER_MESSAGE_DEFLATE = False
 
 
 def serve_in_thread(
-    app, host: str = "127.0.0.1", port: int = 0, *, start_timeout_s: float = 10.0, lifespan: Literal["auto", "on", "off"] = "off"
+    app,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    start_timeout_s: float = 10.0,
+    lifespan: Literal["auto", "on", "off"] = "off",
 ) -> tuple[str, Callable[[], None]]:
     """Run ``app`` with uvicorn in a daemon thread (``lifespan``: uvicorn's setting; ``"on"`` runs the
     app's startup and shutdown, which the study server's app needs).

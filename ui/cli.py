@@ -435,6 +435,12 @@ def act_server(
     operator_token: Optional[str] = typer.Option(
         None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN", help="secret of the console (default: random)"
     ),
+    recordings: Path = typer.Option(
+        Path("recordings"), "--recordings", help="folder of the stations' trial recordings (DIR/STATION/...)"
+    ),
+    keep_recordings: bool = typer.Option(
+        True, "--keep-recordings/--no-keep-recordings", help="receive the stations' recordings (else they stay there)"
+    ),
 ) -> None:
     """Run a study server: the web app, the store and the Zenoh endpoint robot stations join
     (``pointlab act station --connect ...``). Stop it with Ctrl-C."""
@@ -453,6 +459,8 @@ def act_server(
     check_port(host, port)
     if "://" not in db:
         require_writable_file(Path(db), "--db", sqlite=True)
+    if keep_recordings and ((why := unwritable(recordings)) is not None or recordings.is_file()):
+        fail(f"--recordings {recordings}: {why or 'is a file, not a folder'}")
     try:
         store = Store(db)
     except StoreError as e:
@@ -478,6 +486,7 @@ def act_server(
         acl=acl,
         tls=tls,
         lease_s=lease_s,
+        recordings_dir=recordings if keep_recordings else None,
     )
     from pointlab.bridge.stations.wire import StationsError
 

@@ -42,6 +42,8 @@ class _Entry(_Base):
     begun_unix_s: Mapped[float] = mapped_column(Float)
     delivered_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     refused: Mapped[str | None] = mapped_column(Text, nullable=True)  # why the server will never store it
+    # the recording's files are at the server too (or there were none to send)
+    files_delivered_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 def _pragmas(dbapi_conn, _record) -> None:
@@ -67,6 +69,9 @@ class Journal:
         self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
         event.listen(self._engine, "connect", _pragmas)
         _Base.metadata.create_all(self._engine)
+        with self._engine.begin() as c:  # a journal from before recordings were delivered: add the column
+            if "files_delivered_unix_s" not in {r[1] for r in c.exec_driver_sql("PRAGMA table_info(journal)")}:
+                c.exec_driver_sql("ALTER TABLE journal ADD COLUMN files_delivered_unix_s FLOAT")
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     @contextmanager
@@ -143,6 +148,29 @@ class Journal:
             if row is not None:
                 row.delivered_unix_s = time.time()
 
+    def undelivered_recordings(self, limit: int = 20) -> list[tuple[str, dict | None]]:
+        """``(trial_uid, recording)`` of the records the server has acknowledged whose recording
+        files it does not have yet, oldest first (``recording``: ``bridge.recording.layout.Recording``
+        as JSON values, or ``None`` when the trial was not recorded)."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(_Entry)
+                .where(_Entry.delivered_unix_s.is_not(None), _Entry.files_delivered_unix_s.is_(None))
+                .order_by(_Entry.begun_unix_s)
+                .limit(limit)
+            ).all()
+            out = []
+            for r in rows:
+                rec = json.loads(r.record).get("result", {}).get("recording") if r.record else None
+                out.append((r.trial_uid, rec if isinstance(rec, dict) else None))
+            return out
+
+    def recording_delivered(self, trial_uid: str) -> None:
+        with self._session() as s:
+            row = s.get(_Entry, trial_uid)
+            if row is not None:
+                row.files_delivered_unix_s = time.time()
+
     def refused(self, trial_uid: str, why: str) -> None:
         """The server refused the record for good (another station's slot, an unknown participant):
         it stays in this file for the operator (``counts()["refused"]``) and is not delivered again."""
@@ -160,15 +188,24 @@ class Journal:
         return unb64(data) if data else None
 
     def counts(self) -> dict[str, int]:
-        """``{"finished", "undelivered", "refused"}`` (the console and the tests)."""
+        """``{"finished", "undelivered", "refused", "recordings_undelivered"}`` (the console and the
+        tests)."""
         with self._session() as s:
             rows = s.execute(
-                select(_Entry.record.is_not(None), _Entry.delivered_unix_s.is_(None), _Entry.refused.is_not(None))
+                select(
+                    _Entry.record.is_not(None),
+                    _Entry.delivered_unix_s.is_(None),
+                    _Entry.refused.is_not(None),
+                    _Entry.files_delivered_unix_s.is_(None),
+                )
             ).all()
         return {
-            "finished": sum(1 for done, _, _ in rows if done),
-            "undelivered": sum(1 for done, pending, refused in rows if done and pending and not refused),
-            "refused": sum(1 for _, _, refused in rows if refused),
+            "finished": sum(1 for done, _, _, _ in rows if done),
+            "undelivered": sum(1 for done, pending, refused, _ in rows if done and pending and not refused),
+            "refused": sum(1 for _, _, refused, _ in rows if refused),
+            "recordings_undelivered": sum(
+                1 for done, pending, refused, files in rows if done and not pending and not refused and files
+            ),
         }
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pointlab.bridge.stations.wire import NAME_RE, RECORDS, SERVER_TOKEN, STATION_ROOT, station_token
+from pointlab.bridge.stations.wire import FILES, NAME_RE, RECORDS, SERVER_TOKEN, STATION_ROOT, station_token
 
 __all__ = ["read_credentials", "station_acl"]
 
@@ -75,10 +75,11 @@ def station_acl(credentials: str | Path) -> dict:
     subscriber ``pointlab/station/*/live`` needs a rule of its own). User ``NAME`` gets:
 
     - ingress: its token ``pointlab/station/NAME``; queryables, replies and publications under
-      ``pointlab/station/NAME/**``; queries on ``pointlab/server/records/NAME``; a liveliness
+      ``pointlab/station/NAME/**``; queries on ``pointlab/server/records/NAME`` and
+      ``pointlab/server/files/NAME`` (its recordings); a liveliness
       subscriber on ``pointlab/server`` (its history comes without ``liveliness_query``);
     - egress: the server's queries under ``pointlab/station/NAME/**``, its replies on
-      ``pointlab/server/records/NAME``, the server's token ``pointlab/server``, and the declaration of
+      ``pointlab/server/records/NAME`` and ``.../files/NAME``, the server's token ``pointlab/server``, and the declaration of
       the server's subscriber ``pointlab/station/*/live``: without it the station is told of no matching
       subscriber (``Publisher.matching_status`` false) and none of its frames arrive.
 
@@ -101,13 +102,13 @@ def station_acl(credentials: str | Path) -> dict:
     policies = [{"id": "all-stations", "rules": [r["id"] for r in rules], "subjects": ["stations"]}]
     for i, user in enumerate(users):  # ids by index: a user name never makes two ids collide
         token, own = station_token(user), f"{station_token(user)}/**"
-        records = f"{RECORDS}/{user}"
+        records, files = f"{RECORDS}/{user}", f"{FILES}/{user}"
         mine = [
             rule(f"station{i}-token", "ingress", ["liveliness_token"], [token]),
             rule(f"station{i}-answer", "ingress", ["declare_queryable", "reply", "put"], [own]),
             rule(f"station{i}-asked", "egress", ["query"], [own]),
-            rule(f"station{i}-deliver", "ingress", ["query"], [records]),
-            rule(f"station{i}-acknowledged", "egress", ["reply"], [records]),
+            rule(f"station{i}-deliver", "ingress", ["query"], [records, files]),
+            rule(f"station{i}-acknowledged", "egress", ["reply"], [records, files]),
         ]
         rules += mine
         subjects.append({"id": f"station{i}", "usernames": [user]})

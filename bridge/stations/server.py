@@ -28,14 +28,18 @@ import json
 import logging
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.stations.dispatch import Dispatcher
+from pointlab.bridge.stations.recordings import ChecksumMismatch, RecordingSink
 from pointlab.bridge.stations.wire import (
+    FILES,
     RECORDS,
     SERVER_TOKEN,
     STATION_ROOT,
@@ -87,6 +91,9 @@ class StudyServer:
         acl: Zenoh ``access_control`` block (``security.station_acl``); ``None``: none.
         tls: Zenoh TLS settings (``wire.zenoh_config``).
         lease_s: the transport lease: a station gone without closing is offline after about this.
+        recordings_dir: where the stations' recordings are kept (``recordings.RecordingSink``:
+            ``DIR/STATION/...``); ``None``: the server keeps none (each file is acknowledged unkept,
+            and the recordings stay at the stations).
     """
 
     def __init__(
@@ -98,8 +105,12 @@ class StudyServer:
         acl: dict | None = None,
         tls: dict[str, str] | None = None,
         lease_s: float = 3.0,
+        recordings_dir: str | Path | None = None,
     ) -> None:
         self.store = store
+        self.sink = RecordingSink(recordings_dir) if recordings_dir is not None else None
+        # files are written off Zenoh's callback threads, one at a time (the disk is the limit)
+        self._files = ThreadPoolExecutor(1, thread_name_prefix="server-files")
         self.dispatch = Dispatcher()
         self.live: dict[str, tuple[bytes, int]] = {}  # station -> (JPEG, frame index)
         # station -> {"next_action", "stopped", "needs_reset"} as its last answer to a command said
@@ -114,7 +125,7 @@ class StudyServer:
         self._studies: dict[int, dict] = {}  # study id -> its row (``_study``)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session: Any = None
-        self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0}
+        self.stats = {"records": 0, "duplicates": 0, "refused": 0, "lost_trials": 0, "recording_files": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------
     def open(self) -> None:
@@ -139,6 +150,7 @@ class StudyServer:
         self.loop = loop
         self._decls = [
             self.session.declare_queryable(f"{RECORDS}/*", self._on_record),
+            self.session.declare_queryable(f"{FILES}/*", self._on_file),
             self.session.declare_subscriber(f"{STATION_ROOT}/*/live", self._on_live),
             self.session.liveliness().declare_subscriber(f"{STATION_ROOT}/*", self._on_presence, history=True),
         ]
@@ -152,6 +164,7 @@ class StudyServer:
             except Exception as e:
                 log.debug("Zenoh close: %s", e)
             self.session = None
+        self._files.shutdown(wait=True, cancel_futures=True)  # a file being written is finished
 
     def _soon(self, fn, *args) -> None:
         """Run ``fn(*args)`` on the server's loop (from a Zenoh thread)."""
@@ -220,6 +233,44 @@ class StudyServer:
         except Exception as e:  # the store is down: not acknowledged, the station tries again
             log.exception("record from %s not stored now", sender)
             return {"ok": False, "error": f"the store cannot take it now: {type(e).__name__}"}
+
+    def _on_file(self, query) -> None:
+        self._files.submit(self._answer_file, query)
+
+    def _answer_file(self, query) -> None:
+        try:
+            reply = self._file_reply(query)
+        except Exception as e:  # the disk or the store: not acknowledged, the station sends it again
+            log.exception("recording file from %s not kept now", query.key_expr)
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        with query:  # finalized on exit (see _on_record)
+            query.reply(query.key_expr, reply_json(reply))
+
+    def _file_reply(self, query) -> dict:
+        """One recording file from a station (``recordings.RecordingSink``): kept only for a trial the
+        store has from that station. ``refused`` for what can never be kept (bad path or metadata, a
+        trial of another station); not ``ok`` for what may work later (disk, store, a cut transfer)."""
+        sender = str(query.key_expr).rsplit("/", 1)[-1]
+        try:
+            meta = json.loads(query.attachment.to_bytes()) if query.attachment is not None else {}
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            return {"ok": False, "refused": True, "error": "the attachment is not a JSON object"}
+        if self.sink is None:
+            return {"ok": True, "kept": False}
+        row_id = self.store.trial_id_of(str(meta.get("trial_id")))
+        if row_id is None or self.store.trial(row_id).get("station") != sender:
+            return {"ok": False, "refused": True, "error": f"no trial {meta.get('trial_id')!r} of station {sender}"}
+        data = query.payload.to_bytes() if query.payload is not None else b""
+        try:
+            self.sink.receive(sender, meta, data)
+        except ChecksumMismatch as e:  # a cut transfer: sent again
+            return {"ok": False, "error": str(e)}
+        except StationsError as e:  # a bad path or metadata never works
+            return {"ok": False, "refused": True, "error": str(e)}
+        self.stats["recording_files"] += 1
+        return {"ok": True, "kept": True}
 
     def accept(self, record: TrialRecord, *, sender: str) -> dict:
         """Store ``record`` once (by its trial id); returns ``{"ok", "trial_row", "duplicate"}``.

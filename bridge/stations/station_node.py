@@ -21,6 +21,7 @@ run on one asyncio loop in a thread of this node (``loop``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -32,7 +33,9 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from pointlab.bridge.stations.journal import Journal, JournalStorePort
+from pointlab.bridge.stations.recordings import recording_files
 from pointlab.bridge.stations.wire import (
+    FILES,
     RECORDS,
     SERVER_TOKEN,
     Offer,
@@ -333,27 +336,59 @@ class StationNode:
         return got if got is not None else "no such open request"
 
     # -- delivery and the live view ---------------------------------------------------------------
+    def _ask(self, key: str, payload: bytes, timeout_s: float, attachment: bytes | None = None) -> dict:
+        """The server's JSON answer to one query on ``key`` (``{}``: none came)."""
+        answer: dict = {}
+        for reply in self.session.get(key, payload=payload, attachment=attachment, timeout=timeout_s):
+            if reply.ok is not None:
+                try:
+                    got = json.loads(reply.ok.payload.to_bytes())
+                except ValueError:
+                    got = {}
+                answer = got if isinstance(got, dict) else {}
+        return answer
+
     def deliver_now(self, timeout_s: float = 10.0) -> int:
-        """Deliver every undelivered record now; returns how many the server acknowledged."""
+        """Deliver every undelivered record now, then the recordings of the acknowledged ones
+        (``deliver_recordings_now``); returns how many records the server acknowledged."""
         acked = 0
         for record in self.journal.undelivered():
-            payload = record.model_dump_json().encode()
-            answer: dict = {}
-            for reply in self.session.get(f"{RECORDS}/{self.name}", payload=payload, timeout=timeout_s):
-                if reply.ok is not None:
-                    try:
-                        answer = json.loads(reply.ok.payload.to_bytes())
-                    except ValueError:
-                        answer = {}
+            answer = self._ask(f"{RECORDS}/{self.name}", record.model_dump_json().encode(), timeout_s)
             if answer.get("refused"):  # never storable as it is: kept aside in the journal, not retried
                 log.error("station %s: the server refused trial %s: %s", self.name, record.result["trial_id"], answer)
                 self.journal.refused(record.result["trial_id"], str(answer.get("error", "")))
                 continue
             if not answer.get("ok"):
-                break  # the server is away or cannot store now: keep the order, try again later
+                return acked  # the server is away or cannot store now: keep the order, try again later
             self.journal.delivered(record.result["trial_id"])
             acked += 1
+        self.deliver_recordings_now()
         return acked
+
+    def deliver_recordings_now(self, timeout_s: float = 120.0) -> int:
+        """Send the files of every acknowledged trial's recording (``bridge.stations.recordings``);
+        returns how many trials' recordings are now complete at the server. A file the server refuses
+        for good is logged and skipped; any other failure stops here, to be tried again."""
+        done = 0
+        root = self.journal.recordings_dir
+        for uid, recording in self.journal.undelivered_recordings():
+            files = recording_files(root, uid, recording) if root is not None else []
+            for rel, path in files:
+                try:
+                    data = path.read_bytes()
+                except OSError as e:  # deleted or unreadable here: nothing to send of it
+                    log.error("station %s: recording file %s not sent: %s", self.name, path, e)
+                    continue
+                meta = {"trial_id": uid, "path": rel, "sha256": hashlib.sha256(data).hexdigest()}
+                answer = self._ask(f"{FILES}/{self.name}", data, timeout_s, attachment=json.dumps(meta).encode())
+                if answer.get("refused"):
+                    log.error("station %s: the server refused %s: %s", self.name, rel, answer.get("error"))
+                    continue
+                if not answer.get("ok"):
+                    return done
+            self.journal.recording_delivered(uid)
+            done += 1
+        return done
 
     def _deliver_loop(self) -> None:
         while not self._stop.is_set():

@@ -35,6 +35,7 @@ from pointlab.bridge.errors import BridgeError
 __all__ = [
     "SERVER_TOKEN",
     "RECORDS",
+    "FILES",
     "VERBS",
     "NAME_RE",
     "ENDPOINT_RE",
@@ -54,6 +55,7 @@ __all__ = [
 
 SERVER_TOKEN = "pointlab/server"
 RECORDS = "pointlab/server/records"
+FILES = "pointlab/server/files"  # a station's recording files (bridge.stations.recordings)
 STATION_ROOT = "pointlab/station"
 # reset_block: the block's reference-scene reset; run_trial: one trial (its reply is the record)
 VERBS = (

@@ -63,7 +63,7 @@ def test_records_are_stored_once_and_a_record_under_another_name_is_refused(stud
         bad_slot = _record("f" * 32, "s1", {**slot, "participant_id": 999}).model_dump_json().encode()
         assert deliver("pointlab/server/records/s1", bad_slot)["refused"] is True  # unknown participant
         assert [t["trial_uid"] for t in store.trials()] == ["d" * 32]
-        assert server.stats == {"records": 1, "duplicates": 1, "refused": 3, "lost_trials": 0}
+        assert server.stats == {"records": 1, "duplicates": 1, "refused": 3, "lost_trials": 0, "recording_files": 0}
     finally:
         client.close()
         server.close()
@@ -172,7 +172,13 @@ def test_a_network_cut_mid_trial_is_station_lost_at_the_server_and_a_halt_at_the
         relay.heal()  # the cable is back: the station reconnects by itself and delivers its record
         wait_for(lambda: server.dispatch.stations["s1"].status == "idle", 30, "the station back")
         # its halted trial finishes (the controlled stop's recovery) and is delivered
-        wait_for(lambda: node.journal.counts() == {"finished": 1, "undelivered": 0, "refused": 0}, 60, "delivered")
+        wait_for(
+            lambda: (
+                node.journal.counts() == {"finished": 1, "undelivered": 0, "refused": 0, "recordings_undelivered": 0}
+            ),
+            60,
+            "delivered",
+        )
         assert server.stats["duplicates"] == 1 and len(store.trials()) == 1  # one trial, the server's record
     finally:
         node.close()

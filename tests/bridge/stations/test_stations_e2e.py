@@ -79,7 +79,19 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
     auth = {"Authorization": f"Bearer {TOKEN}"}
     domains = [_reserve_domain() for _ in range(2)]
     server = subprocess.Popen(
-        [*POINTLAB, "act", "server", "--db", pg_url, "--listen", f"tcp/127.0.0.1:{zport}", "--port", str(wport)],
+        [
+            *POINTLAB,
+            "act",
+            "server",
+            "--db",
+            pg_url,
+            "--listen",
+            f"tcp/127.0.0.1:{zport}",
+            "--port",
+            str(wport),
+            "--recordings",
+            str(tmp_path / "at-server"),
+        ],
         env={**os.environ, "POINTLAB_OPERATOR_TOKEN": TOKEN},
         cwd=tmp_path,
         stdout=open(tmp_path / "server.log", "w"),
@@ -181,6 +193,16 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             assert (tmp_path / "recordings" / survivor / rec["mcap"]).parent == bag
             assert rec["color_frames"] >= 1
 
+        # ... and delivered to the server once acknowledged: the same bytes under at-server/NAME/
+        def copied(r: dict, name: str) -> bool:
+            rec, here = r["recording"], tmp_path / "recordings" / name
+            paths = [rec["mcap"], f"{rec['bag']}/metadata.yaml", f"{r['trial_uid']}.json"]
+            paths += [rec["clip"]] if rec.get("clip") else []
+            there = tmp_path / "at-server" / name
+            return all((there / p).is_file() and (there / p).read_bytes() == (here / p).read_bytes() for p in paths)
+
+        wait_for(lambda: all(copied(r, survivor) for r in moved), 60, "the recordings at the server")
+
         # the operator's console, in Chromium: both stations, the killed one offline with its loss counted
         page = chromium.new_page()
         try:
@@ -212,11 +234,17 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             return got is not None and got[0] is not None and got[1] is not None
 
         wait_for(late_delivered, 180, "the restarted station to deliver its interrupted trial")
-        record = json.loads(sqlite3.connect(kj).execute("SELECT record FROM journal").fetchone()[0])
+        record = json.loads(
+            sqlite3.connect(kj).execute("SELECT record FROM journal WHERE trial_uid = ?", (begun[0],)).fetchone()[0]
+        )
         assert record["result"]["abort"]["code"] == "interrupted"
         cut = record["result"]["recording"]
-        assert cut is not None and cut["ended_by"] == "interrupted", cut
-        assert (tmp_path / "recordings" / killed["name"] / cut["bag"]).exists()
+        if (tmp_path / "recordings" / killed["name"] / begun[0]).exists():  # killed after its recording began
+            assert cut is not None and cut["ended_by"] == "interrupted", cut
+            kept_cut = tmp_path / "at-server" / killed["name"] / cut["bag"]
+            wait_for(lambda: kept_cut.is_dir() and any(kept_cut.iterdir()), 60, "the cut recording at the server")
+        else:  # killed between the server's order and the recording's start: nothing was recorded
+            assert cut is None
         assert len(store.trials(study_id=study["study_id"])) == len(rows)  # no second row
         assert store.trial(lost[0]["id"])["abort"]["code"] == "station_lost"
         store.close()
