@@ -111,7 +111,7 @@ def test_the_documented_deployment_runs_from_the_command_line(tls_files, tmp_pat
     )
     domain, fd = _reserve_domain()
 
-    def station(password: str, timeout: str = "20") -> list:
+    def station(password: str, timeout: str = "20") -> tuple[list, dict]:
         return [
             *cli, "act", "station", "--connect", f"tls/localhost:{zport}", "--tls-ca", str(tls_files / "ca.pem"),
             "--name", "s1", "--journal", str(tmp_path / f"s1-{password}.sqlite"), "--connect-timeout", timeout,
