@@ -34,10 +34,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from pointlab.bridge.errors import BridgeError
+
 __all__ = ["PPIEstimate", "ppi_mean", "pearson_r", "mmrv", "compare_studies", "SimRealError"]
 
 
-class SimRealError(ValueError):
+class SimRealError(BridgeError, ValueError):
     """The inputs cannot give the statistic (empty, mismatched, not finite)."""
 
 

@@ -123,11 +123,20 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
 
         killed: dict = {}
 
+        def begun_at(name: str) -> bool:
+            """The station's journal holds a trial it began and has not finished (it is in the middle
+            of one, not between the server's order and its start)."""
+            try:
+                with sqlite3.connect(tmp_path / f"{name}.sqlite", timeout=1) as j:
+                    return j.execute("SELECT 1 FROM journal WHERE record IS NULL").fetchone() is not None
+            except sqlite3.Error:  # not created yet, or busy this instant
+                return False
+
         async def kill_one_mid_trial():
             while True:
                 c = await asyncio.to_thread(console)
                 busy = [s for s in (c or {"stations": []})["stations"] if s["status"] == "in_trial"]
-                if busy:
+                if busy and await asyncio.to_thread(begun_at, busy[0]["name"]):
                     victim = busy[0]
                     killed.update(victim)
                     stations[victim["name"]].send_signal(signal.SIGKILL)
