@@ -435,8 +435,11 @@ def act_server(
     operator_token: Optional[str] = typer.Option(
         None, "--operator-token", envvar="POINTLAB_OPERATOR_TOKEN", help="secret of the console (default: random)"
     ),
-    recordings: Path = typer.Option(
-        Path("recordings"), "--recordings", help="folder of the stations' trial recordings (DIR/STATION/...)"
+    recordings: Optional[Path] = typer.Option(
+        None,
+        "--recordings",
+        help="folder of the stations' trial recordings, DIR/STATION/... (default: recordings/ beside a SQLite "
+        "--db, else ./recordings)",
     ),
     keep_recordings: bool = typer.Option(
         True, "--keep-recordings/--no-keep-recordings", help="receive the stations' recordings (else they stay there)"
@@ -459,6 +462,10 @@ def act_server(
     check_port(host, port)
     if "://" not in db:
         require_writable_file(Path(db), "--db", sqlite=True)
+    if recordings is None:  # where `act export --db` looks by default, for a SQLite store
+        from pointlab.bridge.recording.layout import default_recordings_dir
+
+        recordings = default_recordings_dir(db) if "://" not in db else Path("recordings").resolve()
     if keep_recordings and ((why := unwritable(recordings)) is not None or recordings.is_file()):
         fail(f"--recordings {recordings}: {why or 'is a file, not a folder'}")
     try:

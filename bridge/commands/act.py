@@ -361,11 +361,13 @@ def recordings_cmd(
 
 @act_app.command("export")
 def export_cmd(
-    db: Path = typer.Option(..., "--db", help="SQLite file of the study"),
+    db: str = typer.Option(..., "--db", help="the study's store: a SQLite file or a postgresql+psycopg URL"),
     study: int = typer.Option(..., "--study", min=1, help="study id (the operator console's study list)"),
     out: Path = typer.Option(..., "--out", help="folder to write (new or empty)"),
     recordings: Optional[Path] = typer.Option(
-        None, "--recordings", help="recordings folder (default: recordings/ beside the db)"
+        None,
+        "--recordings",
+        help="recordings folder (default: recordings/ beside a SQLite db; a study server's: its --recordings)",
     ),
 ) -> None:
     """Write one study's trial CSV, SUS CSV, clips and MCAP recordings into one folder, with an
@@ -378,6 +380,9 @@ def export_cmd(
         store = Store(db, create=False)
     except StoreError as e:
         fail(str(e), 2)
+    if recordings is None and "://" in db:
+        store.close()
+        fail("--recordings: give the study server's recordings folder (a PostgreSQL store has none beside it)", 2)
     try:
         print_json(export_study(store, study, out, recordings_dir=recordings or default_recordings_dir(db)))
     except ExportError as e:

@@ -95,6 +95,7 @@ class RecordingSink:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
         try:
+            os.fchmod(fd, 0o644)  # as the recorder writes them (mkstemp's 0600 would hide them from a reviewer)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()

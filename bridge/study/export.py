@@ -19,13 +19,15 @@
 =========================  =================================================================
 
 The trials' recordings are found with ``bridge.recording.layout.recording_of`` (the row's ``recording``
-column, else the record beside the files). Paths stored in a row are data: one that leaves the
-recordings folder is never followed.
+column, else the record beside the files), in the recordings folder or, for a trial a robot station
+ran (its row's ``station``), in that folder's ``STATION/`` subfolder, where a study server keeps them.
+Paths stored in a row are data: one that leaves the recordings folder is never followed.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ from pointlab.bridge.errors import BridgeError
 __all__ = ["export_study", "ExportError"]
 
 log = logging.getLogger(__name__)
+_STATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # bridge.stations.wire.NAME_RE
 
 
 class ExportError(BridgeError, ValueError):
@@ -94,10 +97,18 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     blocks = study_blocks(study, trials, participants)
     (out / "blocks.csv").write_text(blocks_csv(blocks))
 
-    layout = RecordingLayout(recordings_dir)
+    layouts = {None: RecordingLayout(recordings_dir)}
     items, missing_trials = [], []
     for row, logged in zip(trials, trial_log(trials, participants)):
         uid = row["trial_uid"]
+        # a study server keeps each station's recordings in a folder of that station's name
+        # (docs/stations.md, "Recordings"); a single-process session's are in the folder itself
+        station = row.get("station")
+        if not (isinstance(station, str) and _STATION_NAME.match(station)):
+            station = None  # (a name is one path part: anything else is not followed)
+        if station and station not in layouts and (Path(recordings_dir) / station).is_dir():
+            layouts[station] = RecordingLayout(Path(recordings_dir) / station)
+        layout = layouts.get(station, layouts[None])
         rec = recording_of(row, layout)
         missing: list[str] = []
         why: list[str] = []

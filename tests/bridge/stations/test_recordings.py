@@ -23,7 +23,7 @@ def test_a_file_is_kept_under_its_station_and_trial(tmp_path):
     data = b"\x89MCAP0\r\n" + bytes(range(256)) * 40
     dest = sink.receive("lab-a-1", _meta(f"{UID}/{UID}.mcap", data), data)
     assert dest == tmp_path / "at-server" / "lab-a-1" / UID / f"{UID}.mcap"
-    assert dest.read_bytes() == data
+    assert dest.read_bytes() == data and dest.stat().st_mode & 0o777 == 0o644
     clip = sink.receive("lab-a-1", _meta(f"{UID}.mp4", b"mp4"), b"mp4")
     assert clip.read_bytes() == b"mp4"
     # nothing else in the folder: the temporary name is gone

@@ -211,6 +211,15 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
             return all((there / p).is_file() and (there / p).read_bytes() == (here / p).read_bytes() for p in paths)
 
         wait_for(lambda: all(copied(r, survivor) for r in moved), 60, "the recordings at the server")
+        # and `act export` on the server's store finds them in the server's folder, per station
+        export = subprocess.run(
+            [*POINTLAB, "act", "export", "--db", pg_url, "--study", str(study["study_id"]), "--out",
+             str(tmp_path / "export"), "--recordings", str(tmp_path / "at-server")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert export.returncode == 0, export.stderr[-2000:]
+        exported = {t["trial_uid"]: t for t in json.loads(export.stdout)["trials"]}
+        assert all(exported[r["trial_uid"]]["mcap"] for r in moved)
 
         # the operator's console, in Chromium: both stations, the killed one offline with its loss counted
         page = chromium.new_page()
