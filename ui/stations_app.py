@@ -167,6 +167,20 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             raise HTTPException(422 if reply.get("invalid") else 404, error)
         return {"ok": True, "station": name, "request_id": request_id}
 
+    @app.get("/api/studies")
+    def list_studies(_: Op) -> list[dict]:
+        """Every study with its participants' invitation tokens and labels (the console lists them, so
+        a reload of the console loses no link)."""
+        out = []
+        for st in store.studies():
+            people = [
+                {"label": p.get("label"), "token": p.get("token"), "id": p["id"]} for p in store.participants(st["id"])
+            ]
+            out.append(
+                {"study_id": st["id"], "agents": st.get("agents"), "scene": st.get("scene"), "participants": people}
+            )
+        return out
+
     @app.post("/api/studies", status_code=201)
     def create_study(body: StudyIn, _: Op) -> dict:
         if body.reveal_low_s > body.reveal_high_s:
@@ -221,7 +235,7 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             "has_station": name is not None,
             "queue_position": line,
             "queue_length": len(server.dispatch.waiting),
-            "action": status.get("next_action", "pick"),
+            "action": server.next_action(p, step.block),
             "arm_busy": view is not None and view.status in ("in_trial", "resetting"),
             "stopped": bool(status.get("stopped")),
             "not_ready": bool(status.get("needs_reset")) and not status.get("stopped"),

@@ -302,6 +302,10 @@ class StudyServer:
                 if existing is None:
                     raise
         self.stats["duplicates"] += 1
+        # the other path (the journal's delivery on a Zenoh thread, or the trial's reply) may have
+        # committed it an instant ago and not yet said so: a step cached before that commit must not be
+        # used for this participant again (it would say "repeats used up" of a repeatable abort)
+        self._changed(record.slot.participant_id)
         return {"ok": True, "trial_row": existing, "duplicate": True}
 
     def _on_live(self, sample) -> None:
@@ -371,16 +375,21 @@ class StudyServer:
 
     async def human_requests(self) -> list[dict]:
         """The human reference's open requests at every station that says it has one (its status),
-        each with ``station`` added (``HumanRelayPort.pending``: ``request_id``, ``instruction``,
-        ``jpeg_b64``, ``width``, ``height``)."""
+        each with ``station`` and the running trial's ``action`` (pick / place) added
+        (``HumanRelayPort.pending``: ``request_id``, ``instruction``, ``jpeg_b64``, ``width``, ``height``)."""
         names = [
             n
             for n, v in self.dispatch.stations.items()
             if v.status != "offline" and self.status.get(n, {}).get("human_waiting")
         ]
         replies = await asyncio.gather(*(self.command(n, "human_pending", timeout_s=10.0) for n in names))
+
+        def action(name: str) -> str | None:
+            running = self._inflight.get(name)
+            return running.action if running is not None else None
+
         return [
-            {**r, "station": n}
+            {"action": action(n), **r, "station": n}
             for n, reply in zip(names, replies)
             for r in (reply.get("requests") or [])
             if isinstance(r, dict)
@@ -474,6 +483,16 @@ class StudyServer:
         else:  # the block had started on a station that was lost: one start per block, the move is logged
             log.info("participant %s block %s moved to station %s", pid, block, name)
         return name
+
+    def next_action(self, participant: dict, block: int | None) -> str:
+        """What the participant's next trial will do (``pick``/``place``), as its page says it: the
+        station's own next action once that station is reset for this block; ``pick`` before (a
+        station given after a loss, or none yet: the block's reset comes first and puts the scene back,
+        the gripper empty)."""
+        name = self.dispatch.station_of(participant["id"])
+        if name is None or self._ready.get(participant["id"]) != (name, block):
+            return "pick"
+        return str(self.status.get(name, {}).get("next_action", "pick"))
 
     async def start_block(self, participant: dict) -> dict:
         """The block's start: a station for it, reset to the reference scene. Raises ServerBusy."""
@@ -584,12 +603,15 @@ class StudyServer:
         return [v.offer for v in self.dispatch.stations.values()]
 
     def console(self) -> dict:
-        """Every station (status, scene, participant, counts), the line and the record counts."""
+        """Every station (status, scene, participant, counts, whether it is stopped or waits for Home,
+        as its last status said), the line and the record counts."""
         return {
             "stations": [
                 {
                     "name": v.name,
                     "status": v.status,
+                    "stopped": bool(self.status.get(v.name, {}).get("stopped")) and v.status != "offline",
+                    "needs_home": bool(self.status.get(v.name, {}).get("needs_reset")) and v.status != "offline",
                     "scene": v.scene,
                     "participant_id": v.participant_id,
                     "sim": v.offer.get("sim"),

@@ -52,3 +52,26 @@ def test_release_frees_a_station_held_by_a_participant_who_left(client):
     assert client.post("/api/console/stations/s1/release").status_code == 401
     assert client.post("/api/console/stations/s1/fly", headers=AUTH).status_code == 422
     assert client.post("/api/console/stations/zz/reset", headers=AUTH).status_code == 404
+
+
+def test_the_page_says_pick_until_the_given_station_is_reset_for_the_block(client):
+    """A participant given a station after a loss: that station may still hold the last participant's
+    object (its status says place), but the block's reset comes before the next trial and empties
+    the gripper, so the page must say pick until then (a newcomer typed a place instruction and got a
+    pick charged to the model)."""
+    client, server = client
+    server.dispatch.station_up("s1", OFFER)
+    token = client.post("/api/studies", headers=AUTH, json={"agents": ["a"], "trials_per_agent": 1}).json()["tokens"][0]
+    pid = server.store.participant_by_token(token)["id"]
+    server.status["s1"] = {"next_action": "place", "stopped": False, "needs_reset": False, "human_waiting": 0}
+    assert server.dispatch.request(pid, "tabletop") == "s1"
+    assert client.get(f"/api/p/{token}").json()["action"] == "pick"
+    server._ready[pid] = ("s1", 0)  # reset for its block 0: the station's own next action holds now
+    assert client.get(f"/api/p/{token}").json()["action"] == "place"
+    # the console lists the study's invitation (a reload of the console loses no link) and the stop
+    (study,) = client.get("/api/studies", headers=AUTH).json()
+    assert [p["token"] for p in study["participants"]] == [token]
+    assert client.get("/api/studies").status_code == 401
+    server.status["s1"]["stopped"] = True
+    (row,) = client.get("/api/console", headers=AUTH).json()["stations"]
+    assert (row["status"], row["stopped"]) == ("idle", True)

@@ -79,7 +79,7 @@ function render() {
   // whoever is not in that line may go on (a station is given at the block's start)
   const server = "has_station" in state;
   const myTurn = server ? state.has_station || pos == null : pos === 0;
-  $("queue-title").textContent = myTurn ? "Your turn" : "Queue";
+  $("queue-title").textContent = s.kind === "done" ? "Done" : myTurn ? "Your turn" : "Queue";
   $("queue").textContent = s.kind === "done" ? "Finished."
     : server && myTurn ? (state.has_station ? "You command the robot." : "A robot is given to you when you start.")
     : server ? `Waiting for a free robot: you are number ${pos + 1} in line (${pos} ${pos === 1 ? "person" : "people"} ahead of you).`

@@ -23,7 +23,10 @@ async function refresh() {
     for (const s of c.stations) {
       const tr = document.createElement("tr");
       tr.dataset.station = s.name;
-      for (const v of [s.name, s.status, s.scene, s.participant_id, s.arm, s.camera, s.trials, s.lost]) tr.append(cell(v));
+      // an e-stopped station stays "idle" in the dispatch: say what it waits for
+      const status = s.stopped ? s.status + " \u00b7 STOPPED (Reset, then Home)" : s.needs_home ? s.status + " \u00b7 waiting for Home" : s.status;
+      for (const v of [s.name, status, s.scene, s.participant_id, s.arm, s.camera, s.trials, s.lost]) tr.append(cell(v));
+      if (s.stopped) tr.classList.add("stopped");
       const actions = document.createElement("td");
       // after an e-stop: Reset (never moves the arm), then Home (trials are allowed again)
       // Release: its participant left mid-block, the station goes to the next in line
@@ -52,20 +55,34 @@ async function refresh() {
 async function command(name, verb) {
   const r = await fetch("/api/console/stations/" + encodeURIComponent(name) + "/" + verb, { method: "POST", headers: auth });
   const out = r.ok ? await r.json() : null;
-  document.getElementById("status").textContent =
+  document.getElementById("notice").textContent =
     name + " " + verb + ": " + (out && out.ok ? "done" : "failed" + (out && out.error ? " (" + out.error + ")" : " (HTTP " + r.status + ")"));
 }
 
 document.getElementById("estop").addEventListener("click", async () => {
   const r = await fetch("/api/console/estop", { method: "POST", headers: auth });
   const out = r.ok ? await r.json() : null;
-  document.getElementById("status").textContent = out ? "E-stop sent: " + JSON.stringify(out.stopped) : "E-stop failed: HTTP " + r.status;
+  document.getElementById("notice").textContent = out
+    ? "E-stop: " + Object.entries(out.stopped).map(([n, ok]) => n + (ok ? " stopped" : " DID NOT ANSWER")).join(", ")
+    : "E-stop failed: HTTP " + r.status;
 });
 
 // -- the human reference: the open requests of every station, one at a time ----------------------
 let currentRequest = null;
 const answered = new Set();  // request ids already answered here (the next poll may still list them)
 window.__pl = { alerts: 0 };
+
+// A click is wanted: say so audibly too (the operator may be looking at the arm), as act's operator page.
+function beep() {
+  try {
+    const ac = new (window.AudioContext || window.webkitAudioContext)();
+    const o = ac.createOscillator(), g = ac.createGain();
+    o.frequency.value = 880; g.gain.value = 0.15; o.connect(g); g.connect(ac.destination);
+    o.start(); o.stop(ac.currentTime + 0.35);
+  } catch (e) {
+    // no audio device or autoplay blocked: the visible prompt stands
+  }
+}
 
 function hideHuman() { currentRequest = null; document.getElementById("human-box").classList.add("hidden"); document.title = "pointlab: stations"; }
 
@@ -81,9 +98,11 @@ async function refreshHuman() {
   currentRequest = q;
   document.getElementById("human-img").src = "data:image/jpeg;base64," + q.jpeg_b64;
   document.getElementById("human-title").textContent = "Human reference: click where the robot should " + (q.action || "act").toUpperCase();
+  document.getElementById("human-box").classList.remove("hidden");
+  document.getElementById("human-box").scrollIntoView({ block: "start" });  // it may be below the fold
+  beep();
   document.getElementById("human-instruction").textContent = "\u201c" + q.instruction + "\u201d";
   document.getElementById("human-station").textContent = "station " + q.station;
-  document.getElementById("human-box").classList.remove("hidden");
   window.__pl.alerts++;
   document.title = "CLICK · pointlab: stations";
 }
@@ -125,20 +144,35 @@ document.getElementById("study-form").addEventListener("submit", async (ev) => {
     document.getElementById("notice").textContent = "Study not created: " + (typeof d === "string" ? d : Array.isArray(d) ? d.map((x) => x.msg).join("; ") : "HTTP " + r.status);
     return;
   }
-  const list = document.getElementById("invites");
-  list.replaceChildren();
-  for (const t of out.tokens) {
-    const a = document.createElement("a");
-    a.href = location.origin + "/p/" + encodeURIComponent(t);
-    a.textContent = a.href;
-    const li = document.createElement("li");
-    li.append(a);
-    list.append(li);
-  }
+  await showStudies();
   document.getElementById("notice").textContent = "Study " + out.study_id + " created: " + out.tokens.length + " invitation link(s) below";
 });
 
+// Every study with its invitation links (kept by the server: a reload loses none).
+async function showStudies() {
+  const r = await fetch("/api/studies", { headers: auth });
+  if (!r.ok) return;
+  const list = document.getElementById("invites");
+  list.replaceChildren();
+  for (const st of await r.json()) {
+    const li = document.createElement("li");
+    li.textContent = "Study " + st.study_id + " (" + (st.agents || []).join(", ") + "; scene " + st.scene + "): ";
+    const links = document.createElement("ul");
+    for (const p of st.participants) {
+      const a = document.createElement("a");
+      a.href = location.origin + "/p/" + encodeURIComponent(p.token);
+      a.textContent = a.href;
+      const item = document.createElement("li");
+      item.append((p.label || "participant") + " ", a);
+      links.append(item);
+    }
+    li.append(links);
+    list.append(li);
+  }
+}
+
 refresh();
 setInterval(refresh, 1000);
+showStudies();
 refreshHuman();
 setInterval(refreshHuman, 1000);
