@@ -97,7 +97,7 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     blocks = study_blocks(study, trials, participants)
     (out / "blocks.csv").write_text(blocks_csv(blocks))
 
-    layouts = {None: RecordingLayout(recordings_dir)}
+    layouts: dict[str | None, RecordingLayout] = {None: RecordingLayout(recordings_dir)}
     items, missing_trials = [], []
     for row, logged in zip(trials, trial_log(trials, participants)):
         uid = row["trial_uid"]
