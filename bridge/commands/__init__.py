@@ -14,6 +14,6 @@ sub = SubApp("bridge")
 
 def app() -> SubApp:
     """This package's sub-app with every command registered (the command modules decorate ``sub``)."""
-    from pointlab.bridge.commands import act, calibrate, compare, deproject, plan, stations, sus  # noqa: F401
+    from pointlab.bridge.commands import act, calibrate, compare, deproject, plan, publish, stations, sus  # noqa: F401
 
     return sub

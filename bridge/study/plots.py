@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import io
 
-__all__ = ["success_svg", "sus_svg"]
+__all__ = ["success_svg", "sus_svg", "success_figure", "sus_figure", "save_figure"]
 
 
 def _svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
     return buf.getvalue()
+
+
+def save_figure(fig, stem) -> list:
+    """Write ``fig`` as ``stem.svg`` and ``stem.png`` (200 dpi); returns both paths."""
+    from pathlib import Path
+
+    out = []
+    for fmt, kw in (("svg", {}), ("png", {"dpi": 200})):
+        path = Path(f"{stem}.{fmt}")
+        # SVG without its creation date: the same study gives the same bytes (a bundle's checksums)
+        meta = {"Date": None} if fmt == "svg" else {"Software": None}
+        fig.savefig(path, format=fmt, bbox_inches="tight", metadata=meta, **kw)
+        out.append(path)
+    return out
 
 
 def _figure(n_agents: int):
@@ -27,6 +41,16 @@ def _figure(n_agents: int):
 
 
 def success_svg(rows: list[dict]) -> str:
+    """``success_figure`` as SVG text."""
+    return _svg(success_figure(rows))
+
+
+def sus_svg(rows: list[dict]) -> str:
+    """``sus_figure`` as SVG text."""
+    return _svg(sus_figure(rows))
+
+
+def success_figure(rows: list[dict]):
     """Bars of ``success_rate`` (participants) and ``auto_success_rate`` (automatic check) per agent,
     each with its 95% Wilson interval as an error bar; aborted trials are left out (as in the rates)."""
     import numpy as np
@@ -48,10 +72,10 @@ def success_svg(rows: list[dict]) -> str:
     # above them it would meet the title on a one-agent figure)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
     ax.set_title("Point-Act success per agent", fontsize=10)
-    return _svg(fig)
+    return fig
 
 
-def sus_svg(rows: list[dict]) -> str:
+def sus_figure(rows: list[dict]):
     """Each agent's SUS scores (0-100) as points over a box plot (Fig. 7b)."""
     import numpy as np
 
@@ -67,4 +91,4 @@ def sus_svg(rows: list[dict]) -> str:
     ax.set_ylim(0, 100)
     ax.set_ylabel("SUS score")
     ax.set_title("System Usability Scale per agent", fontsize=10)
-    return _svg(fig)
+    return fig
