@@ -111,6 +111,40 @@ def act(
         session.close()
 
 
+@bench_app.command("arena-publish")
+def bench_arena_publish_cmd(
+    db: str = typer.Option(..., "--db", help="the arena's store: SQLite file or SQLAlchemy URL"),
+    out: Path = typer.Option(..., "--out", help="folder to write (new or empty)"),
+    few_votes: int = typer.Option(50, "--few-votes", min=1, max=100000, help="mark models with fewer votes"),
+    bootstrap_rounds: int = typer.Option(100, "--bootstrap-rounds", min=10, max=10000, help="bootstrap rounds"),
+) -> None:
+    """Publish an arena's votes as a bundle: the votes in Chatbot Arena's release form after its
+    identity and error filters (and ours: flagged sessions, repeated votes), the ratings with 95 %
+    intervals and a few-votes marker, the win matrices, a plot, a README and a SHA-256 manifest
+    (docs/arena.md). Prints bundle.json."""
+    from dataclasses import replace
+
+    from pointlab.ui.arena.context import ArenaSettings
+    from pointlab.ui.arena.release import publish_arena
+    from pointlab.ui.arena.store import ArenaStore
+
+    if "://" not in db and not Path(db).is_file():
+        fail(f"--db {db}: no such arena database")
+    try:
+        store = ArenaStore(db)
+    except Exception as e:  # not a database, a newer schema, an unreachable server
+        fail(f"--db {db}: {e}", 2)
+    settings = replace(ArenaSettings(), few_votes=few_votes, bootstrap_rounds=bootstrap_rounds)
+    try:
+        print_json(publish_arena(store, out, settings=settings))
+    except ValueError as e:
+        fail(str(e), 2)
+    except OSError as e:
+        fail(f"writing {out} failed: {e}", 1)
+    finally:
+        store.close()
+
+
 @bench_app.command("arena")
 def bench_arena_cmd(
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the four sim arena agents)"),

@@ -34,11 +34,11 @@ import hashlib
 import json
 import platform
 import sys
-import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pointlab.benchmark.bundle import finish_bundle
 from pointlab.benchmark.records import dumps_json, finite_json
 from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
@@ -288,15 +288,4 @@ def publish_study(
     write("recordings.json", dumps_json(_recordings(trials, rec_dir), indent=1))
     reveal = (float(study.get("reveal_low_s") or 0), float(study.get("reveal_high_s") or 0))
     write("README.md", _readme(study, numbers, participants, reveal))
-    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    bundle = {
-        "format": BUNDLE_FORMAT,
-        "version": BUNDLE_VERSION,
-        "created_unix_s": round(time.time(), 3),
-        "study_id": study_id,
-        "files": files + ["bundle.json", "MANIFEST.sha256"],
-    }
-    write("bundle.json", dumps_json(bundle, indent=1))
-    manifest = "".join(f"{hashlib.sha256((out / f).read_bytes()).hexdigest()}  {f}\n" for f in [*files, "bundle.json"])
-    write("MANIFEST.sha256", manifest)
-    return bundle
+    return finish_bundle(out, fmt=BUNDLE_FORMAT, version=BUNDLE_VERSION, study_id=study_id)

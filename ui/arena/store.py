@@ -612,17 +612,18 @@ class ArenaStore:
         return out
 
     def voted_battles(self, *, include_flagged: bool = False) -> list[dict]:
-        """Full records of voted battles (for promotion to Point-Bench candidates), in vote order."""
+        """Full records of voted battles, in vote order, each with its session's ``flagged`` (for
+        promotion to Point-Bench candidates, and the published vote release, ``ui.arena.release``)."""
         q = (
-            select(BattleRow)
+            select(BattleRow, SessionRow.flagged)
             .join(SessionRow, SessionRow.id == BattleRow.session_id)
             .where(BattleRow.vote.is_not(None))
-            .order_by(BattleRow.voted_unix_s)
+            .order_by(BattleRow.voted_unix_s, BattleRow.id)
         )
         if not include_flagged:
             q = q.where(SessionRow.flagged.is_(False))
         with self._tx() as s:
-            return [_battle_dict(b) for b in s.scalars(q).all()]
+            return [{**_battle_dict(b), "flagged": bool(f)} for b, f in s.execute(q).all()]
 
     # -- human baseline ---------------------------------------------------------------------
     def add_human_click(
