@@ -225,16 +225,20 @@ def require_items(items, source) -> None:
         fail(f"{source}: no ground-truth items")
 
 
-def wait_until_stopped() -> None:
+def wait_until_stopped(ready=None) -> None:
     """Block the main thread until SIGTERM or Ctrl-C (a long-running command whose work runs in
-    other threads: ``act station``, ``sim fleet``); the caller's ``finally`` then closes its parts."""
+    other threads: ``act station``, ``sim fleet``); the caller's ``finally`` then closes its parts.
+    ``ready``: called once both signals are handled (a supervisor may signal from then on)."""
     import signal
     import threading
 
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
-        while not done.wait(0.5):  # a timed wait: Ctrl-C reaches the main thread between waits
-            pass
-    except KeyboardInterrupt:
+    # SIGINT too, explicitly: a process started in the background of a script, or by a test runner's
+    # worker, inherits SIGINT ignored, and Python then leaves it ignored (Ctrl-C or kill -INT would
+    # do nothing; seen in CI: a station that never stopped)
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    if ready is not None:
+        ready()
+    while not done.wait(0.5):  # a timed wait: the handlers run on the main thread between waits
         pass
