@@ -1,7 +1,9 @@
 """``pointlab bench run TASK``: run a model of the agents file over a static benchmark (docs/harness.md).
 
-Built so far: ``vsibench`` and ``revsi`` (``video.run``); Point-Bench runs with ``bench pointing``;
-``pinpointqa`` and ``egopoint`` are refused with that message until their runners exist.
+Built so far: ``vsibench`` and ``revsi`` (``video.run``); ``pointbench`` is ``bench pointing`` (the
+same runner, journal and records; ``--questions`` is its dataset); ``pinpointqa`` and ``egopoint``
+are refused with that message until their runners exist. A questions file that carries answers (an
+answer key given by mistake) is refused: the answers would reach the model.
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from .clikit import fail, print_json, require_items
 bench_app = sub.group("bench")
 
 TASKS = ("vsibench", "revsi", "pointbench", "pinpointqa", "egopoint")
+# fields of an answer key (video generate's answers.jsonl) that a questions file never has
+ANSWER_FIELDS = frozenset({"ground_truth", "answer", "count_in_scene", "gt", "target"})
 
 
 @bench_app.command("run")
 def bench_run_cmd(
     task: str = typer.Argument(
-        ..., help="vsibench | revsi (pointbench: bench pointing; pinpointqa, egopoint: to come)"
+        ..., help="vsibench | revsi | pointbench (as bench pointing) (pinpointqa, egopoint: to come)"
     ),
-    questions: Path = typer.Option(..., "--questions", help="questions JSONL (video generate's questions.jsonl)"),
+    questions: Path = typer.Option(
+        ..., "--questions", help="questions JSONL (video generate's questions.jsonl); pointbench: its dataset"
+    ),
     model: str = typer.Option(..., "--model", help="agent name in the agents file"),
     agents: Optional[Path] = typer.Option(None, "--agents", help="agents TOML (default: the packaged sim agents)"),
     video: Optional[Path] = typer.Option(None, "--video", help="the video or frame folder every question is about"),
@@ -59,9 +65,28 @@ def bench_run_cmd(
     from .video.sampling import SAMPLERS, parse_budget
 
     if task not in TASKS:
-        fail(f"unknown task {task!r}; bench run runs vsibench and revsi (Point-Bench: bench pointing)")
+        fail(f"unknown task {task!r}; bench run runs vsibench, revsi and pointbench")
     if task == "pointbench":
-        fail("Point-Bench runs with `pointlab bench pointing` (same journal, resume and records)")
+        for opt, given in (("--video", video), ("--videos", videos), ("--answers", answers), ("--limit", limit)):
+            if given is not None:
+                fail(f"{opt} is not an option of pointbench (its dataset holds the masks it is scored with)")
+        from .pointbench_commands import bench_pointing_cmd
+
+        # the same command, called with every option it has (its defaults: 3 runs, as PointArena)
+        bench_pointing_cmd(
+            data=questions,
+            model=model,
+            agents=agents,
+            runs=3,
+            prompt_style=None,
+            steer="describe",
+            concurrency=concurrency,
+            max_error_rate=max_error_rate,
+            rules=rules,
+            out=out,
+            progress=progress,
+        )
+        return
     if task in ("pinpointqa", "egopoint"):
         fail(f"bench run {task} is not built yet (docs/harness.md); score predictions with `pointlab score`")
     if not math.isfinite(max_error_rate):
@@ -84,6 +109,12 @@ def bench_run_cmd(
             qs = qs[:limit]
         if any("id" not in q or "question" not in q for q in qs):
             raise ValueError(f"{questions}: every question needs 'id' and 'question'")
+        leaked = sorted({k for q in qs for k in q} & ANSWER_FIELDS)
+        if leaked:
+            raise ValueError(
+                f"{questions} carries answers ({', '.join(leaked)}): it is an answer key, not a questions file; "
+                "give video generate's questions.jsonl (the key goes to --answers)"
+            )
         key = read_jsonl(answers) if answers is not None else None
         cfg = model_agent_config(agents, model)
         if cfg.base_url == SIM_BASE_URL and key is None:

@@ -147,6 +147,28 @@ def test_mask_oracle_run_scores_every_category_fully(dataset, tmp_path):
 
 
 @pytest.mark.slow
+def test_bench_run_pointbench_is_bench_pointing(dataset, tmp_path):
+    """`bench run pointbench --questions DATA` is `bench pointing --data DATA` (the same runner, its
+    3 runs, its files): the mask oracle scores every category 1.0 across its runs; an option of the
+    video tasks is refused in one line."""
+    res = json.loads(
+        cli(
+            "bench", "run", "pointbench", "--questions", str(dataset), "--model", "sim-oracle",
+            "--no-progress", "--out", str(tmp_path / "run"), cwd=tmp_path,
+        ).stdout
+    )  # fmt: skip
+    assert res["errors"] == 0 and len(res["runs"]) == 3
+    for cat in tt.EXPECTED:
+        assert res["aggregate"][cat]["mean"] == 1.0, cat
+    assert {"results.json", "results.md"} <= {p.name for p in (tmp_path / "run").iterdir()}
+    bad = cli(
+        "bench", "run", "pointbench", "--questions", str(dataset), "--model", "sim-oracle", "--video",
+        str(dataset), "--out", str(tmp_path / "bad"), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--video" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
 def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     gt = [json.loads(x) for x in (dataset / "gt.jsonl").read_text().splitlines()]
     by_query = {g["query"]: g["id"] for g in gt}

@@ -332,3 +332,17 @@ def test_the_questions_of_a_scene_at_one_budget_decode_its_frames_once(setup, mo
     assert r.exit_code == 0, r.output
     # three questions, no frame_indices of their own: the same 16 frames, read once
     assert len(calls) == 1 and len(calls[0]) == 16 and len(server.state.requests) == 3
+
+
+def test_an_answer_key_given_as_the_questions_is_refused_before_anything_is_asked(setup):
+    """The newcomer's mix-up: `--questions answers.jsonl` would send the ground truth with every
+    question's record to the runner. Refused in one line, nothing asked, no run folder."""
+    server, stop, agents = _serve(setup, [{"match": "frames of a video", "answer": "B"}])
+    try:
+        args = ["bench", "run", "vsibench", "--questions", str(setup / "answers.jsonl"), "--model", "qa"]
+        args += ["--agents", str(agents), "--video", str(setup / "frames"), "--out", str(setup / "run")]
+        r = CliRunner().invoke(app, [*args, "--no-progress", "--answers", str(setup / "answers.jsonl")])
+    finally:
+        stop()
+    assert r.exit_code == 2 and "ground_truth" in r.stderr and "answer key" in r.stderr
+    assert server.state.requests == [] and not (setup / "run").exists()
