@@ -51,6 +51,9 @@ def bench_run_cmd(
         None, "--answers", help="answer key (answers.jsonl): score the run at the end"
     ),
     rules: str = typer.Option("pointlab", "--rules", help="rule set of the score at the end"),
+    lmms_results: Optional[Path] = typer.Option(
+        None, "--lmms-results", help="also write the score in lmms-eval's results form here (needs --answers)"
+    ),
     out: Path = typer.Option(..., "--out", help="run folder (run.json, run_1.jsonl): a rerun resumes it"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -67,7 +70,13 @@ def bench_run_cmd(
     if task not in TASKS:
         fail(f"unknown task {task!r}; bench run runs vsibench, revsi and pointbench")
     if task == "pointbench":
-        for opt, given in (("--video", video), ("--videos", videos), ("--answers", answers), ("--limit", limit)):
+        for opt, given in (
+            ("--video", video),
+            ("--videos", videos),
+            ("--answers", answers),
+            ("--limit", limit),
+            ("--lmms-results", lmms_results),  # (bench pointing writes lmms_results.json in its run folder)
+        ):
             if given is not None:
                 fail(f"{opt} is not an option of pointbench (its dataset holds the masks it is scored with)")
         from .pointbench_commands import bench_pointing_cmd
@@ -91,6 +100,8 @@ def bench_run_cmd(
         fail(f"bench run {task} is not built yet (docs/harness.md); score predictions with `pointlab score`")
     if not math.isfinite(max_error_rate):
         fail("--max-error-rate must be a number from 0 to 1")
+    if lmms_results is not None and answers is None:
+        fail("--lmms-results needs --answers (a run is scored against the answer key)")
     try:
         check_rules(rules)
         b = parse_budget(budget)
@@ -164,4 +175,12 @@ def bench_run_cmd(
         key = [k for k in key if str(k.get("id")) in asked]
         report = get_scorer("vsi")(key, read_predictions(out / "run_1.jsonl"), rules=rules)
         doc["score"] = report.to_dict()["summary"]
+        if lmms_results is not None:
+            from .video_commands import write_vsi_lmms
+
+            try:
+                write_vsi_lmms(lmms_results, report, rules)
+            except OSError as e:
+                fail(f"--lmms-results {lmms_results}: {e}", 1)
+            doc["lmms_results"] = str(lmms_results)
     print_json(doc)

@@ -63,11 +63,9 @@ def score_vsi_cmd(
     ),
 ) -> None:
     """Score VSI-Bench / ReVSI predictions: {"items": [{id, value, parsed, reason, metadata}], "summary": {...}}."""
-    from .lmms import results_form, write_results
     from .records import RecordError
     from .scorers import check_rules, get_scorer
     from .video.errors import VideoBenchError
-    from .video.scoring import lmms_results as vsi_lmms
 
     try:
         check_rules(rules)
@@ -77,15 +75,22 @@ def score_vsi_cmd(
     except (VideoBenchError, RecordError, ValueError) as e:
         fail(str(e))
     if lmms_results is not None:
-        summary = {**report.summary, "rules": rules}
-        write_results(
-            lmms_results,
-            [
-                results_form(task, m, n=report.summary["n_questions"], rules=rules, scorer="vsi")
-                for task, m in vsi_lmms(summary)
-            ],
-        )
+        write_vsi_lmms(lmms_results, report, rules)
     print_json(report.to_dict())
+
+
+def write_vsi_lmms(path: Path, report, rules: str) -> None:
+    """A VSI-Bench / ReVSI score ``report`` in lmms-eval's results form at ``path`` (``score vsi`` and
+    ``bench run vsibench`` write the same file)."""
+    from .lmms import results_form, write_results
+    from .video.scoring import lmms_results as vsi_lmms
+
+    summary = {**report.summary, "rules": rules}
+    forms = [
+        results_form(task, m, n=report.summary["n_questions"], rules=rules, scorer="vsi")
+        for task, m in vsi_lmms(summary)
+    ]
+    write_results(path, forms)
 
 
 @video_app.command("frames")

@@ -104,7 +104,7 @@ def test_a_run_resumes_and_its_score_is_the_score_of_its_journal(setup):
     # the second server answers the counting question; only it is asked again
     server, stop, agents = _serve(setup, [{"match": "chair", "answer": "4"}])
     try:
-        r = _run(setup, agents, "--max-error-rate", "1")
+        r = _run(setup, agents, "--max-error-rate", "1", "--lmms-results", str(setup / "lmms.json"))
     finally:
         stop()
     assert r.exit_code == 0, r.output
@@ -126,6 +126,16 @@ def test_a_run_resumes_and_its_score_is_the_score_of_its_journal(setup):
     items = {i["id"]: i["value"] for i in json.loads(rescored.stdout)["items"]}
     assert items == {"q1": 1.0, "q2": 1.0, "q3": pytest.approx(0.6)}
     assert second["score"] == json.loads(rescored.stdout)["summary"]
+    # --lmms-results: the same file `score vsi --lmms-results` writes from the journal
+    again = CliRunner().invoke(
+        app,
+        ["score", "vsi", "--gt", str(setup / "answers.jsonl"), "--pred", str(setup / "run" / "run_1.jsonl"),
+         "--lmms-results", str(setup / "lmms-score.json")],
+    )  # fmt: skip
+    assert again.exit_code == 0
+    ours = json.loads((setup / "lmms.json").read_text())
+    assert ours["results"] == json.loads((setup / "lmms-score.json").read_text())["results"]
+    assert ours["results"]  # (one entry per question type, lmms-eval's names)
     run = json.loads((setup / "run" / "run.json").read_text())
     assert (run["benchmark"], run["model"], run["budget"], run["sampler"]) == ("vsibench", "qa", "16", "nested")
 
