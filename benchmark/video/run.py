@@ -23,7 +23,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..prompts import image_to_data_url
 from ..runner import ask_all, to_ask
@@ -109,10 +109,14 @@ def run_vsi(
     progress: bool = False,
     record: Mapping[str, Any] | None = None,
     benchmark: str = "vsibench",
+    prompt_of: Callable[[Mapping[str, Any]], str] | None = None,
+    video_of: Callable[[Mapping[str, Any], Path | None, Path | None], Path] | None = None,
 ) -> dict:
     """Ask ``agent`` (an ``OpenAIAgent``: its client, request settings and image size and encoding)
     every question (module docstring) and journal the answers in ``out_dir``; ``benchmark`` names the
-    task in ``run.json`` (``vsibench`` or ``revsi``).
+    task in ``run.json`` (``vsibench``, ``revsi``, ``pinpointqa``). ``prompt_of`` builds a question's
+    text (default: lmms-eval's VSI-Bench prompt), ``video_of`` finds its video under ``videos``
+    (default: lmms-eval's ``<dataset>/<scene_name>.mp4``): another video QA task brings its own.
 
     Returns ``{"asked", "cached", "errors"}``. Raises: ``runner.ErrorRateExceeded``; ValueError when
     ``out_dir`` holds a run of another model, budget, sampler or questions file, or neither / both of ``video`` and
@@ -158,9 +162,9 @@ def run_vsi(
 
     async def ask(q: Mapping[str, Any]) -> AnswerRecord:
         qid, t0 = str(q["id"]), time.perf_counter()
-        prompt = vsi_prompt(q)
+        prompt = (prompt_of or vsi_prompt)(q)
         try:
-            path = _video_of(q, vpath, vdir)
+            path = (video_of or _video_of)(q, vpath, vdir)
             async with lock:  # one decoder at a time; questions of one video run together
                 indices = q.get("frame_indices")
                 if not indices:
