@@ -16,7 +16,7 @@ from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, s
 
 CHOICES = ["A. keyboard", "B. office chair", "C. monitor", "D. lamp"]
 SSP = json.dumps({"target": "mouse", "support_surface": "table", "references": []})
-KEY = [
+KEY: list[dict] = [
     {"id": "t1", "scene_id": "s1", "source_dataset": "scannetpp", "task": "TPV", "question_type": "presence",
      "question": "Did the mouse appear in the video?", "instruction": INSTRUCTIONS["TPV"], "answer": "Yes",
      "target": "mouse", "choices": None},
