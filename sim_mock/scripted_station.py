@@ -98,6 +98,7 @@ class ScriptedWorld:
         self.calls: list[tuple[str, str]] = []
         self.commands: list[str] = []
         self.stops = self.resets = self.releases = self.homes = self.halts = self.scene_restores = 0
+        self.restored_at_index = -1
 
     # -- building --------------------------------------------------------------------------------
     def station(self, store=None, **kw) -> Station:
@@ -288,6 +289,8 @@ class ScriptedWorld:
     def restore(self) -> None:
         self.scene_restores += 1
         self.held, self.tool_closed = None, False
+        # the camera's frame index at the restore: a starting frame must come after it
+        self.restored_at_index = int((time.monotonic() - self._t0) * 30)
 
     def infer_expected(self, instruction: str, action: str) -> dict | None:
         return None

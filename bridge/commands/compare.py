@@ -49,6 +49,8 @@ def compare_cmd(
     sim_db, real_db = sim_db or db, real_db or db
     if sim_db is None or real_db is None:
         fail("give --db (both studies) or --sim-db and --real-db", 2)
+    if sim == real and sim_db == real_db:
+        fail(f"--sim and --real are the same study ({sim}): compare a simulated study with a real one", 2)
     assert sim_db is not None and real_db is not None
     out = compare_studies(_rows(sim_db, sim, "--sim"), _rows(real_db, real, "--real"), alpha=alpha)
     if not out["agents"]:

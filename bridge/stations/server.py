@@ -468,7 +468,10 @@ class StudyServer:
             raise ServerBusy("the robot station could not be reset; please wait")
         self._ready[pid] = (name, block)
         if all(b["block"] != block for b in self.store.block_starts(participant_id=pid)):
-            frame = self.live.get(name)
+            # the frame the station took after its reset (the live copy here can still show the last
+            # participant's scene: a newcomer's bundle had block starts with the cube in the gripper)
+            fresh = res.get("frame_jpeg_b64")
+            frame = (unb64(fresh), res.get("frame_index")) if isinstance(fresh, str) else self.live.get(name)
             self.store.save_block_start(
                 study_id=participant["study_id"],
                 participant_id=pid,

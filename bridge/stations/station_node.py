@@ -42,6 +42,7 @@ from pointlab.bridge.stations.wire import (
     StationsError,
     TrialOrder,
     TrialRecord,
+    b64,
     reply_json,
     station_key,
     station_token,
@@ -272,10 +273,32 @@ class StationNode:
     def _cmd_reset_block(self, body: dict) -> Future:
         async def run() -> dict:
             res = await self.station.reset_block()
-            jpeg = self.station.ports.camera.latest_jpeg()
-            return {"ok": res.get("outcome") == "done", **res, "frame_index": None if jpeg is None else jpeg[1]}
+            jpeg = await self._fresh_jpeg()
+            return {
+                "ok": res.get("outcome") == "done",
+                **res,
+                "frame_index": None if jpeg is None else jpeg[1],
+                # the block's starting scene as the camera saw it after the reset (the server stores it
+                # with the block start; its own live copy can be a frame or two behind the reset)
+                "frame_jpeg_b64": None if jpeg is None else b64(jpeg[0]),
+            }
 
         return self._on_loop(run())
+
+    async def _fresh_jpeg(self, timeout_s: float = 5.0) -> tuple[bytes, int] | None:
+        """A camera frame taken after now (two frame indices on), or the latest at the timeout (as the
+        single-process block start's ``ui.flow._fresh_frame``)."""
+        camera = self.station.ports.camera
+        first = camera.latest_jpeg()
+        start = first[1] if first else -1
+        deadline = time.monotonic() + timeout_s
+        latest = first
+        while time.monotonic() < deadline:
+            latest = camera.latest_jpeg()
+            if latest is not None and latest[1] >= start + 2:
+                return latest
+            await asyncio.sleep(0.02)
+        return latest
 
     def _cmd_estop(self, body: dict) -> dict:
         self.station.emergency_stop()

@@ -215,10 +215,13 @@ def compare_studies(
         table.append(row)
     s = [r["sim_rate"] for r in table]
     rr = [r["real_rate"] for r in table]
-    return {
+    out: dict[str, Any] = {
         "agents": table,
         "n_agents": len(table),
         "pearson_r": pearson_r(s, rr) if len(table) >= 2 else None,
         "mmrv": mmrv(s, rr) if len(table) >= 2 else None,
         "alpha": alpha,
     }
+    if len(table) < 3:  # two points always lie on a line: r is +-1 whatever the simulator is worth
+        out["note"] = f"with {len(table)} agent(s) Pearson r and MMRV say little (r is +-1 for two agents)"
+    return out

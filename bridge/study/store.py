@@ -68,6 +68,21 @@ DEFAULT_REVEAL_HIGH_S = DEFAULT_REVEAL.high_s
 FRAME_KINDS = ("before", "after")
 
 
+def _sqlite_tables(path: Path) -> set[str]:
+    """The table names of an existing SQLite file, read without writing (empty when unreadable: the
+    caller's own open reports that)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return set()
+
+
 def _require_pointlab_schema(path: Path) -> None:
     """Raise ``StoreError`` unless the SQLite file ``path`` holds pointlab's ``meta`` table. Read
     through a read-only connection, before the engine's pragmas (WAL) touch the file: a reader
@@ -88,6 +103,19 @@ def _require_pointlab_schema(path: Path) -> None:
         raise StoreError(
             f"database {path} is not a pointlab store (no meta table, {len(tables)} other tables); "
             "nothing was written to it"
+        )
+    _refuse_arena_store(path, tables)
+    if "studies" not in tables:
+        raise StoreError(f"database {path} is a pointlab store without studies; nothing was written to it")
+
+
+def _refuse_arena_store(where, tables: set[str]) -> None:
+    """A Point-Battle arena's store (its ``battles``, no ``studies``) is not a study store: refused
+    before anything is written to it (a study's tables would be added and its schema version raised,
+    so the arena would refuse its own file)."""
+    if "battles" in tables and "studies" not in tables:
+        raise StoreError(
+            f"database {where} is a Point-Battle arena store, not a Point-Act study store; nothing was written to it"
         )
 
 
@@ -292,6 +320,8 @@ class Store:
             raise StoreError(f"database path {self.path} is a folder, not a file")
         elif not create:
             _require_pointlab_schema(self.path)
+        else:
+            _refuse_arena_store(self.path, _sqlite_tables(self.path))
         self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
         event.listen(self._engine, "connect", _sqlite_pragmas)
         try:

@@ -268,12 +268,19 @@ def _readme(counts: dict, ratings: dict) -> str:
         "",
     ]
     if ratings:
-        lines += ["| model | votes | Bradley-Terry | 95 % CI |", "|---|---|---|---|"]
+        lines += [
+            "Ties left out (`ties_exclude`): `votes` counts every released vote of the model, `games` the ones "
+            "that decided (the rest were ties).",
+            "",
+            "| model | votes | games | Bradley-Terry | 95 % CI |",
+            "|---|---|---|---|---|",
+        ]
         for r in ratings["ties_exclude"]["models"]:
             bt = r["bt"]
             mark = " (few votes)" if r["few_votes"] else ""
             lines.append(
-                f"| {r['model']}{mark} | {r['votes']} | {bt['rating']:.0f} | {bt['ci_low']:.0f}-{bt['ci_high']:.0f} |"
+                f"| {r['model']}{mark} | {r['votes']} | {bt['games']} | {bt['rating']:.0f} | "
+                f"{bt['ci_low']:.0f}-{bt['ci_high']:.0f} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -269,6 +269,15 @@ class ArenaStore:
 
     # -- schema -------------------------------------------------------------------------------
     def _create_schema(self) -> None:
+        try:
+            tables = set(inspect(self.engine).get_table_names())
+        except Exception:  # unreachable or not a database: the creation below says so
+            tables = set()
+        if "studies" in tables and "battles" not in tables:
+            # a Point-Act study store: creating the arena's tables would write into it
+            raise ArenaError(
+                f"{self.url} is a Point-Act study store, not an arena store; nothing was written to it", 500
+            )
         for attempt in range(5):
             try:
                 with self.engine.begin() as conn:

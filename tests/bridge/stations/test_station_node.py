@@ -90,6 +90,9 @@ def test_the_station_halts_when_the_server_goes_and_delivers_to_the_restarted_se
         )
         loop.run(server.start_block(p))
         assert world.scene_restores == 1  # the block's reset ran on the station
+        # the stored starting frame was taken after the restore (not the server's live copy from before)
+        (start,) = store.block_starts(participant_id=p["id"], with_frames=True)
+        assert start["frame_index"] >= world.restored_at_index + 2 and start["frame_jpeg"][:2] == b"\xff\xd8"
         trial = loop.submit(server.run_trial(p, "pick up the red disc"))
         wait_for(lambda: "pick" in world.commands, 20, "the pick to be commanded")
         loop.loop.call_soon_threadsafe(server.close)  # the server goes in the middle of the motion

@@ -110,6 +110,7 @@ def test_compare_pairs_real_trials_with_the_sim_rate_of_the_same_instruction():
     )
     assert b["ppi"] is None and "at least 2" in b["ppi_note"]  # one pair, no unlabeled
     assert got["n_agents"] == 2 and got["mmrv"] == 0.0  # a above b in both
+    assert "two agents" in got["note"]  # r is +-1 with two points: said so
     assert got["pearson_r"] == pytest.approx(1.0)
 
 
@@ -165,3 +166,5 @@ def test_the_compare_command_reads_two_studies_from_a_store(tmp_path):
     assert bad.exit_code == 2 and "--sim" in bad.output and "Traceback" not in bad.output
     none = CliRunner().invoke(build_app(), ["act", "compare", "--sim", "1", "--real", "2"])
     assert none.exit_code == 2
+    same = CliRunner().invoke(build_app(), ["act", "compare", "--db", str(db), "--sim", "1", "--real", "1"])
+    assert same.exit_code == 2 and "same study" in same.output
