@@ -62,7 +62,12 @@ def bench_run_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Ask a model every question of a static benchmark with N requests in flight, journal each answer
-    (a rerun resumes without asking twice), and score the run when --answers is given."""
+    (a rerun resumes without asking twice), and score the run when --answers is given.
+
+    vsibench, revsi: --video or --videos, --budget (16), --sampler (nested), --limit, --answers,
+    --lmms-results. pinpointqa: the same, --budget 64 --sampler uniform by default, no --lmms-results
+    (score pinpoint writes it). pointbench: --questions is the dataset; runs `bench pointing` (3 runs;
+    no --video, --videos, --answers, --limit, --lmms-results)."""
     from .agents_config import SIM_BASE_URL, AgentsConfigError, build_agent, model_agent_config
     from .records import RecordError, read_jsonl
     from .runner import ErrorRateExceeded

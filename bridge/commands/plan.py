@@ -54,7 +54,11 @@ def plan_cmd(
             store.close()
         source = f"measured in {db}" if trial_s is not None else ""
         if trial_s is None:
-            fail(f"--db {db}: fewer than 5 consecutive trials to measure a trial time; give --trial-s", 2)
+            fail(
+                f"--db {db}: fewer than 5 gaps between one participant's consecutive trials of a block to "
+                "measure a trial time (headless `act trials` belong to no participant); give --trial-s",
+                2,
+            )
     if trial_s is None:
         trial_s, source = ASSUMED_TRIAL_S, "assumed (give --db or --trial-s)"
     try:
@@ -72,6 +76,15 @@ def plan_cmd(
     except PlanError as e:
         fail(str(e), 2)
     out = plan.to_dict()
+    if source.startswith("measured") and trial_s < 5:
+        # a sim study run with --time-scale: its pace is not a person's at a robot
+        out["note"] = (
+            f"the measured trial time ({trial_s} s) is shorter than a person's trial; a time-scaled sim study?"
+        )
+    if margin is not None and width is not None and plan.mode == "absolute":
+        out["note_size"] = "both --margin and --width given: the larger of the two sizes is planned"
+    if margin is not None and margin > 0.5:
+        out["note_margin"] = "a margin over 0.5 is a very large difference; the normal approximation is rough there"
     if validate:
         checks = {}
         if margin is not None:

@@ -78,3 +78,7 @@ def test_the_plan_command():
     bad = CliRunner().invoke(build_app(), ["act", "plan", "--agents", "3", "--mode", "pairwise", "--width", "0.2"])
     assert bad.exit_code == 2 and "width" in bad.output
     assert CliRunner().invoke(build_app(), ["act", "plan", "--agents", "3"]).exit_code == 2
+    both = CliRunner().invoke(build_app(), ["act", "plan", "--agents", "2", "--margin", "0.3", "--width", "0.15"])
+    got = json.loads(both.stdout)
+    # by hand: width 0.15 at p = .5 needs 167 (wilson_width(167, .5) = 0.14995), margin 0.3 needs 43
+    assert got["per_agent"] == 167 and "larger" in got["note_size"]
