@@ -27,7 +27,7 @@ ANSWER_FIELDS = frozenset({"ground_truth", "answer", "count_in_scene", "gt", "ta
 @bench_app.command("run")
 def bench_run_cmd(
     task: str = typer.Argument(
-        ..., help="vsibench | revsi | pinpointqa | pointbench (as bench pointing) (egopoint: to come)"
+        ..., help="vsibench | revsi | pinpointqa | egopoint | pointbench (as bench pointing)"
     ),
     questions: Path = typer.Option(
         ..., "--questions", help="questions JSONL (video generate's questions.jsonl); pointbench: its dataset"
@@ -37,6 +37,9 @@ def bench_run_cmd(
     video: Optional[Path] = typer.Option(None, "--video", help="the video or frame folder every question is about"),
     videos: Optional[Path] = typer.Option(
         None, "--videos", help="folder of videos laid out as lmms-eval's <dataset>/<scene_name>.mp4"
+    ),
+    images: Optional[Path] = typer.Option(
+        None, "--images", help="egopoint: the folder the entries' image_path values are relative to"
     ),
     budget: Optional[str] = typer.Option(
         None,
@@ -106,7 +109,10 @@ def bench_run_cmd(
         )
         return
     if task == "egopoint":
-        fail(f"bench run {task} is not built yet (docs/harness.md); score predictions with `pointlab score`")
+        _run_egopoint(questions, model, agents, images, limit, concurrency, max_error_rate, rules, out, progress)
+        return
+    if images is not None:
+        fail("--images is for egopoint; video tasks take --video or --videos")
     from .pinpoint import run as pinpoint_run
 
     pinpoint = task == "pinpointqa"
@@ -205,3 +211,54 @@ def bench_run_cmd(
                 fail(f"--lmms-results {lmms_results}: {e}", 1)
             doc["lmms_results"] = str(lmms_results)
     print_json(doc)
+
+
+def _run_egopoint(questions, model, agents, images, limit, concurrency, max_error_rate, rules, out, progress) -> None:
+    """``bench run egopoint`` (benchmark/egopoint/run.py): the released array's entries, scored at the
+    end with the same file (it is the released test set, answers included; the prompt never has them).
+    Open-ended answers need the judge: unscored here, ``pointlab score egopoint --judge`` scores them."""
+    from .agents_config import SIM_BASE_URL, AgentsConfigError, build_agent, model_agent_config
+    from .egopoint.run import run_egopoint
+    from .egopoint.scoring import release_records
+    from .lmms import load_json_or_jsonl
+    from .records import RecordError, read_predictions
+    from .runner import ErrorRateExceeded
+    from .scorers import check_rules, get_scorer
+    from .video.run import file_sha256
+
+    try:
+        check_rules(rules)
+        if images is None or not images.is_dir():
+            raise ValueError("egopoint needs --images: the folder its entries' image_path values are relative to")
+        good, bad = load_json_or_jsonl(questions)
+        if bad:
+            raise RecordError(bad[0])
+        entries = release_records([r for _, r in good])
+        require_items(entries, questions)
+        if limit is not None:
+            entries = entries[:limit]
+        cfg = model_agent_config(agents, model)
+        if cfg.base_url == SIM_BASE_URL:
+            raise ValueError(f"agent {model!r} is a sim model; the sim agents do not answer egopoint questions")
+    except (RecordError, AgentsConfigError, ValueError) as e:
+        fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    agent = build_agent(cfg)
+    record: dict[str, Any] = {"dataset": str(questions.resolve()), "questions_sha256": file_sha256(questions)}
+    record.update(task="egopoint", agent=cfg.model_dump(exclude={"api_key_env"}))
+    try:
+        res = run_egopoint(
+            entries,
+            agent,
+            out,
+            images=images,
+            concurrency=concurrency,
+            max_error_rate=max_error_rate,
+            progress=progress,
+            record=record,
+        )
+    except ErrorRateExceeded as e:
+        fail(str(e), 1)
+    except ValueError as e:
+        fail(str(e))
+    report = get_scorer("egopoint")(entries, read_predictions(out / "run_1.jsonl"), rules=rules)
+    print_json({"task": "egopoint", "model": model, "out": str(out), **res, "score": report.to_dict()["summary"]})

@@ -26,6 +26,7 @@ from .records import dumps_json, replaced_on_success
 from pointlab.benchmark.errors import BenchmarkError
 
 __all__ = [
+    "open_run",
     "RUN_RECORD_VERSION",
     "RunRecord",
     "AnswerRecord",
@@ -94,6 +95,47 @@ class RunRecord(BaseModel):
     max_error_rate: float | None = None
     stopped: str | None = None
     updated_unix_s: float | None = None
+
+
+def open_run(
+    out_dir: str | Path,
+    *,
+    benchmark: str,
+    agent: Any,
+    settings: dict[str, str],
+    items: int,
+    max_error_rate: float,
+    record: dict[str, Any] | None = None,
+) -> Path:
+    """Open (or resume) the run folder ``out_dir`` of a question-answering run and return its journal
+    ``run_1.jsonl``: ``run.json`` is written with ``record`` and ``settings`` (``model`` and what must
+    match for a resume: budget, sampler, the questions file's SHA-256, ...).
+
+    Raises:
+        ValueError: the folder holds a run of other ``settings`` (another model or questions file).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rr = out / "run.json"
+    if rr.exists():
+        old = read_run_record(rr)
+        extra = old.model_extra or {}
+        had = {k: old.model if k == "model" else str(extra.get(k)) for k in settings}
+        if had != settings:
+            raise ValueError(f"{out} holds a run of another setting ({had}); use another --out")
+    write_run_record(
+        rr,
+        RunRecord(
+            benchmark=benchmark,
+            model=settings["model"],
+            temperature=getattr(agent, "temperature", None),
+            items=items,
+            max_error_rate=max_error_rate,
+            request=agent.describe() if hasattr(agent, "describe") else {},
+            **{**dict(record or {}), **{k: v for k, v in settings.items() if k != "model"}},
+        ),
+    )
+    return out / "run_1.jsonl"
 
 
 def read_run_record(path: str | Path) -> RunRecord:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ..prompts import image_to_data_url
 from ..runner import ask_all, to_ask
-from ..runs import AnswerRecord, RunRecord, read_answers, read_run_record, write_run_record
+from ..runs import AnswerRecord, open_run, read_answers
 from .errors import VideoBenchError
 from .frames import open_frames
 from .sampling import sample_frames
@@ -126,33 +126,18 @@ def run_vsi(
 
     if (video is None) == (videos is None):
         raise ValueError("give the video of the questions or the folder of videos (one of them)")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     settings = {"model": getattr(agent, "model", ""), "budget": str(budget), "sampler": sampler}
     if record and record.get("questions_sha256"):
         settings["questions_sha256"] = str(record["questions_sha256"])  # another question file: another run
-    rr = out / "run.json"
-    if rr.exists():
-        old = read_run_record(rr)
-        extra = old.model_extra or {}
-        had = {"model": old.model, "budget": str(extra.get("budget")), "sampler": extra.get("sampler")}
-        if "questions_sha256" in settings:
-            had["questions_sha256"] = str(extra.get("questions_sha256"))
-        if had != settings:
-            raise ValueError(f"{out} holds a run of another setting ({had}); use another --out")
-    write_run_record(
-        rr,
-        RunRecord(
-            benchmark=benchmark,
-            model=settings["model"],
-            temperature=getattr(agent, "temperature", None),
-            items=len(questions),
-            max_error_rate=max_error_rate,
-            request=agent.describe() if hasattr(agent, "describe") else {},
-            **{**dict(record or {}), "budget": str(budget), "sampler": sampler},
-        ),
+    journal = open_run(
+        out_dir,
+        benchmark=benchmark,
+        agent=agent,
+        settings=settings,
+        items=len(questions),
+        max_error_rate=max_error_rate,
+        record=dict(record or {}),
     )
-    journal = out / "run_1.jsonl"
     done = read_answers(journal)
     todo = [q for q in questions if to_ask(done, str(q["id"]))]
     frames = _Frames()
