@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -74,3 +75,36 @@ def test_a_run_asks_each_entry_once_records_a_missing_image_and_scores_as_score_
     items = {i["id"]: i["value"] for i in json.loads(rescored.stdout)["items"]}
     assert items == {"0": 1.0, "1": 0.0, "2": 0.0}
     assert doc["score"] == json.loads(rescored.stdout)["summary"]
+
+
+@pytest.mark.slow  # a child process killed mid-run, then the rest
+def test_a_run_killed_mid_way_resumes_and_its_score_is_score_egopoints(tmp_path):
+    from tests.benchmark.killresume import kill_mid_run
+
+    images = tmp_path / "bench"
+    (images / "test_img").mkdir(parents=True)
+    Image.fromarray(np.full((40, 60, 3), 120, np.uint8)).save(images / "test_img" / "1.jpg")
+    many = [dict(ENTRIES[0], question=f"What is the person pointing at in room {k}?") for k in range(12)]
+    data = tmp_path / "pure_real_test.json"
+    data.write_text(json.dumps(many))
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"match": "pointing at", "answer": "B. Chocolate"}) + "\n")
+    server = create_model_server({"qa": ScriptedModel(script)}, latency_s=0.3)  # one at a time: 3.6 s
+    url, stop = serve_in_thread(server)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(f'[[agents]]\nname = "qa"\nkind = "openai"\nbase_url = "{url}"\nmodel = "qa"\nmax_retries = 0\n')
+    journal = tmp_path / "run" / "run_1.jsonl"
+    args = ["bench", "run", "egopoint", "--questions", str(data), "--images", str(images), "--model", "qa"]
+    args += ["--agents", str(agents), "--out", str(tmp_path / "run"), "--no-progress", "--concurrency", "1"]
+    try:
+        kept = kill_mid_run(args, journal)
+        assert 3 <= len(kept) < 12
+        r = CliRunner().invoke(app, args)
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
+    rescored = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(data), "--pred", str(journal)])
+    assert json.loads(rescored.stdout)["summary"] == doc["score"]
+    assert all(i["value"] == 1.0 for i in json.loads(rescored.stdout)["items"])  # B for B. Chocolate

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from pointlab.benchmark.pinpoint.generate import INSTRUCTIONS
@@ -81,3 +82,48 @@ def test_a_run_sends_64_uniform_frames_and_scores_as_score_pinpoint(tmp_path):
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert (run["benchmark"], run["budget"], run["sampler"]) == ("pinpointqa", "64", "uniform")
     assert doc["score"] == rescored["summary"]  # the run's score is the journal's
+
+
+@pytest.mark.slow  # a child process killed mid-run, then the rest
+def test_a_run_killed_mid_way_resumes_and_its_score_is_score_pinpoints(tmp_path):
+    from tests.benchmark.killresume import kill_mid_run
+
+    rng = np.random.default_rng(2)
+    videos = tmp_path / "videos"
+    write_frame_folder([rng.integers(0, 255, (24, 32, 3), dtype=np.uint8) for _ in range(70)], videos / "s1")
+    key = [dict(KEY[0], id=f"t{k}", question=f"Did the mouse appear in video part {k}?") for k in range(12)]
+    (tmp_path / "key.jsonl").write_text("".join(json.dumps(k) + "\n" for k in key))
+    qs = [{k: v for k, v in r.items() if k not in ("answer", "target")} for r in key]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    script = tmp_path / "script.jsonl"
+    script.write_text(json.dumps({"match": "Did the mouse appear", "answer": "Yes"}) + "\n")
+    server = create_model_server({"qa": ScriptedModel(script)}, latency_s=0.3)
+    url, stop = serve_in_thread(server)
+    agents = tmp_path / "agents.toml"
+    agents.write_text(f'[[agents]]\nname = "qa"\nkind = "openai"\nbase_url = "{url}"\nmodel = "qa"\nmax_retries = 0\n')
+    journal = tmp_path / "run" / "run_1.jsonl"
+    args = ["bench", "run", "pinpointqa", "--questions", str(tmp_path / "q.jsonl"), "--model", "qa", "--agents"]
+    args += [
+        str(agents),
+        "--videos",
+        str(videos),
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+        "--concurrency",
+        "1",
+    ]
+    try:
+        kept = kill_mid_run(args, journal)
+        assert 3 <= len(kept) < 12
+        r = CliRunner().invoke(app, [*args, "--answers", str(tmp_path / "key.jsonl")])
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
+    rescored = CliRunner().invoke(
+        app, ["score", "pinpoint", "--gt", str(tmp_path / "key.jsonl"), "--pred", str(journal)]
+    )
+    assert json.loads(rescored.stdout)["summary"] == doc["score"]
+    assert all(i["value"] == 1.0 for i in json.loads(rescored.stdout)["items"])  # Yes for Yes, 12 of 12

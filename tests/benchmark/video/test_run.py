@@ -14,6 +14,7 @@ from pointlab.benchmark.video.frames import write_frame_folder
 from pointlab.benchmark.video.run import vsi_prompt
 from pointlab.bridge.cli import app
 from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
+from tests.benchmark.killresume import kill_mid_run
 
 QUESTIONS: list[dict[str, Any]] = [
     {
@@ -182,13 +183,8 @@ def test_a_questions_own_frames_are_sent_as_given(setup):
 
 
 @pytest.mark.slow  # a child process killed mid-run, then resumed
-def test_a_run_killed_mid_way_resumes_without_asking_twice(setup):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
+@pytest.mark.parametrize("task", ["vsibench", "revsi"])  # one runner; run.json names the task
+def test_a_run_killed_mid_way_resumes_without_asking_twice(setup, task):
     many = [dict(QUESTIONS[1], id=f"c{k}", question=f"How many chair(s) are in room {k}?") for k in range(12)]
     (setup / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in many))
     (setup / "answers.jsonl").write_text("".join(json.dumps(dict(q, ground_truth=4)) + "\n" for q in many))
@@ -199,22 +195,11 @@ def test_a_run_killed_mid_way_resumes_without_asking_twice(setup):
     agents = setup / "agents.toml"
     agents.write_text(f'[[agents]]\nname = "qa"\nkind = "openai"\nbase_url = "{url}"\nmodel = "qa"\nmax_retries = 0\n')
     journal = setup / "run" / "run_1.jsonl"
-    args = ["bench", "run", "vsibench", "--questions", str(setup / "questions.jsonl"), "--model", "qa", "--agents"]
+    args = ["bench", "run", task, "--questions", str(setup / "questions.jsonl"), "--model", "qa", "--agents"]
     args += [str(agents), "--video", str(setup / "frames"), "--out", str(setup / "run"), "--no-progress"]
     args += ["--concurrency", "1"]
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-c", "from pointlab.bridge.cli import main; main()", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 120
-        while not (journal.exists() and len(journal.read_text().splitlines()) >= 3):
-            assert time.monotonic() < deadline and child.poll() is None, "no answers journaled"
-            time.sleep(0.05)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        kept = {json.loads(x)["id"] for x in journal.read_text().splitlines() if x.strip()}
+        kept = kill_mid_run(args, journal)
         assert 3 <= len(kept) < 12
         r = CliRunner().invoke(app, [*args, "--answers", str(setup / "answers.jsonl")])
     finally:
@@ -225,6 +210,9 @@ def test_a_run_killed_mid_way_resumes_without_asking_twice(setup):
     assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
     assert sorted(json.loads(x)["id"] for x in journal.read_text().splitlines()) == sorted(q["id"] for q in many)
     assert doc["score"]["overall"] == 1.0 and doc["score"]["n_questions"] == 12  # MRA of 4 against 4: 1
+    assert json.loads((setup / "run" / "run.json").read_text())["benchmark"] == task
+    rescored = CliRunner().invoke(app, ["score", "vsi", "--gt", str(setup / "answers.jsonl"), "--pred", str(journal)])
+    assert json.loads(rescored.stdout)["summary"] == doc["score"]  # the record reproduces the run's score
 
 
 @pytest.mark.slow  # real frames: generate, then run the sim agents over the questions
