@@ -29,3 +29,24 @@ def kill_mid_run(args: list[str], journal: Path, n: int = 3, deadline_s: float =
         if child.poll() is None:
             child.kill()
     return {json.loads(x)["id"] for x in journal.read_text().splitlines() if x.strip()}
+
+
+def kill_then_resume(args: list[str], journal: Path, *, total: int, stop, extra: tuple[str, ...] = ()) -> dict:
+    """``kill_mid_run`` then the same command again in this process (with ``extra`` options), ``stop``
+    the model server after it; checks that only what the killed run had not journaled was asked again
+    and every item ends with one journal line. Returns the resumed run's JSON document."""
+    from typer.testing import CliRunner
+
+    from pointlab.bridge.cli import app
+
+    try:
+        kept = kill_mid_run(args, journal)
+        assert 3 <= len(kept) < total
+        r = CliRunner().invoke(app, [*args, *extra])
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["cached"] == len(kept) and doc["asked"] == total - len(kept) and doc["errors"] == 0
+    assert len({json.loads(x)["id"] for x in journal.read_text().splitlines()}) == total
+    return doc

@@ -79,7 +79,7 @@ def test_a_run_asks_each_entry_once_records_a_missing_image_and_scores_as_score_
 
 @pytest.mark.slow  # a child process killed mid-run, then the rest
 def test_a_run_killed_mid_way_resumes_and_its_score_is_score_egopoints(tmp_path):
-    from tests.benchmark.killresume import kill_mid_run
+    from tests.benchmark.killresume import kill_then_resume
 
     images = tmp_path / "bench"
     (images / "test_img").mkdir(parents=True)
@@ -96,15 +96,7 @@ def test_a_run_killed_mid_way_resumes_and_its_score_is_score_egopoints(tmp_path)
     journal = tmp_path / "run" / "run_1.jsonl"
     args = ["bench", "run", "egopoint", "--questions", str(data), "--images", str(images), "--model", "qa"]
     args += ["--agents", str(agents), "--out", str(tmp_path / "run"), "--no-progress", "--concurrency", "1"]
-    try:
-        kept = kill_mid_run(args, journal)
-        assert 3 <= len(kept) < 12
-        r = CliRunner().invoke(app, args)
-    finally:
-        stop()
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
-    assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
+    doc = kill_then_resume(args, journal, total=12, stop=stop)
     rescored = CliRunner().invoke(app, ["score", "egopoint", "--gt", str(data), "--pred", str(journal)])
     assert json.loads(rescored.stdout)["summary"] == doc["score"]
     assert all(i["value"] == 1.0 for i in json.loads(rescored.stdout)["items"])  # B for B. Chocolate

@@ -86,7 +86,7 @@ def test_a_run_sends_64_uniform_frames_and_scores_as_score_pinpoint(tmp_path):
 
 @pytest.mark.slow  # a child process killed mid-run, then the rest
 def test_a_run_killed_mid_way_resumes_and_its_score_is_score_pinpoints(tmp_path):
-    from tests.benchmark.killresume import kill_mid_run
+    from tests.benchmark.killresume import kill_then_resume
 
     rng = np.random.default_rng(2)
     videos = tmp_path / "videos"
@@ -113,15 +113,7 @@ def test_a_run_killed_mid_way_resumes_and_its_score_is_score_pinpoints(tmp_path)
         "--concurrency",
         "1",
     ]
-    try:
-        kept = kill_mid_run(args, journal)
-        assert 3 <= len(kept) < 12
-        r = CliRunner().invoke(app, [*args, "--answers", str(tmp_path / "key.jsonl")])
-    finally:
-        stop()
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
-    assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
+    doc = kill_then_resume(args, journal, total=12, stop=stop, extra=("--answers", str(tmp_path / "key.jsonl")))
     rescored = CliRunner().invoke(
         app, ["score", "pinpoint", "--gt", str(tmp_path / "key.jsonl"), "--pred", str(journal)]
     )

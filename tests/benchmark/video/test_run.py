@@ -14,7 +14,7 @@ from pointlab.benchmark.video.frames import write_frame_folder
 from pointlab.benchmark.video.run import vsi_prompt
 from pointlab.bridge.cli import app
 from pointlab.sim_mock.model_server import ScriptedModel, create_model_server, serve_in_thread
-from tests.benchmark.killresume import kill_mid_run
+from tests.benchmark.killresume import kill_then_resume
 
 QUESTIONS: list[dict[str, Any]] = [
     {
@@ -198,16 +198,7 @@ def test_a_run_killed_mid_way_resumes_without_asking_twice(setup, task):
     args = ["bench", "run", task, "--questions", str(setup / "questions.jsonl"), "--model", "qa", "--agents"]
     args += [str(agents), "--video", str(setup / "frames"), "--out", str(setup / "run"), "--no-progress"]
     args += ["--concurrency", "1"]
-    try:
-        kept = kill_mid_run(args, journal)
-        assert 3 <= len(kept) < 12
-        r = CliRunner().invoke(app, [*args, "--answers", str(setup / "answers.jsonl")])
-    finally:
-        stop()
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
-    # only what the killed run had not journaled is asked again; every question ends with one line
-    assert doc["cached"] == len(kept) and doc["asked"] == 12 - len(kept) and doc["errors"] == 0
+    doc = kill_then_resume(args, journal, total=12, stop=stop, extra=("--answers", str(setup / "answers.jsonl")))
     assert sorted(json.loads(x)["id"] for x in journal.read_text().splitlines()) == sorted(q["id"] for q in many)
     assert doc["score"]["overall"] == 1.0 and doc["score"]["n_questions"] == 12  # MRA of 4 against 4: 1
     assert json.loads((setup / "run" / "run.json").read_text())["benchmark"] == task
