@@ -169,6 +169,33 @@ def test_bench_run_pointbench_is_bench_pointing(dataset, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_pointing_run_killed_mid_way_resumes_and_re_scores_to_its_score(dataset, tmp_path):
+    """kill -9 in the middle of `bench pointing` (the runner of `bench run pointbench`), resume: only
+    what was not journaled is asked; `score pointing` on the journal gives the run's scores."""
+    from tests.benchmark.killresume import kill_then_resume
+
+    script = tmp_path / "answers.jsonl"
+    script.write_text("".join(json.dumps({"match": q, "answer": a}) + "\n" for q, (a, _) in tt.SCRIPTED.items()))
+    base_url, stop = serve_in_thread(create_model_server({"scripted": ScriptedModel(script)}, latency_s=0.3))
+    agents = tmp_path / "agents.toml"
+    agents.write_text(
+        f'[[agents]]\nname = "scripted"\nkind = "openai"\nbase_url = "{base_url}"\nmodel = "scripted"\n'
+        f'point_format = "xy_pixels"\nimage_encoding = "png"\nmax_retries = 0\n'
+    )
+    run_dir = tmp_path / "run"
+    args = ["bench", "pointing", "--data", str(dataset), "--model", "scripted", "--agents", str(agents)]
+    args += ["--runs", "1", "--no-progress", "--out", str(run_dir), "--concurrency", "1"]
+    doc = kill_then_resume(args, run_dir / "run_1.jsonl", total=9, stop=stop)
+    assert doc["aggregate"]["average"]["mean"] == pytest.approx(tt.EXPECTED_AVERAGE)
+    rescored = json.loads(
+        cli(
+            "score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(run_dir / "run_1.jsonl"), cwd=tmp_path
+        ).stdout
+    )
+    assert rescored["summary"]["average"] == pytest.approx(doc["aggregate"]["average"]["mean"])
+
+
+@pytest.mark.slow
 def test_score_pointing_cli_with_hand_predictions(dataset, tmp_path):
     gt = [json.loads(x) for x in (dataset / "gt.jsonl").read_text().splitlines()]
     by_query = {g["query"]: g["id"] for g in gt}
