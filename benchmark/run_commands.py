@@ -200,8 +200,10 @@ def bench_run_cmd(
         asked = {str(q["id"]) for q in qs}
         key = [k for k in key if str(k.get("id")) in asked]
         # (pinpointqa: FSD needs an LLM judge and is left unscored here: `pointlab score pinpoint --judge`)
-        report = get_scorer("pinpoint" if pinpoint else "vsi")(key, read_predictions(out / "run_1.jsonl"), rules=rules)
+        scorer = "pinpoint" if pinpoint else "vsi"
+        report = get_scorer(scorer)(key, read_predictions(out / "run_1.jsonl"), rules=rules)
         doc["score"] = report.to_dict()["summary"]
+        doc["scores_file"] = str(write_scores(out, scorer, key, rules))
         if lmms_results is not None:
             from .video_commands import write_vsi_lmms
 
@@ -261,4 +263,22 @@ def _run_egopoint(questions, model, agents, images, limit, concurrency, max_erro
     except ValueError as e:
         fail(str(e))
     report = get_scorer("egopoint")(entries, read_predictions(out / "run_1.jsonl"), rules=rules)
-    print_json({"task": "egopoint", "model": model, "out": str(out), **res, "score": report.to_dict()["summary"]})
+    scores = write_scores(out, "egopoint", entries, rules)
+    doc = {"task": "egopoint", "model": model, "out": str(out), **res, "score": report.to_dict()["summary"]}
+    print_json({**doc, "scores_file": str(scores)})
+
+
+def write_scores(out: Path, scorer: str, key: list, rules: str) -> Path:
+    """``scores.json`` of a run folder: the run's journal scored under both rule sets
+    (``{"scorer", "rules_printed", "pointlab": summary, "reference": summary}``), so a reader sees what
+    the choice of rules changes; ``pointlab score`` reproduces either from ``run_1.jsonl``."""
+    from .records import dumps_json, read_predictions
+    from .scorers import RULE_SETS, get_scorer
+
+    preds = read_predictions(out / "run_1.jsonl")
+    doc: dict[str, Any] = {"scorer": scorer, "rules_printed": rules}
+    for name in RULE_SETS:
+        doc[name] = get_scorer(scorer)(key, preds, rules=name).to_dict()["summary"]
+    path = out / "scores.json"
+    path.write_text(dumps_json(doc, indent=1) + "\n", encoding="utf-8")
+    return path

@@ -75,6 +75,8 @@ def test_a_run_asks_each_entry_once_records_a_missing_image_and_scores_as_score_
     items = {i["id"]: i["value"] for i in json.loads(rescored.stdout)["items"]}
     assert items == {"0": 1.0, "1": 0.0, "2": 0.0}
     assert doc["score"] == json.loads(rescored.stdout)["summary"]
+    both = json.loads((tmp_path / "run" / "scores.json").read_text())
+    assert both["pointlab"] == doc["score"] and set(both) == {"scorer", "rules_printed", "pointlab", "reference"}
 
 
 @pytest.mark.slow  # a child process killed mid-run, then the rest

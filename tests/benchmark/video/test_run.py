@@ -127,6 +127,15 @@ def test_a_run_resumes_and_its_score_is_the_score_of_its_journal(setup):
     items = {i["id"]: i["value"] for i in json.loads(rescored.stdout)["items"]}
     assert items == {"q1": 1.0, "q2": 1.0, "q3": pytest.approx(0.6)}
     assert second["score"] == json.loads(rescored.stdout)["summary"]
+    # scores.json: the journal under both rule sets; each reproduced by `score vsi --rules`
+    both = json.loads((setup / "run" / "scores.json").read_text())
+    for name in ("pointlab", "reference"):
+        again_r = CliRunner().invoke(
+            app,
+            ["score", "vsi", "--gt", str(setup / "answers.jsonl"), "--pred", str(setup / "run" / "run_1.jsonl"),
+             "--rules", name],
+        )  # fmt: skip
+        assert both[name] == json.loads(again_r.stdout)["summary"], name
     # --lmms-results: the same file `score vsi --lmms-results` writes from the journal
     again = CliRunner().invoke(
         app,
