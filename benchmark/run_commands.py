@@ -26,9 +26,7 @@ ANSWER_FIELDS = frozenset({"ground_truth", "answer", "count_in_scene", "gt", "ta
 
 @bench_app.command("run")
 def bench_run_cmd(
-    task: str = typer.Argument(
-        ..., help="vsibench | revsi | pinpointqa | egopoint | pointbench (as bench pointing)"
-    ),
+    task: str = typer.Argument(..., help="vsibench | revsi | pinpointqa | egopoint | pointbench (as bench pointing)"),
     questions: Path = typer.Option(
         ..., "--questions", help="questions JSONL (video generate's questions.jsonl); pointbench: its dataset"
     ),

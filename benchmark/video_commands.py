@@ -174,6 +174,9 @@ def score_egopoint_cmd(
     verdicts: Path | None = typer.Option(
         None, "--verdicts", help="JSONL of stored judge verdicts: read, and new ones appended"
     ),
+    lmms_results: Path | None = typer.Option(
+        None, "--lmms-results", help="also write the scores in lmms-eval's results form here"
+    ),
 ) -> None:
     """Score EgoPoint-Bench predictions: TF/SCQ exact match, OQ judge 0..1 in steps of 0.2 (pointlab); tables per
     dimension, deixis level, question type and domain with the random baseline."""
@@ -209,7 +212,20 @@ def score_egopoint_cmd(
         fail(str(e))
     except OSError as e:
         fail(f"cannot write verdicts: {e}", 1)
+    if lmms_results is not None:
+        write_egopoint_lmms(lmms_results, report, rules)
     print_json(report.to_dict())
+
+
+def write_egopoint_lmms(path: Path, report, rules: str) -> None:
+    """An EgoPoint-Bench score in lmms-eval's results form: task ``egopoint`` with ``accuracy`` (the
+    overall score over the scored items) and ``accuracy_<question type>`` (TF, SCQ, OQ), in 0..1."""
+    from .lmms import results_form, write_results
+
+    s = report.summary
+    metrics = {"accuracy": s["overall"]["score"]}
+    metrics.update({f"accuracy_{t.lower()}": cell["score"] for t, cell in s["question_type"].items()})
+    write_results(path, [results_form("egopoint", metrics, n=s["overall"]["n"], rules=rules, scorer="egopoint")])
 
 
 @video_app.command("generate")

@@ -68,12 +68,26 @@ def test_a_run_asks_each_entry_once_records_a_missing_image_and_scores_as_score_
     journal = {x["id"]: x for x in map(json.loads, (tmp_path / "run" / "run_1.jsonl").read_text().splitlines())}
     assert journal["2"]["error"].startswith("image:") and journal["0"]["prompt"] == egopoint_prompt(ENTRIES[0])
     rescored = CliRunner().invoke(
-        app, ["score", "egopoint", "--gt", str(data), "--pred", str(tmp_path / "run" / "run_1.jsonl")]
+        app,
+        [
+            "score",
+            "egopoint",
+            "--gt",
+            str(data),
+            "--pred",
+            str(tmp_path / "run" / "run_1.jsonl"),
+            "--lmms-results",
+            str(tmp_path / "lmms.json"),
+        ],  # fmt: skip
     )
     assert rescored.exit_code == 0, rescored.output
     # by hand: entry 0 right (B), entry 1 wrong (False for True), entry 2 failed (no image: 0)
     items = {i["id"]: i["value"] for i in json.loads(rescored.stdout)["items"]}
     assert items == {"0": 1.0, "1": 0.0, "2": 0.0}
+    # lmms-eval's results form: 1 of 3 overall; SCQ 1 of 2, TF 0 of 1
+    lmms = json.loads((tmp_path / "lmms.json").read_text())["results"]["egopoint"]
+    assert lmms["accuracy,none"] == pytest.approx(1 / 3) and lmms["accuracy_scq,none"] == 0.5
+    assert lmms["accuracy_tf,none"] == 0.0
     assert doc["score"] == json.loads(rescored.stdout)["summary"]
     both = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert both["pointlab"] == doc["score"] and set(both) == {"scorer", "rules_printed", "pointlab", "reference"}
