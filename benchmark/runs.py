@@ -105,11 +105,13 @@ def open_run(
     settings: dict[str, str],
     items: int,
     max_error_rate: float,
+    scorer: str,
     record: dict[str, Any] | None = None,
 ) -> Path:
     """Open (or resume) the run folder ``out_dir`` of a question-answering run and return its journal
     ``run_1.jsonl``: ``run.json`` is written with ``record`` and ``settings`` (``model`` and what must
-    match for a resume: budget, sampler, the questions file's SHA-256, ...).
+    match for a resume: budget, sampler, the questions file's SHA-256, ...), ``parser`` naming the
+    ``scorer`` that reads its answers, and without the pointing-only fields.
 
     Raises:
         ValueError: the folder holds a run of other ``settings`` (another model or questions file).
@@ -132,8 +134,11 @@ def open_run(
             items=items,
             max_error_rate=max_error_rate,
             request=agent.describe() if hasattr(agent, "describe") else {},
+            # the answers are read by the task's scorer (``pointlab score <scorer>``), not a point parser
+            parser=f"scorer:{scorer}",
             **{**dict(record or {}), **{k: v for k, v in settings.items() if k != "model"}},
         ),
+        exclude=POINTING_FIELDS,
     )
     return out / "run_1.jsonl"
 
@@ -153,13 +158,17 @@ def read_run_record(path: str | Path) -> RunRecord:
         raise RunRecordError(f"{p}: not a readable run record ({type(e).__name__}: {str(e).splitlines()[0]})") from e
 
 
-def write_run_record(path: str | Path, record: RunRecord) -> Path:
-    """Write ``record`` to ``path`` (a file or its folder); returns the file."""
+def write_run_record(path: str | Path, record: RunRecord, *, exclude: set[str] | None = None) -> Path:
+    """Write ``record`` to ``path`` (a file or its folder), without the fields ``exclude``; returns the file."""
     p = Path(path)
     if p.is_dir():
         p = p / "run.json"
-    p.write_text(dumps_json(record.model_dump(), indent=2), encoding="utf-8")
+    p.write_text(dumps_json(record.model_dump(exclude=exclude), indent=2), encoding="utf-8")
     return p
+
+
+# Fields of a pointing run that a question-answering run has no use for (its run.json leaves them out)
+POINTING_FIELDS = {"point_format", "prompt_style", "steer_mode"}
 
 
 def read_answers(path: str | Path) -> dict[str, AnswerRecord]:

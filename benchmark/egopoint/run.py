@@ -86,6 +86,7 @@ def run_egopoint(
         settings=settings,
         items=len(entries),
         max_error_rate=max_error_rate,
+        scorer="egopoint",
         record=dict(record or {}),
     )
     done = read_answers(journal)

@@ -136,6 +136,7 @@ def run_vsi(
         settings=settings,
         items=len(questions),
         max_error_rate=max_error_rate,
+        scorer="pinpoint" if benchmark == "pinpointqa" else "vsi",
         record=dict(record or {}),
     )
     done = read_answers(journal)

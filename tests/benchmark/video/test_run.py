@@ -148,6 +148,8 @@ def test_a_run_resumes_and_its_score_is_the_score_of_its_journal(setup):
     assert ours["results"]  # (one entry per question type, lmms-eval's names)
     run = json.loads((setup / "run" / "run.json").read_text())
     assert (run["benchmark"], run["model"], run["budget"], run["sampler"]) == ("vsibench", "qa", "16", "nested")
+    # a question-answering run names the scorer that reads it, and carries no pointing fields
+    assert run["parser"] == "scorer:vsi" and not {"point_format", "prompt_style", "steer_mode"} & set(run)
 
 
 def test_a_rerun_with_another_budget_is_refused(setup):
