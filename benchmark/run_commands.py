@@ -154,6 +154,8 @@ def bench_run_cmd(
             raise ValueError(f"agent {model!r} is a sim model: it answers from the answer key, give --answers")
     except (RecordError, AgentsConfigError, VideoBenchError, ValueError) as e:
         fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    if video is not None:  # (after every check: a refused run prints its one error line only)
+        _warn_scene_mismatch(video, qs, "scene_id" if pinpoint else "scene_name")
     # base_url = "sim": the sim model server answers from the answer key (a test double, reached only
     # through the sim_models registry)
     from .sim_models import SimModelsUnavailable, sim_server_for
@@ -280,3 +282,13 @@ def write_scores(out: Path, scorer: str, key: list, rules: str) -> Path:
     path = out / "scores.json"
     path.write_text(dumps_json(doc, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def _warn_scene_mismatch(video: Path, questions: list, field: str) -> None:
+    """One warning line on stderr when ``--video`` (one video for every question) is named after none
+    of the scenes the questions are about: the model would answer about the wrong room."""
+    scenes = sorted({str(q[field]) for q in questions if q.get(field)})
+    names = {video.name, video.stem, video.parent.name}
+    if scenes and not names & set(scenes):
+        shown = ", ".join(scenes[:3]) + (" ..." if len(scenes) > 3 else "")
+        typer.echo(f"warning: --video {video} is named after none of the questions' scenes ({shown})", err=True)

@@ -30,7 +30,7 @@ from ..runner import ask_all, to_ask
 from ..runs import AnswerRecord, open_run, read_answers
 from .errors import VideoBenchError
 from .frames import open_frames
-from .sampling import sample_frames
+from .sampling import parse_budget, sample_frames
 from .scoring import MC_TASKS, REVSI_MC_TASKS
 
 __all__ = ["PRE_PROMPT", "MC_POST_PROMPT", "NA_POST_PROMPT", "vsi_prompt", "run_vsi"]
@@ -155,7 +155,11 @@ def run_vsi(
                 indices = q.get("frame_indices")
                 if not indices:
                     total = await asyncio.to_thread(frames.total, path)
-                    indices = list(sample_frames(total, budget, sampler).indices)
+                    # a question's own budget wins over --budget, as its own frames do (a generated
+                    # record at budget "all" has no frame list: it means every frame)
+                    own = q.get("budget")
+                    b = parse_budget(own) if own is not None else budget
+                    indices = list(sample_frames(total, b, q.get("sampler") or sampler).indices)
                 sent = [int(i) for i in indices]
                 rgbs = await asyncio.to_thread(frames.read, path, sent)
             images = [agent.downscale(rgb) for rgb in rgbs]

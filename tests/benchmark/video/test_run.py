@@ -346,3 +346,20 @@ def test_an_answer_key_given_as_the_questions_is_refused_before_anything_is_aske
         stop()
     assert r.exit_code == 2 and "ground_truth" in r.stderr and "answer key" in r.stderr
     assert server.state.requests == [] and not (setup / "run").exists()
+
+
+def test_a_questions_own_budget_wins_and_a_video_of_another_scene_is_warned_about(setup):
+    """A generated record at budget "all" has no frame list: it is sent every frame (40 here), not
+    --budget 16; and --video named after none of the questions' scenes ("frames" for scene s1) gets
+    one warning line (the run goes on: a lab may name its files otherwise)."""
+    q = dict(QUESTIONS[1], budget="all", frame_indices=None)
+    (setup / "questions.jsonl").write_text(json.dumps(q) + "\n")
+    server, stop, agents = _serve(setup, [{"match": "chair", "answer": "4"}])
+    try:
+        r = _run(setup, agents)
+    finally:
+        stop()
+    assert r.exit_code == 0, r.output
+    (line,) = [json.loads(x) for x in (setup / "run" / "run_1.jsonl").read_text().splitlines()]
+    assert line["frames"] == list(range(40))
+    assert "warning: --video" in r.stderr and "s1" in r.stderr
