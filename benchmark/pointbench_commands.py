@@ -230,9 +230,30 @@ def bench_pointing_cmd(
     )
     res["table"] = table
     res["charts"] = [str(p) for p in charts]
+    res["scores_file"] = str(_write_scores(out_dir, items, rules))
     print_json(res)
     if res["errors"]:
         typer.echo(f"warning: {res['errors']} answers failed with an error; rerun to retry them", err=True)
+
+
+def _write_scores(out_dir: Path, items, rules: str) -> Path:
+    """``scores.json`` of a Point-Bench run folder: every ``run_<k>.jsonl`` scored under both rule sets
+    (``{"scorer", "rules_printed", "runs": {k: {"pointlab": summary, "reference": summary}}}``), each
+    what ``pointlab score pointing --rules`` gives on that file (as the QA tasks' ``scores.json``)."""
+    from pointlab.benchmark.pointbench import load_pred_jsonl
+    from pointlab.benchmark.records import dumps_json
+    from pointlab.benchmark.scorers import RULE_SETS, get_scorer
+
+    runs: dict[str, dict] = {}
+    for f in sorted(out_dir.glob("run_*.jsonl")):
+        preds = load_pred_jsonl(f)
+        k = f.stem.removeprefix("run_")
+        runs[k] = {name: get_scorer("pointing")(items, preds, rules=name).to_dict()["summary"] for name in RULE_SETS}
+    path = out_dir / "scores.json"
+    path.write_text(
+        dumps_json({"scorer": "pointing", "rules_printed": rules, "runs": runs}, indent=1) + "\n", encoding="utf-8"
+    )
+    return path
 
 
 @bench_app.command("report")

@@ -160,7 +160,15 @@ def test_bench_run_pointbench_is_bench_pointing(dataset, tmp_path):
     assert res["errors"] == 0 and len(res["runs"]) == 3
     for cat in tt.EXPECTED:
         assert res["aggregate"][cat]["mean"] == 1.0, cat
-    assert {"results.json", "results.md"} <= {p.name for p in (tmp_path / "run").iterdir()}
+    assert {"results.json", "results.md", "scores.json"} <= {p.name for p in (tmp_path / "run").iterdir()}
+    # scores.json: each run under both rule sets, as `score pointing --rules` gives it
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+    for name in ("pointlab", "reference"):
+        one = json.loads(
+            cli("score", "pointing", "--gt", str(dataset / "gt.jsonl"), "--pred", str(tmp_path / "run" / "run_1.jsonl"),
+                "--rules", name, cwd=tmp_path).stdout
+        )  # fmt: skip
+        assert scores["runs"]["1"][name] == one["summary"], name
     bad = cli(
         "bench", "run", "pointbench", "--questions", str(dataset), "--model", "sim-oracle", "--video",
         str(dataset), "--out", str(tmp_path / "bad"), cwd=tmp_path, check=False,
