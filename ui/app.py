@@ -8,12 +8,8 @@ environment or at import time. Serve it with uvicorn on 127.0.0.1 (see docs/web.
 from __future__ import annotations
 
 import importlib.resources
-import json
 
-from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from pointlab.bridge.study.store import Store
@@ -21,6 +17,7 @@ from pointlab.bridge.trials.station import PointActParts
 
 from . import routes_arm, routes_pages, routes_participant, routes_results, routes_scene, routes_studies, ws
 from .context import AppContext, UiSettings
+from .validation import install_validation_handler
 
 __all__ = ["create_app", "UiSettings"]
 
@@ -44,13 +41,6 @@ def create_app(
     app.state.ctx = AppContext(parts, store, operator_token, settings or UiSettings())
     for r in (routes_pages, routes_studies, routes_arm, routes_scene, routes_results, routes_participant, ws):
         app.include_router(r.router)
-    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]  # Starlette types a handler as taking any Exception
+    install_validation_handler(app)
     app.mount("/static", StaticFiles(directory=str(importlib.resources.files("pointlab.ui") / "static")), name="static")
     return app
-
-
-async def _validation_error(_request: Request, exc: RequestValidationError) -> Response:
-    """FastAPI's 422, rendered with ASCII escapes: its default echoes the input as UTF-8, and an input
-    holding a lone surrogate (valid JSON ``"\\ud800"``) cannot be encoded, which turned the 422 into a 500."""
-    body = json.dumps({"detail": jsonable_encoder(exc.errors())}, ensure_ascii=True, default=str)
-    return Response(body, status_code=422, media_type="application/json")

@@ -34,7 +34,9 @@ from pointlab.bridge.study.design import DESIGN, alias, invite_participant
 from pointlab.bridge.study.store import StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
+from .deps import StorableStr
 from .flow import blinded_trial
+from pointlab.ui.validation import install_validation_handler
 
 __all__ = ["create_server_app"]
 
@@ -44,9 +46,10 @@ CONSOLE_VERBS = ("reset", "home", "abort", "estop")
 
 class StudyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    agents: list[str] = Field(min_length=1)
+    # texts the store must be able to keep (no lone surrogate, no NUL: ui.deps.StorableStr), as act's
+    agents: list[Annotated[StorableStr, Field(min_length=1, max_length=200)]] = Field(min_length=1)
     trials_per_agent: int = Field(ge=1, le=100, strict=True)
-    scene: str = Field(default="tabletop", max_length=200)
+    scene: Annotated[StorableStr, Field(max_length=200)] = "tabletop"
     participants: int = Field(default=1, ge=1, le=1000, strict=True)
     max_repeats: int = Field(default=2, ge=0, le=20, strict=True)
     reveal_low_s: float = Field(default=10.0, ge=0, le=300, allow_inf_nan=False)
@@ -55,7 +58,7 @@ class StudyIn(BaseModel):
 
 class TrialIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    instruction: str = Field(min_length=1, max_length=500)
+    instruction: Annotated[StorableStr, Field(min_length=1, max_length=500)]
 
 
 class JudgeIn(BaseModel):
@@ -112,6 +115,7 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             server.close()
 
     app = FastAPI(title="pointlab study server", lifespan=lifespan)
+    install_validation_handler(app)
     app.state.server, app.state.operator_token = server, operator_token
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 

@@ -75,3 +75,18 @@ def test_the_page_says_pick_until_the_given_station_is_reset_for_the_block(clien
     server.status["s1"]["stopped"] = True
     (row,) = client.get("/api/console", headers=AUTH).json()["stations"]
     assert (row["status"], row["stopped"]) == ("idle", True)
+
+
+def test_texts_the_store_cannot_keep_and_long_inputs_are_a_422_that_echoes_little(client):
+    """A lone surrogate (valid JSON, not UTF-8) in a scene or an instruction used to pass to the store
+    (a 500); a 5,000-character instruction came back whole in the 422. Now: 422, input cut to 200."""
+    client, server = client
+    h = {**AUTH, "content-type": "application/json"}
+    r = client.post("/api/studies", headers=h, content='{"agents": ["a"], "trials_per_agent": 1, "scene": "x \\ud800"}')
+    assert r.status_code == 422, r.text
+    token = client.post("/api/studies", headers=AUTH, json={"agents": ["a"], "trials_per_agent": 1}).json()["tokens"][0]
+    bad = client.post(f"/api/p/{token}/trial", content='{"instruction": "pick \\udfff"}', headers=h)
+    assert bad.status_code == 422, bad.text
+    long = client.post(f"/api/p/{token}/trial", json={"instruction": "x" * 5000})
+    assert long.status_code == 422 and len(long.text) < 1000 and "..." in long.text
+    assert server.store.studies()[-1]["scene"] == "tabletop" and len(server.store.studies()) == 1

@@ -32,6 +32,7 @@ from pointlab.benchmark.pointbench.masks import SegmenterError, mask_png, png_ma
 from ..arena.battles import answer_record
 from ..arena.context import AgentLoop
 from ..imageguard import ImageLimits, ImageRejected, decode_image
+from pointlab.ui.validation import install_validation_handler
 
 __all__ = ["create_annotate_app", "STATIC_DIR"]
 
@@ -121,6 +122,7 @@ def create_annotate_app(
         loop.close(agents)
 
     app = FastAPI(title="Point-Bench annotation", lifespan=lifespan)
+    install_validation_handler(app)
     app.state.tokens = dict(tokens)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="annotate-static")
     app.mount("/common", StaticFiles(directory=COMMON_STATIC_DIR), name="common-static")

@@ -22,6 +22,7 @@ from . import battles, human, leaderboard
 from .context import AgentLoop, ArenaContext, ArenaSettings
 from .curated import CuratedSet
 from .store import ArenaStore, StoreUnavailable
+from pointlab.ui.validation import install_validation_handler
 
 __all__ = ["create_arena_app", "STATIC_DIR", "COMMON_STATIC_DIR"]
 
@@ -115,6 +116,7 @@ def create_arena_app(
         agent_loop.close(ctx.agents)
 
     app = FastAPI(title="Point-Battle", lifespan=lifespan)
+    install_validation_handler(app)
     app.state.arena = ctx
     app.include_router(battles.router)
     app.include_router(leaderboard.router)
