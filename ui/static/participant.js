@@ -99,6 +99,11 @@ function render() {
   $("action").className = "pill " + state.action;
   $("instruction").placeholder = state.action === "place" ? "e.g. put it in the blue bowl" : "e.g. pick up the red block";
   $("send").disabled = running || state.arm_busy || state.stopped || state.not_ready;
+  // after a reload in the middle of one's own trial (a study server's page: the robot is busy at the
+  // participant's own station), say why Send waits; the result comes with the next state
+  if (!running && trialDue && state.arm_busy && state.has_station && !$("trial-status").textContent) {
+    $("trial-status").textContent = "The robot is carrying out your last instruction; its result comes here.";
+  }
   $("instruction").disabled = running;
   if (s.kind === "judge" && state.pending_trial && !running) {
     judging = state.pending_trial;
