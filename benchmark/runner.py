@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BenchmarkError
-from .runs import AnswerRecord, append_answer, compact_answers
+from .runs import AnswerRecord, append_answer, compact_answers, read_answers
 
-__all__ = ["ErrorRateExceeded", "ask_all", "to_ask"]
+__all__ = ["ErrorRateExceeded", "ask_all", "to_ask", "answer_with_images", "run_journaled"]
 
 
 class ErrorRateExceeded(BenchmarkError, RuntimeError):
@@ -119,3 +119,69 @@ async def ask_all(
         for p in journals.values():
             compact_answers(p)
     return errors
+
+
+async def answer_with_images(
+    agent: Any, *, item_id: str, prompt: str, instruction: str, image_urls: Sequence[str], t0: float, **fields: Any
+) -> AnswerRecord:
+    """One question-answering request of ``agent`` (an ``OpenAIAgent``): the images (data URLs, in
+    order), then ``prompt``; the answer as its journal record (raw text, reasoning, tokens, latency
+    since ``t0`` (``time.perf_counter``), attempts, error), with ``fields`` (e.g. the frames sent)."""
+    import time
+
+    parts: list[dict] = [{"type": "image_url", "image_url": {"url": u}} for u in image_urls]
+    parts.append({"type": "text", "text": prompt})
+    got = await agent.client().acomplete([{"role": "user", "content": parts}])
+    return AnswerRecord(
+        id=item_id,
+        run=1,
+        raw_text=got.text or "",
+        prompt=prompt,
+        instruction=instruction,
+        error=got.error,
+        status=got.status,
+        latency_s=time.perf_counter() - t0,
+        attempts=got.attempts,
+        reasoning=got.reasoning,
+        usage=got.usage,
+        **fields,
+    )
+
+
+def run_journaled(
+    items: Sequence[Mapping[str, Any]],
+    ask: Callable[[Any], Awaitable[AnswerRecord]],
+    journal: Path,
+    *,
+    agent: Any,
+    concurrency: int,
+    max_error_rate: float,
+    progress: bool,
+    label: str,
+    close: Callable[[], None] | None = None,
+) -> dict:
+    """Ask every item of ``items`` (``id`` each) that ``journal`` has no good answer for, with
+    ``ask_all`` on one run, then ``close()`` and close the agent's client. Returns ``{"asked",
+    "cached", "errors"}``. Raises ``ErrorRateExceeded``."""
+    done = read_answers(journal)
+    todo = [it for it in items if to_ask(done, str(it["id"]))]
+
+    async def main() -> int:
+        try:
+            return await ask_all(
+                todo,
+                ask,
+                {1: journal},
+                concurrency=concurrency,
+                max_error_rate=max_error_rate,
+                progress=progress,
+                label=label,
+            )
+        finally:
+            if close is not None:
+                close()
+            if hasattr(agent, "aclose"):
+                await agent.aclose()
+
+    errors = asyncio.run(main())
+    return {"asked": len(todo), "cached": len(items) - len(todo), "errors": errors}

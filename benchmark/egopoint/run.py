@@ -23,8 +23,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..prompts import image_to_data_url
-from ..runner import ask_all, to_ask
-from ..runs import AnswerRecord, open_run, read_answers
+from ..runner import answer_with_images, run_journaled
+from ..runs import AnswerRecord, open_run
 
 __all__ = ["egopoint_prompt", "run_egopoint"]
 
@@ -89,8 +89,6 @@ def run_egopoint(
         scorer="egopoint",
         record=dict(record or {}),
     )
-    done = read_answers(journal)
-    todo = [e for e in entries if to_ask(done, str(e["id"]))]
     root = Path(images)
 
     async def ask(e: Mapping[str, Any]) -> AnswerRecord:
@@ -101,36 +99,17 @@ def run_egopoint(
         except (OSError, ValueError) as err:  # the release's IMAGE_NOT_FOUND, as a recorded failure
             return AnswerRecord(id=qid, run=1, prompt=prompt, error=f"image: {err}")
         url = image_to_data_url(agent.downscale(rgb), agent.image_encoding)
-        parts = [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": prompt}]
-        got = await agent.client().acomplete([{"role": "user", "content": parts}])
-        return AnswerRecord(
-            id=qid,
-            run=1,
-            raw_text=got.text or "",
-            prompt=prompt,
-            instruction=str(e.get("question", "")),
-            error=got.error,
-            status=got.status,
-            latency_s=time.perf_counter() - t0,
-            attempts=got.attempts,
-            reasoning=got.reasoning,
-            usage=got.usage,
+        return await answer_with_images(
+            agent, item_id=qid, prompt=prompt, instruction=str(e.get("question", "")), image_urls=[url], t0=t0
         )
 
-    async def main() -> int:
-        try:
-            return await ask_all(
-                todo,
-                ask,
-                {1: journal},
-                concurrency=concurrency,
-                max_error_rate=max_error_rate,
-                progress=progress,
-                label=f"egopoint {settings['model']}",
-            )
-        finally:
-            if hasattr(agent, "aclose"):
-                await agent.aclose()
-
-    errors = asyncio.run(main())
-    return {"asked": len(todo), "cached": len(entries) - len(todo), "errors": errors}
+    return run_journaled(
+        entries,
+        ask,
+        journal,
+        agent=agent,
+        concurrency=concurrency,
+        max_error_rate=max_error_rate,
+        progress=progress,
+        label=f"egopoint {settings['model']}",
+    )

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..prompts import image_to_data_url
-from ..runner import ask_all, to_ask
-from ..runs import AnswerRecord, open_run, read_answers
+from ..runner import answer_with_images, run_journaled
+from ..runs import AnswerRecord, open_run
 from .errors import VideoBenchError
 from .frames import open_frames
 from .sampling import parse_budget, sample_frames
@@ -139,8 +139,6 @@ def run_vsi(
         scorer="pinpoint" if benchmark == "pinpointqa" else "vsi",
         record=dict(record or {}),
     )
-    done = read_answers(journal)
-    todo = [q for q in questions if to_ask(done, str(q["id"]))]
     frames = _Frames()
     lock = asyncio.Lock()
     vpath = None if video is None else Path(video)
@@ -162,48 +160,30 @@ def run_vsi(
                     indices = list(sample_frames(total, b, q.get("sampler") or sampler).indices)
                 sent = [int(i) for i in indices]
                 rgbs = await asyncio.to_thread(frames.read, path, sent)
-            images = [agent.downscale(rgb) for rgb in rgbs]
-            parts: list[dict] = [
-                {"type": "image_url", "image_url": {"url": image_to_data_url(im, agent.image_encoding)}}
-                for im in images
-            ]
+            urls = [image_to_data_url(agent.downscale(rgb), agent.image_encoding) for rgb in rgbs]
         except (VideoBenchError, OSError, ValueError) as e:
             return AnswerRecord(id=qid, run=1, prompt=prompt, error=f"frames: {e}")
-        parts.append({"type": "text", "text": prompt})
-        done = await agent.client().acomplete([{"role": "user", "content": parts}])
-        return AnswerRecord(
-            id=qid,
-            run=1,
-            raw_text=done.text or "",
+        return await answer_with_images(
+            agent,
+            item_id=qid,
             prompt=prompt,
             instruction=str(q.get("question", "")),
-            error=done.error,
-            status=done.status,
-            latency_s=time.perf_counter() - t0,
-            attempts=done.attempts,
-            reasoning=done.reasoning,
-            usage=done.usage,
+            image_urls=urls,
+            t0=t0,
             frames=sent,
         )
 
-    async def main() -> int:
-        try:
-            return await ask_all(
-                todo,
-                ask,
-                {1: journal},
-                concurrency=concurrency,
-                max_error_rate=max_error_rate,
-                progress=progress,
-                label=f"{benchmark} {settings['model']}",
-            )
-        finally:
-            frames.close()
-            if hasattr(agent, "aclose"):
-                await agent.aclose()
-
-    errors = asyncio.run(main())
-    return {"asked": len(todo), "cached": len(questions) - len(todo), "errors": errors}
+    return run_journaled(
+        questions,
+        ask,
+        journal,
+        agent=agent,
+        concurrency=concurrency,
+        max_error_rate=max_error_rate,
+        progress=progress,
+        label=f"{benchmark} {settings['model']}",
+        close=frames.close,
+    )
 
 
 def file_sha256(path: str | Path) -> str:
