@@ -20,7 +20,7 @@ from fastapi.responses import PlainTextResponse
 
 from .battles import Arena
 
-__all__ = ["router", "win_matrix", "build_board"]
+__all__ = ["router", "win_matrix", "build_board", "rating_kwargs"]
 
 router = APIRouter(prefix="/api")
 
@@ -54,6 +54,20 @@ def win_matrix(models: list[str], votes: list, ties: str) -> tuple[list[list[flo
     return frac, games.tolist()
 
 
+def rating_kwargs(settings, ties: str) -> dict:
+    """``compute_ratings``' keyword arguments from ``ArenaSettings`` (Elo parameters, bootstrap
+    rounds, seed 0): the leaderboard and the published bundle rate votes alike."""
+    return dict(
+        ties=ties,
+        k=settings.elo_k,
+        start=settings.elo_start,
+        base=settings.elo_base,
+        scale=settings.elo_scale,
+        bootstrap_rounds=settings.bootstrap_rounds,
+        seed=0,
+    )
+
+
 def build_board(arena, ties: str) -> dict:
     """The whole leaderboard document (see the module docstring). Blocking.
 
@@ -64,15 +78,7 @@ def build_board(arena, ties: str) -> dict:
 
     s = arena.settings
     votes = [parse_vote(v) for v in arena.store.votes(include_flagged=s.include_flagged)]
-    kw = dict(
-        ties=ties,
-        k=s.elo_k,
-        start=s.elo_start,
-        base=s.elo_base,
-        scale=s.elo_scale,
-        bootstrap_rounds=s.bootstrap_rounds,
-        seed=0,
-    )
+    kw = rating_kwargs(s, ties)
     bt, elo = compute_ratings(votes, "bt", **kw), compute_ratings(votes, "elo", **kw)
     battles = arena.store.battle_counts()
     counted = [v for v in votes if ties == "half" or v.winner not in TIE_WINNERS]

@@ -125,7 +125,7 @@ def release_votes(battles: list[dict], model_names: Iterable[str] = ()) -> tuple
 def _ratings(released: list[dict], settings) -> dict[str, Any]:
     from pointlab.benchmark.ratings import compute_ratings, parse_vote
 
-    from .leaderboard import win_matrix
+    from .leaderboard import rating_kwargs, win_matrix
 
     stored = {v: k for k, v in WINNER.items()}  # the ratings' vote form (PointArena's names)
     votes = [
@@ -137,15 +137,7 @@ def _ratings(released: list[dict], settings) -> dict[str, Any]:
             per_model[m] = per_model.get(m, 0) + 1
     out: dict[str, Any] = {"few_votes_below": settings.few_votes, "votes_per_model": per_model}
     for ties in ("exclude", "half"):  # PointArena left ties out; Chatbot Arena counts them half
-        kw = dict(
-            ties=ties,
-            k=settings.elo_k,
-            start=settings.elo_start,
-            base=settings.elo_base,
-            scale=settings.elo_scale,
-            bootstrap_rounds=settings.bootstrap_rounds,
-            seed=0,
-        )
+        kw = rating_kwargs(settings, ties)
         table: dict[str, dict[str, Any]] = {}
         for method in ("bt", "elo"):
             for m, r in compute_ratings(votes, method, **kw).items():

@@ -67,4 +67,16 @@ const PL = {
     return e;
   },
   fmt(x, digits = 1) { return x === null || x === undefined ? "–" : Number(x).toFixed(digits); },
+  // A short tone: the operator is asked to click (they may be looking at the arm). (The participant
+  // page loads this file too: it names no agent, so the blinding test reads it as well.)
+  beep() {
+    try {
+      const ac = new (window.AudioContext || window.webkitAudioContext)();
+      const o = ac.createOscillator(), g = ac.createGain();
+      o.frequency.value = 880; g.gain.value = 0.15; o.connect(g); g.connect(ac.destination);
+      o.start(); o.stop(ac.currentTime + 0.35);
+    } catch (e) {
+      // no audio device or autoplay blocked: the visible alert stands
+    }
+  },
 };

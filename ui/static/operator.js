@@ -146,14 +146,7 @@ function alertFor(r) {
   alerted = r.request_id;
   window.__pl.alerts++;
   document.title = `CLICK to ${r.action || "point"} · Point-Act operator`;
-  try {
-    const ac = new (window.AudioContext || window.webkitAudioContext)();
-    const o = ac.createOscillator(), g = ac.createGain();
-    o.frequency.value = 880; g.gain.value = 0.15; o.connect(g); g.connect(ac.destination);
-    o.start(); o.stop(ac.currentTime + 0.35);
-  } catch (e) {
-    // no audio device or autoplay blocked: the visible alert stands
-  }
+  PL.beep();
 }
 
 async function showRequests(all) {

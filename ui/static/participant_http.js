@@ -10,9 +10,7 @@ window.PLHttpTransport = function (token, on) {
 
   function detail(res) {
     const d = res.data && res.data.detail;
-    if (typeof d === "string") return d;
-    if (Array.isArray(d) && d.length) return d.map((x) => x.msg).join("; ");
-    return `the server answered ${res.status}`;
+    return d ? PL.detailText(d) : `the server answered ${res.status}`;
   }
 
   async function post(path, body) {

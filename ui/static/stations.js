@@ -72,18 +72,6 @@ let currentRequest = null;
 const answered = new Set();  // request ids already answered here (the next poll may still list them)
 window.__pl = { alerts: 0 };
 
-// A click is wanted: say so audibly too (the operator may be looking at the arm), as act's operator page.
-function beep() {
-  try {
-    const ac = new (window.AudioContext || window.webkitAudioContext)();
-    const o = ac.createOscillator(), g = ac.createGain();
-    o.frequency.value = 880; g.gain.value = 0.15; o.connect(g); g.connect(ac.destination);
-    o.start(); o.stop(ac.currentTime + 0.35);
-  } catch (e) {
-    // no audio device or autoplay blocked: the visible prompt stands
-  }
-}
-
 function hideHuman() { currentRequest = null; document.getElementById("human-box").classList.add("hidden"); document.title = "pointlab: stations"; }
 
 async function refreshHuman() {
@@ -100,7 +88,7 @@ async function refreshHuman() {
   document.getElementById("human-title").textContent = "Human reference: click where the robot should " + (q.action || "act").toUpperCase();
   document.getElementById("human-box").classList.remove("hidden");
   document.getElementById("human-box").scrollIntoView({ block: "start" });  // it may be below the fold
-  beep();
+  PL.beep();  // a click is wanted: audibly too, as act's operator page
   document.getElementById("human-instruction").textContent = "\u201c" + q.instruction + "\u201d";
   document.getElementById("human-station").textContent = "station " + q.station;
   window.__pl.alerts++;
@@ -113,7 +101,10 @@ async function reply(q, verb, body) {
   const r = await fetch("/api/console/human/" + encodeURIComponent(q.station) + "/" + encodeURIComponent(q.request_id) + "/" + verb, {
     method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: body ? JSON.stringify(body) : null,
   });
-  if (!r.ok) document.getElementById("notice").textContent = "Human reference: " + ((await r.json().catch(() => ({}))).detail || "HTTP " + r.status);
+  if (!r.ok) {
+    const d = (await r.json().catch(() => ({}))).detail;
+    document.getElementById("notice").textContent = "Human reference: " + (d ? PL.detailText(d) : "HTTP " + r.status);
+  }
 }
 
 // A click on the displayed image -> original-image pixels: the image spans [-0.5, W - 0.5] in u
@@ -140,8 +131,7 @@ document.getElementById("study-form").addEventListener("submit", async (ev) => {
   const r = await fetch("/api/studies", { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: JSON.stringify(body) });
   const out = await r.json().catch(() => ({}));
   if (!r.ok) {
-    const d = out.detail;
-    document.getElementById("notice").textContent = "Study not created: " + (typeof d === "string" ? d : Array.isArray(d) ? d.map((x) => x.msg).join("; ") : "HTTP " + r.status);
+    document.getElementById("notice").textContent = "Study not created: " + (out.detail ? PL.detailText(out.detail) : "HTTP " + r.status);
     return;
   }
   await showStudies();
