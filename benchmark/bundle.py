@@ -1,4 +1,4 @@
-"""The closing files of a published bundle (a folder a paper cites): ``bundle.json`` and a SHA-256
+"""The opening check and the closing files of a published bundle (a folder a paper cites): ``bundle.json`` and a SHA-256
 manifest. Used by ``pointlab act publish`` (a Point-Act study) and ``pointlab bench arena-publish``
 (a Point-Battle arena).
 
@@ -16,9 +16,18 @@ from typing import Any
 
 from pointlab.benchmark.records import dumps_json
 
-__all__ = ["finish_bundle", "MANIFEST"]
+__all__ = ["finish_bundle", "not_empty", "MANIFEST"]
 
 MANIFEST = "MANIFEST.sha256"
+
+
+def not_empty(out: str | Path) -> str | None:
+    """Why ``out`` cannot take a new export or bundle (it exists and is not an empty folder: nothing
+    there is ever overwritten), or ``None``."""
+    p = Path(out)
+    if p.exists() and (not p.is_dir() or any(p.iterdir())):
+        return f"{p} exists and is not an empty folder"
+    return None
 
 
 def finish_bundle(out: str | Path, *, fmt: str, version: int, **header: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pointlab.benchmark.bundle import not_empty
 from pointlab.benchmark.records import dumps_json
 
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
@@ -87,8 +88,8 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     except StoreError as e:
         raise ExportError(str(e)) from e
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ExportError(f"{out} exists and is not an empty folder")
+    if (problem := not_empty(out)) is not None:
+        raise ExportError(problem)
     out.mkdir(parents=True, exist_ok=True)
     trials = store.trials(study_id=study_id)
     participants = store.participants(study_id)

@@ -38,7 +38,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pointlab.benchmark.bundle import finish_bundle
+from pointlab.benchmark.bundle import finish_bundle, not_empty
 from pointlab.benchmark.records import dumps_json, finite_json
 from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
@@ -243,8 +243,8 @@ def publish_study(
     except StoreError as e:
         raise PublishError(str(e)) from e
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise PublishError(f"{out} exists and is not an empty folder")
+    if (why := not_empty(out)) is not None:
+        raise PublishError(why)
     cal = Path(calibration) if calibration is not None else None
     if cal is not None and not cal.is_file():
         raise PublishError(f"calibration file {cal} does not exist")

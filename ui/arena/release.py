@@ -31,7 +31,7 @@ import io
 from pathlib import Path
 from typing import Any, Iterable
 
-from pointlab.benchmark.bundle import finish_bundle
+from pointlab.benchmark.bundle import finish_bundle, not_empty
 from pointlab.benchmark.records import dumps_json, finite_json
 
 __all__ = ["IDENTITY_WORDS", "release_votes", "publish_arena", "RELEASE_FORMAT", "RELEASE_VERSION"]
@@ -216,8 +216,8 @@ def publish_arena(store, out: str | Path, *, settings, models: Iterable[str] = (
     from pointlab.bridge.study.plots import save_figure
 
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{out} exists and is not an empty folder")
+    if (why := not_empty(out)) is not None:
+        raise ValueError(why)
     battles = store.voted_battles(include_flagged=True)
     names = set(models) | {b["model_a"] for b in battles} | {b["model_b"] for b in battles}
     released, counts = release_votes(battles, names)
