@@ -21,6 +21,7 @@ import typer
 from pointlab.benchmark.clikit import fail, print_json, require_writable_file
 
 from pointlab.bridge.commands import sub
+from pointlab.bridge.commands.stores import read_store
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -374,12 +375,8 @@ def export_cmd(
     export.json index; prints the index."""
     from pointlab.bridge.study.export import ExportError, export_study
     from pointlab.bridge.recording.layout import default_recordings_dir
-    from pointlab.bridge.study.store import Store, StoreError
 
-    try:
-        store = Store(db, create=False)
-    except StoreError as e:
-        fail(str(e), 2)
+    store = read_store(db, None)
     if recordings is None and "://" in db:
         store.close()
         fail("--recordings: give the study server's recordings folder (a PostgreSQL store has none beside it)", 2)

@@ -9,17 +9,15 @@ import typer
 from pointlab.benchmark.clikit import fail, print_json
 
 from pointlab.bridge.commands import sub
+from pointlab.bridge.commands.stores import read_store
 
 act_app = sub.group("act")
 
 
 def _rows(db: str, study: int, option: str) -> list[dict]:
-    from pointlab.bridge.study.store import Store, StoreError
+    from pointlab.bridge.study.store import StoreError
 
-    try:
-        store = Store(db, create=False)
-    except StoreError as e:
-        fail(f"{option}: {e}", 2)
+    store = read_store(db, option)
     try:
         store.study(study)  # an unknown study is a StoreError, not an empty comparison
         return store.trials(study_id=study)

@@ -10,6 +10,7 @@ import typer
 from pointlab.benchmark.clikit import fail, print_json
 
 from pointlab.bridge.commands import sub
+from pointlab.bridge.commands.stores import read_store
 
 act_app = sub.group("act")
 
@@ -42,12 +43,8 @@ def plan_cmd(
         fail(f"--mode must be absolute or pairwise, got {mode!r}", 2)
     source = "given"
     if trial_s is None and db is not None:
-        from pointlab.bridge.study.store import Store, StoreError
 
-        try:
-            store = Store(db, create=False)
-        except StoreError as e:
-            fail(f"--db: {e}", 2)
+        store = read_store(db)
         try:
             trial_s = measured_trial_s(store.trials())
         finally:

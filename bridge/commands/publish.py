@@ -10,6 +10,7 @@ import typer
 from pointlab.benchmark.clikit import fail, print_json
 
 from pointlab.bridge.commands import sub
+from pointlab.bridge.commands.stores import read_store
 
 act_app = sub.group("act")
 
@@ -29,12 +30,8 @@ def publish_cmd(
     with the methods filled in, and a SHA-256 manifest. Prints bundle.json."""
     from pointlab.bridge.recording.layout import default_recordings_dir
     from pointlab.bridge.study.publish import PublishError, publish_study
-    from pointlab.bridge.study.store import Store, StoreError
 
-    try:
-        store = Store(db, create=False)
-    except StoreError as e:
-        fail(f"--db: {e}", 2)
+    store = read_store(db)
     if recordings is None and "://" not in db:
         recordings = default_recordings_dir(db)
     try:
