@@ -60,6 +60,18 @@ def served(tmp_path):
         store.close()
 
 
+def _judge_and_survey(page, judgement: str, answer_of, block: int) -> None:
+    """Judge the shown trial, answer the ten SUS items (``answer_of(item)``), submit; after the first
+    of the two blocks, wait for the next block's Start."""
+    page.click(f"#judge-{judgement}")
+    page.wait_for_selector("#sus-box:visible", timeout=30_000)
+    for i in range(1, 11):
+        page.check(f"input[name=sus{i}][value='{answer_of(i)}']")
+    page.click("#sus-submit")
+    if block == 0:
+        page.wait_for_selector("#setup-box:visible", timeout=30_000)
+
+
 def test_a_participant_runs_a_study_on_a_station_from_the_page(served, chromium):
     base, store, auth = served
     study = httpx.post(
@@ -88,13 +100,7 @@ def test_a_participant_runs_a_study_on_a_station_from_the_page(served, chromium)
             # the before/after pair the station delivered with its record
             page.wait_for_function("document.getElementById('after').naturalWidth > 0", timeout=30_000)
             assert page.evaluate("window.__pl.judging") is not None
-            page.click("#judge-succeeded" if block == 0 else "#judge-failed")
-            page.wait_for_selector("#sus-box:visible", timeout=30_000)
-            for i in range(1, 11):
-                page.check(f"input[name=sus{i}][value='{4 if i % 2 else 2}']")
-            page.click("#sus-submit")
-            if block == 0:
-                page.wait_for_selector("#setup-box:visible", timeout=30_000)
+            _judge_and_survey(page, "succeeded" if block == 0 else "failed", lambda i: 4 if i % 2 else 2, block)
         page.wait_for_selector("#done-box:visible", timeout=30_000)
         assert page.evaluate("window.__pl.frames") > 0  # the station's live view reached the page
         texts = [b.text() for b in bodies if not isinstance(b, str)]
@@ -148,13 +154,7 @@ def test_the_console_creates_a_study_and_its_human_reference_answers_a_station_s
                     human_points = block
                 time.sleep(0.1)
             page.wait_for_selector("#judge-succeeded:visible", timeout=30_000)
-            page.click("#judge-succeeded")
-            page.wait_for_selector("#sus-box:visible", timeout=30_000)
-            for i in range(1, 11):
-                page.check(f"input[name=sus{i}][value='3']")
-            page.click("#sus-submit")
-            if block == 0:
-                page.wait_for_selector("#setup-box:visible", timeout=30_000)
+            _judge_and_survey(page, "succeeded", lambda i: 3, block)
         page.wait_for_selector("#done-box:visible", timeout=30_000)
         assert "human" not in page.content()  # blinded: the page names aliases only
     finally:
