@@ -43,7 +43,6 @@ def plan_cmd(
         fail(f"--mode must be absolute or pairwise, got {mode!r}", 2)
     source = "given"
     if trial_s is None and db is not None:
-
         store = read_store(db)
         try:
             trial_s = measured_trial_s(store.trials())

@@ -69,18 +69,15 @@ FRAME_KINDS = ("before", "after")
 
 
 def _sqlite_tables(path: Path) -> set[str]:
-    """The table names of an existing SQLite file, read without writing (empty when unreadable: the
-    caller's own open reports that)."""
+    """The table names of an existing SQLite file, read through a read-only connection (before any
+    engine's pragmas touch the file). Raises ``sqlite3.DatabaseError`` (corrupt, not SQLite)."""
     import sqlite3
 
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError:
-        return set()
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
 
 
 def _require_pointlab_schema(path: Path) -> None:
@@ -90,11 +87,7 @@ def _require_pointlab_schema(path: Path) -> None:
     import sqlite3
 
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            conn.close()
+        tables = _sqlite_tables(path)
     except sqlite3.DatabaseError as e:
         raise StoreError(
             f"database {path} cannot be opened as a pointlab SQLite store (corrupt or not SQLite?): {e}"
@@ -321,7 +314,13 @@ class Store:
         elif not create:
             _require_pointlab_schema(self.path)
         else:
-            _refuse_arena_store(self.path, _sqlite_tables(self.path))
+            import sqlite3
+
+            try:
+                tables = _sqlite_tables(self.path)
+            except sqlite3.DatabaseError:
+                tables = set()  # the engine's own open below reports a file it cannot read
+            _refuse_arena_store(self.path, tables)
         self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"check_same_thread": False})
         event.listen(self._engine, "connect", _sqlite_pragmas)
         try:
