@@ -10,35 +10,36 @@ from fastapi.responses import HTMLResponse
 
 from .deps import Ctx
 
-__all__ = ["router"]
+__all__ = ["router", "static_page"]
 
 router = APIRouter()
 
 
-def _page(name: str) -> str:
+def static_page(name: str) -> str:
+    """A page of ``ui/static`` as text (the apps serve the same files)."""
     return resources.files("pointlab.ui").joinpath("static", name).read_text(encoding="utf-8")
 
 
 @router.get("/", response_class=HTMLResponse)
 def index() -> str:
-    return _page("index.html")
+    return static_page("index.html")
 
 
 @router.get("/p/{token}", response_class=HTMLResponse)
-def participant_page(token: str, ctx: Ctx) -> HTMLResponse:
+def participantstatic_page(token: str, ctx: Ctx) -> HTMLResponse:
     """The participant page of invite ``token`` (404 for an unknown token, with no details)."""
     if ctx.store.participant_by_token(token) is None:
-        return HTMLResponse(_page("invalid.html"), status_code=404)
-    return HTMLResponse(_page("participant.html"))
+        return HTMLResponse(static_page("invalid.html"), status_code=404)
+    return HTMLResponse(static_page("participant.html"))
 
 
 @router.get("/operator", response_class=HTMLResponse)
-def operator_page() -> str:
+def operatorstatic_page() -> str:
     """The operator console; the token travels in the URL fragment (``/operator#token=...``)."""
-    return _page("operator.html")
+    return static_page("operator.html")
 
 
 @router.get("/results", response_class=HTMLResponse)
-def results_page() -> str:
+def resultsstatic_page() -> str:
     """The results page (operator token in the URL fragment)."""
-    return _page("results.html")
+    return static_page("results.html")

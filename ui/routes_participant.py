@@ -14,7 +14,7 @@ from pointlab.bridge.study.store import StoreError
 from .deps import Ctx, IdPath, Participant
 from .flow import participant_state
 
-__all__ = ["router"]
+__all__ = ["router", "own_trial_frame"]
 
 router = APIRouter(prefix="/api")
 
@@ -35,14 +35,22 @@ def trial_frame(trial_id: IdPath, c: Participant, ctx: Ctx, which: Literal["befo
     caller's trial, or the trial has no such frame (the store keeps both frames of every trial that
     got as far as pointing, refusals included; an abort before the answer has none).
     """
+    return own_trial_frame(ctx.store, trial_id, c.participant_row["id"], which, ctx.station.trial_jpeg)
+
+
+def own_trial_frame(store, trial_id: int, participant_id: int, which: str, jpeg_of) -> Response:
+    """The ``which`` JPEG of trial row ``trial_id`` when it is participant ``participant_id``'s own
+    (``jpeg_of(trial_uid, which)`` finds it: the station's memory or a store), else one 404 for every
+    case (ids of other participants' trials are not revealed). Shared by ``pointlab act`` and the
+    study server."""
     not_found = HTTPException(404, "no frame for this trial")
     try:
-        row = ctx.store.trial(trial_id)
+        row = store.trial(trial_id)
     except StoreError:
         raise not_found from None
-    if row.get("participant_id") != c.participant_row["id"]:
+    if row.get("participant_id") != participant_id:
         raise not_found
-    jpeg = ctx.station.trial_jpeg(row["trial_uid"], which)
+    jpeg = jpeg_of(row["trial_uid"], which)
     if not jpeg:
         raise not_found
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

@@ -31,10 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.bridge.stations.server import ServerBusy, StudyServer
 from pointlab.bridge.study.design import DESIGN, alias, invite_participant
-from pointlab.bridge.study.store import StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
 from .deps import StorableStr
+from .routes_pages import static_page
+from .routes_participant import own_trial_frame
 from .flow import blinded_trial
 from pointlab.ui.validation import install_validation_handler
 
@@ -121,7 +122,7 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
 
     @app.get("/stations", response_class=HTMLResponse)
     def console_page() -> str:
-        return (STATIC / "stations.html").read_text(encoding="utf-8")
+        return static_page("stations.html")
 
     @app.get("/stations.js")
     def console_js() -> Response:
@@ -219,8 +220,8 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         """The participant page of ``pointlab act`` (``static/participant.html``), talking to this
         server's JSON API (``static/participant_http.js``) instead of a websocket."""
         if store.participant_by_token(token) is None:
-            return HTMLResponse((STATIC / "invalid.html").read_text(encoding="utf-8"), status_code=404)
-        page = (STATIC / "participant.html").read_text(encoding="utf-8")
+            return HTMLResponse(static_page("invalid.html"), status_code=404)
+        page = static_page("participant.html")
         return HTMLResponse(page.replace("<body>", '<body data-transport="http">', 1))
 
     @app.get("/api/p/{token}")
@@ -256,17 +257,7 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         """The frame the agent saw (``before``) or the frame after the arm stopped (``after``) of one
         of the caller's own trials, as the station delivered them with the record. 404 for anything
         else (one message, so other participants' trial ids are not revealed)."""
-        not_found = HTTPException(404, "no frame for this trial")
-        try:
-            row = store.trial(trial_id)
-        except StoreError:
-            raise not_found from None
-        if row.get("participant_id") != p["id"]:
-            raise not_found
-        jpeg = store.trial_frame(row["trial_uid"], which)
-        if not jpeg:
-            raise not_found
-        return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+        return own_trial_frame(store, trial_id, p["id"], which, store.trial_frame)
 
     @app.post("/api/p/{token}/block")
     async def block(p: P) -> dict:
