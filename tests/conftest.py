@@ -60,6 +60,11 @@ def uoc_tabletop(shared_data: Path) -> Path:
 # lock for the test's duration, so parallel test runs on one machine (CI, a developer's second shell,
 # several checkouts) never share a DDS domain: a shared domain makes the sessions see each other.
 _domains = itertools.cycle(random.Random(os.getpid()).sample(range(1, 100), 99))
+# Tests that run ROS only in child processes (the stations' end-to-end tests) draw from ROS 2's other
+# safe range on Linux (215-232, "The ROS_DOMAIN_ID" in the ROS 2 docs), never shared with tests that
+# open rclpy in the pytest worker itself: a worker's DDS participant can outlive its test's lock (CI
+# run q: a station's graph guard refused domain 6 for a camera test's "pointlab_camera" and "probe").
+_process_domains = itertools.cycle(random.Random(os.getpid()).sample(range(215, 233), 18))
 _LOCK_DIR = Path(os.environ.get("POINTLAB_TEST_LOCK_DIR", tempfile.gettempdir()))
 
 
@@ -77,11 +82,13 @@ def _session_holds(domain: int) -> bool:
     return False
 
 
-def _reserve_domain() -> tuple[int, int]:
+def _reserve_domain(*, child_processes_only: bool = False) -> tuple[int, int]:
     """A free domain id and the open, locked file descriptor that holds it (a domain a running
-    session holds is skipped too: its lock would refuse the test's session)."""
-    for _ in range(99):
-        domain = next(_domains)
+    session holds is skipped too: its lock would refuse the test's session). ``child_processes_only``:
+    the test opens no rclpy context in its own process, and gets a domain from the separate range."""
+    pool, size = (_process_domains, 18) if child_processes_only else (_domains, 99)
+    for _ in range(size):
+        domain = next(pool)
         fd = os.open(_LOCK_DIR / f"pointlab-test-ros-domain-{domain}.lock", os.O_CREAT | os.O_RDWR, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -92,7 +99,7 @@ def _reserve_domain() -> tuple[int, int]:
             os.close(fd)
             continue
         return domain, fd
-    raise RuntimeError("all 99 test ROS domains are held by other test runs")
+    raise RuntimeError(f"all {size} test ROS domains of this range are held by other test runs")
 
 
 @pytest.fixture

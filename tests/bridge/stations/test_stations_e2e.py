@@ -77,7 +77,7 @@ def test_a_station_killed_mid_trial_loses_nothing_and_its_participant_finishes_o
     zport, wport = free_port(), free_port()
     base = f"http://127.0.0.1:{wport}"
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    domains = [_reserve_domain() for _ in range(2)]
+    domains = [_reserve_domain(child_processes_only=True) for _ in range(2)]
     server = subprocess.Popen(
         [
             *POINTLAB,

@@ -109,7 +109,7 @@ def test_the_documented_deployment_runs_from_the_command_line(tls_files, tmp_pat
         stdout=open(tmp_path / "server.log", "w"),
         stderr=subprocess.STDOUT,
     )
-    domain, fd = _reserve_domain()
+    domain, fd = _reserve_domain(child_processes_only=True)
 
     def station(password: str, timeout: str = "20") -> tuple[list, dict]:
         return [
