@@ -76,6 +76,7 @@ class CurrentTrial:
     instruction: str
     action: str
     started_unix_s: float = field(default_factory=time.time)
+    pair: tuple[str, str] | None = None  # a pairwise episode's (agent A, agent B), in the order they act
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

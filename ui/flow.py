@@ -188,6 +188,11 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
         state["pending_trial"] = blinded_trial(ctx.store.trial(step.trial_id))
     if step.kind == "sus":  # the page shows the same statements the score is computed for
         state["sus_items"] = list(SUS_ITEMS)
+    if ctx.store.study(participant["study_id"]).get("mode") == "pairwise":
+        from .pairwise_flow import pairwise_state  # it builds on this module
+
+        state["action"] = "pick"  # every half starts from the restored start scene, holding nothing
+        state.update(pairwise_state(ctx, step))
     return state
 
 
@@ -215,6 +220,7 @@ def check_can_start(ctx: AppContext, participant: dict, text: Any) -> tuple[Step
         raise FlowError(
             {
                 "judge": "judge the last trial first",
+                "compare": "compare the last two robots first",
                 "sus": "fill in the questionnaire first",
                 "setup": "wait until the robot and the scene are reset for this agent",
             }[step.kind]

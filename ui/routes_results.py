@@ -64,29 +64,49 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     log = trial_log(trials, participants)
     for entry, row in zip(log, trials):
         entry["clip_url"] = clip_url(ctx, row["id"]) if _clip_path(ctx, row) is not None else None
-    blocks = study_blocks(study, trials, participants)
-    return finite_json(
-        {
-            "study": study,
-            "agents": agent_results(study["agents"], trials, surveys, blocks),
-            "blocks": blocks,
-            "surveys": surveys,
-            "trials": log,
-            "block_starts": db.block_starts(study_id=study_id),
-        }
-    )
+    pairwise = study.get("mode") == "pairwise"
+    blocks = [] if pairwise else study_blocks(study, trials, participants)  # no agent blocks in pairwise
+    out = {
+        "study": study,
+        "agents": agent_results(study["agents"], trials, surveys, blocks),
+        "blocks": blocks,
+        "surveys": surveys,
+        "trials": log,
+        "block_starts": db.block_starts(study_id=study_id),
+    }
+    if pairwise:
+        out["pairwise"] = _pairwise(study, db, trials, participants)
+    return finite_json(out)
+
+
+def _pairwise(study: dict, db, trials: list[dict], participants: list[dict]) -> dict:
+    from pointlab.bridge.study.pairwise_results import pairwise_results
+
+    res = pairwise_results(study, db.episodes(study_id=study["id"]), trials)
+    labels = {p["id"]: p.get("label") for p in participants}
+    for row in res["log"]:
+        row["participant"] = labels.get(row["participant"], row["participant"])
+    return res
 
 
 @router.get("/results/plot.svg")
-def results_plot(study_id: IdQuery, _: Operator, db: Db, kind: Literal["success", "sus"] = "success") -> Response:
+def results_plot(
+    study_id: IdQuery, _: Operator, db: Db, kind: Literal["success", "sus", "pairwise"] = "success"
+) -> Response:
     """The study's chart as SVG: ``success`` (per agent, participants and the automatic check with 95%
-    Wilson bars) or ``sus`` (the SUS distribution per agent)."""
-    from pointlab.bridge.study.plots import success_svg, sus_svg
+    Wilson bars), ``sus`` (the SUS distribution per agent) or ``pairwise`` (a pairwise study's ratings
+    with 95% bootstrap intervals and the progress per agent; 404 for an absolute study)."""
+    from pointlab.bridge.study.plots import pairwise_svg, success_svg, sus_svg
 
     try:
         study = db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
+    if kind == "pairwise":
+        if study.get("mode") != "pairwise":
+            raise HTTPException(404, f"study {study_id} is not a pairwise study")
+        svg = pairwise_svg(_pairwise(study, db, db.trials(study_id=study_id), []))
+        return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
     rows = agent_results(study["agents"], db.trials(study_id=study_id), db.surveys(study_id=study_id))
     svg = success_svg(rows) if kind == "success" else sus_svg(rows)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +36,9 @@ class StudyIn(BaseModel):
     reveal_low_s: float = Field(default=DEFAULT_REVEAL_LOW_S, ge=0, le=300, allow_inf_nan=False)
     reveal_high_s: float = Field(default=DEFAULT_REVEAL_HIGH_S, ge=0, le=300, allow_inf_nan=False)
     min_free_mb: int = Field(default=DEFAULT_MIN_FREE_MB, ge=0, le=10**7, strict=True)
+    # pairwise: A/B episodes, trials_per_agent read as each participant's episodes (docs/statistics.md)
+    mode: Literal["absolute", "pairwise"] = "absolute"
+    pair_sampling: Literal["uniform", "adaptive"] = "uniform"
 
 
 class InviteIn(BaseModel):
@@ -63,6 +68,8 @@ def create_study(body: StudyIn, _: Operator, ctx: Ctx, db: Db) -> dict:
             reveal_low_s=body.reveal_low_s,
             reveal_high_s=body.reveal_high_s,
             min_free_mb=body.min_free_mb,
+            mode=body.mode,
+            pair_sampling=body.pair_sampling,
         )
     except StoreError as e:
         raise HTTPException(422, str(e)) from e

@@ -5,7 +5,10 @@
     each new frame pushed as soon as the camera sends it, at most ``UiSettings.frame_rate_hz`` a second); text messages are JSON with
     ``type`` in ``state``, ``trial_started``, ``trial_result``, ``judged``, ``sus_saved``, ``pong``, ``error``.
     client -> server (JSON text): ``{"type": "instruction", "text"}``, ``{"type": "judge", "trial_id",
-    "judgement"}``, ``{"type": "sus", "block", "responses": [10 ints]}``, ``{"type": "ping"}``.
+    "judgement"}``, ``{"type": "sus", "block", "responses": [10 ints]}``, ``{"type": "ping"}``; in a
+    pairwise study ``{"type": "compare", "episode_id", "preference": "A"|"B"|"tie", "progress_a",
+    "progress_b": 0-100, "reason"}``, and an instruction runs both halves (``trial_started`` with
+    ``alias`` ``A`` then ``B``, then ``episode_result``: ``ui.pairwise_flow``).
 ``/ws/operator?token=OPERATOR``:
     server -> client: JPEG frames and ``status`` JSON (queue, current trial with the agent's name,
     open human-reference requests without their image, e-stop flag, arm state) every
@@ -32,6 +35,7 @@ from starlette.websockets import WebSocketState
 from pointlab.benchmark.records import dumps_json, finite_json
 
 from .context import AppContext, CurrentTrial
+from . import pairwise_flow
 from .deps import resolve_token
 from .flow import (
     FlowError,
@@ -82,6 +86,17 @@ class SusMsg(_Msg):
     responses: list[Any]  # checked by bridge.study.sus.validate_responses (rejects true, 2.0, "3")
 
 
+class CompareMsg(_Msg):
+    """A pairwise episode's comparison: which half did better and each half's 0-100 progress."""
+
+    type: Literal["compare"]
+    episode_id: int
+    preference: str
+    progress_a: int
+    progress_b: int
+    reason: str = Field("", max_length=1000)
+
+
 class PingMsg(_Msg):
     type: Literal["ping"]
 
@@ -92,9 +107,11 @@ class StartBlockMsg(_Msg):
     type: Literal["start_block"]
 
 
-ClientMessage = Annotated[InstructionMsg | JudgeMsg | SusMsg | PingMsg | StartBlockMsg, Field(discriminator="type")]
+ClientMessage = Annotated[
+    InstructionMsg | JudgeMsg | SusMsg | PingMsg | StartBlockMsg | CompareMsg, Field(discriminator="type")
+]
 _adapter = TypeAdapter(ClientMessage)
-_TYPES = ("instruction", "judge", "sus", "ping", "start_block")
+_TYPES = ("instruction", "judge", "sus", "ping", "start_block", "compare")
 
 
 class ClientMessageError(UiError, ValueError):
@@ -259,6 +276,16 @@ async def participant_ws(ws: WebSocket) -> None:
 
         await answer(work, "the robot could not be reset; please tell the operator")
 
+    async def run_episode(step, text, claim) -> None:
+        async def half_started(letter: str) -> None:
+            await conn.send_json({"type": "trial_started", "alias": letter, "instruction": text})
+
+        async def work():
+            shown = await pairwise_flow.run_episode(ctx, p, step, text, claim, on_half=half_started)
+            return [{"type": "episode_result", **shown}]
+
+        await answer(work, "the episode could not be recorded; please tell the operator")
+
     async def run_trial(step, text, claim) -> None:
         async def work():
             await conn.send_json({"type": "trial_started", "alias": step.alias, "instruction": text})
@@ -277,10 +304,16 @@ async def participant_ws(ws: WebSocket) -> None:
                     await conn.send_json({"type": "pong"})
                 elif isinstance(msg, InstructionMsg):
                     step, text = check_can_start(ctx, p, msg.text)
-                    claim = claim_arm(ctx, p, step, text)  # now: the next message must see the arm busy
+                    # now: the next message must see the arm busy
+                    if pairwise_flow.is_pairwise(ctx, p):
+                        claim = pairwise_flow.claim_episode(ctx, p, step, text)
+                        runner = run_episode(step, text, claim)
+                    else:
+                        claim = claim_arm(ctx, p, step, text)
+                        runner = run_trial(step, text, claim)
                     # The trial runs in its own task so this loop keeps answering (and the trial
                     # completes and is stored even if the participant closes the page meanwhile).
-                    task = asyncio.create_task(run_trial(step, text, claim))
+                    task = asyncio.create_task(runner)
                     ctx.tasks.add(task)
                     task.add_done_callback(ctx.tasks.discard)
                     task.add_done_callback(functools.partial(_release_when_done, ctx, claim))
@@ -295,6 +328,13 @@ async def participant_ws(ws: WebSocket) -> None:
                         await conn.send_json({"type": "waiting_for_scene", "alias": step.alias})
                 elif isinstance(msg, JudgeMsg):
                     await conn.send_json(judge_trial(ctx, p, msg.trial_id, msg.judgement))
+                    await conn.send_json(participant_state(ctx, p))
+                elif isinstance(msg, CompareMsg):
+                    saved = pairwise_flow.compare_episode(ctx, p, msg)
+                    if participant_step(ctx, p).kind == "done" and queued:  # as after the last SUS
+                        ctx.queue.leave(pid, all_connections=True)
+                        queued = False
+                    await conn.send_json(saved)
                     await conn.send_json(participant_state(ctx, p))
                 elif isinstance(msg, SusMsg):
                     saved = submit_sus(ctx, p, msg.block, msg.responses)

@@ -85,12 +85,12 @@ class Step:
 
     kind: ``setup`` (the block's starting scene must be restored before its first trial), ``trial``
     (type an instruction), ``judge`` (judge trial ``trial_id``), ``sus`` (survey of ``block``),
-    ``done``. ``trial_number`` is 1-based within the block (an aborted trial's slot is offered again,
+    ``compare`` (a pairwise study: compare the two halves of episode ``episode_id``), ``done``. ``trial_number`` is 1-based within the block (an aborted trial's slot is offered again,
     so it keeps its number); ``trials_per_agent`` and ``n_blocks`` give the progress; ``repeat`` says
     the slot is offered again after an abort.
     """
 
-    kind: Literal["setup", "trial", "judge", "sus", "done"]
+    kind: Literal["setup", "trial", "judge", "sus", "compare", "done"]
     block: int | None = None
     alias: str | None = None
     trial_number: int | None = None
@@ -98,6 +98,7 @@ class Step:
     trials_per_agent: int = 0
     n_blocks: int = 0
     repeat: bool = False
+    episode_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 
-__all__ = ["success_svg", "sus_svg", "success_figure", "sus_figure", "save_figure"]
+__all__ = ["success_svg", "sus_svg", "pairwise_svg", "success_figure", "sus_figure", "pairwise_figure", "save_figure"]
 
 
 def _svg(fig) -> str:
@@ -91,4 +91,47 @@ def sus_figure(rows: list[dict]):
     ax.set_ylim(0, 100)
     ax.set_ylabel("SUS score")
     ax.set_title("System Usability Scale per agent", fontsize=10)
+    return fig
+
+
+def pairwise_svg(results: dict) -> str:
+    """``pairwise_figure`` as SVG text."""
+    return _svg(pairwise_figure(results))
+
+
+def pairwise_figure(results: dict):
+    """A pairwise study (``bridge.study.pairwise_results.pairwise_results``): left, each agent's
+    Bradley-Terry-with-ties rating with its 95 % bootstrap interval, best first; right, each agent's
+    progress scores (0-100) as points over a box plot."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    ratings = results["ratings"]["ratings"]
+    progress = results["progress"]
+    order = sorted(ratings, key=lambda a: -ratings[a]["rating"]) + [a for a in progress if a not in ratings]
+    fig = Figure(figsize=(max(7.0, 2.2 * len(order) + 2.0), 3.4))
+    left, right = fig.subplots(1, 2)
+    rated = [a for a in order if a in ratings]
+    if rated:
+        x = np.arange(len(rated))
+        vals = np.array([ratings[a]["rating"] for a in rated])
+        lo = vals - np.array([ratings[a]["ci_low"] for a in rated])
+        hi = np.array([ratings[a]["ci_high"] for a in rated]) - vals
+        left.errorbar(x, vals, yerr=[lo, hi], fmt="o", capsize=4, color="#1f6feb")
+        left.set_xticks(x, [f"{a}\n({ratings[a]['episodes']} ep.)" for a in rated], fontsize=8)
+    left.axhline(1000, color="#8c959f", lw=0.8, ls=":")
+    left.set_ylabel("rating (Bradley-Terry with ties, 95% CI)")
+    left.set_title("Pairwise rating", fontsize=10)
+    data = [progress.get(a, {}).get("values") or [] for a in order]
+    if any(data):
+        right.boxplot([d if d else [np.nan] for d in data], positions=range(len(order)), widths=0.5)
+    for i, d in enumerate(data):
+        if d:
+            jitter = np.linspace(-0.08, 0.08, len(d)) if len(d) > 1 else [0.0]
+            right.scatter(np.full(len(d), i) + jitter, d, s=14, color="#1f6feb", zorder=3)
+    right.set_xticks(range(len(order)), [f"{a}\n(n={len(d)})" for a, d in zip(order, data)], fontsize=8)
+    right.set_ylim(-2, 102)
+    right.set_ylabel("progress (0-100)")
+    right.set_title("Progress per agent", fontsize=10)
+    fig.tight_layout()
     return fig

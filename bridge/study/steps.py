@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.study.design import Step, next_step
+from pointlab.bridge.study.episodes import next_pairwise_step
 from pointlab.bridge.study.store import JUDGEMENTS, StoreError
 
-__all__ = ["step_of", "NotDue", "store_judgement", "store_sus"]
+__all__ = ["step_of", "NotDue", "store_judgement", "store_comparison", "store_sus"]
 
 
 class NotDue(BridgeError):
@@ -17,9 +18,17 @@ class NotDue(BridgeError):
 
 def step_of(store, participant: dict) -> Step:
     """The next step of ``participant`` (a ``Store.participant`` row) in its study, from what ``store``
-    (``bridge.study.store.Store``) holds: its trials, questionnaires and block starts."""
+    (``bridge.study.store.Store``) holds: its trials, questionnaires and block starts, or in a
+    pairwise study its episodes (``bridge.study.episodes.next_pairwise_step``)."""
     study = store.study(participant["study_id"])
     trials = store.trials(participant_id=participant["id"])
+    if study.get("mode") == "pairwise":
+        return next_pairwise_step(
+            episodes=store.episodes(participant_id=participant["id"]),
+            trials={t["id"]: t for t in trials},
+            episodes_per_participant=study["trials_per_agent"],
+            max_repeats=study.get("max_repeats", 2),
+        )
     surveyed = {s["block"] for s in store.surveys(participant_id=participant["id"])}
     started = {b["block"] for b in store.block_starts(participant_id=participant["id"])}
     return next_step(
@@ -45,6 +54,23 @@ def store_judgement(store, step: Step, trial_id, judgement) -> None:
         raise NotDue("there is no such trial waiting for your judgement")
     try:
         store.set_judgement(trial_id, judgement)
+    except StoreError as e:
+        raise NotDue(str(e)) from e
+
+
+def store_comparison(store, step: Step, episode_id, *, preference, progress_a, progress_b, reason: str = "") -> None:
+    """Store the comparison of the episode ``step`` waits for (``Store.judge_episode``: one winner).
+
+    Raises:
+        NotDue: no such episode waits for it, a bad value (preference, progress, reason), or the store
+            refused it (compared already).
+    """
+    if step.kind != "compare" or step.episode_id != episode_id:
+        raise NotDue("there is no such episode waiting for your comparison")
+    try:
+        store.judge_episode(
+            episode_id, preference=preference, progress_a=progress_a, progress_b=progress_b, reason=reason
+        )
     except StoreError as e:
         raise NotDue(str(e)) from e
 

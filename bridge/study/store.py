@@ -38,7 +38,9 @@ from sqlalchemy import (
     event,
     func,
     select,
+    update,
 )
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -57,7 +59,7 @@ from pointlab.bridge.study.trial_table import (
 )
 from pointlab.bridge.errors import BridgeError
 
-__all__ = ["Store", "StoreError", "JUDGEMENTS", "SCHEMA_VERSION", "trial_result"]
+__all__ = ["Store", "StoreError", "JUDGEMENTS", "PREFERENCES", "STUDY_MODES", "SCHEMA_VERSION", "trial_result"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,10 @@ DEFAULT_MAX_REPEATS = 2  # an aborted trial's slot is offered again at most this
 DEFAULT_REVEAL_LOW_S = DEFAULT_REVEAL.low_s  # reveal times are drawn from [low, high] s (bridge.trials.timing)
 DEFAULT_REVEAL_HIGH_S = DEFAULT_REVEAL.high_s
 FRAME_KINDS = ("before", "after")
+STUDY_MODES = ("absolute", "pairwise")
+PAIR_SAMPLING = ("uniform", "adaptive")
+PREFERENCES = ("A", "B", "tie")
+MAX_REASON_CHARS = 1000
 
 
 def _sqlite_tables(path: Path) -> set[str]:
@@ -146,6 +152,36 @@ class StudyRow(Base):
     reveal_low_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_LOW_S)  # blinding: reveal times
     reveal_high_s: Mapped[float] = mapped_column(Float, default=DEFAULT_REVEAL_HIGH_S)
     min_free_mb: Mapped[int] = mapped_column(Integer, default=DEFAULT_MIN_FREE_MB)  # storage floor before motion
+    # absolute: agent blocks of trials judged one by one; pairwise: A/B episodes (docs/statistics.md),
+    # where trials_per_agent is read as the episodes of each participant
+    mode: Mapped[str] = mapped_column(String(16), default="absolute")
+    pair_sampling: Mapped[str] = mapped_column(String(16), default="uniform")  # pairwise: uniform | adaptive
+
+
+class EpisodeRow(Base):
+    """One pairwise (A/B) episode: one instruction, two agents acting on it one after the other from the
+    same start (``agent_a`` first), and the participant's comparison (``preference`` ``A`` | ``B`` |
+    ``tie``, a 0-100 progress score for each half, an optional reason). Each half is an ordinary trial
+    row (``trial_a_id``, ``trial_b_id``)."""
+
+    __tablename__ = "episodes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id"), index=True)
+    participant_id: Mapped[int] = mapped_column(ForeignKey("participants.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per participant (a void episode keeps its number)
+    instruction: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(32))  # the task bucket (bridge.study.episodes.category_of)
+    agent_a: Mapped[str] = mapped_column(Text)
+    agent_b: Mapped[str] = mapped_column(Text)
+    trial_a_id: Mapped[int | None] = mapped_column(ForeignKey("trials.id"), nullable=True)
+    trial_b_id: Mapped[int | None] = mapped_column(ForeignKey("trials.id"), nullable=True)
+    preference: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    progress_a: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    progress_b: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_unix_s: Mapped[float] = mapped_column(Float)
+    judged_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    __table_args__ = (UniqueConstraint("participant_id", "number"),)
 
 
 class BlockStartRow(Base):
@@ -407,6 +443,8 @@ class Store:
         reveal_low_s: float = DEFAULT_REVEAL_LOW_S,
         reveal_high_s: float = DEFAULT_REVEAL_HIGH_S,
         min_free_mb: int = DEFAULT_MIN_FREE_MB,
+        mode: str = "absolute",
+        pair_sampling: str = "uniform",
     ) -> int:
         """Insert a study and return its id.
 
@@ -416,11 +454,14 @@ class Store:
                 seconds after sending (``bridge.trials.timing``; blinding).
             min_free_mb: no trial starts and no motion is sent with less free space than this, in
                 megabytes (10^6 bytes), where the store and the recordings are.
+            mode: ``absolute`` (agent blocks) or ``pairwise`` (A/B episodes; ``trials_per_agent`` is
+                then the episodes of each participant, and each episode's aborted half voids it).
+            pair_sampling: ``uniform`` or ``adaptive`` (``benchmark.pairwise.next_pair``), pairwise only.
 
         Raises:
             StoreError: no agents, a repeated agent, ``trials_per_agent < 1``, ``max_repeats < 0``,
-                reveal bounds that are not finite numbers in [0, 300] with low <= high, or a negative
-                ``min_free_mb``.
+                reveal bounds that are not finite numbers in [0, 300] with low <= high, a negative
+                ``min_free_mb``, an unknown mode or pair sampling, or a pairwise study of one agent.
         """
         agents = [str(a) for a in agents]
         if not agents:
@@ -437,6 +478,12 @@ class Store:
             raise StoreError(str(e)) from e
         if isinstance(min_free_mb, bool) or not isinstance(min_free_mb, int) or min_free_mb < 0:
             raise StoreError(f"min_free_mb must be a whole number of megabytes >= 0, got {min_free_mb!r}")
+        if mode not in STUDY_MODES:
+            raise StoreError(f"mode must be one of {list(STUDY_MODES)}, got {mode!r}")
+        if pair_sampling not in PAIR_SAMPLING:
+            raise StoreError(f"pair_sampling must be one of {list(PAIR_SAMPLING)}, got {pair_sampling!r}")
+        if mode == "pairwise" and len(agents) < 2:
+            raise StoreError("a pairwise study needs at least two agents")
         with self.session() as s:
             row = StudyRow(
                 name=name,
@@ -449,6 +496,8 @@ class Store:
                 reveal_low_s=float(reveal.low_s),
                 reveal_high_s=float(reveal.high_s),
                 min_free_mb=int(min_free_mb),
+                mode=mode,
+                pair_sampling=pair_sampling,
             )
             s.add(row)
             s.flush()
@@ -652,12 +701,7 @@ class Store:
         if judgement not in JUDGEMENTS:
             raise StoreError(f"judgement must be one of {JUDGEMENTS}, got {judgement!r}")
         with self.session() as s:
-            row = _trial_row(s, trial_id)
-            if row.outcome == "aborted":
-                raise StoreError(f"trial {trial_id} was aborted: it is not judged")
-            record = settle(trial_result(_row_dict(row)), judgement == "succeeded")
-            row.judgement, row.judged_unix_s = judgement, time.time()
-            row.outcome, row.failure_stage = record.outcome, record.failure_stage
+            _judge(_trial_row(s, trial_id), judgement)
 
     def set_recording(self, trial_id: int, recording: dict[str, Any] | None) -> None:
         """Record where trial ``trial_id``'s recording is (``bridge.recording.layout.Recording`` as JSON values).
@@ -760,6 +804,115 @@ class Store:
             q = _of(select(TrialRow).order_by(TrialRow.id), TrialRow, study_id, participant_id)
             return [_row_dict(r) for r in s.scalars(q)]
 
+    # -- pairwise episodes ----------------------------------------------------------------------
+    def create_episode(
+        self, *, study_id: int, participant_id: int, instruction: str, category: str, agent_a: str, agent_b: str
+    ) -> int:
+        """Insert the participant's next episode (numbered 1, 2, ... per participant); returns its id.
+
+        Raises:
+            StoreError: unknown study or participant, or the same agent on both sides.
+        """
+        if agent_a == agent_b:
+            raise StoreError(f"an episode compares two agents, got {agent_a!r} twice")
+        with self.session() as s:
+            number = (
+                s.scalar(select(func.max(EpisodeRow.number)).where(EpisodeRow.participant_id == participant_id)) or 0
+            ) + 1
+            row = EpisodeRow(
+                study_id=study_id,
+                participant_id=participant_id,
+                number=number,
+                instruction=instruction,
+                category=category,
+                agent_a=agent_a,
+                agent_b=agent_b,
+                reason="",
+                created_unix_s=time.time(),
+            )
+            _insert(s, row, lambda why: f"episode cannot be stored (unknown study/participant): {why}")
+            return row.id
+
+    def set_episode_half(self, episode_id: int, half: str, trial_id: int) -> None:
+        """Link trial row ``trial_id`` as half ``half`` (``a`` | ``b``) of episode ``episode_id``.
+
+        Raises:
+            StoreError: unknown episode or trial, a half other than ``a``/``b``, or a half already linked.
+        """
+        if half not in ("a", "b"):
+            raise StoreError(f"half must be 'a' or 'b', got {half!r}")
+        with self.session() as s:
+            row = s.get(EpisodeRow, episode_id)
+            if row is None:
+                raise StoreError(f"unknown episode {episode_id}")
+            _trial_row(s, trial_id)
+            column = f"trial_{half}_id"
+            if getattr(row, column) is not None:
+                raise StoreError(f"half {half} of episode {episode_id} is already stored")
+            setattr(row, column, trial_id)
+
+    def judge_episode(
+        self, episode_id: int, *, preference: str, progress_a: int, progress_b: int, reason: str = ""
+    ) -> None:
+        """Store the participant's comparison of episode ``episode_id`` (one winner: a conditional
+        update ``... WHERE preference IS NULL``, so of two concurrent comparisons exactly one is kept)
+        and judge each half that still waits for it: ``succeeded`` when its progress is 100 (the top
+        anchor, "completely done"), else ``failed``; a refused half keeps its outcome (failed).
+
+        Raises:
+            StoreError: unknown episode, a preference not in ``PREFERENCES``, a progress that is not a
+                whole number 0-100, a reason longer than ``MAX_REASON_CHARS``, an episode with a
+                missing or aborted half, or one already compared.
+        """
+        if preference not in PREFERENCES:
+            raise StoreError(f"preference must be one of {list(PREFERENCES)}, got {preference!r}")
+        for name, value in (("progress_a", progress_a), ("progress_b", progress_b)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+                raise StoreError(f"{name} must be a whole number from 0 to 100, got {value!r}")
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+            raise StoreError(f"the reason must be text of at most {MAX_REASON_CHARS} characters")
+        with self.session() as s:
+            row = s.get(EpisodeRow, episode_id)
+            if row is None:
+                raise StoreError(f"unknown episode {episode_id}")
+            if row.trial_a_id is None or row.trial_b_id is None:
+                raise StoreError(f"episode {episode_id} does not have both halves")
+            halves = [(row.trial_a_id, progress_a), (row.trial_b_id, progress_b)]
+            done: CursorResult = s.execute(  # type: ignore[assignment]  # an UPDATE's result is a CursorResult
+                update(EpisodeRow)
+                .where(EpisodeRow.id == episode_id, EpisodeRow.preference.is_(None))
+                .values(
+                    preference=preference,
+                    progress_a=progress_a,
+                    progress_b=progress_b,
+                    reason=reason,
+                    judged_unix_s=time.time(),
+                )
+                .execution_options(synchronize_session=False)
+            )
+            if done.rowcount != 1:
+                raise StoreError(f"episode {episode_id} was compared already")
+            for tid, progress in halves:
+                trial = _trial_row(s, tid)
+                if trial.judgement is None and trial.outcome is None:
+                    _judge(trial, "succeeded" if progress == 100 else "failed")
+                elif trial.outcome == "aborted":
+                    raise StoreError(f"episode {episode_id} has an aborted half: it is not compared")
+
+    def episode(self, episode_id: int) -> dict[str, Any]:
+        """Episode ``episode_id`` as a dict (columns of ``episodes``). Raises StoreError when unknown."""
+        with self.session() as s:
+            row = s.get(EpisodeRow, episode_id)
+            if row is None:
+                raise StoreError(f"unknown episode {episode_id}")
+            return _row_dict(row)
+
+    def episodes(self, *, study_id: int | None = None, participant_id: int | None = None) -> list[dict[str, Any]]:
+        """Episodes as dicts, oldest first, optionally filtered."""
+        with self.session() as s:
+            q = _of(select(EpisodeRow).order_by(EpisodeRow.id), EpisodeRow, study_id, participant_id)
+            return [_row_dict(r) for r in s.scalars(q)]
+
     # -- surveys --------------------------------------------------------------------------------
     def save_survey(
         self,
@@ -802,6 +955,16 @@ def trial_result(row: dict[str, Any]) -> TrialResult:
     data = {k: v for k, v in row.items() if k in TrialResult.model_fields or k == "trial_uid"}
     data["trial_id"] = data.pop("trial_uid")
     return TrialResult.model_validate(data)
+
+
+def _judge(row: TrialRow, judgement: str) -> None:
+    """Set ``row``'s judgement, and with it its ``outcome`` and ``failure_stage``
+    (``bridge.trials.attribution.settle``). Raises StoreError for an aborted trial."""
+    if row.outcome == "aborted":
+        raise StoreError(f"trial {row.id} was aborted: it is not judged")
+    record = settle(trial_result(_row_dict(row)), judgement == "succeeded")
+    row.judgement, row.judged_unix_s = judgement, time.time()
+    row.outcome, row.failure_stage = record.outcome, record.failure_stage
 
 
 def _trial_row(s, trial_id: int) -> TrialRow:

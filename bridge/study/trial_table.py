@@ -12,7 +12,8 @@ refusals, robot errors and point entries), 4 (trial outcomes, aborts, failure st
 check, recordings; studies' ``max_repeats`` and ``reveal_floor_s``; block starts and scene
 references), 5 (the trial machine: trials numbered per study, the trial frames table, studies'
 reveal range ``reveal_low_s``/``reveal_high_s`` (a version-4 study keeps its floor as both bounds, as
-it was run) and ``min_free_mb``). ``migrate`` brings an older file to the current version in place, converting each
+it was run) and ``min_free_mb``), 6 (begun trials), 7 (the trial's station), 8 (pairwise studies:
+``studies.mode``, ``studies.pair_sampling``, the ``episodes`` table). ``migrate`` brings an older file to the current version in place, converting each
 stored row; nothing is dropped. A version-2/3 trial that was judged gets its ``outcome`` from the
 judgement.
 """
@@ -37,7 +38,7 @@ __all__ = ["SCHEMA_VERSION", "STORE_COLUMNS", "trial_columns", "trial_table_attr
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 DEFAULT_MIN_FREE_MB = DEFAULT_MIN_FREE_BYTES // 1_000_000
 STORE_COLUMNS = (
     "id",
@@ -200,7 +201,16 @@ def _v6_to_v7(conn: Connection) -> None:
     _add_missing_columns(conn)
 
 
-_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
+def _v7_to_v8(conn: Connection) -> None:
+    """Pairwise studies: ``studies.mode`` and ``studies.pair_sampling`` (an older study is absolute,
+    as it was run); the ``episodes`` table is new (created by create_all before this runs)."""
+    have = {c["name"] for c in inspect(conn).get_columns("studies")}  # an older file's rebuilt table has them
+    for name, default in (("mode", "absolute"), ("pair_sampling", "uniform")):
+        if name not in have:
+            conn.execute(text(f"ALTER TABLE studies ADD COLUMN {name} VARCHAR(16) NOT NULL DEFAULT '{default}'"))
+
+
+_MIGRATIONS = {2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}
 
 
 def _add_missing_columns(conn: Connection) -> None:

@@ -88,9 +88,17 @@ $("study-form").addEventListener("submit", async (ev) => {
   const s = await call("POST", "/api/studies", {
     agents, trials_per_agent: Number($("tpa").value), scene: $("scene").value, name: $("study-name").value,
     max_repeats: Number($("max-repeats").value), reveal_low_s: Number($("reveal-low").value),
-    reveal_high_s: Number($("reveal-high").value), min_free_mb: Number($("min-free").value) });
+    reveal_high_s: Number($("reveal-high").value), min_free_mb: Number($("min-free").value),
+    mode: $("mode").value, pair_sampling: $("pair-sampling").value });
   await loadStudies(s.id);
 });
+// in a pairwise study the count is each participant's episodes (two agents act in every episode)
+$("mode").addEventListener("change", () => {
+  const pairwise = $("mode").value === "pairwise";
+  $("tpa-label").textContent = pairwise ? "Episodes per participant" : "Trials per agent";
+  $("pair-sampling").disabled = !pairwise;
+});
+$("pair-sampling").disabled = true;
 $("study").addEventListener("change", () => { loadParticipants(); loadReference(); });
 $("invite").addEventListener("click", async () => {
   const sid = $("study").value;

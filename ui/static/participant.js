@@ -11,6 +11,8 @@ let judgeScrolled = null;  // the trial whose question was scrolled into view (p
 let judging = null;      // the trial being judged: {trial_id, points_px, frame_size, ...}
 let judgeShown = null;   // trial_id whose before/after frames are on screen
 let susBlockShown = null;
+let compareShown = null;  // episode_id whose two before/after pairs are on screen
+let touched = new Set();  // the progress sliders the participant has set for that episode
 // read by tests: frame count, JSON messages received, the trial whose frames are shown (or null)
 window.__pl = { frames: 0, messages: [], judging: null };
 
@@ -47,6 +49,34 @@ async function showJudgement(trial) {
   if (judgeShown === trial.trial_id) bringUp("judge-box");
 }
 
+// A pairwise episode: both halves' before (with the point) and after frames, then the comparison.
+async function drawHalf(half, letter) {
+  const before = $(`before-${letter}`), after = $(`after-${letter}`);
+  before.getContext("2d").clearRect(0, 0, before.width, before.height);
+  after.removeAttribute("src");
+  $(`message-${letter}`).textContent = half.message;
+  try {
+    const b = await frame(half.trial_id, "before");
+    if (b) { const bm = await createImageBitmap(b); PL.drawFrame(before, bm, half.points_px, half.frame_size); bm.close(); }
+    const a = await frame(half.trial_id, "after");
+    if (a) { after.src = URL.createObjectURL(a); await after.decode(); }
+  } catch (e) { /* a frame no longer kept: the message still says what happened */ }
+}
+
+async function showComparison(ep) {
+  if (compareShown === ep.episode_id) return;
+  compareShown = ep.episode_id;
+  touched = new Set();
+  document.querySelectorAll("input[name=preference]").forEach((r) => { r.checked = false; });
+  for (const l of ["a", "b"]) { $(`progress-${l}`).value = "50"; $(`progress-${l}-out`).textContent = "not set"; }
+  $("reason").value = "";
+  $("compare-text").textContent = `“${ep.instruction}”: A acted first, then the scene was put back and B acted.`;
+  $("anchors").replaceChildren(...(state.progress_anchors || []).map((a) => PL.el("li", {}, `${a.score}: ${a.text}`)));
+  for (const h of ep.halves) await drawHalf(h, h.alias.toLowerCase());
+  window.__pl.comparing = ep.episode_id;
+  bringUp("compare-box");
+}
+
 // On a phone the step comes below the live view, off the screen: scroll the whole box into view
 // (its Yes/No at the bottom included) when it fits, else its top.
 function bringUp(id) {
@@ -72,7 +102,9 @@ function buildSus(items) {
 function render() {
   if (!state) return;
   const s = state.step;
+  const pairwise = state.mode === "pairwise";
   $("progress").textContent = s.kind === "done" ? `${state.label}: finished`
+    : pairwise ? `${state.label} · episode ${Math.min(s.trial_number || 1, s.trials_per_agent)} of ${s.trials_per_agent}`
     : `${state.label} · ${s.alias} (${s.block + 1} of ${s.n_blocks})` + (s.trial_number ? ` · trial ${Math.min(s.trial_number, s.trials_per_agent)} of ${s.trials_per_agent}` : "");
   const pos = state.queue_position;
   // a study server's page (has_station given): pos is the place in the line for a free station, and
@@ -94,7 +126,8 @@ function render() {
   $("start-block").disabled = starting || state.stopped || state.arm_busy;
   const trialDue = s.kind === "trial" && myTurn;
   show("trial-box", trialDue || running);
-  $("trial-title").textContent = `${s.alias || ""} · trial ${s.trial_number || ""}` + (s.repeat ? " (again)" : "");
+  $("trial-title").textContent = (pairwise ? `Episode ${s.trial_number || ""}: two robots, one after the other`
+    : `${s.alias || ""} · trial ${s.trial_number || ""}`) + (s.repeat ? " (again)" : "");
   $("action").textContent = state.action;
   $("action").className = "pill " + state.action;
   $("instruction").placeholder = state.action === "place" ? "e.g. put it in the blue bowl" : "e.g. pick up the red block";
@@ -121,7 +154,12 @@ function render() {
   }
   // judging: the before/after pair gets half the page instead of the narrow side column
   document.body.classList.toggle("judging", s.kind === "judge" && !running && judging !== null);
-  show("notice-box", !!notice && s.kind !== "judge");
+  const comparing = s.kind === "compare" && !running && !!state.pending_episode;
+  show("compare-box", comparing);
+  if (comparing) showComparison(state.pending_episode);  // also after a reload or reconnect
+  else if (!running) { compareShown = null; window.__pl.comparing = null; }
+  if (comparing) document.body.classList.add("judging");  // the two pairs get half the page too
+  show("notice-box", !!notice && s.kind !== "judge" && !comparing);
   $("notice").textContent = notice;
   const susDue = s.kind === "sus";
   show("sus-box", susDue);
@@ -161,6 +199,14 @@ function onMessage(m) {
     notice = m.outcome === "aborted" || m.outcome === "refused" ? m.message : "";
     render();
   }
+  else if (m.type === "episode_result") {
+    running = false; $("instruction").value = ""; $("trial-status").textContent = "";
+    // a void episode (a half did not count) is not compared: say why, its slot comes again
+    const aborted = m.halves.find((h) => h.outcome === "aborted");
+    notice = m.void ? (aborted ? aborted.message.replace("This trial", "This episode") : "This episode does not count.") : "";
+    render();
+  }
+  else if (m.type === "compared") { setError(""); notice = "Thank you: your comparison is saved."; render(); }
   else if (m.type === "sus_saved") { notice = `Thank you: your answers about ${m.alias} are saved.`; render(); }
   else if (m.type === "judged") { setError(""); }
   else if (m.type === "error") { running = false; starting = false; setError(m.error); render(); }
@@ -223,6 +269,19 @@ for (const j of ["succeeded", "failed"]) {
     transport.send({ type: "judge", trial_id: state.pending_trial.trial_id, judgement: j });
   });
 }
+for (const l of ["a", "b"]) {
+  $(`progress-${l}`).addEventListener("input", () => { touched.add(l); $(`progress-${l}-out`).textContent = $(`progress-${l}`).value; });
+}
+$("compare-submit").addEventListener("click", () => {
+  const ep = state && state.pending_episode;
+  if (!ep) return;
+  const pref = document.querySelector("input[name=preference]:checked");
+  if (!pref) { setError("Please say which did better (or that they were about the same)."); return; }
+  for (const l of ["a", "b"]) if (!touched.has(l)) { setError(`Please set how far ${l.toUpperCase()} got.`); return; }
+  setError("");
+  transport.send({ type: "compare", episode_id: ep.episode_id, preference: pref.value,
+                   progress_a: Number($("progress-a").value), progress_b: Number($("progress-b").value), reason: $("reason").value });
+});
 $("sus-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const responses = [];

@@ -41,7 +41,9 @@ async function load() {
   const sid = $("study").value;
   if (!sid) return;
   const r = await call("GET", `/api/results?study_id=${sid}`);
-  $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} trial${r.study.trials_per_agent === 1 ? "" : "s"} per agent`;
+  const per = r.study.mode === "pairwise" ? `episode${r.study.trials_per_agent === 1 ? "" : "s"} per participant (pairwise, ${r.study.pair_sampling} pairs)`
+    : `trial${r.study.trials_per_agent === 1 ? "" : "s"} per agent`;
+  $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} ${per}`;
   $("agents").replaceChildren(...r.agents.map((a) => PL.el("tr", { "data-agent": a.agent },
     PL.el("td", {}, a.agent), PL.el("td", {}, a.n_judged), PL.el("td", {}, a.n_succeeded),
     PL.el("td", { class: "rate" }, pct(a.success_rate)),
@@ -65,11 +67,46 @@ async function load() {
     PL.el("td", {}, robotText(t)), PL.el("td", {}, t.outcome || "–"), PL.el("td", {}, t.failure_stage || "–"),
     PL.el("td", {}, t.auto_check ? (t.auto_check.success === null ? "?" : t.auto_check.success ? "yes" : "no") : "–"),
     PL.el("td", {}, t.judgement || "–"), clipCell(t))));
-  for (const kind of ["success", "sus"]) {
+  renderPairwise(r.pairwise || null);
+  const kinds = r.pairwise ? ["success", "sus", "pairwise"] : ["success", "sus"];
+  if (!r.pairwise) $("plot-pairwise").classList.add("hidden");
+  for (const kind of kinds) {
     const url = await blobUrl(`/api/results/plot.svg?study_id=${sid}&kind=${kind}`);
     $(`plot-${kind}`).classList.toggle("hidden", !url);  // no study or no chart: no broken image
     if (url) $(`plot-${kind}`).src = url;
   }
+}
+
+// A pairwise study: ratings with intervals, the win matrix, the task buckets and the episode log.
+function renderPairwise(pw) {
+  $("pairwise-section").classList.toggle("hidden", !pw);
+  if (!pw) return;
+  const n = pw.episodes;
+  $("pairwise-counts").textContent = `${n.compared} compared episode${n.compared === 1 ? "" : "s"}, ${n.void} void, ${n.waiting} waiting for a comparison.`;
+  const ratings = pw.ratings.ratings;
+  const agents = Object.keys(ratings).sort((a, b) => ratings[b].rating - ratings[a].rating);
+  const prog = (a) => pw.progress[a] || {};
+  $("ratings").replaceChildren(...agents.map((a, i) => PL.el("tr", { "data-agent": a },
+    PL.el("td", {}, String(i + 1)), PL.el("td", {}, a), PL.el("td", { class: "rating" }, PL.fmt(ratings[a].rating, 0)),
+    PL.el("td", { class: "rating-ci" }, `${PL.fmt(ratings[a].ci_low, 0)} – ${PL.fmt(ratings[a].ci_high, 0)}`),
+    PL.el("td", { class: "episodes" }, String(ratings[a].episodes)),
+    PL.el("td", { class: "progress" }, PL.fmt(prog(a).mean, 1)),
+    PL.el("td", { class: "progress-ci" }, prog(a).ci95 ? `${PL.fmt(prog(a).ci95[0], 1)} – ${PL.fmt(prog(a).ci95[1], 1)}` : "–"))));
+  const names = Object.keys(pw.win_matrix);
+  const head = PL.el("tr", {}, PL.el("th", {}, ""), ...names.map((b) => PL.el("th", {}, b)));
+  $("win-matrix").replaceChildren(head, ...names.map((a) => PL.el("tr", { "data-agent": a }, PL.el("th", {}, a),
+    ...names.map((b) => { const c = pw.win_matrix[a][b]; return PL.el("td", { "data-against": b }, c ? `${c.wins} – ${c.losses} – ${c.ties}` : "·"); }))));
+  const bk = pw.bucketed;
+  const buckets = bk ? Object.keys(bk.buckets) : [];
+  $("bucket-head").textContent = buckets.length ? `P(success): ${buckets.join(", ")}` : "P(success) per bucket";
+  $("buckets").replaceChildren(...(bk ? Object.entries(bk.agents) : []).map(([a, v]) => PL.el("tr", { "data-agent": a },
+    PL.el("td", {}, a), PL.el("td", {}, PL.fmt(v.theta, 2)), PL.el("td", {}, `${PL.fmt(v.ci_low, 2)} – ${PL.fmt(v.ci_high, 2)}`),
+    PL.el("td", {}, buckets.map((b) => `${b} ${pct(v.success[b])}`).join(", ")))));
+  $("episodes").replaceChildren(...pw.log.map((e) => PL.el("tr", { "data-void": String(e.void) },
+    PL.el("td", {}, e.participant ?? ""), PL.el("td", {}, e.number), PL.el("td", {}, e.instruction), PL.el("td", {}, e.category),
+    PL.el("td", {}, e.agent_a), PL.el("td", {}, e.agent_b),
+    PL.el("td", {}, e.void ? "void" : e.winner ?? "–"), PL.el("td", {}, e.progress_a ?? "–"), PL.el("td", {}, e.progress_b ?? "–"),
+    PL.el("td", {}, e.reason || ""))));
 }
 
 $("study").addEventListener("change", load);

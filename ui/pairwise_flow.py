@@ -1,0 +1,174 @@
+"""The participant's side of a pairwise (A/B) study, blinded (``bridge.study.episodes``; docs/statistics.md).
+
+One instruction runs two agents one after the other: the station restores the start scene, agent A
+acts, the station restores the same start, agent B acts; then the participant compares the two
+before/after pairs. The participant sees the halves only as ``A`` and ``B`` (the order is random per
+episode, so a letter names no agent) and each half through ``flow.blinded_trial`` (its first point,
+fixed outcome texts). An aborted half ends the episode there: B does not run, the episode is void and
+its slot is offered again (``bridge.study.episodes``).
+
+The restored start needs a scene the system puts back itself (a simulator): on real hardware the
+operator would have to confirm the scene between the halves, which this version does not ask for, so
+a pairwise trial is refused there with that reason (docs/statistics.md, "Not yet").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pointlab.bridge.study.design import Step, trial_settings
+from pointlab.bridge.study.episodes import PROGRESS_ANCHORS, category_of, pick_pair
+from pointlab.bridge.study.steps import NotDue, store_comparison
+from pointlab.bridge.trials.ports import Slot
+from pointlab.bridge.trials.station import StationBusy
+
+from .context import AppContext, CurrentTrial
+from .flow import FlowError, blinded_trial, release_arm
+
+__all__ = [
+    "HALVES",
+    "is_pairwise",
+    "claim_episode",
+    "run_episode",
+    "blinded_episode",
+    "compare_episode",
+    "pairwise_state",
+]
+
+log = logging.getLogger(__name__)
+
+HALVES = (("a", "A"), ("b", "B"))
+
+
+def is_pairwise(ctx: AppContext, participant: dict) -> bool:
+    return ctx.store.study(participant["study_id"]).get("mode") == "pairwise"
+
+
+def claim_episode(ctx: AppContext, participant: dict, step: Step, text: str) -> CurrentTrial:
+    """Pick the episode's pair (the study's pair sampling) and make it the arm's current work now,
+    before any ``await`` (as ``flow.claim_arm``). The claim names agent A; ``run_episode`` names B
+    when B's half starts. Raises FlowError when the scene cannot be restored by the system."""
+    if not ctx.parts.scene_automatic:
+        raise FlowError(
+            "pairwise episodes need a scene the system restores by itself between the two agents; "
+            "please tell the operator"
+        )
+    study = ctx.store.study(participant["study_id"])
+    a, b = pick_pair(study, ctx.store.episodes(study_id=study["id"]))
+    number = int(step.trial_number or 1)
+    ctx.current = CurrentTrial(
+        participant["id"], participant["label"], participant["study_id"], number - 1, "A", a, text, "pick", pair=(a, b)
+    )
+    return ctx.current
+
+
+async def run_episode(
+    ctx: AppContext,
+    participant: dict,
+    step: Step,
+    text: str,
+    claim: CurrentTrial,
+    on_half: Callable[[str], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """Run both halves of one episode for ``claim`` (``claim_episode``), each from the restored start
+    scene, and store them; returns the blinded episode. ``on_half(letter)`` is awaited as each half
+    starts. Raises FlowError when the arm got busy, a reset failed or the runner crashed (what was
+    stored stays: the episode is then void)."""
+    if ctx.current is not claim or claim.pair is None:
+        raise FlowError("the robot is busy")
+    a, b = claim.pair
+    study = ctx.store.study(participant["study_id"])
+    settings = trial_settings(study)
+    try:
+        episode_id = ctx.store.create_episode(
+            study_id=study["id"],
+            participant_id=participant["id"],
+            instruction=text,
+            category=category_of(text),
+            agent_a=a,
+            agent_b=b,
+        )
+        episode = ctx.store.episode(episode_id)
+        slot = Slot(study["id"], participant["id"], episode["number"] - 1)
+        for (half, letter), agent in zip(HALVES, (a, b)):
+            claim.agent, claim.alias, claim.action = agent, letter, "reset"
+            res = await ctx.station.reset_block()
+            if res.get("outcome") != "done":
+                raise FlowError("the robot could not be reset between the two agents; please tell the operator")
+            claim.action = ctx.station.next_action()
+            if on_half is not None:
+                await on_half(letter)
+            try:
+                ran = await ctx.station.run_trial(agent, text, slot=slot, settings=settings)
+            except asyncio.CancelledError:
+                raise
+            except StationBusy as e:
+                raise FlowError(str(e)) from e
+            except Exception as e:  # as flow.run_participant_trial: a crash is told without details
+                log.exception("run_trial crashed for agent %s", agent)
+                raise FlowError("the trial could not run; please tell the operator") from e
+            if ran.stored_id is None:
+                raise FlowError("the trial could not be stored; please tell the operator")
+            ctx.store.set_episode_half(episode_id, half, ran.stored_id)
+            if ran.result.outcome == "aborted":
+                break  # the episode is void: B is not run on a start A's abort may have left
+    finally:
+        release_arm(ctx, claim)
+    return blinded_episode(ctx, ctx.store.episode(episode_id))
+
+
+def blinded_episode(ctx: AppContext, episode: dict) -> dict[str, Any]:
+    """An episode as the participant may see it: its number, instruction, and each stored half as
+    ``flow.blinded_trial`` with ``alias`` ``A`` or ``B``; ``void`` when a half was aborted or is missing."""
+    halves = []
+    for half, letter in HALVES:
+        tid = episode[f"trial_{half}_id"]
+        if tid is None:
+            continue
+        shown = blinded_trial(ctx.store.trial(tid))
+        shown["alias"] = letter
+        halves.append(shown)
+    void = len(halves) < 2 or any(h["outcome"] == "aborted" for h in halves)
+    return {
+        "episode_id": episode["id"],
+        "number": episode["number"],
+        "instruction": episode["instruction"],
+        "halves": halves,
+        "void": void,
+    }
+
+
+def compare_episode(ctx: AppContext, participant: dict, msg: Any) -> dict[str, Any]:
+    """Store the participant's comparison (``msg``: ``episode_id``, ``preference``, ``progress_a``,
+    ``progress_b``, ``reason``) of their own pending episode. Raises FlowError."""
+    from .flow import participant_step
+
+    try:
+        store_comparison(
+            ctx.store,
+            participant_step(ctx, participant),
+            msg.episode_id,
+            preference=msg.preference,
+            progress_a=msg.progress_a,
+            progress_b=msg.progress_b,
+            reason=" ".join(msg.reason.split()),
+        )
+    except NotDue as e:
+        raise FlowError(str(e)) from e
+    return {"type": "compared", "episode_id": msg.episode_id}
+
+
+def pairwise_state(ctx: AppContext, step: Step) -> dict[str, Any]:
+    """What a pairwise participant's ``state`` message adds: the mode, the written progress anchors,
+    and the episode waiting for its comparison."""
+    extra: dict[str, Any] = {
+        "mode": "pairwise",
+        "progress_anchors": [{"score": s, "text": t} for s, t in PROGRESS_ANCHORS],
+        "pending_episode": None,
+    }
+    if step.kind == "compare" and step.episode_id is not None:
+        extra["pending_episode"] = blinded_episode(ctx, ctx.store.episode(step.episode_id))
+    return extra
