@@ -132,6 +132,31 @@ def _sig(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
+def _bucketed_nll(x, P: int, T: int, a, b, t, y, w, psi_reg: float) -> tuple[float, np.ndarray]:
+    """The bucketed model's penalised negative log-likelihood over the cells ``(a, b, t, y)`` weighted
+    by ``w``, and its exact gradient (a numerical one costs P + T + P T evaluations per step: 2 s per
+    fit with 100 bootstrap rounds on the results page). ``x`` = theta (P), tau before centring (T),
+    psi (P x T, row-major)."""
+    theta, tau, psi = x[:P], x[P : P + T] - x[P : P + T].mean(), x[P + T :].reshape(P, T)
+    sa = _sig(theta[a] - tau[t] + psi[a, t])
+    sb = _sig(theta[b] - tau[t] + psi[b, t])
+    tie = sa * sb + (1 - sa) * (1 - sb)
+    p = np.where(y == 0, sa * (1 - sb), np.where(y == 1, sb * (1 - sa), tie))
+    p_safe = np.clip(p, 1e-12, None)
+    # d log p / d z for z_A = theta_A - tau_t + psi_At and z_B likewise
+    ga = np.where(y == 0, 1 - sa, np.where(y == 1, -sa, sa * (1 - sa) * (2 * sb - 1) / p_safe))
+    gb = np.where(y == 0, -sb, np.where(y == 1, 1 - sb, sb * (1 - sb) * (2 * sa - 1) / p_safe))
+    da, db = -w * ga, -w * gb  # d nll / d z
+    g_theta = np.bincount(a, da, P) + np.bincount(b, db, P) + 2e-6 * theta
+    g_psi = np.zeros((P, T))
+    np.add.at(g_psi, (a, t), da)
+    np.add.at(g_psi, (b, t), db)
+    g_psi += psi_reg * psi
+    h = -(np.bincount(t, da, T) + np.bincount(t, db, T))  # d nll / d tau; tau is centred: project
+    value = -(w * np.log(p_safe)).sum() + 0.5 * psi_reg * (psi**2).sum() + 1e-6 * theta @ theta
+    return float(value), np.concatenate([g_theta, h - h.mean(), g_psi.ravel()])
+
+
 def bucketed(episodes: Sequence[Episode], *, psi_reg: float = 1.0, bootstrap_rounds: int = 100, seed: int = 0) -> dict:
     """The task-aware model (module docstring) with the buckets of the episodes.
 
@@ -159,23 +184,15 @@ def bucketed(episodes: Sequence[Episode], *, psi_reg: float = 1.0, bootstrap_rou
     def unpack(x):
         return x[:P], x[P : P + T] - x[P : P + T].mean(), x[P + T :].reshape(P, T)
 
-    def nll(x, w):
-        theta, tau, psi = unpack(x)
-        sa = _sig(theta[a] - tau[t] + psi[a, t])
-        sb = _sig(theta[b] - tau[t] + psi[b, t])
-        p = np.where(y == 0, sa * (1 - sb), np.where(y == 1, sb * (1 - sa), sa * sb + (1 - sa) * (1 - sb)))
-        return float(
-            -(w * np.log(np.clip(p, 1e-12, None))).sum() + 0.5 * psi_reg * (psi**2).sum() + 1e-6 * theta @ theta
-        )
-
-    def fit(w):
-        return minimize(nll, np.zeros(P + T + P * T), args=(w,), method="L-BFGS-B").x
+    def fit(w, x0=None):
+        start = np.zeros(P + T + P * T) if x0 is None else x0
+        return minimize(_bucketed_nll, start, args=(P, T, a, b, t, y, w, psi_reg), jac=True, method="L-BFGS-B").x
 
     x = fit(cell_counts)
     theta, tau, psi = unpack(x)
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(len(episodes), cell_counts / cell_counts.sum(), size=bootstrap_rounds)
-    boots = [unpack(fit(w.astype(float)))[0] for w in draws]
+    boots = [unpack(fit(w.astype(float), x))[0] for w in draws]
     lo, hi = np.percentile(np.array(boots), [2.5, 97.5], axis=0) if boots else (theta, theta)
     counts = np.bincount(np.array([bi[e.bucket] for e in episodes]), minlength=T)
     return {

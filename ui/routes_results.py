@@ -82,11 +82,7 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
 def _pairwise(study: dict, db, trials: list[dict], participants: list[dict]) -> dict:
     from pointlab.bridge.study.pairwise_results import pairwise_results
 
-    res = pairwise_results(study, db.episodes(study_id=study["id"]), trials)
-    labels = {p["id"]: p.get("label") for p in participants}
-    for row in res["log"]:
-        row["participant"] = labels.get(row["participant"], row["participant"])
-    return res
+    return pairwise_results(study, db.episodes(study_id=study["id"]), trials, participants)
 
 
 @router.get("/results/plot.svg")
@@ -123,6 +119,25 @@ def results_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
         trial_log_csv(db.trials(study_id=study_id), db.participants(study_id)),
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="study-{study_id}-trials.csv"'},
+    )
+
+
+@router.get("/results/episodes.csv")
+def results_episodes_csv(study_id: IdQuery, _: Operator, db: Db) -> Response:
+    """A pairwise study's episode log as CSV (``bridge.study.pairwise_results.EPISODE_COLUMNS``);
+    404 for an unknown or absolute study."""
+    from pointlab.bridge.study.pairwise_results import episodes_csv
+
+    try:
+        study = db.study(study_id)
+    except StoreError as e:
+        raise HTTPException(404, str(e)) from e
+    if study.get("mode") != "pairwise":
+        raise HTTPException(404, f"study {study_id} is not a pairwise study")
+    return Response(
+        episodes_csv(db.episodes(study_id=study_id), db.trials(study_id=study_id), db.participants(study_id)),
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="study-{study_id}-episodes.csv"'},
     )
 
 

@@ -87,9 +87,14 @@ def _operator(request: Request, authorization: Annotated[str | None, Header()] =
 
 
 def _participant(token: str, request: Request) -> dict:
-    p = request.app.state.server.store.participant_by_token(token)
+    store = request.app.state.server.store
+    p = store.participant_by_token(token)
     if p is None:
         raise HTTPException(404, "unknown invitation")
+    # a pairwise study (made by `pointlab act` in a shared store) is not dispatched to stations yet: one
+    # station would have to be held through both halves and the reset between them (docs/statistics.md)
+    if store.study(p["study_id"]).get("mode") == "pairwise":
+        raise HTTPException(409, "this study is pairwise; a study server runs absolute studies only (for now)")
     return p
 
 

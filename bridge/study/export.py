@@ -8,6 +8,9 @@
 ``blocks.csv``             every participant's agent blocks (``study_results.blocks_csv``): kept,
                            judged, aborted trials, and ``short`` when the block ended short of its
                            trials because the repeats after aborts ran out
+``episodes.csv``           a pairwise study's episodes (``pairwise_results.episodes_csv``): the
+                           two agents in the order they acted, the preference, the winner, both
+                           progress scores, the reason, and ``void`` for an episode with an aborted half
 ``clips/<trial_uid>.mp4``  each trial's clip (H.264, the agent's points drawn)
 ``recordings/<trial_uid>/``  each trial's rosbag2 folder (``metadata.yaml`` + MCAP), beside its
                            ``recordings/<trial_uid>.json`` record; ``--camera bag:recordings/<uid>``
@@ -95,8 +98,15 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
     participants = store.participants(study_id)
     (out / "trials.csv").write_text(trial_log_csv(trials, participants))
     (out / "sus.csv").write_text(sus_csv(store.surveys(study_id=study_id), participants))
-    blocks = study_blocks(study, trials, participants)
+    pairwise = study.get("mode") == "pairwise"
+    blocks = [] if pairwise else study_blocks(study, trials, participants)  # a pairwise study has no blocks
     (out / "blocks.csv").write_text(blocks_csv(blocks))
+    files = {"trials_csv": "trials.csv", "sus_csv": "sus.csv", "blocks_csv": "blocks.csv"}
+    if pairwise:
+        from pointlab.bridge.study.pairwise_results import episodes_csv
+
+        (out / "episodes.csv").write_text(episodes_csv(store.episodes(study_id=study_id), trials, participants))
+        files["episodes_csv"] = "episodes.csv"
 
     layouts: dict[str | None, RecordingLayout] = {None: RecordingLayout(recordings_dir)}
     items, missing_trials = [], []
@@ -143,7 +153,7 @@ def export_study(store: Store, study_id: int, out: str | Path, *, recordings_dir
         "short_blocks": [
             {k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")} for b in blocks if b["short"]
         ],
-        "files": {"trials_csv": "trials.csv", "sus_csv": "sus.csv", "blocks_csv": "blocks.csv"},
+        "files": files,
     }
     (out / "export.json").write_text(dumps_json(manifest, indent=1))
     if missing_trials:

@@ -17,8 +17,16 @@ from scipy import stats
 
 from pointlab.benchmark.pairwise import bucketed, davidson
 from pointlab.bridge.study.episodes import episode_outcomes, rated_episodes
+from pointlab.bridge.study.results import csv_text
 
-__all__ = ["EPISODE_COLUMNS", "win_matrix", "progress_summary", "pairwise_results", "episodes_csv_rows"]
+__all__ = [
+    "EPISODE_COLUMNS",
+    "win_matrix",
+    "progress_summary",
+    "pairwise_results",
+    "episodes_csv_rows",
+    "episodes_csv",
+]
 
 EPISODE_COLUMNS = (
     "id",
@@ -81,12 +89,13 @@ def pairwise_results(
     study: Mapping,
     episodes: Sequence[Mapping],
     trials: Sequence[Mapping],
+    participants: Sequence[Mapping] = (),
     *,
     bootstrap_rounds: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
     """A pairwise study's results from its stored rows (``Store.study``, ``Store.episodes`` and
-    ``Store.trials`` of the study).
+    ``Store.trials`` of the study; ``participants`` label the log).
 
     Returns:
         ``{"episodes": {"compared", "void", "waiting"}, "ratings": benchmark.pairwise.davidson(...),
@@ -114,7 +123,7 @@ def pairwise_results(
         "bucketed": bucketed(rated, bootstrap_rounds=min(bootstrap_rounds, 100), seed=seed) if rated else None,
         "win_matrix": win_matrix(agents, compared),
         "progress": {a: progress_summary(v) for a, v in progress.items()},
-        "log": episodes_csv_rows(episodes, status),
+        "log": episodes_csv_rows(episodes, status, participants),
     }
 
 
@@ -131,3 +140,10 @@ def episodes_csv_rows(episodes: Sequence[Mapping], status: Sequence[Mapping], pa
         row["void"] = s["outcome"] == "aborted"
         out.append(row)
     return out
+
+
+def episodes_csv(episodes: Sequence[Mapping], trials: Sequence[Mapping], participants: Sequence[Mapping] = ()) -> str:
+    """The episode log as CSV text (``EPISODE_COLUMNS``; text cells guarded against spreadsheet
+    formulas as the trial log's)."""
+    status = episode_outcomes(episodes, {t["id"]: t for t in trials})
+    return csv_text(EPISODE_COLUMNS, episodes_csv_rows(episodes, status, participants))

@@ -8,12 +8,17 @@ docs/statistics.md "Publishing a study").
                            object per line (the numbers below are computed from this file alone)
 ``surveys.jsonl``          the SUS questionnaires, one per line (responses and score)
 ``trials.csv``, ``sus.csv``, ``blocks.csv``   the same for a spreadsheet (``act export``'s CSVs)
+``episodes.jsonl``, ``episodes.csv``   a pairwise study's episodes (both agents in the order they
+                           acted, preference, progress scores, reason), from which its ratings come
 ``results.json``           per agent: judged trials, successes, success rate with its 95 % Wilson
                            interval, the automatic check's rate, participant/check agreement and
                            Cohen's kappa, failure stages, aborted trials, short blocks, SUS (mean and
                            every score); the short blocks; the counts
 ``results.csv``            the per-agent table
-``plots/``                 ``success`` and ``sus`` as SVG and PNG (the results page's charts)
+                           (a pairwise study: ``pairwise``, its ratings with bootstrap intervals, the
+                           task-bucket model, the win matrix and the progress per agent)
+``plots/``                 ``success`` and ``sus`` (a pairwise study: ``success`` and ``pairwise``) as
+                           SVG and PNG (the results page's charts)
 ``study.json``             the study's configuration (agents, trials per agent, design, reveal-time
                            range, repeats, scene) and its participants (labels and agent orders only)
 ``reference/``             the study's reference scene and each block start's frame (JPEG)
@@ -42,7 +47,7 @@ from pointlab.benchmark.bundle import finish_bundle, not_empty
 from pointlab.benchmark.records import dumps_json, finite_json
 from pointlab.bridge.errors import BridgeError
 from pointlab.bridge.recording.layout import RecordingLayout, recording_of
-from pointlab.bridge.study.plots import save_figure, success_figure, sus_figure
+from pointlab.bridge.study.plots import pairwise_figure, save_figure, success_figure, sus_figure
 from pointlab.bridge.study.results import (
     agent_results,
     blocks_csv,
@@ -81,22 +86,30 @@ class PublishError(BridgeError, ValueError):
     """The study does not exist or the output folder is not new or empty."""
 
 
-def study_numbers(study: dict, trials: list[dict], surveys: list[dict], participants: list[dict]) -> dict[str, Any]:
-    """Every number of ``results.json`` from the trial table, the surveys and the participants (the
-    function a reader re-runs on ``trials.jsonl`` to check a bundle)."""
-    blocks = study_blocks(study, trials, participants)
+def study_numbers(
+    study: dict, trials: list[dict], surveys: list[dict], participants: list[dict], episodes: list[dict] | None = None
+) -> dict[str, Any]:
+    """Every number of ``results.json`` from the trial table, the surveys, the participants and, for a
+    pairwise study, its episodes (the function a reader re-runs on ``trials.jsonl`` and
+    ``episodes.jsonl`` to check a bundle)."""
+    pairwise = study.get("mode") == "pairwise"
+    blocks = [] if pairwise else study_blocks(study, trials, participants)
     agents = agent_results(study["agents"], trials, surveys, blocks)
-    return finite_json(
-        {
-            "agents": agents,
-            "n_trials": len(trials),
-            "n_participants": len(participants),
-            "n_surveys": len(surveys),
-            "short_blocks": [
-                {k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")} for b in blocks if b["short"]
-            ],
-        }
-    )
+    numbers: dict[str, Any] = {
+        "agents": agents,
+        "n_trials": len(trials),
+        "n_participants": len(participants),
+        "n_surveys": len(surveys),
+        "short_blocks": [
+            {k: b[k] for k in ("participant", "block", "agent", "kept", "aborted")} for b in blocks if b["short"]
+        ],
+    }
+    if pairwise:
+        from pointlab.bridge.study.pairwise_results import pairwise_results
+
+        res = pairwise_results(study, episodes or [], trials, participants)
+        numbers["pairwise"] = {k: v for k, v in res.items() if k != "log"}  # the log is episodes.jsonl
+    return finite_json(numbers)
 
 
 def _jsonl(rows: list[dict]) -> str:
@@ -168,7 +181,54 @@ def _recordings(trials: list[dict], recordings_dir: Path | None) -> list[dict]:
     return out
 
 
+def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float]) -> list[str]:
+    pw = numbers["pairwise"]
+    ratings = pw["ratings"]["ratings"]
+    lines = [
+        "## Methods",
+        "",
+        f"{numbers['n_participants']} participants each gave {study['trials_per_agent']} instructions to a robot "
+        "arm (UFACTORY Lite 6). Each instruction ran two blinded agents one after the other (shown as A and B, "
+        f"the pair drawn by {study.get('pair_sampling')} pair sampling and its order at random), each from the "
+        "same start scene, restored between them. An agent's point on the camera image was deprojected with "
+        "aligned depth to a 3D target in the robot base frame, where the arm picked. Every answer was revealed "
+        f"after a time drawn uniformly from {reveal[0]:g}-{reveal[1]:g} s. The participant then saw both "
+        "before/after pairs and said which did better (A, B or about the same), scored each half's progress "
+        "0-100 against written anchors, and could give a reason. An episode with an aborted half is void and "
+        f"its slot was offered again, up to {study.get('max_repeats')} times. Ratings: Bradley-Terry with ties "
+        "(Davidson 1970) with 95 % bootstrap intervals over episodes, on the arena scale (mean 1000); the "
+        "task-aware model of RoboArena (Atreya et al. 2025, sec. 4) with the instruction's category as its "
+        "bucket; progress as a mean with Student's t interval; a half with progress 100 counts as a success. "
+        "Software: pointlab (see software.json).",
+        "",
+        "## Results",
+        "",
+        f"{pw['episodes']['compared']} compared episodes, {pw['episodes']['void']} void.",
+        "",
+        "| agent | rating | 95 % CI | episodes | mean progress (95 % CI) |",
+        "|---|---|---|---|---|",
+    ]
+    for a in sorted(ratings, key=lambda k: -ratings[k]["rating"]):
+        r, prog = ratings[a], pw["progress"].get(a, {})
+        ci = prog.get("ci95")
+        mean = "-" if prog.get("mean") is None else f"{prog['mean']:.1f}"
+        lines.append(
+            f"| {a} | {r['rating']:.0f} | {r['ci_low']:.0f}-{r['ci_high']:.0f} | {r['episodes']} | "
+            f"{mean}{'' if ci is None else f' ({ci[0]:.1f}-{ci[1]:.1f})'} |"
+        )
+    lines += [
+        "",
+        "Every number here is computed from `trials.jsonl` and `episodes.jsonl` "
+        "(`pointlab.bridge.study.publish.study_numbers`); `MANIFEST.sha256` holds the checksum of every file.",
+        "",
+    ]
+    return lines
+
+
 def _readme(study: dict, numbers: dict, participants: list[dict], reveal: tuple[float, float]) -> str:
+    if "pairwise" in numbers:
+        title = f"# Point-Act study {study['id']}{': ' + study['name'] if study.get('name') else ''} (pairwise)"
+        return "\n".join([title, "", *_pairwise_methods(study, numbers, reveal)])
     lines = [
         f"# Point-Act study {study['id']}{': ' + study['name'] if study.get('name') else ''}",
         "",
@@ -251,7 +311,9 @@ def publish_study(
     trials = store.trials(study_id=study_id)
     surveys = store.surveys(study_id=study_id)
     participants = store.participants(study_id)
-    numbers = study_numbers(study, trials, surveys, participants)
+    pairwise = study.get("mode") == "pairwise"
+    episodes = store.episodes(study_id=study_id) if pairwise else None
+    numbers = study_numbers(study, trials, surveys, participants, episodes)
     out.mkdir(parents=True, exist_ok=True)
 
     def write(rel: str, data: str | bytes) -> None:
@@ -263,7 +325,12 @@ def publish_study(
     write("surveys.jsonl", _jsonl(surveys))
     write("trials.csv", trial_log_csv(trials, participants))
     write("sus.csv", sus_csv(surveys, participants))
-    write("blocks.csv", blocks_csv(study_blocks(study, trials, participants)))
+    write("blocks.csv", blocks_csv([] if pairwise else study_blocks(study, trials, participants)))
+    if episodes is not None:
+        from pointlab.bridge.study.pairwise_results import episodes_csv
+
+        write("episodes.jsonl", _jsonl(episodes))
+        write("episodes.csv", episodes_csv(episodes, trials, participants))
     people = [{k: p.get(k) for k in ("id", "label", "agent_order")} for p in participants]  # no tokens
     write("study.json", dumps_json({"study": finite_json(study), "participants": people}, indent=1))
     write(
@@ -273,7 +340,10 @@ def publish_study(
     write("results.csv", _results_csv(numbers["agents"]))
     (out / "plots").mkdir()
     save_figure(success_figure(numbers["agents"]), out / "plots" / "success")
-    save_figure(sus_figure(numbers["agents"]), out / "plots" / "sus")
+    if pairwise:
+        save_figure(pairwise_figure(numbers["pairwise"]), out / "plots" / "pairwise")
+    else:
+        save_figure(sus_figure(numbers["agents"]), out / "plots" / "sus")
     ref = store.scene_reference(study_id)
     if ref:
         write("reference/scene.jpg", ref)

@@ -197,7 +197,7 @@ def study_blocks(study: dict, trials: list[dict], participants: list[dict]) -> l
 
 def blocks_csv(blocks: list[dict]) -> str:
     """``study_blocks`` rows as CSV text (header first)."""
-    return _csv_text(BLOCK_COLUMNS, blocks)
+    return csv_text(BLOCK_COLUMNS, blocks)
 
 
 # The store's own columns around every field of TrialResult (the record is written down once: a field
@@ -244,7 +244,7 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _csv_text(columns: tuple[str, ...], rows) -> str:
+def csv_text(columns: tuple[str, ...], rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(columns)
@@ -258,7 +258,7 @@ def trial_log_csv(trials: list[dict], participants: Sequence[dict] = ()) -> str:
 
     Text cells starting with ``= + - @``, a tab or a carriage return get a leading ``'`` so a
     spreadsheet shows them as text instead of evaluating them (CSV injection)."""
-    return _csv_text(TRIAL_LOG_COLUMNS, trial_log(trials, participants))
+    return csv_text(TRIAL_LOG_COLUMNS, trial_log(trials, participants))
 
 
 # One row per SUS survey: the ten responses (1-5, Brooke 1996's item order) and the 0-100 score.
@@ -275,4 +275,4 @@ def sus_csv(surveys: list[dict], participants: Sequence[dict] = ()) -> str:
     rows = _labelled(surveys, SUS_COLUMNS, participants)
     for row, sv in zip(rows, surveys):
         row.update({f"q{i}": r for i, r in enumerate(sv.get("responses") or [], 1)})
-    return _csv_text(SUS_COLUMNS, rows)
+    return csv_text(SUS_COLUMNS, rows)

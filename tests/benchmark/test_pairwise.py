@@ -84,3 +84,20 @@ def test_pair_sampling():
         davidson([Episode("a", "a", "A")])
     with pytest.raises(PairwiseError):
         davidson([Episode("a", "b", "win")])
+
+
+def test_the_bucketed_models_gradient_is_the_likelihoods_own():
+    from scipy.optimize import approx_fprime
+
+    from pointlab.benchmark.pairwise import _bucketed_nll
+
+    rng = np.random.default_rng(3)
+    P, T, n = 3, 2, 40
+    a = rng.integers(0, P, n)
+    b = (a + 1 + rng.integers(0, P - 1, n)) % P
+    t, y, w = rng.integers(0, T, n), rng.integers(0, 3, n), rng.integers(1, 4, n).astype(float)
+    for _ in range(5):
+        x = rng.normal(0, 1.5, P + T + P * T)
+        value, grad = _bucketed_nll(x, P, T, a, b, t, y, w, 1.0)
+        numeric = approx_fprime(x, lambda z: _bucketed_nll(z, P, T, a, b, t, y, w, 1.0)[0], 1e-6)
+        assert np.allclose(grad, numeric, atol=1e-4, rtol=1e-4)

@@ -90,3 +90,17 @@ def test_texts_the_store_cannot_keep_and_long_inputs_are_a_422_that_echoes_littl
     long = client.post(f"/api/p/{token}/trial", json={"instruction": "x" * 5000})
     assert long.status_code == 422 and len(long.text) < 1000 and "..." in long.text
     assert server.store.studies()[-1]["scene"] == "tabletop" and len(server.store.studies()) == 1
+
+
+def test_a_pairwise_study_is_refused_by_the_study_server_with_a_reason(client):
+    client, server = client
+    server.dispatch.station_up("s1", OFFER)
+    r = client.post(
+        "/api/studies", headers=AUTH, json={"agents": ["a", "b"], "trials_per_agent": 2, "mode": "pairwise"}
+    )
+    assert r.status_code == 422 and "mode" in r.text  # the console's form has no mode: not a silent absolute study
+    # one made by `pointlab act` in a shared store: its invitation says why instead of running it wrongly
+    sid = server.store.create_study(agents=["a", "b"], trials_per_agent=2, mode="pairwise")
+    server.store.add_participant(sid, token="pairwise-invite-0000", agent_order=["a", "b"])
+    got = client.get("/api/p/pairwise-invite-0000")
+    assert got.status_code == 409 and "pairwise" in got.json()["detail"]

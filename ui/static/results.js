@@ -68,8 +68,10 @@ async function load() {
     PL.el("td", {}, t.auto_check ? (t.auto_check.success === null ? "?" : t.auto_check.success ? "yes" : "no") : "–"),
     PL.el("td", {}, t.judgement || "–"), clipCell(t))));
   renderPairwise(r.pairwise || null);
-  const kinds = r.pairwise ? ["success", "sus", "pairwise"] : ["success", "sus"];
+  // a pairwise study has no SUS per agent (no agent blocks): its chart is the ratings and progress
+  const kinds = r.pairwise ? ["success", "pairwise"] : ["success", "sus"];
   if (!r.pairwise) $("plot-pairwise").classList.add("hidden");
+  else $("plot-sus").classList.add("hidden");
   for (const kind of kinds) {
     const url = await blobUrl(`/api/results/plot.svg?study_id=${sid}&kind=${kind}`);
     $(`plot-${kind}`).classList.toggle("hidden", !url);  // no study or no chart: no broken image
@@ -111,13 +113,15 @@ function renderPairwise(pw) {
 
 $("study").addEventListener("change", load);
 $("refresh").addEventListener("click", load);
-$("csv").addEventListener("click", async () => {
-  const sid = $("study").value;
-  const res = await fetch(`/api/results.csv?study_id=${sid}`, { headers: { Authorization: `Bearer ${token}` } });
+// a download needs the bearer header, so it is fetched and handed to the browser as a blob
+async function download(path, name) {
+  const res = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });
   if (!res.ok) { $("error").textContent = `CSV: HTTP ${res.status}`; return; }
   const url = URL.createObjectURL(await res.blob());
-  const a = PL.el("a", { href: url, download: `study-${sid}-trials.csv` });
+  const a = PL.el("a", { href: url, download: name });
   document.body.append(a); a.click(); a.remove(); URL.revokeObjectURL(url);
-});
+}
+$("csv").addEventListener("click", () => { const sid = $("study").value; download(`/api/results.csv?study_id=${sid}`, `study-${sid}-trials.csv`); });
+$("episodes-csv").addEventListener("click", () => { const sid = $("study").value; download(`/api/results/episodes.csv?study_id=${sid}`, `study-${sid}-episodes.csv`); });
 if (!token) $("error").textContent = "This page needs the operator link (…/results#token=…) from the console.";
 else loadStudies().catch(() => {});

@@ -148,3 +148,71 @@ def test_publish_refuses_a_used_folder_and_an_unknown_study(study_db, tmp_path):
     assert json.loads(run.stdout)["study_id"] == sid
     bad = CliRunner().invoke(build_app(), ["act", "publish", "--db", str(db), "--study", "9", "--out", str(used)])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
+    """Agents p and q, three compared episodes (p wins two, q one, no ties) and one void one (its B half
+    aborted). Bradley-Terry: pi_p / pi_q = 2, so the ratings are 1000 +/- 200 log10 2 = 1060.2 / 939.8."""
+    from pointlab.bridge.study.export import export_study
+
+    store = Store(tmp_path / "pw.sqlite")
+    sid = store.create_study(agents=["p", "q"], trials_per_agent=3, name="ab", mode="pairwise")
+    pid = store.add_participant(sid, token=TOKENS[0], agent_order=["p", "q"], label="P1")
+    n = 0
+
+    def half(agent, **fields):
+        nonlocal n
+        n += 1
+        result = TrialResult(
+            trial_id=f"h{n}", agent=agent, instruction="pick up the red block", action="pick", **fields
+        )
+        return store.save_trial(result, study_id=sid, participant_id=pid, block=0)
+
+    for a, b, pref, pa, pb in (("p", "q", "A", 100, 20), ("q", "p", "B", 50, 100), ("p", "q", "B", 0, 60)):
+        eid = store.create_episode(
+            study_id=sid,
+            participant_id=pid,
+            instruction="pick up the red block",
+            category="attribute",
+            agent_a=a,
+            agent_b=b,
+        )
+        store.set_episode_half(eid, "a", half(a, robot_outcome="done"))
+        store.set_episode_half(eid, "b", half(b, robot_outcome="done"))
+        store.judge_episode(eid, preference=pref, progress_a=pa, progress_b=pb, reason="=cmd()")
+    void = store.create_episode(
+        study_id=sid, participant_id=pid, instruction="pick up the cube", category="object", agent_a="p", agent_b="q"
+    )
+    store.set_episode_half(void, "a", half("p", robot_outcome="done"))
+    store.set_episode_half(
+        void, "b", half("q", robot_outcome="stopped", outcome="aborted", abort={"code": "estop", "detail": "x"})
+    )
+    out = tmp_path / "bundle"
+    publish_study(store, sid, out)
+    exported = export_study(store, sid, tmp_path / "export", recordings_dir=tmp_path / "rec")
+    store.close()
+
+    trials = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+    episodes = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    config = json.loads((out / "study.json").read_text())
+    again = study_numbers(config["study"], trials, [], config["participants"], episodes)
+    results = json.loads((out / "results.json").read_text())
+    assert {k: results[k] for k in again} == again
+    pw = results["pairwise"]
+    assert pw["episodes"] == {"compared": 3, "void": 1, "waiting": 0}
+    assert pw["ratings"]["ratings"]["p"]["rating"] == pytest.approx(1060.206, abs=0.05)
+    assert pw["win_matrix"]["p"]["q"] == {"wins": 2, "losses": 1, "ties": 0}
+    # p's progress 100, 100, 0 -> mean 66.67; q's 20, 50, 60 -> 43.33
+    assert pw["progress"]["p"]["mean"] == pytest.approx(200 / 3) and pw["progress"]["q"]["mean"] == pytest.approx(
+        130 / 3
+    )
+    # the halves were judged from their progress: p succeeded twice (its two 100s)
+    by = {a["agent"]: a for a in results["agents"]}
+    assert (by["p"]["n_succeeded"], by["q"]["n_succeeded"], by["q"]["n_aborted"]) == (2, 0, 1)
+    assert "| p | 1060 |" in (out / "README.md").read_text()
+    for f in ("plots/pairwise.svg", "plots/pairwise.png", "episodes.csv"):
+        assert (out / f).stat().st_size > 0, f
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "export" / "episodes.csv").read_text())))
+    assert [r["winner"] for r in rows] == ["p", "p", "q", ""] and [r["void"] for r in rows] == ["False"] * 3 + ["True"]
+    assert rows[0]["reason"] == "'=cmd()"  # a formula-like reason is shown as text in a spreadsheet
+    assert exported["files"]["episodes_csv"] == "episodes.csv"
