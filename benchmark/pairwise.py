@@ -73,16 +73,28 @@ def _cells(*columns: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     return [uniq[:, k] for k in range(uniq.shape[1])], counts.astype(float)
 
 
-def _davidson_nll(x: np.ndarray, i: np.ndarray, j: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float) -> float:
+def _davidson_nll(
+    x: np.ndarray, i: np.ndarray, j: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float
+) -> tuple[float, np.ndarray]:
+    """Davidson's penalised negative log-likelihood over the cells ``(i, j, y)`` weighted by ``w`` and
+    its exact gradient; ``x`` = log-strengths, then log nu."""
     beta, log_nu = x[:-1], x[-1]
     bi, bj = beta[i], beta[j]
-    log_d = np.logaddexp(np.logaddexp(bi, bj), log_nu + 0.5 * (bi + bj))
-    ll = np.where(y == 0, bi, np.where(y == 1, bj, log_nu + 0.5 * (bi + bj))) - log_d
-    return float(-(w * ll).sum() + 0.5 * reg * beta @ beta)
+    bt = log_nu + 0.5 * (bi + bj)
+    log_d = np.logaddexp(np.logaddexp(bi, bj), bt)
+    ll = np.where(y == 0, bi, np.where(y == 1, bj, bt)) - log_d
+    pi, pj, pt = np.exp(bi - log_d), np.exp(bj - log_d), np.exp(bt - log_d)
+    tie = (y == 2).astype(float)
+    d_bi = (y == 0) + 0.5 * tie - (pi + 0.5 * pt)  # d ll / d beta_i
+    d_bj = (y == 1) + 0.5 * tie - (pj + 0.5 * pt)
+    n = beta.size
+    g_beta = -(np.bincount(i, w * d_bi, n) + np.bincount(j, w * d_bj, n)) + reg * beta
+    g_nu = -float((w * (tie - pt)).sum())
+    return float(-(w * ll).sum() + 0.5 * reg * beta @ beta), np.append(g_beta, g_nu)
 
 
 def _fit_davidson(n: int, i, j, y, w, reg: float) -> np.ndarray:
-    res = minimize(_davidson_nll, np.zeros(n + 1), args=(i, j, y, w, reg), method="L-BFGS-B")
+    res = minimize(_davidson_nll, np.zeros(n + 1), args=(i, j, y, w, reg), jac=True, method="L-BFGS-B")
     x = res.x.copy()
     x[:-1] -= x[:-1].mean()
     return x

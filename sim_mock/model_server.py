@@ -77,6 +77,7 @@ log = logging.getLogger(__name__)
 # sim-noisy: sigma 28 px per axis. A 40 px object (radius 20 px) is hit with probability
 # 1 - exp(-20^2 / (2 * 28^2)) = 0.23, so it is missed about three times in four.
 SIM_NOISE_PX = 28.0
+MODE_STUDY_NOISE_PX = (10, 14, 20)
 NOT_FOUND_TEXT = "I cannot find it."
 
 
@@ -265,12 +266,18 @@ class OpenAIReasoningRules:
 
 def default_sim_models(oracle: Any, *, noise_px: float = SIM_NOISE_PX, seed: int = 0) -> dict[str, Model]:
     """The models of the default sim server: ``sim-oracle`` (exact, Molmo tags), ``sim-noisy``
-    (``noise_px`` Gaussian noise, Gemini JSON) — the model ids of ``default_agents.toml`` — and an
-    exact ``oracle-<format>`` for every point format (benchmark runs in any format)."""
+    (``noise_px`` Gaussian noise, Gemini JSON) — the model ids of ``default_agents.toml`` —,
+    ``sim-noise-10``, ``-14``, ``-20`` (that many pixels of noise, Gemini JSON: the graded agents of
+    ``bridge/mode_study_agents.toml``), and an exact ``oracle-<format>`` for every point format
+    (benchmark runs in any format)."""
     models: dict[str, Model] = {
         "sim-oracle": OracleModel(oracle, "molmo"),
         "sim-noisy": OracleModel(oracle, "gemini", noise_px=noise_px, seed=seed),
     }
+    # agents of graded quality for the study-mode simulation (docs/statistics.md, "Which mode"):
+    # a 40 px object is hit with 1 - exp(-20^2 / (2 s^2)) = 0.86, 0.64, 0.39 for s = 10, 14, 20 px
+    for sigma in MODE_STUDY_NOISE_PX:
+        models[f"sim-noise-{sigma}"] = OracleModel(oracle, "gemini", noise_px=float(sigma), seed=seed + sigma)
     for fmt in POINT_FORMATS:
         if fmt != "auto":
             models[f"oracle-{fmt}"] = OracleModel(oracle, fmt)

@@ -82,6 +82,26 @@ class CurrentTrial:
         return dict(self.__dict__)
 
 
+@dataclass
+class PendingHalf:
+    """A pairwise episode's half waiting for the operator to put the start scene back (real hardware):
+    the console's Reset scene resolves ``confirmed`` (``ui.pairwise_flow``); Abort fails it."""
+
+    participant_id: int
+    participant_label: str
+    episode: int
+    half: str  # "A" | "B"
+    confirmed: asyncio.Future
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "participant_id": self.participant_id,
+            "label": self.participant_label,
+            "episode": self.episode,
+            "half": self.half,
+        }
+
+
 class FrameFeed:
     """The newest live-view frame for every websocket of the app.
 
@@ -175,6 +195,7 @@ class AppContext:
         self.current: CurrentTrial | None = None
         # (participant id, block) waiting for the operator's "scene reset" (real hardware only)
         self.pending_block: tuple[int, int] | None = None
+        self.pending_half: PendingHalf | None = None  # a pairwise half waiting for the scene (real hardware)
         self.frames = FrameFeed(parts.live_view, FRAME_POLL_S)
         self.tasks: set[asyncio.Task] = set()  # running trials (kept referenced until done)
 

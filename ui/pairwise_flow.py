@@ -7,9 +7,11 @@ episode, so a letter names no agent) and each half through ``flow.blinded_trial`
 fixed outcome texts). An aborted half ends the episode there: B does not run, the episode is void and
 its slot is offered again (``bridge.study.episodes``).
 
-The restored start needs a scene the system puts back itself (a simulator): on real hardware the
-operator would have to confirm the scene between the halves, which this version does not ask for, so
-a pairwise trial is refused there with that reason (docs/statistics.md, "Not yet").
+Both halves start from the study's start scene: a simulator restores it exactly; on real hardware
+the operator puts every object back before each half (as before an agent block in absolute mode) and
+confirms with the console's Reset scene (``ctx.pending_half``); the console's Abort ends the episode
+there instead (void: its slot is offered again). The participant's page says the operator is putting
+the scene back.
 """
 
 from __future__ import annotations
@@ -50,12 +52,7 @@ def is_pairwise(ctx: AppContext, participant: dict) -> bool:
 def claim_episode(ctx: AppContext, participant: dict, step: Step, text: str) -> CurrentTrial:
     """Pick the episode's pair (the study's pair sampling) and make it the arm's current work now,
     before any ``await`` (as ``flow.claim_arm``). The claim names agent A; ``run_episode`` names B
-    when B's half starts. Raises FlowError when the scene cannot be restored by the system."""
-    if not ctx.parts.scene_automatic:
-        raise FlowError(
-            "pairwise episodes need a scene the system restores by itself between the two agents; "
-            "please tell the operator"
-        )
+    when B's half starts."""
     study = ctx.store.study(participant["study_id"])
     a, b = pick_pair(study, ctx.store.episodes(study_id=study["id"]))
     number = int(step.trial_number or 1)
@@ -72,11 +69,13 @@ async def run_episode(
     text: str,
     claim: CurrentTrial,
     on_half: Callable[[str], Awaitable[None]] | None = None,
+    on_wait: Callable[[str], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     """Run both halves of one episode for ``claim`` (``claim_episode``), each from the restored start
     scene, and store them; returns the blinded episode. ``on_half(letter)`` is awaited as each half
-    starts. Raises FlowError when the arm got busy, a reset failed or the runner crashed (what was
-    stored stays: the episode is then void)."""
+    starts, ``on_wait(letter)`` when a half waits for the operator to put the scene back (real
+    hardware). Raises FlowError when the arm got busy, a reset failed, the operator aborted while the
+    scene was being put back, or the runner crashed (what was stored stays: the episode is then void)."""
     if ctx.current is not claim or claim.pair is None:
         raise FlowError("the robot is busy")
     a, b = claim.pair
@@ -95,6 +94,8 @@ async def run_episode(
         slot = Slot(study["id"], participant["id"], episode["number"] - 1)
         for (half, letter), agent in zip(HALVES, (a, b)):
             claim.agent, claim.alias, claim.action = agent, letter, "reset"
+            if not ctx.parts.scene_automatic:
+                await _operator_restores_scene(ctx, participant, episode["number"], letter, on_wait)
             res = await ctx.station.reset_block()
             if res.get("outcome") != "done":
                 raise FlowError("the robot could not be reset between the two agents; please tell the operator")
@@ -118,6 +119,26 @@ async def run_episode(
     finally:
         release_arm(ctx, claim)
     return blinded_episode(ctx, ctx.store.episode(episode_id))
+
+
+async def _operator_restores_scene(
+    ctx: AppContext, participant: dict, number: int, letter: str, on_wait: Callable[[str], Awaitable[None]] | None
+) -> None:
+    """Wait until the operator confirms (console: Reset scene) that the start scene is back before
+    half ``letter``. Raises FlowError when the operator aborts instead."""
+    from .context import PendingHalf
+
+    pending = PendingHalf(
+        participant["id"], participant["label"], number, letter, asyncio.get_running_loop().create_future()
+    )
+    ctx.pending_half = pending
+    try:
+        if on_wait is not None:
+            await on_wait(letter)
+        await pending.confirmed
+    finally:
+        if ctx.pending_half is pending:
+            ctx.pending_half = None
 
 
 def blinded_episode(ctx: AppContext, episode: dict) -> dict[str, Any]:

@@ -34,7 +34,12 @@ def abort_trial(_: Operator, ctx: Ctx) -> dict:
     """Abort the running trial: it ends ``aborted`` (``operator_abort``), is not asked of the
     participant, and its slot is offered again; a motion is stopped in a controlled way (no fault,
     no e-stop), a pick's gripper opened and the arm homed. 409 when none runs, or when its pick or
-    place has already completed (its outcome is fixed: the trial stands; the e-stop still stops the arm)."""
+    place has already completed (its outcome is fixed: the trial stands; the e-stop still stops the arm).
+    A pairwise half waiting for the scene to be put back is aborted too: its episode ends there, void."""
+    half = ctx.pending_half
+    if half is not None and not half.confirmed.done():
+        half.confirmed.set_exception(FlowError("the operator stopped this episode; it does not count"))
+        return {"aborted": True}
     if not ctx.station.abort_current():
         raise HTTPException(
             409,
@@ -62,7 +67,14 @@ async def scene_reset(_: Operator, ctx: Ctx) -> dict:
     """Reset the scene. When a participant waits for its next agent block (real hardware), this is
     the operator's confirmation that the scene matches the reference: the arm opens and homes and the
     block's starting frame is stored. Otherwise, with a simulator, the scene is restored exactly and
-    the arm homed (no block starts). 409 while stopped or busy, or when a person must reset it."""
+    the arm homed (no block starts). When a pairwise half waits for the start scene (real hardware),
+    this confirms it is back, and the half runs. 409 while stopped or busy, or when a person must reset it."""
+    half = ctx.pending_half
+    if half is not None and not half.confirmed.done():
+        if ctx.stopped:
+            raise HTTPException(409, "the arm is stopped; reset it first")
+        half.confirmed.set_result(True)
+        return {"confirmed": "half", **half.to_dict()}
     _idle(ctx)
     if ctx.pending_block is not None:
         pid, block = ctx.pending_block

@@ -280,8 +280,11 @@ async def participant_ws(ws: WebSocket) -> None:
         async def half_started(letter: str) -> None:
             await conn.send_json({"type": "trial_started", "alias": letter, "instruction": text})
 
+        async def waiting(letter: str) -> None:
+            await conn.send_json({"type": "waiting_for_scene", "alias": letter})
+
         async def work():
-            shown = await pairwise_flow.run_episode(ctx, p, step, text, claim, on_half=half_started)
+            shown = await pairwise_flow.run_episode(ctx, p, step, text, claim, on_half=half_started, on_wait=waiting)
             return [{"type": "episode_result", **shown}]
 
         await answer(work, "the episode could not be recorded; please tell the operator")
@@ -394,6 +397,7 @@ def operator_status(ctx: AppContext) -> dict[str, Any]:
         "free_mb": None if free is None else round(free / 1e6),
         "scene_automatic": ctx.parts.scene_automatic,
         "pending_block": pending,
+        "pending_half": ctx.pending_half.to_dict() if ctx.pending_half is not None else None,
         "arm_state": finite_json(arm),
     }
 

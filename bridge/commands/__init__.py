@@ -14,6 +14,16 @@ sub = SubApp("bridge")
 
 def app() -> SubApp:
     """This package's sub-app with every command registered (the command modules decorate ``sub``)."""
-    from pointlab.bridge.commands import act, calibrate, compare, deproject, plan, publish, stations, sus  # noqa: F401
+    from pointlab.bridge.commands import (  # noqa: F401
+        act,
+        calibrate,
+        compare,
+        deproject,
+        modes,
+        plan,
+        publish,
+        stations,
+        sus,
+    )
 
     return sub

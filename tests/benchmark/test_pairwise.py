@@ -101,3 +101,20 @@ def test_the_bucketed_models_gradient_is_the_likelihoods_own():
         value, grad = _bucketed_nll(x, P, T, a, b, t, y, w, 1.0)
         numeric = approx_fprime(x, lambda z: _bucketed_nll(z, P, T, a, b, t, y, w, 1.0)[0], 1e-6)
         assert np.allclose(grad, numeric, atol=1e-4, rtol=1e-4)
+
+
+def test_davidsons_gradient_is_the_likelihoods_own():
+    from scipy.optimize import approx_fprime
+
+    from pointlab.benchmark.pairwise import _davidson_nll
+
+    rng = np.random.default_rng(5)
+    n, m = 4, 50
+    i = rng.integers(0, n, m)
+    j = (i + 1 + rng.integers(0, n - 1, m)) % n
+    y, w = rng.integers(0, 3, m), rng.integers(1, 4, m).astype(float)
+    for _ in range(5):
+        x = rng.normal(0, 1.0, n + 1)
+        _, grad = _davidson_nll(x, i, j, y, w, 1e-6)
+        numeric = approx_fprime(x, lambda z: _davidson_nll(z, i, j, y, w, 1e-6)[0], 1e-6)
+        assert np.allclose(grad, numeric, atol=1e-4, rtol=1e-4)

@@ -144,3 +144,71 @@ def test_a_pairwise_study_with_two_participants_to_the_end(chromium, tmp_path, r
         res.wait_for_function("document.querySelector('#plot-pairwise').naturalWidth > 0", timeout=20000)
         res.screenshot(path=str(shots / "pairwise-results.png"), full_page=True)
         ctx.close()
+
+
+def test_on_real_hardware_the_operator_puts_the_scene_back_before_each_half(chromium, tmp_path, ros_env):
+    """A scene the system cannot restore (real hardware): before each half the console asks the
+    operator to put every object back and press Reset scene; Abort trial instead ends the episode
+    (void, offered again). Here the "person" restoring the objects is the simulator's own restore."""
+    with live_act(tmp_path / "act.sqlite", ros_env) as live:
+        scene = live.session.station.ports.scene
+        scene.automatic = False  # as on real hardware: reset_block opens and homes, the scene stays
+        sid = live.store.create_study(
+            agents=["sim-oracle", "sim-noisy"], trials_per_agent=1, mode="pairwise", reveal_low_s=0, reveal_high_s=0
+        )
+        from pointlab.bridge.study.design import invite_participant
+
+        pid, token = invite_participant(live.store, sid, label="P1")
+        ctx = chromium.new_context(viewport={"width": 1100, "height": 800})
+        op = ctx.new_page()
+        op.goto(f"{live.base_url}/operator#token={live.operator_token}")
+        p = ctx.new_page()
+        p.goto(f"{live.base_url}/p/{token}")
+        p.wait_for_selector("#trial-box:not(.hidden)", timeout=30000)
+        p.fill("#instruction", "pick up the red cube")
+        p.click("#send")
+        # the console asks for the scene before A; the participant is told the operator is at it
+        op.wait_for_selector("#scene-box:not(.hidden)", timeout=30000)
+        assert "P1's episode 1: A acts next." in op.inner_text("#scene-text")
+        p.wait_for_function(
+            "document.querySelector('#trial-status').textContent.includes('putting the scene back for A')"
+        )
+        # Abort instead: the episode ends before any half ran; it does not count and is offered again
+        op.click("#abort")
+        p.wait_for_function("document.querySelector('#error').textContent.includes('does not count')", timeout=20000)
+        op.wait_for_selector("#scene-box.hidden", state="attached", timeout=20000)
+        assert live.store.trials(study_id=sid) == []
+        p.wait_for_function("document.querySelector('#trial-title').textContent.includes('(again)')", timeout=20000)
+
+        p.fill("#instruction", "pick up the red cube")
+        p.click("#send")
+        for letter in "AB":
+            op.wait_for_function(
+                f"document.querySelector('#scene-text').textContent.includes(': {letter} acts next.')"
+                " && !document.querySelector('#scene-box').classList.contains('hidden')",
+                timeout=60000,
+            )
+            scene.restore()  # the operator puts every object back
+            op.click("#scene-reset")
+        p.wait_for_selector("#compare-box:not(.hidden)", timeout=90000)
+        eps = live.store.episodes(study_id=sid)
+        assert len(eps) == 2 and eps[0]["trial_a_id"] is None and eps[1]["trial_b_id"] is not None
+        # both halves saw the same start: the frames before A and before B differ in almost no pixel,
+        # while a half that picked the cube changed its own scene (its after frame) in many more
+        import cv2
+        import numpy as np
+
+        def frame(tid, which):
+            jpeg = live.store.trial_frame(live.store.trial(tid)["trial_uid"], which)
+            return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE).astype(float)
+
+        def changed(x, y):
+            return float((np.abs(x - y) > 40).mean())
+
+        a, b = eps[1]["trial_a_id"], eps[1]["trial_b_id"]
+        same_start = changed(frame(a, "before"), frame(b, "before"))
+        picked = [t for t in (a, b) if live.store.trial(t)["sim_success"]]
+        assert picked, "the oracle's half picks the cube"
+        moved = changed(frame(picked[0], "before"), frame(picked[0], "after"))
+        assert same_start < 0.001 and moved > 5 * max(same_start, 0.001), (same_start, moved)
+        ctx.close()

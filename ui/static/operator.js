@@ -202,11 +202,13 @@ function onStatus(s) {
     ? "ARM NOT READY: it is where it stopped (a reset never moves it). Press Home arm; no trial starts until then."
     : `ARM NOT READY (${a.needs_reset}). Press Reset arm.`) : "";
   document.body.classList.toggle("stopped", !!stopped);
-  const pb = s.pending_block;
-  $("scene-box").classList.toggle("hidden", !pb);
-  if (pb) {
-    $("scene-text").textContent = `${pb.label} is ready for ${pb.alias}. Put every object back as in the reference ` +
-      `(overlay: blend or difference), then press Reset scene.`;
+  const pb = s.pending_block, ph = s.pending_half;
+  $("scene-box").classList.toggle("hidden", !pb && !ph);
+  if (pb || ph) {
+    // a pairwise half: the letter only (the console names agents elsewhere; the letter is what the participant sees)
+    const who = pb ? `${pb.label} is ready for ${pb.alias}.` : `${ph.label}'s episode ${ph.episode}: ${ph.half} acts next.`;
+    $("scene-text").textContent = `${who} Put every object back as in the reference ` +
+      `(overlay: blend or difference), then press Reset scene` + (ph ? " (Abort trial ends the episode instead)." : ".");
     if ($("overlay").value === "off" && reference) { $("overlay").value = "blend"; }
   }
   showRequests(s.human_requests);

@@ -187,7 +187,8 @@ function onMessage(m) {
   else if (m.type === "block_started") { starting = false; notice = ""; render(); }
   else if (m.type === "waiting_for_station") { starting = false; notice = m.detail; render(); }
   else if (m.type === "waiting_for_scene") {
-    $("start-block").textContent = "The operator is resetting the scene…"; $("start-block").disabled = true;
+    if (state && state.mode === "pairwise") { running = true; $("trial-status").textContent = `The operator is putting the scene back for ${m.alias}…`; render(); }
+    else { $("start-block").textContent = "The operator is resetting the scene…"; $("start-block").disabled = true; }
   }
   else if (m.type === "trial_started") {
     running = true; notice = ""; $("trial-status").textContent = `${m.alias} is pointing… watch the live view.`; render();
