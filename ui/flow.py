@@ -192,7 +192,7 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
         from .pairwise_flow import pairwise_state  # it builds on this module
 
         state["action"] = "pick"  # every half starts from the restored start scene, holding nothing
-        state.update(pairwise_state(ctx, step))
+        state.update(pairwise_state(ctx.store, step))
     return state
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "blinded_episode",
     "compare_episode",
     "pairwise_state",
+    "store_compare_message",
 ]
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ async def run_episode(
                 break  # the episode is void: B is not run on a start A's abort may have left
     finally:
         release_arm(ctx, claim)
-    return blinded_episode(ctx, ctx.store.episode(episode_id))
+    return blinded_episode(ctx.store, ctx.store.episode(episode_id))
 
 
 async def _operator_restores_scene(
@@ -141,15 +142,16 @@ async def _operator_restores_scene(
             ctx.pending_half = None
 
 
-def blinded_episode(ctx: AppContext, episode: dict) -> dict[str, Any]:
-    """An episode as the participant may see it: its number, instruction, and each stored half as
-    ``flow.blinded_trial`` with ``alias`` ``A`` or ``B``; ``void`` when a half was aborted or is missing."""
+def blinded_episode(store: Any, episode: dict) -> dict[str, Any]:
+    """An episode (a ``Store.episode`` row of ``store``) as the participant may see it: its number,
+    instruction, and each stored half as ``flow.blinded_trial`` with ``alias`` ``A`` or ``B``; ``void``
+    when a half was aborted or is missing."""
     halves = []
     for half, letter in HALVES:
         tid = episode[f"trial_{half}_id"]
         if tid is None:
             continue
-        shown = blinded_trial(ctx.store.trial(tid))
+        shown = blinded_trial(store.trial(tid))
         shown["alias"] = letter
         halves.append(shown)
     void = len(halves) < 2 or any(h["outcome"] == "aborted" for h in halves)
@@ -168,28 +170,34 @@ def compare_episode(ctx: AppContext, participant: dict, msg: Any) -> dict[str, A
     from .flow import participant_step
 
     try:
-        store_comparison(
-            ctx.store,
-            participant_step(ctx, participant),
-            msg.episode_id,
-            preference=msg.preference,
-            progress_a=msg.progress_a,
-            progress_b=msg.progress_b,
-            reason=" ".join(msg.reason.split()),
-        )
+        return store_compare_message(ctx.store, participant_step(ctx, participant), msg)
     except NotDue as e:
         raise FlowError(str(e)) from e
+
+
+def store_compare_message(store: Any, step: Step, msg: Any) -> dict[str, Any]:
+    """``steps.store_comparison`` of a compare message (the reason's whitespace collapsed); returns the
+    ``compared`` reply. Raises NotDue."""
+    store_comparison(
+        store,
+        step,
+        msg.episode_id,
+        preference=msg.preference,
+        progress_a=msg.progress_a,
+        progress_b=msg.progress_b,
+        reason=" ".join(msg.reason.split()),
+    )
     return {"type": "compared", "episode_id": msg.episode_id}
 
 
-def pairwise_state(ctx: AppContext, step: Step) -> dict[str, Any]:
-    """What a pairwise participant's ``state`` message adds: the mode, the written progress anchors,
-    and the episode waiting for its comparison."""
+def pairwise_state(store: Any, step: Step) -> dict[str, Any]:
+    """What a pairwise participant's ``state`` message adds (``pointlab act`` and a study server
+    alike): the mode, the written progress anchors, and the episode waiting for its comparison."""
     extra: dict[str, Any] = {
         "mode": "pairwise",
         "progress_anchors": [{"score": s, "text": t} for s, t in PROGRESS_ANCHORS],
         "pending_episode": None,
     }
     if step.kind == "compare" and step.episode_id is not None:
-        extra["pending_episode"] = blinded_episode(ctx, ctx.store.episode(step.episode_id))
+        extra["pending_episode"] = blinded_episode(store, store.episode(step.episode_id))
     return extra

@@ -11,6 +11,9 @@ messages). Routes (JSON unless said):
 - ``GET /api/p/{token}``: the participant's step, its station's place in line, a pending trial.
 - ``POST /api/p/{token}/block``, ``/trial`` ``{"instruction"}``, ``/judge`` ``{"trial_id", "judgement"}``,
   ``/sus`` ``{"block", "responses"}``; ``GET /api/p/{token}/frame`` (JPEG: its station's live view).
+  A pairwise study (``"mode": "pairwise"``): ``/episode`` ``{"instruction"}`` runs both halves on the
+  participant's station and returns the blinded episode; ``/compare`` ``{"episode_id", "preference",
+  "progress_a", "progress_b", "reason"}`` (``ui.pairwise_flow``).
 
 Operator routes take the token as ``Authorization: Bearer TOKEN``. A request that cannot be served now
 is 409 with ``{"detail"}`` a participant may read; a bad body is 422.
@@ -31,12 +34,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pointlab.bridge.stations.server import ServerBusy, StudyServer
 from pointlab.bridge.study.design import DESIGN, alias, invite_participant
+from pointlab.bridge.study.store import StoreError
 from pointlab.bridge.study.sus import SUS_ITEMS, SusError
 
 from .deps import StorableStr
 from .routes_pages import static_page
 from .routes_participant import own_trial_frame
 from .flow import blinded_trial
+from .pairwise_flow import blinded_episode, pairwise_state
 from pointlab.ui.validation import install_validation_handler
 
 __all__ = ["create_server_app"]
@@ -55,6 +60,17 @@ class StudyIn(BaseModel):
     max_repeats: int = Field(default=2, ge=0, le=20, strict=True)
     reveal_low_s: float = Field(default=10.0, ge=0, le=300, allow_inf_nan=False)
     reveal_high_s: float = Field(default=26.0, ge=0, le=300, allow_inf_nan=False)
+    mode: Literal["absolute", "pairwise"] = "absolute"
+    pair_sampling: Literal["uniform", "adaptive"] = "uniform"
+
+
+class CompareIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episode_id: int
+    preference: str
+    progress_a: int = Field(strict=True)
+    progress_b: int = Field(strict=True)
+    reason: Annotated[StorableStr, Field(max_length=1000)] = ""
 
 
 class TrialIn(BaseModel):
@@ -87,14 +103,9 @@ def _operator(request: Request, authorization: Annotated[str | None, Header()] =
 
 
 def _participant(token: str, request: Request) -> dict:
-    store = request.app.state.server.store
-    p = store.participant_by_token(token)
+    p = request.app.state.server.store.participant_by_token(token)
     if p is None:
         raise HTTPException(404, "unknown invitation")
-    # a pairwise study (made by `pointlab act` in a shared store) is not dispatched to stations yet: one
-    # station would have to be held through both halves and the reset between them (docs/statistics.md)
-    if store.study(p["study_id"]).get("mode") == "pairwise":
-        raise HTTPException(409, "this study is pairwise; a study server runs absolute studies only (for now)")
     return p
 
 
@@ -208,15 +219,20 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
                 raise HTTPException(
                     422, f"no station of scene {body.scene!r} runs all of {body.agents}; they run {known}"
                 )
-        sid = store.create_study(
-            agents=body.agents,
-            trials_per_agent=body.trials_per_agent,
-            scene=body.scene,
-            design=DESIGN,
-            max_repeats=body.max_repeats,
-            reveal_low_s=body.reveal_low_s,
-            reveal_high_s=body.reveal_high_s,
-        )
+        try:
+            sid = store.create_study(
+                agents=body.agents,
+                trials_per_agent=body.trials_per_agent,
+                scene=body.scene,
+                design=DESIGN,
+                max_repeats=body.max_repeats,
+                reveal_low_s=body.reveal_low_s,
+                reveal_high_s=body.reveal_high_s,
+                mode=body.mode,
+                pair_sampling=body.pair_sampling,
+            )
+        except StoreError as e:  # e.g. a pairwise study of one agent
+            raise HTTPException(422, str(e)) from e
         tokens = [invite_participant(store, sid, label=f"P{i + 1}")[1] for i in range(body.participants)]
         return {"study_id": sid, "tokens": tokens}
 
@@ -255,6 +271,8 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             out["pending_trial"] = blinded_trial(store.trial(step.trial_id))
         if step.kind == "sus":
             out["sus_items"] = list(SUS_ITEMS)
+        if server.mode(p) == "pairwise":
+            out.update(pairwise_state(store, step))
         return out
 
     @app.get("/api/p/{token}/trials/{trial_id}/frame")
@@ -281,6 +299,23 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
         row = store.trial(row_id)
         again = row.get("outcome") == "aborted" and server.step(p).repeat
         return blinded_trial(row, offered_again=again)
+
+    @app.post("/api/p/{token}/episode")
+    async def episode(body: TrialIn, p: P) -> dict:
+        text = " ".join(body.instruction.split())
+        try:
+            episode_id = await server.run_episode(p, text)
+        except ServerBusy as e:
+            raise HTTPException(409, str(e)) from e
+        return blinded_episode(store, store.episode(episode_id))
+
+    @app.post("/api/p/{token}/compare")
+    def compare(body: CompareIn, p: P) -> dict:
+        try:
+            server.compare(p, body)
+        except ServerBusy as e:
+            raise HTTPException(409, str(e)) from e
+        return {"type": "compared", "episode_id": body.episode_id}
 
     @app.post("/api/p/{token}/judge")
     def judge(body: JudgeIn, p: P) -> dict:

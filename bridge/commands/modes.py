@@ -115,12 +115,21 @@ def mode_study_cmd(
             session = start_or_fail("sim", "sim", agents_path, None, None, time_scale)
             agents = list(session.station.agent_names)
             instructions = _pick_instructions()
-            try:
-                recorded = record_outcomes(session.station, agents, instructions, rounds=rounds, progress=_progress)
-            except (ValueError, RuntimeError) as e:
-                fail(f"the trials stopped: {e}", 1)
-            finally:
-                session.close()
+            # each outcome is written as it comes: a run stopped part way keeps what it recorded
+            out.mkdir(parents=True, exist_ok=True)
+            with open(out / "records.jsonl", "w", encoding="utf-8") as sink:
+
+                def progress(p: dict) -> None:
+                    sink.write(json.dumps({k: p[k] for k in ("agent", "instruction", "success")}) + "\n")
+                    sink.flush()
+                    _progress(p)
+
+                try:
+                    recorded = record_outcomes(session.station, agents, instructions, rounds=rounds, progress=progress)
+                except (ValueError, RuntimeError) as e:
+                    fail(f"the trials stopped: {e}", 1)
+                finally:
+                    session.close()
         source = {"rounds": rounds, "time_scale": time_scale, "instructions": instructions}
     try:
         order = true_order(recorded)
@@ -140,7 +149,8 @@ def mode_study_cmd(
         "needed_for_95": {m: trials_needed(rows) for m, rows in results.items()},
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "records.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in recorded))
+    if records is not None:  # (a recording run wrote its records as they came)
+        (out / "records.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n" for r in recorded))
     (out / "results.json").write_text(json.dumps(summary, indent=1) + "\n")
     _plot(results, out / "modes")
     print_json(summary)

@@ -53,7 +53,7 @@ from pointlab.bridge.stations.wire import (
     zenoh_config,
 )
 from pointlab.bridge.study.design import Step
-from pointlab.bridge.study.steps import NotDue, step_of, store_judgement, store_sus
+from pointlab.bridge.study.steps import NotDue, step_of, store_comparison, store_judgement, store_sus
 from pointlab.bridge.study.store import Store, StoreError
 from pointlab.bridge.trials.record import TrialResult, unfinished_trial
 
@@ -444,6 +444,10 @@ class StudyServer:
             got = self._studies[study_id] = self.store.study(study_id)
         return got
 
+    def mode(self, participant: dict) -> str:
+        """The participant's study's mode: ``absolute`` or ``pairwise``."""
+        return str(self._study(participant["study_id"]).get("mode") or "absolute")
+
     def _scene(self, participant: dict) -> str:
         return str(self._study(participant["study_id"])["scene"] or "")
 
@@ -493,6 +497,8 @@ class StudyServer:
         station given after a loss, or none yet: the block's reset comes first and puts the scene back,
         the gripper empty)."""
         name = self.dispatch.station_of(participant["id"])
+        if self._study(participant["study_id"]).get("mode") == "pairwise":
+            return "pick"  # every half starts from the restored start scene, holding nothing
         if name is None or self._ready.get(participant["id"]) != (name, block):
             return "pick"
         return str(self.status.get(name, {}).get("next_action", "pick"))
@@ -522,7 +528,79 @@ class StudyServer:
         finally:
             self._inflight.pop(name, None)
 
-    async def _run_on(self, name: str, participant: dict, block: int, instruction: str) -> int:
+    async def run_episode(self, participant: dict, instruction: str) -> int:
+        """A pairwise study's next episode on the participant's station: the pair by the study's pair
+        sampling (``bridge.study.episodes.pick_pair``), then for A and for B a reset of the station to
+        the start scene and the half's trial, each stored and linked to the episode; an aborted half
+        (a lost station included) ends the episode there, void. The participant holds the station
+        from its first episode to its last comparison. Returns the episode's id. Raises ServerBusy."""
+        from pointlab.bridge.study.episodes import category_of, pick_pair
+
+        step = self.step(participant)
+        if step.kind != "trial":
+            raise ServerBusy(f"no episode is due now (next: {step.kind})")
+        pid = participant["id"]
+        name = self.dispatch.request(pid, self._scene(participant))
+        if name is None:
+            pos = self.dispatch.position(pid)
+            raise ServerBusy(f"waiting for a free robot station (place {0 if pos is None else pos + 1} in line)")
+        if name in self._inflight:
+            raise ServerBusy("the robot is busy")
+        self._inflight[name] = None  # claimed before the next await: one episode per station
+        try:
+            study = self._study(participant["study_id"])
+            a, b = pick_pair(study, self.store.episodes(study_id=study["id"]))
+            episode_id = self.store.create_episode(
+                study_id=study["id"],
+                participant_id=pid,
+                instruction=instruction,
+                category=category_of(instruction),
+                agent_a=a,
+                agent_b=b,
+            )
+            number = self.store.episode(episode_id)["number"]
+            self._changed(pid)
+            for half, agent in (("a", a), ("b", b)):
+                self.dispatch.set_status(name, "resetting")
+                try:
+                    res = await self.command(name, "reset_block")
+                finally:
+                    self.dispatch.set_status(name, "idle")
+                if not res.get("ok"):
+                    raise ServerBusy("the robot station could not be reset; please wait")
+                row = await self._run_on(name, participant, number - 1, instruction, agent=agent)
+                self.store.set_episode_half(episode_id, half, row)
+                self._changed(pid)
+                if self.store.trial(row).get("outcome") == "aborted":
+                    break
+        finally:
+            self._inflight.pop(name, None)
+        return episode_id
+
+    def compare(self, participant: dict, msg: Any) -> None:
+        """Store the comparison of the participant's pending episode (``msg``: ``episode_id``,
+        ``preference``, ``progress_a``, ``progress_b``, ``reason``); after the last one its station is
+        free for the next in line. Raises ServerBusy (not due, a bad value, compared already)."""
+        try:
+            store_comparison(
+                self.store,
+                self.step(participant),
+                msg.episode_id,
+                preference=msg.preference,
+                progress_a=msg.progress_a,
+                progress_b=msg.progress_b,
+                reason=" ".join(msg.reason.split()),
+            )
+        except NotDue as e:
+            raise ServerBusy(str(e)) from e
+        finally:
+            self._changed(participant["id"])
+        if self.step(participant).kind == "done":
+            self.dispatch.release(participant["id"])
+
+    async def _run_on(
+        self, name: str, participant: dict, block: int, instruction: str, *, agent: str | None = None
+    ) -> int:
         state = await self.command(name, "state", timeout_s=10.0)
         if not state.get("ok"):
             raise ServerBusy("the robot station did not answer; please wait")
@@ -531,7 +609,7 @@ class StudyServer:
         inflight = _Inflight(
             trial_id=uuid.uuid4().hex,
             slot={"study_id": participant["study_id"], "participant_id": participant["id"], "block": block},
-            agent=participant["agent_order"][block],
+            agent=agent if agent is not None else participant["agent_order"][block],
             instruction=instruction,
             action="place" if holding else "pick",
             station=name,

@@ -92,15 +92,17 @@ def test_texts_the_store_cannot_keep_and_long_inputs_are_a_422_that_echoes_littl
     assert server.store.studies()[-1]["scene"] == "tabletop" and len(server.store.studies()) == 1
 
 
-def test_a_pairwise_study_is_refused_by_the_study_server_with_a_reason(client):
+def test_a_pairwise_study_is_created_with_its_settings_and_one_agent_is_refused(client):
     client, server = client
     server.dispatch.station_up("s1", OFFER)
-    r = client.post(
-        "/api/studies", headers=AUTH, json={"agents": ["a", "b"], "trials_per_agent": 2, "mode": "pairwise"}
-    )
-    assert r.status_code == 422 and "mode" in r.text  # the console's form has no mode: not a silent absolute study
-    # one made by `pointlab act` in a shared store: its invitation says why instead of running it wrongly
-    sid = server.store.create_study(agents=["a", "b"], trials_per_agent=2, mode="pairwise")
-    server.store.add_participant(sid, token="pairwise-invite-0000", agent_order=["a", "b"])
-    got = client.get("/api/p/pairwise-invite-0000")
-    assert got.status_code == 409 and "pairwise" in got.json()["detail"]
+    body = {"agents": ["a", "b"], "trials_per_agent": 2, "mode": "pairwise", "pair_sampling": "adaptive"}
+    r = client.post("/api/studies", headers=AUTH, json=body)
+    assert r.status_code == 201, r.text
+    study = server.store.study(r.json()["study_id"])
+    assert (study["mode"], study["pair_sampling"]) == ("pairwise", "adaptive")
+    state = client.get(f"/api/p/{r.json()['tokens'][0]}").json()
+    assert state["mode"] == "pairwise" and state["step"]["kind"] == "trial" and len(state["progress_anchors"]) == 5
+    one = client.post("/api/studies", headers=AUTH, json={**body, "agents": ["a"]})
+    assert one.status_code == 422 and "at least two agents" in one.json()["detail"]
+    bad = client.post("/api/studies", headers=AUTH, json={**body, "pair_sampling": "ucb"})
+    assert bad.status_code == 422

@@ -201,3 +201,73 @@ def test_a_bad_human_reference_answer_is_refused_and_the_request_stays_open(serv
         assert trial.result(60).status_code == 200
     (row,) = store.trials(study_id=study["study_id"])
     assert [list(p) for p in row["points_px"]] == [[319.4, 239.4]]  # (the page is shown it rounded)
+
+
+def test_a_pairwise_study_runs_on_a_station_for_two_participants(served, chromium):
+    """The console creates a pairwise study (two episodes each, two participants); each participant's
+    episodes run both halves on the one station it holds (the second waits in line until the first's
+    last comparison frees it), and each compares the two halves on the page."""
+    base, store, _auth = served
+    console = chromium.new_page(viewport={"width": 1200, "height": 1400})
+    try:
+        console.goto(f"{base}/stations#token={TOKEN}")
+        console.fill("#study-agents", ", ".join(AGENTS))
+        console.select_option("#study-mode", "pairwise")
+        assert console.inner_text("#study-trials-label") == "Episodes per participant"
+        console.fill("#study-trials", "2")
+        console.fill("#study-participants", "2")
+        console.fill("#study-reveal-low", "0")
+        console.fill("#study-reveal-high", "0")
+        console.click("#create-study")
+        console.locator("#invites a").nth(1).wait_for(timeout=30_000)
+        links = console.eval_on_selector_all("#invites a", "els => els.map(e => e.href)")
+    finally:
+        console.close()
+    (study,) = store.studies()
+    assert (study["mode"], study["trials_per_agent"]) == ("pairwise", 2)
+    pages = [chromium.new_page(viewport={"width": 1200, "height": 1000}) for _ in links]
+    try:
+        for page, link in zip(pages, links):
+            page.goto(link)
+        for k, page in enumerate(pages):
+            for e in range(2):
+                page.wait_for_selector("#instruction:enabled", timeout=30_000)
+                page.fill("#instruction", "pick up the red block")
+                page.click("#send")
+                if k == 0 and e == 0:  # the other participant asks meanwhile: it is put in line for the station
+                    pages[1].wait_for_selector("#instruction:enabled", timeout=30_000)
+                    pages[1].fill("#instruction", "pick up the red block")
+                    pages[1].click("#send")
+                    pages[1].wait_for_function(
+                        "document.getElementById('error').textContent.includes('waiting for a free robot station')",
+                        timeout=30_000,
+                    )
+                    pages[1].wait_for_function(
+                        "document.getElementById('queue').textContent.includes('number 1 in line')", timeout=30_000
+                    )
+                page.wait_for_selector("#compare-box:visible", timeout=30_000)
+                for letter in "ab":
+                    page.wait_for_function(
+                        f"document.getElementById('after-{letter}').naturalWidth > 0", timeout=30_000
+                    )
+                page.check("input[name=preference][value='A']")
+                page.fill("#progress-a", "100")
+                page.fill("#progress-b", "25")
+                page.click("#compare-submit")
+                page.wait_for_selector("#compare-box", state="hidden", timeout=30_000)
+            page.wait_for_selector("#done-box:visible", timeout=30_000)
+            body = page.inner_text("body") + str(page.evaluate("JSON.stringify(window.__pl.messages)"))
+            assert not any(name in body for name in AGENTS)
+    finally:
+        for page in pages:
+            page.close()
+    eps = store.episodes(study_id=study["id"])
+    assert len(eps) == 4 and all(e["preference"] == "A" and e["progress_b"] == 25 for e in eps)
+    for e in eps:
+        halves = [store.trial(e["trial_a_id"]), store.trial(e["trial_b_id"])]
+        assert [h["agent"] for h in halves] == [e["agent_a"], e["agent_b"]] and {e["agent_a"], e["agent_b"]} == set(
+            AGENTS
+        )
+        assert all(h["station"] == "s1" for h in halves)
+        # A's progress 100 made its half a success, B's 25 a failure
+        assert [h["outcome"] for h in halves] == ["succeeded", "failed"]

@@ -178,6 +178,8 @@ function onMessage(m) {
   if (m.type === "state") {
     // the robot became ready again: an error that said it was not ready no longer holds
     if (state && (state.stopped || state.not_ready) && !m.stopped && !m.not_ready) setError("");
+    // a study server gave this participant a station: "waiting for a free robot station" no longer holds
+    if (state && state.has_station === false && m.has_station) setError("");
     state = m;
     // the block has started, by whatever path (the operator's scene reset sends the participant no
     // block_started): the start button is no longer waiting

@@ -56,6 +56,13 @@ window.PLHttpTransport = function (token, on) {
 
   async function instruction(text) {
     if (!text || !text.trim()) { on.message({ type: "error", error: "type an instruction first" }); return; }
+    if (state && state.mode === "pairwise") {  // one request runs both halves: A, then B
+      on.message({ type: "trial_started", alias: "A, then B," });
+      const res = await post("/episode", { instruction: text });
+      on.message(res.ok ? { type: "episode_result", ...res.data } : { type: "error", error: detail(res) });
+      poll();
+      return;
+    }
     on.message({ type: "trial_started", alias: state && state.step.alias });
     const res = await post("/trial", { instruction: text });
     on.message(res.ok ? { type: "trial_result", ...res.data } : { type: "error", error: detail(res) });
@@ -88,6 +95,10 @@ window.PLHttpTransport = function (token, on) {
       else if (m.type === "instruction") instruction(m.text);
       else if (m.type === "judge") simple("/judge", { trial_id: m.trial_id, judgement: m.judgement });
       else if (m.type === "sus") simple("/sus", { block: m.block, responses: m.responses });
+      else if (m.type === "compare") {
+        const { type, ...body } = m;
+        simple("/compare", body);
+      }
     },
     async trialFrame(trialId, which) {
       const r = await fetch(`${base}/trials/${encodeURIComponent(trialId)}/frame?which=${which}`, { cache: "no-store" });

@@ -118,6 +118,13 @@ document.getElementById("human-img").addEventListener("click", (ev) => {
 document.getElementById("human-decline").addEventListener("click", () => { if (currentRequest) reply(currentRequest, "decline"); });
 
 // -- a new study and its invitation links -------------------------------------------------------
+// in a pairwise study the count is each participant's episodes (two agents act in every episode)
+document.getElementById("study-mode").addEventListener("change", () => {
+  const pairwise = document.getElementById("study-mode").value === "pairwise";
+  document.getElementById("study-trials-label").textContent = pairwise ? "Episodes per participant" : "Trials per agent";
+  document.getElementById("study-pair-sampling").disabled = !pairwise;
+});
+document.getElementById("study-pair-sampling").disabled = true;
 document.getElementById("study-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const body = {
@@ -127,6 +134,8 @@ document.getElementById("study-form").addEventListener("submit", async (ev) => {
     scene: document.getElementById("study-scene").value.trim() || "tabletop",
     reveal_low_s: Number(document.getElementById("study-reveal-low").value),
     reveal_high_s: Number(document.getElementById("study-reveal-high").value),
+    mode: document.getElementById("study-mode").value,
+    pair_sampling: document.getElementById("study-pair-sampling").value,
   };
   const r = await fetch("/api/studies", { method: "POST", headers: { ...auth, "Content-Type": "application/json" }, body: JSON.stringify(body) });
   const out = await r.json().catch(() => ({}));
