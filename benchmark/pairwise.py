@@ -18,7 +18,11 @@ the same start; the outcome is ``A``, ``B`` or ``tie``, with a 0-100 progress sc
 - ``next_pair``: ``uniform`` (the least-compared pair, ties broken at random) or ``adaptive`` (the pair
   whose outcome is most uncertain under the current Davidson fit, weighted towards pairs with few
   episodes: ``p (1 - p) / (1 + n_ij)``, an uncertainty-sampling rule in the spirit of
-  information-gain pair selection).
+  information-gain pair selection). The fit that chooses is a MAP fit with a N(0, 1) prior on the
+  log-strengths (``ADAPTIVE_PRIOR``): with the maximum-likelihood fit an agent that has only lost gets
+  an unbounded strength, every pair of it looks settled and is never drawn again, so an unlucky start
+  is never corrected (measured: 58 % of simulated four-agent studies ranked right after 144 episodes
+  with the plain fit, 90 % with the prior; docs/statistics.md, "Which mode to use").
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = ["Episode", "PairwiseError", "davidson", "bucketed", "next_pair"]
 
 Outcome = Literal["A", "B", "tie"]
 _SCALE = 400 / math.log(10)  # log-strength -> rating points (the arena's scale)
+ADAPTIVE_PRIOR = 1.0  # next_pair's adaptive rule: L2 weight on log-strengths, a N(0, 1) prior
 
 
 class PairwiseError(BenchmarkError, ValueError):
@@ -249,7 +254,10 @@ def next_pair(
         low = min(n.values())
         choices = [p for p in pairs if n[p] == low]
     else:
-        fit = davidson(episodes, bootstrap_rounds=0)["ratings"]
+        # the fit that chooses has a N(0, 1) prior on log-strengths (module docstring): without it an
+        # agent that has only lost (or only won) gets an unbounded strength, its pairs look settled and
+        # are never drawn again, and an early unlucky run is never corrected
+        fit = davidson(episodes, bootstrap_rounds=0, reg=ADAPTIVE_PRIOR)["ratings"]
         score = {}
         for p in pairs:
             ri = fit.get(p[0], {"rating": 1000.0})["rating"]

@@ -90,10 +90,10 @@ class CompareMsg(_Msg):
     """A pairwise episode's comparison: which half did better and each half's 0-100 progress."""
 
     type: Literal["compare"]
-    episode_id: int
+    episode_id: int = Field(strict=True)
     preference: str
-    progress_a: int
-    progress_b: int
+    progress_a: int = Field(strict=True)  # strict: "50", 50.5 and true are refused, not rounded
+    progress_b: int = Field(strict=True)
     reason: str = Field("", max_length=1000)
 
 

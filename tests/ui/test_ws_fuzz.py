@@ -18,7 +18,7 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
     max_leaves=20,
 )
-types = st.sampled_from(["instruction", "judge", "sus", "ping", "start_block", "admin", "", "INSTRUCTION"])
+types = st.sampled_from(["instruction", "judge", "sus", "ping", "start_block", "compare", "admin", "", "INSTRUCTION"])
 objects = st.fixed_dictionaries(
     {"type": types},
     optional={
@@ -27,6 +27,11 @@ objects = st.fixed_dictionaries(
         "judgement": json_values,
         "block": json_values,
         "responses": json_values,
+        "episode_id": json_values,
+        "preference": json_values,
+        "progress_a": json_values,
+        "progress_b": json_values,
+        "reason": json_values,
     },
 )
 
@@ -66,6 +71,9 @@ def test_json_objects_of_every_shape(obj):
         assert type(msg.trial_id) is int and isinstance(msg.judgement, str)
     elif msg.type == "sus":
         assert type(msg.block) is int and isinstance(msg.responses, list)
+    elif msg.type == "compare":  # strict: a progress of 50.0 or "50" is refused, not rounded
+        assert all(type(v) is int for v in (msg.episode_id, msg.progress_a, msg.progress_b))
+        assert isinstance(msg.preference, str) and isinstance(msg.reason, str) and len(msg.reason) <= 1000
     else:
         assert msg.type in ("ping", "start_block")
 
