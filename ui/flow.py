@@ -99,15 +99,21 @@ AGAIN = {
     True: "The same trial is offered again.",
     False: "This agent's repeats are used up, so the trial is not offered again.",
 }
+# a pairwise episode's aborted half voids the episode (ui.pairwise_flow): said of the episode
+AGAIN_EPISODE = {
+    True: "The same episode is offered again.",
+    False: "Your repeats are used up, so the episode is not offered again.",
+}
 
 
 def participant_step(ctx: AppContext, participant: dict) -> Step:
     return step_of(ctx.store, participant)
 
 
-def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
+def blinded_trial(row: dict, offered_again: bool = True, *, half_of_episode: bool = False) -> dict[str, Any]:
     """A stored trial as a participant may see it. ``offered_again``: an aborted trial's slot is offered
-    again (the block has repeats left), which the message says."""
+    again (the block has repeats left), which the message says; ``half_of_episode``: the trial is a
+    pairwise episode's half, so an abort is told of the episode it voids."""
     outcome = row["robot_outcome"] if row["robot_outcome"] in OUTCOME_MESSAGES else "robot_failure"
     # an answer that could not be read holds no point: told exactly as any answer without a point,
     # which the human reference's console can give too (its "No point" button), so it singles out no model
@@ -120,7 +126,10 @@ def blinded_trial(row: dict, offered_again: bool = True) -> dict[str, Any]:
             if isinstance(code, str)
             else "the trial could not be completed"
         )
-        message = f"This trial does not count: {why}. {AGAIN[bool(offered_again)]}"
+        if half_of_episode:
+            message = f"This episode does not count: {why}. {AGAIN_EPISODE[bool(offered_again)]}"
+        else:
+            message = f"This trial does not count: {why}. {AGAIN[bool(offered_again)]}"
     else:
         message = OUTCOME_MESSAGES[outcome].format(
             action=row["action"], refusal=REFUSAL_WORDS.get(refusal, "no safe target")
@@ -193,6 +202,8 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
 
         state["action"] = "pick"  # every half starts from the restored start scene, holding nothing
         state.update(pairwise_state(ctx.store, step))
+        if mine_running:  # its own episode runs: the half stored so far is not a void one
+            state["step"]["repeat"] = False
     return state
 
 

@@ -117,9 +117,17 @@ async def run_episode(
             ctx.store.set_episode_half(episode_id, half, ran.stored_id)
             if ran.result.outcome == "aborted":
                 break  # the episode is void: B is not run on a start A's abort may have left
+        else:
+            if ctx.parts.scene_automatic:
+                # the next instruction is typed looking at the live view: show the start scene, not B's end
+                claim.action = "reset"
+                await ctx.station.reset_block()
     finally:
         release_arm(ctx, claim)
-    return blinded_episode(ctx.store, ctx.store.episode(episode_id))
+    from .flow import participant_step
+
+    again = participant_step(ctx, participant).repeat
+    return blinded_episode(ctx.store, ctx.store.episode(episode_id), offered_again=again)
 
 
 async def _operator_restores_scene(
@@ -142,16 +150,17 @@ async def _operator_restores_scene(
             ctx.pending_half = None
 
 
-def blinded_episode(store: Any, episode: dict) -> dict[str, Any]:
+def blinded_episode(store: Any, episode: dict, *, offered_again: bool = True) -> dict[str, Any]:
     """An episode (a ``Store.episode`` row of ``store``) as the participant may see it: its number,
     instruction, and each stored half as ``flow.blinded_trial`` with ``alias`` ``A`` or ``B``; ``void``
-    when a half was aborted or is missing."""
+    when a half was aborted or is missing (an aborted half's message says whether the episode is
+    offered again: ``offered_again``)."""
     halves = []
     for half, letter in HALVES:
         tid = episode[f"trial_{half}_id"]
         if tid is None:
             continue
-        shown = blinded_trial(store.trial(tid))
+        shown = blinded_trial(store.trial(tid), offered_again, half_of_episode=True)
         shown["alias"] = letter
         halves.append(shown)
     void = len(halves) < 2 or any(h["outcome"] == "aborted" for h in halves)

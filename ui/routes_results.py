@@ -11,9 +11,12 @@ it expires. The operator token itself never appears in a URL (access logs keep U
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
+import threading
 import time
+from collections import OrderedDict
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
@@ -79,10 +82,35 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     return finite_json(out)
 
 
+# A pairwise study's results take a few hundred bootstrap fits: computed once per state of its rows and
+# kept (the page and its chart ask together, and a results page left open is reloaded), not on every
+# request, so an open results page does not slow the session's live view.
+_PAIRWISE_CACHE: OrderedDict[tuple, dict] = OrderedDict()
+_PAIRWISE_LOCK = threading.Lock()
+_PAIRWISE_KEEP = 8
+
+
 def _pairwise(study: dict, db, trials: list[dict], participants: list[dict]) -> dict:
     from pointlab.bridge.study.pairwise_results import pairwise_results
 
-    return pairwise_results(study, db.episodes(study_id=study["id"]), trials, participants)
+    episodes = db.episodes(study_id=study["id"])
+    key = (
+        id(db),
+        study["id"],
+        tuple((e["id"], e["preference"], e["trial_a_id"], e["trial_b_id"]) for e in episodes),
+        tuple((t["id"], t.get("outcome")) for t in trials),
+        tuple((p["id"], p.get("label")) for p in participants),
+    )
+    with _PAIRWISE_LOCK:
+        if key in _PAIRWISE_CACHE:
+            _PAIRWISE_CACHE.move_to_end(key)
+            return copy.deepcopy(_PAIRWISE_CACHE[key])
+    res = pairwise_results(study, episodes, trials, participants)
+    with _PAIRWISE_LOCK:
+        _PAIRWISE_CACHE[key] = res
+        while len(_PAIRWISE_CACHE) > _PAIRWISE_KEEP:
+            _PAIRWISE_CACHE.popitem(last=False)
+    return copy.deepcopy(res)
 
 
 @router.get("/results/plot.svg")
@@ -101,7 +129,7 @@ def results_plot(
     if kind == "pairwise":
         if study.get("mode") != "pairwise":
             raise HTTPException(404, f"study {study_id} is not a pairwise study")
-        svg = pairwise_svg(_pairwise(study, db, db.trials(study_id=study_id), []))
+        svg = pairwise_svg(_pairwise(study, db, db.trials(study_id=study_id), db.participants(study_id)))
         return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
     rows = agent_results(study["agents"], db.trials(study_id=study_id), db.surveys(study_id=study_id))
     svg = success_svg(rows) if kind == "success" else sus_svg(rows)

@@ -273,6 +273,8 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             out["sus_items"] = list(SUS_ITEMS)
         if server.mode(p) == "pairwise":
             out.update(pairwise_state(store, step))
+            if out["arm_busy"]:  # its own episode runs: the half stored so far is not a void one
+                out["step"]["repeat"] = False
         return out
 
     @app.get("/api/p/{token}/trials/{trial_id}/frame")
@@ -307,7 +309,7 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             episode_id = await server.run_episode(p, text)
         except ServerBusy as e:
             raise HTTPException(409, str(e)) from e
-        return blinded_episode(store, store.episode(episode_id))
+        return blinded_episode(store, store.episode(episode_id), offered_again=server.step(p).repeat)
 
     @app.post("/api/p/{token}/compare")
     def compare(body: CompareIn, p: P) -> dict:

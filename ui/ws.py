@@ -257,6 +257,7 @@ async def participant_ws(ws: WebSocket) -> None:
     async def answer(work, failure: str) -> None:
         """Send what ``work`` returns (or its FlowError, or ``failure`` for anything else), then the
         new state; one message's failure never takes the connection down."""
+        nonlocal queued
         try:
             for msg in await work():
                 await conn.send_json(msg)
@@ -265,6 +266,14 @@ async def participant_ws(ws: WebSocket) -> None:
         except Exception:  # e.g. the database became unwritable: tell the participant, keep serving
             log.exception("participant request failed")
             await conn.send_json({"type": "error", "error": failure})
+        try:
+            # a pairwise episode made void when the repeats have run out can end the study: no
+            # comparison follows to leave the queue after, and the arm must not stay with someone done
+            if queued and participant_step(ctx, p).kind == "done":
+                ctx.queue.leave(pid, all_connections=True)
+                queued = False
+        except Exception:
+            log.exception("reading the participant's step failed")
         try:
             await conn.send_json(participant_state(ctx, p))
         except Exception:

@@ -73,7 +73,13 @@ def _progress(p: dict) -> None:
 @act_app.command("mode-study")
 def mode_study_cmd(
     out: Path = typer.Option(..., "--out", help="empty or new folder for records.jsonl, results.json and the plot"),
-    rounds: int = typer.Option(20, "--rounds", min=1, max=1000, help="times every agent runs every instruction"),
+    rounds: int = typer.Option(
+        20,
+        "--rounds",
+        min=1,
+        max=1000,
+        help="times every agent runs every instruction (at least 5 or so: agents with the same recorded rate have no true order)",
+    ),
     studies: int = typer.Option(300, "--studies", min=10, max=100_000, help="simulated studies per size and mode"),
     absolute_sizes: str = typer.Option(DEFAULT_ABSOLUTE_SIZES, "--absolute-sizes", help="trials per agent to try"),
     pairwise_sizes: str = typer.Option(DEFAULT_PAIRWISE_SIZES, "--pairwise-sizes", help="episodes per study to try"),
@@ -167,6 +173,10 @@ def _plot(results: dict, stem: Path) -> None:
         ax.plot([r["robot_trials"] for r in rows], [r["share"] for r in rows], marker="o", label=mode)
     ax.axhline(0.95, color="#8c959f", lw=0.8, ls=":")
     ax.set_xscale("log")
+    # the robot-trial counts themselves as ticks (a log axis alone labels 8x10^0, 10^1 and skips 16)
+    ticks = sorted({r["robot_trials"] for rows in results.values() for r in rows})
+    ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=7, rotation=45)
+    ax.minorticks_off()
     ax.set_xlabel("robot trials per study (log scale)")
     ax.set_ylabel("share of studies ranking all four correctly")
     ax.set_ylim(0, 1.02)

@@ -573,8 +573,14 @@ class StudyServer:
                 self._changed(pid)
                 if self.store.trial(row).get("outcome") == "aborted":
                     break
+            else:
+                if self.dispatch.stations[name].offer.get("automatic_reset"):
+                    # the next instruction is typed looking at the live view: the start scene, not B's end
+                    await self.command(name, "reset_block")
         finally:
             self._inflight.pop(name, None)
+        if self.step(participant).kind == "done":  # void episodes whose repeats ran out end the study
+            self.dispatch.release(pid)
         return episode_id
 
     def compare(self, participant: dict, msg: Any) -> None:

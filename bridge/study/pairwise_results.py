@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats
 
 from pointlab.benchmark.pairwise import bucketed, davidson
+from pointlab.bridge.study.design import block_progress
 from pointlab.bridge.study.episodes import episode_outcomes, rated_episodes
 from pointlab.bridge.study.results import csv_text
 
@@ -27,6 +28,8 @@ __all__ = [
     "episodes_csv_rows",
     "episodes_csv",
 ]
+
+FEW_EPISODES = 10  # an agent compared fewer times is marked: its rating and interval are rough
 
 EPISODE_COLUMNS = (
     "id",
@@ -98,11 +101,16 @@ def pairwise_results(
     ``Store.trials`` of the study; ``participants`` label the log).
 
     Returns:
-        ``{"episodes": {"compared", "void", "waiting"}, "ratings": benchmark.pairwise.davidson(...),
-        "bucketed": benchmark.pairwise.bucketed(...) | None, "win_matrix": win_matrix(...),
-        "progress": {agent: progress_summary(...)}, "log": [EPISODE_COLUMNS rows, oldest first]}``;
-        ratings use 95 % bootstrap intervals over episodes (seeded: the same study gives the same
-        numbers), ``bucketed`` needs compared episodes.
+        ``{"short_participants", "episodes", "ratings", "bucketed", "win_matrix", "progress", "log"}``:
+        ``episodes`` counts ``compared``, ``void`` and ``waiting`` episodes; ``ratings`` is
+        ``benchmark.pairwise.davidson`` (95 % bootstrap intervals over episodes, seeded: the same study
+        gives the same numbers) with each agent's ``wins``/``losses``/``ties``, ``bound`` (``"no
+        losses"`` / ``"no wins"``: the rating is unbounded that way, not a number to read) and
+        ``few_episodes`` (fewer than ``FEW_EPISODES``); ``bucketed`` is ``benchmark.pairwise.bucketed``
+        (``None`` before any comparison); ``win_matrix`` as ``win_matrix``; ``progress`` maps each
+        agent to ``progress_summary``; ``log`` is the episode log (``EPISODE_COLUMNS`` rows, oldest
+        first); ``short_participants`` lists the labels (ids without ``participants``) of those whose
+        repeats ran out before all their episodes were compared.
     """
     by_id = {t["id"]: t for t in trials}
     status = episode_outcomes(episodes, by_id)
@@ -113,15 +121,39 @@ def pairwise_results(
     for e in compared:
         for side in ("a", "b"):
             progress.setdefault(e[f"agent_{side}"], []).append(float(e[f"progress_{side}"]))
+    ratings = davidson(rated, bootstrap_rounds=bootstrap_rounds, seed=seed)
+    matrix = win_matrix(agents, compared)
+    for a, r in ratings["ratings"].items():
+        won = sum(c["wins"] for c in matrix.get(a, {}).values())
+        lost = sum(c["losses"] for c in matrix.get(a, {}).values())
+        tied = sum(c["ties"] for c in matrix.get(a, {}).values())
+        r.update(wins=won, losses=lost, ties=tied)
+        # an agent that never lost (or never won) has no finite maximum-likelihood strength: its
+        # rating is held only by the fit's tiny L2 term and means "above (below) the others"
+        r["bound"] = "no losses" if won and not lost else "no wins" if lost and not won else None
+        r["few_episodes"] = r["episodes"] < FEW_EPISODES
+    # participants whose repeats ran out before their episodes were all compared (as short blocks)
+    labels = {p["id"]: p.get("label") for p in participants}
+    short = []
+    for pid in dict.fromkeys(e["participant_id"] for e in episodes):
+        mine = [e for e in episodes if e["participant_id"] == pid]
+        prog = block_progress(
+            episode_outcomes(mine, by_id),
+            trials_per_agent=int(study.get("trials_per_agent") or 1),
+            max_repeats=int(study.get("max_repeats", 2)),
+        )
+        if prog.short:
+            short.append(labels.get(pid, pid))
     return {
+        "short_participants": short,
         "episodes": {
             "compared": len(compared),
             "void": sum(s["outcome"] == "aborted" for s in status),
             "waiting": sum(s["outcome"] is None for s in status),
         },
-        "ratings": davidson(rated, bootstrap_rounds=bootstrap_rounds, seed=seed),
+        "ratings": ratings,
         "bucketed": bucketed(rated, bootstrap_rounds=min(bootstrap_rounds, 100), seed=seed) if rated else None,
-        "win_matrix": win_matrix(agents, compared),
+        "win_matrix": matrix,
         "progress": {a: progress_summary(v) for a, v in progress.items()},
         "log": episodes_csv_rows(episodes, status, participants),
     }

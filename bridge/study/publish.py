@@ -181,14 +181,31 @@ def _recordings(trials: list[dict], recordings_dir: Path | None) -> list[dict]:
     return out
 
 
-def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float]) -> list[str]:
+def _arm_words(trials: list[dict]) -> str:
+    """The arm as the methods text names it: a simulated study must not read as a real robot's (a trial
+    run in simulation has the simulator's own judgement, ``sim_success``)."""
+    simulated = [t.get("sim_success") is not None for t in trials]
+    if simulated and all(simulated):
+        return "a simulated robot arm (a MuJoCo model of the UFACTORY Lite 6)"
+    if any(simulated):
+        return "a robot arm (UFACTORY Lite 6; some trials in its MuJoCo simulation, see trials.jsonl)"
+    return "a robot arm (UFACTORY Lite 6)"
+
+
+def _span(low: float, high: float, digits: int = 0) -> str:
+    """``low to high``: a hyphen between two numbers reads wrong when one is negative (-133--23)."""
+    return f"{low:.{digits}f} to {high:.{digits}f}"
+
+
+def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float], arm: str) -> list[str]:
     pw = numbers["pairwise"]
     ratings = pw["ratings"]["ratings"]
     lines = [
         "## Methods",
         "",
-        f"{numbers['n_participants']} participants each gave {study['trials_per_agent']} instructions to a robot "
-        "arm (UFACTORY Lite 6). Each instruction ran two blinded agents one after the other (shown as A and B, "
+        f"{numbers['n_participants']} participants were each to compare {study['trials_per_agent']} episodes of "
+        f"{arm}. In an episode the participant gave one instruction, which ran two blinded agents one after the "
+        "other (shown as A and B, "
         f"the pair drawn by {study.get('pair_sampling')} pair sampling and its order at random), each from the "
         "same start scene, restored between them. An agent's point on the camera image was deprojected with "
         "aligned depth to a 3D target in the robot base frame, where the arm picked. Every answer was revealed "
@@ -198,12 +215,15 @@ def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float]) -
         f"its slot was offered again, up to {study.get('max_repeats')} times. Ratings: Bradley-Terry with ties "
         "(Davidson 1970) with 95 % bootstrap intervals over episodes, on the arena scale (mean 1000); the "
         "task-aware model of RoboArena (Atreya et al. 2025, sec. 4) with the instruction's category as its "
-        "bucket; progress as a mean with Student's t interval; a half with progress 100 counts as a success. "
+        "bucket; progress as a mean with Student's t interval; a half with progress 75 or more "
+        '("it did what was asked") counts as a success. '
         "Software: pointlab (see software.json).",
         "",
         "## Results",
         "",
-        f"{pw['episodes']['compared']} compared episodes, {pw['episodes']['void']} void.",
+        f"{pw['episodes']['compared']} compared episodes, {pw['episodes']['void']} void (not rated; their slots "
+        f"were offered again), {len(pw.get('short_participants') or [])} participant(s) short of their episodes "
+        "(repeats ran out).",
         "",
         "| agent | rating | 95 % CI | episodes | mean progress (95 % CI) |",
         "|---|---|---|---|---|",
@@ -212,9 +232,10 @@ def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float]) -
         r, prog = ratings[a], pw["progress"].get(a, {})
         ci = prog.get("ci95")
         mean = "-" if prog.get("mean") is None else f"{prog['mean']:.1f}"
+        bound = f" ({r['bound']}: unbounded)" if r.get("bound") else ""
         lines.append(
-            f"| {a} | {r['rating']:.0f} | {r['ci_low']:.0f}-{r['ci_high']:.0f} | {r['episodes']} | "
-            f"{mean}{'' if ci is None else f' ({ci[0]:.1f}-{ci[1]:.1f})'} |"
+            f"| {a} | {r['rating']:.0f}{bound} | {_span(r['ci_low'], r['ci_high'])} | {r['episodes']} | "
+            f"{mean}{'' if ci is None else f' ({_span(ci[0], ci[1], 1)})'} |"
         )
     lines += [
         "",
@@ -225,16 +246,19 @@ def _pairwise_methods(study: dict, numbers: dict, reveal: tuple[float, float]) -
     return lines
 
 
-def _readme(study: dict, numbers: dict, participants: list[dict], reveal: tuple[float, float]) -> str:
+def _readme(
+    study: dict, numbers: dict, participants: list[dict], reveal: tuple[float, float], trials: list[dict]
+) -> str:
+    arm = _arm_words(trials)
     if "pairwise" in numbers:
         title = f"# Point-Act study {study['id']}{': ' + study['name'] if study.get('name') else ''} (pairwise)"
-        return "\n".join([title, "", *_pairwise_methods(study, numbers, reveal)])
+        return "\n".join([title, "", *_pairwise_methods(study, numbers, reveal, arm)])
     lines = [
         f"# Point-Act study {study['id']}{': ' + study['name'] if study.get('name') else ''}",
         "",
         "## Methods",
         "",
-        f"{numbers['n_participants']} participants each instructed a robot arm (UFACTORY Lite 6) through "
+        f"{numbers['n_participants']} participants each instructed {arm} through "
         f"{len(study['agents'])} agents, {study['trials_per_agent']} trials per agent, in blocks of one agent "
         f"each; the agents were blinded (shown as Agent 1, Agent 2, ...) and their order was balanced across "
         f"participants ({study.get('design')} design). An agent's point on the camera image was deprojected "
@@ -357,5 +381,5 @@ def publish_study(
     rec_dir = Path(recordings_dir) if recordings_dir is not None else None
     write("recordings.json", dumps_json(_recordings(trials, rec_dir), indent=1))
     reveal = (float(study.get("reveal_low_s") or 0), float(study.get("reveal_high_s") or 0))
-    write("README.md", _readme(study, numbers, participants, reveal))
+    write("README.md", _readme(study, numbers, participants, reveal, trials))
     return finish_bundle(out, fmt=BUNDLE_FORMAT, version=BUNDLE_VERSION, study_id=study_id)

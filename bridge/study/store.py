@@ -72,6 +72,7 @@ STUDY_MODES = ("absolute", "pairwise")
 PAIR_SAMPLING = ("uniform", "adaptive")
 PREFERENCES = ("A", "B", "tie")
 MAX_REASON_CHARS = 1000
+SUCCESS_PROGRESS = 75  # a pairwise half with this progress or more carried the instruction out
 
 
 def _sqlite_tables(path: Path) -> set[str]:
@@ -856,8 +857,10 @@ class Store:
     ) -> None:
         """Store the participant's comparison of episode ``episode_id`` (one winner: a conditional
         update ``... WHERE preference IS NULL``, so of two concurrent comparisons exactly one is kept)
-        and judge each half that still waits for it: ``succeeded`` when its progress is 100 (the top
-        anchor, "completely done"), else ``failed``; a refused half keeps its outcome (failed).
+        and judge each half that still waits for it: ``succeeded`` when its progress is at least
+        ``SUCCESS_PROGRESS`` (75: the anchor "it did what was asked, but clumsily"; the participant's
+        answer to absolute mode's "was your instruction carried out?"), else ``failed``; a refused half
+        keeps its outcome (failed).
 
         Raises:
             StoreError: unknown episode, a preference not in ``PREFERENCES``, a progress that is not a
@@ -895,7 +898,7 @@ class Store:
             for tid, progress in halves:
                 trial = _trial_row(s, tid)
                 if trial.judgement is None and trial.outcome is None:
-                    _judge(trial, "succeeded" if progress == 100 else "failed")
+                    _judge(trial, "succeeded" if progress >= SUCCESS_PROGRESS else "failed")
                 elif trial.outcome == "aborted":
                     raise StoreError(f"episode {episode_id} has an aborted half: it is not compared")
 

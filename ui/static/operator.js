@@ -28,7 +28,8 @@ async function loadStudies(selectId) {
   studies = await call("GET", "/api/studies");
   const sel = $("study");
   sel.replaceChildren(...studies.map((s) => PL.el("option", { value: String(s.id) },
-    `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")}; ${s.trials_per_agent}/agent; ` +
+    `#${s.id} ${s.name || s.scene || ""} (${s.agents.join(", ")}; ` +
+    (s.mode === "pairwise" ? `pairwise, ${s.trials_per_agent} episodes/participant; ` : `${s.trials_per_agent}/agent; `) +
     `reveal ${s.reveal_low_s}–${s.reveal_high_s} s)`)));
   if (selectId) sel.value = String(selectId);
   else if (studies.length) sel.value = String(studies[studies.length - 1].id);
@@ -41,6 +42,8 @@ async function loadParticipants() {
   $("results-link").href = `/results#token=${encodeURIComponent(token)}` + (sid ? `&study=${sid}` : "");
   if (!sid) { $("participants").replaceChildren(); return; }
   const ps = await call("GET", `/api/studies/${sid}/participants`);
+  // a pairwise study has no agent blocks: its pairs are drawn per episode, so there is no order to show
+  const pairwise = (studies.find((s) => String(s.id) === sid) || {}).mode === "pairwise";
   $("participants").replaceChildren(...ps.map((p) => {
     const copy = PL.el("button", { type: "button", class: "copy", title: "Copy the invite link" }, "Copy");
     copy.addEventListener("click", async () => {
@@ -48,7 +51,7 @@ async function loadParticipants() {
       catch (e) { window.prompt("Copy the invite link:", p.url); }
       setTimeout(() => { copy.textContent = "Copy"; }, 1500);
     });
-    return PL.el("tr", {}, PL.el("td", {}, p.label), PL.el("td", {}, p.agent_order.join(" → ")),
+    return PL.el("tr", {}, PL.el("td", {}, p.label), PL.el("td", {}, pairwise ? "pairs drawn per episode" : p.agent_order.join(" → ")),
       PL.el("td", {}, PL.el("div", { class: "row" }, copy,
         PL.el("a", { href: p.url, target: "_blank", class: "invite-link" }, PL.el("code", { class: "link" }, p.url)))));
   }));

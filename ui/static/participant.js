@@ -13,6 +13,7 @@ let judgeShown = null;   // trial_id whose before/after frames are on screen
 let susBlockShown = null;
 let compareShown = null;  // episode_id whose two before/after pairs are on screen
 let touched = new Set();  // the progress sliders the participant has set for that episode
+let contradictionSeen = false;  // the participant was asked once about a preference against the scores
 // read by tests: frame count, JSON messages received, the trial whose frames are shown (or null)
 window.__pl = { frames: 0, messages: [], judging: null };
 
@@ -68,7 +69,10 @@ async function showComparison(ep) {
   compareShown = ep.episode_id;
   touched = new Set();
   document.querySelectorAll("input[name=preference]").forEach((r) => { r.checked = false; });
-  for (const l of ["a", "b"]) { $(`progress-${l}`).value = "50"; $(`progress-${l}-out`).textContent = "not set"; }
+  for (const l of ["a", "b"]) {
+    $(`progress-${l}`).value = "50"; $(`progress-${l}`).classList.add("unset"); $(`progress-${l}-out`).textContent = "not set";
+  }
+  contradictionSeen = false;
   $("reason").value = "";
   $("compare-text").textContent = `“${ep.instruction}”: A acted first, then the scene was put back and B acted.`;
   $("anchors").replaceChildren(...(state.progress_anchors || []).map((a) => PL.el("li", {}, `${a.score}: ${a.text}`)));
@@ -134,8 +138,11 @@ function render() {
   $("send").disabled = running || state.arm_busy || state.stopped || state.not_ready;
   // after a reload in the middle of one's own trial (a study server's page: the robot is busy at the
   // participant's own station), say why Send waits; the result comes with the next state
+  const BUSY_NOTE = "The robot is carrying out your last instruction; its result comes here.";
   if (!running && trialDue && state.arm_busy && state.has_station && !$("trial-status").textContent) {
-    $("trial-status").textContent = "The robot is carrying out your last instruction; its result comes here.";
+    $("trial-status").textContent = BUSY_NOTE;
+  } else if (!(trialDue && state.arm_busy) && $("trial-status").textContent === BUSY_NOTE) {
+    $("trial-status").textContent = "";  // (a poll from before the result came may have set it)
   }
   $("instruction").disabled = running;
   if (s.kind === "judge" && state.pending_trial && !running) {
@@ -206,13 +213,16 @@ function onMessage(m) {
     running = false; $("instruction").value = ""; $("trial-status").textContent = "";
     // a void episode (a half did not count) is not compared: say why, its slot comes again
     const aborted = m.halves.find((h) => h.outcome === "aborted");
-    notice = m.void ? (aborted ? aborted.message.replace("This trial", "This episode") : "This episode does not count.") : "";
+    notice = m.void ? (aborted ? aborted.message : "This episode does not count.") : "";
     render();
   }
   else if (m.type === "compared") { setError(""); notice = "Thank you: your comparison is saved."; render(); }
   else if (m.type === "sus_saved") { notice = `Thank you: your answers about ${m.alias} are saved.`; render(); }
   else if (m.type === "judged") { setError(""); }
-  else if (m.type === "error") { running = false; starting = false; setError(m.error); render(); }
+  else if (m.type === "error") {
+    // nothing runs after an error: "... is pointing" no longer holds
+    running = false; starting = false; $("trial-status").textContent = ""; setError(m.error); render();
+  }
 }
 
 async function onFrame(blob) {
@@ -272,8 +282,14 @@ for (const j of ["succeeded", "failed"]) {
     transport.send({ type: "judge", trial_id: state.pending_trial.trial_id, judgement: j });
   });
 }
+// a slider counts as set once it is moved, clicked or keyed (a click on the thumb at 50 means 50);
+// until then it is drawn greyed ("unset") so an untouched 50 does not look like an answer
 for (const l of ["a", "b"]) {
-  $(`progress-${l}`).addEventListener("input", () => { touched.add(l); $(`progress-${l}-out`).textContent = $(`progress-${l}`).value; });
+  const mark = () => {
+    touched.add(l); $(`progress-${l}`).classList.remove("unset");
+    $(`progress-${l}-out`).textContent = $(`progress-${l}`).value;
+  };
+  for (const ev of ["input", "change", "pointerup", "keyup"]) $(`progress-${l}`).addEventListener(ev, mark);
 }
 $("compare-submit").addEventListener("click", () => {
   const ep = state && state.pending_episode;
@@ -281,6 +297,15 @@ $("compare-submit").addEventListener("click", () => {
   const pref = document.querySelector("input[name=preference]:checked");
   if (!pref) { setError("Please say which did better (or that they were about the same)."); return; }
   for (const l of ["a", "b"]) if (!touched.has(l)) { setError(`Please set how far ${l.toUpperCase()} got.`); return; }
+  // a preference against the progress scores is allowed (the reason may say why) but asked once
+  const pa = Number($("progress-a").value), pb = Number($("progress-b").value);
+  const against = (pref.value === "A" && pa < pb) || (pref.value === "B" && pb < pa);
+  if (against && !contradictionSeen) {
+    contradictionSeen = true;
+    setError(`You said ${pref.value} did better but gave ${pref.value === "A" ? "B" : "A"} more progress. ` +
+             "Press Submit again to keep these answers, or change one.");
+    return;
+  }
   setError("");
   transport.send({ type: "compare", episode_id: ep.episode_id, preference: pref.value,
                    progress_a: Number($("progress-a").value), progress_b: Number($("progress-b").value), reason: $("reason").value });

@@ -37,10 +37,15 @@ function clipCell(t) {
   return PL.el("td", {}, PL.el("video", { controls: "", preload: "metadata", width: "200", class: "clip", src: t.clip_url }));
 }
 
+let loading = 0;  // the latest load: an older, slower answer (another study) is dropped, not drawn
+
 async function load() {
   const sid = $("study").value;
   if (!sid) return;
+  const mine = ++loading;
+  $("study-label").textContent = `loading study #${sid}…`;
   const r = await call("GET", `/api/results?study_id=${sid}`);
+  if (mine !== loading) return;
   const per = r.study.mode === "pairwise" ? `episode${r.study.trials_per_agent === 1 ? "" : "s"} per participant (pairwise, ${r.study.pair_sampling} pairs)`
     : `trial${r.study.trials_per_agent === 1 ? "" : "s"} per agent`;
   $("study-label").textContent = `study #${r.study.id} · ${r.study.name || r.study.scene} · ${r.study.trials_per_agent} ${per}`;
@@ -74,6 +79,7 @@ async function load() {
   else $("plot-sus").classList.add("hidden");
   for (const kind of kinds) {
     const url = await blobUrl(`/api/results/plot.svg?study_id=${sid}&kind=${kind}`);
+    if (mine !== loading) return;
     $(`plot-${kind}`).classList.toggle("hidden", !url);  // no study or no chart: no broken image
     if (url) $(`plot-${kind}`).src = url;
   }
@@ -84,12 +90,15 @@ function renderPairwise(pw) {
   $("pairwise-section").classList.toggle("hidden", !pw);
   if (!pw) return;
   const n = pw.episodes;
-  $("pairwise-counts").textContent = `${n.compared} compared episode${n.compared === 1 ? "" : "s"}, ${n.void} void, ${n.waiting} waiting for a comparison.`;
+  $("pairwise-counts").textContent = `${n.compared} compared episode${n.compared === 1 ? "" : "s"}, ${n.void} void, ${n.waiting} waiting for a comparison.`
+    + (pw.short_participants && pw.short_participants.length ? ` Short (repeats ran out): ${pw.short_participants.join(", ")}.` : "");
   const ratings = pw.ratings.ratings;
   const agents = Object.keys(ratings).sort((a, b) => ratings[b].rating - ratings[a].rating);
   const prog = (a) => pw.progress[a] || {};
   $("ratings").replaceChildren(...agents.map((a, i) => PL.el("tr", { "data-agent": a },
-    PL.el("td", {}, String(i + 1)), PL.el("td", {}, a), PL.el("td", { class: "rating" }, PL.fmt(ratings[a].rating, 0)),
+    PL.el("td", {}, String(i + 1)), PL.el("td", {}, a),
+    PL.el("td", { class: "rating" }, PL.fmt(ratings[a].rating, 0) + (ratings[a].bound ? ` (${ratings[a].bound}: unbounded)` : "")
+      + (ratings[a].few_episodes ? " · few episodes" : "")),
     PL.el("td", { class: "rating-ci" }, `${PL.fmt(ratings[a].ci_low, 0)} – ${PL.fmt(ratings[a].ci_high, 0)}`),
     PL.el("td", { class: "episodes" }, String(ratings[a].episodes)),
     PL.el("td", { class: "progress" }, PL.fmt(prog(a).mean, 1)),

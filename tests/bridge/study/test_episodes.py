@@ -149,9 +149,10 @@ def test_a_comparison_judges_each_half_by_its_progress(pair_store):
     a, b = store.trial(ta), store.trial(tb)
     assert (a["judgement"], a["outcome"]) == ("succeeded", "succeeded")  # 100: the top anchor
     assert (b["judgement"], b["outcome"]) == (None, "failed")  # a refusal keeps its outcome, unasked
-    eid2, ta2, _ = _episode_with_halves(store, sid, pid)
-    store.judge_episode(eid2, preference="tie", progress_a=75, progress_b=75)
-    assert store.trial(ta2)["judgement"] == "failed"  # anything short of 100 is not a success
+    # 75 ("it did what was asked, but clumsily") carried the instruction out; 74 did not
+    eid2, ta2, tb2 = _episode_with_halves(store, sid, pid)
+    store.judge_episode(eid2, preference="A", progress_a=75, progress_b=74)
+    assert (store.trial(ta2)["judgement"], store.trial(tb2)["judgement"]) == ("succeeded", "failed")
 
 
 @pytest.mark.parametrize(
@@ -287,3 +288,26 @@ def test_ties_count_for_both_and_void_episodes_are_not_rated():
     res = pairwise_results({"agents": ["p", "q"]}, eps, trials, bootstrap_rounds=10)
     assert res["episodes"] == {"compared": 1, "void": 1, "waiting": 0}
     assert [e["void"] for e in res["log"]] == [False, True]
+
+
+def test_an_undefeated_agent_is_marked_unbounded_and_a_participant_out_of_repeats_short():
+    eps = [_row("p", "q", "A", 100, 0, i=0), _row("q", "p", "B", 0, 100, i=1)]
+    for e in eps:
+        e["participant_id"] = 1
+    # participant 2: one episode asked, both tries void (B aborted by a fault), max_repeats 1
+    voids = [dict(_row("p", "q", None, None, None, i=k), participant_id=2) for k in (2, 3)]
+    trials = [{"id": k, "outcome": "failed"} for k in range(1, 9)]
+    trials[5] = {"id": 6, "outcome": "aborted", "abort": {"code": "robot_fault"}}  # episode 2's B half
+    trials[7] = {"id": 8, "outcome": "aborted", "abort": {"code": "robot_fault"}}  # episode 3's B half
+    res = pairwise_results(
+        {"agents": ["p", "q"], "trials_per_agent": 1, "max_repeats": 1},
+        eps + voids,
+        trials,
+        [{"id": 1, "label": "P1"}, {"id": 2, "label": "P2"}],
+        bootstrap_rounds=10,
+    )
+    r = res["ratings"]["ratings"]
+    assert (r["p"]["bound"], r["q"]["bound"]) == ("no losses", "no wins")
+    assert (r["p"]["wins"], r["p"]["losses"], r["p"]["ties"]) == (2, 0, 0) and r["p"]["few_episodes"]
+    # P1 asked 1 episode and compared 2 (not short); P2: 2 voids, 1 repeat: the second uses its slot
+    assert res["short_participants"] == ["P2"]

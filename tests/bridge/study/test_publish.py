@@ -209,7 +209,11 @@ def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
     # the halves were judged from their progress: p succeeded twice (its two 100s)
     by = {a["agent"]: a for a in results["agents"]}
     assert (by["p"]["n_succeeded"], by["q"]["n_succeeded"], by["q"]["n_aborted"]) == (2, 0, 1)
-    assert "| p | 1060 |" in (out / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert "| p | 1060 |" in readme and "episodes of a robot arm (UFACTORY Lite 6)" in readme
+    # q's rating 939.8 with its interval written "low to high" (a negative bound would read -133--23)
+    assert "| q | 940 | " in readme and " to " in readme.split("| q | 940 | ")[1].split("|")[0]
+    assert "1 void (not rated" in readme
     for f in ("plots/pairwise.svg", "plots/pairwise.png", "episodes.csv"):
         assert (out / f).stat().st_size > 0, f
     rows = list(csv.DictReader(io.StringIO((tmp_path / "export" / "episodes.csv").read_text())))
