@@ -212,3 +212,46 @@ def test_on_real_hardware_the_operator_puts_the_scene_back_before_each_half(chro
         moved = changed(frame(picked[0], "before"), frame(picked[0], "after"))
         assert same_start < 0.001 and moved > 5 * max(same_start, 0.001), (same_start, moved)
         ctx.close()
+
+
+def test_a_participant_whose_repeats_run_out_finishes_and_hands_the_arm_on(chromium, tmp_path, ros_env):
+    """One episode, no repeats: the operator aborts it while the scene is being put back, so the
+    participant is done (short, told so) and the next participant in the queue commands the arm at once."""
+    with live_act(tmp_path / "act.sqlite", ros_env) as live:
+        live.session.station.ports.scene.automatic = False  # the operator puts the scene back
+        sid = live.store.create_study(
+            agents=["sim-oracle", "sim-noisy"], trials_per_agent=1, max_repeats=0, mode="pairwise",
+            reveal_low_s=0, reveal_high_s=0,
+        )  # fmt: skip
+        from pointlab.bridge.study.design import invite_participant
+
+        tokens = [invite_participant(live.store, sid, label=f"P{k}")[1] for k in (1, 2)]
+        ctx = chromium.new_context(viewport={"width": 1100, "height": 800})
+        op = ctx.new_page()
+        op.goto(f"{live.base_url}/operator#token={live.operator_token}")
+        p1, p2 = ctx.new_page(), ctx.new_page()
+        p1.goto(f"{live.base_url}/p/{tokens[0]}")
+        p1.wait_for_selector("#trial-box:not(.hidden)", timeout=30000)
+        p2.goto(f"{live.base_url}/p/{tokens[1]}")
+        p2.wait_for_function("document.getElementById('queue').textContent.includes('number 2 in the queue')")
+        p1.fill("#instruction", "pick up the red cube")
+        p1.click("#send")
+        op.wait_for_selector("#scene-box:not(.hidden)", timeout=30000)
+        op.click("#abort")
+        p1.wait_for_selector("#done-box:not(.hidden)", timeout=20000)
+        assert "does not count" in p1.inner_text("#error")
+        # P1 left the queue: P2 commands the arm now, without P1 closing its page
+        p2.wait_for_function(
+            "document.getElementById('queue').textContent.includes('You command the robot')", timeout=20000
+        )
+        op.wait_for_function(
+            "[...document.querySelectorAll('#queue li')].map(e => e.textContent).join('|').startsWith('P2')",
+            timeout=20000,
+        )
+        res = ctx.new_page()
+        res.goto(f"{live.base_url}/results#token={live.operator_token}&study={sid}")
+        res.wait_for_function(
+            "document.getElementById('pairwise-counts').textContent.includes('Short (repeats ran out): P1')",
+            timeout=30000,
+        )
+        ctx.close()
