@@ -451,6 +451,15 @@ class StudyServer:
     def _scene(self, participant: dict) -> str:
         return str(self._study(participant["study_id"])["scene"] or "")
 
+    async def _reset(self, name: str) -> dict:
+        """Station ``name``'s ``reset_block`` (the start scene back, the arm home), shown as
+        ``resetting`` meanwhile; returns its reply."""
+        self.dispatch.set_status(name, "resetting")
+        try:
+            return await self.command(name, "reset_block")
+        finally:
+            self.dispatch.set_status(name, "idle")
+
     async def _station_for(self, participant: dict, block: int) -> str:
         """The station ``participant`` runs ``block`` on: the one it holds, reset to the block's
         reference scene the first time it runs this block there (a block start, or a move after its
@@ -462,11 +471,7 @@ class StudyServer:
             raise ServerBusy(f"waiting for a free robot station (place {0 if pos is None else pos + 1} in line)")
         if self._ready.get(pid) == (name, block):
             return name
-        self.dispatch.set_status(name, "resetting")
-        try:
-            res = await self.command(name, "reset_block")
-        finally:
-            self.dispatch.set_status(name, "idle")
+        res = await self._reset(name)
         if not res.get("ok"):
             self.dispatch.release(pid)
             raise ServerBusy("the robot station could not be reset; please wait")
@@ -561,12 +566,7 @@ class StudyServer:
             number = self.store.episode(episode_id)["number"]
             self._changed(pid)
             for half, agent in (("a", a), ("b", b)):
-                self.dispatch.set_status(name, "resetting")
-                try:
-                    res = await self.command(name, "reset_block")
-                finally:
-                    self.dispatch.set_status(name, "idle")
-                if not res.get("ok"):
+                if not (await self._reset(name)).get("ok"):
                     raise ServerBusy("the robot station could not be reset; please wait")
                 row = await self._run_on(name, participant, number - 1, instruction, agent=agent)
                 self.store.set_episode_half(episode_id, half, row)

@@ -75,18 +75,24 @@ def success_figure(rows: list[dict]):
     return fig
 
 
-def sus_figure(rows: list[dict]):
-    """Each agent's SUS scores (0-100) as points over a box plot (Fig. 7b)."""
+def _points_over_box(ax, data: list[list[float]]) -> None:
+    """Each list of ``data`` at x = its index: a box plot, and every value as a point (slightly spread)."""
     import numpy as np
 
-    fig, ax = _figure(len(rows))
-    data = [r.get("sus") or [] for r in rows]
     if any(data):
-        ax.boxplot([d if d else [np.nan] for d in data], positions=range(len(rows)), widths=0.5)
+        ax.boxplot([d if d else [np.nan] for d in data], positions=range(len(data)), widths=0.5)
     for i, d in enumerate(data):
         if d:
             jitter = np.linspace(-0.08, 0.08, len(d)) if len(d) > 1 else [0.0]
             ax.scatter(np.full(len(d), i) + jitter, d, s=14, color="#1f6feb", zorder=3)
+
+
+def sus_figure(rows: list[dict]):
+    """Each agent's SUS scores (0-100) as points over a box plot (Fig. 7b)."""
+
+    fig, ax = _figure(len(rows))
+    data = [r.get("sus") or [] for r in rows]
+    _points_over_box(ax, data)
     ax.set_xticks(range(len(rows)), [f"{r['agent']}\n(n={len(r.get('sus') or [])})" for r in rows], fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("SUS score")
@@ -123,12 +129,7 @@ def pairwise_figure(results: dict):
     left.set_ylabel("rating (Bradley-Terry with ties, 95% CI)")
     left.set_title("Pairwise rating", fontsize=10)
     data = [progress.get(a, {}).get("values") or [] for a in order]
-    if any(data):
-        right.boxplot([d if d else [np.nan] for d in data], positions=range(len(order)), widths=0.5)
-    for i, d in enumerate(data):
-        if d:
-            jitter = np.linspace(-0.08, 0.08, len(d)) if len(d) > 1 else [0.0]
-            right.scatter(np.full(len(d), i) + jitter, d, s=14, color="#1f6feb", zorder=3)
+    _points_over_box(right, data)
     right.set_xticks(range(len(order)), [f"{a}\n(n={len(d)})" for a, d in zip(order, data)], fontsize=8)
     right.set_ylim(-2, 102)
     right.set_ylabel("progress (0-100)")
