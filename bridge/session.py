@@ -295,6 +295,8 @@ def _start(config: SessionConfig, agents: dict | None, lock) -> Session:
             session.interrupted = close_interrupted(
                 session.store, (config.recording or RecordingConfig()).resolved_dir(config.db_path)
             )
+            # and its pairwise episodes cut between their halves: void, their slots offered again
+            session.store.close_unfinished_episodes()
 
         from pointlab.bridge.ros.arm_node import ArmNode
         from pointlab.bridge.ros.camera_node import CameraNode

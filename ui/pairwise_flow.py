@@ -82,6 +82,7 @@ async def run_episode(
     a, b = claim.pair
     study = ctx.store.study(participant["study_id"])
     settings = trial_settings(study)
+    episode_id = None
     try:
         episode_id = ctx.store.create_episode(
             study_id=study["id"],
@@ -123,6 +124,8 @@ async def run_episode(
                 claim.action = "reset"
                 await ctx.station.reset_block()
     finally:
+        if episode_id is not None:  # its run has ended, by whatever path: a missing half now voids it
+            ctx.store.finish_episode(episode_id)
         release_arm(ctx, claim)
     from .flow import participant_step
 

@@ -145,7 +145,10 @@ class StudyServer:
             ) from e
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Listen (``open``) and declare; call on ``loop``'s thread before serving. Raises StationsError."""
+        """Listen (``open``) and declare; call on ``loop``'s thread before serving. Raises StationsError.
+        Pairwise episodes a previous run of the server left unfinished (it died between the halves) are
+        closed first: void, their slots offered again."""
+        self.store.close_unfinished_episodes()
         self.open()
         self.loop = loop
         self._decls = [
@@ -552,6 +555,7 @@ class StudyServer:
         if name in self._inflight:
             raise ServerBusy("the robot is busy")
         self._inflight[name] = None  # claimed before the next await: one episode per station
+        episode_id = None
         try:
             study = self._study(participant["study_id"])
             a, b = pick_pair(study, self.store.episodes(study_id=study["id"]))
@@ -578,6 +582,9 @@ class StudyServer:
                     # the next instruction is typed looking at the live view: the start scene, not B's end
                     await self.command(name, "reset_block")
         finally:
+            if episode_id is not None:  # its run has ended, by whatever path: a missing half now voids it
+                self.store.finish_episode(episode_id)
+                self._changed(pid)
             self._inflight.pop(name, None)
         if self.step(participant).kind == "done":  # void episodes whose repeats ran out end the study
             self.dispatch.release(pid)

@@ -70,11 +70,15 @@ def category_of(instruction: str) -> str:
 
 def episode_outcomes(episodes: Iterable[Mapping], trials: Mapping[int, Mapping]) -> list[dict]:
     """Each episode (``Store.episodes`` rows, oldest first) as the trial-like row ``block_progress``
-    counts: ``id`` (the episode's), ``outcome`` ``aborted`` (a half aborted, or missing: its session
-    ended between the halves) | ``None`` (both halves stored, not compared yet) | ``succeeded``
-    (compared: it counts), ``judgement``, and ``abort`` (the aborted half's code)."""
-    out = []
+    counts: ``id`` (the episode's), ``outcome`` ``running`` (its run has not ended: not counted),
+    ``aborted`` (a half aborted, or missing: its run ended without it) | ``None`` (both halves stored,
+    not compared yet) | ``succeeded`` (compared: it counts), ``judgement``, and ``abort`` (the aborted
+    half's code)."""
+    out: list[dict] = []
     for e in episodes:
+        if e.get("finished_unix_s") is None:  # still running: neither void nor waiting for a comparison
+            out.append({"id": e["id"], "outcome": "running", "judgement": None})
+            continue
         halves = [trials.get(e[f"trial_{h}_id"]) if e[f"trial_{h}_id"] is not None else None for h in "ab"]
         aborted = next((h for h in halves if h is not None and h.get("outcome") == "aborted"), None)
         if aborted is not None or any(h is None for h in halves):
@@ -93,10 +97,10 @@ def next_pairwise_step(
     """A pairwise participant's next step from what is stored: ``compare`` (``episode_id`` waits for
     the comparison), ``trial`` (type the next episode's instruction; ``trial_number`` is the episode's
     place 1..N, ``repeat`` after a void one), or ``done`` after ``episodes_per_participant`` compared
-    episodes (void ones past the repeat cap use up their slot)."""
-    p = block_progress(
-        episode_outcomes(episodes, trials), trials_per_agent=episodes_per_participant, max_repeats=max_repeats
-    )
+    episodes (void ones past the repeat cap use up their slot). An episode still running is not
+    counted: its slot is the one ``trial`` names."""
+    counted = [o for o in episode_outcomes(episodes, trials) if o["outcome"] != "running"]
+    p = block_progress(counted, trials_per_agent=episodes_per_participant, max_repeats=max_repeats)
     common: dict[str, Any] = {"trials_per_agent": episodes_per_participant, "n_blocks": 0}
     if p.pending is not None:
         return Step("compare", None, None, p.kept, None, episode_id=p.pending, **common)

@@ -45,10 +45,12 @@ EPISODE_COLUMNS = (
     "progress_b",
     "reason",
     "void",
+    "running",
     "trial_a_id",
     "trial_b_id",
     "created_unix_s",
     "judged_unix_s",
+    "finished_unix_s",
 )
 
 
@@ -102,7 +104,7 @@ def pairwise_results(
 
     Returns:
         ``{"short_participants", "episodes", "ratings", "bucketed", "win_matrix", "progress", "log"}``:
-        ``episodes`` counts ``compared``, ``void`` and ``waiting`` episodes; ``ratings`` is
+        ``episodes`` counts ``compared``, ``void``, ``waiting`` and ``running`` episodes; ``ratings`` is
         ``benchmark.pairwise.davidson`` (95 % bootstrap intervals over episodes, seeded: the same study
         gives the same numbers) with each agent's ``wins``/``losses``/``ties``, ``bound`` (``"no
         losses"`` / ``"no wins"``: the rating is unbounded that way, not a number to read) and
@@ -138,7 +140,7 @@ def pairwise_results(
     for pid in dict.fromkeys(e["participant_id"] for e in episodes):
         mine = [e for e in episodes if e["participant_id"] == pid]
         prog = block_progress(
-            episode_outcomes(mine, by_id),
+            [o for o in episode_outcomes(mine, by_id) if o["outcome"] != "running"],
             trials_per_agent=int(study.get("trials_per_agent") or 1),
             max_repeats=int(study.get("max_repeats", 2)),
         )
@@ -150,6 +152,7 @@ def pairwise_results(
             "compared": len(compared),
             "void": sum(s["outcome"] == "aborted" for s in status),
             "waiting": sum(s["outcome"] is None for s in status),
+            "running": sum(s["outcome"] == "running" for s in status),
         },
         "ratings": ratings,
         "bucketed": bucketed(rated, bootstrap_rounds=min(bootstrap_rounds, 100), seed=seed) if rated else None,
@@ -170,6 +173,7 @@ def episodes_csv_rows(episodes: Sequence[Mapping], status: Sequence[Mapping], pa
         row["participant"] = labels.get(e["participant_id"], e["participant_id"])
         row["winner"] = None if pref is None else "tie" if pref == "tie" else e[f"agent_{pref.lower()}"]
         row["void"] = s["outcome"] == "aborted"
+        row["running"] = s["outcome"] == "running"
         out.append(row)
     return out
 

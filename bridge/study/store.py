@@ -182,6 +182,9 @@ class EpisodeRow(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     created_unix_s: Mapped[float] = mapped_column(Float)
     judged_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # set when its run ends (both halves, or an abort): until then a missing half means "still running",
+    # not "void"; a session that dies mid-episode leaves it unset, and the next start closes it
+    finished_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     __table_args__ = (UniqueConstraint("participant_id", "number"),)
 
 
@@ -851,6 +854,28 @@ class Store:
             if getattr(row, column) is not None:
                 raise StoreError(f"half {half} of episode {episode_id} is already stored")
             setattr(row, column, trial_id)
+
+    def finish_episode(self, episode_id: int) -> None:
+        """Mark episode ``episode_id``'s run as ended (kept at the first call). Raises StoreError when unknown."""
+        with self.session() as s:
+            row = s.get(EpisodeRow, episode_id)
+            if row is None:
+                raise StoreError(f"unknown episode {episode_id}")
+            if row.finished_unix_s is None:
+                row.finished_unix_s = time.time()
+
+    def close_unfinished_episodes(self) -> int:
+        """Mark every episode whose run never ended (its session or server died meanwhile) as ended, so a
+        missing half makes it void and its slot is offered again; call at a start, before any episode
+        runs. Returns how many were closed."""
+        with self.session() as s:
+            done = s.execute(
+                update(EpisodeRow)
+                .where(EpisodeRow.finished_unix_s.is_(None))
+                .values(finished_unix_s=time.time())
+                .execution_options(synchronize_session=False)
+            )
+            return int(done.rowcount or 0)  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
 
     def judge_episode(
         self, episode_id: int, *, preference: str, progress_a: int, progress_b: int, reason: str = ""

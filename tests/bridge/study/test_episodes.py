@@ -19,7 +19,10 @@ from tests.bridge.study.test_store import _full_trial
 
 # -- steps ---------------------------------------------------------------------------------------
 def _ep(i, a=None, b=None, pref=None, **kw):
-    return {"id": i, "trial_a_id": a, "trial_b_id": b, "preference": pref, "agent_a": "x", "agent_b": "y", **kw}
+    return {
+        "id": i, "trial_a_id": a, "trial_b_id": b, "preference": pref, "agent_a": "x", "agent_b": "y",
+        "finished_unix_s": 1.0, **kw,
+    }  # fmt: skip
 
 
 def _t(i, outcome=None, code=None):
@@ -52,6 +55,10 @@ def test_an_aborted_half_voids_the_episode_and_its_slot_comes_again_within_the_r
     # a half missing without an abort (the session ended between the halves) voids it too
     s = _step([_ep(1, 10)], [_t(10, "failed")])
     assert (s.kind, s.trial_number, s.repeat) == ("trial", 1, True)
+    # ... but not while its run has not ended: B is running, nothing is void, no repeat is used, even
+    # with no repeats at all (the study must not look finished in the middle of its last episode)
+    s = _step([_ep(1, 10, finished_unix_s=None)], [_t(10, "failed")], n=1, max_repeats=0)
+    assert (s.kind, s.trial_number, s.repeat) == ("trial", 1, False)
     # three capped voids with max_repeats 2: the third uses up its slot (0 kept + (3 - 2) = 1 slot used)
     voids = [_ep(k, 10 + k) for k in range(3)]
     s = _step(voids, [_t(10 + k, "aborted", "robot_fault") for k in range(3)])
@@ -106,6 +113,7 @@ def _episode_with_halves(store, sid, pid, b_result=None):
     b = b_result or _full_trial(f"b{n:031d}").model_copy(update={"agent": "sim-noisy"})
     tb = store.save_trial(b, study_id=sid, participant_id=pid, block=n - 1)
     store.set_episode_half(eid, "b", tb)
+    store.finish_episode(eid)
     return eid, ta, tb
 
 
@@ -243,7 +251,7 @@ def _row(a, b, pref, pa, pb, cat="object", i=0):
     return {
         "id": i, "participant_id": 1, "number": i + 1, "instruction": "pick", "category": cat, "agent_a": a,
         "agent_b": b, "trial_a_id": 2 * i + 1, "trial_b_id": 2 * i + 2, "preference": pref, "progress_a": pa,
-        "progress_b": pb, "reason": "", "created_unix_s": 0.0, "judged_unix_s": 1.0,
+        "progress_b": pb, "reason": "", "created_unix_s": 0.0, "judged_unix_s": 1.0, "finished_unix_s": 1.0,
     }  # fmt: skip
 
 
@@ -266,7 +274,7 @@ def test_ratings_win_matrix_and_progress_by_hand():
     assert res["win_matrix"]["q"]["p"] == {"wins": 1, "losses": 3, "ties": 0}
     # p's progress: 100, 100, 75, 50 -> mean 81.25
     assert res["progress"]["p"]["mean"] == pytest.approx(81.25)
-    assert res["episodes"] == {"compared": 4, "void": 0, "waiting": 0}
+    assert res["episodes"] == {"compared": 4, "void": 0, "waiting": 0, "running": 0}
     assert [e["winner"] for e in res["log"]] == ["p", "p", "p", "q"]
     assert res["bucketed"]["buckets"] == {"object": {"tau": 0.0, "episodes": 4}}
 
@@ -286,7 +294,7 @@ def test_ties_count_for_both_and_void_episodes_are_not_rated():
     # episode 1's B half was aborted: void, not waiting
     trials = [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4, "outcome": "aborted", "abort": {"code": "estop"}}]
     res = pairwise_results({"agents": ["p", "q"]}, eps, trials, bootstrap_rounds=10)
-    assert res["episodes"] == {"compared": 1, "void": 1, "waiting": 0}
+    assert res["episodes"] == {"compared": 1, "void": 1, "waiting": 0, "running": 0}
     assert [e["void"] for e in res["log"]] == [False, True]
 
 
@@ -311,3 +319,22 @@ def test_an_undefeated_agent_is_marked_unbounded_and_a_participant_out_of_repeat
     assert (r["p"]["wins"], r["p"]["losses"], r["p"]["ties"]) == (2, 0, 0) and r["p"]["few_episodes"]
     # P1 asked 1 episode and compared 2 (not short); P2: 2 voids, 1 repeat: the second uses its slot
     assert res["short_participants"] == ["P2"]
+
+
+def test_a_start_closes_the_episodes_a_dead_session_left_running(pair_store):
+    store, sid, pid = pair_store
+    from pointlab.bridge.study.steps import step_of
+
+    eid = store.create_episode(
+        study_id=sid, participant_id=pid, instruction="pick", category="object", agent_a="sim-oracle", agent_b="sim-noisy"
+    )
+    ta = store.save_trial(_full_trial("k" * 32), study_id=sid, participant_id=pid, block=0)
+    store.set_episode_half(eid, "a", ta)  # the session died before B
+    participant = store.participant(pid)
+    assert (step_of(store, participant).kind, step_of(store, participant).repeat) == ("trial", False)  # running
+    assert store.close_unfinished_episodes() == 1 and store.close_unfinished_episodes() == 0
+    step = step_of(store, participant)
+    assert (step.kind, step.trial_number, step.repeat) == ("trial", 1, True)  # void now: offered again
+    first = store.episode(eid)["finished_unix_s"]
+    store.finish_episode(eid)  # kept at the first call
+    assert store.episode(eid)["finished_unix_s"] == first

@@ -179,6 +179,7 @@ def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
         )
         store.set_episode_half(eid, "a", half(a, robot_outcome="done"))
         store.set_episode_half(eid, "b", half(b, robot_outcome="done"))
+        store.finish_episode(eid)
         store.judge_episode(eid, preference=pref, progress_a=pa, progress_b=pb, reason="=cmd()")
     void = store.create_episode(
         study_id=sid, participant_id=pid, instruction="pick up the cube", category="object", agent_a="p", agent_b="q"
@@ -187,6 +188,7 @@ def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
     store.set_episode_half(
         void, "b", half("q", robot_outcome="stopped", outcome="aborted", abort={"code": "estop", "detail": "x"})
     )
+    store.finish_episode(void)
     out = tmp_path / "bundle"
     publish_study(store, sid, out)
     exported = export_study(store, sid, tmp_path / "export", recordings_dir=tmp_path / "rec")
@@ -199,7 +201,7 @@ def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert {k: results[k] for k in again} == again
     pw = results["pairwise"]
-    assert pw["episodes"] == {"compared": 3, "void": 1, "waiting": 0}
+    assert pw["episodes"] == {"compared": 3, "void": 1, "waiting": 0, "running": 0}
     assert pw["ratings"]["ratings"]["p"]["rating"] == pytest.approx(1060.206, abs=0.05)
     assert pw["win_matrix"]["p"]["q"] == {"wins": 2, "losses": 1, "ties": 0}
     # p's progress 100, 100, 0 -> mean 66.67; q's 20, 50, 60 -> 43.33
