@@ -202,8 +202,6 @@ def participant_state(ctx: AppContext, participant: dict) -> dict[str, Any]:
 
         state["action"] = "pick"  # every half starts from the restored start scene, holding nothing
         state.update(pairwise_state(ctx.store, step))
-        if mine_running:  # its own episode runs: the half stored so far is not a void one
-            state["step"]["repeat"] = False
     return state
 
 

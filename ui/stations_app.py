@@ -273,8 +273,6 @@ def create_server_app(server: StudyServer, *, operator_token: str) -> FastAPI:
             out["sus_items"] = list(SUS_ITEMS)
         if server.mode(p) == "pairwise":
             out.update(pairwise_state(store, step))
-            if out["arm_busy"]:  # its own episode runs: the half stored so far is not a void one
-                out["step"]["repeat"] = False
         return out
 
     @app.get("/api/p/{token}/trials/{trial_id}/frame")

@@ -326,7 +326,12 @@ def test_a_start_closes_the_episodes_a_dead_session_left_running(pair_store):
     from pointlab.bridge.study.steps import step_of
 
     eid = store.create_episode(
-        study_id=sid, participant_id=pid, instruction="pick", category="object", agent_a="sim-oracle", agent_b="sim-noisy"
+        study_id=sid,
+        participant_id=pid,
+        instruction="pick",
+        category="object",
+        agent_a="sim-oracle",
+        agent_b="sim-noisy",
     )
     ta = store.save_trial(_full_trial("k" * 32), study_id=sid, participant_id=pid, block=0)
     store.set_episode_half(eid, "a", ta)  # the session died before B
