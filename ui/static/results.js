@@ -73,6 +73,7 @@ async function load() {
     PL.el("td", {}, t.auto_check ? (t.auto_check.success === null ? "?" : t.auto_check.success ? "yes" : "no") : "–"),
     PL.el("td", {}, t.judgement || "–"), clipCell(t))));
   renderPairwise(r.pairwise || null);
+  $("block-head").textContent = r.pairwise ? "Episode" : "Block";  // a pairwise half's block is its episode
   // a pairwise study has no SUS per agent (no agent blocks): its chart is the ratings and progress
   const kinds = r.pairwise ? ["success", "pairwise"] : ["success", "sus"];
   if (!r.pairwise) $("plot-pairwise").classList.add("hidden");
