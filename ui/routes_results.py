@@ -71,7 +71,7 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     blocks = [] if pairwise else study_blocks(study, trials, participants)  # no agent blocks in pairwise
     out = {
         "study": study,
-        "agents": agent_results(study["agents"], trials, surveys, blocks),
+        "agents": agent_results(study["agents"], _rated(study, db, trials), surveys, blocks),
         "blocks": blocks,
         "surveys": surveys,
         "trials": log,
@@ -80,6 +80,15 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
     if pairwise:
         out["pairwise"] = _pairwise(study, db, trials, participants)
     return finite_json(out)
+
+
+def _rated(study: dict, db, trials: list[dict]) -> list[dict]:
+    """The trials per-agent rates count: in a pairwise study, not the halves of void episodes."""
+    if study.get("mode") != "pairwise":
+        return trials
+    from pointlab.bridge.study.pairwise_results import rated_trials
+
+    return rated_trials(db.episodes(study_id=study["id"]), trials)
 
 
 # A pairwise study's results take a few hundred bootstrap fits: computed once per state of its rows and
@@ -131,7 +140,9 @@ def results_plot(
             raise HTTPException(404, f"study {study_id} is not a pairwise study")
         svg = pairwise_svg(_pairwise(study, db, db.trials(study_id=study_id), db.participants(study_id)))
         return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
-    rows = agent_results(study["agents"], db.trials(study_id=study_id), db.surveys(study_id=study_id))
+    rows = agent_results(
+        study["agents"], _rated(study, db, db.trials(study_id=study_id)), db.surveys(study_id=study_id)
+    )
     svg = success_svg(rows) if kind == "success" else sus_svg(rows)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
 

@@ -570,7 +570,24 @@ class StudyServer:
             number = self.store.episode(episode_id)["number"]
             self._changed(pid)
             for half, agent in (("a", a), ("b", b)):
-                if not (await self._reset(name)).get("ok"):
+                reset = await self._reset(name)
+                if not reset.get("ok"):
+                    if reset.get("lost") or self.dispatch.stations[name].status == "offline":
+                        # the station went away between the halves: this half is lost with it, as a
+                        # trial cut by a loss is (station_lost: the episode's slot never uses a repeat)
+                        if reset.get("lost"):
+                            self.dispatch.station_down(name)
+                        lost = _Inflight(
+                            trial_id=uuid.uuid4().hex,
+                            slot={"study_id": study["id"], "participant_id": pid, "block": number - 1},
+                            agent=agent,
+                            instruction=instruction,
+                            action="pick",
+                            station=name,
+                            lost=asyncio.Event(),
+                        )
+                        self.store.set_episode_half(episode_id, half, self._store_lost(lost))
+                        raise ServerBusy("the robot's station went offline; this episode does not count")
                     raise ServerBusy("the robot station could not be reset; please wait")
                 row = await self._run_on(name, participant, number - 1, instruction, agent=agent)
                 self.store.set_episode_half(episode_id, half, row)

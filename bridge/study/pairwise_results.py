@@ -27,6 +27,7 @@ __all__ = [
     "pairwise_results",
     "episodes_csv_rows",
     "episodes_csv",
+    "rated_trials",
 ]
 
 FEW_EPISODES = 10  # an agent compared fewer times is marked: its rating and interval are rough
@@ -52,6 +53,22 @@ EPISODE_COLUMNS = (
     "judged_unix_s",
     "finished_unix_s",
 )
+
+
+def rated_trials(episodes: Sequence[Mapping], trials: Sequence[Mapping]) -> list[dict]:
+    """The trials of a pairwise study that count in per-agent rates: all but the halves of void
+    episodes that ran (a void episode is not rated: its other agent never got its half, so a success
+    or a refusal there is not set against anything). A void episode's aborted half stays, counted as
+    aborted like any aborted trial."""
+    by_id = {t["id"]: t for t in trials}
+    left_out = set()
+    for e, o in zip(episodes, episode_outcomes(episodes, by_id)):
+        if o["outcome"] == "aborted":
+            for h in ("a", "b"):
+                tid = e[f"trial_{h}_id"]
+                if tid is not None and (by_id.get(tid) or {}).get("outcome") != "aborted":
+                    left_out.add(tid)
+    return [dict(t) for t in trials if t["id"] not in left_out]
 
 
 def win_matrix(agents: Sequence[str], episodes: Sequence[Mapping]) -> dict[str, dict[str, dict[str, int]]]:

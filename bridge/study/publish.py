@@ -94,7 +94,12 @@ def study_numbers(
     ``episodes.jsonl`` to check a bundle)."""
     pairwise = study.get("mode") == "pairwise"
     blocks = [] if pairwise else study_blocks(study, trials, participants)
-    agents = agent_results(study["agents"], trials, surveys, blocks)
+    if pairwise:  # a void episode's halves are not rated (pairwise_results.rated_trials)
+        from pointlab.bridge.study.pairwise_results import rated_trials
+
+        agents = agent_results(study["agents"], rated_trials(episodes or [], trials), surveys, blocks)
+    else:
+        agents = agent_results(study["agents"], trials, surveys, blocks)
     numbers: dict[str, Any] = {
         "agents": agents,
         "n_trials": len(trials),

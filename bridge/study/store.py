@@ -240,6 +240,7 @@ if TYPE_CHECKING:
         created_unix_s: Mapped[float]
         judged_unix_s: Mapped[float | None]
         trial_uid: Mapped[str]
+        agent: Mapped[str]  # (TrialResult's: queried by close_unfinished_episodes)
 
         def __getattr__(self, name: str) -> Any: ...
 
@@ -866,16 +867,35 @@ class Store:
 
     def close_unfinished_episodes(self) -> int:
         """Mark every episode whose run never ended (its session or server died meanwhile) as ended, so a
-        missing half makes it void and its slot is offered again; call at a start, before any episode
-        runs. Returns how many were closed."""
+        missing half makes it void and its slot is offered again; a half that was running then, stored
+        since as an interrupted trial (``bridge.study.interrupted``), is linked to it. Call at a start,
+        after ``close_interrupted`` and before any episode runs. Returns how many were closed."""
         with self.session() as s:
-            done = s.execute(
-                update(EpisodeRow)
-                .where(EpisodeRow.finished_unix_s.is_(None))
-                .values(finished_unix_s=time.time())
-                .execution_options(synchronize_session=False)
-            )
-            return int(done.rowcount or 0)  # type: ignore[attr-defined]  # an UPDATE's result is a CursorResult
+            open_rows = list(s.scalars(select(EpisodeRow).where(EpisodeRow.finished_unix_s.is_(None))))
+            linked = {tid for e in s.scalars(select(EpisodeRow)) for tid in (e.trial_a_id, e.trial_b_id) if tid}
+            now = time.time()
+            for e in open_rows:
+                for half, agent in (("a", e.agent_a), ("b", e.agent_b)):
+                    if getattr(e, f"trial_{half}_id") is not None:
+                        continue
+                    # the half that was running when the session died, stored since by close_interrupted
+                    # (aborted, interrupted): linked, so the episode's log shows what happened to it
+                    tid = s.scalar(
+                        select(TrialRow.id)
+                        .where(
+                            TrialRow.participant_id == e.participant_id,
+                            TrialRow.block == e.number - 1,
+                            TrialRow.agent == agent,
+                            TrialRow.created_unix_s >= e.created_unix_s,
+                        )
+                        .order_by(TrialRow.id.desc())
+                        .limit(1)
+                    )
+                    if tid is not None and tid not in linked:
+                        setattr(e, f"trial_{half}_id", tid)
+                        linked.add(tid)
+                e.finished_unix_s = now
+            return len(open_rows)
 
     def judge_episode(
         self, episode_id: int, *, preference: str, progress_a: int, progress_b: int, reason: str = ""

@@ -214,3 +214,52 @@ def test_a_second_station_with_the_same_name_is_refused(study, tmp_path):
         first.close()
         server.close()
         loop.stop()
+
+
+def test_a_station_lost_between_the_halves_of_an_episode_never_uses_a_repeat(tmp_path):
+    """Pairwise: A runs on the station, then the station is gone when B's reset is asked (here: the
+    reset's reply is the one a vanished station gives). B is stored as a station_lost abort linked to
+    the episode, the episode is void, and even with no repeats at all its slot is offered again."""
+    from pointlab.bridge.stations.server import ServerBusy
+    from pointlab.bridge.study.design import invite_participant
+    from pointlab.bridge.study.steps import step_of
+    from pointlab.bridge.study.store import Store
+
+    store = Store(tmp_path / "study.sqlite")
+    sid = store.create_study(
+        agents=["sim-oracle", "sim-noisy"], trials_per_agent=1, max_repeats=0, scene="tabletop", mode="pairwise",
+        reveal_low_s=0.0, reveal_high_s=0.0,
+    )  # fmt: skip
+    p = store.participant(invite_participant(store, sid, label="P1")[0])
+    port = free_port()
+    loop = ThreadLoop()
+    server = StudyServer(store, listen=[f"tcp/127.0.0.1:{port}"])
+    server.start(loop.loop)
+    world = ScriptedWorld(trial_delay_s=0.1, motion_s=0.1)
+    offer = Offer(name="s1", scene="tabletop", arm="sim", camera="sim", sim=True, agents=world.agent_names)
+    node = StationNode(world.station(), offer, Journal(tmp_path / "s1.sqlite", "s1"), connect=[f"tcp/127.0.0.1:{port}"])
+    real_reset, calls = server._reset, []
+
+    async def reset_then_vanish(name):
+        calls.append(name)
+        return await real_reset(name) if len(calls) == 1 else {"ok": False, "lost": True, "error": "gone"}
+
+    server._reset = reset_then_vanish
+    try:
+        wait_for(
+            lambda: server.dispatch.stations.get("s1") and server.dispatch.stations["s1"].status == "idle", 20, "idle"
+        )
+        with pytest.raises(ServerBusy, match="went offline"):
+            loop.run(server.run_episode(p, "pick up the red disc"))
+        (ep,) = store.episodes(study_id=sid)
+        a, b = store.trial(ep["trial_a_id"]), store.trial(ep["trial_b_id"])
+        assert a["station"] == "s1" and a["outcome"] != "aborted" and a["agent"] == ep["agent_a"]
+        assert (b["outcome"], b["abort"]["code"], b["agent"]) == ("aborted", "station_lost", ep["agent_b"])
+        assert ep["finished_unix_s"] is not None and server.dispatch.stations["s1"].status == "offline"
+        step = step_of(store, p)
+        assert (step.kind, step.trial_number, step.repeat) == ("trial", 1, True)  # no repeat used
+    finally:
+        node.close()
+        server.close()
+        loop.stop()
+        store.close()

@@ -334,10 +334,15 @@ def test_a_start_closes_the_episodes_a_dead_session_left_running(pair_store):
         agent_b="sim-noisy",
     )
     ta = store.save_trial(_full_trial("k" * 32), study_id=sid, participant_id=pid, block=0)
-    store.set_episode_half(eid, "a", ta)  # the session died before B
+    store.set_episode_half(eid, "a", ta)  # the session died while B ran: its restart stores B interrupted
+    interrupted = _full_trial("m" * 32).model_copy(
+        update={"agent": "sim-noisy", "outcome": "aborted", "abort": Abort(code="interrupted", detail="x")}
+    )
+    tb = store.save_trial(interrupted, study_id=sid, participant_id=pid, block=0)
     participant = store.participant(pid)
     assert (step_of(store, participant).kind, step_of(store, participant).repeat) == ("trial", False)  # running
     assert store.close_unfinished_episodes() == 1 and store.close_unfinished_episodes() == 0
+    assert store.episode(eid)["trial_b_id"] == tb  # the interrupted half is linked to its episode
     step = step_of(store, participant)
     assert (step.kind, step.trial_number, step.repeat) == ("trial", 1, True)  # void now: offered again
     first = store.episode(eid)["finished_unix_s"]

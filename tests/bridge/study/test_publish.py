@@ -211,6 +211,8 @@ def test_a_pairwise_bundle_rates_its_own_episodes(tmp_path):
     # the halves were judged from their progress: p succeeded twice (its two 100s)
     by = {a["agent"]: a for a in results["agents"]}
     assert (by["p"]["n_succeeded"], by["q"]["n_succeeded"], by["q"]["n_aborted"]) == (2, 0, 1)
+    # the void episode's A half (p, it ran) is not rated: p's 4 stored halves, 3 counted
+    assert by["p"]["n_trials"] == 3 and by["p"]["n_judged"] == 3
     readme = (out / "README.md").read_text()
     assert "| p | 1060 |" in readme and "episodes of a robot arm (UFACTORY Lite 6)" in readme
     # q's rating 939.8 with its interval written "low to high" (a negative bound would read -133--23)
