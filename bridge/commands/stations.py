@@ -51,7 +51,9 @@ def act_station(
         None, "--password", envvar="POINTLAB_STATION_PASSWORD", help="Zenoh password (prefer the environment variable)"
     ),
     tls_ca: Optional[Path] = typer.Option(None, "--tls-ca", help="CA certificate of the server (a tls/ endpoint)"),
-    domain_id: Optional[int] = typer.Option(None, "--domain-id", min=0, max=101, help="ROS domain of this station"),
+    domain_id: Optional[int] = typer.Option(
+        None, "--domain-id", min=0, max=232, help="ROS domain of this station: 0-101 or 215-232"
+    ),
     connect_timeout: float = typer.Option(
         20.0, "--connect-timeout", min=1.0, max=3600.0, help="seconds to reach the server at start (then exit 1)"
     ),
@@ -71,6 +73,10 @@ def act_station(
         check_name(name)
     except StationsError as e:
         fail(str(e), 2)
+    if domain_id is not None and 101 < domain_id < 215:
+        # ROS 2 on Linux: ids 0-101 and 215-232 keep DDS's ports out of the ephemeral range
+        # (docs.ros.org, "The ROS_DOMAIN_ID")
+        fail(f"--domain-id {domain_id}: ROS 2 domain ids on Linux are 0-101 or 215-232", 2)
     if not ENDPOINT_RE.match(connect):
         fail(f"--connect {connect!r}: a Zenoh endpoint with its port, such as tcp/HOST:7447", 2)
     if user is None and password is not None:

@@ -535,3 +535,14 @@ def test_read_credentials_refuses_a_bad_file_with_a_clear_message(tmp_path, text
         read_credentials(path)
     with pytest.raises(ValueError, match=message):
         station_acl(path)
+
+
+@pytest.mark.parametrize("domain", ["102", "150", "214"])
+def test_a_station_refuses_a_ros_domain_outside_ros_2s_ranges_before_it_starts(domain, tmp_path, capsys, monkeypatch):
+    from pointlab.bridge.cli import run
+
+    monkeypatch.chdir(tmp_path)
+    code = run(["act", "station", "--connect", "tcp/127.0.0.1:7447", "--name", "s1", "--domain-id", domain])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "0-101 or 215-232" in err[0]
+    assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
