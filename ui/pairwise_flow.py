@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pointlab.bridge.study.design import Step, trial_settings
-from pointlab.bridge.study.episodes import PROGRESS_ANCHORS, category_of, pick_pair
+from pointlab.bridge.study.episodes import PROGRESS_ANCHORS, open_episode, pick_pair
 from pointlab.bridge.study.steps import NotDue, store_comparison
 from pointlab.bridge.trials.ports import Slot
 from pointlab.bridge.trials.station import StationBusy
@@ -38,7 +38,6 @@ __all__ = [
     "blinded_episode",
     "compare_episode",
     "pairwise_state",
-    "store_compare_message",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,15 +83,8 @@ async def run_episode(
     settings = trial_settings(study)
     episode_id = None
     try:
-        episode_id = ctx.store.create_episode(
-            study_id=study["id"],
-            participant_id=participant["id"],
-            instruction=text,
-            category=category_of(text),
-            agent_a=a,
-            agent_b=b,
-        )
-        episode = ctx.store.episode(episode_id)
+        episode = open_episode(ctx.store, study, participant["id"], text, (a, b))
+        episode_id = episode["id"]
         slot = Slot(study["id"], participant["id"], episode["number"] - 1)
         for (half, letter), agent in zip(HALVES, (a, b)):
             claim.agent, claim.alias, claim.action = agent, letter, "reset"
@@ -178,27 +170,13 @@ def blinded_episode(store: Any, episode: dict, *, offered_again: bool = True) ->
 
 def compare_episode(ctx: AppContext, participant: dict, msg: Any) -> dict[str, Any]:
     """Store the participant's comparison (``msg``: ``episode_id``, ``preference``, ``progress_a``,
-    ``progress_b``, ``reason``) of their own pending episode. Raises FlowError."""
+    ``progress_b``, ``reason``) of their own pending episode (``steps.store_comparison``). Raises FlowError."""
     from .flow import participant_step
 
     try:
-        return store_compare_message(ctx.store, participant_step(ctx, participant), msg)
+        store_comparison(ctx.store, participant_step(ctx, participant), msg)
     except NotDue as e:
         raise FlowError(str(e)) from e
-
-
-def store_compare_message(store: Any, step: Step, msg: Any) -> dict[str, Any]:
-    """``steps.store_comparison`` of a compare message (the reason's whitespace collapsed); returns the
-    ``compared`` reply. Raises NotDue."""
-    store_comparison(
-        store,
-        step,
-        msg.episode_id,
-        preference=msg.preference,
-        progress_a=msg.progress_a,
-        progress_b=msg.progress_b,
-        reason=" ".join(msg.reason.split()),
-    )
     return {"type": "compared", "episode_id": msg.episode_id}
 
 

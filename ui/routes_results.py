@@ -69,26 +69,28 @@ def results(study_id: IdQuery, _: Operator, db: Db, ctx: Ctx) -> dict:
         entry["clip_url"] = clip_url(ctx, row["id"]) if _clip_path(ctx, row) is not None else None
     pairwise = study.get("mode") == "pairwise"
     blocks = [] if pairwise else study_blocks(study, trials, participants)  # no agent blocks in pairwise
+    episodes = db.episodes(study_id=study_id) if pairwise else []
     out = {
         "study": study,
-        "agents": agent_results(study["agents"], _rated(study, db, trials), surveys, blocks),
+        "agents": agent_results(study["agents"], _rated(study, trials, episodes), surveys, blocks),
         "blocks": blocks,
         "surveys": surveys,
         "trials": log,
         "block_starts": db.block_starts(study_id=study_id),
     }
     if pairwise:
-        out["pairwise"] = _pairwise(study, db, trials, participants)
+        out["pairwise"] = _pairwise(study, db, episodes, trials, participants)
     return finite_json(out)
 
 
-def _rated(study: dict, db, trials: list[dict]) -> list[dict]:
-    """The trials per-agent rates count: in a pairwise study, not the halves of void episodes."""
+def _rated(study: dict, trials: list[dict], episodes: list[dict]) -> list[dict]:
+    """The trials per-agent rates count: in a pairwise study (its ``episodes``), not the halves of void
+    episodes."""
     if study.get("mode") != "pairwise":
         return trials
     from pointlab.bridge.study.pairwise_results import rated_trials
 
-    return rated_trials(db.episodes(study_id=study["id"]), trials)
+    return rated_trials(episodes, trials)
 
 
 # A pairwise study's results take a few hundred bootstrap fits: computed once per state of its rows and
@@ -99,14 +101,14 @@ _PAIRWISE_LOCK = threading.Lock()
 _PAIRWISE_KEEP = 8
 
 
-def _pairwise(study: dict, db, trials: list[dict], participants: list[dict]) -> dict:
+def _pairwise(study: dict, db, episodes: list[dict], trials: list[dict], participants: list[dict]) -> dict:
     from pointlab.bridge.study.pairwise_results import pairwise_results
 
-    episodes = db.episodes(study_id=study["id"])
     key = (
         id(db),
         study["id"],
-        tuple((e["id"], e["preference"], e["trial_a_id"], e["trial_b_id"]) for e in episodes),
+        # finished_unix_s too: an episode aborted before its first half changes nothing else
+        tuple((e["id"], e["preference"], e["trial_a_id"], e["trial_b_id"], e["finished_unix_s"]) for e in episodes),
         tuple((t["id"], t.get("outcome")) for t in trials),
         tuple((p["id"], p.get("label")) for p in participants),
     )
@@ -135,14 +137,15 @@ def results_plot(
         study = db.study(study_id)
     except StoreError as e:
         raise HTTPException(404, str(e)) from e
+    pairwise = study.get("mode") == "pairwise"
+    if kind == "pairwise" and not pairwise:
+        raise HTTPException(404, f"study {study_id} is not a pairwise study")
+    trials = db.trials(study_id=study_id)
+    episodes = db.episodes(study_id=study_id) if pairwise else []
     if kind == "pairwise":
-        if study.get("mode") != "pairwise":
-            raise HTTPException(404, f"study {study_id} is not a pairwise study")
-        svg = pairwise_svg(_pairwise(study, db, db.trials(study_id=study_id), db.participants(study_id)))
+        svg = pairwise_svg(_pairwise(study, db, episodes, trials, db.participants(study_id)))
         return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
-    rows = agent_results(
-        study["agents"], _rated(study, db, db.trials(study_id=study_id)), db.surveys(study_id=study_id)
-    )
+    rows = agent_results(study["agents"], _rated(study, trials, episodes), db.surveys(study_id=study_id))
     svg = success_svg(rows) if kind == "success" else sus_svg(rows)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "no-store"})
 

@@ -542,7 +542,7 @@ class StudyServer:
         the start scene and the half's trial, each stored and linked to the episode; an aborted half
         (a lost station included) ends the episode there, void. The participant holds the station
         from its first episode to its last comparison. Returns the episode's id. Raises ServerBusy."""
-        from pointlab.bridge.study.episodes import category_of, pick_pair
+        from pointlab.bridge.study.episodes import open_episode, pick_pair
 
         step = self.step(participant)
         if step.kind != "trial":
@@ -559,15 +559,8 @@ class StudyServer:
         try:
             study = self._study(participant["study_id"])
             a, b = pick_pair(study, self.store.episodes(study_id=study["id"]))
-            episode_id = self.store.create_episode(
-                study_id=study["id"],
-                participant_id=pid,
-                instruction=instruction,
-                category=category_of(instruction),
-                agent_a=a,
-                agent_b=b,
-            )
-            number = self.store.episode(episode_id)["number"]
+            episode = open_episode(self.store, study, pid, instruction, (a, b))
+            episode_id, number = episode["id"], episode["number"]
             self._changed(pid)
             for half, agent in (("a", a), ("b", b)):
                 reset = await self._reset(name)
@@ -612,15 +605,7 @@ class StudyServer:
         ``preference``, ``progress_a``, ``progress_b``, ``reason``); after the last one its station is
         free for the next in line. Raises ServerBusy (not due, a bad value, compared already)."""
         try:
-            store_comparison(
-                self.store,
-                self.step(participant),
-                msg.episode_id,
-                preference=msg.preference,
-                progress_a=msg.progress_a,
-                progress_b=msg.progress_b,
-                reason=" ".join(msg.reason.split()),
-            )
+            store_comparison(self.store, self.step(participant), msg)
         except NotDue as e:
             raise ServerBusy(str(e)) from e
         finally:

@@ -31,6 +31,7 @@ __all__ = [
     "next_pairwise_step",
     "rated_episodes",
     "pick_pair",
+    "open_episode",
 ]
 
 # What each progress score means, shown on the participant's page beside the two sliders (RoboArena
@@ -127,3 +128,18 @@ def pick_pair(study: Mapping, episodes: Iterable[Mapping], rng: np.random.Genera
         pointlab.benchmark.pairwise.PairwiseError: fewer than two agents or an unknown rule.
     """
     return next_pair(study["agents"], rated_episodes(episodes), rule=study.get("pair_sampling") or "uniform", rng=rng)
+
+
+def open_episode(store, study: Mapping, participant_id: int, instruction: str, pair: tuple[str, str]) -> dict:
+    """Store the participant's next episode of ``pair`` (A, B: the order they act in) on
+    ``instruction``, with its task bucket (``category_of``); returns its ``Store.episode`` row (the
+    number is the participant's next). Raises StoreError (``Store.create_episode``)."""
+    episode_id = store.create_episode(
+        study_id=study["id"],
+        participant_id=participant_id,
+        instruction=instruction,
+        category=category_of(instruction),
+        agent_a=pair[0],
+        agent_b=pair[1],
+    )
+    return store.episode(episode_id)

@@ -58,18 +58,24 @@ def store_judgement(store, step: Step, trial_id, judgement) -> None:
         raise NotDue(str(e)) from e
 
 
-def store_comparison(store, step: Step, episode_id, *, preference, progress_a, progress_b, reason: str = "") -> None:
-    """Store the comparison of the episode ``step`` waits for (``Store.judge_episode``: one winner).
+def store_comparison(store, step: Step, msg) -> None:
+    """Store the comparison ``msg`` (any object with ``episode_id``, ``preference``, ``progress_a``,
+    ``progress_b``, ``reason``: the websocket's or the study server's message) of the episode ``step``
+    waits for (``Store.judge_episode``: one winner); the reason is kept with its whitespace collapsed.
 
     Raises:
         NotDue: no such episode waits for it, a bad value (preference, progress, reason), or the store
             refused it (compared already).
     """
-    if step.kind != "compare" or step.episode_id != episode_id:
+    if step.kind != "compare" or step.episode_id != msg.episode_id:
         raise NotDue("there is no such episode waiting for your comparison")
     try:
         store.judge_episode(
-            episode_id, preference=preference, progress_a=progress_a, progress_b=progress_b, reason=reason
+            msg.episode_id,
+            preference=msg.preference,
+            progress_a=msg.progress_a,
+            progress_b=msg.progress_b,
+            reason=" ".join(str(msg.reason).split()),
         )
     except StoreError as e:
         raise NotDue(str(e)) from e

@@ -102,11 +102,14 @@ def pair_store(tmp_path):
     store.close()
 
 
+def _bare_episode(store, sid, pid, **kw) -> int:
+    """A new episode of sim-oracle (A) against sim-noisy (B) without halves; ``kw`` overrides fields."""
+    fields = {"instruction": "pick", "category": "object", "agent_a": "sim-oracle", "agent_b": "sim-noisy", **kw}
+    return store.create_episode(study_id=sid, participant_id=pid, **fields)
+
+
 def _episode_with_halves(store, sid, pid, b_result=None):
-    eid = store.create_episode(
-        study_id=sid, participant_id=pid, instruction="pick up the red cube", category="attribute",
-        agent_a="sim-oracle", agent_b="sim-noisy",
-    )  # fmt: skip
+    eid = _bare_episode(store, sid, pid, instruction="pick up the red cube", category="attribute")
     n = store.episode(eid)["number"]
     ta = store.save_trial(_full_trial(f"a{n:031d}"), study_id=sid, participant_id=pid, block=n - 1)
     store.set_episode_half(eid, "a", ta)
@@ -184,14 +187,7 @@ def test_bad_comparisons_are_refused_and_store_nothing(pair_store, kw, match):
 
 def test_an_episode_with_an_aborted_or_missing_half_is_not_compared(pair_store):
     store, sid, pid = pair_store
-    eid = store.create_episode(
-        study_id=sid,
-        participant_id=pid,
-        instruction="pick",
-        category="object",
-        agent_a="sim-oracle",
-        agent_b="sim-noisy",
-    )
+    eid = _bare_episode(store, sid, pid)
     with pytest.raises(StoreError, match="does not have both halves"):
         store.judge_episode(eid, preference="A", progress_a=0, progress_b=0)
     aborted = _full_trial("x" * 32).model_copy(
@@ -204,14 +200,7 @@ def test_an_episode_with_an_aborted_or_missing_half_is_not_compared(pair_store):
     with pytest.raises(StoreError, match="already stored"):
         store.set_episode_half(eid2, "a", tb)
     with pytest.raises(StoreError, match="twice"):
-        store.create_episode(
-            study_id=sid,
-            participant_id=pid,
-            instruction="p",
-            category="object",
-            agent_a="sim-oracle",
-            agent_b="sim-oracle",
-        )
+        _bare_episode(store, sid, pid, agent_b="sim-oracle")
 
 
 def test_study_modes_are_validated(tmp_path):
@@ -325,14 +314,7 @@ def test_a_start_closes_the_episodes_a_dead_session_left_running(pair_store):
     store, sid, pid = pair_store
     from pointlab.bridge.study.steps import step_of
 
-    eid = store.create_episode(
-        study_id=sid,
-        participant_id=pid,
-        instruction="pick",
-        category="object",
-        agent_a="sim-oracle",
-        agent_b="sim-noisy",
-    )
+    eid = _bare_episode(store, sid, pid)
     ta = store.save_trial(_full_trial("k" * 32), study_id=sid, participant_id=pid, block=0)
     store.set_episode_half(eid, "a", ta)  # the session died while B ran: its restart stores B interrupted
     interrupted = _full_trial("m" * 32).model_copy(
@@ -348,3 +330,16 @@ def test_a_start_closes_the_episodes_a_dead_session_left_running(pair_store):
     first = store.episode(eid)["finished_unix_s"]
     store.finish_episode(eid)  # kept at the first call
     assert store.episode(eid)["finished_unix_s"] == first
+
+
+def test_the_results_pages_cache_sees_an_episode_end_with_nothing_else_changed():
+    # an episode aborted before its first half: only finished_unix_s changes, and the cached results
+    # of the running episode must not be served for the void one
+    from pointlab.ui.routes_results import _pairwise
+
+    study = {"id": 987654, "agents": ["p", "q"], "trials_per_agent": 1, "max_repeats": 2}
+    running = dict(_row("p", "q", None, None, None, i=0), trial_a_id=None, trial_b_id=None, finished_unix_s=None)
+    db = object()
+    assert _pairwise(study, db, [running], [], [])["episodes"]["running"] == 1
+    ended = dict(running, finished_unix_s=5.0)
+    assert _pairwise(study, db, [ended], [], [])["episodes"] == {"compared": 0, "void": 1, "waiting": 0, "running": 0}
