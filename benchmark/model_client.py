@@ -202,6 +202,33 @@ class _Policy:
             box[0] += 1
 
 
+def _connect_failure(e: BaseException) -> OSError | None:
+    """The ``OSError`` (connection refused, host unreachable, ...) somewhere under ``e``'s causes,
+    other than a timeout; ``None`` when there is none."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and not isinstance(cur, TimeoutError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _aiohttp_transport():
+    """openai's aiohttp transport for the async client (``openai.DefaultAioHttpClient``, the
+    ``openai[aiohttp]`` extra, which openai's README recommends "for improved concurrency
+    performance"), or ``None`` (openai's default httpx transport) where aiohttp is not installed.
+    Same timeouts, retries and errors (openai maps aiohttp's to httpx's); it cut the arena workers'
+    CPU per model call (docs/arena.md, "Performance")."""
+    import openai
+
+    try:
+        return openai.DefaultAioHttpClient()
+    except RuntimeError:  # openai without its aiohttp extra
+        return None
+
+
 @functools.cache
 def _client_classes():
     import openai
@@ -297,7 +324,11 @@ class ModelClient:
         if client is None:
             cls, _ = _client_classes()
             client = cls(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout_s,
+                max_retries=self.max_retries,
+                http_client=_aiohttp_transport(),
             )
             self._async[loop] = client
         return client
@@ -318,15 +349,29 @@ class ModelClient:
         try:
             client = self._async_client()
             # wait_for backs up the client's own timeouts (a stalled stream, a slow TLS handshake)
-            resp = await asyncio.wait_for(
-                client.chat.completions.create(model=self.model, messages=messages, **self.kwargs),
-                timeout=self.call_budget_s,
-            )
+            resp = await asyncio.wait_for(self._apost(client, messages), timeout=self.call_budget_s)
             return self._result(resp, box[0], t0)
         except Exception as e:
             return self._failure(e, box[0], t0)
         finally:
             _reset(token)
+
+    async def _apost(self, client, messages: list[dict]):
+        """``client.chat.completions.create(model=..., messages=..., **self.kwargs)`` without openai's
+        parameter transform: the same JSON body (``extra_body`` merged in), headers and response type
+        through ``client.post``, the call openai's README gives for requests it has no method for.
+        The transform walks every message part, the base64 image included, to rename aliased keys,
+        and chat parameters have none: it was a tenth of an arena worker's CPU (docs/arena.md,
+        "Performance"). tests/benchmark/test_model_client.py compares the request bytes with
+        ``create``'s."""
+        from openai.types.chat import ChatCompletion
+
+        kw = dict(self.kwargs)
+        extra = kw.pop("extra_body", None)
+        body = {"model": self.model, "messages": messages, **kw}
+        return await client.post(
+            "/chat/completions", cast_to=ChatCompletion, body=body, options={"extra_json": extra} if extra else {}
+        )
 
     def complete(self, messages: list[dict]) -> Completion:
         """The synchronous ``acomplete`` (judges run in plain threads)."""
@@ -383,6 +428,12 @@ class ModelClient:
 
         latency = time.perf_counter() - t0
         attempts = max(attempts, 1)
+        if isinstance(e, openai.APITimeoutError) and (refused := _connect_failure(e)) is not None:
+            # openai's aiohttp transport maps every aiohttp connection error, a refused connect
+            # included, to httpx.ConnectTimeout: told apart by the OSError under it
+            return Completion(
+                None, f"APIConnectionError: Connection error: {_short(str(refused))}", None, attempts, latency
+            )
         if isinstance(e, openai.APITimeoutError):
             return Completion(None, f"timeout after {self.timeout_s:g} s: {e}", None, attempts, latency)
         if isinstance(e, openai.APIStatusError):

@@ -8,7 +8,9 @@ import asyncio
 import json
 
 import numpy as np
+import openai
 import pytest
+from fastapi import FastAPI, Request
 
 from pointlab.benchmark.agents import OpenAIAgent
 from pointlab.benchmark.judge import LLMJudge
@@ -165,3 +167,74 @@ def test_agents_toml_passes_parameters_through(tmp_path):
         "reasoning_effort": "high",
         "extra_body": {"top_k": 1},
     }
+
+
+def test_the_request_is_the_one_openai_s_create_sends():
+    """ModelClient posts without openai's parameter transform (``client.post``): the body and the headers
+    that matter must be those ``chat.completions.create`` sends for the same call, extra_body merged."""
+    seen: list[tuple[dict, dict]] = []
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        seen.append((json.loads(await request.body()), dict(request.headers)))
+        msg = {"role": "assistant", "content": "[1, 2]"}
+        return {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+        }
+
+    url, stop = serve_in_thread(app)
+    params = RequestParams(
+        temperature=0.2,
+        max_tokens=None,
+        max_completion_tokens=77,
+        reasoning_effort="low",
+        extra_body={"top_k": 3, "chat_template_kwargs": {"enable_thinking": False}},
+    )
+    mc = ModelClient(base_url=url, model="qwen3-vl", api_key="sk-test", max_retries=0, params=params)
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Point to the mug."},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "high"}},
+            ],
+        }
+    ]
+
+    async def both():
+        try:
+            done = await mc.acomplete(messages)
+            ref = openai.AsyncOpenAI(base_url=url, api_key="sk-test", max_retries=0)
+            await ref.chat.completions.create(model="qwen3-vl", messages=messages, **mc.kwargs)
+            await ref.close()
+            return done
+        finally:
+            await mc.aclose()
+
+    try:
+        done = asyncio.run(both())
+    finally:
+        stop()
+    assert done.error is None and done.text == "[1, 2]"
+    (ours, our_headers), (theirs, their_headers) = seen
+    assert (
+        ours
+        == theirs
+        == {
+            "model": "qwen3-vl",
+            "messages": messages,
+            "temperature": 0.2,
+            "max_completion_tokens": 77,
+            "reasoning_effort": "low",
+            "top_k": 3,
+            "chat_template_kwargs": {"enable_thinking": False},
+        }
+    )
+    for h in ("authorization", "content-type", "accept", "x-stainless-retry-count"):
+        assert our_headers.get(h) == their_headers.get(h), h
+    assert our_headers["authorization"] == "Bearer sk-test"

@@ -31,8 +31,9 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..serve import free_port
 
@@ -65,13 +66,26 @@ def bare_insert_times(url: str, n: int = 200) -> list[float]:
     return out
 
 
-async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw):
+@dataclass(frozen=True)
+class _Reply:
+    """One HTTP answer as the voters read it (status, headers, body), the connection already released."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw) -> tuple[_Reply, bool]:
     """One request as the page sends it: a 503 is sent again after its ``Retry-After`` (at most
-    ``retry_cap_s``), 40 times at most. Returns ``(last response, whether a 503 came first)``; every
-    status is counted in ``out["status"]``."""
+    ``retry_cap_s``), 40 times at most. Returns ``(last reply, whether a 503 came first)``; every
+    status is counted in ``out["status"]``. ``c``: the voter's ``aiohttp.ClientSession``."""
     had_503 = False
     for _ in range(40):
-        r = await c.request(method, url, **kw)
+        async with c.request(method, url, **kw) as resp:
+            r = _Reply(resp.status, dict(resp.headers), await resp.text())
         out["status"][r.status_code] = out["status"].get(r.status_code, 0) + 1
         if r.status_code != 503:
             return r, had_503
@@ -80,27 +94,29 @@ async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw):
     return r, had_503
 
 
-async def _wait_ready(base: str, bid: str, cookie: str, out: dict, deadline: float) -> bool:
-    """As the page does: one websocket per battle, the server pushes both answers, then "ready";
-    a close with 1013 (database unreachable) is opened again. False on "error" or past ``deadline``."""
-    import websockets
-    from websockets.exceptions import ConnectionClosed, InvalidStatus
+async def _wait_ready(c, base: str, bid: str, out: dict, deadline: float) -> bool:
+    """As the page does: one websocket per battle (the voter's session sends its cookie), the server
+    pushes both answers, then "ready"; a close with 1013 (database unreachable) is opened again.
+    False on "error", a refused handshake or past ``deadline``."""
+    import aiohttp
 
     while time.monotonic() < deadline:
         try:
-            async with websockets.connect(
-                base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws", additional_headers={"Cookie": cookie}
-            ) as ws:
-                while True:
-                    kind = json.loads(await ws.recv()).get("type")
+            async with c.ws_connect(base.replace("http", "ws", 1) + f"/api/battles/{bid}/ws") as ws:
+                async for msg in ws:
+                    if msg.type != aiohttp.WSMsgType.TEXT:
+                        break
+                    kind = json.loads(msg.data).get("type")
                     if kind in ("ready", "error"):
                         return kind == "ready"
-        except ConnectionClosed as e:
-            out["ws_1013"] += e.rcvd is not None and e.rcvd.code == 1013
-            await asyncio.sleep(0.5)
-        except InvalidStatus as e:
-            out["errors"].append(f"websocket {e.response.status_code}")
+                closed_1013 = ws.close_code == 1013
+        except aiohttp.WSServerHandshakeError as e:
+            out["errors"].append(f"websocket {e.status}")
             return False
+        except aiohttp.ClientConnectionError:
+            closed_1013 = False
+        out["ws_1013"] += closed_1013
+        await asyncio.sleep(0.5)
     return False
 
 
@@ -157,14 +173,17 @@ async def _voter(
     measure_from: float = 0.0,
     ramp_s: float = 0.0,
 ) -> None:
-    import httpx
+    import aiohttp
 
     from .store import VOTE_CHOICES
 
     rng = random.Random(k)
     if ramp_s > 0:
         await asyncio.sleep(ramp_s)  # arrivals spread over the warm-up (see measure_arena_perf)
-    async with httpx.AsyncClient(base_url=base, timeout=30.0) as c:
+    # aiohttp, not httpx + websockets: the load generator shares the arena's two cores (a third of
+    # the CPU per vote); unsafe=True keeps cookies set by an IP address (127.0.0.1), as a browser does
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(base_url=base, cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=30.0)) as c:
         while time.monotonic() < deadline:
             t0 = time.perf_counter()
             r, _ = await _send(
@@ -183,8 +202,7 @@ async def _voter(
                 out["battle_s"].append(time.perf_counter() - t0)
             bid = r.json()["battle_id"]
             out["created_at"][bid] = time.monotonic()
-            cookie = "; ".join(f"{k}={v}" for k, v in c.cookies.items())
-            if not await _wait_ready(base, bid, cookie, out, time.monotonic() + 180.0):
+            if not await _wait_ready(c, base, bid, out, time.monotonic() + 180.0):
                 out["errors"].append(f"battle {bid}: no answers")
                 continue
             choice = rng.choice(CHOICES)
