@@ -33,6 +33,7 @@ vote), so a client that repeats it after a 503 changes nothing twice.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -48,8 +49,11 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    Select,
     String,
+    Table,
     Text,
+    bindparam,
     create_engine,
     event,
     func,
@@ -59,8 +63,7 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import CursorResult, Engine, make_url
-from sqlalchemy.sql.dml import Update
+from sqlalchemy.engine import Connection, CursorResult, Engine, Row, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -115,14 +118,6 @@ class RateLimit:
     what: str
 
 
-def _update(row: type) -> Update:
-    """``UPDATE`` of ``row``'s table through the ORM session without synchronizing the session: every
-    store transaction is a fresh session with nothing loaded to keep in step, and the default
-    (``synchronize_session="auto"``) evaluated each ``WHERE`` in Python: a twentieth of an arena
-    worker's CPU (docs/arena.md, "Performance")."""
-    return update(row).execution_options(synchronize_session=False)
-
-
 def _rowcount(result: Any) -> int:
     """Rows an UPDATE matched: its result is a CursorResult (SQLAlchemy's ``Session.execute`` is typed
     as returning the general ``Result``, which has no ``rowcount``)."""
@@ -137,6 +132,21 @@ def _unreachable(e: Exception) -> bool:
     return isinstance(e, (OperationalError, InterfaceError, PoolTimeout)) or (
         isinstance(e, DBAPIError) and e.connection_invalidated
     )
+
+
+@contextmanager
+def _reachable() -> Iterator[None]:
+    """Turn "cannot reach the database" (``_unreachable``) into StoreUnavailable; any other error is
+    raised as it is (a bad statement stays a bug)."""
+    try:
+        yield
+    except (DBAPIError, PoolTimeout) as e:
+        if not _unreachable(e):
+            raise
+        log.warning("arena store unreachable: %s", str(e).splitlines()[0][:200])
+        raise StoreUnavailable(
+            "the arena's database is unreachable for the moment; try again in a few seconds"
+        ) from None
 
 
 class Base(DeclarativeBase):
@@ -187,6 +197,84 @@ class BattleRow(Base):
         Index("ix_battles_addr_created", "client_addr", "created_unix_s"),
         Index("ix_battles_voted", "voted_unix_s"),
     )
+
+
+_B, _S = cast(Table, BattleRow.__table__), cast(Table, SessionRow.__table__)
+#: columns of ``RateLimit.where`` keys
+_LIMIT_COLUMNS = {"session_id": _B.c.session_id, "client_addr": _B.c.client_addr, "source": _B.c.image_source}
+
+
+class _Hot:
+    """The statements every vote runs, built once with bound parameters: SQLAlchemy caches their
+    compiled SQL either way, but building the expression on each call (and the ORM session around
+    it) cost more CPU than the statement's round trip (docs/arena.md, "Performance")."""
+
+    insert_battle = insert(_B)
+    answer = {
+        side: update(_B).where(_B.c.id == bindparam("bid")).values({col: bindparam("answer")})
+        for side, col in (("A", _B.c.answer_a), ("B", _B.c.answer_b))
+    }
+    shown = (
+        update(_B)
+        .where(
+            _B.c.id == bindparam("bid"),
+            _B.c.shown_unix_s.is_(None),
+            _B.c.answer_a.is_not(None),
+            _B.c.answer_b.is_not(None),
+        )
+        .values(shown_unix_s=bindparam("now"))
+    )
+    stored = select(_B.c.answer_a.is_not(None), _B.c.answer_b.is_not(None)).where(_B.c.id == bindparam("bid"))
+    answers_of = select(_B.c.id, _B.c.answer_a, _B.c.answer_b).where(_B.c.id.in_(bindparam("ids", expanding=True)))
+    row = select(_B).where(_B.c.id == bindparam("bid"))
+    vote = (
+        update(_B)
+        .where(
+            _B.c.id == bindparam("bid"),
+            _B.c.session_id == bindparam("sid"),
+            _B.c.vote.is_(None),
+            _B.c.shown_unix_s.is_not(None),
+        )
+        .values(vote=bindparam("winner"), voted_unix_s=bindparam("now"))
+        .returning(_B.c.model_a, _B.c.model_b)
+    )
+    count_vote = (
+        update(_S)
+        .where(_S.c.id == bindparam("sid"))
+        .values(
+            votes_n=_S.c.votes_n + 1,
+            votes_a=_S.c.votes_a + bindparam("is_a", type_=Integer),
+            votes_b=_S.c.votes_b + bindparam("is_b", type_=Integer),
+        )
+        .returning(_S.c.votes_n, _S.c.votes_a, _S.c.votes_b, _S.c.flagged)
+    )
+    flag = update(_S).where(_S.c.id == bindparam("sid")).values(flagged=True, flag_reason=bindparam("reason"))
+
+    @staticmethod
+    @functools.lru_cache(maxsize=32)
+    def limit_counts(shapes: tuple[tuple[str, ...], ...]) -> Select:
+        """One ``SELECT`` of the battles started since ``:since`` per rate limit, each matching its
+        keys (``shapes[i]``, keys of ``RateLimit.where``) to the parameters ``w{i}_{key}``."""
+        return select(
+            *(
+                select(func.count())
+                .select_from(_B)
+                .where(
+                    _B.c.created_unix_s >= bindparam("since"),
+                    *(_LIMIT_COLUMNS[k] == bindparam(f"w{i}_{k}") for k in keys),
+                )
+                .scalar_subquery()
+                for i, keys in enumerate(shapes)
+            )
+        )
+
+
+def _row(c: Connection, battle_id: str) -> Row:
+    """The battle's row. Raises: ArenaError(404) for an unknown battle."""
+    got = c.execute(_Hot.row, {"bid": battle_id}).first()
+    if got is None:
+        raise ArenaError("unknown battle", 404)
+    return got
 
 
 class HumanClickRow(Base):
@@ -341,18 +429,20 @@ class ArenaStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
-        """One transaction, committed on exit. Raises: StoreUnavailable when the database cannot be
-        reached (from the statement or from the commit)."""
-        try:
+        """One transaction in an ORM session, committed on exit. Raises: StoreUnavailable when the
+        database cannot be reached (from the statement or from the commit)."""
+        with _reachable():
             with self._sessions() as s, s.begin():
                 yield s
-        except (DBAPIError, PoolTimeout) as e:
-            if not _unreachable(e):
-                raise
-            log.warning("arena store unreachable: %s", str(e).splitlines()[0][:200])
-            raise StoreUnavailable(
-                "the arena's database is unreachable for the moment; try again in a few seconds"
-            ) from None
+
+    @contextmanager
+    def _core(self) -> Iterator[Connection]:
+        """One transaction on a plain connection, committed on exit: for the statements every vote
+        runs (prepared once at import, ``_HOT``), without the ORM session's bookkeeping, which cost
+        more than the statements (docs/arena.md, "Performance"). Raises: StoreUnavailable as ``_tx``."""
+        with _reachable():
+            with self.engine.begin() as c:
+                yield c
 
     def close(self) -> None:
         self.engine.dispose()
@@ -419,11 +509,18 @@ class ArenaStore:
         with self._tx() as s:
             self._refuse_over_limit(s, rate_limits)
 
-    def _refuse_over_limit(self, s: Session, rate_limits: Sequence[RateLimit]) -> None:
+    @staticmethod
+    def _refuse_over_limit(c: Session | Connection, rate_limits: Sequence[RateLimit]) -> None:
         if not rate_limits:
             return
-        since = time.time() - 60.0
-        counts = s.execute(select(*(self._count_since(since, **r.where).scalar_subquery() for r in rate_limits))).one()
+        for r in rate_limits:
+            if unknown := set(r.where) - set(_LIMIT_COLUMNS):
+                raise ValueError(f"rate limit on unknown keys {sorted(unknown)}")
+        shapes = tuple(tuple(sorted(r.where)) for r in rate_limits)
+        params: dict[str, Any] = {"since": time.time() - 60.0}
+        for i, r in enumerate(rate_limits):
+            params.update({f"w{i}_{k}": v for k, v in r.where.items()})
+        counts = c.execute(_Hot.limit_counts(shapes), params).one()
         for r, n in zip(rate_limits, counts):
             if int(n or 0) >= r.limit:
                 raise ArenaError(f"rate limit: at most {r.limit} {r.what}", 429)
@@ -461,52 +558,39 @@ class ArenaStore:
 
         Raises: ArenaError(429) naming the limit reached; nothing is stored then."""
         bid = uuid.uuid4().hex
-        with self._tx() as s:
-            self._refuse_over_limit(s, rate_limits)
-            s.add(
-                BattleRow(
-                    id=bid,
-                    session_id=session_id,
-                    created_unix_s=time.time(),
-                    client_addr=client_addr,
-                    image_sha256=image_sha256,
-                    image_path=image_path,
-                    image_source=image_source,
-                    width=width,
-                    height=height,
-                    instruction=instruction,
-                    model_a=model_a,
-                    model_b=model_b,
-                    sampler=sampler,
-                )
+        with self._core() as c:
+            self._refuse_over_limit(c, rate_limits)
+            c.execute(
+                _Hot.insert_battle,
+                {
+                    "id": bid,
+                    "session_id": session_id,
+                    "created_unix_s": time.time(),
+                    "client_addr": client_addr,
+                    "image_sha256": image_sha256,
+                    "image_path": image_path,
+                    "image_source": image_source,
+                    "width": width,
+                    "height": height,
+                    "instruction": instruction,
+                    "model_a": model_a,
+                    "model_b": model_b,
+                    "sampler": sampler,
+                },
             )
         return bid
 
     def record_answer(self, battle_id: str, side: str, answer: dict) -> None:
         """Store one side's answer (``side`` ``"A"`` or ``"B"``)."""
-        col = BattleRow.answer_a if side == "A" else BattleRow.answer_b
-        with self._tx() as s:
-            n = _rowcount(s.execute(_update(BattleRow).where(BattleRow.id == battle_id).values({col: answer})))
-            if n == 0:
+        with self._core() as c:
+            if _rowcount(c.execute(_Hot.answer[side], {"bid": battle_id, "answer": answer})) == 0:
                 raise ArenaError("unknown battle", 404)
 
     def mark_shown(self, battle_id: str) -> None:
         """Record that both answers were delivered to the page (first time only)."""
-        with self._tx() as s:
-            n = _rowcount(
-                s.execute(
-                    _update(BattleRow)
-                    .where(
-                        BattleRow.id == battle_id,
-                        BattleRow.shown_unix_s.is_(None),
-                        BattleRow.answer_a.is_not(None),
-                        BattleRow.answer_b.is_not(None),
-                    )
-                    .values(shown_unix_s=time.time())
-                )
-            )
-            if n == 0:
-                b = self._get(s, battle_id)
+        with self._core() as c:
+            if _rowcount(c.execute(_Hot.shown, {"bid": battle_id, "now": time.time()})) == 0:
+                b = _row(c, battle_id)
                 if b.answer_a is None or b.answer_b is None:
                     raise ArenaError("answers are not complete", 409)
 
@@ -515,12 +599,8 @@ class ArenaStore:
         a worker that did not ask the models polls before it reads the full record.
 
         Raises: ArenaError(404) for an unknown battle."""
-        with self._tx() as s:
-            got = s.execute(
-                select(BattleRow.answer_a.is_not(None), BattleRow.answer_b.is_not(None)).where(
-                    BattleRow.id == battle_id
-                )
-            ).first()
+        with self._core() as c:
+            got = c.execute(_Hot.stored, {"bid": battle_id}).first()
         if got is None:
             raise ArenaError("unknown battle", 404)
         return bool(got[0]), bool(got[1])
@@ -531,16 +611,14 @@ class ArenaStore:
         workers collect (``ui.arena.watch.AnswerWatcher``)."""
         if not battle_ids:
             return {}
-        with self._tx() as s:
-            rows = s.execute(
-                select(BattleRow.id, BattleRow.answer_a, BattleRow.answer_b).where(BattleRow.id.in_(list(battle_ids)))
-            ).all()
+        with self._core() as c:
+            rows = c.execute(_Hot.answers_of, {"ids": list(battle_ids)}).all()
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def battle(self, battle_id: str) -> dict:
         """The full battle record (includes model names: server side only)."""
-        with self._tx() as s:
-            return _battle_dict(self._get(s, battle_id))
+        with self._core() as c:
+            return _battle_dict(_row(c, battle_id))
 
     def vote(self, battle_id: str, session_id: str, choice: str, *, flag_min_votes: int = 10) -> dict:
         """Cast the vote ``choice`` (a key of ``VOTE_CHOICES``) once, atomically, and return the
@@ -553,42 +631,24 @@ class ArenaStore:
         if choice not in VOTE_CHOICES:
             raise ArenaError(f"vote must be one of {', '.join(VOTE_CHOICES)}", 400)
         winner, now = VOTE_CHOICES[choice], time.time()
-        with self._tx() as s:
-            got = s.execute(
-                _update(BattleRow)
-                .where(
-                    BattleRow.id == battle_id,
-                    BattleRow.session_id == session_id,
-                    BattleRow.vote.is_(None),
-                    BattleRow.shown_unix_s.is_not(None),
-                )
-                .values(vote=winner, voted_unix_s=now)
-                .returning(BattleRow.model_a, BattleRow.model_b)
-            ).first()
+        with self._core() as c:
+            got = c.execute(_Hot.vote, {"bid": battle_id, "sid": session_id, "winner": winner, "now": now}).first()
             if got is None:
-                b = self._get(s, battle_id)
+                b = _row(c, battle_id)
                 if b.session_id != session_id:
                     raise ArenaError("this battle belongs to another session", 403)
                 if b.vote is not None:
                     raise ArenaError("this battle already has a vote", 409)
                 raise ArenaError("both answers must be shown before voting", 409)
-            counts = s.execute(
-                _update(SessionRow)
-                .where(SessionRow.id == session_id)
-                .values(
-                    votes_n=SessionRow.votes_n + 1,
-                    votes_a=SessionRow.votes_a + int(winner == "model_a"),
-                    votes_b=SessionRow.votes_b + int(winner == "model_b"),
-                )
-                .returning(SessionRow.votes_n, SessionRow.votes_a, SessionRow.votes_b, SessionRow.flagged)
+            counts = c.execute(
+                _Hot.count_vote,
+                {"sid": session_id, "is_a": int(winner == "model_a"), "is_b": int(winner == "model_b")},
             ).first()
             if counts is not None:
                 n, na, nb, flagged = counts
                 if not flagged and n >= flag_min_votes and (na == n or nb == n):
                     reason = f"all {n} votes picked side {'A' if na == n else 'B'}"
-                    s.execute(
-                        _update(SessionRow).where(SessionRow.id == session_id).values(flagged=True, flag_reason=reason)
-                    )
+                    c.execute(_Hot.flag, {"sid": session_id, "reason": reason})
                     log.warning("arena session %s flagged: %s", session_id, reason)
         return {"id": battle_id, "model_a": got[0], "model_b": got[1], "vote": winner, "voted_unix_s": now}
 
@@ -694,15 +754,8 @@ class ArenaStore:
             elif not excluded and row is not None:
                 s.delete(row)
 
-    @staticmethod
-    def _get(s: Session, battle_id: str) -> BattleRow:
-        b = s.get(BattleRow, battle_id)
-        if b is None:
-            raise ArenaError("unknown battle", 404)
-        return b
 
-
-def _battle_dict(b: BattleRow) -> dict:
+def _battle_dict(b: BattleRow | Row) -> dict:
     return {
         "id": b.id,
         "session_id": b.session_id,
