@@ -114,6 +114,7 @@ def create_arena_app(
     async def lifespan(_app):
         yield
         agent_loop.close(ctx.agents)
+        ctx.db_pool.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="Point-Battle", lifespan=lifespan)
     install_validation_handler(app)

@@ -4,9 +4,9 @@ Model names never leave the server before the vote: the page sees sides "A" and 
 and whether an answer failed; raw answer text is kept in the store but not sent (a model's output
 format would give its family away). The vote response is the first message that names the models.
 
-Nothing blocking runs on the event loop: database calls go to the thread pool (``run_in_threadpool``,
-or FastAPI's own for ``def`` routes), uploads are decoded and written by ``ui.imageguard`` in worker
-threads, and model calls run on the ``AgentLoop`` thread. Several worker processes can serve one
+Nothing blocking runs on the event loop: database calls and resizes go to the arena's thread pool
+(``ArenaContext.blocking``; FastAPI's own for the ``def`` routes off the vote's path), uploads are
+decoded and written by ``ui.imageguard`` in worker threads, and model calls run on the ``AgentLoop`` thread. Several worker processes can serve one
 arena (PostgreSQL store): a battle's answers are written to the store, so a websocket or a poll
 that lands on another worker than the one that asked the models reads them from there.
 """
@@ -14,17 +14,16 @@ that lands on another worker than the one that asked the models reads them from 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
 from typing import Annotated, Any
 
-import anyio
 import numpy as np
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Response, UploadFile, WebSocket
 from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 from starlette.websockets import WebSocketDisconnect
 
 from ..imageguard import ImageRejected, decode_image_async, write_png_async
@@ -61,7 +60,7 @@ async def session_id(request: Request, response: Response, arena: Arena) -> str:
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie and arena.store.session_known(cookie):
         return cookie
-    sid = await run_in_threadpool(arena.store.ensure_session, cookie, client_addr(request))
+    sid = await arena.blocking(arena.store.ensure_session, cookie, client_addr(request))
     if sid != cookie:
         response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="strict")
     return sid
@@ -87,7 +86,7 @@ async def when_store_back(arena: ArenaContext, fn, *args) -> Any:
     pause = 0.2
     while True:
         try:
-            return await run_in_threadpool(fn, *args)
+            return await arena.blocking(fn, *args)
         except StoreUnavailable:
             if time.monotonic() + pause > deadline:
                 raise
@@ -239,7 +238,7 @@ async def create_battle(
         if upload is not None:
             # counted before the upload is decoded and written (the limits exist to bound that work),
             # and again when the battle is stored
-            await run_in_threadpool(arena.store.check_rate_limits, limits)
+            await arena.blocking(arena.store.check_rate_limits, limits)
             data = await upload.read(s.max_upload_bytes + 1)
             img = await decode_image_async(data, s.image_limits)
             rgb, sha = img.rgb, img.sha256
@@ -248,7 +247,7 @@ async def create_battle(
             cur = arena.curated.get(image_name)
             if cur is None:
                 raise ArenaError("unknown curated image", 404)
-            rgb, sha = await anyio.to_thread.run_sync(arena.curated.rgb, image_name)
+            rgb, sha = await arena.blocking(arena.curated.rgb, image_name)
             path, source = cur.path, "curated"
         else:
             raise ArenaError("choose a curated image or upload one", 400)
@@ -256,13 +255,13 @@ async def create_battle(
         if s.sampler == "adaptive":
             from .sampling import cached_votes
 
-            votes = await run_in_threadpool(cached_votes, arena)
+            votes = await arena.blocking(cached_votes, arena)
         a, b = sample_pair(list(arena.agents), s.sampler, arena.rng, votes or ())
     except (ArenaError, ImageRejected, CuratedSetError) as e:
         raise _http(e) from None
     h, w = rgb.shape[:2]
     try:
-        bid = await run_in_threadpool(
+        bid = await arena.blocking(
             lambda: arena.store.create_battle(
                 session_id=sid,
                 image_sha256=sha,
@@ -281,7 +280,7 @@ async def create_battle(
     except ArenaError as e:  # a rate limit reached (429), the store unreachable (503)
         raise _http(e) from None
     if needs_resize(h, w, s.model_image_side_px):  # a resize: off the event loop
-        view = await anyio.to_thread.run_sync(model_view, rgb, s.model_image_side_px)
+        view = await arena.blocking(model_view, rgb, s.model_image_side_px)
     else:
         view = (rgb, 1.0, 1.0)
     arena.pending[bid] = {
@@ -349,7 +348,7 @@ async def battle_ws(websocket: WebSocket, bid: str) -> None:
     arena: ArenaContext = websocket.app.state.arena
     sid = websocket.cookies.get(SESSION_COOKIE)
     try:
-        rec = await run_in_threadpool(arena.store.battle, bid)
+        rec = await arena.blocking(arena.store.battle, bid)
     except StoreUnavailable:
         # accepted first: a close before the handshake is an HTTP 403, which a page cannot tell from a refusal
         await websocket.accept()
@@ -425,11 +424,13 @@ class VoteIn(BaseModel):
 
 
 @router.post("/battles/{bid}/vote")
-def vote(bid: str, body: VoteIn, arena: Arena, sid: Sid) -> dict:
+async def vote(bid: str, body: VoteIn, arena: Arena, sid: Sid) -> dict:
     """Cast the vote (``A``, ``B``, ``both_good``, ``both_bad``) once and reveal both names; a second
     vote is 409 and changes nothing."""
     try:
-        rec = arena.store.vote(bid, sid, body.choice, flag_min_votes=arena.settings.flag_min_votes)
+        rec = await arena.blocking(
+            functools.partial(arena.store.vote, flag_min_votes=arena.settings.flag_min_votes), bid, sid, body.choice
+        )
     except ArenaError as e:
         raise _http(e) from None
     return {"battle_id": bid, "winner": rec["vote"], "reveal": {"A": rec["model_a"], "B": rec["model_b"]}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -172,6 +173,17 @@ class ArenaContext:
     admin_token: str | None = None
     cache: dict = field(default_factory=dict)  # leaderboard and sampler snapshots of this process
     watcher: AnswerWatcher | None = None  # answers collected by other workers; made on first use
+    # the store's calls from async routes; bounded like the store's pool (10 + 10 overflow per process)
+    db_pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=16, thread_name_prefix="arena-db")
+    )
+
+    async def blocking(self, fn, *args) -> Any:
+        """``fn(*args)`` on this arena's thread pool (store calls, file reads), awaited; raises what it
+        raises. ``loop.run_in_executor`` rather than Starlette's ``run_in_threadpool``: anyio's
+        hand-off to a worker thread (a capacity limiter and a ``queue.Queue`` per call) was an eighth
+        of a worker's CPU at six store calls per vote (docs/arena.md, "Performance")."""
+        return await asyncio.get_running_loop().run_in_executor(self.db_pool, fn, *args)
 
     def answer_watcher(self) -> AnswerWatcher:
         if self.watcher is None:
