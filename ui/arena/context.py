@@ -173,10 +173,12 @@ class ArenaContext:
     admin_token: str | None = None
     cache: dict = field(default_factory=dict)  # leaderboard and sampler snapshots of this process
     watcher: AnswerWatcher | None = None  # answers collected by other workers; made on first use
-    # the store's calls from async routes; bounded like the store's pool (10 + 10 overflow per process)
-    db_pool: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(max_workers=16, thread_name_prefix="arena-db")
-    )
+    db_pool: ThreadPoolExecutor = field(init=False)
+
+    def __post_init__(self) -> None:
+        # as many threads as the store keeps pooled connections: more would open overflow connections
+        # and close them again on return, a new PostgreSQL backend (a fork) every few calls under load
+        self.db_pool = ThreadPoolExecutor(max_workers=max(1, self.store.pool_size), thread_name_prefix="arena-db")
 
     async def blocking(self, fn, *args) -> Any:
         """``fn(*args)`` on this arena's thread pool (store calls, file reads), awaited; raises what it

@@ -355,6 +355,7 @@ class ArenaStore:
 
     def __init__(self, target: str | Path, *, pool_size: int = 10):
         self.url = store_url(target)
+        self.pool_size = pool_size
         try:
             self.engine = _make_engine(self.url, pool_size)
         except Exception as e:  # a malformed URL or a missing driver
