@@ -251,6 +251,9 @@ def bench_arena_cmd(
     ]
     try:
         if arena is not None:
+            from .arena.launch import tune_gc_for_serving
+
+            tune_gc_for_serving()
             serve(arena, host, port, banner, proxy_headers=False)
         else:
             serve_workers(cfg, host, port, workers, banner)
