@@ -202,14 +202,19 @@ class _Policy:
             box[0] += 1
 
 
-def _connect_failure(e: BaseException) -> OSError | None:
-    """The ``OSError`` (connection refused, host unreachable, ...) somewhere under ``e``'s causes,
-    other than a timeout; ``None`` when there is none."""
+def _connect_failure(e: BaseException) -> BaseException | None:
+    """The connection failure somewhere under ``e``'s causes -- an ``OSError`` (connection refused,
+    host unreachable) or aiohttp's ``ClientConnectionError`` (a server that closed the connection
+    without answering) -- other than a timeout; ``None`` when there is none."""
+    try:
+        from aiohttp import ClientConnectionError
+    except ImportError:  # openai without its aiohttp extra: only OSErrors to look for
+        ClientConnectionError = OSError  # type: ignore[misc,assignment]
     seen: set[int] = set()
     cur: BaseException | None = e
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, OSError) and not isinstance(cur, TimeoutError):
+        if isinstance(cur, (OSError, ClientConnectionError)) and not isinstance(cur, TimeoutError):
             return cur
         cur = cur.__cause__ or cur.__context__
     return None
@@ -429,8 +434,8 @@ class ModelClient:
         latency = time.perf_counter() - t0
         attempts = max(attempts, 1)
         if isinstance(e, openai.APITimeoutError) and (refused := _connect_failure(e)) is not None:
-            # openai's aiohttp transport maps every aiohttp connection error, a refused connect
-            # included, to httpx.ConnectTimeout: told apart by the OSError under it
+            # openai's aiohttp transport maps every aiohttp connection error (a refused connect, a
+            # server gone without answering) to httpx.ConnectTimeout: told apart by the error under it
             return Completion(
                 None, f"APIConnectionError: Connection error: {_short(str(refused))}", None, attempts, latency
             )

@@ -415,18 +415,29 @@ def perf_arena_cmd(
     ),
     workers: int = typer.Option(4, "--workers", min=1),
     voters: int = typer.Option(50, "--voters", min=1, help="concurrent simulated voters"),
-    duration_s: float = typer.Option(20.0, "--duration-s", help="how long the voters vote (measured)"),
+    duration_s: float = typer.Option(20.0, "--duration-s", min=0.1, help="how long the voters vote (measured)"),
     warmup_s: float = typer.Option(5.0, "--warmup-s", min=0.0, help="load before the measured window (not measured)"),
 ) -> None:
     """Votes per second and p50/p99 of battle creation and of the vote (N workers, the four sim
     agents), CPU per vote, beside a bare insert into the same database; checks no vote was lost or
     counted twice."""
-    from .arena.perf import measure_arena_perf
+    from .arena.perf import measure_arena_perf, require_empty_store
+    from .arena.store import ArenaError
 
+    if "://" not in db and db != ":memory:":
+        require_writable_file(Path(db), "--db", sqlite=True)
     try:
-        print_json(measure_arena_perf(db, workers=workers, voters=voters, duration_s=duration_s, warmup_s=warmup_s))
-    except (ValueError, RuntimeError) as e:
+        require_empty_store(db)  # before anything starts: a bad URL, a store with battles
+    except (ArenaError, ValueError) as e:
+        fail(str(e))
+    try:
+        rep = measure_arena_perf(db, workers=workers, voters=voters, duration_s=duration_s, warmup_s=warmup_s)
+    except (ValueError, RuntimeError, ArenaError) as e:
         fail(str(e), 1)
+    print_json(rep)
+    bad = {k: n for k in ("lost", "unacknowledged", "double_counted") if (n := rep["integrity"][k])}
+    if bad:  # the figures stand only if every acknowledged vote is stored once
+        fail("integrity check failed: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in bad.items()), 1)
 
 
 @pinpoint_app.command("study")

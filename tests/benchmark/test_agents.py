@@ -303,6 +303,41 @@ def test_connection_refused_is_recorded():
     assert ans.error is not None and "Connection" in ans.error and ans.attempts == 2
 
 
+def test_a_server_that_hangs_up_without_answering_is_a_connection_error_not_a_timeout():
+    """openai's aiohttp transport maps aiohttp's ServerDisconnectedError to a connect *timeout*; the
+    record must say what happened (the httpx transport says "Connection error"), well before the timeout."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            conn.recv(65536)  # read the request, answer nothing
+            conn.close()
+
+    t = threading.Thread(target=hang_up, daemon=True)
+    t.start()
+    try:
+        agent = OpenAIAgent(
+            "t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo", max_retries=1, timeout_s=30
+        )
+        ans = run(_point(agent))
+    finally:
+        stop.set()
+        t.join(timeout=5)
+        srv.close()
+    assert ans.error is not None and ans.error.startswith("APIConnectionError: Connection error"), ans.error
+    assert ans.attempts == 2 and ans.latency_s < 20
+
+
 def test_missing_api_key_and_bad_image_are_recorded(server, monkeypatch):
     monkeypatch.delenv("POINTLAB_TEST_NO_SUCH_KEY", raising=False)
     agent = OpenAIAgent(

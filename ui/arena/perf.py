@@ -23,9 +23,12 @@ saw, and the same integrity check.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,54 @@ from ..serve import free_port
 __all__ = ["measure_arena_perf", "bare_insert_times"]
 
 CHOICES = ("A", "B", "both_good", "both_bad")
+
+
+def _shown(db: str) -> str:
+    """``db`` as the report shows it: a URL with its scheme and without a password, or the path."""
+    if "://" not in db:
+        return db
+    from sqlalchemy.engine import make_url
+
+    return make_url(db).render_as_string(hide_password=True)
+
+
+def require_empty_store(db: str) -> None:
+    """Refuse a store that already holds battles: the integrity check compares every stored vote with
+    the votes this run was told about, so an earlier run's votes would read as "unacknowledged".
+
+    Raises: ArenaError when the store cannot be opened (a bad URL, a missing driver, a file that is not
+    a database); ValueError when it has battles."""
+    from .store import ArenaStore
+
+    store = ArenaStore(db)
+    try:
+        n = sum(store.battle_counts().values()) // 2
+    finally:
+        store.close()
+    if n:
+        raise ValueError(
+            f"--db {_shown(db)}: the arena store already has {n} battles; perf arena needs an empty one "
+            "(its integrity check counts every vote stored)"
+        )
+
+
+@contextlib.contextmanager
+def _stopped_on_sigterm():
+    """While the arena runs: SIGTERM (``timeout``, CI, systemd) raises SystemExit in this process, so
+    the ``finally`` that stops the arena and its workers runs, as it does on Ctrl-C. Only from the
+    main thread (Python delivers signals there); elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def bare_insert_times(url: str, n: int = 200) -> list[float]:
@@ -276,6 +327,9 @@ def measure_arena_perf(
 
     if workers < 1 or voters < 1 or duration_s <= 0 or warmup_s < 0:
         raise ValueError("workers >= 1, voters >= 1, duration_s > 0, warmup_s >= 0 required")
+    if "://" not in db:  # the arena runs in a temp folder: a relative SQLite path would be another file there
+        db = str(Path(db).resolve())
+    require_empty_store(db)
     base_times = bare_insert_times(db, baseline_inserts)
     out, wall = _run_load(db, workers, voters, duration_s, start_timeout_s, warmup_s=warmup_s)
     check = _check(db, out["acked"])
@@ -287,7 +341,7 @@ def measure_arena_perf(
         if n_votes and out.get("cpu_from", {}).get(k) is not None and out.get("cpu_to", {}).get(k) is not None
     }
     return {
-        "db": db.split("@")[-1] if "://" in db else db,
+        "db": _shown(db),
         "workers": workers,
         "voters": voters,
         "warmup_s": warmup_s,
@@ -409,6 +463,8 @@ def _run_load(
         "1000000",
     ]
     log = (tmp / "arena.log").open("w")
+    stack = contextlib.ExitStack()
+    stack.enter_context(_stopped_on_sigterm())
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp, env={**os.environ})
     base = f"http://127.0.0.1:{port}"
     try:
@@ -476,4 +532,6 @@ def _run_load(
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)  # the arena's log (read above on failure) and its demo set
+        stack.close()
     return out, wall
