@@ -201,6 +201,13 @@ def bench_arena_cmd(
     local = "://" not in db
     if local and db != ":memory:":
         require_writable_file(Path(db), "--db", sqlite=True)  # before the demo set is rendered beside it
+    elif not local:
+        from .arena.store import check_store_url
+
+        try:
+            check_store_url(db)  # a malformed URL or a missing driver, before the demo set is rendered
+        except ArenaError as e:
+            fail(str(e))
     home = Path(db).resolve().parent if local else Path.cwd()
     demo = demo_dir or home / "arena_demo"
     if images is None and (why := unwritable(demo)):

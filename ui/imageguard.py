@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from pointlab.benchmark.records import replaced_on_success
 from pointlab.ui.errors import UiError
@@ -209,7 +209,12 @@ def decode_image(data: bytes, limits: ImageLimits = ImageLimits()) -> DecodedIma
         raise ImageRejected(f"image has too many pixels: {str(e)[:160]}", 422, "too_many_pixels") from None
     except (OSError, SyntaxError, ValueError, EOFError, struct.error, zlib.error, IndexError, TypeError, KeyError) as e:
         # Pillow's decoders raise all of these on corrupt input (SyntaxError for broken PNG chunks)
-        raise ImageRejected(f"not a readable image: {type(e).__name__}: {str(e)[:200]}", 415, "unreadable") from None
+        if isinstance(e, UnidentifiedImageError):  # its text names a BytesIO object: nothing for a person
+            f = list(limits.formats)
+            why = f"not a {' or '.join([', '.join(f[:-1]), f[-1]] if len(f) > 1 else f)} file"
+        else:
+            why = f"{type(e).__name__}: {str(e)[:200]}"
+        raise ImageRejected(f"not a readable image: {why}", 415, "unreadable") from None
     except MemoryError:
         raise ImageRejected("image too large to decode", 422, "too_many_pixels") from None
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.size == 0:

@@ -104,6 +104,9 @@ def test_bytes_type_and_truncation():
         with pytest.raises(ImageRejected) as e:
             decode_image(data, LIMITS)
         assert e.value.status == status, (data[:10], e.value)
+    with pytest.raises(ImageRejected) as e:  # a text file: said for a person, no Python object text
+        decode_image(b"hello, this is not an image\n" * 4, LIMITS)
+    assert str(e.value) == "not a readable image: not a PNG, JPEG or WEBP file" and e.value.status == 415
     gif = io.BytesIO()
     Image.new("RGB", (4, 4)).save(gif, format="GIF")
     with pytest.raises(ImageRejected) as e:

@@ -342,6 +342,17 @@ def _make_engine(url: str, pool_size: int) -> Engine:
     return create_engine(u, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, pool_recycle=1800)
 
 
+def check_store_url(target: str | Path) -> None:
+    """Whether ``target`` names a store this pointlab can open: a well-formed URL of an installed
+    driver (nothing is connected to or written). For commands to refuse a bad ``--db`` before they
+    start anything. Raises: ArenaError (400) saying what is wrong."""
+    url = store_url(target)
+    try:
+        _make_engine(url, 1).dispose()
+    except Exception as e:  # a malformed URL or a missing driver, as ArenaStore reports it
+        raise ArenaError(f"cannot open the arena store {url!r}: {e}", 400) from None
+
+
 class ArenaStore:
     """The arena store (see the module docstring).
 

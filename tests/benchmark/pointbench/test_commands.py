@@ -130,6 +130,13 @@ def test_bench_arena_argument_errors(tmp_path):
     assert r.exit_code == 2 and "sampler must be one of" in r.output
 
 
+def test_bench_arena_refuses_a_bad_store_url_before_rendering_anything(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["bench", "arena", "--db", "postgres://bad url"])
+    assert r.exit_code == 2 and "cannot open the arena store 'postgres://bad url'" in r.output
+    assert list(tmp_path.iterdir()) == []  # no demo set rendered, no uploads folder
+
+
 def test_bench_run_against_a_server_answering_400_stops_within_the_threshold(tmp_path):
     """Must show (issue 12): every request is a 400 (an OpenAI reasoning model refusing max_tokens); the run
     exits non-zero naming the server's error, after no more failed answers than the threshold allows."""
