@@ -367,8 +367,8 @@ class ModelClient:
         through ``client.post``, the call openai's README gives for requests it has no method for.
         The transform walks every message part, the base64 image included, to rename aliased keys,
         and chat parameters have none: it was a tenth of an arena worker's CPU (docs/arena.md,
-        "Performance"). tests/benchmark/test_model_client.py compares the request bytes with
-        ``create``'s."""
+        "Performance"). tests/benchmark/test_model_client.py compares the request's body and headers
+        with ``create``'s."""
         from openai.types.chat import ChatCompletion
 
         kw = dict(self.kwargs)

@@ -6,9 +6,10 @@ format would give its family away). The vote response is the first message that 
 
 Nothing blocking runs on the event loop: database calls and resizes go to the arena's thread pool
 (``ArenaContext.blocking``; FastAPI's own for the ``def`` routes off the vote's path), uploads are
-decoded and written by ``ui.imageguard`` in worker threads, and model calls run on the ``AgentLoop`` thread. Several worker processes can serve one
-arena (PostgreSQL store): a battle's answers are written to the store, so a websocket or a poll
-that lands on another worker than the one that asked the models reads them from there.
+decoded and written by ``ui.imageguard`` in worker threads, and model calls run on the ``AgentLoop``
+thread. Several worker processes can serve one arena (PostgreSQL store): a battle's answers are
+written to the store, so a websocket or a poll that lands on another worker than the one that asked
+the models reads them from there.
 """
 
 from __future__ import annotations

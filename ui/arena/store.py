@@ -450,7 +450,7 @@ class ArenaStore:
     @contextmanager
     def _core(self) -> Iterator[Connection]:
         """One transaction on a plain connection, committed on exit: for the statements every vote
-        runs (prepared once at import, ``_HOT``), without the ORM session's bookkeeping, which cost
+        runs (built once at import, ``_Hot``), without the ORM session's bookkeeping, which cost
         more than the statements (docs/arena.md, "Performance"). Raises: StoreUnavailable as ``_tx``."""
         with _reachable():
             with self.engine.begin() as c:
