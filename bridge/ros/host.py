@@ -19,12 +19,19 @@ log = logging.getLogger(__name__)
 def spin_executor(executor, what: str) -> None:
     """Spin ``executor`` until it is shut down (the body of a spinning thread); a callback's bug is
     logged as ``what`` stopping, never silently ending the thread."""
+    from rclpy.exceptions import InvalidHandle
     from rclpy.executors import ExternalShutdownException
 
     try:
         executor.spin()
     except ExternalShutdownException:
         pass
+    except InvalidHandle:
+        # rclpy's Executor.shutdown destroys its guard condition without waiting for the spinning
+        # thread to leave its wait (rclpy/executors.py): the thread then meets a destroyed handle.
+        # After a shutdown that is the end of spinning, not a fault; before one it is.
+        if not getattr(executor, "_is_shutdown", False):
+            log.exception("%s stopped", what)
     except Exception:
         log.exception("%s stopped", what)
 
