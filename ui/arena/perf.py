@@ -136,7 +136,7 @@ async def _send(c, method: str, url: str, out: dict, retry_cap_s: float, **kw) -
     had_503 = False
     for _ in range(40):
         async with c.request(method, url, **kw) as resp:
-            r = _Reply(resp.status, dict(resp.headers), await resp.text())
+            r = _Reply(resp.status, resp.headers.copy(), await resp.text())  # case-insensitive, as sent
         out["status"][r.status_code] = out["status"].get(r.status_code, 0) + 1
         if r.status_code != 503:
             return r, had_503
