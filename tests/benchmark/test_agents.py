@@ -288,16 +288,20 @@ def test_unknown_model_is_not_retried(server):
     assert ans.error.startswith("HTTP 404") and ans.attempts == 1
 
 
+def _agent_at_port(port: int, timeout_s: float) -> OpenAIAgent:
+    """An agent for a server on 127.0.0.1:``port`` that never answers properly: one retry (two attempts)."""
+    return OpenAIAgent(
+        "t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo", max_retries=1, timeout_s=timeout_s
+    )
+
+
 def test_connection_refused_is_recorded():
     from pointlab.sim_mock.model_server import bind_socket
 
     sock = bind_socket()  # bound, never listening: connections are refused
     port = sock.getsockname()[1]
     try:
-        agent = OpenAIAgent(
-            "t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo", max_retries=1, timeout_s=2
-        )
-        ans = run(_point(agent))
+        ans = run(_point(_agent_at_port(port, timeout_s=2)))
     finally:
         sock.close()
     assert ans.error is not None and "Connection" in ans.error and ans.attempts == 2
@@ -326,10 +330,7 @@ def test_a_server_that_hangs_up_without_answering_is_a_connection_error_not_a_ti
     t = threading.Thread(target=hang_up, daemon=True)
     t.start()
     try:
-        agent = OpenAIAgent(
-            "t", base_url=f"http://127.0.0.1:{port}/v1", model="m", point_format="molmo", max_retries=1, timeout_s=30
-        )
-        ans = run(_point(agent))
+        ans = run(_point(_agent_at_port(port, timeout_s=30)))
     finally:
         stop.set()
         t.join(timeout=5)

@@ -539,14 +539,14 @@ class ArenaStore:
 
     @staticmethod
     def _count_since(since_unix_s: float, *, session_id=None, client_addr=None, source=None):
-        q = select(func.count()).select_from(BattleRow).where(BattleRow.created_unix_s >= since_unix_s)
-        if session_id is not None:
-            q = q.where(BattleRow.session_id == session_id)
-        if client_addr is not None:
-            q = q.where(BattleRow.client_addr == client_addr)
-        if source is not None:
-            q = q.where(BattleRow.image_source == source)
-        return q
+        keys = {"session_id": session_id, "client_addr": client_addr, "source": source}
+        return (
+            select(func.count())
+            .select_from(_B)
+            .where(
+                _B.c.created_unix_s >= since_unix_s, *(_LIMIT_COLUMNS[k] == v for k, v in keys.items() if v is not None)
+            )
+        )
 
     # -- battles ------------------------------------------------------------------------------
     def create_battle(
